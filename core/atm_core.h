@@ -1,0 +1,286 @@
+/* atm_core.h -- autotm graph IR, status codes and graph JSON: the contract every module plans against.
+ *
+ * Usage:
+ *
+ *     atm_graph *g = NULL;
+ *     if (atm_graph_new(&g, "mlp") < 0) { fprintf(stderr, "%s\n", atm_errmsg()); ... }
+ *     int64_t xd[] = {16, 784}, wd[] = {10, 784}, bd[] = {10}, yd[] = {16, 10};
+ *     int32_t x, w, b, y, n;
+ *     atm_graph_add_tensor(g, "x", ATM_F32, 2, xd, ATM_KIND_INPUT, ATM_LOC_ANY, &x);
+ *     atm_graph_add_tensor(g, "w", ATM_F32, 2, wd, ATM_KIND_PARAM, ATM_LOC_ANY, &w);
+ *     atm_graph_add_tensor(g, "b", ATM_F32, 1, bd, ATM_KIND_PARAM, ATM_LOC_ANY, &b);
+ *     atm_graph_add_tensor(g, "y", ATM_F32, 2, yd, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y);
+ *     atm_graph_add_node(g, "fc", ATM_OP_IP_FWD, NULL, 3, (int32_t[]){x, w, b}, 1, &y, &n);
+ *     atm_graph_validate(g);            // shapes, schedule order, ids
+ *     atm_liveness *lv = NULL;
+ *     atm_liveness_new(&lv, g);         // live ranges and the footprint curve
+ *     printf("peak %lld bytes\n", (long long)atm_liveness_peak_bytes(lv));
+ *     atm_liveness_destroy(lv);
+ *     atm_graph_destroy(g);
+ *
+ * Functions that can fail return an atm_status (0 ok, negative error) and leave a
+ * thread-local message in atm_errmsg(). Out-parameters are NULL on failure.
+ */
+#ifndef ATM_CORE_H
+#define ATM_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef int atm_status;
+
+enum {
+	ATM_OK = 0,
+	ATM_E_USAGE = -1,       /* bad command-line argument or API misuse by a caller */
+	ATM_E_INPUT = -2,       /* malformed input file: graph, plan, profile, tier spec */
+	ATM_E_INFEASIBLE = -3,  /* no plan fits the requested fast-memory limit */
+	ATM_E_UNSUPPORTED = -4, /* hardware or backend not available here */
+	ATM_E_IO = -5,          /* file system error: open, write, rename, lock */
+	ATM_E_NOMEM = -6,       /* host allocation failed */
+	ATM_E_NOSPACE = -7,     /* a memory pool or tier is full */
+	ATM_E_INTERRUPTED = -8, /* stopped by a signal (Ctrl-C) */
+	ATM_E_NOTFOUND = -9,    /* a named thing (model, kernel, cache entry) does not exist */
+	ATM_E_INTERNAL = -10,   /* a bug: an invariant did not hold */
+};
+
+/* atm_errmsg -- the message of the last failure on this thread ("" if none) */
+const char *atm_errmsg(void);
+
+/* atm_err -- record a formatted message for this thread and return code */
+atm_status atm_err(atm_status code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* atm_err_prefix -- prepend context ("graph.json: ") to the current message; returns code */
+atm_status atm_err_prefix(atm_status code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* atm_err_clear -- forget the current message */
+void atm_err_clear(void);
+
+/* atm_status_name -- short name of a status ("input", "infeasible", ...) */
+const char *atm_status_name(atm_status code);
+
+/* atm_exit_code -- the process exit code a command uses for a status:
+ * 0 ok, 1 internal, 2 usage, 3 bad input file, 4 infeasible, 5 unsupported
+ * hardware, 6 file system, 7 out of memory or space, 8 not found, 130 interrupted. */
+int atm_exit_code(atm_status code);
+
+/* ---------------------------------------------------------------- types */
+
+#define ATM_MAX_DIMS 6
+/* Dimensions above this are rejected: no real tensor has them, and it keeps
+ * every product of two dimensions inside int64_t before the overflow check. */
+#define ATM_MAX_DIM ((int64_t)1 << 40)
+/* Byte sizes above this are rejected as overflow (8 EiB / 2: room to add two). */
+#define ATM_MAX_BYTES ((int64_t)1 << 62)
+
+typedef enum { ATM_F32 = 0, ATM_I32, ATM_U8, ATM_N_DTYPES } atm_dtype;
+
+typedef enum {
+	ATM_KIND_INPUT = 0,       /* graph input (data, labels): live all step */
+	ATM_KIND_PARAM,           /* trainable parameter: live all step, updated in place by SGD */
+	ATM_KIND_GRAD,            /* gradient of a parameter or an activation */
+	ATM_KIND_ACTIVATION,      /* intermediate produced by a kernel */
+	ATM_KIND_OPTIMIZER_STATE, /* momentum and similar: live all step */
+	ATM_KIND_CONSTANT,        /* read-only constant: live all step */
+	ATM_KIND_OUTPUT,          /* graph output (the loss): live all step */
+	ATM_N_KINDS
+} atm_tensor_kind;
+
+/* Locations a tensor may take (a bit set). */
+enum { ATM_LOC_FAST = 1u, ATM_LOC_SLOW = 2u, ATM_LOC_ANY = 3u };
+
+typedef enum {
+	ATM_OP_CONV_FWD = 0,      /* in: x[N,C,H,W], w[O,C,KH,KW], (b[O]) out: y[N,O,OH,OW] */
+	ATM_OP_CONV_BWD_DATA,     /* in: dy, w                 out: dx */
+	ATM_OP_CONV_BWD_WEIGHTS,  /* in: x, dy                 out: dw, (db) */
+	ATM_OP_IP_FWD,            /* in: x[N,...], w[O,I], b[O] out: y[N,O]  (I = prod of x dims past N) */
+	ATM_OP_IP_BWD_DATA,       /* in: dy, w                 out: dx */
+	ATM_OP_IP_BWD_WEIGHTS,    /* in: x, dy                 out: dw, db */
+	ATM_OP_RELU_FWD,          /* in: x                     out: y */
+	ATM_OP_RELU_BWD,          /* in: y (forward output), dy out: dx */
+	ATM_OP_MAXPOOL_FWD,       /* in: x                     out: y, ws (i32 argmax, shape of y) */
+	ATM_OP_MAXPOOL_BWD,       /* in: dy, ws                out: dx */
+	ATM_OP_AVGPOOL_FWD,       /* in: x                     out: y */
+	ATM_OP_AVGPOOL_BWD,       /* in: dy                    out: dx */
+	ATM_OP_BN_FWD,            /* in: x, gamma[C], beta[C]  out: y, mean[C], var[C] (batch statistics) */
+	ATM_OP_BN_BWD,            /* in: x, dy, gamma, mean, var out: dx, dgamma, dbeta */
+	ATM_OP_CONCAT,            /* in: x0..xk                out: y    (along attrs.axis) */
+	ATM_OP_SPLIT,             /* in: dy                    out: dx0..dxk (backward of concat) */
+	ATM_OP_ADD,               /* in: a, b                  out: y = a + b (residuals, gradient sums) */
+	ATM_OP_SOFTMAX_XENT_FWD,  /* in: logits[N,K], labels[N,K] (one-hot) out: probs[N,K], loss[1] */
+	ATM_OP_SOFTMAX_XENT_BWD,  /* in: probs, labels         out: dlogits = (probs - labels) / N */
+	ATM_OP_SGD,               /* in: w, dw  out: none; writes w -= lr * dw in place */
+	ATM_N_OPS
+} atm_op;
+
+/* Attributes of a node; each op reads only the ones it documents. */
+typedef struct {
+	int32_t kernel[2];  /* pooling window h, w (convolution takes it from w) */
+	int32_t stride[2];  /* h, w; 0 means 1 */
+	int32_t pad[4];     /* top, left, bottom, right */
+	int32_t axis;       /* concat / split axis */
+	bool exclude_pad;   /* average pooling: padding not counted in the divisor */
+	float epsilon;      /* batch norm */
+	float lr;           /* SGD learning rate */
+} atm_attrs;
+
+/* A tensor as the graph holds it (read-only view, owned by the graph). */
+typedef struct {
+	int32_t id;
+	const char *name;
+	atm_dtype dtype;
+	int ndim;
+	int64_t dims[ATM_MAX_DIMS];
+	int64_t n_elems;
+	int64_t bytes;
+	atm_tensor_kind kind;
+	unsigned locations; /* ATM_LOC_* bits */
+} atm_tensor;
+
+/* A node as the graph holds it (read-only view, owned by the graph). */
+typedef struct {
+	int32_t id; /* also its position in the schedule */
+	const char *name;
+	atm_op op;
+	atm_attrs attrs;
+	int n_in;
+	const int32_t *in;
+	int n_out;
+	const int32_t *out;
+	int64_t workspace_bytes; /* scratch the kernel needs while it runs */
+} atm_node;
+
+/* ---------------------------------------------------------------- names */
+
+const char *atm_dtype_name(atm_dtype t);
+int64_t atm_dtype_bytes(atm_dtype t);
+const char *atm_kind_name(atm_tensor_kind k);
+const char *atm_op_name(atm_op op);
+/* Look-ups by name return ATM_E_INPUT with a message listing what is valid. */
+atm_status atm_dtype_from_name(const char *s, atm_dtype *out);
+atm_status atm_kind_from_name(const char *s, atm_tensor_kind *out);
+atm_status atm_op_from_name(const char *s, atm_op *out);
+/* atm_op_is_inplace -- the op writes its input 0 (SGD) */
+bool atm_op_is_inplace(atm_op op);
+
+/* ---------------------------------------------------------------- graph */
+
+typedef struct atm_graph atm_graph;
+
+/* atm_graph_new -- an empty graph; name is copied */
+atm_status atm_graph_new(atm_graph **g, const char *name);
+void atm_graph_destroy(atm_graph *g);
+
+/* atm_graph_add_tensor -- append a tensor; its id is the number of tensors before it.
+ * Rejects dims < 1, dims > ATM_MAX_DIM, byte sizes over ATM_MAX_BYTES, empty
+ * location sets, and names used before. */
+atm_status atm_graph_add_tensor(atm_graph *g, const char *name, atm_dtype dtype, int ndim,
+                                const int64_t *dims, atm_tensor_kind kind, unsigned locations,
+                                int32_t *id);
+
+/* atm_graph_add_node -- append a node to the schedule; attrs may be NULL (all zero).
+ * Checks that the ids exist and the arity fits the op; shapes are checked by validate. */
+atm_status atm_graph_add_node(atm_graph *g, const char *name, atm_op op, const atm_attrs *attrs,
+                              int n_in, const int32_t *in, int n_out, const int32_t *out,
+                              int32_t *id);
+
+/* atm_graph_set_workspace -- scratch bytes node id needs while it runs */
+atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes);
+
+/* atm_graph_validate -- every input produced earlier (or an input, param,
+ * constant or optimizer state), every non-persistent tensor produced exactly
+ * once, shapes consistent with each op's rule. The message names the node. */
+atm_status atm_graph_validate(const atm_graph *g);
+
+const char *atm_graph_name(const atm_graph *g);
+int32_t atm_graph_n_tensors(const atm_graph *g);
+int32_t atm_graph_n_nodes(const atm_graph *g);
+/* NULL when id is out of range */
+const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
+const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
+/* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
+int32_t atm_graph_find_tensor(const atm_graph *g, const char *name);
+
+/* atm_tensor_is_persistent -- lives for the whole step (input, param, optimizer
+ * state, constant, output) */
+bool atm_tensor_is_persistent(const atm_tensor *t);
+
+/* ---------------------------------------------------------------- liveness */
+
+typedef struct atm_liveness atm_liveness;
+
+/* atm_liveness_new -- live range of every tensor and bytes live at every node,
+ * freeing each tensor right after its last use. The graph must be valid and
+ * must outlive the result. */
+atm_status atm_liveness_new(atm_liveness **lv, const atm_graph *g);
+void atm_liveness_destroy(atm_liveness *lv);
+
+/* First and last node index at which tensor id is live. Persistent tensors
+ * span [0, n_nodes - 1]; a tensor nobody reads dies at its producer. */
+int32_t atm_liveness_first(const atm_liveness *lv, int32_t tensor);
+int32_t atm_liveness_last(const atm_liveness *lv, int32_t tensor);
+/* Bytes live while node runs, including the node's workspace. */
+int64_t atm_liveness_bytes_at(const atm_liveness *lv, int32_t node);
+int64_t atm_liveness_peak_bytes(const atm_liveness *lv);
+/* Index of the first node where the peak is reached. */
+int32_t atm_liveness_peak_node(const atm_liveness *lv);
+
+/* ---------------------------------------------------------------- summary */
+
+typedef struct {
+	int64_t n_params;      /* elements in param tensors */
+	int64_t param_bytes;
+	int64_t io_bytes;      /* bytes of persistent tensors (inputs, params, state, constants, outputs) */
+	int64_t peak_bytes;    /* peak of the footprint curve */
+	int64_t total_bytes;   /* sum of all tensor sizes (what a no-reuse allocator needs) */
+	int32_t n_kernels;
+	int32_t n_tensors;
+} atm_graph_stats;
+
+atm_status atm_graph_stats_compute(const atm_graph *g, atm_graph_stats *out);
+
+/* ---------------------------------------------------------------- JSON */
+
+/* Loading options: values for symbolic dimensions ("batch"). */
+typedef struct {
+	int64_t batch; /* > 0 overrides the file's "batch" parameter */
+} atm_graph_load_opts;
+
+/* atm_graph_load -- read and validate a graph JSON file (format in README).
+ * Errors are ATM_E_INPUT (message names the file and the element) or ATM_E_IO. */
+atm_status atm_graph_load(atm_graph **g, const char *path, const atm_graph_load_opts *opts);
+/* atm_graph_load_buffer -- the same from memory; origin names it in messages */
+atm_status atm_graph_load_buffer(atm_graph **g, const char *data, size_t len, const char *origin,
+                                 const atm_graph_load_opts *opts);
+/* atm_graph_dump -- the graph as canonical JSON text (malloc'd, caller frees) */
+atm_status atm_graph_dump(const atm_graph *g, char **text);
+/* atm_graph_save -- write canonical JSON atomically (temporary file + rename) */
+atm_status atm_graph_save(const atm_graph *g, const char *path);
+
+/* ---------------------------------------------------------------- files */
+
+/* atm_write_file_atomic -- write len bytes to path via a temporary file in the
+ * same folder, fsync, rename; an interrupted write leaves the old file intact */
+atm_status atm_write_file_atomic(const char *path, const char *data, size_t len);
+/* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
+atm_status atm_read_file(const char *path, char **data, size_t *len);
+
+/* atm_parse_bytes -- "12G", "512M", "4096", "1.5G" (binary units: K = 1024) */
+atm_status atm_parse_bytes(const char *s, int64_t *out);
+/* atm_format_bytes -- "1.50 GiB" into buf */
+const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_CORE_H */

@@ -1,0 +1,75 @@
+/* atm_zoo.h -- the network zoo: full training steps (forward, loss, backward, SGD) of published networks.
+ *
+ * Usage:
+ *
+ *     atm_graph *g = NULL;
+ *     atm_zoo_opts o = {.batch = 16};
+ *     if (atm_zoo_build(&g, "vgg19", &o) < 0) fprintf(stderr, "%s\n", atm_errmsg());
+ *     ...
+ *     atm_zoo_preset_sizes s;
+ *     atm_zoo_preset("resnet200", "small", &s);   // s.batch[0], s.image
+ *
+ * Every network's graph holds, in schedule order: the forward pass, softmax
+ * cross-entropy against one-hot labels, the backward pass in reverse order,
+ * and an SGD update of each parameter right after its gradient is complete.
+ */
+#ifndef ATM_ZOO_H
+#define ATM_ZOO_H
+
+#include "atm_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+	int64_t batch;     /* > 0 */
+	int64_t n_classes; /* 0: 1000 (10 for the tiny networks) */
+	int64_t image;     /* 0: the network's own input size (224, 299 for Inception, 32 for tiny) */
+	float lr;          /* 0: 0.01 */
+} atm_zoo_opts;
+
+typedef struct {
+	const char *name;        /* "vgg19" */
+	const char *family;      /* "vgg", "resnet", "inception", "densenet", "tiny" */
+	const char *description; /* one line */
+	int64_t default_image;
+	int64_t default_classes;
+	int64_t default_batch;    /* batch when none is given (16 for test_vgg, else the small preset) */
+	int64_t published_params; /* parameter count of the published architecture at default size */
+} atm_zoo_model;
+
+typedef struct {
+	const char *name;        /* "paper", "large", "gpu", "small" */
+	const char *description;
+} atm_zoo_preset_info;
+
+/* atm_zoo_n_models / atm_zoo_model_at -- the catalogue, in display order */
+int atm_zoo_n_models(void);
+const atm_zoo_model *atm_zoo_model_at(int i);
+/* atm_zoo_find -- NULL and an error listing the valid names when unknown */
+atm_status atm_zoo_find(const char *name, const atm_zoo_model **model);
+
+/* atm_zoo_build -- the training step of model at opts; ATM_E_USAGE for a bad
+ * batch or an unknown name (the message lists what is valid) */
+atm_status atm_zoo_build(atm_graph **g, const char *name, const atm_zoo_opts *opts);
+
+/* Presets: named sizes. A preset may hold several batches (the GPU runs) and
+ * may shrink the image (the small preset of the deepest networks). */
+typedef struct {
+	int n_batch;      /* 0: the preset does not cover this model */
+	int64_t batch[4];
+	int64_t image;    /* 0: the network's default input size */
+} atm_zoo_preset_sizes;
+
+int atm_zoo_n_presets(void);
+const atm_zoo_preset_info *atm_zoo_preset_at(int i);
+/* atm_zoo_preset -- sizes of model under preset; unknown names are ATM_E_USAGE
+ * with a message listing what is valid */
+atm_status atm_zoo_preset(const char *model, const char *preset, atm_zoo_preset_sizes *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_ZOO_H */
