@@ -266,6 +266,121 @@ atm_status atm_graph_dump(const atm_graph *g, char **text);
 /* atm_graph_save -- write canonical JSON atomically (temporary file + rename) */
 atm_status atm_graph_save(const atm_graph *g, const char *path);
 
+/* ---------------------------------------------------------------- plans */
+
+/* A plan says where every tensor lives over the schedule.
+ *
+ * Each tensor has an initial location: where a kernel output is allocated when
+ * produced, or where a persistent tensor (input, param, ...) sits when a step
+ * starts. Moves copy a tensor between tiers after a node. A tensor may hold a
+ * copy in both tiers; kernels read the fast copy when there is one. A move to
+ * fast adds a fast copy; a move to slow writes a slow copy (free when a valid
+ * one exists already) and drops the fast copy. A kernel that writes a tensor in
+ * place (SGD) drops its other copy. A synchronous move blocks the schedule; an
+ * asynchronous one overlaps the kernels after it and is complete before node
+ * `until` runs (or before the first node that reads the tensor, if earlier).
+ * At the end of a step each persistent tensor must be back in its initial
+ * location, so that every step starts alike. */
+
+typedef struct {
+	int32_t tensor;
+	unsigned to;    /* ATM_LOC_FAST or ATM_LOC_SLOW */
+	int32_t after;  /* node after which it starts; -1: before the first node */
+	int32_t until;  /* asynchronous: done before this node runs (n_nodes: by the step's end) */
+	bool async;
+} atm_move;
+
+/* What the optimizer knew when it made the plan (solver figures may be absent: < 0). */
+typedef struct {
+	char formulation[32];       /* "all-fast", "static", "synchronous", ... */
+	int64_t fast_limit_bytes;   /* 0: no limit */
+	double predicted_runtime_s; /* < 0: unknown */
+	double creation_s, solve_s; /* < 0: not solved */
+	double mip_gap;             /* < 0: unknown */
+	char solver_status[32];
+} atm_plan_info;
+
+typedef struct atm_plan atm_plan;
+
+/* atm_plan_new -- every tensor fast, no moves, formulation "all-fast"; g must outlive p */
+atm_status atm_plan_new(atm_plan **p, const atm_graph *g);
+void atm_plan_destroy(atm_plan *p);
+const atm_graph *atm_plan_graph(const atm_plan *p);
+
+/* atm_plan_set_location -- initial location of tensor (ATM_LOC_FAST or ATM_LOC_SLOW) */
+atm_status atm_plan_set_location(atm_plan *p, int32_t tensor, unsigned loc);
+unsigned atm_plan_location(const atm_plan *p, int32_t tensor);
+/* atm_plan_add_move -- append a move; moves after the same node run in the order added */
+atm_status atm_plan_add_move(atm_plan *p, const atm_move *m);
+int32_t atm_plan_n_moves(const atm_plan *p);
+const atm_move *atm_plan_move(const atm_plan *p, int32_t i);
+atm_plan_info *atm_plan_info_of(atm_plan *p);
+const atm_plan_info *atm_plan_info_get(const atm_plan *p);
+
+/* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
+atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
+/* atm_plan_random -- a valid random plan with synchronous and asynchronous moves, to stress
+ * the move machinery; the same seed gives the same plan */
+atm_status atm_plan_random(atm_plan **p, const atm_graph *g, uint64_t seed);
+
+/* Events of a step in the order the executor performs them. */
+typedef enum {
+	ATM_EV_ALLOC,      /* tensor gets a copy in loc (fast copies at offset) */
+	ATM_EV_KERNEL,     /* node runs; its inputs and outputs use the locations in cfg */
+	ATM_EV_MOVE_START, /* move starts copying tensor to loc (the destination is allocated) */
+	ATM_EV_MOVE_WAIT,  /* wait until move is done */
+	ATM_EV_FREE,       /* tensor's copy in loc is released */
+} atm_event_kind;
+
+typedef struct {
+	atm_event_kind kind;
+	int32_t node;   /* KERNEL; for the others the node they follow (-1 before the first) */
+	int32_t tensor; /* ALLOC, MOVE_*, FREE */
+	int32_t move;   /* MOVE_*: index into the plan's moves */
+	unsigned loc;   /* ALLOC, FREE: which copy; MOVE_START: destination */
+	int64_t offset; /* ALLOC in fast memory: offset in the fast arena */
+	const unsigned *cfg; /* KERNEL: location of each input then each output */
+} atm_event;
+
+typedef struct atm_schedule atm_schedule;
+
+/* Per-step figures of a schedule. */
+typedef struct {
+	int64_t fast_peak_bytes;  /* most bytes of fast copies live at once */
+	int64_t fast_arena_bytes; /* arena size the offsets need (>= peak: fragmentation) */
+	int64_t slow_peak_bytes;
+	int32_t fast_peak_node;
+	int32_t n_moves_to_fast, n_moves_to_slow, n_async_to_fast, n_async_to_slow;
+	int64_t bytes_to_fast, bytes_to_slow, bytes_async_to_fast, bytes_async_to_slow;
+	int64_t persistent_fast_bytes, persistent_slow_bytes; /* allocated once, before any step */
+} atm_schedule_stats;
+
+/* atm_schedule_new -- check the plan against its graph and lay out one step: every
+ * copy's life, fast offsets by first fit inside the plan's fast limit. Errors:
+ * ATM_E_INPUT for a plan that contradicts its graph (naming the tensor or move),
+ * ATM_E_INFEASIBLE when fast copies exceed the limit at a node (naming the node,
+ * the bytes needed and the limit) or do not fit for fragmentation. */
+atm_status atm_schedule_new(atm_schedule **s, const atm_plan *p);
+void atm_schedule_destroy(atm_schedule *s);
+int32_t atm_schedule_n_events(const atm_schedule *s);
+const atm_event *atm_schedule_event(const atm_schedule *s, int32_t i);
+/* Events that set up persistent tensors before the first step (ALLOC only). */
+int32_t atm_schedule_n_setup(const atm_schedule *s);
+const atm_event *atm_schedule_setup(const atm_schedule *s, int32_t i);
+const atm_schedule_stats *atm_schedule_stats_get(const atm_schedule *s);
+/* Bytes of fast copies live while node runs (workspace excluded). */
+int64_t atm_schedule_fast_bytes_at(const atm_schedule *s, int32_t node);
+
+/* Plan JSON (format in the README). Loading checks the plan belongs to g: same
+ * graph name and tensor names, and a digest of the graph's structure. */
+atm_status atm_plan_load(atm_plan **p, const atm_graph *g, const char *path);
+atm_status atm_plan_load_buffer(atm_plan **p, const atm_graph *g, const char *data, size_t len,
+                                const char *origin);
+atm_status atm_plan_dump(const atm_plan *p, char **text);
+atm_status atm_plan_save(const atm_plan *p, const char *path);
+/* atm_graph_digest -- 16 hex digits identifying the graph's structure and sizes */
+void atm_graph_digest(const atm_graph *g, char out[17]);
+
 /* ---------------------------------------------------------------- files */
 
 /* atm_write_file_atomic -- write len bytes to path via a temporary file in the

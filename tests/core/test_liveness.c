@@ -9,61 +9,12 @@
 
 #include "atm_core.h"
 
-/* The training step of a 4 -> 3 linear classifier at batch 1; every byte
- * count below is worked out by hand in the comments. */
-struct small {
-	atm_graph *g;
-	int32_t x, w, b, y, r, labels, probs, loss, dr, dy, dw, db;
-};
-
-static int32_t tensor(atm_graph *g, const char *name, int ndim, int64_t d0, int64_t d1,
-                      atm_tensor_kind kind)
-{
-	int64_t dims[2] = {d0, d1};
-	int32_t id;
-	assert_int_equal(atm_graph_add_tensor(g, name, ATM_F32, ndim, dims, kind, ATM_LOC_ANY, &id),
-	                 ATM_OK);
-	return id;
-}
-
-static void node(atm_graph *g, const char *name, atm_op op, int n_in, const int32_t *in,
-                 int n_out, const int32_t *out)
-{
-	atm_attrs a = {.lr = 0.1f};
-	int32_t id;
-	assert_int_equal(atm_graph_add_node(g, name, op, &a, n_in, in, n_out, out, &id), ATM_OK);
-}
+#include "common/small_graph.h"
 
 static int setup(void **state)
 {
 	static struct small s;
-	memset(&s, 0, sizeof s);
-	assert_int_equal(atm_graph_new(&s.g, "small"), ATM_OK);
-	atm_graph *g = s.g;
-	s.x = tensor(g, "x", 2, 1, 4, ATM_KIND_INPUT);         /* 16 B */
-	s.w = tensor(g, "w", 2, 3, 4, ATM_KIND_PARAM);         /* 48 B */
-	s.b = tensor(g, "b", 1, 3, 0, ATM_KIND_PARAM);         /* 12 B */
-	s.y = tensor(g, "y", 2, 1, 3, ATM_KIND_ACTIVATION);    /* 12 B */
-	s.r = tensor(g, "r", 2, 1, 3, ATM_KIND_ACTIVATION);    /* 12 B */
-	s.labels = tensor(g, "labels", 2, 1, 3, ATM_KIND_INPUT); /* 12 B */
-	s.probs = tensor(g, "probs", 2, 1, 3, ATM_KIND_ACTIVATION);
-	s.loss = tensor(g, "loss", 1, 1, 0, ATM_KIND_OUTPUT);  /* 4 B */
-	s.dr = tensor(g, "dr", 2, 1, 3, ATM_KIND_GRAD);
-	s.dy = tensor(g, "dy", 2, 1, 3, ATM_KIND_GRAD);
-	s.dw = tensor(g, "dw", 2, 3, 4, ATM_KIND_GRAD);        /* 48 B */
-	s.db = tensor(g, "db", 1, 3, 0, ATM_KIND_GRAD);        /* 12 B */
-	node(g, "fc", ATM_OP_IP_FWD, 3, (int32_t[]){s.x, s.w, s.b}, 1, &s.y);          /* 0 */
-	node(g, "relu", ATM_OP_RELU_FWD, 1, &s.y, 1, &s.r);                            /* 1 */
-	node(g, "loss", ATM_OP_SOFTMAX_XENT_FWD, 2, (int32_t[]){s.r, s.labels}, 2,
-	     (int32_t[]){s.probs, s.loss});                                            /* 2 */
-	node(g, "loss.bwd", ATM_OP_SOFTMAX_XENT_BWD, 2, (int32_t[]){s.probs, s.labels}, 1,
-	     &s.dr);                                                                   /* 3 */
-	node(g, "relu.bwd", ATM_OP_RELU_BWD, 2, (int32_t[]){s.r, s.dr}, 1, &s.dy);     /* 4 */
-	node(g, "fc.bwd_w", ATM_OP_IP_BWD_WEIGHTS, 2, (int32_t[]){s.x, s.dy}, 2,
-	     (int32_t[]){s.dw, s.db});                                                 /* 5 */
-	node(g, "sgd.w", ATM_OP_SGD, 2, (int32_t[]){s.w, s.dw}, 0, NULL);             /* 6 */
-	node(g, "sgd.b", ATM_OP_SGD, 2, (int32_t[]){s.b, s.db}, 0, NULL);             /* 7 */
-	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	small_build(&s);
 	*state = &s;
 	return 0;
 }

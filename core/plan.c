@@ -1,0 +1,270 @@
+/* plan.c -- placement plans: initial locations, moves, and the built-in all-fast, all-slow and random plans */
+#include <stdlib.h>
+#include <string.h>
+
+#include "atm_core.h"
+
+struct atm_plan {
+	const atm_graph *g;
+	unsigned *loc; /* per tensor */
+	atm_move *moves;
+	int32_t n_moves, cap_moves;
+	atm_plan_info info;
+};
+
+atm_status atm_plan_new(atm_plan **out, const atm_graph *g)
+{
+	int32_t nt = atm_graph_n_tensors(g);
+	atm_plan *p = calloc(1, sizeof *p);
+	*out = NULL;
+	if (!p || !(p->loc = malloc((size_t)(nt ? nt : 1) * sizeof *p->loc))) {
+		free(p);
+		return atm_err(ATM_E_NOMEM, "out of memory creating a plan for '%s'", atm_graph_name(g));
+	}
+	p->g = g;
+	for (int32_t t = 0; t < nt; t++)
+		p->loc[t] = ATM_LOC_FAST;
+	snprintf(p->info.formulation, sizeof p->info.formulation, "all-fast");
+	p->info.predicted_runtime_s = -1;
+	p->info.creation_s = p->info.solve_s = p->info.mip_gap = -1;
+	*out = p;
+	return ATM_OK;
+}
+
+void atm_plan_destroy(atm_plan *p)
+{
+	if (!p)
+		return;
+	free(p->loc);
+	free(p->moves);
+	free(p);
+}
+
+const atm_graph *atm_plan_graph(const atm_plan *p)
+{
+	return p->g;
+}
+
+atm_status atm_plan_set_location(atm_plan *p, int32_t tensor, unsigned loc)
+{
+	const atm_tensor *t = atm_graph_tensor(p->g, tensor);
+	if (!t)
+		return atm_err(ATM_E_INPUT, "tensor %d does not exist (valid: 0 to %d)", tensor,
+		               atm_graph_n_tensors(p->g) - 1);
+	if (loc != ATM_LOC_FAST && loc != ATM_LOC_SLOW)
+		return atm_err(ATM_E_INPUT, "tensor '%s': a location is fast or slow", t->name);
+	if (!(t->locations & loc))
+		return atm_err(ATM_E_INPUT, "tensor '%s' may only live in %s memory", t->name,
+		               t->locations == ATM_LOC_FAST ? "fast" : "slow");
+	p->loc[tensor] = loc;
+	return ATM_OK;
+}
+
+unsigned atm_plan_location(const atm_plan *p, int32_t tensor)
+{
+	return tensor >= 0 && tensor < atm_graph_n_tensors(p->g) ? p->loc[tensor] : 0;
+}
+
+atm_status atm_plan_add_move(atm_plan *p, const atm_move *m)
+{
+	int32_t nn = atm_graph_n_nodes(p->g);
+	const atm_tensor *t = atm_graph_tensor(p->g, m->tensor);
+	if (!t)
+		return atm_err(ATM_E_INPUT, "move %d: tensor %d does not exist", p->n_moves, m->tensor);
+	if (m->to != ATM_LOC_FAST && m->to != ATM_LOC_SLOW)
+		return atm_err(ATM_E_INPUT, "move %d of '%s': the destination is fast or slow", p->n_moves,
+		               t->name);
+	if (!(t->locations & m->to))
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' may not live in %s memory", p->n_moves,
+		               t->name, m->to == ATM_LOC_FAST ? "fast" : "slow");
+	if (m->after < -1 || m->after >= nn)
+		return atm_err(ATM_E_INPUT, "move %d of '%s': 'after' is node %d; valid: -1 (before the "
+		               "first node) to %d", p->n_moves, t->name, m->after, nn - 1);
+	if (m->async && (m->until <= m->after || m->until > nn))
+		return atm_err(ATM_E_INPUT, "move %d of '%s': an asynchronous move after node %d must be "
+		               "done before a later node (%d to %d), not %d", p->n_moves, t->name,
+		               m->after, m->after + 1, nn, m->until);
+	if (p->n_moves == p->cap_moves) {
+		int32_t cap = p->cap_moves ? p->cap_moves * 2 : 64;
+		atm_move *mv = realloc(p->moves, (size_t)cap * sizeof *mv);
+		if (!mv)
+			return atm_err(ATM_E_NOMEM, "out of memory adding a move");
+		p->moves = mv;
+		p->cap_moves = cap;
+	}
+	p->moves[p->n_moves] = *m;
+	if (!m->async)
+		p->moves[p->n_moves].until = m->after + 1;
+	p->n_moves++;
+	return ATM_OK;
+}
+
+int32_t atm_plan_n_moves(const atm_plan *p)
+{
+	return p->n_moves;
+}
+
+const atm_move *atm_plan_move(const atm_plan *p, int32_t i)
+{
+	return i >= 0 && i < p->n_moves ? &p->moves[i] : NULL;
+}
+
+atm_plan_info *atm_plan_info_of(atm_plan *p)
+{
+	return &p->info;
+}
+
+const atm_plan_info *atm_plan_info_get(const atm_plan *p)
+{
+	return &p->info;
+}
+
+atm_status atm_plan_uniform(atm_plan **out, const atm_graph *g, unsigned loc)
+{
+	atm_status rc = atm_plan_new(out, g);
+	if (rc < 0)
+		return rc;
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (atm_graph_tensor(g, t)->locations & loc)
+			(*out)->loc[t] = loc;
+	snprintf((*out)->info.formulation, sizeof (*out)->info.formulation, "%s",
+	         loc == ATM_LOC_FAST ? "all-fast" : "all-slow");
+	return ATM_OK;
+}
+
+/* ---------------------------------------------------------------- random plans */
+
+/* splitmix64 -- a small, well-mixed generator; plans must not depend on libc's rand */
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rand_below(uint64_t *s, uint32_t n)
+{
+	return n ? (uint32_t)(next_rand(s) % n) : 0;
+}
+
+/* What the random generator tracks per tensor, mirroring the schedule's rules. */
+struct rstate {
+	bool fast, slow;  /* valid copies */
+	int32_t busy_to;  /* an in-flight move is waited for before this node */
+};
+
+/* next_touch -- first node after k that reads or writes t, or n_nodes */
+static int32_t next_touch(const atm_graph *g, int32_t t, int32_t k)
+{
+	int32_t nn = atm_graph_n_nodes(g);
+	for (int32_t i = k + 1; i < nn; i++) {
+		const atm_node *n = atm_graph_node(g, i);
+		for (int j = 0; j < n->n_in; j++)
+			if (n->in[j] == t)
+				return i;
+		for (int j = 0; j < n->n_out; j++)
+			if (n->out[j] == t)
+				return i;
+	}
+	return nn;
+}
+
+atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
+{
+	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
+	atm_liveness *lv = NULL;
+	struct rstate *st = NULL;
+	atm_plan *p = NULL;
+	uint64_t rs = seed;
+	atm_status rc = atm_plan_new(&p, g);
+	if (rc < 0)
+		return rc;
+	snprintf(p->info.formulation, sizeof p->info.formulation, "random");
+	rc = atm_liveness_new(&lv, g);
+	if (rc < 0)
+		goto fail;
+	st = calloc((size_t)(nt ? nt : 1), sizeof *st);
+	if (!st) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory making a random plan");
+		goto fail;
+	}
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		p->loc[t] = (x->locations == ATM_LOC_ANY) ? (rand_below(&rs, 2) ? ATM_LOC_SLOW : ATM_LOC_FAST)
+		                                          : x->locations;
+		bool here = atm_tensor_is_persistent(x);
+		st[t].fast = here && p->loc[t] == ATM_LOC_FAST;
+		st[t].slow = here && p->loc[t] == ATM_LOC_SLOW;
+	}
+	for (int32_t k = -1; k < nn; k++) {
+		if (k >= 0) {
+			const atm_node *n = atm_graph_node(g, k);
+			for (int j = 0; j < n->n_out; j++) {
+				struct rstate *o = &st[n->out[j]];
+				if (atm_tensor_is_persistent(atm_graph_tensor(g, n->out[j]))) {
+					o->slow = o->slow && !o->fast; /* written where it is: fast if it can */
+					continue;
+				}
+				o->fast = p->loc[n->out[j]] == ATM_LOC_FAST;
+				o->slow = !o->fast;
+			}
+			if (atm_op_is_inplace(n->op) && st[n->in[0]].fast)
+				st[n->in[0]].slow = false;
+		}
+		/* up to two moves after each node but the last, on tensors live past it */
+		for (int tries = 0, made = 0; k < nn - 1 && tries < 8 && made < 2; tries++) {
+			int32_t t = (int32_t)rand_below(&rs, (uint32_t)nt);
+			const atm_tensor *x = atm_graph_tensor(g, t);
+			bool live = atm_liveness_first(lv, t) <= k && atm_liveness_last(lv, t) > k;
+			if (atm_tensor_is_persistent(x))
+				live = true;
+			if (!live || x->locations != ATM_LOC_ANY || st[t].busy_to > k ||
+			    (!st[t].fast && !st[t].slow))
+				continue;
+			atm_move m = {.tensor = t, .after = k, .to = st[t].fast ? ATM_LOC_SLOW : ATM_LOC_FAST};
+			m.async = rand_below(&rs, 2);
+			int32_t touch = next_touch(g, t, k);
+			m.until = k + 1 + (int32_t)rand_below(&rs, 4);
+			if (m.until > nn - 1)
+				m.until = nn - 1;
+			if (m.until <= k)
+				m.async = false;
+			rc = atm_plan_add_move(p, &m);
+			if (rc < 0)
+				goto fail;
+			st[t].busy_to = m.async ? (m.until < touch ? m.until : touch) : k + 1;
+			if (m.to == ATM_LOC_FAST) {
+				st[t].fast = true;
+			} else {
+				st[t].slow = true;
+				st[t].fast = false;
+			}
+			made++;
+		}
+	}
+	/* bring every persistent tensor back to where the next step expects it */
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (!atm_tensor_is_persistent(x) || x->locations != ATM_LOC_ANY)
+			continue;
+		bool ok = p->loc[t] == ATM_LOC_FAST ? st[t].fast : st[t].slow;
+		if (ok)
+			continue;
+		/* an in-place write after the last move may have left only the other copy */
+		atm_move m = {.tensor = t, .after = nn - 1, .to = p->loc[t]};
+		rc = atm_plan_add_move(p, &m);
+		if (rc < 0)
+			goto fail;
+	}
+	free(st);
+	atm_liveness_destroy(lv);
+	*out = p;
+	return ATM_OK;
+fail:
+	free(st);
+	atm_liveness_destroy(lv);
+	atm_plan_destroy(p);
+	*out = NULL;
+	return rc;
+}

@@ -1,0 +1,426 @@
+/* plan_json.c -- read and write the plan JSON format, and the graph digest that ties a plan to its graph */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "atm_core.h"
+
+#define PJ_FORMAT "autotm-plan"
+#define PJ_VERSION 1
+
+/* ---------------------------------------------------------------- digest */
+
+static void fnv(uint64_t *h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++)
+		*h = (*h ^ p[i]) * 1099511628211ull;
+}
+
+static void fnv_i64(uint64_t *h, int64_t v)
+{
+	fnv(h, &v, sizeof v);
+}
+
+void atm_graph_digest(const atm_graph *g, char out[17])
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		fnv(&h, x->name, strlen(x->name) + 1);
+		fnv_i64(&h, x->dtype);
+		fnv_i64(&h, x->kind);
+		fnv_i64(&h, x->locations);
+		for (int d = 0; d < x->ndim; d++)
+			fnv_i64(&h, x->dims[d]);
+	}
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		const atm_attrs *a = &n->attrs;
+		fnv_i64(&h, n->op);
+		for (int i = 0; i < n->n_in; i++)
+			fnv_i64(&h, n->in[i]);
+		fnv_i64(&h, -1);
+		for (int i = 0; i < n->n_out; i++)
+			fnv_i64(&h, n->out[i]);
+		int32_t ints[] = {a->kernel[0], a->kernel[1], a->stride[0], a->stride[1], a->pad[0],
+		                  a->pad[1],    a->pad[2],    a->pad[3],    a->axis, a->exclude_pad};
+		fnv(&h, ints, sizeof ints);
+		fnv_i64(&h, n->workspace_bytes);
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* ---------------------------------------------------------------- writing */
+
+/* Text being built: the top level is indented, each tensor and move is one line. */
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static void add(struct text *t, const char *s)
+{
+	size_t n = strlen(s);
+	if (t->failed)
+		return;
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		char *b = realloc(t->buf, cap);
+		if (!b) {
+			t->failed = true;
+			return;
+		}
+		t->buf = b;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, s, n + 1);
+	t->len += n;
+}
+
+/* add_json -- v compactly, then release it */
+static void add_json(struct text *t, json_t *v)
+{
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+	json_decref(v);
+	if (!s) {
+		t->failed = true;
+		return;
+	}
+	add(t, s);
+	free(s);
+}
+
+static json_t *real_or_null(double v)
+{
+	return v < 0 ? json_null() : json_real(v);
+}
+
+static const char *loc_name(unsigned loc)
+{
+	return loc == ATM_LOC_FAST ? "fast" : "slow";
+}
+
+atm_status atm_plan_dump(const atm_plan *p, char **out)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	const atm_plan_info *info = atm_plan_info_get(p);
+	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
+	struct text t = {0};
+	char digest[17];
+	*out = NULL;
+	atm_graph_digest(g, digest);
+
+	json_t *gr = json_object();
+	json_object_set_new(gr, "name", json_string(atm_graph_name(g)));
+	json_object_set_new(gr, "digest", json_string(digest));
+	json_object_set_new(gr, "n_tensors", json_integer(nt));
+	json_object_set_new(gr, "n_nodes", json_integer(nn));
+	add(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
+	add_json(&t, gr);
+	add(&t, ",\n  \"formulation\": ");
+	add_json(&t, json_string(info->formulation));
+	add(&t, ",\n  \"fast_limit_bytes\": ");
+	add_json(&t, json_integer(info->fast_limit_bytes));
+	add(&t, ",\n  \"predicted_runtime_s\": ");
+	add_json(&t, real_or_null(info->predicted_runtime_s));
+	json_t *solver = json_object();
+	json_object_set_new(solver, "status", json_string(info->solver_status));
+	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
+	json_object_set_new(solver, "solve_s", real_or_null(info->solve_s));
+	json_object_set_new(solver, "mip_gap", real_or_null(info->mip_gap));
+	add(&t, ",\n  \"solver\": ");
+	add_json(&t, solver);
+	add(&t, ",\n  \"tensors\": [");
+	for (int32_t i = 0; i < nt; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name));
+		json_object_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))));
+		add(&t, i ? ",\n    " : "\n    ");
+		add_json(&t, o);
+	}
+	add(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
+	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
+		const atm_move *m = atm_plan_move(p, i);
+		json_t *o = json_object();
+		json_object_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name));
+		json_object_set_new(o, "to", json_string(loc_name(m->to)));
+		json_object_set_new(o, "after", json_integer(m->after));
+		json_object_set_new(o, "after_node", m->after < 0 ? json_null()
+		                                                   : json_string(atm_graph_node(g, m->after)->name));
+		json_object_set_new(o, "mode", json_string(m->async ? "async" : "sync"));
+		if (m->async)
+			json_object_set_new(o, "until", json_integer(m->until));
+		add(&t, i ? ",\n    " : "\n    ");
+		add_json(&t, o);
+	}
+	add(&t, atm_plan_n_moves(p) ? "\n  ]\n}\n" : "]\n}\n");
+	if (t.failed) {
+		free(t.buf);
+		return atm_err(ATM_E_NOMEM, "out of memory writing a plan");
+	}
+	*out = t.buf;
+	return ATM_OK;
+}
+
+atm_status atm_plan_save(const atm_plan *p, const char *path)
+{
+	char *text = NULL;
+	atm_status rc = atm_plan_dump(p, &text);
+	if (rc < 0)
+		return rc;
+	rc = atm_write_file_atomic(path, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+#define BAD(...) atm_err(ATM_E_INPUT, __VA_ARGS__)
+
+/* get -- member key of o with type check; NULL member allowed when optional */
+static atm_status get(json_t *o, const char *where, const char *key, json_type type, bool optional,
+                      json_t **v)
+{
+	static const char *const names[] = {"an object", "an array", "a string", "an integer",
+	                                    "a number", "true or false", "true or false", "null"};
+	*v = json_object_get(o, key);
+	if (!*v)
+		return optional ? ATM_OK : BAD("%s: missing \"%s\"", where, key);
+	bool ok = json_typeof(*v) == type || (type == JSON_REAL && json_is_number(*v)) ||
+	          (type == JSON_TRUE && json_is_boolean(*v)) || (optional && json_is_null(*v));
+	if (!ok)
+		return BAD("%s: \"%s\" must be %s", where, key, names[type]);
+	if (json_is_null(*v))
+		*v = NULL;
+	return ATM_OK;
+}
+
+static atm_status parse_loc(const char *where, const char *s, unsigned *loc)
+{
+	if (!strcmp(s, "fast"))
+		*loc = ATM_LOC_FAST;
+	else if (!strcmp(s, "slow"))
+		*loc = ATM_LOC_SLOW;
+	else
+		return BAD("%s: location '%s' is not valid (valid: fast, slow)", where, s);
+	return ATM_OK;
+}
+
+/* check_keys -- every member of o is one of keys */
+static atm_status check_keys(json_t *o, const char *where, const char *const *keys)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		bool known = false;
+		for (int i = 0; keys[i] && !known; i++)
+			known = !strcmp(k, keys[i]);
+		if (!known) {
+			char valid[256] = "";
+			for (int i = 0; keys[i]; i++)
+				snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s",
+				         i ? ", " : "", keys[i]);
+			return BAD("%s: unknown key \"%s\" (valid: %s)", where, k, valid);
+		}
+	}
+	return ATM_OK;
+}
+
+static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *info)
+{
+	static const char *const top[] = {"format", "version", "graph", "formulation",
+	                                  "fast_limit_bytes", "predicted_runtime_s", "solver",
+	                                  "tensors", "moves", NULL};
+	json_t *v, *gr;
+	char digest[17];
+	atm_status rc;
+	if (!json_is_object(root))
+		return BAD("the top level must be an object");
+	if ((rc = check_keys(root, "top level", top)) < 0)
+		return rc;
+	if ((rc = get(root, "top level", "format", JSON_STRING, false, &v)) < 0)
+		return rc;
+	if (strcmp(json_string_value(v), PJ_FORMAT))
+		return BAD("\"format\" is \"%s\"; a plan file has \"" PJ_FORMAT "\"", json_string_value(v));
+	if ((rc = get(root, "top level", "version", JSON_INTEGER, false, &v)) < 0)
+		return rc;
+	if (json_integer_value(v) != PJ_VERSION)
+		return BAD("version %lld is not supported (this autotm reads version %d)",
+		           (long long)json_integer_value(v), PJ_VERSION);
+	if ((rc = get(root, "top level", "graph", JSON_OBJECT, false, &gr)) < 0)
+		return rc;
+	if ((rc = get(gr, "graph", "name", JSON_STRING, false, &v)) < 0)
+		return rc;
+	if (strcmp(json_string_value(v), atm_graph_name(g)))
+		return BAD("the plan is for graph '%s', not '%s'", json_string_value(v), atm_graph_name(g));
+	if ((rc = get(gr, "graph", "digest", JSON_STRING, false, &v)) < 0)
+		return rc;
+	atm_graph_digest(g, digest);
+	if (strcmp(json_string_value(v), digest))
+		return BAD("the plan was made for another version of graph '%s' (digest %s, this graph "
+		           "has %s: different sizes, batch or structure)", atm_graph_name(g),
+		           json_string_value(v), digest);
+	if ((rc = get(root, "top level", "formulation", JSON_STRING, false, &v)) < 0)
+		return rc;
+	snprintf(info->formulation, sizeof info->formulation, "%s", json_string_value(v));
+	if ((rc = get(root, "top level", "fast_limit_bytes", JSON_INTEGER, true, &v)) < 0)
+		return rc;
+	info->fast_limit_bytes = v ? json_integer_value(v) : 0;
+	if (info->fast_limit_bytes < 0)
+		return BAD("\"fast_limit_bytes\" must be >= 0 (0: no limit)");
+	if ((rc = get(root, "top level", "predicted_runtime_s", JSON_REAL, true, &v)) < 0)
+		return rc;
+	info->predicted_runtime_s = v ? json_number_value(v) : -1;
+	if ((rc = get(root, "top level", "solver", JSON_OBJECT, true, &gr)) < 0)
+		return rc;
+	if (gr) {
+		const char *keys[] = {"creation_s", "solve_s", "mip_gap"};
+		double *dst[] = {&info->creation_s, &info->solve_s, &info->mip_gap};
+		for (int i = 0; i < 3; i++) {
+			if ((rc = get(gr, "solver", keys[i], JSON_REAL, true, &v)) < 0)
+				return rc;
+			*dst[i] = v ? json_number_value(v) : -1;
+		}
+		if ((rc = get(gr, "solver", "status", JSON_STRING, true, &v)) < 0)
+			return rc;
+		snprintf(info->solver_status, sizeof info->solver_status, "%s",
+		         v ? json_string_value(v) : "");
+	}
+	return ATM_OK;
+}
+
+static atm_status read_tensors(json_t *root, atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	int32_t nt = atm_graph_n_tensors(g);
+	json_t *arr, *el;
+	size_t i;
+	char where[96];
+	atm_status rc = get(root, "top level", "tensors", JSON_ARRAY, false, &arr);
+	if (rc < 0)
+		return rc;
+	if ((int64_t)json_array_size(arr) != nt)
+		return BAD("\"tensors\" lists %zu tensors but graph '%s' has %d", json_array_size(arr),
+		           atm_graph_name(g), nt);
+	json_array_foreach(arr, i, el) {
+		static const char *const keys[] = {"name", "location", NULL};
+		json_t *name, *loc;
+		unsigned l;
+		snprintf(where, sizeof where, "tensors[%zu]", i);
+		if (!json_is_object(el))
+			return BAD("%s: must be an object", where);
+		if ((rc = check_keys(el, where, keys)) < 0 ||
+		    (rc = get(el, where, "name", JSON_STRING, false, &name)) < 0 ||
+		    (rc = get(el, where, "location", JSON_STRING, false, &loc)) < 0 ||
+		    (rc = parse_loc(where, json_string_value(loc), &l)) < 0)
+			return rc;
+		if (strcmp(json_string_value(name), atm_graph_tensor(g, (int32_t)i)->name))
+			return BAD("%s: tensor '%s' where the graph has '%s' (tensors are listed in graph "
+			           "order)", where, json_string_value(name), atm_graph_tensor(g, (int32_t)i)->name);
+		if ((rc = atm_plan_set_location(p, (int32_t)i, l)) < 0)
+			return atm_err_prefix(rc, "%s: ", where);
+	}
+	return ATM_OK;
+}
+
+static atm_status read_moves(json_t *root, atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	json_t *arr, *el, *v;
+	size_t i;
+	char where[64];
+	atm_status rc = get(root, "top level", "moves", JSON_ARRAY, false, &arr);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(arr, i, el) {
+		static const char *const keys[] = {"tensor", "to", "after", "after_node", "mode", "until",
+		                                   NULL};
+		atm_move m = {0};
+		snprintf(where, sizeof where, "moves[%zu]", i);
+		if (!json_is_object(el))
+			return BAD("%s: must be an object", where);
+		if ((rc = check_keys(el, where, keys)) < 0 ||
+		    (rc = get(el, where, "tensor", JSON_STRING, false, &v)) < 0)
+			return rc;
+		m.tensor = atm_graph_find_tensor(g, json_string_value(v));
+		if (m.tensor < 0)
+			return BAD("%s: graph '%s' has no tensor '%s'", where, atm_graph_name(g),
+			           json_string_value(v));
+		if ((rc = get(el, where, "to", JSON_STRING, false, &v)) < 0 ||
+		    (rc = parse_loc(where, json_string_value(v), &m.to)) < 0 ||
+		    (rc = get(el, where, "after", JSON_INTEGER, false, &v)) < 0)
+			return rc;
+		json_int_t after = json_integer_value(v);
+		if (after < -1 || after >= atm_graph_n_nodes(g))
+			return BAD("%s: \"after\" is %lld; valid: -1 (before the first node) to %d", where,
+			           (long long)after, atm_graph_n_nodes(g) - 1);
+		m.after = (int32_t)after;
+		if ((rc = get(el, where, "after_node", JSON_STRING, true, &v)) < 0)
+			return rc;
+		if (v && (m.after < 0 || strcmp(json_string_value(v), atm_graph_node(g, m.after)->name)))
+			return BAD("%s: \"after_node\" '%s' is not node %d", where, json_string_value(v),
+			           m.after);
+		if ((rc = get(el, where, "mode", JSON_STRING, false, &v)) < 0)
+			return rc;
+		if (!strcmp(json_string_value(v), "async"))
+			m.async = true;
+		else if (strcmp(json_string_value(v), "sync"))
+			return BAD("%s: mode '%s' is not valid (valid: sync, async)", where,
+			           json_string_value(v));
+		if ((rc = get(el, where, "until", JSON_INTEGER, !m.async, &v)) < 0)
+			return rc;
+		if (v && (json_integer_value(v) < 0 || json_integer_value(v) > atm_graph_n_nodes(g)))
+			return BAD("%s: \"until\" is %lld; valid: 0 to %d", where,
+			           (long long)json_integer_value(v), atm_graph_n_nodes(g));
+		m.until = v ? (int32_t)json_integer_value(v) : m.after + 1;
+		if ((rc = atm_plan_add_move(p, &m)) < 0)
+			return atm_err_prefix(rc, "%s: ", where);
+	}
+	return ATM_OK;
+}
+
+atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *data, size_t len,
+                                const char *origin)
+{
+	json_error_t e;
+	atm_plan *p = NULL;
+	atm_status rc;
+	*out = NULL;
+	json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &e);
+	if (!root)
+		return atm_err(ATM_E_INPUT, "%s: line %d column %d: JSON syntax error: %s", origin, e.line,
+		               e.column, e.text);
+	if ((rc = atm_plan_new(&p, g)) < 0)
+		goto fail;
+	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
+	    (rc = read_moves(root, p)) < 0) {
+		atm_err_prefix(rc, "%s: ", origin);
+		goto fail;
+	}
+	json_decref(root);
+	*out = p;
+	return ATM_OK;
+fail:
+	json_decref(root);
+	atm_plan_destroy(p);
+	return rc;
+}
+
+atm_status atm_plan_load(atm_plan **out, const atm_graph *g, const char *path)
+{
+	char *data = NULL;
+	size_t len = 0;
+	*out = NULL;
+	atm_status rc = atm_read_file(path, &data, &len);
+	if (rc < 0)
+		return rc;
+	rc = atm_plan_load_buffer(out, g, data, len, path);
+	free(data);
+	return rc;
+}

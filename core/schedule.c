@@ -1,0 +1,528 @@
+/* schedule.c -- lay out one step of a plan: events, copy lifetimes, fast-arena offsets, and the plan's checks */
+#include <stdlib.h>
+#include <string.h>
+
+#include "atm_core.h"
+
+/* Fast copies are placed at multiples of this, which keeps every tensor
+ * cache-line and vector aligned wherever the plan puts it. */
+#define ARENA_ALIGN 64
+
+struct span {
+	int64_t off, len;
+};
+
+/* First-fit allocator over [0, limit): free spans sorted by offset. */
+struct arena {
+	struct span *free;
+	int32_t n, cap;
+	int64_t limit; /* 0: unbounded */
+	int64_t end;   /* highest offset handed out */
+	int64_t used;
+};
+
+struct tstate {
+	bool fast, slow;
+	int64_t fast_off;
+	int32_t inflight; /* move index or -1 */
+	int32_t wait_at;  /* node before which the in-flight move is waited for */
+};
+
+struct atm_schedule {
+	const atm_plan *p;
+	atm_event *ev;
+	int32_t n_ev, cap_ev;
+	atm_event *setup;
+	int32_t n_setup, cap_setup;
+	unsigned *cfg; /* per node: n_in + n_out locations, at cfg_at[node] */
+	int64_t *cfg_at;
+	int64_t *fast_at;
+	atm_schedule_stats stats;
+};
+
+static int64_t align_up(int64_t v)
+{
+	return (v + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+static atm_status arena_init(struct arena *a, int64_t limit)
+{
+	memset(a, 0, sizeof *a);
+	a->limit = limit;
+	a->cap = 64;
+	a->free = malloc((size_t)a->cap * sizeof *a->free);
+	if (!a->free)
+		return atm_err(ATM_E_NOMEM, "out of memory laying out the fast arena");
+	a->free[0] = (struct span){0, limit ? limit / ARENA_ALIGN * ARENA_ALIGN : ATM_MAX_BYTES};
+	a->n = 1;
+	return ATM_OK;
+}
+
+/* arena_take -- first fit; -1 when no free span is large enough */
+static int64_t arena_take(struct arena *a, int64_t bytes)
+{
+	int64_t len = align_up(bytes);
+	for (int32_t i = 0; i < a->n; i++) {
+		if (a->free[i].len < len)
+			continue;
+		int64_t off = a->free[i].off;
+		a->free[i].off += len;
+		a->free[i].len -= len;
+		if (!a->free[i].len) {
+			memmove(&a->free[i], &a->free[i + 1], (size_t)(a->n - i - 1) * sizeof *a->free);
+			a->n--;
+		}
+		if (off + len > a->end)
+			a->end = off + len;
+		a->used += len;
+		return off;
+	}
+	return -1;
+}
+
+/* arena_give -- return a span, merging with its neighbours */
+static atm_status arena_give(struct arena *a, int64_t off, int64_t bytes)
+{
+	int64_t len = align_up(bytes);
+	int32_t i = 0;
+	while (i < a->n && a->free[i].off < off)
+		i++;
+	bool left = i > 0 && a->free[i - 1].off + a->free[i - 1].len == off;
+	bool right = i < a->n && off + len == a->free[i].off;
+	a->used -= len;
+	if (left && right) {
+		a->free[i - 1].len += len + a->free[i].len;
+		memmove(&a->free[i], &a->free[i + 1], (size_t)(a->n - i - 1) * sizeof *a->free);
+		a->n--;
+	} else if (left) {
+		a->free[i - 1].len += len;
+	} else if (right) {
+		a->free[i].off = off;
+		a->free[i].len += len;
+	} else {
+		if (a->n == a->cap) {
+			struct span *s = realloc(a->free, (size_t)a->cap * 2 * sizeof *s);
+			if (!s)
+				return atm_err(ATM_E_NOMEM, "out of memory laying out the fast arena");
+			a->free = s;
+			a->cap *= 2;
+		}
+		memmove(&a->free[i + 1], &a->free[i], (size_t)(a->n - i) * sizeof *a->free);
+		a->free[i] = (struct span){off, len};
+		a->n++;
+	}
+	return ATM_OK;
+}
+
+/* Building state: the schedule plus what the walk tracks. */
+struct walk {
+	atm_schedule *s;
+	const atm_graph *g;
+	const atm_plan *p;
+	atm_liveness *lv;
+	struct tstate *ts;
+	struct arena arena;
+	int64_t fast_bytes, slow_bytes;
+	int32_t *flying;   /* tensors with a move in flight */
+	int32_t n_flying;
+	int32_t *by_after; /* moves sorted by 'after' (stable) */
+	int32_t *after_at; /* first index in by_after of moves after node k (k + 1 indexes) */
+};
+
+static atm_status push(struct walk *w, atm_event ev, bool setup)
+{
+	atm_event **arr = setup ? &w->s->setup : &w->s->ev;
+	int32_t *n = setup ? &w->s->n_setup : &w->s->n_ev, *cap = setup ? &w->s->cap_setup : &w->s->cap_ev;
+	if (*n == *cap) {
+		int32_t ncap = *cap ? *cap * 2 : 256;
+		atm_event *e = realloc(*arr, (size_t)ncap * sizeof *e);
+		if (!e)
+			return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+		*arr = e;
+		*cap = ncap;
+	}
+	(*arr)[(*n)++] = ev;
+	return ATM_OK;
+}
+
+static const char *node_name(const atm_graph *g, int32_t k)
+{
+	return k < 0 ? "(start of step)" : atm_graph_node(g, k)->name;
+}
+
+/* alloc_copy -- give tensor t a copy in loc after node k */
+static atm_status alloc_copy(struct walk *w, int32_t t, unsigned loc, int32_t k, bool setup)
+{
+	const atm_tensor *x = atm_graph_tensor(w->g, t);
+	atm_event ev = {.kind = ATM_EV_ALLOC, .node = k, .tensor = t, .move = -1, .loc = loc};
+	if (loc == ATM_LOC_FAST) {
+		int64_t limit = w->arena.limit;
+		if (limit && w->fast_bytes + x->bytes > limit)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
+			               "fit: fast memory would hold %lld bytes, over the limit of %lld", k,
+			               node_name(w->g, k), x->name, (long long)x->bytes,
+			               (long long)(w->fast_bytes + x->bytes), (long long)limit);
+		int64_t off = arena_take(&w->arena, x->bytes);
+		if (off < 0)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
+			               "fit in the fast arena of %lld bytes for fragmentation (%lld bytes in "
+			               "use)", k, node_name(w->g, k), x->name, (long long)x->bytes,
+			               (long long)limit, (long long)w->fast_bytes);
+		w->ts[t].fast = true;
+		w->ts[t].fast_off = off;
+		ev.offset = off;
+		w->fast_bytes += x->bytes;
+		if (w->fast_bytes > w->s->stats.fast_peak_bytes) {
+			w->s->stats.fast_peak_bytes = w->fast_bytes;
+			w->s->stats.fast_peak_node = k;
+		}
+	} else {
+		w->ts[t].slow = true;
+		w->slow_bytes += x->bytes;
+		if (w->slow_bytes > w->s->stats.slow_peak_bytes)
+			w->s->stats.slow_peak_bytes = w->slow_bytes;
+	}
+	return push(w, ev, setup);
+}
+
+/* free_copy -- release tensor t's copy in loc after node k */
+static atm_status free_copy(struct walk *w, int32_t t, unsigned loc, int32_t k)
+{
+	const atm_tensor *x = atm_graph_tensor(w->g, t);
+	atm_event ev = {.kind = ATM_EV_FREE, .node = k, .tensor = t, .move = -1, .loc = loc};
+	if (loc == ATM_LOC_FAST) {
+		atm_status rc = arena_give(&w->arena, w->ts[t].fast_off, x->bytes);
+		if (rc < 0)
+			return rc;
+		w->ts[t].fast = false;
+		w->fast_bytes -= x->bytes;
+		ev.offset = w->ts[t].fast_off;
+	} else {
+		w->ts[t].slow = false;
+		w->slow_bytes -= x->bytes;
+	}
+	return push(w, ev, false);
+}
+
+/* finish_move -- wait for tensor t's in-flight move; an eviction then drops the fast copy */
+static atm_status finish_move(struct walk *w, int32_t t, int32_t k)
+{
+	int32_t m = w->ts[t].inflight;
+	if (m < 0)
+		return ATM_OK;
+	const atm_move *mv = atm_plan_move(w->p, m);
+	atm_status rc = push(w, (atm_event){.kind = ATM_EV_MOVE_WAIT, .node = k, .tensor = t,
+	                                    .move = m, .loc = mv->to}, false);
+	w->ts[t].inflight = -1;
+	for (int32_t i = 0; i < w->n_flying; i++)
+		if (w->flying[i] == t) {
+			w->flying[i] = w->flying[--w->n_flying];
+			break;
+		}
+	if (rc < 0 || mv->to == ATM_LOC_FAST)
+		return rc;
+	return free_copy(w, t, ATM_LOC_FAST, k);
+}
+
+/* start_move -- move m after node k */
+static atm_status start_move(struct walk *w, int32_t m, int32_t k)
+{
+	const atm_move *mv = atm_plan_move(w->p, m);
+	int32_t t = mv->tensor;
+	const atm_tensor *x = atm_graph_tensor(w->g, t);
+	struct tstate *ts = &w->ts[t];
+	atm_schedule_stats *st = &w->s->stats;
+	atm_status rc;
+	bool persistent = atm_tensor_is_persistent(x);
+	bool live = persistent ? (ts->fast || ts->slow)
+	                       : (atm_liveness_first(w->lv, t) <= k && atm_liveness_last(w->lv, t) > k);
+	if (!live)
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' is not live after node %d ('%s'); it "
+		               "lives from node %d to node %d", m, x->name, k, node_name(w->g, k),
+		               atm_liveness_first(w->lv, t), atm_liveness_last(w->lv, t));
+	if (ts->inflight >= 0)
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' is still moving (move %d) after node %d "
+		               "('%s')", m, x->name, ts->inflight, k, node_name(w->g, k));
+	if (mv->to == ATM_LOC_FAST && ts->fast)
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' is already in fast memory after node %d "
+		               "('%s')", m, x->name, k, node_name(w->g, k));
+	if (mv->to == ATM_LOC_SLOW && !ts->fast)
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' has no fast copy to move to slow memory "
+		               "after node %d ('%s')", m, x->name, k, node_name(w->g, k));
+	if (mv->to == ATM_LOC_SLOW && ts->slow) {
+		/* a valid slow copy exists: eviction only drops the fast copy */
+		st->n_moves_to_slow++;
+		return free_copy(w, t, ATM_LOC_FAST, k);
+	}
+	rc = alloc_copy(w, t, mv->to, k, false);
+	if (rc < 0)
+		return atm_err_prefix(rc, "move %d: ", m);
+	if (mv->to == ATM_LOC_FAST) {
+		st->n_moves_to_fast++;
+		st->bytes_to_fast += x->bytes;
+		st->n_async_to_fast += mv->async;
+		st->bytes_async_to_fast += mv->async ? x->bytes : 0;
+	} else {
+		st->n_moves_to_slow++;
+		st->bytes_to_slow += x->bytes;
+		st->n_async_to_slow += mv->async;
+		st->bytes_async_to_slow += mv->async ? x->bytes : 0;
+	}
+	rc = push(w, (atm_event){.kind = ATM_EV_MOVE_START, .node = k, .tensor = t, .move = m,
+	                         .loc = mv->to}, false);
+	if (rc < 0)
+		return rc;
+	ts->inflight = m;
+	if (!mv->async)
+		return finish_move(w, t, k);
+	ts->wait_at = mv->until;
+	w->flying[w->n_flying++] = t;
+	return ATM_OK;
+}
+
+/* kernel -- node k: wait for moves of its tensors, allocate outputs, run, drop stale copies */
+static atm_status kernel(struct walk *w, int32_t k)
+{
+	const atm_node *n = atm_graph_node(w->g, k);
+	unsigned *cfg = w->s->cfg + w->s->cfg_at[k];
+	atm_status rc;
+	/* a kernel touches no tensor that is still moving: readers need the copy,
+	 * writers (in place, or the loss) must not race the copy */
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		rc = finish_move(w, i < n->n_in ? n->in[i] : n->out[i - n->n_in], k - 1);
+		if (rc < 0)
+			return rc;
+	}
+	for (int i = 0; i < n->n_out; i++) {
+		int32_t t = n->out[i];
+		if (atm_tensor_is_persistent(atm_graph_tensor(w->g, t)))
+			continue; /* the loss lives from setup on */
+		rc = alloc_copy(w, t, atm_plan_location(w->p, t), k, false);
+		if (rc < 0)
+			return rc;
+	}
+	for (int i = 0; i < n->n_in; i++)
+		cfg[i] = w->ts[n->in[i]].fast ? ATM_LOC_FAST : ATM_LOC_SLOW;
+	for (int i = 0; i < n->n_out; i++)
+		cfg[n->n_in + i] = w->ts[n->out[i]].fast ? ATM_LOC_FAST : ATM_LOC_SLOW;
+	w->s->fast_at[k] = w->fast_bytes;
+	rc = push(w, (atm_event){.kind = ATM_EV_KERNEL, .node = k, .tensor = -1, .move = -1,
+	                         .cfg = NULL}, false);
+	if (rc < 0)
+		return rc;
+	/* a tensor written in fast memory makes its slow copy stale: in-place updates,
+	 * and persistent outputs (the loss) that live from setup on */
+	for (int i = -1; i < n->n_out; i++) {
+		int32_t t = i < 0 ? (atm_op_is_inplace(n->op) ? n->in[0] : -1) : n->out[i];
+		if (t < 0 || (i >= 0 && !atm_tensor_is_persistent(atm_graph_tensor(w->g, t))))
+			continue;
+		if (w->ts[t].fast && w->ts[t].slow && (rc = free_copy(w, t, ATM_LOC_SLOW, k)) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
+/* sort_moves -- moves bucketed by the node they follow, in plan order within a node */
+static atm_status sort_moves(struct walk *w)
+{
+	int32_t nm = atm_plan_n_moves(w->p), nn = atm_graph_n_nodes(w->g);
+	w->by_after = malloc((size_t)(nm ? nm : 1) * sizeof *w->by_after);
+	w->after_at = calloc((size_t)nn + 2, sizeof *w->after_at);
+	if (!w->by_after || !w->after_at)
+		return atm_err(ATM_E_NOMEM, "out of memory sorting moves");
+	for (int32_t m = 0; m < nm; m++)
+		w->after_at[atm_plan_move(w->p, m)->after + 2]++;
+	for (int32_t k = 1; k < nn + 2; k++)
+		w->after_at[k] += w->after_at[k - 1];
+	int32_t *fill = malloc((size_t)(nn + 2) * sizeof *fill);
+	if (!fill)
+		return atm_err(ATM_E_NOMEM, "out of memory sorting moves");
+	memcpy(fill, w->after_at, (size_t)(nn + 2) * sizeof *fill);
+	for (int32_t m = 0; m < nm; m++)
+		w->by_after[fill[atm_plan_move(w->p, m)->after + 1]++] = m;
+	free(fill);
+	return ATM_OK;
+}
+
+/* walk_step -- the events of one step, after the persistent tensors are set up */
+static atm_status walk_step(struct walk *w)
+{
+	int32_t nn = atm_graph_n_nodes(w->g), nt = atm_graph_n_tensors(w->g);
+	atm_status rc;
+	for (int32_t k = -1; k < nn; k++) {
+		if (k >= 0) {
+			/* asynchronous moves due before node k */
+			for (int32_t i = 0; i < w->n_flying;) {
+				int32_t t = w->flying[i];
+				if (w->ts[t].wait_at > k) {
+					i++;
+					continue;
+				}
+				if ((rc = finish_move(w, t, k - 1)) < 0) /* removes t from flying */
+					return rc;
+			}
+			if ((rc = kernel(w, k)) < 0)
+				return rc;
+		}
+		for (int32_t i = w->after_at[k + 1]; i < w->after_at[k + 2]; i++)
+			if ((rc = start_move(w, w->by_after[i], k)) < 0)
+				return rc;
+		if (k < 0)
+			continue;
+		/* tensors whose last use was node k */
+		const atm_node *n = atm_graph_node(w->g, k);
+		for (int i = 0; i < n->n_in + n->n_out; i++) {
+			int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+			if (atm_tensor_is_persistent(atm_graph_tensor(w->g, t)) ||
+			    atm_liveness_last(w->lv, t) != k || (!w->ts[t].fast && !w->ts[t].slow))
+				continue;
+			if ((rc = finish_move(w, t, k)) < 0)
+				return rc;
+			if (w->ts[t].fast && (rc = free_copy(w, t, ATM_LOC_FAST, k)) < 0)
+				return rc;
+			if (w->ts[t].slow && (rc = free_copy(w, t, ATM_LOC_SLOW, k)) < 0)
+				return rc;
+		}
+	}
+	/* the step's end: every move done, persistent tensors back where they started */
+	for (int32_t t = 0; t < nt; t++)
+		if ((rc = finish_move(w, t, nn - 1)) < 0)
+			return rc;
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(w->g, t);
+		if (!atm_tensor_is_persistent(x))
+			continue;
+		unsigned home = atm_plan_location(w->p, t);
+		bool has = home == ATM_LOC_FAST ? w->ts[t].fast : w->ts[t].slow;
+		if (!has)
+			return atm_err(ATM_E_INPUT, "tensor '%s' starts the step in %s memory but ends it "
+			               "without a valid copy there; add a move back after the last node", x->name,
+			               home == ATM_LOC_FAST ? "fast" : "slow");
+		unsigned other = home == ATM_LOC_FAST ? ATM_LOC_SLOW : ATM_LOC_FAST;
+		bool extra = other == ATM_LOC_FAST ? w->ts[t].fast : w->ts[t].slow;
+		if (extra && (rc = free_copy(w, t, other, nn - 1)) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
+atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	int32_t nn = atm_graph_n_nodes(g), nt = atm_graph_n_tensors(g);
+	struct walk w = {.g = g, .p = p};
+	int64_t n_cfg = 0;
+	atm_status rc;
+	*out = NULL;
+	w.s = calloc(1, sizeof *w.s);
+	if (!w.s)
+		return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+	w.s->p = p;
+	w.s->stats.fast_peak_node = -1;
+	rc = atm_liveness_new(&w.lv, g);
+	if (rc < 0)
+		goto fail;
+	rc = arena_init(&w.arena, atm_plan_info_get(p)->fast_limit_bytes);
+	if (rc < 0)
+		goto fail;
+	w.ts = calloc((size_t)(nt ? nt : 1), sizeof *w.ts);
+	w.flying = calloc((size_t)(nt ? nt : 1), sizeof *w.flying);
+	w.s->cfg_at = calloc((size_t)nn + 1, sizeof *w.s->cfg_at);
+	w.s->fast_at = calloc((size_t)nn + 1, sizeof *w.s->fast_at);
+	if (!w.ts || !w.flying || !w.s->cfg_at || !w.s->fast_at) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+		goto fail;
+	}
+	for (int32_t k = 0; k < nn; k++) {
+		w.s->cfg_at[k] = n_cfg;
+		n_cfg += atm_graph_node(g, k)->n_in + atm_graph_node(g, k)->n_out;
+	}
+	w.s->cfg = calloc((size_t)(n_cfg ? n_cfg : 1), sizeof *w.s->cfg);
+	if (!w.s->cfg) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+		goto fail;
+	}
+	for (int32_t t = 0; t < nt; t++)
+		w.ts[t].inflight = -1;
+	if ((rc = sort_moves(&w)) < 0)
+		goto fail;
+	/* persistent tensors first: they keep their place in the arena for every step */
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (!atm_tensor_is_persistent(x))
+			continue;
+		unsigned loc = atm_plan_location(p, t);
+		if ((rc = alloc_copy(&w, t, loc, -1, true)) < 0)
+			goto fail;
+		if (loc == ATM_LOC_FAST)
+			w.s->stats.persistent_fast_bytes += x->bytes;
+		else
+			w.s->stats.persistent_slow_bytes += x->bytes;
+	}
+	if ((rc = walk_step(&w)) < 0)
+		goto fail;
+	/* kernel events point at their node's configuration now that the arrays are final */
+	for (int32_t i = 0; i < w.s->n_ev; i++)
+		if (w.s->ev[i].kind == ATM_EV_KERNEL)
+			w.s->ev[i].cfg = w.s->cfg + w.s->cfg_at[w.s->ev[i].node];
+	w.s->stats.fast_arena_bytes = w.arena.end;
+	free(w.arena.free);
+	free(w.flying);
+	free(w.ts);
+	free(w.by_after);
+	free(w.after_at);
+	atm_liveness_destroy(w.lv);
+	*out = w.s;
+	return ATM_OK;
+fail:
+	free(w.arena.free);
+	free(w.flying);
+	free(w.ts);
+	free(w.by_after);
+	free(w.after_at);
+	atm_liveness_destroy(w.lv);
+	atm_schedule_destroy(w.s);
+	return rc;
+}
+
+void atm_schedule_destroy(atm_schedule *s)
+{
+	if (!s)
+		return;
+	free(s->ev);
+	free(s->setup);
+	free(s->cfg);
+	free(s->cfg_at);
+	free(s->fast_at);
+	free(s);
+}
+
+int32_t atm_schedule_n_events(const atm_schedule *s)
+{
+	return s->n_ev;
+}
+
+const atm_event *atm_schedule_event(const atm_schedule *s, int32_t i)
+{
+	return i >= 0 && i < s->n_ev ? &s->ev[i] : NULL;
+}
+
+int32_t atm_schedule_n_setup(const atm_schedule *s)
+{
+	return s->n_setup;
+}
+
+const atm_event *atm_schedule_setup(const atm_schedule *s, int32_t i)
+{
+	return i >= 0 && i < s->n_setup ? &s->setup[i] : NULL;
+}
+
+const atm_schedule_stats *atm_schedule_stats_get(const atm_schedule *s)
+{
+	return &s->stats;
+}
+
+int64_t atm_schedule_fast_bytes_at(const atm_schedule *s, int32_t node)
+{
+	return node >= 0 && node < atm_graph_n_nodes(atm_plan_graph(s->p)) ? s->fast_at[node] : 0;
+}
