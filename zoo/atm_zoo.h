@@ -23,10 +23,13 @@ extern "C" {
 #endif
 
 typedef struct {
-	int64_t batch;     /* > 0 */
-	int64_t n_classes; /* 0: 1000 (10 for the tiny networks) */
-	int64_t image;     /* 0: the network's own input size (224, 299 for Inception, 32 for tiny) */
-	float lr;          /* 0: 0.01 */
+	int64_t batch;     /* 1 to 1,000,000 */
+	int64_t n_classes; /* 0: 1000 (10 for the tiny networks); else 1 to 1,000,000 */
+	int64_t image;     /* 0: the network's own input size (224; 299 for Inception, 32 for
+	                    * tiny_cnn, 8 for tiny_mlp); else 1 to 65536. Global pooling keeps
+	                    * the parameter count of ResNet, Inception and DenseNet at any size;
+	                    * VGG's first fully connected layer follows it (512 * (image/32)^2). */
+	float lr;          /* 0: 0.01; else a finite number > 0 */
 } atm_zoo_opts;
 
 typedef struct {
@@ -47,11 +50,17 @@ typedef struct {
 /* atm_zoo_n_models / atm_zoo_model_at -- the catalogue, in display order */
 int atm_zoo_n_models(void);
 const atm_zoo_model *atm_zoo_model_at(int i);
-/* atm_zoo_find -- NULL and an error listing the valid names when unknown */
+/* atm_zoo_find -- NULL and ATM_E_USAGE with a message listing the valid names when unknown */
 atm_status atm_zoo_find(const char *name, const atm_zoo_model **model);
 
-/* atm_zoo_build -- the training step of model at opts; ATM_E_USAGE for a bad
- * batch or an unknown name (the message lists what is valid) */
+/* atm_zoo_build -- the validated training step of model at opts (NULL: every
+ * default, batch default_batch). ATM_E_USAGE for an unknown name or an option
+ * out of range (the message lists what is valid) and for an image too small for
+ * the network (the message names the layer where it runs out). Tensor names:
+ * "image", "labels", "loss", and per layer "LAYER.w", "LAYER.b", "LAYER.gamma",
+ * "LAYER.beta", "LAYER.y", "LAYER.mean", "LAYER.var", "LAYER.argmax"; the
+ * gradient of tensor T is "T.grad" (its parts, when T feeds several layers,
+ * "T.grad.1", "T.grad.2", ... summed through "T.grad.sumK"). */
 atm_status atm_zoo_build(atm_graph **g, const char *name, const atm_zoo_opts *opts);
 
 /* Presets: named sizes. A preset may hold several batches (the GPU runs) and

@@ -1,0 +1,725 @@
+/* builder.c -- the layer builder: forward layers and their bookkeeping, then loss, backward pass, gradient sums and SGD */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builder.h"
+
+/* What the backward pass needs per tensor, indexed by tensor id. The forward
+ * nodes themselves are the tape: zb_finish walks them in reverse. */
+struct zb_info {
+	int32_t n_uses;  /* forward uses that send a gradient back to this tensor */
+	int32_t n_named; /* gradient contributions created as tensors of their own */
+	int32_t n_seen;  /* gradient contributions received so far */
+	int32_t grad;    /* gradient summed so far; -1 before the first contribution */
+	bool needs_grad; /* depends on a parameter, so its gradient is needed */
+};
+
+struct zb {
+	atm_graph *g; /* NULL once zb_finish handed it out */
+	atm_status status;
+	int64_t batch;
+	float lr;
+	struct zb_info *info;
+	int32_t cap_info;
+	int32_t *scratch; /* a forward node's ids, copied while its backward is added */
+	int32_t cap_scratch;
+};
+
+/* ---------------------------------------------------------------- plumbing */
+
+/* fail -- remember the first failure (its message is already set); returns -1 */
+static int32_t fail(zb *b, atm_status rc)
+{
+	if (b->status == ATM_OK)
+		b->status = rc < 0 ? rc : ATM_E_INTERNAL;
+	return -1;
+}
+
+/* failf -- set the message and remember the failure; returns -1 */
+__attribute__((format(printf, 3, 4))) static int32_t failf(zb *b, atm_status rc, const char *fmt,
+                                                           ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (b->status < 0)
+		return -1; /* keep the first message */
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	atm_err(rc, "%s", msg);
+	return fail(b, rc);
+}
+
+/* vname -- format a derived name into buf, failing when it does not fit */
+static bool vname(zb *b, char *buf, const char *fmt, va_list ap)
+{
+	int len = vsnprintf(buf, ZB_NAME_MAX, fmt, ap);
+	if (len < 0 || len >= ZB_NAME_MAX) {
+		failf(b, ATM_E_USAGE, "name '%.60s...' is longer than %d characters", buf,
+		      ZB_NAME_MAX - 1);
+		return false;
+	}
+	return true;
+}
+
+/* grow -- array p (capacity *cap elements of elem bytes) with room for n elements;
+ * NULL when out of memory, p still valid then */
+static void *grow(void *p, int32_t *cap, int64_t n, size_t elem)
+{
+	if (n <= *cap)
+		return p;
+	int64_t ncap = *cap ? *cap : 64;
+	while (ncap < n)
+		ncap *= 2;
+	if (ncap > INT32_MAX)
+		return NULL;
+	void *q = realloc(p, (size_t)ncap * elem);
+	if (q)
+		*cap = (int32_t)ncap;
+	return q;
+}
+
+/* tensor -- add a tensor named by fmt; its id, or -1 */
+__attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_kind kind,
+                                                            atm_dtype dtype, int ndim,
+                                                            const int64_t *dims, const char *fmt,
+                                                            ...)
+{
+	char name[ZB_NAME_MAX];
+	int32_t id = -1;
+	va_list ap;
+	bool ok;
+	if (b->status < 0)
+		return -1;
+	va_start(ap, fmt);
+	ok = vname(b, name, fmt, ap);
+	va_end(ap);
+	if (!ok)
+		return -1;
+	int32_t n = atm_graph_n_tensors(b->g);
+	struct zb_info *info = grow(b->info, &b->cap_info, (int64_t)n + 1, sizeof *info);
+	if (!info)
+		return failf(b, ATM_E_NOMEM, "out of memory adding tensor '%s'", name);
+	b->info = info;
+	atm_status rc = atm_graph_add_tensor(b->g, name, dtype, ndim, dims, kind, ATM_LOC_ANY, &id);
+	if (rc < 0)
+		return fail(b, rc);
+	b->info[id] = (struct zb_info){.grad = -1};
+	return id;
+}
+
+/* node -- append a node named by fmt; its id, or -1 */
+__attribute__((format(printf, 8, 9))) static int32_t node(zb *b, atm_op op, const atm_attrs *a,
+                                                          int n_in, const int32_t *in, int n_out,
+                                                          const int32_t *out, const char *fmt, ...)
+{
+	char name[ZB_NAME_MAX];
+	int32_t id = -1;
+	va_list ap;
+	bool ok;
+	if (b->status < 0)
+		return -1;
+	va_start(ap, fmt);
+	ok = vname(b, name, fmt, ap);
+	va_end(ap);
+	if (!ok)
+		return -1;
+	atm_status rc = atm_graph_add_node(b->g, name, op, a, n_in, in, n_out, out, &id);
+	if (rc < 0)
+		return fail(b, rc);
+	return id;
+}
+
+/* usable -- may a layer named layer read tensor x of rank ndim (0: any rank)? */
+static bool usable(zb *b, const char *layer, int32_t x, int ndim)
+{
+	const atm_tensor *t;
+	if (b->status < 0)
+		return false;
+	if (!b->g) {
+		failf(b, ATM_E_USAGE, "layer '%s': the network is finished already", layer ? layer : "?");
+		return false;
+	}
+	if (!layer || !*layer) {
+		failf(b, ATM_E_USAGE, "a layer needs a non-empty name");
+		return false;
+	}
+	t = atm_graph_tensor(b->g, x);
+	if (!t) {
+		failf(b, ATM_E_USAGE, "layer '%s': input tensor %d does not exist", layer, x);
+		return false;
+	}
+	if (t->dtype != ATM_F32) {
+		failf(b, ATM_E_USAGE, "layer '%s': input '%s' is %s; layers take f32", layer, t->name,
+		      atm_dtype_name(t->dtype));
+		return false;
+	}
+	if (ndim && t->ndim != ndim) {
+		failf(b, ATM_E_USAGE, "layer '%s': input '%s' has %d dimensions; expected %d", layer,
+		      t->name, t->ndim, ndim);
+		return false;
+	}
+	return true;
+}
+
+/* use -- x feeds a forward node that will send it a gradient */
+static void use(zb *b, int32_t x)
+{
+	if (b->info[x].needs_grad)
+		b->info[x].n_uses++;
+}
+
+/* window -- output size of a kh x kw window over the H x W of x, or false */
+static bool window(zb *b, const char *layer, int32_t x, int kh, int kw, int stride, int ph, int pw,
+                   int64_t *oh, int64_t *ow)
+{
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (kh < 1 || kw < 1 || stride < 1 || ph < 0 || pw < 0) {
+		failf(b, ATM_E_USAGE, "layer '%s': window %dx%d, stride %d, padding %d,%d: the window "
+		      "and stride must be >= 1 and the padding >= 0", layer, kh, kw, stride, ph, pw);
+		return false;
+	}
+	int64_t span_h = t->dims[2] + 2 * (int64_t)ph - kh, span_w = t->dims[3] + 2 * (int64_t)pw - kw;
+	if (span_h < 0 || span_w < 0) {
+		failf(b, ATM_E_USAGE, "layer '%s': its %dx%d window (stride %d, padding %d,%d) does not "
+		      "fit its %lldx%lld input '%s'; the image is too small for this network", layer, kh,
+		      kw, stride, ph, pw, (long long)t->dims[2], (long long)t->dims[3], t->name);
+		return false;
+	}
+	*oh = span_h / stride + 1;
+	*ow = span_w / stride + 1;
+	return true;
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+atm_status zb_new(zb **out, const zb_spec *spec)
+{
+	atm_status rc;
+	zb *b = NULL;
+	*out = NULL;
+	if (spec->batch < 1)
+		return atm_err(ATM_E_USAGE, "%s: batch must be >= 1, got %lld", spec->name,
+		               (long long)spec->batch);
+	b = calloc(1, sizeof *b);
+	if (!b)
+		return atm_err(ATM_E_NOMEM, "out of memory building '%s'", spec->name);
+	rc = atm_graph_new(&b->g, spec->name);
+	if (rc < 0)
+		goto fail;
+	b->batch = spec->batch;
+	b->lr = spec->lr;
+	*out = b;
+	return ATM_OK;
+fail:
+	zb_destroy(b);
+	return rc;
+}
+
+void zb_destroy(zb *b)
+{
+	if (!b)
+		return;
+	free(b->scratch);
+	free(b->info);
+	atm_graph_destroy(b->g);
+	free(b);
+}
+
+atm_status zb_status(const zb *b)
+{
+	return b->status;
+}
+
+const atm_graph *zb_graph(const zb *b)
+{
+	return b->g;
+}
+
+const char *zb_namef(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, ZB_NAME_MAX, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+/* ---------------------------------------------------------------- forward layers */
+
+int32_t zb_image(zb *b, int64_t c, int64_t h, int64_t w)
+{
+	if (b->status < 0)
+		return -1;
+	if (!b->g)
+		return failf(b, ATM_E_USAGE, "image: the network is finished already");
+	int64_t dims[4] = {b->batch, c, h, w};
+	return tensor(b, ATM_KIND_INPUT, ATM_F32, 4, dims, "image");
+}
+
+int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int kw, int stride,
+                int ph, int pw, bool bias)
+{
+	int64_t oh, ow;
+	if (!usable(b, name, x, 4))
+		return -1;
+	if (out_c < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': %lld filters; a convolution needs >= 1", name,
+		             (long long)out_c);
+	if (!window(b, name, x, kh, kw, stride, ph, pw, &oh, &ow))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t wd[4] = {out_c, t->dims[1], kh, kw}, bd[1] = {out_c};
+	int64_t yd[4] = {t->dims[0], out_c, oh, ow};
+	int32_t in[3];
+	in[0] = x;
+	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 4, wd, "%s.w", name);
+	in[2] = bias ? tensor(b, ATM_KIND_PARAM, ATM_F32, 1, bd, "%s.b", name) : -1;
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
+	atm_attrs a = {.stride = {stride, stride}, .pad = {ph, pw, ph, pw}};
+	if (node(b, ATM_OP_CONV_FWD, &a, bias ? 3 : 2, in, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	b->info[y].needs_grad = true;
+	return y;
+}
+
+int32_t zb_bn(zb *b, const char *name, int32_t x)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS], cd[1];
+	int nd = t->ndim;
+	if (nd < 2)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has %d dimensions; batch norm "
+		             "needs [N, C, ...]", name, t->name, nd);
+	memcpy(xd, t->dims, sizeof xd);
+	cd[0] = xd[1];
+	int32_t in[3], out[3];
+	in[0] = x;
+	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, cd, "%s.gamma", name);
+	in[2] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, cd, "%s.beta", name);
+	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
+	out[1] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.mean", name);
+	out[2] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.var", name);
+	atm_attrs a = {.epsilon = ZB_EPSILON};
+	if (node(b, ATM_OP_BN_FWD, &a, 3, in, 3, out, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	b->info[out[0]].needs_grad = true;
+	return out[0];
+}
+
+int32_t zb_relu(zb *b, const char *name, int32_t x)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(xd, t->dims, sizeof xd);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
+	if (node(b, ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	b->info[y].needs_grad = b->info[x].needs_grad;
+	return y;
+}
+
+/* pool -- max or average pooling with a k x k window */
+static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stride, int pad,
+                    bool max, bool exclude_pad)
+{
+	int64_t oh, ow;
+	if (!usable(b, name, x, 4))
+		return -1;
+	if (!window(b, name, x, kh, kw, stride, pad, pad, &oh, &ow))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t yd[4] = {t->dims[0], t->dims[1], oh, ow};
+	int32_t out[2];
+	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
+	out[1] = max ? tensor(b, ATM_KIND_ACTIVATION, ATM_I32, 4, yd, "%s.argmax", name) : -1;
+	atm_attrs a = {
+		.kernel = {kh, kw},
+		.stride = {stride, stride},
+		.pad = {pad, pad, pad, pad},
+		.exclude_pad = exclude_pad,
+	};
+	if (node(b, max ? ATM_OP_MAXPOOL_FWD : ATM_OP_AVGPOOL_FWD, &a, 1, &x, max ? 2 : 1, out, "%s",
+	         name) < 0)
+		return -1;
+	use(b, x);
+	b->info[out[0]].needs_grad = b->info[x].needs_grad;
+	return out[0];
+}
+
+int32_t zb_maxpool(zb *b, const char *name, int32_t x, int k, int stride, int pad)
+{
+	return pool(b, name, x, k, k, stride, pad, true, false);
+}
+
+int32_t zb_avgpool(zb *b, const char *name, int32_t x, int k, int stride, int pad,
+                   bool exclude_pad)
+{
+	return pool(b, name, x, k, k, stride, pad, false, exclude_pad);
+}
+
+int32_t zb_global_avgpool(zb *b, const char *name, int32_t x)
+{
+	if (!usable(b, name, x, 4))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (t->dims[2] > INT32_MAX || t->dims[3] > INT32_MAX)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' is too large to pool", name,
+		             t->name);
+	return pool(b, name, x, (int)t->dims[2], (int)t->dims[3], 1, 0, false, false);
+}
+
+int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (t->ndim < 2)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; expected [N, ...]",
+		             name, t->name);
+	if (out < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': %lld outputs; an inner product needs >= 1",
+		             name, (long long)out);
+	int64_t n = t->dims[0], features = t->n_elems / t->dims[0];
+	int64_t wd[2] = {out, features}, bd[1] = {out}, yd[2] = {n, out};
+	int32_t in[3];
+	in[0] = x;
+	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 2, wd, "%s.w", name);
+	in[2] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, bd, "%s.b", name);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 2, yd, "%s.y", name);
+	if (node(b, ATM_OP_IP_FWD, NULL, 3, in, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	b->info[y].needs_grad = true;
+	return y;
+}
+
+int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1)
+{
+	if (!usable(b, name, x0, 0) || !usable(b, name, x1, 0))
+		return -1;
+	const atm_tensor *t0 = atm_graph_tensor(b->g, x0), *t1 = atm_graph_tensor(b->g, x1);
+	if (t0->ndim != t1->ndim || memcmp(t0->dims, t1->dims, (size_t)t0->ndim * sizeof t0->dims[0]))
+		return failf(b, ATM_E_USAGE, "layer '%s': inputs '%s' and '%s' differ in shape", name,
+		             t0->name, t1->name);
+	int64_t yd[ATM_MAX_DIMS];
+	int nd = t0->ndim;
+	memcpy(yd, t0->dims, sizeof yd);
+	int32_t in[2] = {x0, x1};
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	if (node(b, ATM_OP_ADD, NULL, 2, in, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x0);
+	use(b, x1);
+	b->info[y].needs_grad = b->info[x0].needs_grad || b->info[x1].needs_grad;
+	return y;
+}
+
+int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs)
+{
+	if (b->status < 0)
+		return -1;
+	if (n < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': concatenation of %d tensors; needs >= 1",
+		             name ? name : "?", n);
+	int64_t yd[4] = {0};
+	bool needs = false;
+	for (int i = 0; i < n; i++) {
+		if (!usable(b, name, xs[i], 4))
+			return -1;
+		const atm_tensor *t = atm_graph_tensor(b->g, xs[i]);
+		if (i == 0)
+			memcpy(yd, t->dims, sizeof yd);
+		else if (t->dims[0] != yd[0] || t->dims[2] != yd[2] || t->dims[3] != yd[3])
+			return failf(b, ATM_E_USAGE, "layer '%s': input %d '%s' is %lldx%lldx%lld (N, H, "
+			             "W) but the first input is %lldx%lldx%lld", name, i, t->name,
+			             (long long)t->dims[0], (long long)t->dims[2], (long long)t->dims[3],
+			             (long long)yd[0], (long long)yd[2], (long long)yd[3]);
+		else
+			yd[1] += t->dims[1];
+		needs = needs || b->info[xs[i]].needs_grad;
+	}
+	if (n == 1)
+		return xs[0]; /* nothing to join: no copy */
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
+	atm_attrs a = {.axis = 1};
+	if (node(b, ATM_OP_CONCAT, &a, n, xs, 1, &y, "%s", name) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		use(b, xs[i]);
+	b->info[y].needs_grad = needs;
+	return y;
+}
+
+int32_t zb_conv_bn(zb *b, const char *prefix, int32_t x, int64_t out_c, int kh, int kw, int stride,
+                   int ph, int pw)
+{
+	char nm[ZB_NAME_MAX];
+	x = zb_conv(b, zb_namef(nm, "%s.conv", prefix), x, out_c, kh, kw, stride, ph, pw, false);
+	return zb_bn(b, zb_namef(nm, "%s.bn", prefix), x);
+}
+
+int32_t zb_conv_bn_relu(zb *b, const char *prefix, int32_t x, int64_t out_c, int kh, int kw,
+                        int stride, int ph, int pw)
+{
+	char nm[ZB_NAME_MAX];
+	x = zb_conv_bn(b, prefix, x, out_c, kh, kw, stride, ph, pw);
+	return zb_relu(b, zb_namef(nm, "%s.relu", prefix), x);
+}
+
+/* ---------------------------------------------------------------- backward pass */
+
+/* like -- a new gradient tensor of x's shape, named x's name + suffix */
+static int32_t like(zb *b, int32_t x, const char *suffix)
+{
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t dims[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(dims, t->dims, sizeof dims);
+	return tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s%s", t->name, suffix);
+}
+
+/* unused_grad -- the gradient a kernel must write for input slot of layer but
+ * nobody wants (the image's): named after the layer, so it stays unique */
+static int32_t unused_grad(zb *b, int32_t x, const char *layer, int slot)
+{
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t dims[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(dims, t->dims, sizeof dims);
+	return tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s.d%d.unused", layer, slot);
+}
+
+/* new_grad -- a fresh tensor for the next gradient contribution to x: "x.grad"
+ * when x has one consumer, else "x.grad.K" for the K-th, summed by accumulate */
+static int32_t new_grad(zb *b, int32_t x)
+{
+	char suffix[32];
+	if (b->status < 0)
+		return -1;
+	if (b->info[x].n_uses == 1)
+		snprintf(suffix, sizeof suffix, ".grad");
+	else
+		snprintf(suffix, sizeof suffix, ".grad.%d", ++b->info[x].n_named);
+	return like(b, x, suffix);
+}
+
+/* accumulate -- g is one more contribution to x's gradient; sums as they come so
+ * each partial gradient dies right away. The last sum is named "x.grad". */
+static void accumulate(zb *b, int32_t x, int32_t g)
+{
+	char suffix[32];
+	if (b->status < 0)
+		return;
+	int32_t k = ++b->info[x].n_seen;
+	if (k > b->info[x].n_uses) {
+		failf(b, ATM_E_INTERNAL, "tensor '%s' received %d gradients but has %d uses",
+		      atm_graph_tensor(b->g, x)->name, k, b->info[x].n_uses);
+		return;
+	}
+	if (k == 1) {
+		b->info[x].grad = g;
+		return;
+	}
+	if (k == b->info[x].n_uses)
+		snprintf(suffix, sizeof suffix, ".grad");
+	else
+		snprintf(suffix, sizeof suffix, ".grad.sum%d", k);
+	int32_t in[2] = {b->info[x].grad, g};
+	int32_t s = like(b, x, suffix);
+	if (node(b, ATM_OP_ADD, NULL, 2, in, 1, &s, "%s.grad.acc%d", atm_graph_tensor(b->g, x)->name,
+	         k) < 0)
+		return;
+	b->info[x].grad = s;
+}
+
+/* sgd -- update param w with its gradient dw */
+static void sgd(zb *b, int32_t w, int32_t dw)
+{
+	if (b->status < 0)
+		return;
+	atm_attrs a = {.lr = b->lr};
+	int32_t in[2] = {w, dw};
+	node(b, ATM_OP_SGD, &a, 2, in, 0, NULL, "%s.sgd", atm_graph_tensor(b->g, w)->name);
+}
+
+/* param_grads -- the weights-gradient node of a conv or inner product (x, dy -> dw, db)
+ * and the SGD of each parameter right after it */
+static void param_grads(zb *b, atm_op op, const atm_attrs *a, const char *layer, int32_t x,
+                        int32_t dy, int32_t w, int32_t bias)
+{
+	int32_t in[2] = {x, dy}, out[2];
+	out[0] = like(b, w, ".grad");
+	out[1] = bias >= 0 ? like(b, bias, ".grad") : -1;
+	if (node(b, op, a, 2, in, bias >= 0 ? 2 : 1, out, "%s.bwd_weights", layer) < 0)
+		return;
+	sgd(b, w, out[0]);
+	if (bias >= 0)
+		sgd(b, bias, out[1]);
+}
+
+/* data_grad -- op (dy, w) -> dx for x when x needs a gradient */
+static void data_grad(zb *b, atm_op op, const atm_attrs *a, const char *layer, int32_t x,
+                      int32_t dy, int32_t w)
+{
+	if (!b->info[x].needs_grad)
+		return; /* the image: nobody wants its gradient */
+	int32_t in[2] = {dy, w};
+	int32_t dx = new_grad(b, x);
+	if (node(b, op, a, 2, in, 1, &dx, "%s.bwd_data", layer) < 0)
+		return;
+	accumulate(b, x, dx);
+}
+
+/* unary_grad -- op (in...) -> dx for the single data input x of a parameterless layer */
+static void unary_grad(zb *b, atm_op op, const atm_attrs *a, const char *layer, int32_t x,
+                       int n_in, const int32_t *in)
+{
+	if (!b->info[x].needs_grad)
+		return;
+	int32_t dx = new_grad(b, x);
+	if (node(b, op, a, n_in, in, 1, &dx, "%s.bwd", layer) < 0)
+		return;
+	accumulate(b, x, dx);
+}
+
+/* backward -- the gradient nodes of forward node id, whose output gradient is complete */
+static void backward(zb *b, int32_t id)
+{
+	const atm_node *n = atm_graph_node(b->g, id);
+	char layer[ZB_NAME_MAX];
+	atm_op op = n->op;
+	atm_attrs a = n->attrs;
+	int n_in = n->n_in, n_out = n->n_out;
+
+	/* Adding nodes may move the graph's node array: keep copies. */
+	snprintf(layer, sizeof layer, "%s", n->name);
+	int32_t *scratch = grow(b->scratch, &b->cap_scratch, (int64_t)n_in + n_out, sizeof *scratch);
+	if (!scratch) {
+		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", layer);
+		return;
+	}
+	b->scratch = scratch;
+	memcpy(b->scratch, n->in, (size_t)n_in * sizeof *n->in);
+	memcpy(b->scratch + n_in, n->out, (size_t)n_out * sizeof *n->out);
+	const int32_t *in = b->scratch, *out = b->scratch + n_in;
+
+	int32_t y = out[0];
+	if (!b->info[y].needs_grad)
+		return; /* depends on no parameter */
+	int32_t dy = b->info[y].grad;
+	if (dy < 0) {
+		failf(b, ATM_E_USAGE, "layer '%s': its output '%s' does not reach the loss", layer,
+		      atm_graph_tensor(b->g, y)->name);
+		return;
+	}
+	if (b->info[y].n_seen != b->info[y].n_uses) {
+		failf(b, ATM_E_INTERNAL, "layer '%s': the gradient of '%s' has %d of %d parts", layer,
+		      atm_graph_tensor(b->g, y)->name, b->info[y].n_seen, b->info[y].n_uses);
+		return;
+	}
+
+	switch (op) {
+	case ATM_OP_CONV_FWD:
+		data_grad(b, ATM_OP_CONV_BWD_DATA, &a, layer, in[0], dy, in[1]);
+		param_grads(b, ATM_OP_CONV_BWD_WEIGHTS, &a, layer, in[0], dy, in[1],
+		            n_in == 3 ? in[2] : -1);
+		break;
+	case ATM_OP_IP_FWD:
+		data_grad(b, ATM_OP_IP_BWD_DATA, &a, layer, in[0], dy, in[1]);
+		param_grads(b, ATM_OP_IP_BWD_WEIGHTS, &a, layer, in[0], dy, in[1], in[2]);
+		break;
+	case ATM_OP_RELU_FWD:
+		unary_grad(b, ATM_OP_RELU_BWD, &a, layer, in[0], 2, (int32_t[]){y, dy});
+		break;
+	case ATM_OP_MAXPOOL_FWD:
+		unary_grad(b, ATM_OP_MAXPOOL_BWD, &a, layer, in[0], 2, (int32_t[]){dy, out[1]});
+		break;
+	case ATM_OP_AVGPOOL_FWD:
+		unary_grad(b, ATM_OP_AVGPOOL_BWD, &a, layer, in[0], 1, &dy);
+		break;
+	case ATM_OP_BN_FWD: {
+		int32_t x = in[0];
+		int32_t bin[5] = {x, dy, in[1], out[1], out[2]}, bout[3];
+		bool want = b->info[x].needs_grad;
+		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
+		bout[1] = like(b, in[1], ".grad");
+		bout[2] = like(b, in[2], ".grad");
+		if (node(b, ATM_OP_BN_BWD, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
+			return;
+		sgd(b, in[1], bout[1]);
+		sgd(b, in[2], bout[2]);
+		if (want)
+			accumulate(b, x, bout[0]);
+		break;
+	}
+	case ATM_OP_CONCAT: {
+		int32_t *parts = malloc((size_t)n_in * sizeof *parts);
+		if (!parts) {
+			failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", layer);
+			return;
+		}
+		for (int i = 0; i < n_in; i++)
+			parts[i] = b->info[in[i]].needs_grad ? new_grad(b, in[i])
+			                                     : unused_grad(b, in[i], layer, i);
+		if (node(b, ATM_OP_SPLIT, &a, 1, &dy, n_in, parts, "%s.bwd", layer) >= 0)
+			for (int i = 0; i < n_in; i++)
+				if (b->info[in[i]].needs_grad)
+					accumulate(b, in[i], parts[i]);
+		free(parts);
+		break;
+	}
+	case ATM_OP_ADD:
+		/* d(a + b) is dy for both: no kernel, the same tensor feeds both sums */
+		for (int i = 0; i < 2; i++)
+			if (b->info[in[i]].needs_grad)
+				accumulate(b, in[i], dy);
+		break;
+	default:
+		failf(b, ATM_E_INTERNAL, "layer '%s': no backward rule for %s", layer, atm_op_name(op));
+		break;
+	}
+}
+
+atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
+{
+	*out = NULL;
+	if (!usable(b, "loss", logits, 2))
+		return b->status;
+	if (!b->info[logits].needs_grad) {
+		failf(b, ATM_E_USAGE, "the logits '%s' depend on no parameter: nothing to train",
+		      atm_graph_tensor(b->g, logits)->name);
+		return b->status;
+	}
+	int32_t n_forward = atm_graph_n_nodes(b->g);
+	const atm_tensor *t = atm_graph_tensor(b->g, logits);
+	int64_t ld[2] = {t->dims[0], t->dims[1]}, one[1] = {1};
+	int32_t labels = tensor(b, ATM_KIND_INPUT, ATM_F32, 2, ld, "labels");
+	int32_t fo[2];
+	fo[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 2, ld, "loss.probs");
+	fo[1] = tensor(b, ATM_KIND_OUTPUT, ATM_F32, 1, one, "loss");
+	if (node(b, ATM_OP_SOFTMAX_XENT_FWD, NULL, 2, (int32_t[]){logits, labels}, 2, fo, "loss") < 0)
+		return b->status;
+	b->info[logits].n_uses++;
+	int32_t dl = new_grad(b, logits);
+	if (node(b, ATM_OP_SOFTMAX_XENT_BWD, NULL, 2, (int32_t[]){fo[0], labels}, 1, &dl,
+	         "loss.bwd") < 0)
+		return b->status;
+	accumulate(b, logits, dl);
+	for (int32_t i = n_forward - 1; i >= 0 && b->status == ATM_OK; i--)
+		backward(b, i);
+	if (b->status < 0)
+		return b->status;
+	*out = b->g;
+	b->g = NULL;
+	return ATM_OK;
+}

@@ -1,0 +1,241 @@
+/* catalog.c -- the zoo's catalogue of networks, option checking, and the named size presets */
+#include <math.h>
+#include <string.h>
+
+#include "atm_zoo.h"
+#include "builder.h"
+
+/* Limits on options: far beyond any real run, small enough that no shape overflows. */
+#define MAX_BATCH 1000000
+#define MAX_CLASSES 1000000
+#define MAX_IMAGE 65536
+#define DEFAULT_LR 0.01f
+
+enum { P_PAPER, P_LARGE, P_GPU, P_SMALL, N_PRESETS };
+
+static const atm_zoo_preset_info presets[N_PRESETS] = {
+	[P_PAPER] = {"paper", "AutoTM's conventional CPU runs (Figures 7, 9, 10, 11)"},
+	[P_LARGE] = {"large", "AutoTM's large networks, compared with 2LM (Figure 8)"},
+	[P_GPU] = {"gpu", "AutoTM's GPU runs (Figure 12)"},
+	[P_SMALL] = {"small", "every network sized to train one step on a 2-core, 24 GB machine "
+	                      "in well under a minute"},
+};
+
+struct entry {
+	atm_zoo_model m;
+	atm_status (*build)(atm_graph **g, const zb_spec *spec);
+	int variant;
+	atm_zoo_preset_sizes sizes[N_PRESETS];
+};
+
+/* Sizes: ONE(b) at the default image, AT(b, image) at a reduced one. */
+#define ONE(b) {.n_batch = 1, .batch = {b}}
+#define AT(b, img) {.n_batch = 1, .batch = {b}, .image = img}
+
+/* The small preset keeps every step at or below ~100 GFLOP (forward + backward,
+ * 2 flops per multiply-add, convolutions and inner products) so that a 2-core
+ * machine doing 50-100 GFLOP/s runs it in seconds; the figures per model are in
+ * the README of the zoo (zoo/README.md). default_batch is the small batch,
+ * except for test_vgg, which is AutoTM's VGG19 at batch 16. */
+static const struct entry catalogue[] = {
+	{{"vgg16", "vgg", "VGG-16: 13 3x3 convolutions and 3 fully connected layers", 224, 1000, 8,
+	  138357544},
+	 zb_net_vgg, 16, {[P_SMALL] = AT(8, 64)}},
+	{{"vgg19", "vgg", "VGG-19: 16 3x3 convolutions and 3 fully connected layers", 224, 1000, 8,
+	  143667240},
+	 zb_net_vgg, 19,
+	 {[P_PAPER] = ONE(2048),
+	  [P_GPU] = {.n_batch = 2, .batch = {64, 128}},
+	  [P_SMALL] = AT(8, 64)}},
+	{{"vgg416", "vgg", "AutoTM's large VGG: 409 3x3 convolutions in five groups, 3 fully "
+	  "connected layers", 224, 1000, 1, 577082664},
+	 zb_net_vgg, 416, {[P_LARGE] = ONE(320), [P_SMALL] = AT(1, 32)}},
+	{{"resnet50", "resnet", "ResNet-50: bottleneck blocks [3, 4, 6, 3]", 224, 1000, 8, 25557032},
+	 zb_net_resnet, 50, {[P_SMALL] = AT(8, 112)}},
+	{{"resnet101", "resnet", "ResNet-101: bottleneck blocks [3, 4, 23, 3]", 224, 1000, 8,
+	  44549160},
+	 zb_net_resnet, 101, {[P_SMALL] = AT(8, 112)}},
+	{{"resnet152", "resnet", "ResNet-152: bottleneck blocks [3, 8, 36, 3]", 224, 1000, 4,
+	  60192808},
+	 zb_net_resnet, 152, {[P_SMALL] = AT(4, 112)}},
+	{{"resnet200", "resnet", "ResNet-200: bottleneck blocks [3, 24, 36, 3]", 224, 1000, 4,
+	  64673832},
+	 zb_net_resnet, 200,
+	 {[P_PAPER] = ONE(512),
+	  [P_LARGE] = ONE(2560),
+	  [P_GPU] = {.n_batch = 3, .batch = {32, 64, 128}},
+	  [P_SMALL] = AT(4, 112)}},
+	{{"inception_v4", "inception", "Inception-v4: stem, 4 x A, 7 x B, 3 x C blocks, 299x299 input",
+	  299, 1000, 4, 42679816},
+	 zb_net_inception, 4,
+	 {[P_PAPER] = ONE(1024),
+	  [P_LARGE] = ONE(6144),
+	  [P_GPU] = {.n_batch = 3, .batch = {64, 128, 256}},
+	  [P_SMALL] = AT(4, 149)}},
+	{{"densenet121", "densenet", "DenseNet-121: dense blocks [6, 12, 24, 16], growth 32", 224,
+	  1000, 8, 7978856},
+	 zb_net_densenet, 121, {[P_SMALL] = AT(8, 112)}},
+	{{"densenet169", "densenet", "DenseNet-169: dense blocks [6, 12, 32, 32], growth 32", 224,
+	  1000, 8, 14149480},
+	 zb_net_densenet, 169, {[P_SMALL] = AT(8, 112)}},
+	{{"densenet201", "densenet", "DenseNet-201: dense blocks [6, 12, 48, 32], growth 32", 224,
+	  1000, 8, 20013928},
+	 zb_net_densenet, 201, {[P_SMALL] = AT(8, 112)}},
+	{{"densenet264", "densenet", "DenseNet-264: dense blocks [6, 12, 64, 48], growth 32", 224,
+	  1000, 4, 33337704},
+	 zb_net_densenet, 264,
+	 {[P_PAPER] = ONE(512),
+	  [P_LARGE] = ONE(3072),
+	  [P_GPU] = {.n_batch = 3, .batch = {32, 64, 128}},
+	  [P_SMALL] = AT(4, 112)}},
+	{{"test_vgg", "vgg", "AutoTM's check network: VGG-19 at batch 16", 224, 1000, 16, 143667240},
+	 zb_net_vgg, 19, {[P_SMALL] = AT(16, 32)}},
+	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every op", 32, 10, 8, 4178},
+	 zb_net_tiny_cnn, 0, {[P_SMALL] = ONE(8)}},
+	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466},
+	 zb_net_tiny_mlp, 0, {[P_SMALL] = ONE(8)}},
+};
+
+#define N_MODELS ((int)(sizeof catalogue / sizeof catalogue[0]))
+
+int atm_zoo_n_models(void)
+{
+	return N_MODELS;
+}
+
+const atm_zoo_model *atm_zoo_model_at(int i)
+{
+	return i >= 0 && i < N_MODELS ? &catalogue[i].m : NULL;
+}
+
+/* model_names -- "vgg16, vgg19, ..." into buf */
+static const char *model_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < N_MODELS && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+		                         catalogue[i].m.name);
+	return buf;
+}
+
+/* find -- the catalogue entry named name, or NULL and a message listing the names */
+static const struct entry *find(const char *name)
+{
+	char names[1024];
+	for (int i = 0; name && i < N_MODELS; i++)
+		if (strcmp(catalogue[i].m.name, name) == 0)
+			return &catalogue[i];
+	atm_err(ATM_E_USAGE, "unknown model '%s'; valid models: %s", name ? name : "(null)",
+	        model_names(names, sizeof names));
+	return NULL;
+}
+
+atm_status atm_zoo_find(const char *name, const atm_zoo_model **model)
+{
+	const struct entry *e = find(name);
+	*model = e ? &e->m : NULL;
+	return e ? ATM_OK : ATM_E_USAGE;
+}
+
+/* spec_of -- the build spec of e at opts, defaults applied, or a usage error */
+static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_spec *s)
+{
+	const char *name = e->m.name;
+	*s = (zb_spec){
+		.name = name,
+		.variant = e->variant,
+		.batch = e->m.default_batch,
+		.n_classes = e->m.default_classes,
+		.image = e->m.default_image,
+		.lr = DEFAULT_LR,
+	};
+	if (!opts)
+		return ATM_OK;
+	if (opts->batch < 1 || opts->batch > MAX_BATCH)
+		return atm_err(ATM_E_USAGE, "%s: batch %lld is out of range; valid: 1 to %d", name,
+		               (long long)opts->batch, MAX_BATCH);
+	s->batch = opts->batch;
+	if (opts->n_classes < 0 || opts->n_classes > MAX_CLASSES)
+		return atm_err(ATM_E_USAGE, "%s: %lld classes is out of range; valid: 1 to %d (0: the "
+		               "default, %lld)", name, (long long)opts->n_classes, MAX_CLASSES,
+		               (long long)e->m.default_classes);
+	if (opts->n_classes)
+		s->n_classes = opts->n_classes;
+	if (opts->image < 0 || opts->image > MAX_IMAGE)
+		return atm_err(ATM_E_USAGE, "%s: image size %lld is out of range; valid: 1 to %d (0: the "
+		               "default, %lld)", name, (long long)opts->image, MAX_IMAGE,
+		               (long long)e->m.default_image);
+	if (opts->image)
+		s->image = opts->image;
+	if (!isfinite(opts->lr) || opts->lr < 0)
+		return atm_err(ATM_E_USAGE, "%s: learning rate %g is invalid; valid: a finite number > 0 "
+		               "(0: the default, %g)", name, (double)opts->lr, (double)DEFAULT_LR);
+	if (opts->lr > 0)
+		s->lr = opts->lr;
+	return ATM_OK;
+}
+
+atm_status atm_zoo_build(atm_graph **g, const char *name, const atm_zoo_opts *opts)
+{
+	atm_graph *built = NULL;
+	zb_spec s;
+	atm_status rc;
+	*g = NULL;
+	const struct entry *e = find(name);
+	if (!e)
+		return ATM_E_USAGE;
+	rc = spec_of(e, opts, &s);
+	if (rc < 0)
+		return rc;
+	rc = e->build(&built, &s);
+	/* The graph rejects a tensor as bad input only when the options make it
+	 * overflow; within today's limits none does, but should the limits grow,
+	 * that is the caller's bad usage, not a bad file. */
+	if (rc == ATM_E_INPUT)
+		rc = ATM_E_USAGE;
+	if (rc < 0)
+		return atm_err_prefix(rc, "%s at batch %lld, image %lld: ", name, (long long)s.batch,
+		                      (long long)s.image);
+	/* A network the zoo builds is valid by construction; if not, it is our bug. */
+	rc = atm_graph_validate(built);
+	if (rc < 0) {
+		atm_graph_destroy(built);
+		if (rc == ATM_E_NOMEM)
+			return rc;
+		return atm_err_prefix(ATM_E_INTERNAL, "%s: the zoo built an invalid graph: ", name);
+	}
+	*g = built;
+	return ATM_OK;
+}
+
+int atm_zoo_n_presets(void)
+{
+	return N_PRESETS;
+}
+
+const atm_zoo_preset_info *atm_zoo_preset_at(int i)
+{
+	return i >= 0 && i < N_PRESETS ? &presets[i] : NULL;
+}
+
+atm_status atm_zoo_preset(const char *model, const char *preset, atm_zoo_preset_sizes *out)
+{
+	char names[256];
+	size_t used = 0;
+	memset(out, 0, sizeof *out);
+	const struct entry *e = find(model);
+	if (!e)
+		return ATM_E_USAGE;
+	for (int p = 0; p < N_PRESETS; p++)
+		if (preset && strcmp(presets[p].name, preset) == 0) {
+			*out = e->sizes[p];
+			return ATM_OK;
+		}
+	names[0] = '\0';
+	for (int p = 0; p < N_PRESETS && used < sizeof names; p++)
+		used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", p ? ", " : "",
+		                         presets[p].name);
+	return atm_err(ATM_E_USAGE, "unknown preset '%s'; valid presets: %s", preset ? preset : "(null)",
+	               names);
+}

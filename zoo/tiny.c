@@ -1,0 +1,69 @@
+/* tiny.c -- two small networks for tests and quick runs: a CNN that reaches every op, and an MLP */
+#include "builder.h"
+
+/* zb_net_tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every op of
+ * atm_op appears in its training step:
+ *
+ *   conv1 3->8 3x3 (bias), relu1                                   32x32x8
+ *   conv2 8->16 3x3, bn2, relu2, pool2 max 2x2/2                   16x16x16
+ *   res: conv 16->16 3x3, bn, add(pool2), relu                     16x16x16 (residual, fan-out)
+ *   a: conv 1x1 16->8, relu  |  b: avg 3x3/1 pad 1 (exclude pad), conv 1x1 16->8 (bias)
+ *   cat(a, b), pool3 avg 2x2/2, global avg pool                    1x1x16
+ *   fc 16->10, softmax cross-entropy
+ */
+atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *s)
+{
+	zb *b = NULL;
+	atm_status rc;
+	*g = NULL;
+	rc = zb_new(&b, s);
+	if (rc < 0)
+		return rc;
+	int32_t x = zb_image(b, 3, s->image, s->image);
+	x = zb_conv(b, "conv1", x, 8, 3, 3, 1, 1, 1, true);
+	x = zb_relu(b, "relu1", x);
+	x = zb_conv(b, "conv2", x, 16, 3, 3, 1, 1, 1, false);
+	x = zb_bn(b, "bn2", x);
+	x = zb_relu(b, "relu2", x);
+	x = zb_maxpool(b, "pool2", x, 2, 2, 0);
+
+	int32_t r = zb_conv(b, "res.conv", x, 16, 3, 3, 1, 1, 1, false);
+	r = zb_bn(b, "res.bn", r);
+	r = zb_add(b, "res.add", r, x);
+	x = zb_relu(b, "res.relu", r);
+
+	int32_t br[2];
+	br[0] = zb_conv(b, "a.conv", x, 8, 1, 1, 1, 0, 0, false);
+	br[0] = zb_relu(b, "a.relu", br[0]);
+	br[1] = zb_avgpool(b, "b.pool", x, 3, 1, 1, true);
+	br[1] = zb_conv(b, "b.conv", br[1], 8, 1, 1, 1, 0, 0, true);
+	x = zb_concat(b, "cat", 2, br);
+
+	x = zb_avgpool(b, "pool3", x, 2, 2, 0, false);
+	x = zb_global_avgpool(b, "gap", x);
+	x = zb_fc(b, "fc", x, s->n_classes);
+	rc = zb_finish(b, x, g);
+	zb_destroy(b);
+	return rc;
+}
+
+/* zb_net_tiny_mlp -- a 1 x image x image input (8x8: 64 features) through fc
+ * 64->32, ReLU, fc 32->32, ReLU, fc 32->10; 3,466 parameters at the default size */
+atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
+{
+	zb *b = NULL;
+	atm_status rc;
+	*g = NULL;
+	rc = zb_new(&b, s);
+	if (rc < 0)
+		return rc;
+	int32_t x = zb_image(b, 1, s->image, s->image);
+	x = zb_fc(b, "fc1", x, 32);
+	x = zb_relu(b, "relu1", x);
+	x = zb_fc(b, "fc2", x, 32);
+	x = zb_relu(b, "relu2", x);
+	x = zb_fc(b, "fc3", x, s->n_classes);
+	rc = zb_finish(b, x, g);
+	zb_destroy(b);
+	return rc;
+}
