@@ -204,7 +204,8 @@ atm_status atm_graph_validate(const atm_graph *g);
 const char *atm_graph_name(const atm_graph *g);
 int32_t atm_graph_n_tensors(const atm_graph *g);
 int32_t atm_graph_n_nodes(const atm_graph *g);
-/* NULL when id is out of range */
+/* NULL when id is out of range. The pointers stay valid until the next tensor
+ * or node is added (the arrays grow), so copy what you keep while building. */
 const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
 /* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
@@ -280,7 +281,9 @@ atm_status atm_graph_save(const atm_graph *g, const char *path);
  * asynchronous one overlaps the kernels after it and is complete before node
  * `until` runs (or before the first node that reads the tensor, if earlier).
  * At the end of a step each persistent tensor must be back in its initial
- * location, so that every step starts alike. */
+ * location, so that every step starts alike; a persistent tensor whose initial
+ * location is fast keeps its place in fast memory all step (to move one in and
+ * out, give it slow memory as its initial location). */
 
 typedef struct {
 	int32_t tensor;
@@ -381,11 +384,51 @@ atm_status atm_plan_save(const atm_plan *p, const char *path);
 /* atm_graph_digest -- 16 hex digits identifying the graph's structure and sizes */
 void atm_graph_digest(const atm_graph *g, char out[17]);
 
+/* ---------------------------------------------------------------- results */
+
+/* What a run measured; the plan and its schedule give the rest of a results record.
+ * Negative times and NULL pointers are written as null (not measured). */
+typedef struct {
+	double actual_runtime_s; /* fastest measured step */
+	double mean_runtime_s;
+	int n_iters;
+	const double *kernel_s;  /* per node */
+	int n_losses;
+	const float *losses;     /* per step, warm-up first */
+	const char *weights_checksum;
+	int64_t dram_alloc_bytes; /* fast memory the run used (arena extent) */
+	int64_t pmem_alloc_bytes; /* slow memory high-water mark */
+	double emulation_wait_s;  /* per step */
+	double move_wait_s;       /* per step */
+	bool emulated;
+	const char *emulation;    /* preset or spec name */
+	const char *fast_tier, *slow_tier; /* descriptions */
+	double slow_read_gbps, slow_write_gbps; /* for move_time; 0 unknown */
+	uint64_t seed;
+	int n_threads;
+	double ratio_slow, ratio_fast; /* the --ratio the limit came from; 0 and 0: none */
+} atm_run_measured;
+
+/* atm_results_write -- a results file (AutoTM's fields, README "Results JSON")
+ * with one run: the plan, its schedule's figures and what m measured. With
+ * append, a run is added to path's runs when path holds results of the same
+ * workload (graph name and digest), and refused (ATM_E_USAGE) when it holds
+ * another's; without append the file is replaced. Written atomically. */
+atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
+                             const atm_run_measured *m, bool append);
+/* atm_results_dump -- the same document as text, for one run (malloc'd) */
+atm_status atm_results_dump(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m,
+                            char **text);
+
 /* ---------------------------------------------------------------- files */
 
 /* atm_write_file_atomic -- write len bytes to path via a temporary file in the
  * same folder, fsync, rename; an interrupted write leaves the old file intact */
 atm_status atm_write_file_atomic(const char *path, const char *data, size_t len);
+/* atm_check_writable -- can path be written atomically (its folder takes a new
+ * file)? Checked before long work so that its results are not lost at the end;
+ * path itself is left as it is. */
+atm_status atm_check_writable(const char *path);
 /* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
 

@@ -63,6 +63,25 @@ fail:
 	return rc;
 }
 
+atm_status atm_check_writable(const char *path)
+{
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 16);
+	if (!tmp)
+		return atm_err(ATM_E_NOMEM, "out of memory checking %s", path);
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		atm_status rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	close(fd);
+	unlink(tmp);
+	free(tmp);
+	return ATM_OK;
+}
+
 /* Refuse files larger than this: no graph, plan or profile comes near it. */
 #define MAX_FILE_BYTES ((size_t)1 << 31)
 

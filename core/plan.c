@@ -219,7 +219,8 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 			bool live = atm_liveness_first(lv, t) <= k && atm_liveness_last(lv, t) > k;
 			if (atm_tensor_is_persistent(x))
 				live = true;
-			if (!live || x->locations != ATM_LOC_ANY || st[t].busy_to > k ||
+			bool pinned = atm_tensor_is_persistent(x) && p->loc[t] == ATM_LOC_FAST;
+			if (!live || pinned || x->locations != ATM_LOC_ANY || st[t].busy_to > k ||
 			    (!st[t].fast && !st[t].slow))
 				continue;
 			atm_move m = {.tensor = t, .after = k, .to = st[t].fast ? ATM_LOC_SLOW : ATM_LOC_FAST};

@@ -311,7 +311,7 @@ static atm_status read_tensors(json_t *root, atm_plan *p)
 	json_array_foreach(arr, i, el) {
 		static const char *const keys[] = {"name", "location", NULL};
 		json_t *name, *loc;
-		unsigned l;
+		unsigned l = 0;
 		snprintf(where, sizeof where, "tensors[%zu]", i);
 		if (!json_is_object(el))
 			return BAD("%s: must be an object", where);

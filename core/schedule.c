@@ -240,6 +240,12 @@ static atm_status start_move(struct walk *w, int32_t m, int32_t k)
 		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' is not live after node %d ('%s'); it "
 		               "lives from node %d to node %d", m, x->name, k, node_name(w->g, k),
 		               atm_liveness_first(w->lv, t), atm_liveness_last(w->lv, t));
+	/* the arena layout at the start of every step is the same, so a persistent
+	 * tensor whose home is fast memory keeps its place for the whole step */
+	if (persistent && atm_plan_location(w->p, t) == ATM_LOC_FAST)
+		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' (%s) starts every step in fast memory "
+		               "and stays there; give it slow memory as its initial location to move it",
+		               m, x->name, atm_kind_name(x->kind));
 	if (ts->inflight >= 0)
 		return atm_err(ATM_E_INPUT, "move %d: tensor '%s' is still moving (move %d) after node %d "
 		               "('%s')", m, x->name, ts->inflight, k, node_name(w->g, k));

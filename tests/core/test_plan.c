@@ -221,6 +221,13 @@ static void test_plan_rejects_impossible_moves(void **state)
 	expect_schedule_error(p, ATM_E_INPUT, "tensor 'y' is not live after node 3");
 	atm_plan_destroy(p);
 
+	/* a parameter whose home is fast keeps its place all step */
+	assert_int_equal(atm_plan_new(&p, sm->g), ATM_OK);
+	atm_move out = {.tensor = sm->w, .to = ATM_LOC_SLOW, .after = 0};
+	assert_int_equal(atm_plan_add_move(p, &out), ATM_OK);
+	expect_schedule_error(p, ATM_E_INPUT, "tensor 'w' (param) starts every step in fast memory");
+	atm_plan_destroy(p);
+
 	assert_int_equal(atm_plan_new(&p, sm->g), ATM_OK);
 	atm_move twice = {.tensor = sm->r, .to = ATM_LOC_FAST, .after = 1};
 	assert_int_equal(atm_plan_add_move(p, &twice), ATM_OK);

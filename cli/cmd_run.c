@@ -1,0 +1,211 @@
+/* cmd_run.c -- autotm run: execute one training step plan for real and write the results JSON */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char run_help[] =
+	"usage: autotm run --model NAME [--batch B] [--placement P] [--iters N] [-o results.json]\n"
+	"       autotm run --graph FILE ...\n"
+	"\n"
+	"Runs the training step of a network for real: every tensor in the memory the\n"
+	"placement gives it, kernels on oneDNN, moves between fast and slow memory,\n"
+	"synchronous ones inline and asynchronous ones on a mover thread. Prints the\n"
+	"step time (the fastest of --iters steps after a warm-up), the losses and a\n"
+	"checksum of the trained weights, which do not depend on the placement.\n"
+	"\n"
+	"options:\n" CLI_GRAPH_HELP
+	"  --placement P     all-fast (default), all-slow, random (with --seed), or a plan\n"
+	"                    JSON file (the README's plan format)\n"
+	"  --seed N          seed of the random placement, weights and data (default 1)\n"
+	"  --iters N         measured steps (default 5)\n"
+	"  --warmup N        steps run first and not measured (default 1)\n"
+	CLI_MEMORY_HELP
+	"  -o FILE           write the results JSON to FILE (atomically)\n"
+	"  --append          add this run to FILE's runs when FILE holds the same workload\n"
+	"  --quiet           no progress on stderr\n"
+	"  -h, --help        this help\n";
+
+/* make_plan -- the built-in placement named by spec, or a plan file */
+static atm_status make_plan(const atm_graph *g, const char *spec, uint64_t seed, atm_plan **p)
+{
+	if (!strcmp(spec, "all-fast"))
+		return atm_plan_uniform(p, g, ATM_LOC_FAST);
+	if (!strcmp(spec, "all-slow"))
+		return atm_plan_uniform(p, g, ATM_LOC_SLOW);
+	if (!strcmp(spec, "random"))
+		return atm_plan_random(p, g, seed);
+	if (access(spec, F_OK) != 0)
+		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random nor "
+		               "an existing plan file", spec);
+	return atm_plan_load(p, g, spec);
+}
+
+static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
+                          const atm_exec_result *r)
+{
+	char a[32], b[32];
+	const atm_schedule_stats *st = &r->moves;
+	int32_t n_moves = st->n_moves_to_fast + st->n_moves_to_slow;
+	printf("%s, batch %lld, placement %s\n", atm_graph_name(g), (long long)batch,
+	       atm_plan_info_get(p)->formulation);
+	printf("  fast tier        %s\n", r->fast_tier.name);
+	printf("  slow tier        %s\n", r->slow_tier.name);
+	printf("  step time        %.6f s (fastest of %d), mean %.6f s\n", r->actual_runtime_s,
+	       r->n_iters, r->mean_runtime_s);
+	if (r->emulated)
+		printf("  emulation        %s: %.6f s of waits per step (fast tier taken as %.1f GB/s)\n",
+		       r->emulation, r->emulation_wait_s, r->emulation_fast_gbps);
+	printf("  moves per step   %d (%d asynchronous), %s to fast, %s to slow\n", n_moves,
+	       st->n_async_to_fast + st->n_async_to_slow, atm_format_bytes(st->bytes_to_fast, a, sizeof a),
+	       atm_format_bytes(st->bytes_to_slow, b, sizeof b));
+	if (st->n_async_to_fast + st->n_async_to_slow)
+		printf("  waited on moves  %.6f s per step\n", r->move_wait_s);
+	printf("  fast memory      %s used (arena), peak of live copies %s\n",
+	       atm_format_bytes(r->fast_high_water_bytes, a, sizeof a),
+	       atm_format_bytes(st->fast_peak_bytes, b, sizeof b));
+	printf("  slow memory      %s high-water mark\n",
+	       atm_format_bytes(r->slow_high_water_bytes, a, sizeof a));
+	printf("  loss             %.6g (first step) -> %.6g (last of %d)\n", (double)r->losses[0],
+	       (double)r->losses[r->n_losses - 1], r->n_losses);
+	printf("  weights checksum %s\n", r->weights_checksum);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
+	       OPT_QUIET };
+	static const struct option longopts[] = {
+		CLI_GRAPH_OPTIONS,
+		CLI_MEMORY_OPTIONS,
+		{"placement", required_argument, NULL, OPT_PLACEMENT},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"iters", required_argument, NULL, OPT_ITERS},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"append", no_argument, NULL, OPT_APPEND},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cli_graph_source src = {0};
+	cli_memory mem = {0};
+	const char *placement = "all-fast", *out_path = NULL;
+	int64_t seed = 1, iters = 5, warmup = 1, batch = 0;
+	bool append = false, quiet = false;
+	atm_graph *g = NULL;
+	atm_plan *p = NULL;
+	atm_exec *e = NULL;
+	atm_schedule *sched = NULL;
+	atm_status rc;
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		int used = cli_graph_option(&src, opt, optarg);
+		if (!used)
+			used = cli_memory_option(&mem, opt, optarg);
+		if (used < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		if (used)
+			continue;
+		switch (opt) {
+		case OPT_PLACEMENT:
+			placement = optarg;
+			break;
+		case OPT_SEED:
+			if (cli_parse_int("seed", optarg, 0, INT64_MAX, &seed) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
+		case OPT_ITERS:
+			if (cli_parse_int("iters", optarg, 1, 1000000, &iters) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
+		case OPT_WARMUP:
+			if (cli_parse_int("warmup", optarg, 0, 1000000, &warmup) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
+		case OPT_APPEND:
+			append = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'h':
+			fputs(run_help, stdout);
+			return 0;
+		case ':':
+			return cli_usage_error("run", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+	if (append && !out_path)
+		return cli_usage_error("run", "--append needs -o FILE");
+
+	if ((rc = cli_load_graph(&src, &g, &batch)) < 0 ||
+	    (rc = make_plan(g, placement, (uint64_t)seed, &p)) < 0)
+		goto fail;
+	/* refuse an unwritable results path before the run, not after it */
+	if (out_path && (rc = atm_check_writable(out_path)) < 0)
+		goto fail;
+	atm_exec_opts o = {
+		.iters = (int)iters,
+		.warmup = warmup ? (int)warmup : -1,
+		.seed = (uint64_t)seed,
+		.tiers = mem.tiers,
+		.emulate = mem.emulate,
+		.stop = cli_install_interrupt(),
+		.quiet = quiet || !isatty(STDERR_FILENO),
+	};
+	if ((rc = atm_exec_new(&e, p, &o)) < 0 || (rc = atm_exec_run(e)) < 0)
+		goto fail;
+	const atm_exec_result *r = atm_exec_result_get(e);
+	print_summary(g, batch, p, r);
+	if (out_path) {
+		atm_run_measured m = {
+			.actual_runtime_s = r->actual_runtime_s,
+			.mean_runtime_s = r->mean_runtime_s,
+			.n_iters = r->n_iters,
+			.kernel_s = r->kernel_s,
+			.n_losses = r->n_losses,
+			.losses = r->losses,
+			.weights_checksum = r->weights_checksum,
+			.dram_alloc_bytes = r->fast_high_water_bytes,
+			.pmem_alloc_bytes = r->slow_high_water_bytes,
+			.emulation_wait_s = r->emulation_wait_s,
+			.move_wait_s = r->move_wait_s,
+			.emulated = r->emulated,
+			.emulation = r->emulated ? r->emulation : NULL,
+			.fast_tier = r->fast_tier.name,
+			.slow_tier = r->slow_tier.name,
+			.slow_read_gbps = r->slow_tier.read_gbps,
+			.slow_write_gbps = r->slow_tier.write_gbps,
+			.seed = (uint64_t)seed,
+			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
+		};
+		if ((rc = atm_schedule_new(&sched, p)) < 0 ||
+		    (rc = atm_results_write(out_path, p, sched, &m, append)) < 0)
+			goto fail;
+		printf("  results          %s\n", out_path);
+	}
+	atm_schedule_destroy(sched);
+	atm_exec_destroy(e);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+	return 0;
+fail:
+	atm_schedule_destroy(sched);
+	atm_exec_destroy(e);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+	return cli_fail("run", rc);
+}

@@ -1,0 +1,139 @@
+/* cmd_tiers.c -- autotm tiers: the memories of this machine and the fast and slow tiers autotm would use */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+static const char tiers_help[] =
+	"usage: autotm tiers [--slow TIER] [--pmem-dir DIR] [--fsdax FILE] [--emulate P] [--json]\n"
+	"\n"
+	"Lists the NUMA nodes hwloc finds (kind, capacity, bandwidth and latency where the\n"
+	"platform reports them) and the fast and slow tiers a run would use with these\n"
+	"options. Opening the slow tier checks that it works (a pmem directory must be\n"
+	"writable); nothing is left allocated.\n"
+	"\n"
+	"options:\n" CLI_MEMORY_HELP
+	"  --json            print one JSON object\n"
+	"  -h, --help        this help\n";
+
+static json_t *desc_json(const atm_tier_desc *d)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(atm_tier_kind_name(d->kind)));
+	json_object_set_new(o, "name", json_string(d->name));
+	json_object_set_new(o, "subtype", json_string(d->subtype));
+	json_object_set_new(o, "numa_node", json_integer(d->numa_node));
+	json_object_set_new(o, "capacity_bytes", json_integer(d->capacity_bytes));
+	json_object_set_new(o, "read_gbps", json_real(d->read_gbps));
+	json_object_set_new(o, "write_gbps", json_real(d->write_gbps));
+	json_object_set_new(o, "latency_ns", json_real(d->latency_ns));
+	json_object_set_new(o, "emulated", json_boolean(d->emulated));
+	if (d->emulated)
+		json_object_set_new(o, "emulation", json_string(d->emulation));
+	return o;
+}
+
+static void print_desc(const char *role, const atm_tier_desc *d)
+{
+	char cap[32];
+	printf("  %-6s %-10s %s", role, atm_tier_kind_name(d->kind), d->name);
+	if (d->capacity_bytes)
+		printf(", %s", atm_format_bytes(d->capacity_bytes, cap, sizeof cap));
+	if (d->read_gbps > 0 || d->write_gbps > 0)
+		printf(", read %.1f / write %.1f GB/s", d->read_gbps, d->write_gbps);
+	if (d->latency_ns > 0)
+		printf(", %.0f ns", d->latency_ns);
+	printf("\n");
+}
+
+int cmd_tiers(int argc, char **argv)
+{
+	enum { OPT_JSON = CLI_OPT_FIRST_FREE };
+	static const struct option longopts[] = {
+		CLI_MEMORY_OPTIONS,
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cli_memory mem = {0};
+	bool json = false;
+	atm_tier_topo *topo = NULL;
+	atm_tier *fast = NULL, *slow = NULL;
+	atm_tier_choice choice;
+	atm_status rc;
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		int used = cli_memory_option(&mem, opt, optarg);
+		if (used < 0)
+			return cli_fail("tiers", ATM_E_USAGE);
+		if (used)
+			continue;
+		switch (opt) {
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			fputs(tiers_help, stdout);
+			return 0;
+		case ':':
+			return cli_usage_error("tiers", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_usage_error("tiers", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("tiers", "unexpected argument '%s'", argv[optind]);
+	if ((rc = atm_tier_topo_new(&topo)) < 0 || (rc = atm_tier_choose(topo, &mem.tiers, &choice)) < 0 ||
+	    (rc = atm_tier_open_fast(&fast, topo, &mem.tiers)) < 0 ||
+	    (rc = atm_tier_open_slow(&slow, topo, &mem.tiers)) < 0)
+		goto fail;
+	if (mem.emulate) {
+		atm_emu_spec spec;
+		if ((rc = atm_emu_spec_resolve(mem.emulate, &spec)) < 0 ||
+		    (rc = atm_tier_set_emulation(slow, &spec)) < 0)
+			goto fail;
+	}
+	if (json) {
+		json_t *o = json_object(), *nodes = json_array();
+		for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++)
+			json_array_append_new(nodes, desc_json(atm_tier_topo_node(topo, i)));
+		json_object_set_new(o, "nodes", nodes);
+		json_object_set_new(o, "fast", desc_json(atm_tier_describe(fast)));
+		json_object_set_new(o, "slow", desc_json(atm_tier_describe(slow)));
+		json_object_set_new(o, "slow_reason", json_string(choice.why));
+		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		if (text)
+			printf("%s\n", text);
+		free(text);
+	} else {
+		printf("NUMA nodes (hwloc)\n");
+		for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++) {
+			char role[16];
+			snprintf(role, sizeof role, "#%d", i);
+			print_desc(role, atm_tier_topo_node(topo, i));
+		}
+		printf("\ntiers autotm uses\n");
+		print_desc("fast", atm_tier_describe(fast));
+		print_desc("slow", atm_tier_describe(slow));
+		printf("  (slow: %s)\n", choice.why);
+		if (!atm_tier_describe(slow)->emulated && atm_tier_describe(slow)->kind == ATM_TIER_PMEM_DIR)
+			printf("\nThe slow tier is a file in a directory: as fast as DRAM here. Add --emulate\n"
+			       "optane (or cxl, numa) so that placement matters and can be measured.\n");
+	}
+	atm_tier_destroy(slow);
+	atm_tier_destroy(fast);
+	atm_tier_topo_destroy(topo);
+	return 0;
+fail:
+	atm_tier_destroy(slow);
+	atm_tier_destroy(fast);
+	atm_tier_topo_destroy(topo);
+	return cli_fail("tiers", rc);
+}

@@ -1,0 +1,62 @@
+/* main.c -- autotm: dispatch to the subcommands */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const cli_command commands[] = {
+	{"zoo", "list the networks and presets, summarise or export one network", cmd_zoo},
+	{"run", "run a network's training step for real with a placement, write results", cmd_run},
+	{"tiers", "show this machine's memories and the fast and slow tiers autotm uses", cmd_tiers},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotm COMMAND [OPTIONS]\n"
+	        "\n"
+	        "autotm places the tensors of a training step in fast or slow memory so that\n"
+	        "networks larger than fast memory train, and as fast as the limit allows.\n"
+	        "\n"
+	        "commands:\n");
+	for (int i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+	        "\n"
+	        "'autotm COMMAND --help' describes a command. Exit codes: 0 ok, 1 internal error,\n"
+	        "2 bad usage, 3 bad input file, 4 infeasible, 5 hardware unavailable, 6 file\n"
+	        "system error, 7 out of memory, 8 not found, 130 interrupted.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return atm_exit_code(ATM_E_USAGE);
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		if (argc > 2 && strcmp(cmd, "help") == 0) {
+			for (int i = 0; i < N_COMMANDS; i++)
+				if (!strcmp(argv[2], commands[i].name)) {
+					char *args[] = {argv[2], "--help", NULL};
+					return commands[i].run(2, args);
+				}
+		}
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("autotm %s\n", ATM_VERSION);
+		return 0;
+	}
+	for (int i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "autotm: unknown command '%s'; valid commands:", cmd);
+	for (int i = 0; i < N_COMMANDS; i++)
+		fprintf(stderr, " %s", commands[i].name);
+	fprintf(stderr, "\nTry 'autotm --help'.\n");
+	return atm_exit_code(ATM_E_USAGE);
+}

@@ -1,0 +1,255 @@
+/* results.c -- the results JSON: AutoTM's fields for every run, computed from the plan, its schedule and a run's measurements */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "atm_core.h"
+
+#define RJ_FORMAT "autotm-results"
+
+static json_t *num_or_null(double v)
+{
+	return v < 0 || !isfinite(v) ? json_null() : json_real(v);
+}
+
+/* cpu_model -- "model name" of /proc/cpuinfo, or "unknown" */
+static void cpu_model(char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		if (strncmp(line, "model name", 10) || !colon)
+			continue;
+		colon += strspn(colon + 1, " \t") + 1;
+		colon[strcspn(colon, "\n")] = '\0';
+		snprintf(buf, len, "%s", colon);
+		break;
+	}
+	fclose(f);
+}
+
+/* io_counts -- AutoTM's kernel input/output counts from each kernel's configuration */
+static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, json_t *config)
+{
+	int64_t n_in = 0, n_out = 0, n_fast_in = 0, n_fast_out = 0;
+	int64_t b_in = 0, b_out = 0, b_fast_in = 0, b_fast_out = 0;
+	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
+		const atm_event *ev = atm_schedule_event(s, i);
+		if (ev->kind != ATM_EV_KERNEL)
+			continue;
+		const atm_node *n = atm_graph_node(g, ev->node);
+		json_t *ins = json_array(), *outs = json_array(), *c = json_object();
+		for (int k = 0; k < n->n_in + n->n_out; k++) {
+			bool is_in = k < n->n_in, fast = ev->cfg[k] == ATM_LOC_FAST;
+			int64_t bytes = atm_graph_tensor(g, is_in ? n->in[k] : n->out[k - n->n_in])->bytes;
+			json_array_append_new(is_in ? ins : outs, json_string(fast ? "fast" : "slow"));
+			if (is_in) {
+				n_in++, b_in += bytes;
+				n_fast_in += fast, b_fast_in += fast ? bytes : 0;
+			} else {
+				n_out++, b_out += bytes;
+				n_fast_out += fast, b_fast_out += fast ? bytes : 0;
+			}
+		}
+		json_object_set_new(c, "inputs", ins);
+		json_object_set_new(c, "outputs", outs);
+		json_object_set_new(config, n->name, c);
+	}
+	json_object_set_new(run, "num_kernels", json_integer(atm_graph_n_nodes(g)));
+	json_object_set_new(run, "num_input_tensors", json_integer(n_in));
+	json_object_set_new(run, "num_output_tensors", json_integer(n_out));
+	json_object_set_new(run, "num_dram_input_tensors", json_integer(n_fast_in));
+	json_object_set_new(run, "num_dram_output_tensors", json_integer(n_fast_out));
+	json_object_set_new(run, "bytes_input_tensors", json_integer(b_in));
+	json_object_set_new(run, "bytes_output_tensors", json_integer(b_out));
+	json_object_set_new(run, "bytes_dram_input_tensors", json_integer(b_fast_in));
+	json_object_set_new(run, "bytes_dram_output_tensors", json_integer(b_fast_out));
+}
+
+/* move_counts -- AutoTM's move fields: plain fields count synchronous moves,
+ * _pmem (to slow) and _dram (to fast) count both kinds, _async the overlapped */
+static void move_counts(const atm_schedule_stats *st, json_t *run)
+{
+	int64_t sync_fast = st->n_moves_to_fast - st->n_async_to_fast;
+	int64_t sync_slow = st->n_moves_to_slow - st->n_async_to_slow;
+	int64_t sync_b_fast = st->bytes_to_fast - st->bytes_async_to_fast;
+	int64_t sync_b_slow = st->bytes_to_slow - st->bytes_async_to_slow;
+	json_object_set_new(run, "num_move_nodes", json_integer(sync_fast + sync_slow));
+	json_object_set_new(run, "num_pmem_move_nodes", json_integer(st->n_moves_to_slow));
+	json_object_set_new(run, "num_dram_move_nodes", json_integer(st->n_moves_to_fast));
+	json_object_set_new(run, "bytes_moved", json_integer(sync_b_fast + sync_b_slow));
+	json_object_set_new(run, "bytes_moved_pmem", json_integer(st->bytes_to_slow));
+	json_object_set_new(run, "bytes_moved_dram", json_integer(st->bytes_to_fast));
+	json_object_set_new(run, "num_async_move_nodes",
+	                    json_integer(st->n_async_to_fast + st->n_async_to_slow));
+	json_object_set_new(run, "num_pmem_async_move_nodes", json_integer(st->n_async_to_slow));
+	json_object_set_new(run, "num_dram_async_move_nodes", json_integer(st->n_async_to_fast));
+	json_object_set_new(run, "bytes_async_moved",
+	                    json_integer(st->bytes_async_to_fast + st->bytes_async_to_slow));
+	json_object_set_new(run, "bytes_async_moved_pmem", json_integer(st->bytes_async_to_slow));
+	json_object_set_new(run, "bytes_async_moved_dram", json_integer(st->bytes_async_to_fast));
+}
+
+/* run_json -- one element of "runs" */
+static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	const atm_plan_info *info = atm_plan_info_get(p);
+	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	json_t *run = json_object(), *sizes = json_object(), *config = json_object();
+	json_object_set_new(run, "formulation", json_string(info->formulation));
+	json_object_set_new(run, "creation_times", info->creation_s < 0 ? json_array()
+	                                           : json_pack("[f]", info->creation_s));
+	json_object_set_new(run, "optimization_times", info->solve_s < 0 ? json_array()
+	                                               : json_pack("[f]", info->solve_s));
+	json_object_set_new(run, "solver_status", json_string(info->solver_status));
+	json_object_set_new(run, "mip_gap", num_or_null(info->mip_gap));
+	json_object_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s));
+	json_object_set_new(run, "actual_runtime", num_or_null(m ? m->actual_runtime_s : -1));
+	json_object_set_new(run, "mean_runtime", num_or_null(m ? m->mean_runtime_s : -1));
+	json_object_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0));
+	json_object_set_new(run, "dram_limit", info->fast_limit_bytes
+	                                           ? json_integer(info->fast_limit_bytes) : json_null());
+	json_object_set_new(run, "ratio", m && m->ratio_fast > 0 ? json_real(m->ratio_slow / m->ratio_fast)
+	                                                         : json_null());
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (!atm_tensor_is_persistent(x))
+			json_object_set_new(sizes, x->name, json_integer(x->bytes));
+	}
+	json_object_set_new(run, "tensor_size_map", sizes);
+	io_counts(s, g, run, config);
+	json_object_set_new(run, "config_map", config);
+	move_counts(st, run);
+	json_object_set_new(run, "fast_peak_bytes", json_integer(st->fast_peak_bytes));
+	json_object_set_new(run, "dram_alloc_size", json_integer(m ? m->dram_alloc_bytes
+	                                                           : st->fast_arena_bytes));
+	json_object_set_new(run, "pmem_alloc_size", json_integer(m ? m->pmem_alloc_bytes
+	                                                           : st->slow_peak_bytes));
+	/* synchronous copies at the slow tier's speeds, as AutoTM estimated it */
+	int64_t sync_fast = st->bytes_to_fast - st->bytes_async_to_fast;
+	int64_t sync_slow = st->bytes_to_slow - st->bytes_async_to_slow;
+	bool speeds = m && m->slow_read_gbps > 0 && m->slow_write_gbps > 0;
+	json_object_set_new(run, "move_time",
+	                    speeds ? json_real((double)sync_fast / (m->slow_read_gbps * 1e9) +
+	                                       (double)sync_slow / (m->slow_write_gbps * 1e9))
+	                           : json_null());
+	if (m && m->kernel_s) {
+		json_t *kt = json_object();
+		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+			json_object_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_s[k]));
+		json_object_set_new(run, "kernel_times", kt);
+	}
+	if (m) {
+		json_t *losses = json_array();
+		for (int i = 0; i < m->n_losses; i++)
+			json_array_append_new(losses, isfinite(m->losses[i]) ? json_real(m->losses[i])
+			                                                     : json_null());
+		json_object_set_new(run, "losses", losses);
+		json_object_set_new(run, "weights_checksum", m->weights_checksum
+		                                                 ? json_string(m->weights_checksum)
+		                                                 : json_null());
+		json_object_set_new(run, "emulated", json_boolean(m->emulated));
+		json_object_set_new(run, "emulation", m->emulation ? json_string(m->emulation)
+		                                                   : json_null());
+		json_object_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s));
+		json_object_set_new(run, "move_wait_s", json_real(m->move_wait_s));
+		json_object_set_new(run, "tiers", json_pack("{s:s?, s:s?}", "fast", m->fast_tier,
+		                                            "slow", m->slow_tier));
+		json_object_set_new(run, "seed", json_integer((json_int_t)m->seed));
+		json_object_set_new(run, "n_threads", json_integer(m->n_threads));
+	}
+	return run;
+}
+
+/* document -- a whole results file holding one run */
+static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	atm_graph_stats gs;
+	char digest[17], cpu[256];
+	json_t *doc = json_object(), *runs = json_array();
+	atm_graph_digest(g, digest);
+	cpu_model(cpu, sizeof cpu);
+	if (atm_graph_stats_compute(g, &gs) < 0)
+		memset(&gs, 0, sizeof gs);
+	json_object_set_new(doc, "format", json_string(RJ_FORMAT));
+	json_object_set_new(doc, "version", json_integer(1));
+	json_object_set_new(doc, "workload", json_pack("{s:s, s:s, s:I, s:I, s:I}", "name",
+	                                               atm_graph_name(g), "digest", digest, "n_params",
+	                                               (json_int_t)gs.n_params, "n_kernels",
+	                                               (json_int_t)gs.n_kernels, "n_tensors",
+	                                               (json_int_t)gs.n_tensors));
+	json_object_set_new(doc, "io_size", json_integer(gs.io_bytes));
+	json_object_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes));
+	json_object_set_new(doc, "gpu_managed_runtime", json_null());
+	json_object_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
+	                                              (int)sysconf(_SC_NPROCESSORS_ONLN)));
+	json_array_append_new(runs, run_json(p, s, m));
+	json_object_set_new(doc, "runs", runs);
+	return doc;
+}
+
+static atm_status to_text(json_t *doc, char **text)
+{
+	*text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+	json_decref(doc);
+	return *text ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory writing results");
+}
+
+atm_status atm_results_dump(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m,
+                            char **text)
+{
+	return to_text(document(p, s, m), text);
+}
+
+/* same_workload -- old holds results of the workload in fresh */
+static bool same_workload(json_t *old, json_t *fresh)
+{
+	json_t *a = json_object_get(old, "workload"), *b = json_object_get(fresh, "workload");
+	return json_is_object(a) && json_is_array(json_object_get(old, "runs")) &&
+	       json_equal(json_object_get(a, "name"), json_object_get(b, "name")) &&
+	       json_equal(json_object_get(a, "digest"), json_object_get(b, "digest"));
+}
+
+atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
+                             const atm_run_measured *m, bool append)
+{
+	json_t *doc = document(p, s, m);
+	char *text = NULL;
+	atm_status rc;
+	if (append && access(path, F_OK) == 0) {
+		json_error_t e;
+		json_t *old = json_load_file(path, 0, &e);
+		if (!old) {
+			json_decref(doc);
+			return atm_err(ATM_E_INPUT, "%s: line %d: %s; not appending to a file that is not "
+			               "results JSON", path, e.line, e.text);
+		}
+		if (!same_workload(old, doc)) {
+			json_t *w = json_object_get(json_object_get(old, "workload"), "name");
+			rc = atm_err(ATM_E_USAGE, "%s holds results of %s%s%s, not of this graph; not "
+			             "appending to it (write to another file)", path,
+			             json_is_string(w) ? "workload '" : "something else",
+			             json_is_string(w) ? json_string_value(w) : "", json_is_string(w) ? "'" : "");
+			json_decref(old);
+			json_decref(doc);
+			return rc;
+		}
+		json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs"));
+		json_decref(doc);
+		doc = old;
+	}
+	if ((rc = to_text(doc, &text)) < 0)
+		return rc;
+	rc = atm_write_file_atomic(path, text, strlen(text));
+	free(text);
+	return rc;
+}

@@ -1,0 +1,81 @@
+/* atm_runtime.h -- the runtime: executes a plan for real, kernels on oneDNN, tensors in memory tiers.
+ *
+ * Usage:
+ *
+ *     atm_plan *plan = NULL;
+ *     atm_plan_uniform(&plan, g, ATM_LOC_SLOW);          // or atm_plan_load, atm_plan_random
+ *     atm_exec_opts o = {.iters = 5, .emulate = "optane"};
+ *     atm_exec *e = NULL;
+ *     if (atm_exec_new(&e, plan, &o) < 0 || atm_exec_run(e) < 0)
+ *             fprintf(stderr, "%s\n", atm_errmsg());
+ *     const atm_exec_result *r = atm_exec_result_get(e);
+ *     printf("%.3f s per step, loss %g\n", r->actual_runtime_s, r->losses[r->n_losses - 1]);
+ *     atm_exec_destroy(e);
+ *
+ * Every tensor lives where the plan says: fast copies at the plan's offsets in
+ * one fast-memory arena of fixed size, slow copies in the slow tier's heap.
+ * Synchronous moves run inline, asynchronous ones on a mover thread that
+ * overlaps the kernels. For a fixed seed and thread count the losses and final
+ * weights are bitwise the same whatever the plan.
+ */
+#ifndef ATM_RUNTIME_H
+#define ATM_RUNTIME_H
+
+#include <signal.h>
+
+#include "atm_core.h"
+#include "memory.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+	int iters;              /* measured steps after the warm-up; 0: 5 */
+	int warmup;             /* steps run first and not timed; < 0: none, 0: 1 */
+	uint64_t seed;          /* initial weights, inputs and labels */
+	atm_tier_opts tiers;    /* which memories are fast and slow */
+	const char *emulate;    /* NULL, a preset ("optane", "cxl", "numa") or a tier spec file */
+	volatile sig_atomic_t *stop; /* set (by a signal handler) to end the run early */
+	bool quiet;             /* no progress on stderr */
+} atm_exec_opts;
+
+/* What a run measured. Times are seconds; per-step figures are of one step. */
+typedef struct {
+	double actual_runtime_s;   /* fastest measured step */
+	double mean_runtime_s;
+	int n_iters;               /* measured steps */
+	int n_losses;
+	const float *losses;       /* every step's loss, the warm-up first */
+	char weights_checksum[17]; /* FNV-1a of every parameter's bytes after the last step */
+	const double *kernel_s;    /* per node: fastest measured time, emulation waits included */
+	atm_schedule_stats moves;  /* moves and bytes of one step, persistent bytes, arena size */
+	int64_t fast_high_water_bytes; /* arena extent actually used */
+	int64_t slow_high_water_bytes;
+	double emulation_wait_s;   /* per step: waited to make the slow tier slow (kernels and moves) */
+	double move_wait_s;        /* per step: the schedule waited on asynchronous moves */
+	atm_tier_desc fast_tier, slow_tier;
+	bool emulated;
+	char emulation[32];
+	double emulation_fast_gbps; /* the fast bandwidth emulation measured against */
+	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
+} atm_exec_result;
+
+typedef struct atm_exec atm_exec;
+
+/* atm_exec_new -- open the tiers, lay out the plan's step, build every kernel and
+ * allocate the persistent tensors. p (and its graph) must outlive e. Errors:
+ * a plan that contradicts its graph (ATM_E_INPUT), a fast limit it exceeds
+ * (ATM_E_INFEASIBLE), tiers that cannot be opened (ATM_E_IO, ATM_E_UNSUPPORTED),
+ * a full tier (ATM_E_NOSPACE). */
+atm_status atm_exec_new(atm_exec **e, const atm_plan *p, const atm_exec_opts *o);
+/* atm_exec_run -- warm-up and measured steps; ATM_E_INTERRUPTED when o->stop was set */
+atm_status atm_exec_run(atm_exec *e);
+const atm_exec_result *atm_exec_result_get(const atm_exec *e);
+void atm_exec_destroy(atm_exec *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_RUNTIME_H */
