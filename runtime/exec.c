@@ -403,7 +403,7 @@ static atm_status open_memory(atm_exec *e)
 	if (e->opts.emulate) {
 		atm_emu_spec spec;
 		if ((rc = atm_emu_spec_resolve(e->opts.emulate, &spec)) < 0 ||
-		    (rc = atm_emu_new(&e->emu, &spec, e->topo, 0)) < 0 ||
+		    (rc = atm_emu_new(&e->emu, &spec, e->topo, spec.fast_gbps)) < 0 ||
 		    (rc = atm_tier_set_emulation(e->slow, &spec)) < 0)
 			return rc;
 	}

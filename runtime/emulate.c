@@ -1,0 +1,393 @@
+/* emulate.c -- make a slow tier that is really DRAM behave like Optane, CXL or a far socket */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "memory.h"
+
+/* The presets. Each number's source is in the comment above it and in
+ * docs/tiers.md; a spec measured on your own machine goes in a JSON file. */
+static const atm_emu_spec presets[] = {
+	/* Optane DC PMM in App Direct mode, 6 interleaved DIMMs per socket (the
+	 * AutoTM machine). read/write: the synchronous copy bandwidths AutoTM's cost
+	 * model uses, cpu_pmem_dram_sync = 29000 MB/s and cpu_dram_pmem_sync =
+	 * 12000 MB/s (darchr/AutoTM, optimizer BANDWIDTHS table); they sit below
+	 * the device maxima Izraelevitz et al. measured ("Basic Performance
+	 * Measurements of the Intel Optane DC Persistent Memory Module", arXiv
+	 * 1903.05714, 2019: 39.4 GB/s read, 13.9 GB/s write for six DIMMs), as a
+	 * copy that also touches DRAM should. latency: idle random read, 305 ns
+	 * (Izraelevitz et al. 2019; Yang et al., "An Empirical Guide to the
+	 * Behavior and Use of Scalable Persistent Memory", FAST '20), about 3x DRAM. */
+	{"optane", 29.0, 12.0, 305.0, ATM_EMU_REFERENCE_FAST_GBPS,
+	 "AutoTM cost model (29/12 GB/s sync copies); Izraelevitz et al. 2019 and Yang et al. "
+	 "FAST'20 (39.4/13.9 GB/s device maxima, 305 ns random read)"},
+	/* A CXL Type-3 DRAM expander on a PCIe 5.0 x8 link. read: the link carries
+	 * 32 GT/s x 8 lanes x 128/130 = 31.5 GB/s each way; at the ~80% CXL.mem
+	 * flit efficiency that leaves ~25 GB/s. write: 20 GB/s, an assumption
+	 * (writes need completions back and ran below reads on early devices).
+	 * latency: 250 ns, about twice a local DDR5 load (~110-120 ns on Sapphire
+	 * Rapids), the low end of the 2-5x Liu et al. measured on three commercial
+	 * expanders ("Exploring and Evaluating Real-world CXL", arXiv 2405.14209)
+	 * and in line with Sun et al. ("Demystifying CXL Memory with Genuine
+	 * CXL-Ready Systems and Devices", MICRO '23). An estimate: measure yours.
+	 * fast: the local DDR5 beside it, 8 channels of DDR5-4800 (307 GB/s peak),
+	 * about 250 GB/s reached. */
+	{"cxl", 25.0, 20.0, 250.0, 250.0,
+	 "PCIe 5.0 x8 link arithmetic (31.5 GB/s/direction, ~80% CXL.mem efficiency); latency ~2x "
+	 "local DDR5 (Sun et al. MICRO'23; Liu et al. arXiv 2405.14209); estimate"},
+	/* The other socket of a 2-socket Cascade Lake (the AutoTM machine's CPU).
+	 * read/write: three UPI links at 10.4 GT/s carry 62.4 GB/s in all (NASA
+	 * HECC, "Cascade Lake Processors"); remote streams reach roughly half of
+	 * that, 34 GB/s read and 30 GB/s write. latency: 140 ns, the usual Intel
+	 * MLC remote figure on 2-socket Xeon SP next to ~85 ns local. An estimate
+	 * from link arithmetic and typical MLC output: measure yours with MLC. */
+	{"numa", 34.0, 30.0, 140.0, ATM_EMU_REFERENCE_FAST_GBPS,
+	 "2-socket Cascade Lake: 3 UPI links, 62.4 GB/s peak (NASA HECC); ~half reached by remote "
+	 "streams; ~140 ns remote load (Intel MLC, typical); estimate"},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+/* Below this the wait only spins: a sleep wakes tens of microseconds late
+ * (timer slack, scheduling), so it ends this far before the deadline. */
+#define SPIN_NS 200000
+
+struct atm_emu {
+	atm_emu_spec spec;
+	double fast_gbps;
+	const char *fast_source;
+	_Atomic int64_t waited_ns; /* the mover thread and the executor both wait */
+};
+
+/* atm_emu_preset -- copy a preset */
+atm_status atm_emu_preset(const char *name, atm_emu_spec *out)
+{
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < N_PRESETS; i++)
+		if (strcmp(name, presets[i].name) == 0) {
+			*out = presets[i];
+			return ATM_OK;
+		}
+	return atm_err(ATM_E_USAGE,
+	               "unknown emulation preset '%s' (valid: optane, cxl, numa, or the path of a JSON "
+	               "tier spec)",
+	               name);
+}
+
+/* field_near -- the last "key": before offset pos of text, so that a parse
+ * error (NaN, 1e999) can still name the field it sits in */
+static void field_near(const char *text, size_t len, size_t pos, char *field, size_t flen)
+{
+	field[0] = '\0';
+	if (pos > len)
+		pos = len;
+	for (size_t i = pos; i-- > 0;) {
+		if (text[i] != ':')
+			continue;
+		size_t j = i;
+		while (j > 0 && (text[j - 1] == ' ' || text[j - 1] == '\t' || text[j - 1] == '\n' ||
+		                 text[j - 1] == '\r'))
+			j--;
+		if (j == 0 || text[j - 1] != '"')
+			return;
+		size_t end = j - 1, start = end;
+		while (start > 0 && text[start - 1] != '"')
+			start--;
+		if (start == 0 || end - start >= flen)
+			return;
+		memcpy(field, text + start, end - start);
+		field[end - start] = '\0';
+		return;
+	}
+}
+
+/* type_name -- JSON type of v for messages */
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+/* get_number -- a required field in (0, max] */
+static atm_status get_number(json_t *root, const char *origin, const char *key, const char *unit,
+                             double max, double *out)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v)
+		return atm_err(ATM_E_INPUT, "%s: missing field '%s' (%s)", origin, key, unit);
+	if (!json_is_number(v))
+		return atm_err(ATM_E_INPUT, "%s: field '%s' must be a number (%s), not %s", origin, key,
+		               unit, type_name(v));
+	double x = json_number_value(v);
+	if (!isfinite(x) || x <= 0)
+		return atm_err(ATM_E_INPUT, "%s: field '%s' must be above 0 %s, not %g", origin, key, unit, x);
+	if (x > max)
+		return atm_err(ATM_E_INPUT, "%s: field '%s' = %g %s is not a memory (at most %g)", origin,
+		               key, x, unit, max);
+	*out = x;
+	return ATM_OK;
+}
+
+/* get_text -- an optional (or required) string field into buf */
+static atm_status get_text(json_t *root, const char *origin, const char *key, bool required,
+                           char *buf, size_t len)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v) {
+		if (required)
+			return atm_err(ATM_E_INPUT, "%s: missing field '%s'", origin, key);
+		return ATM_OK;
+	}
+	if (!json_is_string(v))
+		return atm_err(ATM_E_INPUT, "%s: field '%s' must be a string, not %s", origin, key,
+		               type_name(v));
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (n == 0 || n >= len)
+		return atm_err(ATM_E_INPUT, "%s: field '%s' must have 1 to %zu characters", origin, key,
+		               len - 1);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20)
+			return atm_err(ATM_E_INPUT, "%s: field '%s' has a control character", origin, key);
+	memcpy(buf, s, n + 1);
+	return ATM_OK;
+}
+
+/* atm_emu_spec_parse -- a tier spec from JSON text, every field checked */
+atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, atm_emu_spec *out)
+{
+	static const char *const known[] = {"name", "read_gbps", "write_gbps", "latency_ns",
+	                                    "fast_gbps", "source"};
+	atm_status rc = ATM_OK;
+	json_error_t jerr;
+	atm_emu_spec s;
+	memset(&s, 0, sizeof s);
+	memset(out, 0, sizeof *out);
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		char field[32];
+		field_near(text, len, (size_t)jerr.position, field, sizeof field);
+		/* NaN, Infinity and 1e999 stop the parser, so say what a number must be */
+		enum json_error_code code = json_error_code(&jerr);
+		bool number = code == json_error_invalid_syntax || code == json_error_numeric_overflow;
+		if (field[0])
+			return atm_err(ATM_E_INPUT, "%s:%d:%d: field '%s': %s%s", origin, jerr.line,
+			               jerr.column, field, jerr.text,
+			               number ? " (numbers must be finite JSON numbers)" : "");
+		return atm_err(ATM_E_INPUT, "%s:%d:%d: %s", origin, jerr.line, jerr.column, jerr.text);
+	}
+	if (!json_is_object(root)) {
+		rc = atm_err(ATM_E_INPUT,
+		             "%s: a tier spec is a JSON object {\"name\", \"read_gbps\", \"write_gbps\", "
+		             "\"latency_ns\"}, not %s",
+		             origin, type_name(root));
+		goto fail;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(root, key, v) {
+		bool ok = false;
+		for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok) {
+			rc = atm_err(ATM_E_INPUT,
+			             "%s: unknown field '%s' (valid: name, read_gbps, write_gbps, latency_ns, "
+			             "fast_gbps, source)",
+			             origin, key);
+			goto fail;
+		}
+	}
+	if ((rc = get_text(root, origin, "name", true, s.name, sizeof s.name)) < 0 ||
+	    (rc = get_number(root, origin, "read_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.read_gbps)) < 0 ||
+	    (rc = get_number(root, origin, "write_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.write_gbps)) < 0 ||
+	    (rc = get_number(root, origin, "latency_ns", "ns", ATM_EMU_MAX_LATENCY_NS, &s.latency_ns)) < 0 ||
+	    (rc = get_text(root, origin, "source", false, s.source, sizeof s.source)) < 0)
+		goto fail;
+	if (json_object_get(root, "fast_gbps") &&
+	    (rc = get_number(root, origin, "fast_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.fast_gbps)) < 0)
+		goto fail;
+	if (!s.fast_gbps)
+		s.fast_gbps = ATM_EMU_REFERENCE_FAST_GBPS;
+	if (!s.source[0])
+		snprintf(s.source, sizeof s.source, "%s", origin);
+	json_decref(root);
+	*out = s;
+	return ATM_OK;
+fail:
+	json_decref(root);
+	return rc;
+}
+
+/* atm_emu_spec_load -- a tier spec file */
+atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	atm_status rc;
+	memset(out, 0, sizeof *out);
+	if ((rc = atm_read_file(path, &text, &len)) < 0)
+		return atm_err_prefix(rc, "tier spec: ");
+	rc = atm_emu_spec_parse(text, len, path, out);
+	free(text);
+	return rc;
+}
+
+/* atm_emu_spec_resolve -- a preset name or a spec file's path */
+atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out)
+{
+	size_t n = strlen(tierspec);
+	if (strchr(tierspec, '/') || (n > 5 && strcmp(tierspec + n - 5, ".json") == 0))
+		return atm_emu_spec_load(tierspec, out);
+	return atm_emu_preset(tierspec, out);
+}
+
+/* now_ns -- CLOCK_MONOTONIC in nanoseconds */
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* measure_memcpy_gbps -- one thread's copy bandwidth, best of three 64 MiB
+ * copies (larger than the last-level caches this runs on); 0 on failure */
+static double measure_memcpy_gbps(void)
+{
+	const size_t n = (size_t)64 << 20;
+	char *a = malloc(n), *b = malloc(n);
+	double best = 0;
+	if (!a || !b)
+		goto done;
+	/* touch every page first: the first copy would otherwise time page faults */
+	memset(a, 1, n);
+	memset(b, 0, n);
+	for (int rep = 0; rep < 3; rep++) {
+		int64_t t0 = now_ns();
+		memcpy(b, a, n);
+		double dt = (double)(now_ns() - t0) * 1e-9;
+		if (dt > 0 && (double)n / dt / 1e9 > best)
+			best = (double)n / dt / 1e9;
+	}
+	/* use the copy so it cannot be optimized away */
+	if (((volatile char *)b)[n - 1] != 1)
+		best = 0;
+done:
+	free(a);
+	free(b);
+	return best;
+}
+
+/* atm_emu_new -- an emulator of spec against the fast tier's bandwidth */
+atm_status atm_emu_new(atm_emu **out, const atm_emu_spec *spec, const atm_tier_topo *topo,
+                       double fast_gbps)
+{
+	*out = NULL;
+	if (!(spec->read_gbps > 0) || !(spec->write_gbps > 0) || spec->read_gbps > ATM_EMU_MAX_GBPS ||
+	    spec->write_gbps > ATM_EMU_MAX_GBPS)
+		return atm_err(ATM_E_USAGE, "emulation spec '%s': bandwidths must be in (0, %g] GB/s",
+		               spec->name, ATM_EMU_MAX_GBPS);
+	if (!(fast_gbps >= 0) || fast_gbps > ATM_EMU_MAX_GBPS)
+		return atm_err(ATM_E_USAGE, "fast-tier bandwidth %g GB/s is out of range", fast_gbps);
+	atm_emu *e = calloc(1, sizeof *e);
+	if (!e)
+		return atm_err(ATM_E_NOMEM, "out of memory making an emulator");
+	e->spec = *spec;
+	atomic_init(&e->waited_ns, 0);
+	if (fast_gbps > 0) {
+		e->fast_gbps = fast_gbps;
+		e->fast_source = "given";
+	} else if (topo && atm_tier_topo_node(topo, atm_tier_topo_home(topo))->read_gbps > 0) {
+		e->fast_gbps = atm_tier_topo_node(topo, atm_tier_topo_home(topo))->read_gbps;
+		e->fast_source = "hwloc";
+	} else if ((e->fast_gbps = measure_memcpy_gbps()) > 0) {
+		e->fast_source = "measured";
+	} else {
+		e->fast_gbps = ATM_EMU_DEFAULT_FAST_GBPS;
+		e->fast_source = "default";
+	}
+	*out = e;
+	return ATM_OK;
+}
+
+/* atm_emu_destroy -- free the emulator */
+void atm_emu_destroy(atm_emu *e)
+{
+	free(e);
+}
+
+/* atm_emu_get_spec -- the spec it emulates */
+const atm_emu_spec *atm_emu_get_spec(const atm_emu *e)
+{
+	return &e->spec;
+}
+
+/* atm_emu_fast_gbps -- the fast-tier bandwidth extra time is measured against */
+double atm_emu_fast_gbps(const atm_emu *e)
+{
+	return e->fast_gbps;
+}
+
+/* atm_emu_fast_source -- where that bandwidth came from */
+const char *atm_emu_fast_source(const atm_emu *e)
+{
+	return e->fast_source;
+}
+
+/* atm_emu_extra_s -- slow time minus fast time for these bytes, at least 0.
+ * Latency is not added: kernels and moves stream megabytes, where the
+ * prefetchers hide it and bandwidth sets the time. */
+double atm_emu_extra_s(const atm_emu *e, int64_t read_bytes, int64_t written_bytes)
+{
+	double r = read_bytes > 0 ? (double)read_bytes : 0;
+	double w = written_bytes > 0 ? (double)written_bytes : 0;
+	double slow = r / (e->spec.read_gbps * 1e9) + w / (e->spec.write_gbps * 1e9);
+	double fast = (r + w) / (e->fast_gbps * 1e9);
+	return slow > fast ? slow - fast : 0;
+}
+
+/* atm_emu_wait -- block for the extra time: sleep most of it, spin the end */
+atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, double *waited_s)
+{
+	if (waited_s)
+		*waited_s = 0;
+	if (read_bytes < 0 || written_bytes < 0)
+		return atm_err(ATM_E_USAGE, "emulation wait for %lld read and %lld written bytes",
+		               (long long)read_bytes, (long long)written_bytes);
+	double extra = atm_emu_extra_s(e, read_bytes, written_bytes);
+	if (extra <= 0)
+		return ATM_OK;
+	/* whole nanoseconds, rounded up, so the wait is never shorter than asked */
+	int64_t start = now_ns(), deadline = start + (int64_t)ceil(extra * 1e9), t;
+	if (deadline - start > SPIN_NS) {
+		int64_t wake = deadline - SPIN_NS;
+		struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
+		/* absolute time, so a signal's EINTR just sleeps the rest */
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+	while ((t = now_ns()) < deadline)
+		;
+	atomic_fetch_add(&e->waited_ns, t - start);
+	if (waited_s)
+		*waited_s = (double)(t - start) * 1e-9;
+	return ATM_OK;
+}
+
+/* atm_emu_total_waited_s -- all waiting so far */
+double atm_emu_total_waited_s(const atm_emu *e)
+{
+	return (double)atomic_load(&e->waited_ns) * 1e-9;
+}

@@ -1,0 +1,200 @@
+/* test_exec.c -- the executor: placements do not change the numbers, training works, faults are reported */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_runtime.h"
+#include "atm_zoo.h"
+
+struct run {
+	char checksum[17];
+	float losses[32];
+	int n_losses;
+	atm_exec_result r;
+};
+
+static atm_graph *build(const char *model)
+{
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = 4};
+	if (atm_zoo_build(&g, model, &o) < 0)
+		fail_msg("%s: %s", model, atm_errmsg());
+	return g;
+}
+
+/* run_plan -- steps of p; the run's figures copied out */
+static struct run run_plan(const atm_plan *p, int iters, const char *emulate)
+{
+	struct run out;
+	atm_exec *e = NULL;
+	atm_exec_opts o = {.iters = iters, .warmup = -1, .seed = 42, .quiet = true, .emulate = emulate};
+	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
+		fail_msg("run: %s", atm_errmsg());
+	const atm_exec_result *r = atm_exec_result_get(e);
+	memset(&out, 0, sizeof out);
+	out.r = *r;
+	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
+	out.n_losses = r->n_losses;
+	memcpy(out.losses, r->losses, (size_t)r->n_losses * sizeof out.losses[0]);
+	out.r.losses = NULL;
+	out.r.kernel_s = NULL;
+	atm_exec_destroy(e);
+	return out;
+}
+
+static void expect_same(const struct run *a, const struct run *b, const char *what)
+{
+	if (strcmp(a->checksum, b->checksum))
+		fail_msg("%s: weights differ (%s vs %s)", what, a->checksum, b->checksum);
+	assert_int_equal(a->n_losses, b->n_losses);
+	if (memcmp(a->losses, b->losses, (size_t)a->n_losses * sizeof a->losses[0]))
+		fail_msg("%s: losses differ", what);
+}
+
+/* placements_agree -- all-fast, all-slow and five random plans give bitwise the same step */
+static void placements_agree(const char *model)
+{
+	atm_graph *g = build(model);
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct run ref = run_plan(p, 3, NULL);
+	atm_plan_destroy(p);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	struct run slow = run_plan(p, 3, NULL);
+	atm_plan_destroy(p);
+	expect_same(&ref, &slow, "all-slow");
+	int32_t moves = 0, async = 0;
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		char what[64];
+		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
+		struct run r = run_plan(p, 3, NULL);
+		snprintf(what, sizeof what, "%s random seed %llu", model, (unsigned long long)seed);
+		expect_same(&ref, &r, what);
+		moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
+		async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
+		atm_plan_destroy(p);
+	}
+	/* the random plans did exercise both kinds of move */
+	assert_true(moves > 20);
+	assert_true(async > 5);
+	atm_graph_destroy(g);
+}
+
+static void test_exec_placements_agree_tiny_cnn(void **state)
+{
+	(void)state;
+	placements_agree("tiny_cnn");
+}
+
+static void test_exec_placements_agree_tiny_mlp(void **state)
+{
+	(void)state;
+	placements_agree("tiny_mlp");
+}
+
+static void test_exec_loss_falls(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_random(&p, g, 9), ATM_OK);
+	struct run r = run_plan(p, 20, NULL);
+	assert_int_equal(r.n_losses, 20);
+	float first = (r.losses[0] + r.losses[1]) / 2, last = (r.losses[18] + r.losses[19]) / 2;
+	if (!(last < 0.8f * first))
+		fail_msg("loss did not fall: %g -> %g", (double)first, (double)last);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+static void test_exec_emulation_slows_slow_io(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct run fast = run_plan(p, 2, "optane");
+	atm_plan_destroy(p);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	struct run slow = run_plan(p, 2, "optane");
+	atm_plan_destroy(p);
+	assert_true(fast.r.emulated && slow.r.emulated);
+	assert_string_equal(slow.r.emulation, "optane");
+	assert_true(fast.r.emulation_wait_s == 0);
+	assert_true(slow.r.emulation_wait_s > 0);
+	assert_true(slow.r.slow_tier.emulated);
+	expect_same(&fast, &slow, "emulated all-slow");
+	atm_graph_destroy(g);
+}
+
+static void test_exec_fast_limit_is_enforced(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	atm_exec *e = (atm_exec *)1;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	atm_plan_info_of(p)->fast_limit_bytes = 64 * 1024;
+	atm_exec_opts o = {.quiet = true};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_INFEASIBLE);
+	assert_null(e);
+	assert_non_null(strstr(atm_errmsg(), "over the limit of 65536"));
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+static void test_exec_missing_pmem_dir(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_mlp");
+	atm_plan *p = NULL;
+	atm_exec *e = (atm_exec *)1;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	atm_exec_opts o = {.quiet = true,
+	                   .tiers = {.slow = "pmem-dir", .pmem_dir = "/nonexistent/autotm"}};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_IO);
+	assert_null(e);
+	assert_non_null(strstr(atm_errmsg(), "/nonexistent/autotm"));
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+static void test_exec_stops_when_interrupted(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_mlp");
+	atm_plan *p = NULL;
+	atm_exec *e = NULL;
+	static volatile sig_atomic_t stop = 1;
+	assert_int_equal(atm_plan_random(&p, g, 3), ATM_OK);
+	atm_exec_opts o = {.quiet = true, .stop = &stop};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
+	assert_int_equal(atm_exec_run(e), ATM_E_INTERRUPTED);
+	assert_non_null(strstr(atm_errmsg(), "interrupted"));
+	/* the executor stays usable: the pools were given back */
+	stop = 0;
+	assert_int_equal(atm_exec_run(e), ATM_OK);
+	atm_exec_destroy(e);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exec_placements_agree_tiny_cnn),
+		cmocka_unit_test(test_exec_placements_agree_tiny_mlp),
+		cmocka_unit_test(test_exec_loss_falls),
+		cmocka_unit_test(test_exec_emulation_slows_slow_io),
+		cmocka_unit_test(test_exec_fast_limit_is_enforced),
+		cmocka_unit_test(test_exec_missing_pmem_dir),
+		cmocka_unit_test(test_exec_stops_when_interrupted),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

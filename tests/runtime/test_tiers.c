@@ -1,0 +1,729 @@
+/* test_tiers.c -- tier discovery, the slow-tier choice on this and on made-up machines, option and pmem dir errors */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atm_core.h"
+#include "memory.h"
+
+static char tmp[128];
+
+/* ---------------------------------------------------------------- helpers */
+
+/* rm_one -- nftw callback removing one entry */
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* setup -- a fresh temporary directory for every test */
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmp, sizeof tmp, "/tmp/atm-test-tiers-XXXXXX");
+	return mkdtemp(tmp) ? 0 : -1;
+}
+
+/* teardown -- remove it and everything in it */
+static int teardown(void **state)
+{
+	(void)state;
+	chmod(tmp, 0700);
+	return nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* has -- the current error message contains s */
+static void has(const char *s)
+{
+	if (!strstr(atm_errmsg(), s))
+		fail_msg("message \"%s\" lacks \"%s\"", atm_errmsg(), s);
+}
+
+/* A NUMA node of a made-up machine. pkg is 0 or 1 (two packages of two
+ * PUs); bandwidths are MiB/s and latency ns as hwloc stores them, 0 = none. */
+typedef struct {
+	int os;
+	int pkg;
+	const char *subtype;
+	int64_t mem;
+	unsigned bw, rbw, wbw, lat;
+} fake_node;
+
+/* write_xml -- an hwloc XML topology with these nodes; returns its path */
+static const char *write_xml(const char *name, const fake_node *nodes, int n)
+{
+	static char path[256];
+	static const char *const pkg_cpus[2] = {"0x00000003", "0x0000000c"};
+	char buf[16384];
+	size_t at = 0;
+	unsigned all_nodes = 0, pkg_nodes[2] = {0, 0};
+	int gp = 100;
+	for (int i = 0; i < n; i++) {
+		all_nodes |= 1u << nodes[i].os;
+		pkg_nodes[nodes[i].pkg] |= 1u << nodes[i].os;
+	}
+#define OUT(...) at += (size_t)snprintf(buf + at, sizeof buf - at, __VA_ARGS__)
+	OUT("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+	    "<topology version=\"2.0\">\n"
+	    "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x0000000f\" complete_cpuset=\"0x0000000f\" "
+	    "allowed_cpuset=\"0x0000000f\" nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" "
+	    "allowed_nodeset=\"0x%08x\" gp_index=\"1\">\n",
+	    all_nodes, all_nodes, all_nodes);
+	for (int p = 0; p < 2; p++) {
+		OUT("<object type=\"Package\" os_index=\"%d\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+		    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\">\n",
+		    p, pkg_cpus[p], pkg_cpus[p], pkg_nodes[p], pkg_nodes[p], 2 + p);
+		for (int i = 0; i < n; i++) {
+			if (nodes[i].pkg != p)
+				continue;
+			OUT("<object type=\"NUMANode\" os_index=\"%d\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+			    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\" "
+			    "local_memory=\"%lld\"%s%s%s/>\n",
+			    nodes[i].os, pkg_cpus[p], pkg_cpus[p], 1u << nodes[i].os, 1u << nodes[i].os,
+			    gp + i, (long long)nodes[i].mem, nodes[i].subtype ? " subtype=\"" : "",
+			    nodes[i].subtype ? nodes[i].subtype : "", nodes[i].subtype ? "\"" : "");
+		}
+		for (int c = 0; c < 2; c++) {
+			int cpu = 2 * p + c;
+			OUT("<object type=\"Core\" os_index=\"%d\" cpuset=\"0x%08x\" complete_cpuset=\"0x%08x\" "
+			    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\">\n"
+			    "<object type=\"PU\" os_index=\"%d\" cpuset=\"0x%08x\" complete_cpuset=\"0x%08x\" "
+			    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\"/>\n</object>\n",
+			    cpu, 1u << cpu, 1u << cpu, pkg_nodes[p], pkg_nodes[p], 10 + 2 * cpu, cpu, 1u << cpu,
+			    1u << cpu, pkg_nodes[p], pkg_nodes[p], 11 + 2 * cpu);
+		}
+		OUT("</object>\n");
+	}
+	OUT("</object>\n");
+	/* attributes as seen from package 0's CPUs, where the test "runs" */
+	static const struct {
+		const char *name;
+		unsigned flags;
+		size_t off;
+	} attrs[] = {
+		{"Bandwidth", 5, offsetof(fake_node, bw)},
+		{"ReadBandwidth", 5, offsetof(fake_node, rbw)},
+		{"WriteBandwidth", 5, offsetof(fake_node, wbw)},
+		{"Latency", 6, offsetof(fake_node, lat)},
+	};
+	for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++) {
+		OUT("<memattr name=\"%s\" flags=\"%u\">\n", attrs[a].name, attrs[a].flags);
+		for (int i = 0; i < n; i++) {
+			unsigned v = *(const unsigned *)((const char *)&nodes[i] + attrs[a].off);
+			if (v)
+				OUT("<memattr_value target_obj_type=\"NUMANode\" target_obj_gp_index=\"%d\" "
+				    "value=\"%u\" initiator_cpuset=\"%s\"/>\n",
+				    gp + i, v, pkg_cpus[0]);
+		}
+		OUT("</memattr>\n");
+	}
+	OUT("</topology>\n");
+#undef OUT
+	assert_true(at < sizeof buf);
+	snprintf(path, sizeof path, "%s/%s.xml", tmp, name);
+	assert_int_equal(atm_write_file_atomic(path, buf, at), ATM_OK);
+	return path;
+}
+
+/* node_by_os -- the description of the node with OS index os */
+static const atm_tier_desc *node_by_os(const atm_tier_topo *topo, int os)
+{
+	for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++)
+		if (atm_tier_topo_node(topo, i)->numa_node == os)
+			return atm_tier_topo_node(topo, i);
+	fail_msg("no node %d", os);
+	return NULL;
+}
+
+#define GB ((int64_t)1 << 30)
+
+/* ---------------------------------------------------------------- this machine */
+
+static void test_tiers_kind_names(void **state)
+{
+	(void)state;
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_DRAM), "dram");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_KMEM_DAX), "kmem-dax");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_NUMA_FAR), "numa-far");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_HBM), "hbm");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_CXL), "cxl");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_PMEM_DIR), "pmem-dir");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_FSDAX_FILE), "fsdax-file");
+	assert_string_equal(atm_tier_kind_name(ATM_TIER_N_KINDS), "unknown");
+}
+
+static void test_tiers_discovery_finds_dram(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	int n = atm_tier_topo_n_nodes(topo);
+	assert_true(n >= 1);
+	assert_null(atm_tier_topo_node(topo, n));
+	assert_null(atm_tier_topo_node(topo, -1));
+	int home = atm_tier_topo_home(topo);
+	assert_true(home >= 0 && home < n);
+	const atm_tier_desc *h = atm_tier_topo_node(topo, home);
+	assert_int_equal(h->kind, ATM_TIER_DRAM);
+	assert_true(h->local);
+	assert_true(h->capacity_bytes > 0);
+	assert_true(h->numa_node >= 0);
+	assert_false(h->emulated);
+	assert_non_null(strstr(h->name, "DRAM"));
+	/* unknown speeds are 0, never negative or NaN */
+	for (int i = 0; i < n; i++) {
+		const atm_tier_desc *d = atm_tier_topo_node(topo, i);
+		assert_true(d->read_gbps >= 0 && d->write_gbps >= 0 && d->latency_ns >= 0);
+	}
+	atm_tier_topo_destroy(topo);
+	atm_tier_topo_destroy(NULL);
+}
+
+static void test_tiers_fast_tier_is_local_dram(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *fast = NULL;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	assert_int_equal(atm_tier_open_fast(&fast, topo, NULL), ATM_OK);
+	const atm_tier_desc *d = atm_tier_describe(fast);
+	assert_int_equal(d->kind, ATM_TIER_DRAM);
+	assert_int_equal(d->numa_node, atm_tier_topo_node(topo, atm_tier_topo_home(topo))->numa_node);
+	assert_int_equal(atm_tier_alignment(fast), 64);
+	assert_false(atm_tier_is_mapping(fast));
+	void *p = NULL;
+	assert_int_equal(atm_tier_alloc(fast, 100000, &p), ATM_OK);
+	assert_int_equal((uintptr_t)p % 64, 0);
+	memset(p, 0x5a, 100000);
+	assert_int_equal(((unsigned char *)p)[99999], 0x5a);
+	atm_tier_free(fast, p, 100000);
+	atm_tier_free(fast, NULL, 0);
+	assert_int_equal(atm_tier_alloc(fast, 0, &p), ATM_E_USAGE);
+	assert_null(p);
+	atm_tier_destroy(fast);
+	atm_tier_destroy(NULL);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_fast_bound_to_node(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *fast = NULL;
+	char spec[32];
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	int os = atm_tier_topo_node(topo, atm_tier_topo_home(topo))->numa_node;
+	snprintf(spec, sizeof spec, "numa:%d", os);
+	atm_tier_opts o = {.fast = spec};
+	assert_int_equal(atm_tier_open_fast(&fast, topo, &o), ATM_OK);
+	assert_int_equal(atm_tier_describe(fast)->numa_node, os);
+	void *p = NULL;
+	/* the bind is strict: the pages are on node os or the allocation fails */
+	assert_int_equal(atm_tier_alloc(fast, 1 << 20, &p), ATM_OK);
+	memset(p, 1, 1 << 20);
+	atm_tier_free(fast, p, 1 << 20);
+	atm_tier_destroy(fast);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_bad_fast_choice(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *fast = (atm_tier *)&fast;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.fast = "gpu"};
+	assert_int_equal(atm_tier_open_fast(&fast, topo, &o), ATM_E_USAGE);
+	assert_null(fast);
+	has("unknown fast tier 'gpu'");
+	has("numa:N");
+	o.fast = "numa:999";
+	assert_int_equal(atm_tier_open_fast(&fast, topo, &o), ATM_E_UNSUPPORTED);
+	assert_null(fast);
+	has("no NUMA node 999");
+	has("(dram)");
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_slow_falls_back_to_pmem_dir(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.pmem_dir = tmp};
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_OK);
+	if (atm_tier_topo_n_nodes(topo) == 1) {
+		/* a one-node machine (this project's build machines) has no slower memory */
+		assert_int_equal(c.kind, ATM_TIER_PMEM_DIR);
+		assert_int_equal(c.numa_node, -1);
+		assert_non_null(strstr(c.why, "one NUMA node"));
+	}
+	/* a pmem dir works on every machine, whatever auto would pick */
+	o.slow = "pmem-dir";
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	const atm_tier_desc *d = atm_tier_describe(slow);
+	assert_int_equal(d->kind, ATM_TIER_PMEM_DIR);
+	assert_int_equal(d->numa_node, -1);
+	assert_non_null(strstr(d->name, tmp));
+	assert_non_null(strstr(d->name, d->dax ? "(DAX)" : "(page cache, not PMM)"));
+	assert_true(d->capacity_bytes > 0);
+	assert_int_equal(atm_tier_alignment(slow), 256);
+	unsigned char *p = NULL;
+	assert_int_equal(atm_tier_alloc(slow, 3 << 20, (void **)&p), ATM_OK);
+	assert_int_equal((uintptr_t)p % 256, 0);
+	for (int i = 0; i < 3 << 20; i++)
+		p[i] = (unsigned char)(i * 7);
+	for (int i = 0; i < 3 << 20; i += 4093)
+		assert_int_equal(p[i], (unsigned char)(i * 7));
+	atm_tier_free(slow, p, 3 << 20);
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_default_pmem_dir_is_created(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	struct stat st;
+	bool existed = stat(ATM_TIER_DEFAULT_PMEM_DIR, &st) == 0;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir"};
+	if (existed && access(ATM_TIER_DEFAULT_PMEM_DIR, W_OK) != 0) {
+		/* another user made it first (it is shared /tmp): a clear error, no allocation */
+		assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+		assert_null(slow);
+		has(ATM_TIER_DEFAULT_PMEM_DIR);
+		has("is not writable");
+		atm_tier_topo_destroy(topo);
+		return;
+	}
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	assert_int_equal(stat(ATM_TIER_DEFAULT_PMEM_DIR, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_non_null(strstr(atm_tier_describe(slow)->name, ATM_TIER_DEFAULT_PMEM_DIR));
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+	if (!existed)
+		rmdir(ATM_TIER_DEFAULT_PMEM_DIR); /* memkind left no file in it */
+}
+
+static void test_tiers_missing_pmem_dir_is_io(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = (atm_tier *)&slow;
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/not-here", tmp);
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = dir};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+	assert_null(slow);
+	has(dir);
+	has("does not exist");
+	/* a directory the user names is never created behind their back */
+	struct stat st;
+	assert_int_not_equal(stat(dir, &st), 0);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_pmem_dir_under_a_file_is_io(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	char file[256], dir[300];
+	snprintf(file, sizeof file, "%s/plain", tmp);
+	assert_int_equal(atm_write_file_atomic(file, "x", 1), ATM_OK);
+	snprintf(dir, sizeof dir, "%s/sub", file);
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = dir};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+	assert_null(slow);
+	has(dir);
+	has("Not a directory");
+	o.pmem_dir = file;
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+	has("is not a directory");
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_readonly_pmem_dir_is_io(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	char dir[256];
+	if (geteuid() == 0) {
+		/* root writes into a 0555 directory anyway; sysfs refuses new files to
+		 * everyone, so it stands in for a read-only mount */
+		snprintf(dir, sizeof dir, "/sys");
+	} else {
+		snprintf(dir, sizeof dir, "%s/ro", tmp);
+		assert_int_equal(mkdir(dir, 0555), 0);
+	}
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = dir};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+	assert_null(slow);
+	has(dir);
+	has("is not writable");
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_pmem_dir_limit_below_minimum(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = tmp, .slow_bytes = 1 << 20};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_USAGE);
+	assert_null(slow);
+	has("16 MiB");
+	has("1048576");
+	o.slow_bytes = -5;
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_USAGE);
+	o.slow_bytes = 16 << 20;
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	assert_int_equal(atm_tier_describe(slow)->capacity_bytes, 16 << 20);
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_bad_slow_choices(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = (atm_tier *)&slow;
+	atm_tier_choice c;
+	char spec[32];
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "tape", .pmem_dir = tmp};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_USAGE);
+	assert_null(slow);
+	has("unknown slow tier 'tape'");
+	has("auto, kmem-dax, numa:N, pmem-dir, fsdax");
+
+	o.slow = "numa:x";
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_E_USAGE);
+	has("numa:N");
+	o.slow = "numa:-1";
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_E_USAGE);
+	o.slow = "numa:999";
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_UNSUPPORTED);
+	assert_null(slow);
+	has("no NUMA node 999 here (nodes: ");
+
+	snprintf(spec, sizeof spec, "numa:%d", atm_tier_topo_node(topo, atm_tier_topo_home(topo))->numa_node);
+	o.slow = spec;
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_E_USAGE);
+	has("the fast tier");
+
+	o.slow = "fsdax";
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_USAGE);
+	has("slow=fsdax needs the path of a file");
+
+	o.slow = "kmem-dax";
+	atm_status rc = atm_tier_choose(topo, &o, &c);
+	if (rc != ATM_OK) {
+		/* no PMM or CXL onlined as system RAM here: say so and how to get it */
+		assert_int_equal(rc, ATM_E_UNSUPPORTED);
+		has("no kmem-DAX NUMA node here");
+		has("daxctl reconfigure-device");
+	} else {
+		assert_int_equal(c.kind, ATM_TIER_KMEM_DAX);
+	}
+	atm_tier_topo_destroy(topo);
+}
+
+/* ---------------------------------------------------------------- made-up machines */
+
+static void test_tiers_xml_pmm_machine_picks_kmem_dax(void **state)
+{
+	(void)state;
+	/* a Cascade Lake with Optane onlined as node 2 next to socket 0 */
+	const fake_node nodes[] = {
+		{0, 0, NULL, 192 * GB, 100000, 0, 0, 80},
+		{2, 0, "NVM", 768 * GB, 0, 37000, 13000, 305},
+		{1, 1, NULL, 192 * GB, 0, 0, 0, 0},
+	};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("pmm", nodes, 3)), ATM_OK);
+	assert_int_equal(atm_tier_topo_n_nodes(topo), 3);
+	const atm_tier_desc *home = atm_tier_topo_node(topo, atm_tier_topo_home(topo));
+	assert_int_equal(home->numa_node, 0);
+	assert_int_equal(home->kind, ATM_TIER_DRAM);
+	assert_float_equal(home->read_gbps, 100000 * 1048576.0 / 1e9, 1e-6);
+	assert_float_equal(home->latency_ns, 80, 1e-9);
+
+	const atm_tier_desc *pmm = node_by_os(topo, 2);
+	assert_int_equal(pmm->kind, ATM_TIER_KMEM_DAX);
+	assert_true(pmm->kmem_dax);
+	assert_true(pmm->local);
+	assert_string_equal(pmm->subtype, "NVM");
+	assert_int_equal(pmm->capacity_bytes, 768 * GB);
+	assert_float_equal(pmm->read_gbps, 37000 * 1048576.0 / 1e9, 1e-6);
+	assert_float_equal(pmm->write_gbps, 13000 * 1048576.0 / 1e9, 1e-6);
+	assert_float_equal(pmm->latency_ns, 305, 1e-9);
+	assert_non_null(strstr(pmm->name, "kmem-DAX (NVM), NUMA node 2"));
+
+	const atm_tier_desc *far = node_by_os(topo, 1);
+	assert_int_equal(far->kind, ATM_TIER_NUMA_FAR);
+	assert_false(far->local);
+	assert_float_equal(far->read_gbps, 0, 0);
+
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_KMEM_DAX);
+	assert_int_equal(c.numa_node, 2);
+	assert_non_null(strstr(c.why, "kmem-DAX"));
+
+	atm_tier_opts o = {.slow = "kmem-dax"};
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_OK);
+	assert_int_equal(c.numa_node, 2);
+	o.slow = "numa:1";
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_NUMA_FAR);
+	assert_int_equal(c.numa_node, 1);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_two_sockets_picks_far_node(void **state)
+{
+	(void)state;
+	const fake_node nodes[] = {
+		{0, 0, NULL, 64 * GB, 0, 0, 0, 0},
+		{1, 1, NULL, 64 * GB, 0, 0, 0, 0},
+	};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("2s", nodes, 2)), ATM_OK);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_NUMA_FAR);
+	assert_int_equal(c.numa_node, 1);
+	assert_non_null(strstr(c.why, "another socket"));
+	/* kmem-DAX asked for on a machine without it */
+	atm_tier_opts o = {.slow = "kmem-dax"};
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_E_UNSUPPORTED);
+	has("no kmem-DAX NUMA node here");
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_cxl_before_far_socket(void **state)
+{
+	(void)state;
+	const fake_node nodes[] = {
+		{0, 0, NULL, 256 * GB, 0, 0, 0, 0},
+		{2, 0, "CXL-DRAM", 128 * GB, 0, 0, 0, 0},
+		{1, 1, NULL, 256 * GB, 0, 0, 0, 0},
+	};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("cxl", nodes, 3)), ATM_OK);
+	assert_int_equal(node_by_os(topo, 2)->kind, ATM_TIER_CXL);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_CXL);
+	assert_int_equal(c.numa_node, 2);
+	assert_non_null(strstr(c.why, "CXL-DRAM"));
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_hbm_is_never_slow(void **state)
+{
+	(void)state;
+	const fake_node nodes[] = {
+		{0, 0, NULL, 256 * GB, 0, 0, 0, 0},
+		{1, 0, "HBM", 64 * GB, 0, 0, 0, 0},
+	};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("hbm", nodes, 2)), ATM_OK);
+	assert_int_equal(node_by_os(topo, 1)->kind, ATM_TIER_HBM);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_PMEM_DIR);
+	assert_non_null(strstr(c.why, "no NUMA node is slower"));
+	/* with an fsdax file given, auto maps it instead of making a pmem kind */
+	atm_tier_opts o = {.fsdax_path = "/mnt/pmem/pool"};
+	assert_int_equal(atm_tier_choose(topo, &o, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_FSDAX_FILE);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_attributes_decide_in_one_package(void **state)
+{
+	(void)state;
+	/* two nodes of one package (sub-NUMA clusters, or an unlabelled slow
+	 * node): only the one hwloc measures slower is a slow tier */
+	const fake_node equal[] = {
+		{0, 0, NULL, 32 * GB, 50000, 0, 0, 90},
+		{1, 0, NULL, 32 * GB, 49000, 0, 0, 92},
+	};
+	const fake_node slower[] = {
+		{0, 0, NULL, 32 * GB, 50000, 0, 0, 90},
+		{1, 0, NULL, 512 * GB, 20000, 0, 0, 90},
+	};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("snc", equal, 2)), ATM_OK);
+	assert_int_equal(node_by_os(topo, 1)->kind, ATM_TIER_DRAM);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_PMEM_DIR);
+	atm_tier_topo_destroy(topo);
+
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("slow", slower, 2)), ATM_OK);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	assert_int_equal(c.kind, ATM_TIER_NUMA_FAR);
+	assert_int_equal(c.numa_node, 1);
+	assert_non_null(strstr(c.why, "memory attributes"));
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_cannot_open(void **state)
+{
+	(void)state;
+	const fake_node nodes[] = {{0, 0, NULL, 8 * GB, 0, 0, 0, 0}, {1, 1, NULL, 8 * GB, 0, 0, 0, 0}};
+	atm_tier_topo *topo = NULL;
+	atm_tier *t = (atm_tier *)&t;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("far", nodes, 2)), ATM_OK);
+	assert_int_equal(atm_tier_open_fast(&t, topo, NULL), ATM_E_UNSUPPORTED);
+	assert_null(t);
+	has("loaded from XML");
+	t = (atm_tier *)&t;
+	assert_int_equal(atm_tier_open_slow(&t, topo, NULL), ATM_E_UNSUPPORTED);
+	assert_null(t);
+	has("another machine");
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_xml_missing_or_malformed(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = (atm_tier_topo *)&topo;
+	char path[256];
+	snprintf(path, sizeof path, "%s/none.xml", tmp);
+	assert_int_equal(atm_tier_topo_load_xml(&topo, path), ATM_E_IO);
+	assert_null(topo);
+	has(path);
+	assert_int_equal(atm_write_file_atomic(path, "<topology>nope", 14), ATM_OK);
+	assert_int_equal(atm_tier_topo_load_xml(&topo, path), ATM_E_INPUT);
+	assert_null(topo);
+	has(path);
+}
+
+/* ---------------------------------------------------------------- real hardware */
+
+static void test_tiers_hw_kmem_dax_allocates(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "kmem-dax"};
+	if (atm_tier_choose(topo, &o, &c) != ATM_OK) {
+		atm_tier_topo_destroy(topo);
+		skip();
+	}
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	assert_int_equal(atm_tier_describe(slow)->kind, ATM_TIER_KMEM_DAX);
+	void *p = NULL;
+	assert_int_equal(atm_tier_alloc(slow, 8 << 20, &p), ATM_OK);
+	memset(p, 3, 8 << 20);
+	assert_int_equal(((unsigned char *)p)[(8 << 20) - 1], 3);
+	atm_tier_free(slow, p, 8 << 20);
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+}
+
+static void test_tiers_hw_slow_node_allocates(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	atm_tier_choice c;
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	assert_int_equal(atm_tier_choose(topo, NULL, &c), ATM_OK);
+	if (c.numa_node < 0) {
+		atm_tier_topo_destroy(topo);
+		skip();
+	}
+	assert_int_equal(atm_tier_open_slow(&slow, topo, NULL), ATM_OK);
+	assert_int_equal(atm_tier_describe(slow)->numa_node, c.numa_node);
+	void *p = NULL;
+	assert_int_equal(atm_tier_alloc(slow, 8 << 20, &p), ATM_OK);
+	memset(p, 3, 8 << 20);
+	atm_tier_free(slow, p, 8 << 20);
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+}
+
+/* hardware_present -- this machine has a slow NUMA node or kmem-DAX memory */
+static bool hardware_present(void)
+{
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	bool yes = false;
+	if (atm_tier_topo_new(&topo) < 0)
+		return false;
+	atm_tier_opts o = {.slow = "kmem-dax"};
+	yes = atm_tier_choose(topo, &o, &c) == ATM_OK ||
+	      (atm_tier_choose(topo, NULL, &c) == ATM_OK && c.numa_node >= 0);
+	atm_tier_topo_destroy(topo);
+	return yes;
+}
+
+/* main -- the portable suite; with --hardware, the tests that need PMM, CXL or
+ * a second socket, which exit 77 (skipped) on machines without them */
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tiers_kind_names),
+		cmocka_unit_test(test_tiers_discovery_finds_dram),
+		cmocka_unit_test(test_tiers_fast_tier_is_local_dram),
+		cmocka_unit_test(test_tiers_fast_bound_to_node),
+		cmocka_unit_test(test_tiers_bad_fast_choice),
+		cmocka_unit_test_setup_teardown(test_tiers_slow_falls_back_to_pmem_dir, setup, teardown),
+		cmocka_unit_test(test_tiers_default_pmem_dir_is_created),
+		cmocka_unit_test_setup_teardown(test_tiers_missing_pmem_dir_is_io, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_pmem_dir_under_a_file_is_io, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_readonly_pmem_dir_is_io, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_pmem_dir_limit_below_minimum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_bad_slow_choices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_pmm_machine_picks_kmem_dax, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_two_sockets_picks_far_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_cxl_before_far_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_hbm_is_never_slow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_attributes_decide_in_one_package, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_cannot_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_missing_or_malformed, setup, teardown),
+	};
+	const struct CMUnitTest hardware[] = {
+		cmocka_unit_test(test_tiers_hw_kmem_dax_allocates),
+		cmocka_unit_test(test_tiers_hw_slow_node_allocates),
+	};
+	if (argc > 1 && strcmp(argv[1], "--hardware") == 0) {
+		if (!hardware_present()) {
+			printf("no kmem-DAX memory and no slower NUMA node here: skipped\n");
+			return 77;
+		}
+		return cmocka_run_group_tests(hardware, NULL, NULL);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
