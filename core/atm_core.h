@@ -111,7 +111,7 @@ typedef enum {
 	ATM_OP_MAXPOOL_BWD,       /* in: dy, ws                out: dx */
 	ATM_OP_AVGPOOL_FWD,       /* in: x                     out: y */
 	ATM_OP_AVGPOOL_BWD,       /* in: dy                    out: dx */
-	ATM_OP_BN_FWD,            /* in: x, gamma[C], beta[C]  out: y, mean[C], var[C] (batch statistics) */
+	ATM_OP_BN_FWD,            /* in: x, gamma[C], beta[C]  out: y, mean[C], var[C] (batch statistics, biased var) */
 	ATM_OP_BN_BWD,            /* in: x, dy, gamma, mean, var out: dx, dgamma, dbeta */
 	ATM_OP_CONCAT,            /* in: x0..xk                out: y    (along attrs.axis) */
 	ATM_OP_SPLIT,             /* in: dy                    out: dx0..dxk (backward of concat) */

@@ -202,6 +202,11 @@ static atm_status pool(const struct ctx *c)
 	int64_t oh, ow;
 	TRY(expect_rank("data", x, 4));
 	TRY(window(a, a->kernel[0], a->kernel[1]));
+	/* a window that can lie wholly in the padding has nothing to pool */
+	CHECK(a->pad[0] < a->kernel[0] && a->pad[2] < a->kernel[0] && a->pad[1] < a->kernel[1] &&
+	              a->pad[3] < a->kernel[1],
+	      "pad [%d, %d, %d, %d] must be smaller than the %dx%d window", a->pad[0], a->pad[1],
+	      a->pad[2], a->pad[3], a->kernel[0], a->kernel[1]);
 	TRY(spatial(a, x, a->kernel[0], a->kernel[1], &oh, &ow));
 	TRY(expect_dims4(fwd ? "output" : "gradient", y, x->dims[0], x->dims[1], oh, ow));
 	if (c->n->op == ATM_OP_MAXPOOL_FWD || c->n->op == ATM_OP_MAXPOOL_BWD) {

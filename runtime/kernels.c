@@ -1,0 +1,930 @@
+/* kernels.c -- CPU kernels of every graph op: oneDNN primitives built once per node, plain C for SGD and the loss */
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* The oneDNN C API changed shape in 3.0 (operation descriptors are gone);
+ * this file speaks the 2.x dialect and says so at build time. */
+#if DNNL_VERSION_MAJOR != 2 || DNNL_VERSION_MINOR < 3
+#error "runtime/kernels.c needs oneDNN 2.3 to 2.x (batch norm use_scale/use_shift flags, 2.x C API)"
+#endif
+
+struct atm_cpu {
+	dnnl_engine_t engine;
+	dnnl_stream_t stream;
+};
+
+/* Where a primitive argument finds its data at run time: the node's i-th
+ * input, its i-th output, or the kernel's scratch buffer. */
+enum slot { SLOT_IN, SLOT_OUT, SLOT_SCRATCH };
+
+/* bind -- one argument of a primitive and the buffer that backs it */
+struct bind {
+	int arg; /* DNNL_ARG_* */
+	enum slot slot;
+	int index;
+};
+
+/* step -- one primitive of a kernel; memory objects are made once with no
+ * buffer and pointed at the caller's data on every run, which is cheap and
+ * lets the same kernel serve tensors wherever the plan put them. */
+struct step {
+	dnnl_primitive_t prim;
+	int n_args;
+	dnnl_exec_arg_t *args; /* args[i].memory is owned by the step */
+	struct bind *binds;
+};
+
+struct atm_kernel {
+	atm_cpu *cpu;
+	const atm_graph *g;
+	int32_t node_id; /* looked up on use: the graph's node array may grow after this */
+	int n_steps;
+	struct step *steps; /* run in order on the cpu's stream */
+	int64_t scratch_bytes;
+	bool built; /* atm_kernel_new is done */
+	/* max pooling forward: bytes of the argmax tensor oneDNN leaves unwritten
+	 * (it stores u8 indices for windows of up to 255 elements) */
+	int64_t ws_used_bytes, ws_tail_bytes;
+	/* plain C ops (SGD, softmax cross-entropy) */
+	int64_t n_rows, n_cols;
+};
+
+/* knode -- the kernel's node as the graph holds it now */
+static const atm_node *knode(const atm_kernel *k)
+{
+	return atm_graph_node(k->g, k->node_id);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* node_err -- a message that starts with the node and its op */
+static atm_status node_err(const atm_kernel *k, atm_status code, const char *what)
+{
+	return atm_err(code, "node '%s' (%s): %s", knode(k)->name, atm_op_name(knode(k)->op), what);
+}
+
+/* dnnl_fail -- map a failed oneDNN call to a status. While building, an
+ * unimplemented or rejected configuration is "unsupported" (oneDNN has no
+ * kernel for a shape the graph allows); once built, a primitive that fails is
+ * a bug of ours (an argument missing, say), so an internal error. */
+static atm_status dnnl_fail(const atm_kernel *k, const char *what, dnnl_status_t s)
+{
+	bool building = !k->built;
+	atm_status code = ATM_E_INTERNAL;
+	const char *why = "";
+	if (s == dnnl_out_of_memory) {
+		code = ATM_E_NOMEM;
+	} else if (building && s == dnnl_unimplemented) {
+		code = ATM_E_UNSUPPORTED;
+		why = " (oneDNN has no CPU implementation for this configuration)";
+	} else if (building && s == dnnl_invalid_arguments) {
+		code = ATM_E_UNSUPPORTED;
+		why = " (oneDNN rejects this configuration)";
+	}
+	return atm_err(code, "node '%s' (%s): %s failed: oneDNN status %s%s", knode(k)->name,
+	               atm_op_name(knode(k)->op), what, dnnl_status2str(s), why);
+}
+
+/* Every oneDNN call in a builder goes through this, so a failure names the
+ * node and the call and jumps to the builder's one cleanup path. */
+#define DNNL_TRY(call, what)                       \
+	do {                                           \
+		dnnl_status_t s_ = (call);                 \
+		if (s_ != dnnl_success) {                  \
+			rc = dnnl_fail(k, (what), s_);         \
+			goto fail;                             \
+		}                                          \
+	} while (0)
+
+/* ---------------------------------------------------------------- engine */
+
+/* atm_cpu_new -- the oneDNN CPU engine and one in-order stream */
+atm_status atm_cpu_new(atm_cpu **cpu)
+{
+	atm_cpu *c = NULL;
+	dnnl_status_t s;
+	*cpu = NULL;
+	c = calloc(1, sizeof *c);
+	if (!c)
+		return atm_err(ATM_E_NOMEM, "out of memory creating the CPU engine");
+	s = dnnl_engine_create(&c->engine, dnnl_cpu, 0);
+	if (s != dnnl_success)
+		goto fail;
+	/* in-order: kernels of one graph run one after another, like the schedule */
+	s = dnnl_stream_create(&c->stream, c->engine, dnnl_stream_in_order);
+	if (s != dnnl_success)
+		goto fail;
+	*cpu = c;
+	return ATM_OK;
+fail:
+	if (c->engine)
+		dnnl_engine_destroy(c->engine);
+	free(c);
+	return atm_err(s == dnnl_out_of_memory ? ATM_E_NOMEM : ATM_E_UNSUPPORTED,
+	               "cannot create the oneDNN CPU engine and stream: oneDNN status %s",
+	               dnnl_status2str(s));
+}
+
+/* atm_cpu_destroy -- release the stream and engine (kernels made on it first) */
+void atm_cpu_destroy(atm_cpu *cpu)
+{
+	if (!cpu)
+		return;
+	dnnl_stream_destroy(cpu->stream);
+	dnnl_engine_destroy(cpu->engine);
+	free(cpu);
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+/* tensor_of -- the graph tensor behind a slot */
+static const atm_tensor *tensor_of(const atm_kernel *k, enum slot slot, int index)
+{
+	const int32_t *ids = slot == SLOT_IN ? knode(k)->in : knode(k)->out;
+	return atm_graph_tensor(k->g, ids[index]);
+}
+
+/* md_dense -- a plain row-major f32 descriptor (abcd...): no blocked layouts,
+ * so a buffer means the same thing to every kernel and to the move engine */
+static dnnl_status_t md_dense(dnnl_memory_desc_t *md, int ndim, const int64_t *dims)
+{
+	dnnl_dims_t d, strides;
+	int64_t stride = 1;
+	for (int i = ndim - 1; i >= 0; i--) {
+		d[i] = dims[i];
+		strides[i] = stride;
+		stride *= dims[i];
+	}
+	return dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, strides);
+}
+
+/* md_of -- the dense descriptor of a tensor in its own shape */
+static dnnl_status_t md_of(dnnl_memory_desc_t *md, const atm_tensor *t)
+{
+	return md_dense(md, t->ndim, t->dims);
+}
+
+/* md_rows -- t seen as [N, rest]: inner product flattens its input that way */
+static dnnl_status_t md_rows(dnnl_memory_desc_t *md, const atm_tensor *t)
+{
+	int64_t dims[2] = {t->dims[0], t->n_elems / t->dims[0]};
+	return md_dense(md, 2, dims);
+}
+
+/* md_flat -- t as one dimension: element-wise ops on same-shaped dense
+ * tensors do not care about the shape, and rank 1 has no rank limits */
+static dnnl_status_t md_flat(dnnl_memory_desc_t *md, const atm_tensor *t)
+{
+	return md_dense(md, 1, &t->n_elems);
+}
+
+/* md_span_bytes -- bytes from the buffer start to the end of the last element
+ * md touches (offset included), or -1 when md is not a plain strided layout */
+static int64_t md_span_bytes(const dnnl_memory_desc_t *md)
+{
+	if (md->format_kind != dnnl_blocked || md->format_desc.blocking.inner_nblks != 0)
+		return -1;
+	int64_t last = md->offset0;
+	for (int i = 0; i < md->ndims; i++)
+		last += (md->padded_dims[i] - 1) * md->format_desc.blocking.strides[i];
+	return (last + 1) * (int64_t)dnnl_data_type_size(md->data_type);
+}
+
+/* ---------------------------------------------------------------- steps */
+
+/* step_release -- destroy what a step owns (partially built ones too) */
+static void step_release(struct step *s)
+{
+	for (int i = 0; s->args && i < s->n_args; i++)
+		if (s->args[i].memory)
+			dnnl_memory_destroy(s->args[i].memory);
+	if (s->prim)
+		dnnl_primitive_destroy(s->prim);
+	free(s->binds);
+	free(s->args);
+	memset(s, 0, sizeof *s);
+}
+
+/* add_step -- make the primitive of pd and one bufferless memory object per
+ * bound argument, taking each descriptor from the primitive itself so that it
+ * matches what the primitive expects; check that every buffer is plain and
+ * large enough, and add the primitive's scratchpad to the kernel's scratch */
+static atm_status add_step(atm_kernel *k, const_dnnl_primitive_desc_t pd, int n_binds,
+                           const struct bind *binds)
+{
+	struct step s = {0};
+	struct step *grown;
+	atm_status rc = ATM_OK;
+	const dnnl_memory_desc_t *md;
+	bool ws_bound = false;
+	char msg[256];
+
+	s.args = calloc((size_t)n_binds + 1, sizeof *s.args);
+	s.binds = calloc((size_t)n_binds + 1, sizeof *s.binds);
+	if (!s.args || !s.binds) {
+		rc = node_err(k, ATM_E_NOMEM, "out of memory building the kernel");
+		goto fail;
+	}
+	for (int i = 0; i < n_binds; i++) {
+		const atm_tensor *t = tensor_of(k, binds[i].slot, binds[i].index);
+		md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, binds[i].arg);
+		int64_t span = md ? md_span_bytes(md) : -1;
+		/* A blocked or oversized descriptor would make the buffer mean something
+		 * else than the graph says, or write past it: a bug here, not bad input. */
+		if (!md || md->ndims == 0 || span < 0 || span > t->bytes) {
+			snprintf(msg, sizeof msg, "oneDNN wants %lld bytes in a %s layout for argument %d "
+			         "but tensor '%s' has %lld bytes", (long long)span,
+			         span < 0 ? "non-plain" : "plain", binds[i].arg, t->name,
+			         (long long)t->bytes);
+			rc = node_err(k, ATM_E_INTERNAL, msg);
+			goto fail;
+		}
+		ws_bound |= binds[i].arg == DNNL_ARG_WORKSPACE;
+		s.binds[i] = binds[i];
+		s.args[i].arg = binds[i].arg;
+		DNNL_TRY(dnnl_memory_create(&s.args[i].memory, md, k->cpu->engine, DNNL_MEMORY_NONE),
+		         "creating a memory object");
+		s.n_args++;
+	}
+	md = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+	if (md && dnnl_memory_desc_get_size(md) > 0 && !ws_bound) {
+		rc = node_err(k, ATM_E_INTERNAL, "the oneDNN primitive wants a workspace this op has no "
+		              "tensor for");
+		goto fail;
+	}
+	/* User scratchpad mode: the runtime owns the scratch buffer and places it
+	 * like a tensor; kernels run one at a time, so they share one buffer and
+	 * the kernel needs the largest of its primitives' scratchpads. */
+	md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	if (md && dnnl_memory_desc_get_size(md) > 0) {
+		int i = s.n_args;
+		s.binds[i] = (struct bind){DNNL_ARG_SCRATCHPAD, SLOT_SCRATCH, 0};
+		s.args[i].arg = DNNL_ARG_SCRATCHPAD;
+		DNNL_TRY(dnnl_memory_create(&s.args[i].memory, md, k->cpu->engine, DNNL_MEMORY_NONE),
+		         "creating the scratchpad memory object");
+		s.n_args++;
+		if ((int64_t)dnnl_memory_desc_get_size(md) > k->scratch_bytes)
+			k->scratch_bytes = (int64_t)dnnl_memory_desc_get_size(md);
+	}
+	DNNL_TRY(dnnl_primitive_create(&s.prim, pd), "creating the primitive");
+	grown = realloc(k->steps, (size_t)(k->n_steps + 1) * sizeof *grown);
+	if (!grown) {
+		rc = node_err(k, ATM_E_NOMEM, "out of memory building the kernel");
+		goto fail;
+	}
+	k->steps = grown;
+	k->steps[k->n_steps++] = s;
+	return ATM_OK;
+fail:
+	step_release(&s);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- op builders */
+
+/* window -- strides and paddings of a convolution or pooling node */
+struct window {
+	dnnl_dims_t strides, pad_l, pad_r, kernel;
+};
+
+/* window_of -- the node's attributes in oneDNN's terms (stride 0 means 1) */
+static struct window window_of(const atm_attrs *a)
+{
+	struct window w;
+	memset(&w, 0, sizeof w);
+	for (int i = 0; i < 2; i++) {
+		w.strides[i] = a->stride[i] ? a->stride[i] : 1;
+		w.kernel[i] = a->kernel[i];
+	}
+	w.pad_l[0] = a->pad[0];
+	w.pad_l[1] = a->pad[1];
+	w.pad_r[0] = a->pad[2];
+	w.pad_r[1] = a->pad[3];
+	return w;
+}
+
+/* build_conv -- forward (training), backward data or backward weights (+bias);
+ * the backward ones need the forward descriptor as a hint */
+static atm_status build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	struct window w = window_of(&n->attrs);
+	dnnl_memory_desc_t x_md, w_md, b_md, y_md;
+	dnnl_convolution_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	const atm_tensor *x, *wt, *y, *b = NULL;
+	atm_status rc = ATM_OK;
+
+	switch (n->op) {
+	case ATM_OP_CONV_FWD:
+		x = tensor_of(k, SLOT_IN, 0), wt = tensor_of(k, SLOT_IN, 1), y = tensor_of(k, SLOT_OUT, 0);
+		if (n->n_in == 3)
+			b = tensor_of(k, SLOT_IN, 2);
+		break;
+	case ATM_OP_CONV_BWD_DATA:
+		y = tensor_of(k, SLOT_IN, 0), wt = tensor_of(k, SLOT_IN, 1), x = tensor_of(k, SLOT_OUT, 0);
+		break;
+	default:
+		x = tensor_of(k, SLOT_IN, 0), y = tensor_of(k, SLOT_IN, 1), wt = tensor_of(k, SLOT_OUT, 0);
+		if (n->n_out == 2)
+			b = tensor_of(k, SLOT_OUT, 1);
+		break;
+	}
+	DNNL_TRY(md_of(&x_md, x), "describing the data");
+	DNNL_TRY(md_of(&w_md, wt), "describing the weights");
+	DNNL_TRY(md_of(&y_md, y), "describing the output");
+	if (b)
+		DNNL_TRY(md_of(&b_md, b), "describing the bias");
+	/* direct, not auto: Winograd would change the numbers with the shape and
+	 * wants blocked layouts */
+	DNNL_TRY(dnnl_convolution_forward_desc_init(&fwd_d, dnnl_forward_training,
+	                                            dnnl_convolution_direct, &x_md, &w_md,
+	                                            b ? &b_md : NULL, &y_md, w.strides, w.pad_l,
+	                                            w.pad_r),
+	         "describing the forward convolution");
+	if (n->op == ATM_OP_CONV_FWD) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the convolution");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_WEIGHTS, SLOT_IN, 1},
+		                    {DNNL_ARG_DST, SLOT_OUT, 0}, {DNNL_ARG_BIAS, SLOT_IN, 2}};
+		rc = add_step(k, pd, b ? 4 : 3, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward convolution hint");
+	if (n->op == ATM_OP_CONV_BWD_DATA) {
+		DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bwd_d, dnnl_convolution_direct, &x_md,
+		                                                  &w_md, &y_md, w.strides, w.pad_l,
+		                                                  w.pad_r),
+		         "describing the backward-data convolution");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+		         "creating the backward-data convolution");
+		struct bind bs[] = {{DNNL_ARG_DIFF_DST, SLOT_IN, 0}, {DNNL_ARG_WEIGHTS, SLOT_IN, 1},
+		                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 3, bs);
+	} else {
+		DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&bwd_d, dnnl_convolution_direct,
+		                                                     &x_md, &w_md, b ? &b_md : NULL,
+		                                                     &y_md, w.strides, w.pad_l, w.pad_r),
+		         "describing the backward-weights convolution");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+		         "creating the backward-weights convolution");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+		                    {DNNL_ARG_DIFF_WEIGHTS, SLOT_OUT, 0}, {DNNL_ARG_DIFF_BIAS, SLOT_OUT, 1}};
+		rc = add_step(k, pd, b ? 4 : 3, bs);
+	}
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_ip -- inner product forward (training), backward data, backward
+ * weights; x of any rank is [N, I] in memory already, so it is described so */
+static atm_status build_ip(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	dnnl_memory_desc_t x_md, w_md, b_md, y_md;
+	dnnl_inner_product_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	const atm_tensor *x, *wt, *y;
+	atm_status rc = ATM_OK;
+
+	switch (n->op) {
+	case ATM_OP_IP_FWD:
+		x = tensor_of(k, SLOT_IN, 0), wt = tensor_of(k, SLOT_IN, 1), y = tensor_of(k, SLOT_OUT, 0);
+		break;
+	case ATM_OP_IP_BWD_DATA:
+		y = tensor_of(k, SLOT_IN, 0), wt = tensor_of(k, SLOT_IN, 1), x = tensor_of(k, SLOT_OUT, 0);
+		break;
+	default:
+		x = tensor_of(k, SLOT_IN, 0), y = tensor_of(k, SLOT_IN, 1), wt = tensor_of(k, SLOT_OUT, 0);
+		break;
+	}
+	DNNL_TRY(md_rows(&x_md, x), "describing the data");
+	DNNL_TRY(md_of(&w_md, wt), "describing the weights");
+	DNNL_TRY(md_of(&y_md, y), "describing the output");
+	/* the bias is [O] in every direction (input, gradient, or absent from bwd_data
+	 * where it only shapes the forward hint) */
+	DNNL_TRY(md_dense(&b_md, 1, &wt->dims[0]), "describing the bias");
+	DNNL_TRY(dnnl_inner_product_forward_desc_init(&fwd_d, dnnl_forward_training, &x_md, &w_md,
+	                                              &b_md, &y_md),
+	         "describing the forward inner product");
+	if (n->op == ATM_OP_IP_FWD) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the inner product");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_WEIGHTS, SLOT_IN, 1},
+		                    {DNNL_ARG_BIAS, SLOT_IN, 2}, {DNNL_ARG_DST, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 4, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward inner product hint");
+	if (n->op == ATM_OP_IP_BWD_DATA) {
+		DNNL_TRY(dnnl_inner_product_backward_data_desc_init(&bwd_d, &x_md, &w_md, &y_md),
+		         "describing the backward-data inner product");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+		         "creating the backward-data inner product");
+		struct bind bs[] = {{DNNL_ARG_DIFF_DST, SLOT_IN, 0}, {DNNL_ARG_WEIGHTS, SLOT_IN, 1},
+		                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 3, bs);
+	} else {
+		DNNL_TRY(dnnl_inner_product_backward_weights_desc_init(&bwd_d, &x_md, &w_md, &b_md, &y_md),
+		         "describing the backward-weights inner product");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+		         "creating the backward-weights inner product");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+		                    {DNNL_ARG_DIFF_WEIGHTS, SLOT_OUT, 0}, {DNNL_ARG_DIFF_BIAS, SLOT_OUT, 1}};
+		rc = add_step(k, pd, 4, bs);
+	}
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_relu -- forward, or backward from the forward OUTPUT (relu_use_dst_for_bwd),
+ * which lets the graph drop x after the forward pass */
+static atm_status build_relu(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	dnnl_memory_desc_t md;
+	dnnl_eltwise_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	atm_status rc = ATM_OK;
+
+	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_IN, 0)), "describing the data");
+	if (knode(k)->op == ATM_OP_RELU_FWD) {
+		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, dnnl_eltwise_relu,
+		                                        &md, 0.f, 0.f),
+		         "describing the relu");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the relu");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 2, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training,
+	                                        dnnl_eltwise_relu_use_dst_for_bwd, &md, 0.f, 0.f),
+	         "describing the forward relu hint");
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward relu hint");
+	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, dnnl_eltwise_relu_use_dst_for_bwd, &md, &md,
+	                                         0.f, 0.f),
+	         "describing the backward relu");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+	         "creating the backward relu");
+	struct bind bs[] = {{DNNL_ARG_DST, SLOT_IN, 0}, {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 3, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_pool -- max pooling keeps oneDNN's workspace (the argmax in u8 or s32,
+ * laid out like y) in the graph's i32 tensor of y's shape; average pooling
+ * counts or skips the padding as exclude_pad says */
+static atm_status build_pool(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	bool fwd = n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_AVGPOOL_FWD;
+	bool max = n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_MAXPOOL_BWD;
+	struct window w = window_of(&n->attrs);
+	const atm_tensor *x = fwd ? tensor_of(k, SLOT_IN, 0) : tensor_of(k, SLOT_OUT, 0);
+	const atm_tensor *y = fwd ? tensor_of(k, SLOT_OUT, 0) : tensor_of(k, SLOT_IN, 0);
+	dnnl_alg_kind_t alg = max ? dnnl_pooling_max
+	                    : n->attrs.exclude_pad ? dnnl_pooling_avg_exclude_padding
+	                                           : dnnl_pooling_avg_include_padding;
+	dnnl_memory_desc_t x_md, y_md;
+	dnnl_pooling_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	atm_status rc = ATM_OK;
+
+	/* A window lying wholly in the padding has no maximum and no average;
+	 * the graph's shape rule allows it, so refuse it here by name. */
+	if (n->attrs.pad[0] >= w.kernel[0] || n->attrs.pad[2] >= w.kernel[0] ||
+	    n->attrs.pad[1] >= w.kernel[1] || n->attrs.pad[3] >= w.kernel[1]) {
+		char msg[192];
+		snprintf(msg, sizeof msg, "padding [%d, %d, %d, %d] must be smaller than the %lldx%lld "
+		         "window", n->attrs.pad[0], n->attrs.pad[1], n->attrs.pad[2], n->attrs.pad[3],
+		         (long long)w.kernel[0], (long long)w.kernel[1]);
+		return node_err(k, ATM_E_UNSUPPORTED, msg);
+	}
+	DNNL_TRY(md_of(&x_md, x), "describing the data");
+	DNNL_TRY(md_of(&y_md, y), "describing the output");
+	DNNL_TRY(dnnl_pooling_forward_desc_init(&fwd_d, dnnl_forward_training, alg, &x_md, &y_md,
+	                                        w.strides, w.kernel, w.pad_l, w.pad_r),
+	         "describing the forward pooling");
+	if (fwd) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the pooling");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0},
+		                    {DNNL_ARG_WORKSPACE, SLOT_OUT, 1}};
+		rc = add_step(k, pd, max ? 3 : 2, bs);
+		if (rc == ATM_OK && max) {
+			/* add_step checked that the workspace fits the argmax tensor */
+			const dnnl_memory_desc_t *ws;
+			ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+			k->ws_used_bytes = md_span_bytes(ws);
+			k->ws_tail_bytes = tensor_of(k, SLOT_OUT, 1)->bytes - k->ws_used_bytes;
+		}
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward pooling hint");
+	DNNL_TRY(dnnl_pooling_backward_desc_init(&bwd_d, alg, &x_md, &y_md, w.strides, w.kernel,
+	                                         w.pad_l, w.pad_r),
+	         "describing the backward pooling");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+	         "creating the backward pooling");
+	struct bind bs[] = {{DNNL_ARG_DIFF_DST, SLOT_IN, 0}, {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0},
+	                    {DNNL_ARG_WORKSPACE, SLOT_IN, 1}};
+	rc = add_step(k, pd, max ? 3 : 2, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_bn -- training batch norm with gamma and beta as separate memories
+ * (use_scale | use_shift); forward writes the batch mean and the biased
+ * variance, backward (prop kind backward) gives dx, dgamma and dbeta */
+static atm_status build_bn(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *x = tensor_of(k, SLOT_IN, 0);
+	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	dnnl_memory_desc_t x_md;
+	dnnl_batch_normalization_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	atm_status rc = ATM_OK;
+	/* x is described as [N, C, S, 1], S the product of the dims past C: the
+	 * same dense memory for any rank, and the 4-d plain layout is the one
+	 * oneDNN's fast ncsp kernel takes (3-d and 6-d would fall to the
+	 * reference implementation or be refused) */
+	int64_t dims[4] = {x->dims[0], x->dims[1], x->n_elems / (x->dims[0] * x->dims[1]), 1};
+
+	DNNL_TRY(md_dense(&x_md, 4, dims), "describing the data");
+	DNNL_TRY(dnnl_batch_normalization_forward_desc_init(&fwd_d, dnnl_forward_training, &x_md,
+	                                                    n->attrs.epsilon, flags),
+	         "describing the forward batch norm");
+	if (n->op == ATM_OP_BN_FWD) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the batch norm");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},       {DNNL_ARG_SCALE, SLOT_IN, 1},
+		                    {DNNL_ARG_SHIFT, SLOT_IN, 2},     {DNNL_ARG_DST, SLOT_OUT, 0},
+		                    {DNNL_ARG_MEAN, SLOT_OUT, 1},     {DNNL_ARG_VARIANCE, SLOT_OUT, 2}};
+		rc = add_step(k, pd, 6, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward batch norm hint");
+	DNNL_TRY(dnnl_batch_normalization_backward_desc_init(&bwd_d, dnnl_backward, &x_md, &x_md,
+	                                                     n->attrs.epsilon, flags),
+	         "describing the backward batch norm");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+	         "creating the backward batch norm");
+	/* oneDNN 2.x counts the shift among the backward pass's inputs whenever
+	 * use_shift is set and refuses to run without one, yet no gradient depends
+	 * on beta (dx, dgamma, dbeta need only x, dy, gamma, mean and var), so the
+	 * graph's bn_bwd does not carry it. gamma's buffer, of the same [C] shape,
+	 * stands in; it is only ever read as the scale. */
+	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},        {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+	                    {DNNL_ARG_SCALE, SLOT_IN, 2},      {DNNL_ARG_SHIFT, SLOT_IN, 2},
+	                    {DNNL_ARG_MEAN, SLOT_IN, 3},       {DNNL_ARG_VARIANCE, SLOT_IN, 4},
+	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0},  {DNNL_ARG_DIFF_SCALE, SLOT_OUT, 1},
+	                    {DNNL_ARG_DIFF_SHIFT, SLOT_OUT, 2}};
+	rc = add_step(k, pd, 9, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_concat -- oneDNN's concat of the inputs along attrs.axis */
+static atm_status build_concat(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	dnnl_memory_desc_t y_md, *x_mds = NULL;
+	struct bind *bs = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = ATM_OK;
+
+	x_mds = calloc((size_t)n->n_in, sizeof *x_mds);
+	bs = calloc((size_t)n->n_in + 1, sizeof *bs);
+	if (!x_mds || !bs) {
+		rc = node_err(k, ATM_E_NOMEM, "out of memory building the kernel");
+		goto fail;
+	}
+	for (int i = 0; i < n->n_in; i++) {
+		DNNL_TRY(md_of(&x_mds[i], tensor_of(k, SLOT_IN, i)), "describing an input");
+		bs[i] = (struct bind){DNNL_ARG_MULTIPLE_SRC + i, SLOT_IN, i};
+	}
+	bs[n->n_in] = (struct bind){DNNL_ARG_DST, SLOT_OUT, 0};
+	DNNL_TRY(md_of(&y_md, tensor_of(k, SLOT_OUT, 0)), "describing the output");
+	DNNL_TRY(dnnl_concat_primitive_desc_create(&pd, &y_md, n->n_in, n->attrs.axis, x_mds, attr,
+	                                           k->cpu->engine),
+	         "creating the concat");
+	rc = add_step(k, pd, n->n_in + 1, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	free(bs);
+	free(x_mds);
+	return rc;
+}
+
+/* build_split -- one reorder per output, each reading its slab of dy through
+ * a sub-memory descriptor (dy's strides and an offset), so no copy of dy is made */
+static atm_status build_split(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *dy = tensor_of(k, SLOT_IN, 0);
+	dnnl_memory_desc_t dy_md, part_md, dx_md;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_dims_t dims, offsets;
+	atm_status rc = ATM_OK;
+	int64_t at = 0;
+
+	DNNL_TRY(md_of(&dy_md, dy), "describing the gradient");
+	for (int i = 0; i < n->n_out; i++) {
+		const atm_tensor *dx = tensor_of(k, SLOT_OUT, i);
+		memset(offsets, 0, sizeof offsets);
+		for (int d = 0; d < dx->ndim; d++)
+			dims[d] = dx->dims[d];
+		offsets[n->attrs.axis] = at;
+		at += dx->dims[n->attrs.axis];
+		DNNL_TRY(dnnl_memory_desc_init_submemory(&part_md, &dy_md, dims, offsets),
+		         "describing a part of the gradient");
+		DNNL_TRY(md_of(&dx_md, dx), "describing an output");
+		DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &part_md, k->cpu->engine, &dx_md,
+		                                            k->cpu->engine, attr),
+		         "creating a reorder");
+		struct bind bs[] = {{DNNL_ARG_FROM, SLOT_IN, 0}, {DNNL_ARG_TO, SLOT_OUT, i}};
+		rc = add_step(k, pd, 2, bs);
+		dnnl_primitive_desc_destroy(pd);
+		pd = NULL;
+		if (rc < 0)
+			goto fail;
+	}
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+/* build_add -- y = a + b with oneDNN's binary add on flat dense tensors */
+static atm_status build_add(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	dnnl_memory_desc_t md;
+	dnnl_binary_desc_t d;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = ATM_OK;
+
+	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_OUT, 0)), "describing the data");
+	DNNL_TRY(dnnl_binary_desc_init(&d, dnnl_binary_add, &md, &md, &md), "describing the add");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &d, attr, k->cpu->engine, NULL), "creating the add");
+	struct bind bs[] = {{DNNL_ARG_SRC_0, SLOT_IN, 0}, {DNNL_ARG_SRC_1, SLOT_IN, 1},
+	                    {DNNL_ARG_DST, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 3, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* kernel_release -- destroy a kernel's steps and the kernel */
+static void kernel_release(atm_kernel *k)
+{
+	for (int i = 0; i < k->n_steps; i++)
+		step_release(&k->steps[i]);
+	free(k->steps);
+	free(k);
+}
+
+/* atm_kernel_new -- build the primitives of one node with a user-owned scratchpad */
+atm_status atm_kernel_new(atm_kernel **kp, atm_cpu *cpu, const atm_graph *g, int32_t node)
+{
+	atm_kernel *k = NULL;
+	dnnl_primitive_attr_t attr = NULL;
+	const atm_node *n;
+	const atm_tensor *t;
+	atm_status rc = ATM_OK;
+
+	*kp = NULL;
+	n = g ? atm_graph_node(g, node) : NULL;
+	if (!cpu || !g)
+		return atm_err(ATM_E_USAGE, "atm_kernel_new: no %s", !cpu ? "CPU engine" : "graph");
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_kernel_new: node %d is out of range (graph '%s' has %d "
+		               "nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
+	k = calloc(1, sizeof *k);
+	if (!k)
+		return atm_err(ATM_E_NOMEM, "node '%s' (%s): out of memory", n->name, atm_op_name(n->op));
+	k->cpu = cpu;
+	k->g = g;
+	k->node_id = node;
+	DNNL_TRY(dnnl_primitive_attr_create(&attr), "creating primitive attributes");
+	DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+	         "asking for a user scratchpad");
+	switch (n->op) {
+	case ATM_OP_CONV_FWD:
+	case ATM_OP_CONV_BWD_DATA:
+	case ATM_OP_CONV_BWD_WEIGHTS:
+		rc = build_conv(k, attr);
+		break;
+	case ATM_OP_IP_FWD:
+	case ATM_OP_IP_BWD_DATA:
+	case ATM_OP_IP_BWD_WEIGHTS:
+		rc = build_ip(k, attr);
+		break;
+	case ATM_OP_RELU_FWD:
+	case ATM_OP_RELU_BWD:
+		rc = build_relu(k, attr);
+		break;
+	case ATM_OP_MAXPOOL_FWD:
+	case ATM_OP_MAXPOOL_BWD:
+	case ATM_OP_AVGPOOL_FWD:
+	case ATM_OP_AVGPOOL_BWD:
+		rc = build_pool(k, attr);
+		break;
+	case ATM_OP_BN_FWD:
+	case ATM_OP_BN_BWD:
+		rc = build_bn(k, attr);
+		break;
+	case ATM_OP_CONCAT:
+		rc = build_concat(k, attr);
+		break;
+	case ATM_OP_SPLIT:
+		rc = build_split(k, attr);
+		break;
+	case ATM_OP_ADD:
+		rc = build_add(k, attr);
+		break;
+	case ATM_OP_SOFTMAX_XENT_FWD:
+	case ATM_OP_SOFTMAX_XENT_BWD:
+		t = tensor_of(k, SLOT_IN, 0);
+		k->n_rows = t->dims[0];
+		k->n_cols = t->dims[1];
+		break;
+	case ATM_OP_SGD:
+		k->n_rows = tensor_of(k, SLOT_IN, 0)->n_elems;
+		break;
+	default:
+		rc = node_err(k, ATM_E_UNSUPPORTED, "no CPU kernel for this op");
+		break;
+	}
+	if (rc < 0)
+		goto fail;
+	dnnl_primitive_attr_destroy(attr);
+	k->built = true;
+	*kp = k;
+	return ATM_OK;
+fail:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	kernel_release(k);
+	return rc;
+}
+
+/* atm_kernel_destroy -- release primitives and memory objects; NULL is fine */
+void atm_kernel_destroy(atm_kernel *k)
+{
+	if (k)
+		kernel_release(k);
+}
+
+/* atm_kernel_scratch_bytes -- the largest scratchpad of the kernel's primitives */
+int64_t atm_kernel_scratch_bytes(const atm_kernel *k)
+{
+	return k->scratch_bytes;
+}
+
+/* ---------------------------------------------------------------- plain C ops */
+
+/* run_sgd -- w -= lr * dw, one element at a time in index order */
+static void run_sgd(const atm_kernel *k, float *w, const float *dw)
+{
+	float lr = knode(k)->attrs.lr;
+	for (int64_t i = 0; i < k->n_rows; i++)
+		w[i] -= lr * dw[i];
+}
+
+/* run_softmax_xent -- probs = softmax(logits) per row and loss = mean over rows of
+ * -sum(labels * log(probs)); log(probs) is taken as (x - max) - log(sum), which
+ * is finite for finite logits (sum >= 1), so log(0) never happens; sums are in
+ * double and in index order, so the result is reproducible */
+static void run_softmax_xent(const atm_kernel *k, const float *logits, const float *labels,
+                             float *probs, float *loss)
+{
+	double total = 0;
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		const float *x = logits + r * k->n_cols;
+		const float *l = labels + r * k->n_cols;
+		float *p = probs + r * k->n_cols;
+		float max = x[0];
+		double sum = 0;
+		for (int64_t c = 1; c < k->n_cols; c++)
+			max = x[c] > max ? x[c] : max;
+		for (int64_t c = 0; c < k->n_cols; c++)
+			sum += exp((double)x[c] - max);
+		double log_sum = log(sum);
+		for (int64_t c = 0; c < k->n_cols; c++) {
+			double log_p = (double)x[c] - max - log_sum;
+			p[c] = (float)exp(log_p);
+			/* skip zero labels: 0 * log_p is 0 but 0 * -inf would be NaN */
+			if (l[c] != 0)
+				total -= l[c] * log_p;
+		}
+	}
+	loss[0] = (float)(total / (double)k->n_rows);
+}
+
+/* run_softmax_xent_bwd -- dlogits = (probs - labels) / N */
+static void run_softmax_xent_bwd(const atm_kernel *k, const float *probs, const float *labels,
+                                 float *dlogits)
+{
+	int64_t n = k->n_rows * k->n_cols;
+	float inv = 1.0f / (float)k->n_rows;
+	for (int64_t i = 0; i < n; i++)
+		dlogits[i] = (probs[i] - labels[i]) * inv;
+}
+
+/* ---------------------------------------------------------------- run */
+
+/* run_steps -- point every memory object at this run's buffers and execute
+ * the primitives in order, waiting for the stream at the end */
+static atm_status run_steps(atm_kernel *k, void *const *in, void *const *out, void *scratch)
+{
+	dnnl_status_t s;
+	for (int i = 0; i < k->n_steps; i++) {
+		struct step *st = &k->steps[i];
+		for (int a = 0; a < st->n_args; a++) {
+			const struct bind *b = &st->binds[a];
+			void *p = b->slot == SLOT_IN ? in[b->index] : b->slot == SLOT_OUT ? out[b->index]
+			                                                                   : scratch;
+			s = dnnl_memory_set_data_handle(st->args[a].memory, p);
+			if (s != dnnl_success)
+				return dnnl_fail(k, "pointing a memory object at its buffer", s);
+		}
+		s = dnnl_primitive_execute(st->prim, k->cpu->stream, st->n_args, st->args);
+		if (s != dnnl_success)
+			return dnnl_fail(k, "executing the primitive", s);
+	}
+	s = dnnl_stream_wait(k->cpu->stream);
+	if (s != dnnl_success)
+		return dnnl_fail(k, "waiting for the stream", s);
+	/* every output byte is defined, so a step's tensors are bitwise the same
+	 * wherever they live, the argmax tensor's unused tail included */
+	if (k->ws_tail_bytes > 0)
+		memset((char *)out[1] + k->ws_used_bytes, 0, (size_t)k->ws_tail_bytes);
+	return ATM_OK;
+}
+
+/* atm_kernel_run -- check the buffers are there, then run the C code or the primitives */
+atm_status atm_kernel_run(atm_kernel *k, void *const *in, void *const *out, void *scratch)
+{
+	const atm_node *n = knode(k);
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		void *p = i < n->n_in ? in[i] : out[i - n->n_in];
+		if (!p) {
+			char msg[64];
+			snprintf(msg, sizeof msg, "%s %d has no buffer", i < n->n_in ? "input" : "output",
+			         i < n->n_in ? i : i - n->n_in);
+			return node_err(k, ATM_E_USAGE, msg);
+		}
+	}
+	if (k->scratch_bytes > 0 && !scratch)
+		return node_err(k, ATM_E_USAGE, "the kernel needs scratch memory but got none");
+	switch (n->op) {
+	case ATM_OP_SGD:
+		run_sgd(k, in[0], in[1]);
+		return ATM_OK;
+	case ATM_OP_SOFTMAX_XENT_FWD:
+		run_softmax_xent(k, in[0], in[1], out[0], out[1]);
+		return ATM_OK;
+	case ATM_OP_SOFTMAX_XENT_BWD:
+		run_softmax_xent_bwd(k, in[0], in[1], out[0]);
+		return ATM_OK;
+	default:
+		return run_steps(k, in, out, scratch);
+	}
+}

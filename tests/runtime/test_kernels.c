@@ -1,0 +1,1153 @@
+/* test_kernels.c -- CPU kernels: forwards against plain C references, backwards against finite differences, determinism, errors */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atm_core.h"
+#include "kernels.h"
+#include "runtime/reference.h"
+
+/* Finite differences: the forward kernel runs in float and the loss
+ * sum(dy * y) is summed in double. Outputs the perturbed element does not
+ * reach are computed identically both times and cancel exactly, so the noise
+ * is the float rounding of the few outputs it reaches divided by 2h: up to
+ * 3e-5 here. The truncation error of the central difference is O(h^2) on
+ * smooth ops (BN: up to 1e-4 on these shapes, softmax) and zero on
+ * piecewise-linear ones away from kinks and ties. A gradient off by 1% in its
+ * larger elements fails. */
+#define FD_H 1e-2f
+#define FD_ATOL 2e-4
+#define FD_RTOL 2e-3
+
+#define MAX_T 96
+#define MAX_N 64
+
+static atm_cpu *cpu;
+static uint64_t rng_state;
+
+/* ---------------------------------------------------------------- helpers */
+
+/* rng -- xorshift64*, so every run of the suite sees the same numbers */
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+/* urand -- uniform float in [lo, hi) */
+static float urand(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((double)(rng() >> 11) / 9007199254740992.0);
+}
+
+/* fill -- n uniform floats in [lo, hi) */
+static void fill(float *p, int64_t n, float lo, float hi)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = urand(lo, hi);
+}
+
+/* fill_away_from_zero -- |v| in [0.05, 1.05): relu's kink is out of reach of FD_H */
+static void fill_away_from_zero(float *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = (rng() & 1 ? 1.f : -1.f) * urand(0.05f, 1.05f);
+}
+
+/* fill_distinct -- a random permutation of 0.05 * (k - n/2): no two values
+ * within 2 * FD_H, so max pooling has no ties a finite difference could cross */
+static void fill_distinct(float *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = 0.05f * (float)(i - n / 2);
+	for (int64_t i = n - 1; i > 0; i--) {
+		int64_t j = (int64_t)(rng() % (uint64_t)(i + 1));
+		float t = p[i];
+		p[i] = p[j];
+		p[j] = t;
+	}
+}
+
+/* net -- a graph under test with a kernel per node and two sets of buffers
+ * (set 1 lives elsewhere in memory, for the determinism checks) */
+struct net {
+	atm_graph *g;
+	int set;
+	void *base[2][MAX_T], *buf[2][MAX_T];
+	void *scratch_base[2][MAX_N], *scratch[2][MAX_N];
+	atm_kernel *k[MAX_N];
+};
+
+/* net_new -- an empty graph */
+static void net_new(struct net *n, const char *name)
+{
+	memset(n, 0, sizeof *n);
+	assert_int_equal(atm_graph_new(&n->g, name), ATM_OK);
+}
+
+/* ten -- add a tensor of dtype and kind */
+static int32_t ten(struct net *n, const char *name, atm_dtype dt, atm_tensor_kind kind, int nd,
+                   const int64_t *dims)
+{
+	int32_t id;
+	assert_int_equal(atm_graph_add_tensor(n->g, name, dt, nd, dims, kind, ATM_LOC_ANY, &id), ATM_OK);
+	assert_true(id < MAX_T);
+	return id;
+}
+
+/* Shorthands for f32 tensors of each kind. */
+#define T_IN(n, name, ...) ten((n), (name), ATM_F32, ATM_KIND_INPUT, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define T_PARAM(n, name, ...) ten((n), (name), ATM_F32, ATM_KIND_PARAM, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define T_ACT(n, name, ...) ten((n), (name), ATM_F32, ATM_KIND_ACTIVATION, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define T_GRAD(n, name, ...) ten((n), (name), ATM_F32, ATM_KIND_GRAD, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define T_WS(n, name, ...) ten((n), (name), ATM_I32, ATM_KIND_ACTIVATION, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define IDS(...) (int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t)), (int32_t[]){__VA_ARGS__}
+
+/* nod -- add a node; attrs may be NULL */
+static int32_t nod(struct net *n, const char *name, atm_op op, const atm_attrs *a, int n_in,
+                   const int32_t *in, int n_out, const int32_t *out)
+{
+	int32_t id;
+	assert_int_equal(atm_graph_add_node(n->g, name, op, a, n_in, in, n_out, out, &id), ATM_OK);
+	assert_true(id < MAX_N);
+	return id;
+}
+
+/* shifted -- a 64-byte aligned block of bytes placed shift cache lines past
+ * an aligned start; the 0xff fill is NaN as f32, so an element a kernel
+ * forgets to write shows up in every comparison */
+static void *shifted(void **base, int64_t bytes, int shift)
+{
+	size_t size = (size_t)shift * 64 + (((size_t)bytes + 63) & ~(size_t)63);
+	assert_int_equal(posix_memalign(base, 64, size), 0);
+	memset(*base, 0xff, size);
+	return (char *)*base + (size_t)shift * 64;
+}
+
+/* net_buffers -- allocate buffer set `set` for every tensor and scratch */
+static void net_buffers(struct net *n, int set, int shift)
+{
+	for (int32_t t = 0; t < atm_graph_n_tensors(n->g); t++)
+		n->buf[set][t] = shifted(&n->base[set][t], atm_graph_tensor(n->g, t)->bytes, shift + t % 3);
+	for (int32_t i = 0; i < atm_graph_n_nodes(n->g); i++) {
+		int64_t bytes = atm_kernel_scratch_bytes(n->k[i]);
+		if (bytes > 0)
+			n->scratch[set][i] = shifted(&n->scratch_base[set][i], bytes, shift);
+	}
+}
+
+/* net_ready -- validate, make every kernel and buffer set 0 */
+static void net_ready(struct net *n)
+{
+	assert_int_equal(atm_graph_validate(n->g), ATM_OK);
+	for (int32_t i = 0; i < atm_graph_n_nodes(n->g); i++) {
+		atm_status rc = atm_kernel_new(&n->k[i], cpu, n->g, i);
+		if (rc != ATM_OK)
+			fail_msg("kernel of node %d: %s", i, atm_errmsg());
+	}
+	net_buffers(n, 0, 0);
+}
+
+/* net_free -- kernels, buffers, graph */
+static void net_free(struct net *n)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int t = 0; t < MAX_T; t++)
+			free(n->base[s][t]);
+		for (int i = 0; i < MAX_N; i++)
+			free(n->scratch_base[s][i]);
+	}
+	for (int i = 0; i < MAX_N; i++)
+		atm_kernel_destroy(n->k[i]);
+	atm_graph_destroy(n->g);
+}
+
+/* F -- the active buffer of tensor t as floats */
+static float *F(struct net *n, int32_t t)
+{
+	return n->buf[n->set][t];
+}
+
+/* NE -- elements of tensor t */
+static int64_t NE(struct net *n, int32_t t)
+{
+	return atm_graph_tensor(n->g, t)->n_elems;
+}
+
+/* run -- run node on the active buffer set; it must succeed */
+static void run(struct net *n, int32_t node)
+{
+	const atm_node *nd = atm_graph_node(n->g, node);
+	void *in[8], *out[8];
+	assert_true(nd->n_in <= 8 && nd->n_out <= 8);
+	for (int i = 0; i < nd->n_in; i++)
+		in[i] = n->buf[n->set][nd->in[i]];
+	for (int i = 0; i < nd->n_out; i++)
+		out[i] = n->buf[n->set][nd->out[i]];
+	atm_status rc = atm_kernel_run(n->k[node], in, out, n->scratch[n->set][node]);
+	if (rc != ATM_OK)
+		fail_msg("running node '%s': %s", nd->name, atm_errmsg());
+}
+
+/* expect_close -- |got - want| <= atol + rtol * |want| everywhere */
+static void expect_close(const char *what, const float *got, const double *want, int64_t len,
+                         double atol, double rtol)
+{
+	for (int64_t i = 0; i < len; i++) {
+		double err = fabs((double)got[i] - want[i]);
+		if (!(err <= atol + rtol * fabs(want[i])))
+			fail_msg("%s[%lld]: kernel %.9g, reference %.9g (error %.3g)", what, (long long)i,
+			         (double)got[i], want[i], err);
+	}
+}
+
+/* expect_same_floats -- bitwise equal */
+static void expect_same_floats(const char *what, const float *got, const float *want, int64_t len)
+{
+	for (int64_t i = 0; i < len; i++)
+		if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+			fail_msg("%s[%lld]: kernel %.9g, expected exactly %.9g", what, (long long)i,
+			         (double)got[i], (double)want[i]);
+}
+
+/* dalloc -- a zeroed array of doubles (test_free'd by the caller) */
+static double *dalloc(int64_t len)
+{
+	double *p = calloc((size_t)len, sizeof *p);
+	assert_non_null(p);
+	return p;
+}
+
+/* fd_loss -- run the forward node and return sum(dy * y) in double (dy NULL: y itself, a scalar) */
+static double fd_loss(struct net *n, int32_t fwd, int32_t y, const float *dy)
+{
+	run(n, fwd);
+	const float *o = F(n, y);
+	double s = 0;
+	for (int64_t i = 0; i < NE(n, y); i++)
+		s += (dy ? (double)dy[i] : 1.0) * o[i];
+	return s;
+}
+
+/* check_fd -- the gradient a backward kernel gave for tensor p must match central
+ * differences of fd_loss in every element; the forward is re-run at the end so
+ * its outputs hold the unperturbed values again */
+static void check_fd(struct net *n, int32_t fwd, int32_t y, const float *dy, int32_t p,
+                     int32_t grad)
+{
+	float *x = F(n, p);
+	const float *g = F(n, grad);
+	for (int64_t i = 0; i < NE(n, p); i++) {
+		float save = x[i], xp = save + FD_H, xm = save - FD_H;
+		x[i] = xp;
+		double lp = fd_loss(n, fwd, y, dy);
+		x[i] = xm;
+		double lm = fd_loss(n, fwd, y, dy);
+		x[i] = save;
+		double fd = (lp - lm) / ((double)xp - (double)xm);
+		double err = fabs(fd - g[i]);
+		if (!(err <= FD_ATOL + FD_RTOL * fabs(fd)))
+			fail_msg("d/d%s[%lld]: backward kernel '%s' gives %.7g, finite difference %.7g",
+			         atm_graph_tensor(n->g, p)->name, (long long)i,
+			         atm_graph_tensor(n->g, grad)->name, (double)g[i], fd);
+	}
+	run(n, fwd);
+}
+
+/* ---------------------------------------------------------------- fixtures */
+
+/* group_setup -- one engine for the whole suite */
+static int group_setup(void **state)
+{
+	(void)state;
+	return atm_cpu_new(&cpu) == ATM_OK ? 0 : -1;
+}
+
+/* group_teardown -- release the engine */
+static int group_teardown(void **state)
+{
+	(void)state;
+	atm_cpu_destroy(cpu);
+	cpu = NULL;
+	return 0;
+}
+
+/* reseed -- every test starts from the same random numbers, whatever ran before */
+static int reseed(void **state)
+{
+	(void)state;
+	rng_state = 0x9e3779b97f4a7c15ull;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- convolution */
+
+/* conv_ids -- tensors and nodes of conv_net: x[2,2,5,4] * w[3,2,3,3],
+ * stride (2,1), padding top 1, left 2, bottom 0, right 1 -> y[2,3,2,5];
+ * with and without bias, and all backwards */
+struct conv_ids {
+	int32_t x, w, b, y, y_nb, dy, dx, dw, db, dw_nb;
+	int32_t fwd, fwd_nb, bwd_data, bwd_w, bwd_w_nb;
+	struct ref_win win;
+};
+
+/* conv_net -- the graph above with its kernels and random inputs */
+static void conv_net(struct net *n, struct conv_ids *c)
+{
+	atm_attrs a = {.stride = {2, 1}, .pad = {1, 2, 0, 1}};
+	net_new(n, "conv");
+	c->x = T_IN(n, "x", 2, 2, 5, 4);
+	c->w = T_PARAM(n, "w", 3, 2, 3, 3);
+	c->b = T_PARAM(n, "b", 3);
+	c->y = T_ACT(n, "y", 2, 3, 2, 5);
+	c->y_nb = T_ACT(n, "y_nb", 2, 3, 2, 5);
+	c->dy = T_IN(n, "dy", 2, 3, 2, 5);
+	c->dx = T_GRAD(n, "dx", 2, 2, 5, 4);
+	c->dw = T_GRAD(n, "dw", 3, 2, 3, 3);
+	c->db = T_GRAD(n, "db", 3);
+	c->dw_nb = T_GRAD(n, "dw_nb", 3, 2, 3, 3);
+	c->fwd = nod(n, "conv", ATM_OP_CONV_FWD, &a, IDS(c->x, c->w, c->b), IDS(c->y));
+	c->fwd_nb = nod(n, "conv_nb", ATM_OP_CONV_FWD, &a, IDS(c->x, c->w), IDS(c->y_nb));
+	c->bwd_data = nod(n, "conv.bwd_data", ATM_OP_CONV_BWD_DATA, &a, IDS(c->dy, c->w), IDS(c->dx));
+	c->bwd_w = nod(n, "conv.bwd_w", ATM_OP_CONV_BWD_WEIGHTS, &a, IDS(c->x, c->dy),
+	               IDS(c->dw, c->db));
+	c->bwd_w_nb = nod(n, "conv_nb.bwd_w", ATM_OP_CONV_BWD_WEIGHTS, &a, IDS(c->x, c->dy),
+	                  IDS(c->dw_nb));
+	net_ready(n);
+	fill(F(n, c->x), NE(n, c->x), -1, 1);
+	fill(F(n, c->w), NE(n, c->w), -1, 1);
+	fill(F(n, c->b), NE(n, c->b), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+	c->win = (struct ref_win){.n = 2, .c = 2, .h = 5, .w = 4, .kh = 3, .kw = 3, .sh = 2, .sw = 1,
+	                          .pt = 1, .pl = 2, .oh = 2, .ow = 5};
+}
+
+/* test_kernels_conv_fwd -- y with and without bias against the reference */
+static void test_kernels_conv_fwd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct conv_ids c;
+	conv_net(&n, &c);
+	run(&n, c.fwd);
+	run(&n, c.fwd_nb);
+	double *want = dalloc(NE(&n, c.y));
+	ref_conv(&c.win, 3, F(&n, c.x), F(&n, c.w), F(&n, c.b), want);
+	expect_close("y", F(&n, c.y), want, NE(&n, c.y), 1e-5, 1e-5);
+	ref_conv(&c.win, 3, F(&n, c.x), F(&n, c.w), NULL, want);
+	expect_close("y_nb", F(&n, c.y_nb), want, NE(&n, c.y_nb), 1e-5, 1e-5);
+	free(want);
+	net_free(&n);
+}
+
+/* test_kernels_conv_bwd_data_fd -- dx against finite differences of the forward */
+static void test_kernels_conv_bwd_data_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct conv_ids c;
+	conv_net(&n, &c);
+	run(&n, c.bwd_data);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.x, c.dx);
+	net_free(&n);
+}
+
+/* test_kernels_conv_bwd_weights_fd -- dw, db (and dw without bias) against finite differences */
+static void test_kernels_conv_bwd_weights_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct conv_ids c;
+	conv_net(&n, &c);
+	run(&n, c.bwd_w);
+	run(&n, c.bwd_w_nb);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.w, c.dw);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.b, c.db);
+	check_fd(&n, c.fwd_nb, c.y_nb, F(&n, c.dy), c.w, c.dw_nb);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- inner product */
+
+/* ip_ids -- tensors and nodes of ip_net: x[3,2,2,2] seen as [3, 8] (or
+ * x[3,8] itself), w[5,8], b[5] -> y[3,5], and the backwards */
+struct ip_ids {
+	int32_t x, w, b, y, dy, dx, dw, db;
+	int32_t fwd, bwd_data, bwd_w;
+};
+
+/* ip_net -- the graph above with its kernels and random inputs */
+static void ip_net(struct net *n, struct ip_ids *c, bool flat)
+{
+	int64_t x4[4] = {3, 2, 2, 2}, x2[2] = {3, 8};
+	net_new(n, "ip");
+	c->x = ten(n, "x", ATM_F32, ATM_KIND_INPUT, flat ? 2 : 4, flat ? x2 : x4);
+	c->w = T_PARAM(n, "w", 5, 8);
+	c->b = T_PARAM(n, "b", 5);
+	c->y = T_ACT(n, "y", 3, 5);
+	c->dy = T_IN(n, "dy", 3, 5);
+	c->dx = ten(n, "dx", ATM_F32, ATM_KIND_GRAD, flat ? 2 : 4, flat ? x2 : x4);
+	c->dw = T_GRAD(n, "dw", 5, 8);
+	c->db = T_GRAD(n, "db", 5);
+	c->fwd = nod(n, "fc", ATM_OP_IP_FWD, NULL, IDS(c->x, c->w, c->b), IDS(c->y));
+	c->bwd_data = nod(n, "fc.bwd_data", ATM_OP_IP_BWD_DATA, NULL, IDS(c->dy, c->w), IDS(c->dx));
+	c->bwd_w = nod(n, "fc.bwd_w", ATM_OP_IP_BWD_WEIGHTS, NULL, IDS(c->x, c->dy), IDS(c->dw, c->db));
+	net_ready(n);
+	fill(F(n, c->x), NE(n, c->x), -1, 1);
+	fill(F(n, c->w), NE(n, c->w), -1, 1);
+	fill(F(n, c->b), NE(n, c->b), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+}
+
+/* test_kernels_ip_fwd -- y against the reference, for 4-d and 2-d inputs */
+static void test_kernels_ip_fwd(void **state)
+{
+	(void)state;
+	for (int flat = 0; flat < 2; flat++) {
+		struct net n;
+		struct ip_ids c;
+		ip_net(&n, &c, flat);
+		run(&n, c.fwd);
+		double want[15];
+		ref_ip(3, 8, 5, F(&n, c.x), F(&n, c.w), F(&n, c.b), want);
+		expect_close("y", F(&n, c.y), want, 15, 1e-5, 1e-5);
+		net_free(&n);
+	}
+}
+
+/* test_kernels_ip_bwd_fd -- dx, dw, db against finite differences, 4-d and 2-d inputs */
+static void test_kernels_ip_bwd_fd(void **state)
+{
+	(void)state;
+	for (int flat = 0; flat < 2; flat++) {
+		struct net n;
+		struct ip_ids c;
+		ip_net(&n, &c, flat);
+		run(&n, c.bwd_data);
+		run(&n, c.bwd_w);
+		check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.x, c.dx);
+		check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.w, c.dw);
+		check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.b, c.db);
+		net_free(&n);
+	}
+}
+
+/* ---------------------------------------------------------------- relu */
+
+/* test_kernels_relu -- forward exact, backward (from y) against finite differences */
+static void test_kernels_relu(void **state)
+{
+	(void)state;
+	struct net n;
+	net_new(&n, "relu");
+	int32_t x = T_IN(&n, "x", 2, 3, 4, 4);
+	int32_t y = T_ACT(&n, "y", 2, 3, 4, 4);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 4, 4);
+	int32_t dx = T_GRAD(&n, "dx", 2, 3, 4, 4);
+	int32_t fwd = nod(&n, "relu", ATM_OP_RELU_FWD, NULL, IDS(x), IDS(y));
+	int32_t bwd = nod(&n, "relu.bwd", ATM_OP_RELU_BWD, NULL, IDS(y, dy), IDS(dx));
+	net_ready(&n);
+	fill_away_from_zero(F(&n, x), NE(&n, x));
+	fill(F(&n, dy), NE(&n, dy), -1, 1);
+	run(&n, fwd);
+	double want[96];
+	for (int i = 0; i < 96; i++)
+		want[i] = F(&n, x)[i] > 0 ? F(&n, x)[i] : 0.0;
+	/* exact, but oneDNN may write -0 for negative inputs, so compare values, not bits */
+	expect_close("y", F(&n, y), want, 96, 0, 0);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+/* max_ids -- tensors and nodes of max_net: x[2,2,7,6], 3x2 window, stride 2,
+ * padding top 1, left 1, bottom 1, right 0 -> y[2,2,4,3]; and a 17x17
+ * window, whose argmax no longer fits a byte */
+struct max_ids {
+	int32_t x, y, ws, dy, dx, fwd, bwd;
+	int32_t bx, by, bws, bdy, bdx, bfwd, bbwd;
+};
+
+/* max_net -- the graph above with its kernels and random inputs */
+static void max_net(struct net *n, struct max_ids *c)
+{
+	atm_attrs a = {.kernel = {3, 2}, .stride = {2, 2}, .pad = {1, 1, 1, 0}};
+	atm_attrs big = {.kernel = {17, 17}};
+	net_new(n, "maxpool");
+	c->x = T_IN(n, "x", 2, 2, 7, 6);
+	c->y = T_ACT(n, "y", 2, 2, 4, 3);
+	c->ws = T_WS(n, "ws", 2, 2, 4, 3);
+	c->dy = T_IN(n, "dy", 2, 2, 4, 3);
+	c->dx = T_GRAD(n, "dx", 2, 2, 7, 6);
+	c->bx = T_IN(n, "bx", 1, 2, 17, 17);
+	c->by = T_ACT(n, "by", 1, 2, 1, 1);
+	c->bws = T_WS(n, "bws", 1, 2, 1, 1);
+	c->bdy = T_IN(n, "bdy", 1, 2, 1, 1);
+	c->bdx = T_GRAD(n, "bdx", 1, 2, 17, 17);
+	c->fwd = nod(n, "pool", ATM_OP_MAXPOOL_FWD, &a, IDS(c->x), IDS(c->y, c->ws));
+	c->bwd = nod(n, "pool.bwd", ATM_OP_MAXPOOL_BWD, &a, IDS(c->dy, c->ws), IDS(c->dx));
+	c->bfwd = nod(n, "big", ATM_OP_MAXPOOL_FWD, &big, IDS(c->bx), IDS(c->by, c->bws));
+	c->bbwd = nod(n, "big.bwd", ATM_OP_MAXPOOL_BWD, &big, IDS(c->bdy, c->bws), IDS(c->bdx));
+	net_ready(n);
+	fill_distinct(F(n, c->x), NE(n, c->x));
+	fill_distinct(F(n, c->bx), NE(n, c->bx));
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+	fill(F(n, c->bdy), NE(n, c->bdy), -1, 1);
+}
+
+/* test_kernels_maxpool_fwd -- y against the reference, padded and with a 17x17 window */
+static void test_kernels_maxpool_fwd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct max_ids c;
+	max_net(&n, &c);
+	run(&n, c.fwd);
+	run(&n, c.bfwd);
+	struct ref_win w = {.n = 2, .c = 2, .h = 7, .w = 6, .kh = 3, .kw = 2, .sh = 2, .sw = 2,
+	                    .pt = 1, .pl = 1, .oh = 4, .ow = 3};
+	struct ref_win bw = {.n = 1, .c = 2, .h = 17, .w = 17, .kh = 17, .kw = 17, .sh = 1, .sw = 1,
+	                     .oh = 1, .ow = 1};
+	double want[48];
+	ref_pool(&w, REF_MAX, F(&n, c.x), want);
+	expect_close("y", F(&n, c.y), want, 48, 0, 0);
+	ref_pool(&bw, REF_MAX, F(&n, c.bx), want);
+	expect_close("by", F(&n, c.by), want, 2, 0, 0);
+	net_free(&n);
+}
+
+/* test_kernels_maxpool_bwd_fd -- dx from the stored argmax against finite differences */
+static void test_kernels_maxpool_bwd_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct max_ids c;
+	max_net(&n, &c);
+	/* the backward reads the argmax the forward left in ws */
+	run(&n, c.fwd);
+	run(&n, c.bwd);
+	run(&n, c.bfwd);
+	run(&n, c.bbwd);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.x, c.dx);
+	check_fd(&n, c.bfwd, c.by, F(&n, c.bdy), c.bx, c.bdx);
+	net_free(&n);
+}
+
+/* avg_ids -- tensors and nodes of avg_net: x[2,2,6,7], 3x3 window, stride 2,
+ * padding 1 all round -> y[2,2,3,4], counting the padding and not */
+struct avg_ids {
+	int32_t x, yi, ye, dy, dxi, dxe, fwd_i, fwd_e, bwd_i, bwd_e;
+};
+
+/* avg_net -- the graph above with its kernels and random inputs */
+static void avg_net(struct net *n, struct avg_ids *c)
+{
+	atm_attrs inc = {.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1, 1, 1}};
+	atm_attrs exc = inc;
+	exc.exclude_pad = true;
+	net_new(n, "avgpool");
+	c->x = T_IN(n, "x", 2, 2, 6, 7);
+	c->yi = T_ACT(n, "y_include", 2, 2, 3, 4);
+	c->ye = T_ACT(n, "y_exclude", 2, 2, 3, 4);
+	c->dy = T_IN(n, "dy", 2, 2, 3, 4);
+	c->dxi = T_GRAD(n, "dx_include", 2, 2, 6, 7);
+	c->dxe = T_GRAD(n, "dx_exclude", 2, 2, 6, 7);
+	c->fwd_i = nod(n, "avg_inc", ATM_OP_AVGPOOL_FWD, &inc, IDS(c->x), IDS(c->yi));
+	c->fwd_e = nod(n, "avg_exc", ATM_OP_AVGPOOL_FWD, &exc, IDS(c->x), IDS(c->ye));
+	c->bwd_i = nod(n, "avg_inc.bwd", ATM_OP_AVGPOOL_BWD, &inc, IDS(c->dy), IDS(c->dxi));
+	c->bwd_e = nod(n, "avg_exc.bwd", ATM_OP_AVGPOOL_BWD, &exc, IDS(c->dy), IDS(c->dxe));
+	net_ready(n);
+	fill(F(n, c->x), NE(n, c->x), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+}
+
+/* test_kernels_avgpool_fwd -- y counting the padding and not, against the reference */
+static void test_kernels_avgpool_fwd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct avg_ids c;
+	avg_net(&n, &c);
+	run(&n, c.fwd_i);
+	run(&n, c.fwd_e);
+	struct ref_win w = {.n = 2, .c = 2, .h = 6, .w = 7, .kh = 3, .kw = 3, .sh = 2, .sw = 2,
+	                    .pt = 1, .pl = 1, .oh = 3, .ow = 4};
+	double want[48];
+	ref_pool(&w, REF_AVG_INCLUDE, F(&n, c.x), want);
+	expect_close("y_include", F(&n, c.yi), want, 48, 1e-6, 1e-6);
+	ref_pool(&w, REF_AVG_EXCLUDE, F(&n, c.x), want);
+	expect_close("y_exclude", F(&n, c.ye), want, 48, 1e-6, 1e-6);
+	/* the corner window holds 4 real elements of 9, so there the modes differ by 9/4 */
+	assert_true(fabsf(F(&n, c.yi)[0] * 9.f / 4.f - F(&n, c.ye)[0]) < 1e-5f);
+	net_free(&n);
+}
+
+/* test_kernels_avgpool_bwd_fd -- dx of both modes against finite differences */
+static void test_kernels_avgpool_bwd_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct avg_ids c;
+	avg_net(&n, &c);
+	run(&n, c.bwd_i);
+	run(&n, c.bwd_e);
+	check_fd(&n, c.fwd_i, c.yi, F(&n, c.dy), c.x, c.dxi);
+	check_fd(&n, c.fwd_e, c.ye, F(&n, c.dy), c.x, c.dxe);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- batch norm */
+
+/* bn_ids -- tensors and nodes of bn_net: batch norm of x[dims] (C = dims[1]) with its backward */
+struct bn_ids {
+	int32_t x, gamma, beta, y, mean, var, dy, dx, dgamma, dbeta, fwd, bwd;
+	int64_t n, c, s;
+};
+
+/* bn_net -- the graph above with its kernels and random inputs */
+static void bn_net(struct net *n, struct bn_ids *c, int nd, const int64_t *dims)
+{
+	atm_attrs a = {.epsilon = 1e-3f};
+	int64_t ch[1] = {dims[1]};
+	net_new(n, "bn");
+	c->x = ten(n, "x", ATM_F32, ATM_KIND_INPUT, nd, dims);
+	c->gamma = ten(n, "gamma", ATM_F32, ATM_KIND_PARAM, 1, ch);
+	c->beta = ten(n, "beta", ATM_F32, ATM_KIND_PARAM, 1, ch);
+	c->y = ten(n, "y", ATM_F32, ATM_KIND_ACTIVATION, nd, dims);
+	c->mean = ten(n, "mean", ATM_F32, ATM_KIND_ACTIVATION, 1, ch);
+	c->var = ten(n, "var", ATM_F32, ATM_KIND_ACTIVATION, 1, ch);
+	c->dy = ten(n, "dy", ATM_F32, ATM_KIND_INPUT, nd, dims);
+	c->dx = ten(n, "dx", ATM_F32, ATM_KIND_GRAD, nd, dims);
+	c->dgamma = ten(n, "dgamma", ATM_F32, ATM_KIND_GRAD, 1, ch);
+	c->dbeta = ten(n, "dbeta", ATM_F32, ATM_KIND_GRAD, 1, ch);
+	c->fwd = nod(n, "bn", ATM_OP_BN_FWD, &a, IDS(c->x, c->gamma, c->beta),
+	             IDS(c->y, c->mean, c->var));
+	c->bwd = nod(n, "bn.bwd", ATM_OP_BN_BWD, &a, IDS(c->x, c->dy, c->gamma, c->mean, c->var),
+	             IDS(c->dx, c->dgamma, c->dbeta));
+	net_ready(n);
+	fill(F(n, c->x), NE(n, c->x), -2, 2);
+	fill(F(n, c->gamma), NE(n, c->gamma), 0.5f, 1.5f);
+	fill(F(n, c->beta), NE(n, c->beta), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+	c->n = dims[0];
+	c->c = dims[1];
+	c->s = NE(n, c->x) / (c->n * c->c);
+}
+
+/* bn_fwd_case -- y, mean and variance against the reference */
+static void bn_fwd_case(int nd, const int64_t *dims)
+{
+	struct net n;
+	struct bn_ids c;
+	bn_net(&n, &c, nd, dims);
+	run(&n, c.fwd);
+	double *y = dalloc(NE(&n, c.x)), *mean = dalloc(c.c), *var = dalloc(c.c);
+	ref_bn(c.n, c.c, c.s, 1e-3f, F(&n, c.x), F(&n, c.gamma), F(&n, c.beta), y, mean, var);
+	expect_close("y", F(&n, c.y), y, NE(&n, c.x), 1e-5, 1e-4);
+	expect_close("mean", F(&n, c.mean), mean, c.c, 1e-6, 1e-5);
+	expect_close("var", F(&n, c.var), var, c.c, 1e-6, 1e-5);
+	free(var);
+	free(mean);
+	free(y);
+	net_free(&n);
+}
+
+/* test_kernels_bn_fwd -- y, mean, variance for 4-d, 2-d and 6-d inputs */
+static void test_kernels_bn_fwd(void **state)
+{
+	(void)state;
+	bn_fwd_case(4, (int64_t[]){4, 3, 3, 2});
+	bn_fwd_case(2, (int64_t[]){6, 5});
+	/* six dimensions: the kernel folds the trailing ones into one */
+	bn_fwd_case(6, (int64_t[]){2, 3, 2, 1, 2, 2});
+}
+
+/* test_kernels_bn_bwd_fd -- dx, dgamma, dbeta against finite differences */
+static void test_kernels_bn_bwd_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct bn_ids c;
+	bn_net(&n, &c, 4, (int64_t[]){4, 3, 3, 2});
+	/* the backward takes the batch statistics the forward wrote */
+	run(&n, c.fwd);
+	run(&n, c.bwd);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.x, c.dx);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.gamma, c.dgamma);
+	check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.beta, c.dbeta);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- concat, split, add */
+
+/* cat_ids -- tensors and nodes of cat_net: three parts joined along axis
+ * into y, and y's gradient split back */
+struct cat_ids {
+	int32_t part[3], y, dy, dpart[3], cat, split;
+};
+
+/* cat_net -- the graph above with its kernels and random inputs */
+static void cat_net(struct net *n, struct cat_ids *c, int axis, const int64_t sizes[3])
+{
+	atm_attrs a = {.axis = axis};
+	int64_t dims[4] = {2, 3, 2, 2}, total = 0;
+	char name[16];
+	net_new(n, "concat");
+	for (int i = 0; i < 3; i++) {
+		dims[axis] = sizes[i];
+		total += sizes[i];
+		snprintf(name, sizeof name, "x%d", i);
+		c->part[i] = ten(n, name, ATM_F32, ATM_KIND_INPUT, 4, dims);
+		snprintf(name, sizeof name, "dx%d", i);
+		c->dpart[i] = ten(n, name, ATM_F32, ATM_KIND_GRAD, 4, dims);
+	}
+	dims[axis] = total;
+	c->y = ten(n, "y", ATM_F32, ATM_KIND_ACTIVATION, 4, dims);
+	c->dy = ten(n, "dy", ATM_F32, ATM_KIND_INPUT, 4, dims);
+	c->cat = nod(n, "cat", ATM_OP_CONCAT, &a, 3, c->part, IDS(c->y));
+	c->split = nod(n, "cat.bwd", ATM_OP_SPLIT, &a, IDS(c->dy), 3, c->dpart);
+	net_ready(n);
+	for (int i = 0; i < 3; i++)
+		fill(F(n, c->part[i]), NE(n, c->part[i]), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+}
+
+/* cat_case -- concat against a copy loop, split must give the parts back */
+static void cat_case(int axis, const int64_t sizes[3])
+{
+	struct net n;
+	struct cat_ids c;
+	cat_net(&n, &c, axis, sizes);
+	run(&n, c.cat);
+	/* reference: walk y in order; each outer index holds each part's slab in turn */
+	const atm_tensor *y = atm_graph_tensor(n.g, c.y);
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < axis; d++)
+		outer *= y->dims[d];
+	for (int d = axis + 1; d < 4; d++)
+		inner *= y->dims[d];
+	float *want = calloc((size_t)y->n_elems, sizeof *want);
+	assert_non_null(want);
+	int64_t at = 0;
+	for (int64_t o = 0; o < outer; o++)
+		for (int i = 0; i < 3; i++) {
+			int64_t slab = sizes[i] * inner;
+			memcpy(want + at, F(&n, c.part[i]) + o * slab, (size_t)slab * sizeof(float));
+			at += slab;
+		}
+	expect_same_floats("y", F(&n, c.y), want, y->n_elems);
+	/* split of the concat's output gives the parts back bit for bit */
+	memcpy(F(&n, c.dy), F(&n, c.y), (size_t)y->bytes);
+	run(&n, c.split);
+	for (int i = 0; i < 3; i++)
+		expect_same_floats("split part", F(&n, c.dpart[i]), F(&n, c.part[i]), NE(&n, c.part[i]));
+	free(want);
+	net_free(&n);
+}
+
+/* test_kernels_concat_split -- concat along three axes is a copy; split undoes it */
+static void test_kernels_concat_split(void **state)
+{
+	(void)state;
+	cat_case(1, (int64_t[]){1, 3, 2});
+	cat_case(3, (int64_t[]){2, 1, 4});
+	cat_case(0, (int64_t[]){1, 2, 1});
+}
+
+/* test_kernels_split_fd -- split is the gradient of concat, by finite differences */
+static void test_kernels_split_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct cat_ids c;
+	cat_net(&n, &c, 2, (int64_t[]){1, 2, 3});
+	run(&n, c.split);
+	for (int i = 0; i < 3; i++)
+		check_fd(&n, c.cat, c.y, F(&n, c.dy), c.part[i], c.dpart[i]);
+	net_free(&n);
+}
+
+/* test_kernels_add -- y = a + b exactly */
+static void test_kernels_add(void **state)
+{
+	(void)state;
+	struct net n;
+	net_new(&n, "add");
+	int32_t a = T_IN(&n, "a", 3, 4, 5);
+	int32_t b = T_IN(&n, "b", 3, 4, 5);
+	int32_t y = T_ACT(&n, "y", 3, 4, 5);
+	int32_t add = nod(&n, "add", ATM_OP_ADD, NULL, IDS(a, b), IDS(y));
+	net_ready(&n);
+	fill(F(&n, a), 60, -1, 1);
+	fill(F(&n, b), 60, -1, 1);
+	run(&n, add);
+	float want[60];
+	for (int i = 0; i < 60; i++)
+		want[i] = F(&n, a)[i] + F(&n, b)[i];
+	/* one rounded float addition per element: exact */
+	expect_same_floats("y", F(&n, y), want, 60);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- loss and SGD */
+
+/* xent_ids -- tensors and nodes of xent_net: softmax cross-entropy of
+ * logits[5,6] against one-hot labels */
+struct xent_ids {
+	int32_t logits, labels, probs, loss, dlogits, fwd, bwd;
+};
+
+/* xent_net -- the graph above with its kernels and random inputs */
+static void xent_net(struct net *n, struct xent_ids *c)
+{
+	net_new(n, "xent");
+	c->logits = T_IN(n, "logits", 5, 6);
+	c->labels = T_IN(n, "labels", 5, 6);
+	c->probs = T_ACT(n, "probs", 5, 6);
+	c->loss = ten(n, "loss", ATM_F32, ATM_KIND_OUTPUT, 1, (int64_t[]){1});
+	c->dlogits = T_GRAD(n, "dlogits", 5, 6);
+	c->fwd = nod(n, "xent", ATM_OP_SOFTMAX_XENT_FWD, NULL, IDS(c->logits, c->labels),
+	             IDS(c->probs, c->loss));
+	c->bwd = nod(n, "xent.bwd", ATM_OP_SOFTMAX_XENT_BWD, NULL, IDS(c->probs, c->labels),
+	             IDS(c->dlogits));
+	net_ready(n);
+	fill(F(n, c->logits), 30, -3, 3);
+	memset(F(n, c->labels), 0, 30 * sizeof(float));
+	for (int r = 0; r < 5; r++)
+		F(n, c->labels)[r * 6 + (int)(rng() % 6)] = 1.f;
+}
+
+/* test_kernels_softmax_xent_fwd -- probs and loss, with huge and underflowing logits */
+static void test_kernels_softmax_xent_fwd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct xent_ids c;
+	xent_net(&n, &c);
+	float *x = F(&n, c.logits), *l = F(&n, c.labels);
+	/* row 3: logits so large that a naive exp overflows */
+	for (int i = 0; i < 6; i++)
+		x[18 + i] += 1000.f;
+	/* row 4: the labelled class has a probability that underflows float: the
+	 * loss must stay finite (about 200 for that row) */
+	for (int i = 0; i < 6; i++)
+		x[24 + i] = 0.f, l[24 + i] = 0.f;
+	x[24 + 2] = -200.f;
+	l[24 + 2] = 1.f;
+	run(&n, c.fwd);
+	double probs[30], loss;
+	ref_softmax_xent(5, 6, x, l, probs, &loss);
+	expect_close("probs", F(&n, c.probs), probs, 30, 1e-7, 1e-6);
+	expect_close("loss", F(&n, c.loss), &loss, 1, 0, 1e-6);
+	assert_true(loss > 200.0 / 5);
+	for (int r = 0; r < 5; r++) {
+		double s = 0;
+		for (int i = 0; i < 6; i++)
+			s += F(&n, c.probs)[r * 6 + i];
+		assert_true(fabs(s - 1) < 1e-6);
+	}
+	net_free(&n);
+}
+
+/* test_kernels_softmax_xent_bwd_fd -- dlogits against finite differences of the loss */
+static void test_kernels_softmax_xent_bwd_fd(void **state)
+{
+	(void)state;
+	struct net n;
+	struct xent_ids c;
+	xent_net(&n, &c);
+	run(&n, c.fwd);
+	run(&n, c.bwd);
+	/* the loss itself is the scalar: no dy */
+	check_fd(&n, c.fwd, c.loss, NULL, c.logits, c.dlogits);
+	net_free(&n);
+}
+
+/* test_kernels_sgd -- w -= lr * dw in place; lr 0 leaves w alone */
+static void test_kernels_sgd(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs a = {.lr = 0.1f}, zero = {.lr = 0.f};
+	net_new(&n, "sgd");
+	int32_t w = T_PARAM(&n, "w", 3, 7);
+	int32_t v = T_PARAM(&n, "v", 3, 7);
+	int32_t dw = T_IN(&n, "dw", 3, 7);
+	int32_t sgd = nod(&n, "sgd.w", ATM_OP_SGD, &a, IDS(w, dw), 0, NULL);
+	int32_t still = nod(&n, "sgd.v", ATM_OP_SGD, &zero, IDS(v, dw), 0, NULL);
+	net_ready(&n);
+	fill(F(&n, w), 21, -1, 1);
+	fill(F(&n, dw), 21, -1, 1);
+	memcpy(F(&n, v), F(&n, w), 21 * sizeof(float));
+	double want[21];
+	for (int i = 0; i < 21; i++)
+		want[i] = (double)F(&n, w)[i] - 0.1 * (double)F(&n, dw)[i];
+	run(&n, sgd);
+	run(&n, still);
+	expect_close("w", F(&n, w), want, 21, 1e-7, 1e-6);
+	for (int i = 0; i < 21; i++)
+		want[i] = F(&n, v)[i];
+	expect_close("v (lr 0)", F(&n, v), want, 21, 0, 0);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+/* step_net -- one training step of a small network using every op:
+ * conv+bias, bn, relu, max pool, conv, residual add, avg pool, concat, inner
+ * product, softmax cross-entropy, all their backwards and SGD on every param */
+static void step_net(struct net *n)
+{
+	atm_attrs c3 = {.stride = {1, 1}, .pad = {1, 1, 1, 1}};
+	atm_attrs bn = {.epsilon = 1e-5f};
+	atm_attrs mp = {.kernel = {2, 2}, .stride = {2, 2}};
+	atm_attrs ap = {.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1, 1, 1}, .exclude_pad = true};
+	atm_attrs cat = {.axis = 1};
+	atm_attrs sgd = {.lr = 0.05f};
+	net_new(n, "step");
+	int32_t x = T_IN(n, "x", 8, 3, 16, 16);
+	int32_t labels = T_IN(n, "labels", 8, 10);
+	int32_t w1 = T_PARAM(n, "w1", 16, 3, 3, 3), b1 = T_PARAM(n, "b1", 16);
+	int32_t g1 = T_PARAM(n, "g1", 16), be1 = T_PARAM(n, "be1", 16);
+	int32_t w2 = T_PARAM(n, "w2", 16, 16, 3, 3);
+	int32_t wf = T_PARAM(n, "wf", 10, 2048), bf = T_PARAM(n, "bf", 10);
+	int32_t c1 = T_ACT(n, "c1", 8, 16, 16, 16);
+	int32_t n1 = T_ACT(n, "n1", 8, 16, 16, 16), m1 = T_ACT(n, "m1", 16), v1 = T_ACT(n, "v1", 16);
+	int32_t r1 = T_ACT(n, "r1", 8, 16, 16, 16);
+	int32_t p1 = T_ACT(n, "p1", 8, 16, 8, 8), ws1 = T_WS(n, "ws1", 8, 16, 8, 8);
+	int32_t c2 = T_ACT(n, "c2", 8, 16, 8, 8);
+	int32_t a = T_ACT(n, "a", 8, 16, 8, 8);
+	int32_t q = T_ACT(n, "q", 8, 16, 8, 8);
+	int32_t k = T_ACT(n, "k", 8, 32, 8, 8);
+	int32_t lo = T_ACT(n, "logits", 8, 10), pr = T_ACT(n, "probs", 8, 10);
+	int32_t loss = ten(n, "loss", ATM_F32, ATM_KIND_OUTPUT, 1, (int64_t[]){1});
+	int32_t dlo = T_GRAD(n, "dlogits", 8, 10);
+	int32_t dk = T_GRAD(n, "dk", 8, 32, 8, 8);
+	int32_t dwf = T_GRAD(n, "dwf", 10, 2048), dbf = T_GRAD(n, "dbf", 10);
+	int32_t da1 = T_GRAD(n, "da1", 8, 16, 8, 8), dq = T_GRAD(n, "dq", 8, 16, 8, 8);
+	int32_t da2 = T_GRAD(n, "da2", 8, 16, 8, 8), da = T_GRAD(n, "da", 8, 16, 8, 8);
+	int32_t dpc = T_GRAD(n, "dp1_conv", 8, 16, 8, 8), dw2 = T_GRAD(n, "dw2", 16, 16, 3, 3);
+	int32_t dp1 = T_GRAD(n, "dp1", 8, 16, 8, 8);
+	int32_t dr1 = T_GRAD(n, "dr1", 8, 16, 16, 16), dn1 = T_GRAD(n, "dn1", 8, 16, 16, 16);
+	int32_t dc1 = T_GRAD(n, "dc1", 8, 16, 16, 16);
+	int32_t dg1 = T_GRAD(n, "dg1", 16), dbe1 = T_GRAD(n, "dbe1", 16);
+	int32_t dw1 = T_GRAD(n, "dw1", 16, 3, 3, 3), db1 = T_GRAD(n, "db1", 16);
+	int32_t dx = T_GRAD(n, "dx", 8, 3, 16, 16);
+
+	nod(n, "conv1", ATM_OP_CONV_FWD, &c3, IDS(x, w1, b1), IDS(c1));
+	nod(n, "bn1", ATM_OP_BN_FWD, &bn, IDS(c1, g1, be1), IDS(n1, m1, v1));
+	nod(n, "relu1", ATM_OP_RELU_FWD, NULL, IDS(n1), IDS(r1));
+	nod(n, "pool1", ATM_OP_MAXPOOL_FWD, &mp, IDS(r1), IDS(p1, ws1));
+	nod(n, "conv2", ATM_OP_CONV_FWD, &c3, IDS(p1, w2), IDS(c2));
+	nod(n, "res", ATM_OP_ADD, NULL, IDS(c2, p1), IDS(a));
+	nod(n, "avg", ATM_OP_AVGPOOL_FWD, &ap, IDS(a), IDS(q));
+	nod(n, "cat", ATM_OP_CONCAT, &cat, IDS(a, q), IDS(k));
+	nod(n, "fc", ATM_OP_IP_FWD, NULL, IDS(k, wf, bf), IDS(lo));
+	nod(n, "loss", ATM_OP_SOFTMAX_XENT_FWD, NULL, IDS(lo, labels), IDS(pr, loss));
+	nod(n, "loss.bwd", ATM_OP_SOFTMAX_XENT_BWD, NULL, IDS(pr, labels), IDS(dlo));
+	nod(n, "fc.bwd_data", ATM_OP_IP_BWD_DATA, NULL, IDS(dlo, wf), IDS(dk));
+	nod(n, "fc.bwd_w", ATM_OP_IP_BWD_WEIGHTS, NULL, IDS(k, dlo), IDS(dwf, dbf));
+	nod(n, "cat.bwd", ATM_OP_SPLIT, &cat, IDS(dk), IDS(da1, dq));
+	nod(n, "avg.bwd", ATM_OP_AVGPOOL_BWD, &ap, IDS(dq), IDS(da2));
+	nod(n, "grad_a", ATM_OP_ADD, NULL, IDS(da1, da2), IDS(da));
+	nod(n, "conv2.bwd_data", ATM_OP_CONV_BWD_DATA, &c3, IDS(da, w2), IDS(dpc));
+	nod(n, "conv2.bwd_w", ATM_OP_CONV_BWD_WEIGHTS, &c3, IDS(p1, da), IDS(dw2));
+	nod(n, "grad_p1", ATM_OP_ADD, NULL, IDS(dpc, da), IDS(dp1));
+	nod(n, "pool1.bwd", ATM_OP_MAXPOOL_BWD, &mp, IDS(dp1, ws1), IDS(dr1));
+	nod(n, "relu1.bwd", ATM_OP_RELU_BWD, NULL, IDS(r1, dr1), IDS(dn1));
+	nod(n, "bn1.bwd", ATM_OP_BN_BWD, &bn, IDS(c1, dn1, g1, m1, v1), IDS(dc1, dg1, dbe1));
+	nod(n, "conv1.bwd_w", ATM_OP_CONV_BWD_WEIGHTS, &c3, IDS(x, dc1), IDS(dw1, db1));
+	nod(n, "conv1.bwd_data", ATM_OP_CONV_BWD_DATA, &c3, IDS(dc1, w1), IDS(dx));
+	int32_t params[][2] = {{w1, dw1}, {b1, db1}, {g1, dg1}, {be1, dbe1},
+	                       {w2, dw2}, {wf, dwf}, {bf, dbf}};
+	for (int i = 0; i < 7; i++)
+		nod(n, atm_graph_tensor(n->g, params[i][0])->name, ATM_OP_SGD, &sgd, IDS(params[i][0],
+		    params[i][1]), 0, NULL);
+	net_ready(n);
+	/* inputs and parameters; every other buffer starts as NaN */
+	fill(F(n, x), NE(n, x), -1, 1);
+	memset(F(n, labels), 0, (size_t)NE(n, labels) * sizeof(float));
+	for (int r = 0; r < 8; r++)
+		F(n, labels)[r * 10 + r] = 1.f;
+	for (int i = 0; i < 7; i++)
+		fill(F(n, params[i][0]), NE(n, params[i][0]), -0.3f, 0.3f);
+	fill(F(n, g1), 16, 0.5f, 1.5f);
+}
+
+/* run_all -- every node in schedule order on the active buffer set */
+static void run_all(struct net *n)
+{
+	for (int32_t i = 0; i < atm_graph_n_nodes(n->g); i++)
+		run(n, i);
+}
+
+/* test_kernels_deterministic_across_addresses -- a whole step on two buffer sets is bitwise equal */
+static void test_kernels_deterministic_across_addresses(void **state)
+{
+	(void)state;
+	struct net n;
+	step_net(&n);
+	/* set 1: other addresses (shifted by cache lines, not only pages), other
+	 * garbage in outputs and scratch, same inputs and parameters */
+	net_buffers(&n, 1, 5);
+	for (int32_t t = 0; t < atm_graph_n_tensors(n.g); t++) {
+		const atm_tensor *tt = atm_graph_tensor(n.g, t);
+		if (atm_tensor_is_persistent(tt) && tt->kind != ATM_KIND_OUTPUT)
+			memcpy(n.buf[1][t], n.buf[0][t], (size_t)tt->bytes);
+		else
+			memset(n.buf[1][t], 0x3c, (size_t)tt->bytes);
+	}
+	for (int i = 0; i < MAX_N; i++)
+		if (n.scratch[1][i])
+			memset(n.scratch[1][i], 0x5a, (size_t)atm_kernel_scratch_bytes(n.k[i]));
+	n.set = 0;
+	run_all(&n);
+	n.set = 1;
+	run_all(&n);
+	for (int32_t t = 0; t < atm_graph_n_tensors(n.g); t++) {
+		const atm_tensor *tt = atm_graph_tensor(n.g, t);
+		assert_ptr_not_equal(n.buf[0][t], n.buf[1][t]);
+		if (memcmp(n.buf[0][t], n.buf[1][t], (size_t)tt->bytes) != 0)
+			fail_msg("tensor '%s' differs between the two buffer sets", tt->name);
+	}
+	/* and the step did something: a finite loss, parameters moved */
+	float loss = F(&n, atm_graph_find_tensor(n.g, "loss"))[0];
+	assert_true(isfinite(loss) && loss > 0);
+	net_free(&n);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* test_kernels_unsupported_pool_padding -- padding as large as the window is refused by name */
+static void test_kernels_unsupported_pool_padding(void **state)
+{
+	(void)state;
+	struct net n;
+	static char sentinel;
+	atm_kernel *k = (atm_kernel *)(void *)&sentinel;
+	atm_attrs a = {.kernel = {2, 2}, .pad = {2, 0, 0, 0}};
+	net_new(&n, "bad");
+	int32_t x = T_IN(&n, "x", 1, 1, 4, 4);
+	int32_t y = T_ACT(&n, "y", 1, 1, 5, 3);
+	int32_t ws = T_WS(&n, "ws", 1, 1, 5, 3);
+	nod(&n, "pool.bad", ATM_OP_MAXPOOL_FWD, &a, IDS(x), IDS(y, ws));
+	/* the graph allows it: a window wholly in the padding is the kernel's problem */
+	assert_int_equal(atm_graph_validate(n.g), ATM_OK);
+	assert_int_equal(atm_kernel_new(&k, cpu, n.g, 0), ATM_E_UNSUPPORTED);
+	assert_null(k);
+	assert_non_null(strstr(atm_errmsg(), "node 'pool.bad' (maxpool_fwd)"));
+	assert_non_null(strstr(atm_errmsg(), "padding"));
+	net_free(&n);
+}
+
+/* test_kernels_bad_node -- a node id out of range is a usage error */
+static void test_kernels_bad_node(void **state)
+{
+	(void)state;
+	struct net n;
+	static char sentinel;
+	atm_kernel *k = (atm_kernel *)(void *)&sentinel;
+	net_new(&n, "empty");
+	assert_int_equal(atm_kernel_new(&k, cpu, n.g, 0), ATM_E_USAGE);
+	assert_null(k);
+	assert_non_null(strstr(atm_errmsg(), "out of range"));
+	net_free(&n);
+}
+
+/* test_kernels_run_checks_buffers -- a missing output or scratch buffer is a usage error */
+static void test_kernels_run_checks_buffers(void **state)
+{
+	(void)state;
+	struct net n;
+	struct conv_ids c;
+	conv_net(&n, &c);
+	void *in[2] = {F(&n, c.x), F(&n, c.dy)}, *out[2] = {F(&n, c.dw), NULL};
+	atm_status rc = atm_kernel_run(n.k[c.bwd_w], in, out, n.scratch[0][c.bwd_w]);
+	assert_int_equal(rc, ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "node 'conv.bwd_w' (conv_bwd_weights): output 1"));
+	/* a kernel that needs scratch refuses to run without it */
+	for (int32_t i = 0; i < atm_graph_n_nodes(n.g); i++) {
+		if (atm_kernel_scratch_bytes(n.k[i]) == 0)
+			continue;
+		const atm_node *nd = atm_graph_node(n.g, i);
+		void *ins[3], *outs[2];
+		for (int j = 0; j < nd->n_in; j++)
+			ins[j] = F(&n, nd->in[j]);
+		for (int j = 0; j < nd->n_out; j++)
+			outs[j] = F(&n, nd->out[j]);
+		assert_int_equal(atm_kernel_run(n.k[i], ins, outs, NULL), ATM_E_USAGE);
+		assert_non_null(strstr(atm_errmsg(), "scratch"));
+	}
+	net_free(&n);
+}
+
+/* test_kernels_destroy_null -- destroying NULL is fine; two engines may coexist */
+static void test_kernels_destroy_null(void **state)
+{
+	(void)state;
+	atm_kernel_destroy(NULL);
+	atm_cpu_destroy(NULL);
+	/* and a second engine next to the suite's one is fine */
+	atm_cpu *other = NULL;
+	assert_int_equal(atm_cpu_new(&other), ATM_OK);
+	assert_non_null(other);
+	atm_cpu_destroy(other);
+}
+
+/* main -- the suite, on one engine */
+int main(int argc, char **argv)
+{
+	(void)argc;
+	/* libgomp (oneDNN's threading) reads OMP_WAIT_POLICY when it loads, before
+	 * main. Its default spins waiting workers, and on a busy 2-core machine
+	 * (ctest -j, parallel builds) each tiny primitive then costs a scheduler
+	 * time slice: this suite went from 0.3 s to 20 s. So unless the caller chose
+	 * a policy, run again with passive waiting; the numbers do not change. */
+	if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
+		execv("/proc/self/exe", argv); /* on failure carry on, only slower */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_kernels_conv_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_conv_bwd_data_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_conv_bwd_weights_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_ip_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_ip_bwd_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_relu, reseed),
+		cmocka_unit_test_setup(test_kernels_maxpool_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_maxpool_bwd_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_avgpool_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_avgpool_bwd_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_bn_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_bn_bwd_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_concat_split, reseed),
+		cmocka_unit_test_setup(test_kernels_split_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_add, reseed),
+		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_sgd, reseed),
+		cmocka_unit_test_setup(test_kernels_deterministic_across_addresses, reseed),
+		cmocka_unit_test_setup(test_kernels_unsupported_pool_padding, reseed),
+		cmocka_unit_test_setup(test_kernels_bad_node, reseed),
+		cmocka_unit_test_setup(test_kernels_run_checks_buffers, reseed),
+		cmocka_unit_test_setup(test_kernels_destroy_null, reseed),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
