@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# deps.sh -- install the Debian packages autotm builds and runs with (sourced by the other scripts)
+
+ATM_PACKAGES=(
+  build-essential cmake pkg-config
+  libjansson-dev libcmocka-dev libglpk-dev libmemkind-dev libpmem2-dev libhwloc-dev libdnnl-dev
+  python3-matplotlib
+)
+
+# atm_install_deps -- apt-get install whatever of ATM_PACKAGES (and "$@") is missing
+atm_install_deps() {
+  local missing=() pkg sudo=""
+  for pkg in "${ATM_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "autotm: need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "autotm: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# atm_build DIR [CMAKE ARGS...] -- configure and build autotm into DIR
+atm_build() {
+  local dir=$1; shift
+  cmake -S "$ATM_ROOT" -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j "$(nproc)"
+}
