@@ -144,6 +144,7 @@ typedef struct {
 	int64_t bytes;
 	atm_tensor_kind kind;
 	unsigned locations; /* ATM_LOC_* bits */
+	bool batched;       /* dims[0] is the batch: graph JSON writes it as "batch" */
 } atm_tensor;
 
 /* A node as the graph holds it (read-only view, owned by the graph). */
@@ -193,12 +194,19 @@ atm_status atm_graph_add_node(atm_graph *g, const char *name, atm_op op, const a
                               int n_in, const int32_t *in, int n_out, const int32_t *out,
                               int32_t *id);
 
+/* atm_graph_mark_batched -- tensor's first dimension is the batch size, so that
+ * a saved graph can be loaded at another batch */
+atm_status atm_graph_mark_batched(atm_graph *g, int32_t tensor);
+/* atm_graph_batch -- the batch of the batched tensors, 0 when none is marked */
+int64_t atm_graph_batch(const atm_graph *g);
+
 /* atm_graph_set_workspace -- scratch bytes node id needs while it runs */
 atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes);
 
 /* atm_graph_validate -- every input produced earlier (or an input, param,
  * constant or optimizer state), every non-persistent tensor produced exactly
- * once, shapes consistent with each op's rule. The message names the node. */
+ * once, shapes consistent with each op's rule, batched tensors agreeing on the
+ * batch. The message names the node or tensor. */
 atm_status atm_graph_validate(const atm_graph *g);
 
 const char *atm_graph_name(const atm_graph *g);

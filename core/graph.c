@@ -341,6 +341,23 @@ atm_status atm_graph_add_node(atm_graph *g, const char *name, atm_op op, const a
 	return ATM_OK;
 }
 
+atm_status atm_graph_mark_batched(atm_graph *g, int32_t tensor)
+{
+	if (tensor < 0 || tensor >= g->n_tensors)
+		return atm_err(ATM_E_USAGE, "tensor %d does not exist (valid: 0 to %d)", tensor,
+		               g->n_tensors - 1);
+	g->tensors[tensor].batched = true;
+	return ATM_OK;
+}
+
+int64_t atm_graph_batch(const atm_graph *g)
+{
+	for (int32_t t = 0; t < g->n_tensors; t++)
+		if (g->tensors[t].batched)
+			return g->tensors[t].dims[0];
+	return 0;
+}
+
 atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes)
 {
 	if (node < 0 || node >= g->n_nodes)
@@ -429,7 +446,14 @@ atm_status atm_graph_validate(const atm_graph *g)
 			goto out;
 		}
 	}
+	int64_t batch = atm_graph_batch(g);
 	for (int32_t t = 0; t < g->n_tensors; t++) {
+		const atm_tensor *x = &g->tensors[t];
+		if (x->batched && x->dims[0] != batch) {
+			rc = atm_err(ATM_E_INPUT, "tensor %d ('%s') is marked batched with %lld rows, but the "
+			             "batch is %lld", t, x->name, (long long)x->dims[0], (long long)batch);
+			goto out;
+		}
 		if (!exists_before_step(&g->tensors[t]) && producer[t] < 0) {
 			rc = atm_err(ATM_E_INPUT, "tensor %d ('%s', %s) is never produced by any node", t,
 			             g->tensors[t].name, atm_kind_name(g->tensors[t].kind));

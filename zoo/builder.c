@@ -105,6 +105,11 @@ __attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_ki
 	atm_status rc = atm_graph_add_tensor(b->g, name, dtype, ndim, dims, kind, ATM_LOC_ANY, &id);
 	if (rc < 0)
 		return fail(b, rc);
+	/* data and activations lead with the batch; a gradient follows what it is the
+	 * gradient of (see batched_like), so a parameter's gradient never does */
+	if ((kind == ATM_KIND_INPUT || kind == ATM_KIND_ACTIVATION) && ndim >= 2 &&
+	    dims[0] == b->batch && (rc = atm_graph_mark_batched(b->g, id)) < 0)
+		return fail(b, rc);
 	b->info[id] = (struct zb_info){.grad = -1};
 	return id;
 }
@@ -478,6 +483,17 @@ int32_t zb_conv_bn_relu(zb *b, const char *prefix, int32_t x, int64_t out_c, int
 
 /* ---------------------------------------------------------------- backward pass */
 
+/* batched_like -- mark gradient dx batched when x is; dx is returned */
+static int32_t batched_like(zb *b, int32_t dx, int32_t x)
+{
+	if (dx >= 0 && atm_graph_tensor(b->g, x)->batched) {
+		atm_status rc = atm_graph_mark_batched(b->g, dx);
+		if (rc < 0)
+			return fail(b, rc);
+	}
+	return dx;
+}
+
 /* like -- a new gradient tensor of x's shape, named x's name + suffix */
 static int32_t like(zb *b, int32_t x, const char *suffix)
 {
@@ -485,7 +501,7 @@ static int32_t like(zb *b, int32_t x, const char *suffix)
 	int64_t dims[ATM_MAX_DIMS];
 	int nd = t->ndim;
 	memcpy(dims, t->dims, sizeof dims);
-	return tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s%s", t->name, suffix);
+	return batched_like(b, tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s%s", t->name, suffix), x);
 }
 
 /* unused_grad -- the gradient a kernel must write for input slot of layer but
@@ -496,7 +512,8 @@ static int32_t unused_grad(zb *b, int32_t x, const char *layer, int slot)
 	int64_t dims[ATM_MAX_DIMS];
 	int nd = t->ndim;
 	memcpy(dims, t->dims, sizeof dims);
-	return tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s.d%d.unused", layer, slot);
+	return batched_like(b, tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s.d%d.unused", layer, slot),
+	                    x);
 }
 
 /* new_grad -- a fresh tensor for the next gradient contribution to x: "x.grad"

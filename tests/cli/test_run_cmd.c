@@ -1,0 +1,237 @@
+/* test_run_cmd.c -- autotm run and autotm tiers end to end: results JSON, placements, faults, Ctrl-C */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+
+static char tmpdir[] = "/tmp/atm_run_XXXXXX";
+static char autotm[1024];
+
+/* run -- autotm ARGS; exit code, stderr in err (caller frees) */
+static int run(const char *args, char **err)
+{
+	char cmd[4096], path[512];
+	size_t len;
+	snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", autotm, args, tmpdir, tmpdir);
+	int status = system(cmd);
+	snprintf(path, sizeof path, "%s/err", tmpdir);
+	if (err)
+		assert_int_equal(atm_read_file(path, err, &len), ATM_OK);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *bin = getenv("ATM_BINARY_DIR");
+	if (!bin)
+		return -1;
+	snprintf(autotm, sizeof autotm, "%s/cli/autotm", bin);
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* results -- run ARGS with -o NAME in tmpdir and parse the results file */
+static json_t *results(const char *args, const char *name)
+{
+	char full[2048], path[512];
+	char *err = NULL;
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	snprintf(full, sizeof full, "run %s --quiet -o %s", args, path);
+	int code = run(full, &err);
+	if (code != 0)
+		fail_msg("autotm %s exited %d: %s", full, code, err);
+	free(err);
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+	if (!j)
+		fail_msg("%s: %s", path, e.text);
+	return j;
+}
+
+static json_t *first_run(json_t *doc)
+{
+	json_t *r = json_array_get(json_object_get(doc, "runs"), 0);
+	assert_non_null(r);
+	return r;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_string(v))
+		fail_msg("no string field %s", key);
+	return json_string_value(v);
+}
+
+static void test_run_cmd_results_have_autotm_fields(void **state)
+{
+	(void)state;
+	json_t *doc = results("--model tiny_mlp --placement random --seed 4 --iters 2", "r.json");
+	const char *top[] = {"io_size", "default_alloc_size", "gpu_managed_runtime", "runs", "workload"};
+	for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+		if (!json_object_get(doc, top[i]))
+			fail_msg("results lack %s", top[i]);
+	json_t *r = first_run(doc);
+	const char *fields[] = {
+		"creation_times", "optimization_times", "predicted_runtime", "actual_runtime",
+		"dram_limit", "ratio", "tensor_size_map", "config_map", "num_move_nodes",
+		"num_pmem_move_nodes", "num_dram_move_nodes", "bytes_moved", "bytes_moved_pmem",
+		"bytes_moved_dram", "num_async_move_nodes", "num_pmem_async_move_nodes",
+		"num_dram_async_move_nodes", "bytes_async_moved", "bytes_async_moved_pmem",
+		"bytes_async_moved_dram", "num_kernels", "num_input_tensors", "num_output_tensors",
+		"num_dram_input_tensors", "num_dram_output_tensors", "bytes_input_tensors",
+		"bytes_output_tensors", "bytes_dram_input_tensors", "bytes_dram_output_tensors",
+		"dram_alloc_size", "pmem_alloc_size", "move_time", "kernel_times", "losses",
+		"weights_checksum", "emulated", "formulation", "tiers"};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		if (!json_object_get(r, fields[i]))
+			fail_msg("run lacks %s", fields[i]);
+	assert_string_equal(str(r, "formulation"), "random");
+	assert_int_equal(json_array_size(json_object_get(r, "losses")), 3);
+	assert_true(json_real_value(json_object_get(r, "actual_runtime")) > 0);
+	assert_true(json_integer_value(json_object_get(r, "num_pmem_move_nodes")) > 0);
+	assert_true(json_is_false(json_object_get(r, "emulated")));
+	json_decref(doc);
+}
+
+static void test_run_cmd_placements_give_same_weights(void **state)
+{
+	(void)state;
+	json_t *a = results("--model tiny_cnn --placement all-fast --iters 2", "a.json");
+	json_t *b = results("--model tiny_cnn --placement all-slow --iters 2 --emulate optane", "b.json");
+	json_t *c = results("--model tiny_cnn --placement random --seed 1 --iters 2", "c.json");
+	assert_string_equal(str(first_run(a), "weights_checksum"), str(first_run(b), "weights_checksum"));
+	assert_string_equal(str(first_run(a), "weights_checksum"), str(first_run(c), "weights_checksum"));
+	assert_true(json_equal(json_object_get(first_run(a), "losses"),
+	                       json_object_get(first_run(c), "losses")));
+	assert_true(json_is_true(json_object_get(first_run(b), "emulated")));
+	assert_string_equal(str(first_run(b), "emulation"), "optane");
+	assert_true(json_real_value(json_object_get(first_run(b), "emulation_wait_s")) > 0);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
+
+static void test_run_cmd_append_adds_runs(void **state)
+{
+	(void)state;
+	json_decref(results("--model tiny_mlp --iters 1", "ap.json"));
+	json_t *doc = results("--model tiny_mlp --iters 1 --placement all-slow --append", "ap.json");
+	assert_int_equal(json_array_size(json_object_get(doc, "runs")), 2);
+	json_decref(doc);
+	char args[512], *err = NULL;
+	snprintf(args, sizeof args, "run --model tiny_cnn --iters 1 --quiet -o %s/ap.json --append",
+	         tmpdir);
+	assert_int_equal(run(args, &err), 2);
+	assert_non_null(strstr(err, "holds results of workload 'tiny_mlp'"));
+	free(err);
+}
+
+/* expect -- autotm args exits with code and stderr holding frag */
+static void expect(const char *args, int code, const char *frag)
+{
+	char *err = NULL;
+	int got = run(args, &err);
+	if (got != code || !strstr(err, frag))
+		fail_msg("autotm %s: exit %d (want %d), stderr '%s' (want '%s')", args, got, code, err,
+		         frag);
+	free(err);
+}
+
+static void test_run_cmd_faults(void **state)
+{
+	(void)state;
+	char args[1024], plan[512];
+	expect("run --model tiny_mlp --placement sideways", 2, "neither all-fast, all-slow, random");
+	expect("run --model tiny_mlp --emulate floppy", 2, "optane");
+	expect("run --model tiny_mlp --slow numa:7", 5, "node");
+	expect("run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir", 6, "/nonexistent/dir");
+	expect("run --model tiny_mlp --iters 0", 2, "--iters '0' is not valid");
+	expect("run --model tiny_mlp --append", 2, "--append needs -o");
+	expect("run --model tiny_mlp -o /nonexistent/dir/r.json", 6, "/nonexistent/dir/r.json");
+	/* a plan made for another batch is refused */
+	snprintf(plan, sizeof plan, "%s/plan.json", tmpdir);
+	snprintf(args, sizeof args, "%s/spec.json", tmpdir);
+	const char *spec = "{\"name\": \"x\", \"read_gbps\": -3, \"write_gbps\": 1, \"latency_ns\": 1}";
+	assert_int_equal(atm_write_file_atomic(args, spec, strlen(spec)), ATM_OK);
+	snprintf(args, sizeof args, "run --model tiny_mlp --emulate %s/spec.json", tmpdir);
+	expect(args, 3, "read_gbps");
+	const char *bad_plan = "{\"format\": \"autotm-plan\", \"version\": 1, \"graph\": {\"name\": "
+	                       "\"tiny_mlp\", \"digest\": \"0000000000000000\"}}";
+	assert_int_equal(atm_write_file_atomic(plan, bad_plan, strlen(bad_plan)), ATM_OK);
+	snprintf(args, sizeof args, "run --model tiny_mlp --placement %s", plan);
+	expect(args, 3, "another version of graph 'tiny_mlp'");
+}
+
+static void test_run_cmd_interrupt_writes_nothing(void **state)
+{
+	(void)state;
+	char cmd[2048], path[512];
+	snprintf(path, sizeof path, "%s/int.json", tmpdir);
+	/* a long run, interrupted once it is under way */
+	snprintf(cmd, sizeof cmd,
+	         "%s run --model tiny_cnn --iters 1000000 --quiet -o %s >/dev/null 2>%s/int.err & "
+	         "pid=$!; sleep 2; kill -INT $pid; wait $pid",
+	         autotm, path, tmpdir);
+	int status = system(cmd);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 130);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof path, "%s/int.err", tmpdir);
+	char *err = NULL;
+	size_t len;
+	assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
+	assert_non_null(strstr(err, "interrupted"));
+	free(err);
+}
+
+static void test_run_cmd_tiers(void **state)
+{
+	(void)state;
+	char *err = NULL, path[512], *out = NULL;
+	size_t len;
+	assert_int_equal(run("tiers --emulate optane --json", &err), 0);
+	free(err);
+	snprintf(path, sizeof path, "%s/out", tmpdir);
+	assert_int_equal(atm_read_file(path, &out, &len), ATM_OK);
+	json_error_t e;
+	json_t *j = json_loads(out, 0, &e);
+	free(out);
+	assert_non_null(j);
+	assert_true(json_array_size(json_object_get(j, "nodes")) >= 1);
+	assert_true(json_is_true(json_object_get(json_object_get(j, "slow"), "emulated")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "fast"), "kind")), "dram");
+	json_decref(j);
+	expect("tiers --slow warp", 2, "warp");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_run_cmd_results_have_autotm_fields),
+		cmocka_unit_test(test_run_cmd_placements_give_same_weights),
+		cmocka_unit_test(test_run_cmd_append_adds_runs),
+		cmocka_unit_test(test_run_cmd_faults),
+		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
+		cmocka_unit_test(test_run_cmd_tiers),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
