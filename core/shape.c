@@ -85,7 +85,7 @@ static atm_status expect_dims4(const char *what, const atm_tensor *t, int64_t a,
 /* window -- validate stride, pad and kernel of a sliding window op */
 static atm_status window(const atm_attrs *a, int64_t kh, int64_t kw)
 {
-	CHECK(a->stride[0] >= 0 && a->stride[1] >= 0, "stride must be >= 1, got [%d, %d]",
+	CHECK(a->stride[0] >= 0 && a->stride[1] >= 0, "stride must be >= 1 (0 means 1), got [%d, %d]",
 	      a->stride[0], a->stride[1]);
 	for (int i = 0; i < 4; i++)
 		CHECK(a->pad[i] >= 0, "pad must be >= 0, got [%d, %d, %d, %d] (top, left, bottom, right)",
