@@ -1037,7 +1037,7 @@ static void test_kernels_deterministic_across_addresses(void **state)
 
 /* ---------------------------------------------------------------- errors */
 
-/* test_kernels_unsupported_pool_padding -- padding as large as the window is refused by name */
+/* test_kernels_unsupported_pool_padding -- padding as large as the window is refused by name, by the checker and the kernel */
 static void test_kernels_unsupported_pool_padding(void **state)
 {
 	(void)state;
@@ -1050,8 +1050,9 @@ static void test_kernels_unsupported_pool_padding(void **state)
 	int32_t y = T_ACT(&n, "y", 1, 1, 5, 3);
 	int32_t ws = T_WS(&n, "ws", 1, 1, 5, 3);
 	nod(&n, "pool.bad", ATM_OP_MAXPOOL_FWD, &a, IDS(x), IDS(y, ws));
-	/* the graph allows it: a window wholly in the padding is the kernel's problem */
-	assert_int_equal(atm_graph_validate(n.g), ATM_OK);
+	/* the graph checker refuses it, and a kernel asked anyway refuses it too */
+	assert_int_equal(atm_graph_validate(n.g), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "must be smaller than the 2x2 window"));
 	assert_int_equal(atm_kernel_new(&k, cpu, n.g, 0), ATM_E_UNSUPPORTED);
 	assert_null(k);
 	assert_non_null(strstr(atm_errmsg(), "node 'pool.bad' (maxpool_fwd)"));
