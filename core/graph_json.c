@@ -617,7 +617,7 @@ static atm_status gj_read_refs(const gj_reader *r, const json_t *arr, const char
 		               GJ_MAX_EDGES);
 	for (size_t k = 0; k < json_array_size(arr); k++) {
 		char w[GJ_PATH + 32];
-		int64_t id;
+		int64_t id = 0;
 		atm_status rc;
 		snprintf(w, sizeof w, "%s[%zu]", where, k);
 		if ((rc = gj_int(json_array_get(arr, k), w, 0, INT64_MAX, "a tensor id", &id)) < 0)
