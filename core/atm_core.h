@@ -392,6 +392,78 @@ atm_status atm_plan_save(const atm_plan *p, const char *path);
 /* atm_graph_digest -- 16 hex digits identifying the graph's structure and sizes */
 void atm_graph_digest(const atm_graph *g, char out[17]);
 
+/* ---------------------------------------------------------------- profiles */
+
+/* A profile holds measured (or estimated) kernel times, keyed by the kernel's
+ * signature (op, attributes, shapes, dtypes) and its IO configuration, for one
+ * machine: timings from another CPU, thread count, tier pair, emulation preset
+ * or backend are never mixed in. The optimizer reads it; the profiler fills it.
+ *
+ * An IO configuration is a mask over a node's inputs then outputs: bit i set
+ * means the i-th of them is in slow memory. Tensors that may only live in fast
+ * memory never get their bit set. */
+
+/* What makes timings comparable. */
+typedef struct {
+	char cpu[128];       /* CPU model */
+	int n_threads;
+	char backend[48];    /* "cpu-onednn-2.6.3" */
+	char fast_tier[48];  /* tier kind and node: "dram:0" */
+	char slow_tier[48];  /* "pmem-dir", "kmem-dax:2", ... */
+	char emulation[32];  /* preset or spec name; "" when the slow tier is real */
+	bool estimated;      /* a roofline estimate, nothing measured */
+} atm_prof_machine;
+
+/* One kernel in one configuration. */
+typedef struct {
+	double min_s;
+	double median_s;
+	int32_t count;          /* timed runs */
+	int64_t scratch_bytes;  /* scratch the kernel asked for */
+	bool estimated;
+} atm_prof_entry;
+
+/* Moves between the tiers: bandwidths of synchronous copies (1e9 bytes/s). */
+typedef struct {
+	double to_fast_gbps;
+	double to_slow_gbps;
+	bool estimated;
+} atm_prof_moves;
+
+typedef struct atm_profile atm_profile;
+
+/* atm_prof_signature -- the kernel signature of node (same for identical kernels) */
+atm_status atm_prof_signature(const atm_graph *g, int32_t node, char *buf, size_t len);
+/* atm_prof_n_configs -- how many IO configurations node has (2^k, k = its tensors that may be slow) */
+int atm_prof_n_configs(const atm_graph *g, int32_t node);
+/* atm_prof_config_at -- the i-th configuration's mask (0: everything fast) */
+uint32_t atm_prof_config_at(const atm_graph *g, int32_t node, int i);
+
+/* atm_profile_open -- the profile of machine m in the cache file path (created
+ * when missing; NULL: in memory only). A corrupt cache is ATM_E_INPUT naming
+ * the file and where it broke, and is never overwritten; with rebuild the old
+ * entries of this machine are dropped on purpose. An unwritable path is
+ * ATM_E_IO now, not after hours of profiling. */
+atm_status atm_profile_open(atm_profile **p, const char *path, const atm_prof_machine *m,
+                            bool rebuild);
+void atm_profile_destroy(atm_profile *p);
+const atm_prof_machine *atm_profile_machine(const atm_profile *p);
+
+/* atm_profile_get -- node's time in config; ATM_E_NOTFOUND naming the kernel
+ * and the configuration when it was never profiled */
+atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
+                           atm_prof_entry *out);
+atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
+                           const atm_prof_entry *e);
+/* atm_profile_has -- is node in config in the profile */
+bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config);
+/* Move bandwidths; ATM_E_NOTFOUND when never measured. */
+atm_status atm_profile_get_moves(const atm_profile *p, atm_prof_moves *out);
+atm_status atm_profile_set_moves(atm_profile *p, const atm_prof_moves *m);
+/* atm_profile_save -- merge the new entries into the file atomically, under a
+ * file lock, keeping what another profiler wrote meanwhile */
+atm_status atm_profile_save(atm_profile *p);
+
 /* ---------------------------------------------------------------- results */
 
 /* What a run measured; the plan and its schedule give the rest of a results record.

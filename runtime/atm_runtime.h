@@ -74,6 +74,32 @@ atm_status atm_exec_run(atm_exec *e);
 const atm_exec_result *atm_exec_result_get(const atm_exec *e);
 void atm_exec_destroy(atm_exec *e);
 
+/* ---------------------------------------------------------------- kernel timing */
+
+/* Times single kernels with their tensors in chosen tiers: what the profiler
+ * measures. Tensors are allocated in the real tiers (and the slow tier is
+ * emulated when asked), like a run would place them. */
+typedef struct {
+	atm_tier_opts tiers;
+	const char *emulate;  /* as atm_exec_opts.emulate */
+	int reps;             /* timed runs after one warm-up; 0: 5 */
+	uint64_t seed;
+} atm_kbench_opts;
+
+typedef struct atm_kbench atm_kbench;
+
+/* atm_kbench_new -- open the tiers for timing kernels of g (g outlives kb) */
+atm_status atm_kbench_new(atm_kbench **kb, const atm_graph *g, const atm_kbench_opts *o);
+void atm_kbench_destroy(atm_kbench *kb);
+/* atm_kbench_time -- node with its inputs then outputs in slow memory where
+ * config's bits say (see atm_prof_config_at); fills e (min, median, count,
+ * scratch) */
+atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e);
+/* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
+atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m);
+/* atm_kbench_machine -- what the timings are comparable with */
+void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m);
+
 #ifdef __cplusplus
 }
 #endif
