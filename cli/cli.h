@@ -4,6 +4,8 @@
 
 #include <getopt.h>
 
+#include <jansson.h>
+
 #include "atm_core.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
@@ -86,6 +88,9 @@ int cli_fail(const char *cmd, atm_status rc);
 
 /* cli_usage_error -- print a usage message and a pointer to --help; exit code 2 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cli_print_json -- o on standard output, indented, then released */
+atm_status cli_print_json(json_t *o);
 
 /* cli_install_interrupt -- Ctrl-C sets the returned flag instead of killing the process */
 volatile sig_atomic_t *cli_install_interrupt(void);

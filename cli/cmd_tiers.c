@@ -107,11 +107,8 @@ int cmd_tiers(int argc, char **argv)
 		json_object_set_new(o, "fast", desc_json(atm_tier_describe(fast)));
 		json_object_set_new(o, "slow", desc_json(atm_tier_describe(slow)));
 		json_object_set_new(o, "slow_reason", json_string(choice.why));
-		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(o);
-		if (text)
-			printf("%s\n", text);
-		free(text);
+		if ((rc = cli_print_json(o)) < 0)
+			goto fail;
 	} else {
 		printf("NUMA nodes (hwloc)\n");
 		for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++) {

@@ -109,13 +109,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_graph_
 	json_object_set_new(o, "param_bytes", json_integer(s->param_bytes));
 	json_object_set_new(o, "total_bytes", json_integer(s->total_bytes));
 	json_object_set_new(o, "ops", ops);
-	char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (!text)
-		return atm_err(ATM_E_NOMEM, "out of memory printing the summary");
-	printf("%s\n", text);
-	free(text);
-	return ATM_OK;
+	return cli_print_json(o);
 }
 
 static void print_text(const atm_graph *g, int64_t batch, const atm_graph_stats *s,

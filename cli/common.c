@@ -167,3 +167,14 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 	sigaction(SIGTERM, &sa, NULL);
 	return &interrupted;
 }
+
+atm_status cli_print_json(json_t *o)
+{
+	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (!text)
+		return atm_err(ATM_E_NOMEM, "out of memory printing JSON");
+	printf("%s\n", text);
+	free(text);
+	return ATM_OK;
+}

@@ -13,47 +13,23 @@
 #include <jansson.h>
 
 #include "atm_core.h"
-
-static char tmpdir[] = "/tmp/atm_run_XXXXXX";
-static char autotm[1024];
+#include "common/cli_harness.h"
 
 /* run -- autotm ARGS; exit code, stderr in err (caller frees) */
 static int run(const char *args, char **err)
 {
-	char cmd[4096], path[512];
-	size_t len;
-	snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", autotm, args, tmpdir, tmpdir);
-	int status = system(cmd);
-	snprintf(path, sizeof path, "%s/err", tmpdir);
-	if (err)
-		assert_int_equal(atm_read_file(path, err, &len), ATM_OK);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	struct cli_result r = cli_run("%s", args);
+	*err = r.err;
+	free(r.out);
+	return r.code;
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	const char *bin = getenv("ATM_BINARY_DIR");
-	if (!bin)
-		return -1;
-	snprintf(autotm, sizeof autotm, "%s/cli/autotm", bin);
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-/* results -- run ARGS with -o NAME in tmpdir and parse the results file */
+/* results -- run ARGS with -o NAME in cli_tmpdir and parse the results file */
 static json_t *results(const char *args, const char *name)
 {
 	char full[2048], path[512];
 	char *err = NULL;
-	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	snprintf(path, sizeof path, "%s/%s", cli_tmpdir, name);
 	snprintf(full, sizeof full, "run %s --quiet -o %s", args, path);
 	int code = run(full, &err);
 	if (code != 0)
@@ -139,20 +115,9 @@ static void test_run_cmd_append_adds_runs(void **state)
 	json_decref(doc);
 	char args[512], *err = NULL;
 	snprintf(args, sizeof args, "run --model tiny_cnn --iters 1 --quiet -o %s/ap.json --append",
-	         tmpdir);
+	         cli_tmpdir);
 	assert_int_equal(run(args, &err), 2);
 	assert_non_null(strstr(err, "holds results of workload 'tiny_mlp'"));
-	free(err);
-}
-
-/* expect -- autotm args exits with code and stderr holding frag */
-static void expect(const char *args, int code, const char *frag)
-{
-	char *err = NULL;
-	int got = run(args, &err);
-	if (got != code || !strstr(err, frag))
-		fail_msg("autotm %s: exit %d (want %d), stderr '%s' (want '%s')", args, got, code, err,
-		         frag);
 	free(err);
 }
 
@@ -160,42 +125,42 @@ static void test_run_cmd_faults(void **state)
 {
 	(void)state;
 	char args[1024], plan[512];
-	expect("run --model tiny_mlp --placement sideways", 2, "neither all-fast, all-slow, random");
-	expect("run --model tiny_mlp --emulate floppy", 2, "optane");
-	expect("run --model tiny_mlp --slow numa:7", 5, "node");
-	expect("run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir", 6, "/nonexistent/dir");
-	expect("run --model tiny_mlp --iters 0", 2, "--iters '0' is not valid");
-	expect("run --model tiny_mlp --append", 2, "--append needs -o");
-	expect("run --model tiny_mlp -o /nonexistent/dir/r.json", 6, "/nonexistent/dir/r.json");
+	cli_expect(2, "neither all-fast, all-slow, random", "run --model tiny_mlp --placement sideways");
+	cli_expect(2, "optane", "run --model tiny_mlp --emulate floppy");
+	cli_expect(5, "node", "run --model tiny_mlp --slow numa:7");
+	cli_expect(6, "/nonexistent/dir", "run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir");
+	cli_expect(2, "--iters '0' is not valid", "run --model tiny_mlp --iters 0");
+	cli_expect(2, "--append needs -o", "run --model tiny_mlp --append");
+	cli_expect(6, "/nonexistent/dir/r.json", "run --model tiny_mlp -o /nonexistent/dir/r.json");
 	/* a plan made for another batch is refused */
-	snprintf(plan, sizeof plan, "%s/plan.json", tmpdir);
-	snprintf(args, sizeof args, "%s/spec.json", tmpdir);
+	snprintf(plan, sizeof plan, "%s/plan.json", cli_tmpdir);
+	snprintf(args, sizeof args, "%s/spec.json", cli_tmpdir);
 	const char *spec = "{\"name\": \"x\", \"read_gbps\": -3, \"write_gbps\": 1, \"latency_ns\": 1}";
 	assert_int_equal(atm_write_file_atomic(args, spec, strlen(spec)), ATM_OK);
-	snprintf(args, sizeof args, "run --model tiny_mlp --emulate %s/spec.json", tmpdir);
-	expect(args, 3, "read_gbps");
+	snprintf(args, sizeof args, "run --model tiny_mlp --emulate %s/spec.json", cli_tmpdir);
+	cli_expect(3, "read_gbps", "%s", args);
 	const char *bad_plan = "{\"format\": \"autotm-plan\", \"version\": 1, \"graph\": {\"name\": "
 	                       "\"tiny_mlp\", \"digest\": \"0000000000000000\"}}";
 	assert_int_equal(atm_write_file_atomic(plan, bad_plan, strlen(bad_plan)), ATM_OK);
 	snprintf(args, sizeof args, "run --model tiny_mlp --placement %s", plan);
-	expect(args, 3, "another version of graph 'tiny_mlp'");
+	cli_expect(3, "another version of graph 'tiny_mlp'", "%s", args);
 }
 
 static void test_run_cmd_interrupt_writes_nothing(void **state)
 {
 	(void)state;
 	char cmd[2048], path[512];
-	snprintf(path, sizeof path, "%s/int.json", tmpdir);
+	snprintf(path, sizeof path, "%s/int.json", cli_tmpdir);
 	/* a long run, interrupted once it is under way */
 	snprintf(cmd, sizeof cmd,
 	         "%s run --model tiny_cnn --iters 1000000 --quiet -o %s >/dev/null 2>%s/int.err & "
 	         "pid=$!; sleep 2; kill -INT $pid; wait $pid",
-	         autotm, path, tmpdir);
+	         cli_autotm, path, cli_tmpdir);
 	int status = system(cmd);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 130);
 	assert_int_not_equal(access(path, F_OK), 0);
-	snprintf(path, sizeof path, "%s/int.err", tmpdir);
+	snprintf(path, sizeof path, "%s/int.err", cli_tmpdir);
 	char *err = NULL;
 	size_t len;
 	assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
@@ -210,7 +175,7 @@ static void test_run_cmd_tiers(void **state)
 	size_t len;
 	assert_int_equal(run("tiers --emulate optane --json", &err), 0);
 	free(err);
-	snprintf(path, sizeof path, "%s/out", tmpdir);
+	snprintf(path, sizeof path, "%s/out", cli_tmpdir);
 	assert_int_equal(atm_read_file(path, &out, &len), ATM_OK);
 	json_error_t e;
 	json_t *j = json_loads(out, 0, &e);
@@ -220,7 +185,7 @@ static void test_run_cmd_tiers(void **state)
 	assert_true(json_is_true(json_object_get(json_object_get(j, "slow"), "emulated")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "fast"), "kind")), "dram");
 	json_decref(j);
-	expect("tiers --slow warp", 2, "warp");
+	cli_expect(2, "warp", "tiers --slow warp");
 }
 
 int main(void)
@@ -233,5 +198,5 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }

@@ -1,0 +1,96 @@
+/* cli_harness.h -- running the built autotm from a cmocka test: a scratch folder, captured output, exit codes
+ *
+ * Usage (in a test file that includes cmocka.h first):
+ *
+ *     struct cli_result r = cli_run("run --model tiny_mlp -o %s/r.json", cli_tmpdir);
+ *     assert_int_equal(r.code, 0);
+ *     cli_release(&r);
+ *     cli_expect(2, "unknown option", "zoo --frobnicate");
+ *
+ * cmocka_run_group_tests(tests, cli_setup, cli_teardown) makes the scratch folder
+ * and finds the binary through ATM_BINARY_DIR, which atm_add_test sets.
+ */
+#ifndef ATM_TEST_CLI_HARNESS_H
+#define ATM_TEST_CLI_HARNESS_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "atm_core.h"
+
+static char cli_tmpdir[] = "/tmp/atm_cli_XXXXXX";
+static char cli_autotm[1024];
+
+struct cli_result {
+	int code;  /* exit code, -1 when killed */
+	char *out; /* standard output */
+	char *err; /* standard error */
+};
+
+/* cli_run -- autotm with the printf-style arguments, stdout and stderr captured */
+__attribute__((format(printf, 1, 2), unused)) static struct cli_result cli_run(const char *fmt, ...)
+{
+	char args[3072], cmd[4800];
+	struct cli_result r = {0};
+	size_t len;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	if (snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", cli_autotm, args, cli_tmpdir,
+	             cli_tmpdir) >= (int)sizeof cmd)
+		fail_msg("autotm arguments too long: %s", args);
+	int status = system(cmd);
+	r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	snprintf(cmd, sizeof cmd, "%s/out", cli_tmpdir);
+	assert_int_equal(atm_read_file(cmd, &r.out, &len), ATM_OK);
+	snprintf(cmd, sizeof cmd, "%s/err", cli_tmpdir);
+	assert_int_equal(atm_read_file(cmd, &r.err, &len), ATM_OK);
+	return r;
+}
+
+__attribute__((unused)) static void cli_release(struct cli_result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* cli_expect -- autotm with the arguments exits with code and stderr holds frag */
+__attribute__((format(printf, 3, 4), unused)) static void cli_expect(int code, const char *frag,
+                                                                     const char *fmt, ...)
+{
+	char args[3072];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	struct cli_result r = cli_run("%s", args);
+	if (r.code != code || !strstr(r.err, frag))
+		fail_msg("autotm %s: exit %d (want %d), stderr '%s' (want '%s')", args, r.code, code, r.err,
+		         frag);
+	cli_release(&r);
+}
+
+__attribute__((unused)) static int cli_setup(void **state)
+{
+	(void)state;
+	const char *bin = getenv("ATM_BINARY_DIR");
+	if (!bin)
+		return -1;
+	snprintf(cli_autotm, sizeof cli_autotm, "%s/cli/autotm", bin);
+	return mkdtemp(cli_tmpdir) ? 0 : -1;
+}
+
+__attribute__((unused)) static int cli_teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", cli_tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+#endif /* ATM_TEST_CLI_HARNESS_H */
