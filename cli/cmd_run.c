@@ -23,6 +23,8 @@ static const char run_help[] =
 	"  --iters N         measured steps (default 5)\n"
 	"  --warmup N        steps run first and not measured (default 1)\n"
 	CLI_MEMORY_HELP
+	"  --2lm SIZE        emulate Memory Mode (2LM): SIZE of fast memory caches the slow\n"
+	"                    tier; needs --placement all-slow and --emulate\n"
 	"  -o FILE           write the results JSON to FILE (atomically)\n"
 	"  --append          add this run to FILE's runs when FILE holds the same workload\n"
 	"  --quiet           no progress on stderr\n"
@@ -76,7 +78,7 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
-	       OPT_QUIET };
+	       OPT_QUIET, OPT_2LM };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -86,6 +88,7 @@ int cmd_run(int argc, char **argv)
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"append", no_argument, NULL, OPT_APPEND},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"2lm", required_argument, NULL, OPT_2LM},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -93,7 +96,7 @@ int cmd_run(int argc, char **argv)
 	cli_graph_source src = {0};
 	cli_memory mem = {0};
 	const char *placement = "all-fast", *out_path = NULL;
-	int64_t seed = 1, iters = 5, warmup = 1, batch = 0;
+	int64_t seed = 1, iters = 5, warmup = 1, batch = 0, twolm = 0;
 	bool append = false, quiet = false;
 	atm_graph *g = NULL;
 	atm_plan *p = NULL;
@@ -131,6 +134,10 @@ int cmd_run(int argc, char **argv)
 		case OPT_APPEND:
 			append = true;
 			break;
+		case OPT_2LM:
+			if (atm_parse_bytes(optarg, &twolm) < 0)
+				return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--2lm: "));
+			break;
 		case OPT_QUIET:
 			quiet = true;
 			break;
@@ -164,6 +171,7 @@ int cmd_run(int argc, char **argv)
 		.tiers = mem.tiers,
 		.emulate = mem.emulate,
 		.stop = cli_install_interrupt(),
+		.twolm_bytes = twolm,
 		.quiet = quiet || !isatty(STDERR_FILENO),
 	};
 	if ((rc = atm_exec_new(&e, p, &o)) < 0 || (rc = atm_exec_run(e)) < 0)

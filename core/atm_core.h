@@ -464,6 +464,34 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_prof_moves *m);
  * file lock, keeping what another profiler wrote meanwhile */
 atm_status atm_profile_save(atm_profile *p);
 
+/* ---------------------------------------------------------------- 2LM cache model */
+
+/* Memory Mode (2LM) puts fast memory in front of slow memory as a cache the
+ * hardware manages. autotm models it at tensor granularity: a tensor read from
+ * slow memory is a miss the first time and a hit while it stays cached; writes
+ * allocate and are written back when evicted (least recently used first); a
+ * tensor larger than the cache streams past it. The runtime uses the model to
+ * emulate 2LM on machines without Memory Mode, the optimizer to predict it. */
+
+typedef struct atm_cache_model atm_cache_model;
+
+/* Slow-memory traffic an access caused. */
+typedef struct {
+	int64_t read_bytes;    /* fetched from slow memory (misses) */
+	int64_t written_bytes; /* written back to slow memory (dirty evictions, streamed writes) */
+} atm_cache_traffic;
+
+/* atm_cache_model_new -- an empty cache of capacity_bytes over n_tensors tensors */
+atm_status atm_cache_model_new(atm_cache_model **c, int64_t capacity_bytes, int32_t n_tensors);
+void atm_cache_model_destroy(atm_cache_model *c);
+/* atm_cache_access -- tensor (bytes long) is read or written; adds to t */
+void atm_cache_access(atm_cache_model *c, int32_t tensor, int64_t bytes, bool write,
+                      atm_cache_traffic *t);
+/* atm_cache_drop -- tensor died: it leaves the cache without a write-back */
+void atm_cache_drop(atm_cache_model *c, int32_t tensor);
+/* atm_cache_flush -- write back every dirty tensor (the end of a measurement) */
+void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
+
 /* ---------------------------------------------------------------- results */
 
 /* What a run measured; the plan and its schedule give the rest of a results record.

@@ -37,6 +37,8 @@ typedef struct {
 	atm_tier_opts tiers;    /* which memories are fast and slow */
 	const char *emulate;    /* NULL, a preset ("optane", "cxl", "numa") or a tier spec file */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to end the run early */
+	int64_t twolm_bytes;    /* > 0: emulate 2LM, fast memory of this size caching the slow
+	                         * tier (the plan must be all-slow; needs emulate) */
 	bool quiet;             /* no progress on stderr */
 } atm_exec_opts;
 
@@ -56,8 +58,9 @@ typedef struct {
 	double move_wait_s;        /* per step: the schedule waited on asynchronous moves */
 	atm_tier_desc fast_tier, slow_tier;
 	bool emulated;
-	char emulation[32];
+	char emulation[48];         /* the preset, "+2lm" when 2LM is emulated too */
 	double emulation_fast_gbps; /* the fast bandwidth emulation measured against */
+	int64_t twolm_bytes;        /* emulated 2LM cache size, 0 when not */
 	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
 } atm_exec_result;
 

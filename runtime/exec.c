@@ -41,6 +41,7 @@ struct atm_exec {
 	atm_tier *fast, *slow;
 	atm_pool *arena, *heap, *fast_heap;
 	atm_emu *emu;
+	atm_cache_model *twolm; /* emulated Memory Mode, NULL when off */
 	atm_cpu *cpu;
 	atm_kernel **kernels;
 	void *scratch;
@@ -272,6 +273,8 @@ static atm_status do_alloc(atm_exec *e, const atm_event *ev)
 
 static atm_status do_free(atm_exec *e, const atm_event *ev)
 {
+	if (e->twolm && ev->loc == ATM_LOC_SLOW)
+		atm_cache_drop(e->twolm, ev->tensor);
 	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
 	atm_status rc = atm_pool_free(ev->loc == ATM_LOC_FAST ? e->arena : e->heap, *slot);
 	*slot = NULL;
@@ -303,6 +306,24 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 	atm_status rc = atm_kernel_run(e->kernels[ev->node], e->in_ptrs, e->out_ptrs, e->scratch);
 	if (rc < 0)
 		return rc;
+	if (e->twolm) {
+		/* in Memory Mode slow bytes cost only when they miss the DRAM cache */
+		atm_cache_traffic tr = {0};
+		for (int i = 0; i < n->n_in; i++)
+			if (ev->cfg[i] != ATM_LOC_FAST) {
+				const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
+				atm_cache_access(e->twolm, x->id, x->bytes, false, &tr);
+				if (i == 0 && atm_op_is_inplace(n->op))
+					atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+			}
+		for (int i = 0; i < n->n_out; i++)
+			if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
+				const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
+				atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+			}
+		slow_read = tr.read_bytes;
+		slow_written = tr.written_bytes;
+	}
 	if (e->emu && (slow_read || slow_written)) {
 		double waited = 0;
 		rc = atm_emu_wait(e->emu, slow_read, slow_written, &waited);
@@ -400,6 +421,19 @@ static atm_status open_memory(atm_exec *e)
 	    (rc = atm_pool_heap_new(&e->heap, e->slow, 0)) < 0 ||
 	    (rc = atm_pool_heap_new(&e->fast_heap, e->fast, 0)) < 0)
 		return rc;
+	if (e->opts.twolm_bytes > 0) {
+		if (!e->opts.emulate)
+			return atm_err(ATM_E_USAGE, "emulating 2LM needs an emulated slow tier (--emulate) "
+			               "to know what a cache miss costs");
+		if (st->fast_peak_bytes > 0)
+			return atm_err(ATM_E_USAGE, "2LM runs an all-slow plan (the hardware decides what is "
+			               "in fast memory), but plan '%s' puts %lld bytes in fast memory",
+			               atm_plan_info_get(e->plan)->formulation,
+			               (long long)st->fast_peak_bytes);
+		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes,
+		                              atm_graph_n_tensors(e->g))) < 0)
+			return rc;
+	}
 	if (e->opts.emulate) {
 		atm_emu_spec spec;
 		if ((rc = atm_emu_spec_resolve(e->opts.emulate, &spec)) < 0 ||
@@ -574,8 +608,10 @@ atm_status atm_exec_run(atm_exec *e)
 	r->fast_tier = *atm_tier_describe(e->fast);
 	r->slow_tier = *atm_tier_describe(e->slow);
 	r->emulated = e->emu != NULL;
+	r->twolm_bytes = e->twolm ? e->opts.twolm_bytes : 0;
 	if (e->emu) {
-		snprintf(r->emulation, sizeof r->emulation, "%s", atm_emu_get_spec(e->emu)->name);
+		snprintf(r->emulation, sizeof r->emulation, "%s%s", atm_emu_get_spec(e->emu)->name,
+		         e->twolm ? "+2lm" : "");
 		r->emulation_fast_gbps = atm_emu_fast_gbps(e->emu);
 	}
 	return ATM_OK;
@@ -603,6 +639,7 @@ void atm_exec_destroy(atm_exec *e)
 	atm_pool_destroy(e->heap);
 	atm_pool_destroy(e->arena);
 	atm_emu_destroy(e->emu);
+	atm_cache_model_destroy(e->twolm);
 	atm_tier_destroy(e->slow);
 	atm_tier_destroy(e->fast);
 	atm_tier_topo_destroy(e->topo);

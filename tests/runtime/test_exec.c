@@ -133,6 +133,38 @@ static void test_exec_emulation_slows_slow_io(void **state)
 	atm_graph_destroy(g);
 }
 
+static void test_exec_emulated_2lm_caches_slow_memory(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	atm_exec *e = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	struct run slow = run_plan(p, 2, "optane");
+	atm_exec_opts o = {.iters = 2, .warmup = -1, .seed = 42, .quiet = true, .emulate = "optane",
+	                   .twolm_bytes = 64 << 20};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
+	assert_int_equal(atm_exec_run(e), ATM_OK);
+	const atm_exec_result *r = atm_exec_result_get(e);
+	/* a cache larger than the footprint only pays the first misses */
+	assert_true(r->emulation_wait_s < slow.r.emulation_wait_s);
+	assert_string_equal(r->emulation, "optane+2lm");
+	assert_int_equal(r->twolm_bytes, 64 << 20);
+	assert_string_equal(r->weights_checksum, slow.checksum);
+	atm_exec_destroy(e);
+	/* 2LM needs emulation, and an all-slow plan */
+	o.emulate = NULL;
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "--emulate"));
+	atm_plan_destroy(p);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	o.emulate = "optane";
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "all-slow"));
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 static void test_exec_fast_limit_is_enforced(void **state)
 {
 	(void)state;
@@ -192,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_exec_placements_agree_tiny_mlp),
 		cmocka_unit_test(test_exec_loss_falls),
 		cmocka_unit_test(test_exec_emulation_slows_slow_io),
+		cmocka_unit_test(test_exec_emulated_2lm_caches_slow_memory),
 		cmocka_unit_test(test_exec_fast_limit_is_enforced),
 		cmocka_unit_test(test_exec_missing_pmem_dir),
 		cmocka_unit_test(test_exec_stops_when_interrupted),
