@@ -472,15 +472,10 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 		if (w.s->ev[i].kind == ATM_EV_KERNEL)
 			w.s->ev[i].cfg = w.s->cfg + w.s->cfg_at[w.s->ev[i].node];
 	w.s->stats.fast_arena_bytes = w.arena.end;
-	free(w.arena.free);
-	free(w.flying);
-	free(w.ts);
-	free(w.by_after);
-	free(w.after_at);
-	atm_liveness_destroy(w.lv);
 	*out = w.s;
-	return ATM_OK;
+	w.s = NULL;
 fail:
+	/* the walk's state goes either way; the schedule only on failure */
 	free(w.arena.free);
 	free(w.flying);
 	free(w.ts);
