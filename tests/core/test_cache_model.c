@@ -75,6 +75,7 @@ static void test_cache_model_drop_and_flush(void **state)
 	assert_int_equal(t.written_bytes, 300);
 	atm_cache_access(c, 9, 10, false, &t); /* out of range: ignored */
 	assert_int_equal(t.read_bytes, 0);
+	atm_cache_model_destroy(c);
 	assert_int_equal(atm_cache_model_new(&c, -1, 4), ATM_E_USAGE);
 	assert_null(c);
 }
