@@ -98,5 +98,7 @@ volatile sig_atomic_t *cli_install_interrupt(void);
 int cmd_zoo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_tiers(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif /* ATM_CLI_H */

@@ -6,6 +6,8 @@
 
 static const cli_command commands[] = {
 	{"zoo", "list the networks and presets, summarise or export one network", cmd_zoo},
+	{"profile", "time every kernel in every IO configuration into the profile cache", cmd_profile},
+	{"plan", "place tensors in fast or slow memory under a limit (ILP or a baseline), write the plan", cmd_plan},
 	{"run", "run a network's training step for real with a placement, write results", cmd_run},
 	{"tiers", "show this machine's memories and the fast and slow tiers autotm uses", cmd_tiers},
 };

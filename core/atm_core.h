@@ -301,14 +301,20 @@ typedef struct {
 	bool async;
 } atm_move;
 
+/* Most solves one plan records: the optimizer's defragmentation rounds. */
+#define ATM_PLAN_MAX_ROUNDS 16
+
 /* What the optimizer knew when it made the plan (solver figures may be absent: < 0). */
 typedef struct {
 	char formulation[32];       /* "all-fast", "static", "synchronous", ... */
 	int64_t fast_limit_bytes;   /* 0: no limit */
 	double predicted_runtime_s; /* < 0: unknown */
-	double creation_s, solve_s; /* < 0: not solved */
+	double creation_s, solve_s; /* < 0: not solved; over all rounds */
 	double mip_gap;             /* < 0: unknown */
 	char solver_status[32];
+	/* one entry per solve (results' creation_times and optimization_times); 0: not solved */
+	int n_rounds;
+	double round_creation_s[ATM_PLAN_MAX_ROUNDS], round_solve_s[ATM_PLAN_MAX_ROUNDS];
 } atm_plan_info;
 
 typedef struct atm_plan atm_plan;
@@ -395,18 +401,42 @@ void atm_graph_digest(const atm_graph *g, char out[17]);
 /* ---------------------------------------------------------------- profiles */
 
 /* A profile holds measured (or estimated) kernel times, keyed by the kernel's
- * signature (op, attributes, shapes, dtypes) and its IO configuration, for one
- * machine: timings from another CPU, thread count, tier pair, emulation preset
- * or backend are never mixed in. The optimizer reads it; the profiler fills it.
+ * signature (op, the attributes it reads, shapes, dtypes) and its IO
+ * configuration, for one machine: timings from another CPU, thread count, tier
+ * pair, emulation preset or backend are never mixed in. The optimizer reads it;
+ * the profiler fills it. The cache file and its format: docs/profile.md.
  *
- * An IO configuration is a mask over a node's inputs then outputs: bit i set
- * means the i-th of them is in slow memory. Tensors that may only live in fast
- * memory never get their bit set. */
+ *     atm_prof_machine m = {...};                  // atm_kbench_machine fills it
+ *     atm_profile *p = NULL;
+ *     atm_profile_open(&p, "profiles.json", &m, false);
+ *     for (int i = 0; i < atm_prof_n_configs(g, node); i++) {
+ *             uint32_t c = atm_prof_config_at(g, node, i);
+ *             atm_prof_entry e;
+ *             if (atm_profile_get(p, g, node, c, &e) < 0)  // names the kernel
+ *                     fprintf(stderr, "%s\n", atm_errmsg());
+ *     }
+ *     atm_profile_destroy(p);
+ *
+ * An IO configuration is a mask over a node's operand groups: bit i set means
+ * group i is in slow memory. A node has one group per operand (inputs, then
+ * outputs: bit i is the i-th of them) unless it has more than
+ * ATM_PROF_MAX_OPERANDS operands (a DenseNet concatenation of 64 inputs would
+ * have 2^65 configurations); then it has two groups, bit 0 for all its inputs
+ * and bit 1 for all its outputs, which move together. A group holding a tensor
+ * that may only live in fast memory never has its bit set, and operands that
+ * are the same tensor share one location. atm_prof_config_loc and
+ * atm_prof_config_of translate between masks and per-operand locations, so
+ * that callers need not know the grouping. */
 
-/* What makes timings comparable. */
+#define ATM_PROF_MAX_OPERANDS 8
+/* A buffer this long holds the signature of any node of up to about 200 operands. */
+#define ATM_PROF_SIG_MAX 8192
+
+/* What makes timings comparable. Two profiles are of the same machine when
+ * every field is equal. */
 typedef struct {
 	char cpu[128];       /* CPU model */
-	int n_threads;
+	int n_threads;       /* threads the kernels run on (OpenMP) */
 	char backend[48];    /* "cpu-onednn-2.6.3" */
 	char fast_tier[48];  /* tier kind and node: "dram:0" */
 	char slow_tier[48];  /* "pmem-dir", "kmem-dax:2", ... */
@@ -418,7 +448,7 @@ typedef struct {
 typedef struct {
 	double min_s;
 	double median_s;
-	int32_t count;          /* timed runs */
+	int32_t count;          /* timed runs (>= 1) */
 	int64_t scratch_bytes;  /* scratch the kernel asked for */
 	bool estimated;
 } atm_prof_entry;
@@ -432,27 +462,50 @@ typedef struct {
 
 typedef struct atm_profile atm_profile;
 
-/* atm_prof_signature -- the kernel signature of node (same for identical kernels) */
+/* atm_prof_signature -- the kernel signature of node (same for identical
+ * kernels), e.g. "conv_fwd/s1,1/p1,1,1,1/f32[8,3,64,64],f32[64,3,3,3]->f32[8,64,64,64]";
+ * ATM_E_USAGE when it does not fit in len bytes (ATM_PROF_SIG_MAX is plenty) */
 atm_status atm_prof_signature(const atm_graph *g, int32_t node, char *buf, size_t len);
-/* atm_prof_n_configs -- how many IO configurations node has (2^k, k = its tensors that may be slow) */
+/* atm_prof_n_configs -- how many IO configurations node has: 2^k, k = its
+ * groups that may be slow, counting operands that are one tensor once */
 int atm_prof_n_configs(const atm_graph *g, int32_t node);
-/* atm_prof_config_at -- the i-th configuration's mask (0: everything fast) */
+/* atm_prof_config_at -- the i-th configuration's mask (i = 0: everything fast) */
 uint32_t atm_prof_config_at(const atm_graph *g, int32_t node, int i);
+/* atm_prof_config_loc -- ATM_LOC_FAST or ATM_LOC_SLOW: where operand (inputs
+ * then outputs) is in config */
+unsigned atm_prof_config_loc(const atm_graph *g, int32_t node, uint32_t config, int operand);
+/* atm_prof_config_of -- the configuration with these per-operand locations
+ * (inputs then outputs); ATM_E_NOTFOUND naming the node when the node has none
+ * (a fast-only tensor in slow memory, one tensor in two places, the inputs of a
+ * grouped node apart) */
+atm_status atm_prof_config_of(const atm_graph *g, int32_t node, const unsigned *locs,
+                              uint32_t *config);
+/* atm_prof_config_name -- "FS/F": F or S per input, '/', F or S per output; a
+ * grouped node's "S+/F+" means all its inputs slow, all its outputs fast */
+const char *atm_prof_config_name(const atm_graph *g, int32_t node, uint32_t config, char *buf,
+                                 size_t len);
 
 /* atm_profile_open -- the profile of machine m in the cache file path (created
- * when missing; NULL: in memory only). A corrupt cache is ATM_E_INPUT naming
- * the file and where it broke, and is never overwritten; with rebuild the old
- * entries of this machine are dropped on purpose. An unwritable path is
- * ATM_E_IO now, not after hours of profiling. */
+ * on the first save; NULL: in memory only). A corrupt cache is ATM_E_INPUT
+ * naming the file and where it broke, and is never overwritten; with rebuild
+ * the file's entries of this machine (or the whole file, when it is corrupt)
+ * are dropped on purpose at the first save. A path whose folder takes no new
+ * file is ATM_E_IO now, not after hours of profiling. */
 atm_status atm_profile_open(atm_profile **p, const char *path, const atm_prof_machine *m,
                             bool rebuild);
 void atm_profile_destroy(atm_profile *p);
 const atm_prof_machine *atm_profile_machine(const atm_profile *p);
+/* atm_profile_path -- the cache file, NULL when in memory only */
+const char *atm_profile_path(const atm_profile *p);
+/* atm_profile_n_entries -- kernel configurations held for this machine */
+int64_t atm_profile_n_entries(const atm_profile *p);
 
 /* atm_profile_get -- node's time in config; ATM_E_NOTFOUND naming the kernel
  * and the configuration when it was never profiled */
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            atm_prof_entry *out);
+/* atm_profile_put -- record e (times >= 0, count >= 1) for node in config,
+ * replacing what was there; times are kept to 10 significant digits, as saved */
 atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            const atm_prof_entry *e);
 /* atm_profile_has -- is node in config in the profile */
@@ -460,8 +513,11 @@ bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uin
 /* Move bandwidths; ATM_E_NOTFOUND when never measured. */
 atm_status atm_profile_get_moves(const atm_profile *p, atm_prof_moves *out);
 atm_status atm_profile_set_moves(atm_profile *p, const atm_prof_moves *m);
-/* atm_profile_save -- merge the new entries into the file atomically, under a
- * file lock, keeping what another profiler wrote meanwhile */
+/* atm_profile_save -- merge the entries put since the last save into the file
+ * atomically (temporary file + rename), under a lock on "PATH.lock", keeping
+ * what another profiler wrote meanwhile, and take in that profiler's entries;
+ * nothing to do for an in-memory profile. A file that became corrupt since it
+ * was opened is ATM_E_INPUT and is left as it is. */
 atm_status atm_profile_save(atm_profile *p);
 
 /* ---------------------------------------------------------------- 2LM cache model */

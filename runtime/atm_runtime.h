@@ -81,7 +81,10 @@ void atm_exec_destroy(atm_exec *e);
 
 /* Times single kernels with their tensors in chosen tiers: what the profiler
  * measures. Tensors are allocated in the real tiers (and the slow tier is
- * emulated when asked), like a run would place them. */
+ * emulated when asked), like a run would place them, and each timed run
+ * includes the emulation wait the executor adds after that kernel, so a
+ * profile predicts a run. Inputs hold fixed positive values below 1 (never
+ * NaN); a max-pooling argmax input is made by its forward kernel. */
 typedef struct {
 	atm_tier_opts tiers;
 	const char *emulate;  /* as atm_exec_opts.emulate */
@@ -91,17 +94,23 @@ typedef struct {
 
 typedef struct atm_kbench atm_kbench;
 
-/* atm_kbench_new -- open the tiers for timing kernels of g (g outlives kb) */
+/* atm_kbench_new -- open the tiers for timing kernels of g (validated here; g
+ * outlives kb). Nothing of g is allocated or built yet. */
 atm_status atm_kbench_new(atm_kbench **kb, const atm_graph *g, const atm_kbench_opts *o);
 void atm_kbench_destroy(atm_kbench *kb);
-/* atm_kbench_time -- node with its inputs then outputs in slow memory where
- * config's bits say (see atm_prof_config_at); fills e (min, median, count,
- * scratch) */
+/* atm_kbench_time -- node with its operands in slow memory where config says
+ * (atm_prof_config_loc; ATM_E_USAGE when config is not one of node's); fills
+ * e (min, median, count, scratch). The node's kernel is kept for the next
+ * call, so time all configurations of a node one after another. */
 atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e);
 /* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m);
-/* atm_kbench_machine -- what the timings are comparable with */
+/* atm_kbench_machine -- what the timings are comparable with: CPU model,
+ * OpenMP threads, oneDNN version, tier kinds and nodes, emulation name */
 void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m);
+/* atm_kbench_tiers -- the fast and slow tiers it opened (the slow one says
+ * what it emulates) */
+void atm_kbench_tiers(const atm_kbench *kb, atm_tier_desc *fast, atm_tier_desc *slow);
 
 #ifdef __cplusplus
 }

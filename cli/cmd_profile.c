@@ -1,0 +1,329 @@
+/* cmd_profile.c -- autotm profile: time every kernel of a network in every IO configuration into the profile cache */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "atm_profiler.h"
+#include "cli.h"
+
+static const char profile_help[] =
+	"usage: autotm profile --model NAME [--batch B] [--emulate P] [--cache FILE] [--estimate]\n"
+	"       autotm profile --graph FILE ...\n"
+	"\n"
+	"Times every kernel of a network's training step in every IO configuration it\n"
+	"can have (each input and output in fast or slow memory; fast-only tensors stay\n"
+	"fast) with the real runtime: tensors allocated in those tiers, one warm-up run,\n"
+	"then --reps timed runs, keeping the fastest, the median and the count. Identical\n"
+	"kernels are timed once. The times go to a cache that the planner reads, keyed by\n"
+	"kernel, configuration and machine (CPU, threads, tiers, emulation): a second\n"
+	"profile of the same network measures nothing, another network only the kernels\n"
+	"the cache lacks. The cache is saved in batches and on Ctrl-C, atomically and\n"
+	"under a lock, so runs may share it.\n"
+	"\n"
+	"options:\n" CLI_GRAPH_HELP CLI_MEMORY_HELP
+	"  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
+	"                    else ~/.cache/autotm/profiles.json)\n"
+	"  --estimate        estimate the times from each kernel's FLOPs and bytes (a roofline\n"
+	"                    calibrated on this machine) without running the network: for\n"
+	"                    networks too large to run here. Kept apart from measured times,\n"
+	"                    and compared with them when the cache has both\n"
+	"  --rebuild         drop this machine's entries (or a corrupt cache) and start over\n"
+	"  --reps N          timed runs per configuration after one warm-up (default 5)\n"
+	"  --json            print one JSON object\n"
+	"  --quiet           no progress on stderr\n"
+	"  -h, --help        this help\n";
+
+/* default_cache -- $XDG_CACHE_HOME/autotm/profiles.json or ~/.cache/autotm/profiles.json,
+ * its folders made when missing */
+static atm_status default_cache(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof dir, "%s", xdg);
+	else if (home && home[0])
+		snprintf(dir, sizeof dir, "%s/.cache", home);
+	else
+		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
+		               "give --cache FILE");
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
+	}
+	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
+		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
+	return ATM_OK;
+}
+
+/* machine_json -- the machine key as JSON */
+static json_t *machine_json(const atm_prof_machine *m)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "cpu", json_string(m->cpu));
+	json_object_set_new(o, "n_threads", json_integer(m->n_threads));
+	json_object_set_new(o, "backend", json_string(m->backend));
+	json_object_set_new(o, "fast_tier", json_string(m->fast_tier));
+	json_object_set_new(o, "slow_tier", json_string(m->slow_tier));
+	json_object_set_new(o, "emulation", json_string(m->emulation));
+	json_object_set_new(o, "estimated", json_boolean(m->estimated));
+	return o;
+}
+
+/* compare -- the estimated profile p against the measured one of the same
+ * machine in the same cache; false when there is none to compare with */
+static bool compare(const atm_profile *p, const atm_graph *g, atm_prof_error *err)
+{
+	atm_prof_machine m = *atm_profile_machine(p);
+	atm_profile *meas = NULL;
+	bool ok = false;
+	m.estimated = false;
+	if (atm_profile_path(p) && atm_profile_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
+		ok = atm_prof_compare(p, meas, g, err) == ATM_OK;
+	atm_profile_destroy(meas);
+	atm_err_clear();
+	return ok;
+}
+
+/* error_json -- the estimate's error as JSON */
+static json_t *error_json(const atm_prof_error *e)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "n_configs", json_integer(e->n_configs));
+	json_object_set_new(o, "median_ape_percent", json_real(e->median_ape));
+	json_object_set_new(o, "mean_ape_percent", json_real(e->mean_ape));
+	json_object_set_new(o, "step_all_fast_estimated_s", json_real(e->step_fast_est_s));
+	json_object_set_new(o, "step_all_fast_measured_s", json_real(e->step_fast_meas_s));
+	json_object_set_new(o, "step_all_slow_estimated_s", json_real(e->step_slow_est_s));
+	json_object_set_new(o, "step_all_slow_measured_s", json_real(e->step_slow_meas_s));
+	return o;
+}
+
+/* roofline_json -- the model an estimate used, as JSON */
+static json_t *roofline_json(const atm_prof_roofline *rf)
+{
+	json_t *o = json_object(), *ops = json_object();
+	json_object_set_new(o, "calibrated", json_boolean(rf->calibrated));
+	json_object_set_new(o, "fast_gbps", json_real(rf->fast_gbps));
+	json_object_set_new(o, "cache_bytes", json_integer(rf->cache_bytes));
+	json_object_set_new(o, "slow_read_gbps", json_real(rf->slow_read_gbps));
+	json_object_set_new(o, "slow_write_gbps", json_real(rf->slow_write_gbps));
+	json_object_set_new(o, "ref_fast_gbps", json_real(rf->ref_fast_gbps));
+	json_object_set_new(o, "emulated", json_boolean(rf->emulated));
+	for (int op = 0; op < ATM_N_OPS; op++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "gflops", json_real(rf->gflops[op]));
+		if (op <= ATM_OP_CONV_BWD_WEIGHTS)
+			json_object_set_new(x, "gflops_1x1", json_real(rf->gflops_1x1[op]));
+		json_object_set_new(x, "gbps", json_real(rf->gbps[op]));
+		json_object_set_new(x, "overhead_s", json_real(rf->overhead_s[op]));
+		json_object_set_new(ops, atm_op_name((atm_op)op), x);
+	}
+	json_object_set_new(o, "ops", ops);
+	return o;
+}
+
+/* print_json -- the report as one JSON object */
+static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const atm_prof *pr,
+                             const atm_profile *p, const atm_prof_report *r,
+                             const atm_prof_error *err)
+{
+	atm_prof_roofline rf;
+	json_t *o = json_object();
+	atm_prof_moves mv;
+	json_object_set_new(o, "graph", json_string(atm_graph_name(g)));
+	json_object_set_new(o, "batch", json_integer(batch));
+	json_object_set_new(o, "n_kernels", json_integer(r->n_kernels));
+	json_object_set_new(o, "n_unique_kernels", json_integer(r->n_unique_kernels));
+	json_object_set_new(o, "n_configs", json_integer(r->n_configs));
+	json_object_set_new(o, "n_configs_measured", json_integer(r->n_configs_measured));
+	json_object_set_new(o, "n_configs_cached", json_integer(r->n_configs_cached));
+	json_object_set_new(o, "seconds", json_real(r->seconds));
+	json_object_set_new(o, "estimated", json_boolean(r->estimated));
+	json_object_set_new(o, "reps", r->estimated ? json_null() : json_integer(reps));
+	json_object_set_new(o, "cache", json_string(atm_profile_path(p)));
+	json_object_set_new(o, "n_cache_entries", json_integer(atm_profile_n_entries(p)));
+	json_object_set_new(o, "machine", machine_json(atm_profile_machine(p)));
+	if (atm_profile_get_moves(p, &mv) == ATM_OK) {
+		json_t *m = json_object();
+		json_object_set_new(m, "to_fast_gbps", json_real(mv.to_fast_gbps));
+		json_object_set_new(m, "to_slow_gbps", json_real(mv.to_slow_gbps));
+		json_object_set_new(m, "measured_now", json_boolean(r->moves_measured));
+		json_object_set_new(o, "moves", m);
+	}
+	if (atm_prof_get_roofline(pr, &rf) == ATM_OK)
+		json_object_set_new(o, "roofline", roofline_json(&rf));
+	atm_err_clear();
+	if (err)
+		json_object_set_new(o, "estimate_error", error_json(err));
+	return cli_print_json(o);
+}
+
+/* print_human -- the report for a person */
+static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_prof *pr,
+                        const atm_profile *p, const atm_prof_report *r, const atm_prof_error *err)
+{
+	const atm_prof_machine *m = atm_profile_machine(p);
+	atm_prof_roofline rf;
+	atm_prof_moves mv;
+	printf("%s, batch %lld: %s profile\n", atm_graph_name(g), (long long)batch,
+	       r->estimated ? "estimated" : "measured");
+	printf("  kernels          %d (%d unique)\n", r->n_kernels, r->n_unique_kernels);
+	printf("  configurations   %lld: %lld %s now, %lld from the cache", (long long)r->n_configs,
+	       (long long)r->n_configs_measured, r->estimated ? "estimated" : "measured",
+	       (long long)r->n_configs_cached);
+	if (!r->estimated && r->n_configs_measured)
+		printf(" (%d timed run%s each after a warm-up)", reps, reps == 1 ? "" : "s");
+	printf("\n  time             %.1f s\n", r->seconds);
+	printf("  machine          %s, %d thread%s, %s; fast %s, slow %s%s%s\n", m->cpu, m->n_threads,
+	       m->n_threads == 1 ? "" : "s", m->backend, m->fast_tier, m->slow_tier,
+	       m->emulation[0] ? " emulating " : "", m->emulation);
+	if (atm_profile_get_moves(p, &mv) == ATM_OK)
+		printf("  moves            %.2f GB/s to fast, %.2f GB/s to slow%s\n", mv.to_fast_gbps,
+		       mv.to_slow_gbps, mv.estimated ? " (estimated)" : "");
+	printf("  cache            %s (%lld entries of this machine)\n", atm_profile_path(p),
+	       (long long)atm_profile_n_entries(p));
+	if (atm_prof_get_roofline(pr, &rf) == ATM_OK)
+		printf("  roofline         %s: convolution %.1f GFLOPS (1x1 %.1f), inner product "
+		       "%.1f GFLOPS,\n                   memory %.1f GB/s, a call %.1f us\n",
+		       rf.calibrated ? "calibrated here" : "given", rf.gflops[ATM_OP_CONV_FWD],
+		       rf.gflops_1x1[0], rf.gflops[ATM_OP_IP_FWD], rf.fast_gbps,
+		       rf.overhead_s[ATM_OP_CONV_FWD] * 1e6);
+	atm_err_clear();
+	if (err)
+		printf("  estimate error   median %.1f%%, mean %.1f%% over %lld configurations against "
+		       "measured times;\n                   step all fast %.4f s estimated, %.4f s "
+		       "measured; all slow %.4f s, %.4f s\n",
+		       err->median_ape, err->mean_ape, (long long)err->n_configs, err->step_fast_est_s,
+		       err->step_fast_meas_s, err->step_slow_est_s, err->step_slow_meas_s);
+}
+
+/* cmd_profile -- autotm profile: parse, open the cache before any work, profile, report */
+int cmd_profile(int argc, char **argv)
+{
+	enum { OPT_CACHE = CLI_OPT_FIRST_FREE, OPT_ESTIMATE, OPT_REBUILD, OPT_REPS, OPT_JSON,
+	       OPT_QUIET };
+	static const struct option longopts[] = {
+		CLI_GRAPH_OPTIONS,
+		CLI_MEMORY_OPTIONS,
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"estimate", no_argument, NULL, OPT_ESTIMATE},
+		{"rebuild", no_argument, NULL, OPT_REBUILD},
+		{"reps", required_argument, NULL, OPT_REPS},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cli_graph_source src = {0};
+	cli_memory mem = {0};
+	const char *cache = NULL;
+	char cache_buf[4096];
+	int64_t reps = 5, batch = 0;
+	bool estimate = false, rebuild = false, json = false, quiet = false;
+	atm_graph *g = NULL;
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_report r;
+	atm_prof_error err;
+	atm_prof_machine m;
+	atm_status rc;
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		int used = cli_graph_option(&src, opt, optarg);
+		if (!used)
+			used = cli_memory_option(&mem, opt, optarg);
+		if (used < 0)
+			return cli_fail("profile", ATM_E_USAGE);
+		if (used)
+			continue;
+		switch (opt) {
+		case OPT_CACHE:
+			cache = optarg;
+			break;
+		case OPT_ESTIMATE:
+			estimate = true;
+			break;
+		case OPT_REBUILD:
+			rebuild = true;
+			break;
+		case OPT_REPS:
+			if (cli_parse_int("reps", optarg, 1, 1000, &reps) < 0)
+				return cli_fail("profile", ATM_E_USAGE);
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		case 'h':
+			fputs(profile_help, stdout);
+			return 0;
+		case ':':
+			return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
+	if (cache && !cache[0])
+		return cli_usage_error("profile", "--cache needs a file name");
+
+	if ((rc = cli_load_graph(&src, &g, &batch)) < 0)
+		goto fail;
+	if (!cache) {
+		if ((rc = default_cache(cache_buf, sizeof cache_buf)) < 0)
+			goto fail;
+		cache = cache_buf;
+	}
+	atm_prof_opts o = {
+		.tiers = mem.tiers,
+		.emulate = mem.emulate,
+		.reps = (int)reps,
+		.seed = 1,
+		.estimate = estimate,
+		.stop = cli_install_interrupt(),
+		.progress = !quiet && isatty(STDERR_FILENO),
+	};
+	/* the cache is opened (and checked writable) before anything is measured */
+	if ((rc = atm_prof_new(&pr, g, &o)) < 0)
+		goto fail;
+	atm_prof_get_machine(pr, &m);
+	if ((rc = atm_profile_open(&p, cache, &m, rebuild)) < 0) {
+		if (rc == ATM_E_INPUT) {
+			char msg[2048];
+			snprintf(msg, sizeof msg, "%s", atm_errmsg());
+			atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);
+		}
+		goto fail;
+	}
+	if ((rc = atm_prof_run(pr, p, &r)) < 0)
+		goto fail;
+	bool have_err = estimate && compare(p, g, &err);
+	if (json) {
+		if ((rc = print_json(g, batch, (int)reps, pr, p, &r, have_err ? &err : NULL)) < 0)
+			goto fail;
+	} else {
+		print_human(g, batch, (int)reps, pr, p, &r, have_err ? &err : NULL);
+	}
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+	return 0;
+fail:
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+	return cli_fail("profile", rc);
+}

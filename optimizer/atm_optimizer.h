@@ -1,0 +1,164 @@
+/* atm_optimizer.h -- tensor placement: ILP formulations on GLPK, baseline policies, the plan checker.
+ *
+ * Usage:
+ *
+ *     int64_t limit;
+ *     atm_opt_limit_from_ratio(g, 4, 1, &limit);          // fast = peak footprint / 5
+ *     atm_opt_options o;
+ *     atm_opt_options_default(&o);                        // 1% gap, 60 s, quiet
+ *     atm_opt_report rep;
+ *     atm_plan *plan = NULL;
+ *     if (atm_opt_plan(&plan, g, prof, limit, ATM_OPT_SYNCHRONOUS, &o, &rep) < 0)
+ *             fprintf(stderr, "%s\n", atm_errmsg());     // infeasible: names the least limit
+ *     atm_opt_check_result chk;
+ *     atm_opt_check(plan, prof, &o, &chk);                // walks the schedule independently
+ *     printf("%.3f s predicted, ILP said %.3f s\n", chk.predicted_s, rep.objective_s);
+ *     atm_opt_explain(plan, prof, &o, stdout);            // a timeline a person can read
+ *     atm_plan_destroy(plan);
+ *
+ * The optimizer reads a graph and a profile (kernel times per IO configuration,
+ * copy bandwidths) and writes an atm_plan: initial locations, moves, the fast
+ * limit, the predicted runtime and the solver's figures. It never runs kernels.
+ * Formulations and their models are described in docs/optimizer.md.
+ */
+#ifndef ATM_OPTIMIZER_H
+#define ATM_OPTIMIZER_H
+
+#include <stdio.h>
+
+#include "atm_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	ATM_OPT_STATIC = 0,   /* ILP: one location per tensor for its whole life */
+	ATM_OPT_SYNCHRONOUS,  /* ILP: moves right before and after uses, blocking */
+	ATM_OPT_ASYNCHRONOUS, /* ILP: synchronous moves plus copies overlapping kernels near uses */
+	ATM_OPT_ALL_FAST,     /* every tensor fast, no limit */
+	ATM_OPT_ALL_SLOW,     /* every tensor that may be slow is slow */
+	ATM_OPT_NUMA,         /* first touch: fast while it fits, never moves */
+	ATM_OPT_2LM,          /* all slow behind fast memory used as a hardware cache (predicted) */
+	ATM_OPT_VDNN,         /* vDNN: offload convolution inputs, prefetch one layer early */
+	ATM_OPT_N_FORMULATIONS
+} atm_opt_formulation;
+
+/* atm_opt_formulation_name -- "static", "synchronous", ..., "2lm", "vdnn" */
+const char *atm_opt_formulation_name(atm_opt_formulation f);
+/* atm_opt_formulation_from_name -- ATM_E_USAGE listing the valid names when unknown */
+atm_status atm_opt_formulation_from_name(const char *s, atm_opt_formulation *out);
+/* atm_opt_is_ilp -- static, synchronous and asynchronous are solved by GLPK */
+bool atm_opt_is_ilp(atm_opt_formulation f);
+
+typedef struct {
+	double mip_gap;        /* relative gap at which the search stops (default 0.01; 0: optimal) */
+	double time_limit_s;   /* wall-clock limit of one solve (default 60) */
+	int verbosity;         /* 0 quiet, 1 GLPK's progress, 2 GLPK's full log */
+	int async_window;      /* kernels before a use where an asynchronous fetch may overlap (default 2) */
+	int max_rounds;        /* defragmentation rounds before giving up (default 8, at most
+	                        * ATM_PLAN_MAX_ROUNDS) */
+	int64_t pin_bytes;     /* tensors up to this size stay in fast memory, out of the model
+	                        * (default -1: min(64 KiB, peak / 4096); 0: none) */
+	bool workspace_in_limit; /* count kernels' workspace against the limit (the CPU runtime
+	                          * keeps scratch outside the arena, so default false) */
+	bool no_seed;          /* do not hand GLPK the heuristic's plan (for tests and comparisons) */
+} atm_opt_options;
+
+/* atm_opt_options_default -- the defaults above */
+void atm_opt_options_default(atm_opt_options *o);
+
+/* What one round of solving did (a round per defragmentation attempt). */
+typedef struct {
+	int64_t fast_limit_bytes;    /* the tightest per-node limit the round used */
+	double creation_s, solve_s;  /* model building; heuristic + LP + branch and bound */
+	double objective_s;          /* the round's plan as the model prices it */
+	double bound_s;              /* best lower bound GLPK proved (< 0: none) */
+	double mip_gap;              /* final relative gap (< 0: unknown) */
+	char status[32];             /* "optimal", "gap", "time-limit", "heuristic", ... */
+	bool fits;                   /* the plan fitted the fast arena (first fit) */
+} atm_opt_round;
+
+/* Model size and outcome of atm_opt_plan. */
+typedef struct {
+	int32_t n_columns, n_rows, n_binaries;
+	int64_t n_nonzeros;
+	int32_t n_movable;           /* tensors the model places (others are fixed or pinned) */
+	int64_t pinned_bytes;        /* bytes of tensors kept in fast memory out of the model */
+	double objective_s;          /* the final plan's step time as the model prices it */
+	double heuristic_s;          /* the heuristic incumbent's step time (< 0: none) */
+	int n_rounds;
+	atm_opt_round rounds[ATM_PLAN_MAX_ROUNDS];
+} atm_opt_report;
+
+/* atm_opt_plan -- a plan of g under fast_limit_bytes (0: no limit) with formulation f, priced
+ * by prof. ILP formulations build a model, seed GLPK with a heuristic plan, solve within
+ * o->time_limit_s to o->mip_gap, and fall back to the heuristic plan when GLPK finds nothing
+ * better (solver_status says so). The plan is laid out with first fit; when it does not fit the
+ * arena for fragmentation, the limit is tightened around the nodes that overflow and the model
+ * solved again, each round recorded in rep and in the plan's info. The plan's predicted runtime
+ * is atm_opt_check's. Errors: ATM_E_INFEASIBLE when no plan fits (the message names the node
+ * and the smallest limit that could work), ATM_E_NOTFOUND for a kernel configuration or move
+ * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options.
+ * rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
+atm_status atm_opt_plan(atm_plan **plan, const atm_graph *g, const atm_profile *prof,
+                        int64_t fast_limit_bytes, atm_opt_formulation f, const atm_opt_options *o,
+                        atm_opt_report *rep);
+
+/* ---------------------------------------------------------------- limits */
+
+/* atm_opt_parse_ratio -- "S:F" (slow:fast, non-negative numbers, not both 0) */
+atm_status atm_opt_parse_ratio(const char *s, double *slow, double *fast);
+/* atm_opt_limit_from_ratio -- fast bytes for slow:fast: peak footprint * F / (S + F).
+ * 0:1 gives 0 (no limit: all fast); 1:0 gives the least limit any plan needs (the tensors
+ * that may only be fast; at least 1 byte, since 0 means no limit). */
+atm_status atm_opt_limit_from_ratio(const atm_graph *g, double slow, double fast, int64_t *bytes);
+/* atm_opt_min_limit -- the least fast limit any formulation can meet: the bytes of tensors that
+ * may only live in fast memory, each rounded up to the arena's 64-byte alignment (plus
+ * workspace when counted), at the worst node, returned in node (-1 when nothing must be fast) */
+atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64_t *bytes,
+                             int32_t *node);
+
+/* ---------------------------------------------------------------- checking */
+
+/* What the checker found walking a plan's schedule. */
+typedef struct {
+	double predicted_s;       /* one step: kernels, blocking moves, waits for asynchronous ones */
+	double kernel_s;          /* sum of kernel times in their IO configurations */
+	double all_fast_kernel_s; /* the same kernels with every operand fast */
+	double sync_move_s;       /* time blocked in synchronous moves */
+	double async_wait_s;      /* time the schedule waited for asynchronous moves */
+	double cache_miss_s;      /* 2lm plans: time added by cache misses and write-backs */
+	int64_t fast_peak_bytes;  /* most bytes of fast copies at once (+ workspace when counted) */
+	int32_t fast_peak_node;
+	int64_t fast_arena_bytes; /* arena extent the offsets use */
+	int32_t n_moves, n_async_moves;
+} atm_opt_check_result;
+
+/* atm_opt_check -- prove plan p within its fast limit and price it. It walks p's schedule
+ * (atm_schedule_new) with its own bookkeeping: fast bytes at every allocation are at most the
+ * limit, fast copies never overlap and lie inside the arena; then the step's time: kernels at
+ * their profile times (min_s) in the configuration the schedule gives them, synchronous moves
+ * blocking, asynchronous ones on one copy channel overlapping the kernels, waits where the
+ * schedule waits. Plans of formulation "2lm" are priced with atm_opt_predict_2lm instead.
+ * It shares no code with the ILP. o may be NULL (defaults). */
+atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
+                         atm_opt_check_result *out);
+
+/* atm_opt_predict_2lm -- a step of g with every tensor that may be slow in slow memory behind
+ * a cache of cache_bytes (core's tensor-granularity LRU model, as the executor emulates it):
+ * kernels at their all-fast time plus missed bytes at the copy-to-fast bandwidth and written
+ * back bytes at the copy-to-slow bandwidth, measured in a second step (a warm cache). */
+atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int64_t cache_bytes,
+                               atm_opt_check_result *out);
+
+/* atm_opt_explain -- a readable timeline of p: what lives where, the moves each node starts
+ * and waits for, and the kernels slowed by slow operands with their predicted cost */
+atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
+                           FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_OPTIMIZER_H */

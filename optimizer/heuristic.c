@@ -1,0 +1,740 @@
+/* heuristic.c -- a fast feasible placement: per-tensor shortest paths through the gate chain, in rounds */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt_internal.h"
+
+/* Where a tensor meets a node: a member of a free group, or forced by its group. */
+struct touch {
+	int32_t node, phase;
+	int8_t unit;  /* free group index, -1 when forced */
+	int8_t force; /* forced: 0 fast, 1 slow */
+};
+
+struct heur {
+	const struct model *m;
+	struct solution *s;
+	int64_t *used;     /* bytes per slot */
+	double *kt;        /* kernel seconds per node under s */
+	double *xfer;      /* asynchronous copy seconds per node under s */
+	int32_t *tstart;   /* CSR of touches by tensor */
+	struct touch *tt;
+	/* scratch for one tensor's shortest path */
+	double *best;      /* [phase][state] */
+	int8_t *prev;
+	int64_t *res_ph, *res_g;
+	int32_t cap;
+	uint8_t *path;
+	/* pricing: instead of hard room, every byte-slot of fast memory costs price[s] */
+	bool priced;
+	double *pre;       /* prefix sums of the prices, n_slots + 1 */
+	double eps;        /* polishing: a token cost per move, so ties go to fewer moves */
+};
+
+/* node_cost -- node k's seconds (kernel against its copies) with group ux slow or not; the
+ * members of that group other than x must agree unless relax; INFINITY when they do not */
+static double node_cost(const struct heur *h, int32_t k, int ux, int32_t x, bool slow, bool relax)
+{
+	const struct model *m = h->m;
+	const struct nmodel *nm = &m->n[k];
+	int c = 0;
+	for (int u = 0; u < nm->n_free; u++) {
+		const struct unit *un = &nm->units[u];
+		int us = 0, first = 1;
+		if (u == ux) {
+			c |= slow << u;
+			if (relax)
+				continue;
+		}
+		for (int j = 0; j < un->n_members; j++) {
+			int32_t y = un->members[j];
+			if (y == x)
+				continue;
+			int ys = !h->s->pinned[y] && h->s->st[m->t[y].ph_off + un->phase[j]] == ST_S;
+			if (u == ux) {
+				if (ys != (int)slow)
+					return INFINITY;
+				continue;
+			}
+			if (first) {
+				us = ys;
+				first = 0;
+			} else if (ys != us) {
+				return INFINITY;
+			}
+		}
+		if (u != ux)
+			c |= us << u;
+	}
+	double t = nm->time[c];
+	if (t < 0)
+		return INFINITY;
+	return t > h->xfer[k] ? t : h->xfer[k];
+}
+
+/* refresh_node -- node k's kernel time under the current placement */
+static void refresh_node(struct heur *h, int32_t k)
+{
+	int c = opt_node_config(h->m, h->s, k);
+	h->kt[k] = c < 0 || h->m->n[k].time[c] < 0 ? INFINITY : h->m->n[k].time[c];
+}
+
+/* gate_slots -- slots where gate g's copy holds a fast copy while it runs */
+static void gate_slots(const struct gate *g, int32_t *lo, int32_t *hi)
+{
+	*lo = SLOT_M(g->at - 1);
+	*hi = g->fetch ? SLOT_K(g->at) : SLOT_M(g->at);
+}
+
+/* place -- add (sign 1) or remove (sign -1) tensor x's bytes and copies under the current path */
+static void place(struct heur *h, int32_t x, int sign)
+{
+	const struct model *m = h->m;
+	const struct tmodel *t = &m->t[x];
+	int64_t b = sign * t->abytes;
+	if (h->s->pinned[x]) {
+		for (int32_t s = t->slot_lo; s <= t->slot_hi; s++)
+			h->used[s] += b;
+		return;
+	}
+	for (int32_t i = 0; i < t->n_gates; i++) {
+		uint8_t to = h->s->st[t->ph_off + i], from = i ? h->s->st[t->ph_off + i - 1] : ST_S;
+		if (IS_FAST(to))
+			for (int32_t s = t->ph_lo[i]; s <= t->ph_hi[i]; s++)
+				h->used[s] += b;
+		const struct gate *g = &t->gates[i];
+		if (g->kind != G_ASYNC)
+			continue;
+		int e = EDGE(from, to);
+		h->xfer[g->at] += sign * g->cost[e];
+		if (h->xfer[g->at] < 1e-15)
+			h->xfer[g->at] = 0;
+		if (opt_present_in_gate(e)) {
+			int32_t lo, hi;
+			gate_slots(g, &lo, &hi);
+			for (int32_t s = lo; s <= hi; s++)
+				h->used[s] += b;
+		}
+	}
+}
+
+/* price -- what holding one byte in fast memory over slots [lo, hi] costs (pricing only) */
+static double price(const struct heur *h, int32_t lo, int32_t hi)
+{
+	return h->priced && lo <= hi ? h->pre[hi + 1] - h->pre[lo] : 0;
+}
+
+/* rebuild -- bytes per slot, copies per node and kernel times from the placement itself */
+static void rebuild(struct heur *h)
+{
+	const struct model *m = h->m;
+	opt_solution_bytes(m, h->s, h->used);
+	memset(h->xfer, 0, (size_t)m->n_nodes * sizeof *h->xfer);
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		if (t->cls != TC_MOVABLE || h->s->pinned[x])
+			continue;
+		for (int32_t i = 1; i < t->n_gates; i++)
+			if (t->gates[i].kind == G_ASYNC)
+				h->xfer[t->gates[i].at] += t->gates[i].cost[EDGE(h->s->st[t->ph_off + i - 1],
+				                                                 h->s->st[t->ph_off + i])];
+	}
+	for (int32_t k = 0; k < m->n_nodes; k++)
+		refresh_node(h, k);
+}
+
+/* room -- the least free bytes over slots [lo, hi] (unbounded while pricing) */
+static int64_t room(const struct heur *h, int32_t lo, int32_t hi)
+{
+	int64_t r = INT64_MAX;
+	if (h->priced)
+		return r;
+	for (int32_t s = lo; s <= hi; s++) {
+		int64_t v = h->m->limit[s] == INT64_MAX ? INT64_MAX : h->m->limit[s] - h->used[s];
+		if (v < r)
+			r = v;
+	}
+	return r;
+}
+
+/* phase_cost -- seconds of the nodes x meets in phase i when x is in state st there */
+static double phase_cost(const struct heur *h, int32_t x, int32_t i, uint8_t st, int32_t force_node)
+{
+	double c = 0;
+	for (int32_t j = h->tstart[x]; j < h->tstart[x + 1]; j++) {
+		const struct touch *tc = &h->tt[j];
+		if (tc->phase != i)
+			continue;
+		bool slow = st == ST_S;
+		if (tc->node == force_node && slow)
+			return INFINITY;
+		if (tc->unit < 0) {
+			if (tc->force != slow)
+				return INFINITY;
+			continue;
+		}
+		c += node_cost(h, tc->node, tc->unit, x, slow, tc->node == force_node);
+	}
+	return c;
+}
+
+/* pinned_cost -- seconds of x's nodes with x in fast memory all step */
+static double pinned_cost(const struct heur *h, int32_t x, int32_t force_node)
+{
+	double c = 0;
+	for (int32_t j = h->tstart[x]; j < h->tstart[x + 1]; j++) {
+		const struct touch *tc = &h->tt[j];
+		if (tc->unit < 0) {
+			if (tc->force)
+				return INFINITY;
+			continue;
+		}
+		c += node_cost(h, tc->node, tc->unit, x, false, tc->node == force_node);
+	}
+	return c;
+}
+
+/* async_delta -- added seconds at node k when a copy of cost c joins its channel */
+static double async_delta(const struct heur *h, int32_t k, double c)
+{
+	double kt = h->kt[k], x = h->xfer[k];
+	double before = kt > x ? kt : x, after = kt > x + c ? kt : x + c;
+	return after - before;
+}
+
+/* path_cost -- seconds of x's current path under the same pricing as the search */
+static double path_cost(const struct heur *h, int32_t x, int32_t force_node)
+{
+	const struct tmodel *t = &h->m->t[x];
+	double b = (double)t->abytes;
+	if (h->s->pinned[x])
+		return pinned_cost(h, x, force_node) + b * price(h, t->slot_lo, t->slot_hi);
+	double c = 0;
+	for (int32_t i = 0; i < t->n_gates; i++) {
+		uint8_t to = h->s->st[t->ph_off + i], from = i ? h->s->st[t->ph_off + i - 1] : ST_S;
+		const struct gate *g = &t->gates[i];
+		int e = EDGE(from, to);
+		if (i && g->kind == G_ASYNC) {
+			c += async_delta(h, g->at, g->cost[e]);
+			if (opt_present_in_gate(e)) {
+				int32_t lo, hi;
+				gate_slots(g, &lo, &hi);
+				c += b * price(h, lo, hi);
+			}
+		} else if (i) {
+			c += g->cost[e];
+		}
+		if (i && from != to && e != EDGE(ST_B, ST_F))
+			c += h->eps;
+		c += phase_cost(h, x, i, to, force_node);
+		if (IS_FAST(to))
+			c += b * price(h, t->ph_lo[i], t->ph_hi[i]);
+	}
+	return c;
+}
+
+/* fits_now -- x's current path fits the room the others leave (a repaired start may not) */
+static bool fits_now(const struct heur *h, int32_t x)
+{
+	const struct tmodel *t = &h->m->t[x];
+	if (h->s->pinned[x])
+		return room(h, t->slot_lo, t->slot_hi) >= t->abytes;
+	for (int32_t i = 0; i < t->n_gates; i++) {
+		uint8_t to = h->s->st[t->ph_off + i], from = i ? h->s->st[t->ph_off + i - 1] : ST_S;
+		if (IS_FAST(to) && t->abytes > h->res_ph[i])
+			return false;
+		if (t->gates[i].kind == G_ASYNC && opt_present_in_gate(EDGE(from, to)) &&
+		    t->abytes > h->res_g[i])
+			return false;
+	}
+	return true;
+}
+
+/* improve -- the cheapest path of x given every other tensor, taken when cheaper than its
+ * current one (or forced through node force_node in fast memory); true when x changed */
+static bool improve(struct heur *h, int32_t x, int32_t force_node)
+{
+	const struct model *m = h->m;
+	const struct tmodel *t = &m->t[x];
+	int32_t n = t->n_gates;
+	place(h, x, -1);
+	for (int32_t i = 0; i < n; i++) {
+		h->res_ph[i] = room(h, t->ph_lo[i], t->ph_hi[i]);
+		h->res_g[i] = INT64_MAX;
+		if (t->gates[i].kind == G_ASYNC) {
+			int32_t lo, hi;
+			gate_slots(&t->gates[i], &lo, &hi);
+			h->res_g[i] = room(h, lo, hi);
+		}
+	}
+	double cur = force_node < 0 && fits_now(h, x) ? path_cost(h, x, -1) : INFINITY;
+	for (int32_t i = 0; i < n; i++) {
+		const struct gate *g = &t->gates[i];
+		for (uint8_t y = 0; y < N_ST; y++) {
+			double *b = &h->best[i * N_ST + y];
+			*b = INFINITY;
+			if (!(t->ph_states[i] >> y & 1u) || (IS_FAST(y) && t->abytes > h->res_ph[i]))
+				continue;
+			double pc = -1;
+			for (uint8_t a = 0; a < N_ST; a++) {
+				int e = EDGE(a, y);
+				if (!(g->edges >> e & 1u))
+					continue;
+				double v;
+				if (i == 0) {
+					v = 0;
+				} else {
+					v = h->best[(i - 1) * N_ST + a];
+					if (!isfinite(v))
+						continue;
+					if (a != y && e != EDGE(ST_B, ST_F))
+						v += h->eps;
+					if (g->kind == G_ASYNC) {
+						if (opt_present_in_gate(e) && t->abytes > h->res_g[i])
+							continue;
+						v += async_delta(h, g->at, g->cost[e]);
+						if (h->priced && opt_present_in_gate(e)) {
+							int32_t lo, hi;
+							gate_slots(g, &lo, &hi);
+							v += (double)t->abytes * price(h, lo, hi);
+						}
+					} else {
+						v += g->cost[e];
+					}
+				}
+				if (v < *b) {
+					*b = v;
+					h->prev[i * N_ST + y] = (int8_t)a;
+				}
+			}
+			if (!isfinite(*b))
+				continue;
+			if (pc < 0)
+				pc = phase_cost(h, x, i, y, force_node);
+			*b += pc;
+			if (IS_FAST(y))
+				*b += (double)t->abytes * price(h, t->ph_lo[i], t->ph_hi[i]);
+		}
+	}
+	double bestv = INFINITY;
+	int8_t at = -1;
+	for (uint8_t y = 0; y < N_ST; y++)
+		if (h->best[(n - 1) * N_ST + y] < bestv) {
+			bestv = h->best[(n - 1) * N_ST + y];
+			at = (int8_t)y;
+		}
+	bool pin = false;
+	if (t->persistent && room(h, t->slot_lo, t->slot_hi) >= t->abytes) {
+		double pv = pinned_cost(h, x, force_node) +
+		            (double)t->abytes * price(h, t->slot_lo, t->slot_hi);
+		if (pv < bestv) {
+			bestv = pv;
+			pin = true;
+		}
+	}
+	bool changed = false;
+	/* take the new path only when it is cheaper by more than rounding */
+	if (isfinite(bestv) && (!isfinite(cur) || bestv < cur - 1e-12 * (1 + fabs(cur)))) {
+		changed = true;
+		h->s->pinned[x] = pin;
+		if (!pin) {
+			for (int32_t i = n - 1; i >= 0; i--) {
+				h->path[i] = (uint8_t)at;
+				at = h->prev[i * N_ST + at];
+			}
+			memcpy(h->s->st + t->ph_off, h->path, (size_t)n);
+		}
+	}
+	place(h, x, 1);
+	if (changed)
+		for (int32_t j = h->tstart[x]; j < h->tstart[x + 1]; j++)
+			refresh_node(h, h->tt[j].node);
+	return changed;
+}
+
+/* index_touches -- for each movable tensor, the nodes it meets and how */
+static atm_status index_touches(struct heur *h)
+{
+	const struct model *m = h->m;
+	h->tstart = calloc((size_t)m->n_tensors + 1, sizeof *h->tstart);
+	if (!h->tstart)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t *fill = pass ? calloc((size_t)m->n_tensors + 1, sizeof *fill) : NULL;
+		if (pass && !fill)
+			return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		for (int32_t k = 0; k < m->n_nodes; k++) {
+			const struct nmodel *nm = &m->n[k];
+			for (int u = 0; u < nm->n_free; u++)
+				for (int j = 0; j < nm->units[u].n_members; j++) {
+					int32_t x = nm->units[u].members[j];
+					if (!pass)
+						h->tstart[x + 1]++;
+					else
+						h->tt[h->tstart[x] + fill[x]++] = (struct touch){
+							k, nm->units[u].phase[j], (int8_t)u, 0};
+				}
+			for (int j = 0; j < nm->n_forced; j++) {
+				int32_t x = nm->forced[j].tensor;
+				if (!pass)
+					h->tstart[x + 1]++;
+				else
+					h->tt[h->tstart[x] + fill[x]++] = (struct touch){
+						k, nm->forced[j].phase, -1, (int8_t)nm->forced[j].slow};
+			}
+		}
+		if (!pass) {
+			for (int32_t x = 0; x < m->n_tensors; x++)
+				h->tstart[x + 1] += h->tstart[x];
+			h->tt = malloc((size_t)(h->tstart[m->n_tensors] + 1) * sizeof *h->tt);
+			if (!h->tt)
+				return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		}
+		free(fill);
+	}
+	return ATM_OK;
+}
+
+/* Tensors in the order the first round visits them: most time saved per byte first. */
+struct rank {
+	int32_t x;
+	double gain;
+};
+
+/* rank_cmp -- larger gain first, then tensor id */
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct rank *p = a, *q = b;
+	if (p->gain != q->gain)
+		return p->gain > q->gain ? -1 : 1;
+	return p->x - q->x;
+}
+
+/* satisfy_forced -- a tensor whose group partner is fixed fast must be fast at that node: the
+ * all-slow start breaks this, so such tensors are placed first, cheapest path */
+static atm_status start_feasible(struct heur *h)
+{
+	const struct model *m = h->m;
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		if (m->t[x].cls != TC_MOVABLE)
+			continue;
+		bool need = false;
+		for (int32_t j = h->tstart[x]; j < h->tstart[x + 1]; j++)
+			need |= h->tt[j].unit < 0 && !h->tt[j].force;
+		if (need && !improve(h, x, -1))
+			return atm_err(ATM_E_INFEASIBLE, "tensor '%s' must be fast where a group partner "
+			               "is, and does not fit there", atm_graph_tensor(m->g, x)->name);
+	}
+	return ATM_OK;
+}
+
+/* repair -- a placement made for a looser limit: every tensor in fast memory where a slot is
+ * over its limit takes its cheapest path through the room left, which keeps it out of slots
+ * without room; all slow fits, so this ends feasible */
+static atm_status repair(struct heur *h)
+{
+	const struct model *m = h->m;
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		if (t->cls != TC_MOVABLE)
+			continue;
+		place(h, x, -1);
+		bool over = false;
+		for (int32_t i = 0; i < t->n_gates && !over; i++) {
+			h->res_ph[i] = room(h, t->ph_lo[i], t->ph_hi[i]);
+			h->res_g[i] = INT64_MAX;
+			if (t->gates[i].kind == G_ASYNC) {
+				int32_t lo, hi;
+				gate_slots(&t->gates[i], &lo, &hi);
+				h->res_g[i] = room(h, lo, hi);
+			}
+		}
+		over = !fits_now(h, x);
+		place(h, x, 1);
+		if (over && !improve(h, x, -1))
+			return atm_err(ATM_E_INTERNAL, "the placement heuristic could not repair tensor '%s'",
+			               atm_graph_tensor(m->g, x)->name);
+	}
+	return ATM_OK;
+}
+
+/* group_flips -- groups (a grouped node's inputs) stay slow when tensors move one at a time:
+ * try each slow group with every member brought fast at once, keep it when cheaper */
+static atm_status group_flips(struct heur *h, double deadline)
+{
+	const struct model *m = h->m;
+	uint8_t *save = malloc((size_t)(m->n_phases ? m->n_phases : 1));
+	bool *save_pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *save_pin);
+	int64_t *save_used = malloc((size_t)m->n_slots * sizeof *save_used);
+	double *save_x = malloc((size_t)(m->n_nodes ? m->n_nodes : 1) * sizeof *save_x);
+	double *save_k = malloc((size_t)(m->n_nodes ? m->n_nodes : 1) * sizeof *save_k);
+	if (!save || !save_pin || !save_used || !save_x || !save_k) {
+		free(save);
+		free(save_pin);
+		free(save_used);
+		free(save_x);
+		free(save_k);
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	}
+	double cost = opt_solution_cost(m, h->s);
+	for (int32_t k = 0; k < m->n_nodes && opt_now_s() < deadline; k++) {
+		const struct nmodel *nm = &m->n[k];
+		for (int u = 0; u < nm->n_free; u++) {
+			const struct unit *un = &nm->units[u];
+			if (un->n_members < 2)
+				continue;
+			int c = opt_node_config(m, h->s, k);
+			if (c < 0 || !(c >> u & 1))
+				continue;
+			memcpy(save, h->s->st, (size_t)m->n_phases);
+			memcpy(save_pin, h->s->pinned, (size_t)m->n_tensors * sizeof *save_pin);
+			memcpy(save_used, h->used, (size_t)m->n_slots * sizeof *save_used);
+			memcpy(save_x, h->xfer, (size_t)m->n_nodes * sizeof *save_x);
+			memcpy(save_k, h->kt, (size_t)m->n_nodes * sizeof *save_k);
+			bool ok = true;
+			for (int j = 0; j < un->n_members && ok; j++)
+				ok = improve(h, un->members[j], k);
+			double after = ok ? opt_solution_cost(m, h->s) : INFINITY;
+			if (ok && after < cost - 1e-12 * (1 + cost)) {
+				cost = after;
+				continue;
+			}
+			memcpy(h->s->st, save, (size_t)m->n_phases);
+			memcpy(h->s->pinned, save_pin, (size_t)m->n_tensors * sizeof *save_pin);
+			memcpy(h->used, save_used, (size_t)m->n_slots * sizeof *save_used);
+			memcpy(h->xfer, save_x, (size_t)m->n_nodes * sizeof *save_x);
+			memcpy(h->kt, save_k, (size_t)m->n_nodes * sizeof *save_k);
+		}
+	}
+	free(save);
+	free(save_pin);
+	free(save_used);
+	free(save_x);
+	free(save_k);
+	return ATM_OK;
+}
+
+/* slow_cost_per_byte -- what a byte in slow memory adds to a kernel, on average over the nodes */
+static double slow_cost_per_byte(const struct model *m)
+{
+	double sum = 0;
+	int n = 0;
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		const struct nmodel *nm = &m->n[k];
+		if (!nm->n_free)
+			continue;
+		int64_t bytes = 0;
+		for (int u = 0; u < nm->n_free; u++)
+			for (int j = 0; j < nm->units[u].n_members; j++)
+				bytes += m->t[nm->units[u].members[j]].bytes;
+		double d = nm->time[nm->n_cfg - 1] - nm->time[0];
+		if (bytes > 0 && d > 0) {
+			sum += d / (double)bytes;
+			n++;
+		}
+	}
+	return n ? sum / n : 1 / m->to_fast_bps;
+}
+
+/* priced -- Lagrangian pricing of fast memory: every tensor takes its cheapest path with each
+ * byte-slot of fast memory priced, and prices rise where slots are over their limit and fall
+ * where they have room; a few dozen rounds give every tensor a sense of the whole schedule,
+ * which one-at-a-time descent under hard limits lacks. The round that fits best is kept (or,
+ * when none fits, the last, which repair then makes fit). */
+static atm_status priced(struct heur *h, double deadline, struct rank *order, int32_t n_order)
+{
+	const struct model *m = h->m;
+	double *lambda = calloc((size_t)m->n_slots, sizeof *lambda), best = INFINITY;
+	uint8_t *keep = malloc((size_t)(m->n_phases ? m->n_phases : 1));
+	bool *keep_pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *keep_pin);
+	h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
+	if (!lambda || !h->pre || !keep || !keep_pin) {
+		free(lambda);
+		free(keep);
+		free(keep_pin);
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	}
+	double g = slow_cost_per_byte(m);
+	h->priced = true;
+	for (int it = 0; it < 40 && opt_now_s() < deadline; it++) {
+		for (int32_t s = 0; s < m->n_slots; s++)
+			h->pre[s + 1] = h->pre[s] + lambda[s];
+		for (int32_t i = 0; i < n_order && opt_now_s() < deadline; i++)
+			improve(h, order[i].x, -1);
+		bool over = false;
+		double step = g / (2 + it / 2.0);
+		for (int32_t s = 0; s < m->n_slots; s++) {
+			if (m->limit[s] == INT64_MAX)
+				continue;
+			double d = (double)(h->used[s] - m->limit[s]) / (double)(m->limit[s] + 1);
+			over |= d > 0;
+			lambda[s] += step * (d > 1 ? 1 : d < -1 ? -1 : d);
+			if (lambda[s] < 0)
+				lambda[s] = 0;
+		}
+		double c = over ? INFINITY : opt_solution_cost(m, h->s);
+		if (c < best) {
+			best = c;
+			memcpy(keep, h->s->st, (size_t)m->n_phases);
+			memcpy(keep_pin, h->s->pinned, (size_t)m->n_tensors * sizeof *keep_pin);
+		}
+	}
+	h->priced = false;
+	if (isfinite(best)) {
+		memcpy(h->s->st, keep, (size_t)m->n_phases);
+		memcpy(h->s->pinned, keep_pin, (size_t)m->n_tensors * sizeof *keep_pin);
+	}
+	rebuild(h);
+	free(lambda);
+	free(keep);
+	free(keep_pin);
+	return ATM_OK;
+}
+
+/* heur_open -- the accumulators and scratch of a search over m's placement s */
+static atm_status heur_open(struct heur *h, const struct model *m, struct solution *s)
+{
+	int32_t max_ph = 1;
+	memset(h, 0, sizeof *h);
+	h->m = m;
+	h->s = s;
+	for (int32_t x = 0; x < m->n_tensors; x++)
+		if (m->t[x].n_gates > max_ph)
+			max_ph = m->t[x].n_gates;
+	h->used = malloc((size_t)m->n_slots * sizeof *h->used);
+	h->kt = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *h->kt);
+	h->xfer = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *h->xfer);
+	h->best = malloc((size_t)max_ph * N_ST * sizeof *h->best);
+	h->prev = malloc((size_t)max_ph * N_ST);
+	h->res_ph = malloc((size_t)max_ph * sizeof *h->res_ph);
+	h->res_g = malloc((size_t)max_ph * sizeof *h->res_g);
+	h->path = malloc((size_t)max_ph);
+	if (!h->used || !h->kt || !h->xfer || !h->best || !h->prev || !h->res_ph || !h->res_g ||
+	    !h->path)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	return index_touches(h);
+}
+
+/* heur_close -- release what heur_open made */
+static void heur_close(struct heur *h)
+{
+	free(h->used);
+	free(h->kt);
+	free(h->xfer);
+	free(h->best);
+	free(h->prev);
+	free(h->res_ph);
+	free(h->res_g);
+	free(h->path);
+	free(h->tstart);
+	free(h->tt);
+	free(h->pre);
+}
+
+/* opt_polish -- drop moves that buy nothing: each tensor in turn takes, among its paths that
+ * are no slower, the one with fewest moves (a copy hidden under a kernel costs the model
+ * nothing but costs the machine bandwidth) */
+atm_status opt_polish(const struct model *m, struct solution *s)
+{
+	struct heur h;
+	atm_status rc = heur_open(&h, m, s);
+	uint8_t *save = malloc((size_t)(m->n_phases ? m->n_phases : 1));
+	if (rc < 0 || !save) {
+		heur_close(&h);
+		free(save);
+		return rc < 0 ? rc : atm_err(ATM_E_NOMEM, "out of memory polishing the placement");
+	}
+	rebuild(&h);
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		if (t->cls != TC_MOVABLE || s->pinned[x])
+			continue;
+		h.eps = 0;
+		place(&h, x, -1);
+		double before = path_cost(&h, x, -1);
+		place(&h, x, 1);
+		memcpy(save, s->st + t->ph_off, (size_t)t->n_gates);
+		h.eps = 1e-9;
+		if (!improve(&h, x, -1))
+			continue;
+		h.eps = 0;
+		place(&h, x, -1);
+		double after = s->pinned[x] ? INFINITY : path_cost(&h, x, -1);
+		if (after > before) {
+			/* fewer moves but slower: put the old path back */
+			s->pinned[x] = false;
+			memcpy(s->st + t->ph_off, save, (size_t)t->n_gates);
+		}
+		place(&h, x, 1);
+		for (int32_t j = h.tstart[x]; j < h.tstart[x + 1]; j++)
+			refresh_node(&h, h.tt[j].node);
+	}
+	heur_close(&h);
+	free(save);
+	return ATM_OK;
+}
+
+/* opt_heuristic -- start with every movable tensor slow (feasible when the fixed tensors fit),
+ * or with warm from s as it is (a placement for a looser limit, repaired first), then give each tensor in turn its cheapest path through its gates given all the others, most
+ * promising first, in rounds until nothing improves or the budget is spent. Each step can only
+ * lower the step time, so s is always feasible and never worse than all-slow. */
+atm_status opt_heuristic(const struct model *m, struct solution *s, double budget_s, bool warm)
+{
+	struct heur h;
+	struct rank *order = NULL;
+	double deadline = opt_now_s() + budget_s;
+	atm_status rc = heur_open(&h, m, s);
+	if (rc < 0)
+		goto done;
+	order = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *order);
+	if (!order) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		goto done;
+	}
+	if (!warm)
+		opt_solution_all_slow(m, s);
+	rebuild(&h);
+	if (!warm && (rc = start_feasible(&h)) < 0)
+		goto done;
+	if (warm && (rc = repair(&h)) < 0)
+		goto done;
+	int32_t n_order = 0;
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		if (m->t[x].cls != TC_MOVABLE)
+			continue;
+		double gain = 0;
+		for (int32_t j = h.tstart[x]; j < h.tstart[x + 1]; j++) {
+			const struct touch *tc = &h.tt[j];
+			if (tc->unit < 0)
+				continue;
+			double fast = node_cost(&h, tc->node, tc->unit, x, false, true);
+			double slow = node_cost(&h, tc->node, tc->unit, x, true, true);
+			if (isfinite(fast) && isfinite(slow))
+				gain += slow - fast;
+		}
+		order[n_order++] = (struct rank){x, gain / (double)(m->t[x].bytes + 1)};
+	}
+	qsort(order, (size_t)n_order, sizeof *order, rank_cmp);
+	if (!warm) {
+		if ((rc = priced(&h, opt_now_s() + budget_s / 2, order, n_order)) < 0 ||
+		    (rc = repair(&h)) < 0)
+			goto done;
+	}
+	double cost = opt_solution_cost(m, s);
+	for (int round = 0; round < 8; round++) {
+		for (int32_t i = 0; i < n_order && opt_now_s() < deadline; i++)
+			improve(&h, order[i].x, -1);
+		if ((rc = group_flips(&h, deadline)) < 0)
+			goto done;
+		double now = opt_solution_cost(m, s);
+		if (!(now < cost - 1e-9 * cost) || opt_now_s() >= deadline)
+			break;
+		cost = now;
+	}
+	rc = ATM_OK;
+done:
+	free(order);
+	heur_close(&h);
+	return rc;
+}

@@ -1,0 +1,104 @@
+/* limits.c -- fast-memory limits: slow:fast ratios, the least limit a graph can meet */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atm_optimizer.h"
+
+/* parse_part -- one non-negative finite number filling [s, end) */
+static bool parse_part(const char *s, const char *end, double *out)
+{
+	char buf[64], *stop = NULL;
+	size_t n = (size_t)(end - s);
+	if (!n || n >= sizeof buf)
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	errno = 0;
+	double v = strtod(buf, &stop);
+	if (stop == buf || *stop || errno || !isfinite(v) || v < 0)
+		return false;
+	*out = v;
+	return true;
+}
+
+atm_status atm_opt_parse_ratio(const char *s, double *slow, double *fast)
+{
+	const char *colon = s ? strchr(s, ':') : NULL;
+	double a, b;
+	*slow = *fast = 0;
+	if (!colon || strchr(colon + 1, ':') || !parse_part(s, colon, &a) ||
+	    !parse_part(colon + 1, colon + strlen(colon), &b))
+		return atm_err(ATM_E_USAGE, "ratio '%s' is not valid; expected SLOW:FAST with two "
+		               "non-negative numbers, e.g. 4:1 (fast = peak / 5), 0:1 (all fast), 1:0 "
+		               "(all slow)", s ? s : "(null)");
+	if (a == 0 && b == 0)
+		return atm_err(ATM_E_USAGE, "ratio '%s' is not valid: slow and fast cannot both be 0", s);
+	*slow = a;
+	*fast = b;
+	return ATM_OK;
+}
+
+atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64_t *bytes,
+                             int32_t *node)
+{
+	atm_liveness *lv = NULL;
+	int32_t nn = atm_graph_n_nodes(g), nt = atm_graph_n_tensors(g);
+	*bytes = 0;
+	*node = -1;
+	atm_status rc = atm_liveness_new(&lv, g);
+	if (rc < 0)
+		return rc;
+	int64_t *at = calloc((size_t)(nn ? nn : 1), sizeof *at);
+	if (!at) {
+		atm_liveness_destroy(lv);
+		return atm_err(ATM_E_NOMEM, "out of memory computing the least fast limit");
+	}
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (x->locations != ATM_LOC_FAST)
+			continue;
+		/* the arena places copies at multiples of 64 bytes */
+		for (int32_t k = atm_liveness_first(lv, t); k <= atm_liveness_last(lv, t); k++)
+			at[k] += (x->bytes + 63) / 64 * 64;
+	}
+	for (int32_t k = 0; k < nn; k++) {
+		int64_t b = at[k] + (o && o->workspace_in_limit ? atm_graph_node(g, k)->workspace_bytes : 0);
+		if (b > *bytes) {
+			*bytes = b;
+			*node = k;
+		}
+	}
+	free(at);
+	atm_liveness_destroy(lv);
+	return ATM_OK;
+}
+
+atm_status atm_opt_limit_from_ratio(const atm_graph *g, double slow, double fast, int64_t *bytes)
+{
+	*bytes = 0;
+	if (!isfinite(slow) || !isfinite(fast) || slow < 0 || fast < 0 || (slow == 0 && fast == 0))
+		return atm_err(ATM_E_USAGE, "ratio %g:%g is not valid; both parts are non-negative and "
+		               "not both 0", slow, fast);
+	if (slow == 0)
+		return ATM_OK; /* all fast: no limit */
+	if (fast == 0) {
+		int32_t node;
+		atm_status rc = atm_opt_min_limit(g, NULL, bytes, &node);
+		if (rc < 0)
+			return rc;
+		if (*bytes < 1)
+			*bytes = 1;
+		return ATM_OK;
+	}
+	atm_liveness *lv = NULL;
+	atm_status rc = atm_liveness_new(&lv, g);
+	if (rc < 0)
+		return rc;
+	double peak = (double)atm_liveness_peak_bytes(lv);
+	atm_liveness_destroy(lv);
+	double b = floor(peak * fast / (slow + fast));
+	*bytes = b < 1 ? 1 : (int64_t)b;
+	return ATM_OK;
+}

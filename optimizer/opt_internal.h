@@ -1,0 +1,179 @@
+/* opt_internal.h -- the optimizer's private model: per-tensor gate chains, kernel units, memory slots */
+#ifndef ATM_OPT_INTERNAL_H
+#define ATM_OPT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "atm_optimizer.h"
+
+/* A tensor's location between two moves: slow only, fast with no valid slow copy,
+ * or fast with a valid slow copy (evicting it is free). */
+enum { ST_S = 0, ST_F, ST_B, N_ST };
+#define EDGE(a, b) ((a) * N_ST + (b))
+#define N_EDGES (N_ST * N_ST)
+#define EDGE_FROM(e) ((e) / N_ST)
+#define EDGE_TO(e) ((e) % N_ST)
+#define IS_FAST(st) ((st) != ST_S)
+
+/* Fast copies sit at multiples of this in the arena (core's first fit): the model counts
+ * what they take there, so that only fragmentation can make a plan not fit. */
+#define OPT_ALIGN 64
+#define OPT_ALIGNED(b) (((b) + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN)
+
+/* Memory slots, in time order: M(-1) before node 0 (setup moves), then for every node k
+ * K(k) while it runs and M(k) after the moves that follow it. */
+#define SLOT_K(k) (2 * (k) + 1)
+#define SLOT_M(k) (2 * (k) + 2)
+
+enum gate_kind {
+	G_SOURCE, /* where the tensor starts: edges from ST_S to its initial state */
+	G_SYNC,   /* moves after node at (-1: before node 0), blocking */
+	G_ASYNC,  /* copies overlapping node at: start after at - 1, done before at + 1 */
+};
+
+/* A point of a tensor's life where its location may change; its edges are the moves
+ * (or stays) it allows, each a binary column of the ILP. */
+struct gate {
+	uint8_t kind;
+	bool inplace;           /* sync gate right after a kernel that overwrote the tensor */
+	bool fetch;             /* async gate that fetches (else it evicts): its slots differ */
+	int32_t at;
+	uint16_t edges;         /* allowed: bit EDGE(from, to) */
+	double cost[N_EDGES];   /* seconds of copying (sync: blocking; async: on the channel) */
+	int32_t col[N_EDGES];   /* GLPK column, 0 none */
+};
+
+enum { TC_MOVABLE = 0, TC_FAST, TC_SLOW };
+
+/* One tensor in the model. Phase i lies between gates[i] and gates[i + 1] (the last phase
+ * runs to the end of the tensor's life). */
+struct tmodel {
+	int32_t id;
+	uint8_t cls;            /* movable, fixed fast (fast-only or pinned), fixed slow */
+	bool pinned;            /* fixed fast by pin_bytes, not by the graph */
+	bool persistent;
+	int64_t bytes;          /* what copies move */
+	int64_t abytes;         /* what it takes in the arena: bytes rounded up to its alignment */
+	int32_t first, last;    /* nodes of its life */
+	int32_t slot_lo, slot_hi;
+	int32_t h_col;          /* persistent movable: column "home in fast memory, never moves" */
+	int32_t n_gates;        /* also the number of phases */
+	struct gate *gates;
+	int32_t *ph_lo, *ph_hi; /* slots of each phase (empty when lo > hi) */
+	uint8_t *ph_states;     /* states each phase may take: bits 1 << ST_x */
+	int32_t ph_off;         /* index of phase 0 in a solution's state array */
+};
+
+/* A configuration group of a node whose tensors the model places. */
+struct unit {
+	uint32_t mask;
+	int n_members;
+	int32_t *members;       /* tensor ids, distinct (a grouped node's group has many) */
+	int32_t *phase;         /* each member's phase covering the node */
+};
+
+/* A tensor whose place at a node is forced by its group (a pinned or slow-only partner). */
+struct forced {
+	int32_t tensor, phase;
+	bool slow;
+};
+
+struct nmodel {
+	uint32_t base;          /* bits always set: groups holding a tensor fixed slow */
+	int n_free;
+	struct unit units[ATM_PROF_MAX_OPERANDS];
+	int n_forced;
+	struct forced *forced;
+	int n_cfg;              /* 1 << n_free */
+	double *time;           /* per free-unit configuration: seconds (< 0: not profiled) */
+	bool has_async;         /* some tensor may copy while this node runs */
+	int32_t z_col, y_col;   /* first configuration column; max(kernel, copies) column */
+};
+
+struct model {
+	const atm_graph *g;
+	const atm_profile *prof;
+	atm_opt_formulation f;
+	atm_opt_options o;
+	int32_t n_nodes, n_slots, n_tensors;
+	struct tmodel *t;       /* by tensor id */
+	struct nmodel *n;       /* by node id */
+	int64_t *limit;         /* per slot (INT64_MAX: none) */
+	int64_t *fixed;         /* per slot: fixed fast tensors (+ workspace) */
+	int32_t n_phases;       /* over all movable tensors */
+	int32_t n_movable;
+	int64_t pinned_bytes;
+	double to_fast_bps, to_slow_bps;
+};
+
+/* A placement in the model's terms: a state per phase of every movable tensor. */
+struct solution {
+	uint8_t *st;            /* by tmodel.ph_off + phase */
+	bool *pinned;           /* by tensor id: persistent movable tensor kept fast */
+};
+
+/* model.c */
+/* opt_model_new -- the model of g for formulation f: tensors classed (movable, fixed fast or
+ * slow, pinned), gate chains, configuration groups and times, per-slot limits (slot_limit,
+ * or limit everywhere; 0 none) */
+atm_status opt_model_new(struct model **m, const atm_graph *g, const atm_profile *prof,
+                         atm_opt_formulation f, const atm_opt_options *o, int64_t limit,
+                         const int64_t *slot_limit);
+/* opt_model_destroy -- release m (NULL is fine) */
+void opt_model_destroy(struct model *m);
+/* opt_min_fixed -- the most fixed fast bytes of a slot, and ATM_E_INFEASIBLE when some slot's
+ * exceed its limit */
+atm_status opt_min_fixed(const struct model *m, int64_t *need, int32_t *slot);
+/* opt_solution_new -- room for a placement of m; opt_solution_free releases it */
+atm_status opt_solution_new(const struct model *m, struct solution *s);
+void opt_solution_free(struct solution *s);
+/* opt_solution_all_slow -- every movable tensor slow all its life */
+void opt_solution_all_slow(const struct model *m, struct solution *s);
+/* the configuration index of node k under s; -1 when a group's members disagree */
+int opt_node_config(const struct model *m, const struct solution *s, int32_t k);
+/* opt_solution_cost -- the step's seconds under s as the model prices it (INFINITY: invalid) */
+double opt_solution_cost(const struct model *m, const struct solution *s);
+/* bytes per slot under s (fixed included) */
+void opt_solution_bytes(const struct model *m, const struct solution *s, int64_t *bytes);
+/* opt_present_in_gate -- an async gate's edge holds a fast copy while its copy runs */
+bool opt_present_in_gate(int edge);
+/* opt_solution_to_plan -- initial locations and moves of s into p, in the order the schedule
+ * needs (evictions before fetches, blocking before overlapped, at each node) */
+atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
+/* opt_now_s -- monotonic seconds */
+double opt_now_s(void);
+
+/* heuristic.c */
+/* opt_heuristic -- a feasible placement in budget_s: Lagrangian pricing, then per-tensor
+ * shortest paths under the limits (warm: start from s as it is, repaired) */
+atm_status opt_heuristic(const struct model *m, struct solution *s, double budget_s, bool warm);
+/* opt_polish -- drop moves that buy nothing, never slowing the step */
+atm_status opt_polish(const struct model *m, struct solution *s);
+
+/* ilp.c */
+struct ilp_result {
+	int n_columns, n_rows, n_binaries;
+	int64_t n_nonzeros;
+	double creation_s, solve_s, bound_s, gap;
+	char status[32];
+	bool improved;          /* GLPK's solution replaced the seed */
+};
+/* opt_ilp_solve -- build the GLPK model of m, seed it with s, solve within the time left since
+ * t_start; s becomes the better of the seed and GLPK's solution */
+atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_start,
+                         struct ilp_result *r);
+
+/* check.c: what the checker and the explanation price a kernel at (not used by the model,
+ * which keeps its own copy of the rule so that the two stay independent) */
+atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t k,
+                           const unsigned *cfg, double *t, double *t_fast);
+
+/* optimizer.c */
+atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation f,
+                          const atm_opt_options *o);
+
+/* baselines.c */
+atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *prof, int64_t limit,
+                        atm_opt_formulation f, const atm_opt_options *o);
+
+#endif /* ATM_OPT_INTERNAL_H */

@@ -1,0 +1,385 @@
+/* optimizer.c -- atm_opt_plan: options, the infeasibility message, solving rounds and the defragmentation loop */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt_internal.h"
+
+static const char *const names[ATM_OPT_N_FORMULATIONS] = {
+	"static", "synchronous", "asynchronous", "all-fast", "all-slow", "numa", "2lm", "vdnn",
+};
+
+const char *atm_opt_formulation_name(atm_opt_formulation f)
+{
+	return f >= 0 && f < ATM_OPT_N_FORMULATIONS ? names[f] : "unknown";
+}
+
+atm_status atm_opt_formulation_from_name(const char *s, atm_opt_formulation *out)
+{
+	*out = ATM_OPT_SYNCHRONOUS;
+	for (int i = 0; s && i < ATM_OPT_N_FORMULATIONS; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (atm_opt_formulation)i;
+			return ATM_OK;
+		}
+	return atm_err(ATM_E_USAGE, "unknown formulation '%s'; valid: static, synchronous, "
+	               "asynchronous, all-fast, all-slow, numa, 2lm, vdnn", s ? s : "(null)");
+}
+
+bool atm_opt_is_ilp(atm_opt_formulation f)
+{
+	return f == ATM_OPT_STATIC || f == ATM_OPT_SYNCHRONOUS || f == ATM_OPT_ASYNCHRONOUS;
+}
+
+void atm_opt_options_default(atm_opt_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->mip_gap = 0.01;
+	o->time_limit_s = 60;
+	o->async_window = 2;
+	o->max_rounds = 8;
+	o->pin_bytes = -1;
+}
+
+/* check_options -- every option in range, or ATM_E_USAGE naming it */
+static atm_status check_options(const atm_opt_options *o)
+{
+	if (!(o->mip_gap >= 0 && o->mip_gap < 1))
+		return atm_err(ATM_E_USAGE, "MIP gap %g is not valid; expected a number from 0 to 1 "
+		               "(0.01 is 1%%)", o->mip_gap);
+	if (!(o->time_limit_s > 0) || o->time_limit_s > 1e6)
+		return atm_err(ATM_E_USAGE, "time limit %g s is not valid; expected more than 0 and at "
+		               "most 1000000 seconds", o->time_limit_s);
+	if (o->async_window < 1 || o->async_window > 64)
+		return atm_err(ATM_E_USAGE, "asynchronous window %d is not valid; expected 1 to 64 "
+		               "kernels", o->async_window);
+	if (o->max_rounds < 1 || o->max_rounds > ATM_PLAN_MAX_ROUNDS)
+		return atm_err(ATM_E_USAGE, "defragmentation rounds %d is not valid; expected 1 to %d",
+		               o->max_rounds, ATM_PLAN_MAX_ROUNDS);
+	if (o->pin_bytes < -1)
+		return atm_err(ATM_E_USAGE, "pin size %lld is not valid; expected -1 (default), 0 "
+		               "(none) or a byte count", (long long)o->pin_bytes);
+	return ATM_OK;
+}
+
+/* opt_infeasible -- the error for a limit below what the graph's fast-only tensors need */
+atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation f,
+                             const atm_opt_options *o)
+{
+	int64_t need = 0;
+	int32_t node = -1;
+	char a[32], b[32], who[256] = "";
+	atm_liveness *lv = NULL;
+	atm_opt_min_limit(g, o, &need, &node);
+	if (node >= 0 && atm_liveness_new(&lv, g) == ATM_OK) {
+		/* name the largest tensors that must be fast there */
+		size_t used = 0;
+		int32_t shown[3] = {-1, -1, -1};
+		for (int r = 0; r < 3; r++) {
+			int32_t best = -1;
+			for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+				const atm_tensor *x = atm_graph_tensor(g, t);
+				if (x->locations != ATM_LOC_FAST || atm_liveness_first(lv, t) > node ||
+				    atm_liveness_last(lv, t) < node || t == shown[0] || t == shown[1])
+					continue;
+				if (best < 0 || x->bytes > atm_graph_tensor(g, best)->bytes)
+					best = t;
+			}
+			if (best < 0)
+				break;
+			shown[r] = best;
+			used += (size_t)snprintf(who + used, sizeof who - used, "%s'%s'", r ? ", " : "",
+			                         atm_graph_tensor(g, best)->name);
+			if (used >= sizeof who)
+				break;
+		}
+		atm_liveness_destroy(lv);
+	}
+	if (node < 0)
+		return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes is too small for '%s' (%s)",
+		               (long long)limit, atm_graph_name(g), atm_opt_formulation_name(f));
+	return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes (%s) is too small for '%s' "
+	               "(%s): at node %d ('%s') %lld bytes must be in fast memory (tensors that may "
+	               "only live there%s: %s); the smallest limit that could work is %lld bytes (%s)",
+	               (long long)limit, atm_format_bytes(limit, a, sizeof a), atm_graph_name(g),
+	               atm_opt_formulation_name(f), node, atm_graph_node(g, node)->name,
+	               (long long)need, o->workspace_in_limit ? ", and the kernel's workspace" : "",
+	               who[0] ? who : "workspace only", (long long)need,
+	               atm_format_bytes(need, b, sizeof b));
+}
+
+/* Where the arena overflowed: the slot of the failing allocation and by how much. */
+struct overflow {
+	int32_t slot;
+	int64_t bytes;
+};
+
+#define MAX_OVERFLOWS 4
+
+/* fit_check -- lay p out with first fit in an unbounded arena (which places every copy
+ * exactly where a bounded one would, up to the first that does not fit) and report the
+ * allocations that end past the arena or push fast bytes over the limit */
+static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int *n_ov)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	atm_schedule *s = NULL;
+	*n_ov = 0;
+	atm_plan_info_of(p)->fast_limit_bytes = 0;
+	atm_status rc = atm_schedule_new(&s, p);
+	atm_plan_info_of(p)->fast_limit_bytes = limit;
+	if (rc < 0)
+		return atm_err_prefix(ATM_E_INTERNAL, "the optimizer made a plan core refuses: ");
+	int64_t arena = limit / 64 * 64, fast = 0;
+	int32_t last_kernel = -1, n_setup = atm_schedule_n_setup(s);
+	for (int32_t i = 0; i < n_setup + atm_schedule_n_events(s); i++) {
+		const atm_event *ev = i < n_setup ? atm_schedule_setup(s, i) : atm_schedule_event(s, i - n_setup);
+		if (ev->kind == ATM_EV_KERNEL)
+			last_kernel = ev->node;
+		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
+			continue;
+		int64_t b = atm_graph_tensor(g, ev->tensor)->bytes;
+		if (ev->kind == ATM_EV_FREE) {
+			fast -= b;
+			continue;
+		}
+		fast += b;
+		int64_t end = ev->offset + (b + 63) / 64 * 64, over = end - arena;
+		if (fast - limit > over)
+			over = fast - limit;
+		if (over <= 0 || *n_ov == MAX_OVERFLOWS)
+			continue;
+		/* outputs are allocated before their kernel runs, moves after the node they follow */
+		int32_t slot = i < n_setup || ev->node < 0 ? 0
+		             : ev->node == last_kernel ? SLOT_M(ev->node) : SLOT_K(ev->node);
+		ov[(*n_ov)++] = (struct overflow){slot, over};
+	}
+	atm_schedule_destroy(s);
+	if (*n_ov)
+		return ATM_OK;
+	/* core has the last word */
+	if ((rc = atm_schedule_new(&s, p)) < 0)
+		return atm_err_prefix(ATM_E_INTERNAL, "the plan fits first fit unbounded but not in the "
+		                      "arena: ");
+	atm_schedule_destroy(s);
+	return ATM_OK;
+}
+
+/* tighten -- lower the limit around each overflow below what the plan used there */
+static void tighten(const struct model *m, const struct solution *sol, int64_t *slot_limit,
+                    int64_t limit, const struct overflow *ov, int n_ov, int64_t *bytes)
+{
+	opt_solution_bytes(m, sol, bytes);
+	for (int i = 0; i < n_ov; i++) {
+		int64_t cut = ov[i].bytes;
+		if (cut < limit / 200)
+			cut = limit / 200;
+		if (cut < 64)
+			cut = 64;
+		for (int32_t s = ov[i].slot - 2; s <= ov[i].slot + 2; s++) {
+			if (s < 0 || s >= m->n_slots)
+				continue;
+			int64_t cap = bytes[s] - cut;
+			if (cap < m->fixed[s])
+				cap = m->fixed[s];
+			if (cap < slot_limit[s])
+				slot_limit[s] = cap;
+		}
+	}
+}
+
+/* plan_all_fast -- the plan for no limit: nothing to decide */
+static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                                atm_opt_formulation f, const atm_opt_options *o, atm_opt_report *rep)
+{
+	atm_opt_check_result chk;
+	atm_status rc = atm_plan_uniform(out, g, ATM_LOC_FAST);
+	if (rc < 0)
+		return rc;
+	atm_plan_info *info = atm_plan_info_of(*out);
+	snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(f));
+	snprintf(info->solver_status, sizeof info->solver_status, "no limit");
+	info->mip_gap = 0;
+	if ((rc = atm_opt_check(*out, prof, o, &chk)) < 0) {
+		atm_plan_destroy(*out);
+		*out = NULL;
+		return rc;
+	}
+	info->predicted_runtime_s = chk.predicted_s;
+	if (rep)
+		rep->objective_s = rep->heuristic_s = chk.predicted_s;
+	return ATM_OK;
+}
+
+atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                        atm_opt_report *rep)
+{
+	atm_opt_options o;
+	atm_opt_report local;
+	struct model *m = NULL;
+	struct solution sol = {0};
+	atm_plan *p = NULL;
+	int64_t *slot_limit = NULL, *bytes = NULL, need;
+	int32_t node;
+	atm_status rc;
+	*out = NULL;
+	if (!rep)
+		rep = &local;
+	memset(rep, 0, sizeof *rep);
+	rep->heuristic_s = -1;
+	if (o_in)
+		o = *o_in;
+	else
+		atm_opt_options_default(&o);
+	if (!g || !prof)
+		return atm_err(ATM_E_USAGE, "atm_opt_plan needs a graph and a profile");
+	if (f < 0 || f >= ATM_OPT_N_FORMULATIONS)
+		return atm_err(ATM_E_USAGE, "formulation %d does not exist", (int)f);
+	if (limit < 0)
+		return atm_err(ATM_E_USAGE, "fast limit %lld is not valid; expected bytes >= 0 (0: none)",
+		               (long long)limit);
+	if ((rc = check_options(&o)) < 0)
+		return rc;
+	if (!atm_opt_is_ilp(f))
+		return opt_baseline(out, g, prof, limit, f, &o);
+	if (limit == 0)
+		return plan_no_limit(out, g, prof, f, &o, rep);
+	if ((rc = atm_opt_min_limit(g, &o, &need, &node)) < 0)
+		return rc;
+	if (need > limit)
+		return opt_infeasible(g, limit, f, &o);
+	int32_t n_slots = 2 * atm_graph_n_nodes(g) + 1;
+	slot_limit = malloc((size_t)n_slots * sizeof *slot_limit);
+	bytes = malloc((size_t)n_slots * sizeof *bytes);
+	if (!slot_limit || !bytes) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory planning");
+		goto fail;
+	}
+	for (int32_t s = 0; s < n_slots; s++)
+		slot_limit[s] = limit;
+	bool fits = false;
+	struct overflow ov[MAX_OVERFLOWS];
+	int n_ov = 0;
+	double total_create = 0, total_solve = 0;
+	for (int round = 0; round < o.max_rounds && !fits; round++) {
+		double t0 = opt_now_s();
+		struct model *prev_m = m;
+		struct solution prev = sol;
+		sol = (struct solution){0};
+		atm_plan_destroy(p);
+		m = NULL;
+		p = NULL;
+		if ((rc = opt_model_new(&m, g, prof, f, &o, limit, slot_limit)) < 0) {
+			opt_model_destroy(prev_m);
+			opt_solution_free(&prev);
+			goto fail;
+		}
+		/* the same gates (only limits changed): the last round's placement is the start */
+		bool warm = prev_m && prev_m->n_phases == m->n_phases &&
+		            prev_m->pinned_bytes == m->pinned_bytes;
+		opt_model_destroy(prev_m);
+		int32_t slot;
+		if (opt_min_fixed(m, &need, &slot) < 0) {
+			opt_solution_free(&prev);
+			if (m->pinned_bytes > 0) {
+				/* small tensors pinned for speed do not fit: place them too */
+				o.pin_bytes = 0;
+				round--;
+				continue;
+			}
+			int32_t k = slot > 0 ? (slot - 1) / 2 : 0;
+			rc = atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes "
+			             "for fragmentation: after %d rounds of tightening the limit around "
+			             "node %d ('%s'), the tensors that must be fast there no longer fit",
+			             (long long)limit, round, k, atm_graph_node(g, k)->name);
+			goto fail;
+		}
+		double create_s = opt_now_s() - t0, t1 = opt_now_s();
+		if (warm) {
+			sol = prev;
+		} else {
+			opt_solution_free(&prev);
+			if ((rc = opt_solution_new(m, &sol)) < 0)
+				goto fail;
+		}
+		double budget = o.time_limit_s * 0.2;
+		if ((rc = opt_heuristic(m, &sol, budget < 10 ? budget : 10, warm)) < 0)
+			goto fail;
+		double heur_s = opt_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
+		if (o.verbosity)
+			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
+			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
+		struct ilp_result ir;
+		if ((rc = opt_ilp_solve(m, &sol, t0, &ir)) < 0 || (rc = opt_polish(m, &sol)) < 0)
+			goto fail;
+		atm_opt_round *r = &rep->rounds[rep->n_rounds++];
+		r->fast_limit_bytes = limit;
+		for (int32_t s = 0; s < n_slots; s++)
+			if (slot_limit[s] < r->fast_limit_bytes)
+				r->fast_limit_bytes = slot_limit[s];
+		r->creation_s = create_s + ir.creation_s;
+		r->solve_s = heur_s + ir.solve_s;
+		r->objective_s = opt_solution_cost(m, &sol);
+		r->bound_s = ir.bound_s;
+		r->mip_gap = ir.gap;
+		snprintf(r->status, sizeof r->status, "%s", ir.status);
+		total_create += r->creation_s;
+		total_solve += r->solve_s;
+		rep->n_columns = ir.n_columns;
+		rep->n_rows = ir.n_rows;
+		rep->n_binaries = ir.n_binaries;
+		rep->n_nonzeros = ir.n_nonzeros;
+		rep->n_movable = m->n_movable;
+		rep->pinned_bytes = m->pinned_bytes;
+		rep->heuristic_s = heur_cost;
+		rep->objective_s = r->objective_s;
+		if ((rc = atm_plan_new(&p, g)) < 0 || (rc = opt_solution_to_plan(m, &sol, p)) < 0)
+			goto fail;
+		atm_plan_info *info = atm_plan_info_of(p);
+		snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(f));
+		info->fast_limit_bytes = limit;
+		if ((rc = fit_check(p, limit, ov, &n_ov)) < 0)
+			goto fail;
+		fits = r->fits = n_ov == 0;
+		if (!fits)
+			tighten(m, &sol, slot_limit, limit, ov, n_ov, bytes);
+	}
+	if (!fits) {
+		int32_t k = ov[0].slot > 0 ? (ov[0].slot - 1) / 2 : 0;
+		rc = atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes for "
+		             "fragmentation after %d rounds of tightening the limit (first fit still "
+		             "overflows by %lld bytes at node %d, '%s'); try a larger limit or more "
+		             "rounds", (long long)limit, rep->n_rounds, (long long)ov[0].bytes, k,
+		             atm_graph_node(g, k)->name);
+		goto fail;
+	}
+	atm_plan_info *info = atm_plan_info_of(p);
+	const atm_opt_round *last = &rep->rounds[rep->n_rounds - 1];
+	info->creation_s = total_create;
+	info->solve_s = total_solve;
+	info->mip_gap = last->mip_gap;
+	snprintf(info->solver_status, sizeof info->solver_status, "%s", last->status);
+	info->n_rounds = rep->n_rounds;
+	for (int i = 0; i < rep->n_rounds; i++) {
+		info->round_creation_s[i] = rep->rounds[i].creation_s;
+		info->round_solve_s[i] = rep->rounds[i].solve_s;
+	}
+	atm_opt_check_result chk;
+	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
+		goto fail;
+	info->predicted_runtime_s = chk.predicted_s;
+	opt_model_destroy(m);
+	opt_solution_free(&sol);
+	free(slot_limit);
+	free(bytes);
+	*out = p;
+	return ATM_OK;
+fail:
+	opt_model_destroy(m);
+	opt_solution_free(&sol);
+	atm_plan_destroy(p);
+	free(slot_limit);
+	free(bytes);
+	return rc;
+}

@@ -1,0 +1,163 @@
+/* atm_profiler.h -- the profiler: every kernel of a graph in every IO configuration, timed or estimated, into a profile cache
+ *
+ * Usage:
+ *
+ *     atm_prof_opts o = {.emulate = "optane", .reps = 5};
+ *     atm_prof *pr = NULL;
+ *     atm_profile *p = NULL;
+ *     atm_prof_report r;
+ *     atm_prof_machine m;
+ *     if (atm_prof_new(&pr, g, &o) < 0) ...;          // opens the tiers; runs nothing yet
+ *     atm_prof_get_machine(pr, &m);                   // what the timings will be comparable with
+ *     if (atm_profile_open(&p, "profiles.json", &m, false) < 0) ...;  // checked before any work
+ *     if (atm_prof_run(pr, p, &r) < 0) ...;           // measures what p lacks, saves in batches
+ *     printf("%lld configurations, %lld measured\n", (long long)r.n_configs,
+ *            (long long)r.n_configs_measured);
+ *     atm_profile_destroy(p);
+ *     atm_prof_destroy(pr);
+ *
+ * Identical kernels (same op, attributes, shapes and dtypes: one signature) are
+ * profiled once. With estimate set nothing of the graph runs: a roofline of
+ * each kernel's FLOPs and bytes against the tiers' bandwidths and a compute
+ * peak gives the times, and the profile is a separate, estimated one
+ * (docs/profile.md has the model and its error on this machine).
+ */
+#ifndef ATM_PROFILER_H
+#define ATM_PROFILER_H
+
+#include <signal.h>
+
+#include "atm_core.h"
+#include "atm_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+	atm_tier_opts tiers;         /* which memories are fast and slow, as for a run */
+	const char *emulate;         /* NULL, a preset or a tier spec file, as for a run */
+	int reps;                    /* timed runs per configuration after one warm-up; 0: 5 */
+	uint64_t seed;               /* of the data kernels are timed on */
+	bool estimate;               /* roofline estimates instead of measurements */
+	const struct atm_prof_roofline *roofline; /* estimate with this model; NULL: calibrate one */
+	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop: what was measured is saved */
+	bool progress;               /* progress on stderr (the caller decides: a terminal, no --quiet) */
+	int flush_configs;           /* save after this many new configurations... (0: 50) */
+	double flush_s;              /* ...or this many seconds, whichever is first (0: 30) */
+} atm_prof_opts;
+
+/* What a profiling run found and did. */
+typedef struct {
+	int32_t n_kernels;          /* nodes of the graph */
+	int32_t n_unique_kernels;   /* distinct signatures among them */
+	int64_t n_configs;          /* distinct (signature, configuration) pairs: what a plan may ask */
+	int64_t n_configs_measured; /* timed (or estimated) by this run */
+	int64_t n_configs_cached;   /* in the profile before this run */
+	bool moves_measured;        /* the move bandwidths were timed (or estimated) by this run */
+	double seconds;             /* wall-clock time of atm_prof_run */
+	bool estimated;
+} atm_prof_report;
+
+typedef struct atm_prof atm_prof;
+
+/* atm_prof_new -- a profiler for g (validated; g outlives pr): opens the tiers
+ * and the emulation, builds nothing yet. Errors as atm_exec_new's tiers. */
+atm_status atm_prof_new(atm_prof **pr, const atm_graph *g, const atm_prof_opts *o);
+void atm_prof_destroy(atm_prof *pr);
+/* atm_prof_get_machine -- the machine key of this run's timings (estimated when o->estimate) */
+void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m);
+/* atm_prof_run -- everything of g that p lacks, measured or estimated into p,
+ * saved in batches and at the end. p's machine must be atm_prof_get_machine's.
+ * ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
+ * another failure also saves what was measured before it. */
+atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r);
+
+/* atm_prof_count -- kernels, unique kernels and configurations of g, nothing else */
+atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r);
+
+/* ---------------------------------------------------------------- roofline */
+
+/* The analytic model behind --estimate. A kernel of op o takes
+ *     overhead_s[o] + max(flops / gflops[o], traffic / gbps[o])
+ * on fast memory of this machine: gflops[o] is what op o reaches with its
+ * operands in cache (FLOPs as atm_prof_kernel_work counts them; a 1x1
+ * convolution has its own rate, gflops_1x1), gbps[o] what it streams when its
+ * operands exceed cache_bytes (within the cache only the compute rate
+ * counts), and traffic counts the passes an op makes over its operands (batch
+ * norm reads its input twice). Bytes in slow memory then cost what emulation
+ * waits for, after the kernel:
+ *     slow_read / slow_read_gbps + slow_written / slow_write_gbps
+ *         - (slow_read + slow_written) / ref_fast_gbps   (never below 0)
+ * when the slow tier is emulated; on real slow memory the slow operands
+ * stream at their tier's bandwidth inside the max instead. Either way the time
+ * grows with FLOPs and with bytes, and a slow operand never makes a kernel
+ * faster. */
+typedef struct atm_prof_roofline {
+	double gflops[ATM_N_OPS];     /* each op's compute rate, operands in cache */
+	double gflops_1x1[3];         /* convolution forward, backward data, backward weights
+	                               * with a 1x1 kernel: one GEMM, far faster than 3x3 */
+	double gbps[ATM_N_OPS];       /* each op's streaming rate, operands beyond the cache */
+	double overhead_s[ATM_N_OPS]; /* each op's call on almost no data */
+	double fast_gbps;             /* a plain streaming kernel (ReLU): what moves use */
+	int64_t cache_bytes;          /* operands up to this size stay in the caches between runs */
+	double slow_read_gbps;        /* slow tier */
+	double slow_write_gbps;
+	double ref_fast_gbps;         /* emulation: the fast memory the slow figures are relative to */
+	bool emulated;                /* slow time is waited after the kernel, as the emulator does */
+	int n_threads;
+	bool calibrated;              /* measured by atm_prof_roofline_calibrate, else defaults */
+} atm_prof_roofline;
+
+/* atm_prof_roofline_default -- round constants for this side of the model
+ * (10 GFLOPS per thread for every op, 5 us a call, 10 GB/s, 4 MiB of cache)
+ * and a slow tier as fast as the fast one: a model for tests, not for plans */
+void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads);
+/* atm_prof_roofline_calibrate -- measure this side of the model: every op on
+ * almost nothing, on operands that fit in the cache and (but convolutions,
+ * which would take seconds) on operands twice its size, all of a made-up
+ * graph (not the user's, no zoo shapes) in fast memory, a few seconds in all;
+ * the slow figures stay as they are */
+atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_opts *o);
+
+/* atm_prof_get_roofline -- the model an estimating run used; ATM_E_NOTFOUND
+ * before one ran or when it estimated nothing */
+atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf);
+
+/* Work of one kernel: FLOPs and bytes streamed by the kernel body. */
+typedef struct {
+	double flops;
+	double traffic_bytes;
+	bool pointwise; /* a convolution with a 1x1 kernel */
+} atm_prof_work;
+
+/* atm_prof_kernel_work -- the work of node from its op and shapes */
+atm_status atm_prof_kernel_work(const atm_graph *g, int32_t node, atm_prof_work *w);
+/* atm_prof_roofline_s -- the model's seconds for a kernel of op with work w
+ * whose operands are these bytes in fast and slow memory (each operand once) */
+double atm_prof_roofline_s(const atm_prof_roofline *rf, atm_op op, const atm_prof_work *w,
+                           int64_t fast_bytes, int64_t slow_read_bytes, int64_t slow_written_bytes);
+/* atm_prof_estimate -- the estimated entry of node in config (estimated set,
+ * count 1, min = median) */
+atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, int32_t node,
+                             uint32_t config, atm_prof_entry *e);
+
+/* How far an estimated profile is from a measured one on g's configurations. */
+typedef struct {
+	int64_t n_configs;          /* configurations in both */
+	double median_ape;          /* absolute percentage error of min_s, median over them */
+	double mean_ape;
+	double step_fast_est_s, step_fast_meas_s; /* sum over g's nodes, everything fast */
+	double step_slow_est_s, step_slow_meas_s; /* everything that may be slow in slow memory */
+} atm_prof_error;
+
+/* atm_prof_compare -- est against meas over g; ATM_E_NOTFOUND when they share
+ * no configuration of g */
+atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, const atm_graph *g,
+                            atm_prof_error *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_PROFILER_H */

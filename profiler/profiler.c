@@ -1,0 +1,410 @@
+/* profiler.c -- profile a graph: unique kernels, their configurations, what the cache lacks measured or estimated, saved in batches */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "atm_profiler.h"
+
+/* Progress is redrawn at most this often. */
+#define PROGRESS_EVERY_S 0.25
+/* A batch save is skipped while the time since the last one is below this
+ * many times what that save took: on a large cache (tens of MB) saving every
+ * 50 fast configurations would otherwise cost more than measuring them. */
+#define SAVE_COST_FACTOR 10.0
+
+struct atm_prof {
+	const atm_graph *g;
+	atm_prof_opts o;
+	atm_kbench *kb;
+	atm_prof_machine m;
+	atm_prof_roofline rf; /* estimating: the model, once calibrated */
+	bool have_rf;
+};
+
+/* One (signature, configuration) pair to have in the profile: node is the
+ * first node with that signature that has the configuration. */
+struct task {
+	int32_t node;
+	uint32_t config;
+	int32_t uniq;   /* index of the signature */
+	double weight;  /* a rough cost, for the time-left estimate */
+};
+
+/* The graph's work list. */
+struct work {
+	int32_t n_unique;
+	struct task *tasks;
+	int64_t n_tasks;
+};
+
+/* now_s -- CLOCK_MONOTONIC in seconds */
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* build_work -- every distinct (signature, configuration) pair of g, in node order */
+static atm_status build_work(const atm_graph *g, struct work *w)
+{
+	int32_t nn = atm_graph_n_nodes(g);
+	json_t *sigs = json_object(), *pairs = json_object();
+	char sig[ATM_PROF_SIG_MAX], key[ATM_PROF_SIG_MAX + 32], name[32];
+	atm_prof_roofline rf;
+	int64_t cap = 0;
+	atm_status rc = ATM_OK;
+	memset(w, 0, sizeof *w);
+	atm_prof_roofline_default(&rf, 1);
+	if (!sigs || !pairs)
+		goto nomem;
+	for (int32_t k = 0; k < nn; k++) {
+		if ((rc = atm_prof_signature(g, k, sig, sizeof sig)) < 0)
+			goto fail;
+		json_t *u = json_object_get(sigs, sig);
+		if (!u) {
+			u = json_integer(w->n_unique++);
+			if (!u || json_object_set_new(sigs, sig, u) < 0)
+				goto nomem;
+		}
+		atm_prof_work pw;
+		if ((rc = atm_prof_kernel_work(g, k, &pw)) < 0)
+			goto fail;
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t c = atm_prof_config_at(g, k, i);
+			snprintf(key, sizeof key, "%s %s", sig, atm_prof_config_name(g, k, c, name, sizeof name));
+			if (json_object_get(pairs, key))
+				continue;
+			if (json_object_set_new(pairs, key, json_true()) < 0)
+				goto nomem;
+			if (w->n_tasks == cap) {
+				cap = cap ? 2 * cap : 256;
+				struct task *t = realloc(w->tasks, (size_t)cap * sizeof *t);
+				if (!t)
+					goto nomem;
+				w->tasks = t;
+			}
+			atm_prof_entry e;
+			atm_prof_estimate(&rf, g, k, c, &e);
+			w->tasks[w->n_tasks++] = (struct task){k, c, (int32_t)json_integer_value(u), e.min_s};
+		}
+	}
+	json_decref(sigs);
+	json_decref(pairs);
+	return ATM_OK;
+nomem:
+	rc = atm_err(ATM_E_NOMEM, "out of memory listing the kernels of '%s'", atm_graph_name(g));
+fail:
+	json_decref(sigs);
+	json_decref(pairs);
+	free(w->tasks);
+	memset(w, 0, sizeof *w);
+	return rc;
+}
+
+/* atm_prof_count -- the work list's figures without running anything */
+atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r)
+{
+	struct work w;
+	memset(r, 0, sizeof *r);
+	atm_status rc = build_work(g, &w);
+	if (rc < 0)
+		return rc;
+	r->n_kernels = atm_graph_n_nodes(g);
+	r->n_unique_kernels = w.n_unique;
+	r->n_configs = w.n_tasks;
+	free(w.tasks);
+	return ATM_OK;
+}
+
+/* atm_prof_new -- a profiler with the tiers of a run open */
+atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts *o)
+{
+	atm_prof *pr = NULL;
+	atm_status rc;
+	*out = NULL;
+	pr = calloc(1, sizeof *pr);
+	if (!pr)
+		return atm_err(ATM_E_NOMEM, "out of memory making a profiler");
+	pr->g = g;
+	if (o)
+		pr->o = *o;
+	if (pr->o.reps <= 0)
+		pr->o.reps = 5;
+	if (pr->o.flush_configs <= 0)
+		pr->o.flush_configs = 50;
+	if (!(pr->o.flush_s > 0))
+		pr->o.flush_s = 30;
+	/* the tiers are opened in estimate mode too: they are part of the machine
+	 * key, and opening them allocates nothing of the graph */
+	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .reps = pr->o.reps,
+	                      .seed = pr->o.seed};
+	if ((rc = atm_kbench_new(&pr->kb, g, &ko)) < 0)
+		goto fail;
+	atm_kbench_machine(pr->kb, &pr->m);
+	pr->m.estimated = pr->o.estimate;
+	*out = pr;
+	return ATM_OK;
+fail:
+	atm_prof_destroy(pr);
+	return rc;
+}
+
+/* atm_prof_destroy -- release the profiler; NULL is fine */
+void atm_prof_destroy(atm_prof *pr)
+{
+	if (!pr)
+		return;
+	atm_kbench_destroy(pr->kb);
+	free(pr);
+}
+
+/* atm_prof_get_machine -- the machine key its entries will carry */
+void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m)
+{
+	*m = pr->m;
+}
+
+/* atm_prof_get_roofline -- the model an estimating run used */
+atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf)
+{
+	if (!pr->have_rf) {
+		memset(rf, 0, sizeof *rf);
+		return atm_err(ATM_E_NOTFOUND, "no roofline: this profiler has estimated nothing");
+	}
+	*rf = pr->rf;
+	return ATM_OK;
+}
+
+/* roofline_for -- the model of this run: the caller's, or calibrated here
+ * (once per profiler) with slow figures from the emulation spec, or from the
+ * real slow tier (as fast as fast memory when hwloc does not know its speed) */
+static atm_status roofline_for(atm_prof *pr)
+{
+	atm_prof_roofline *rf = &pr->rf;
+	atm_kbench_opts ko = {.tiers = pr->o.tiers, .reps = pr->o.reps, .seed = pr->o.seed};
+	atm_tier_desc fast, slow;
+	atm_status rc;
+	if (pr->o.roofline) {
+		*rf = *pr->o.roofline;
+		pr->have_rf = true;
+		return ATM_OK;
+	}
+	atm_prof_roofline_default(rf, pr->m.n_threads);
+	if ((rc = atm_prof_roofline_calibrate(rf, &ko)) < 0)
+		return rc;
+	atm_kbench_tiers(pr->kb, &fast, &slow);
+	if (pr->o.emulate) {
+		atm_emu_spec spec;
+		if ((rc = atm_emu_spec_resolve(pr->o.emulate, &spec)) < 0)
+			return rc;
+		rf->emulated = true;
+		rf->slow_read_gbps = spec.read_gbps;
+		rf->slow_write_gbps = spec.write_gbps;
+		rf->ref_fast_gbps = spec.fast_gbps > 0 ? spec.fast_gbps : ATM_EMU_REFERENCE_FAST_GBPS;
+	} else {
+		rf->slow_read_gbps = slow.read_gbps > 0 ? slow.read_gbps : rf->fast_gbps;
+		rf->slow_write_gbps = slow.write_gbps > 0 ? slow.write_gbps : rf->fast_gbps;
+		rf->ref_fast_gbps = rf->fast_gbps;
+	}
+	pr->have_rf = true;
+	return ATM_OK;
+}
+
+/* estimate_moves -- a synchronous copy in the model: read and write at the
+ * fast bandwidth, then what the slow side adds */
+static void estimate_moves(const atm_prof_roofline *rf, atm_prof_moves *m)
+{
+	double per_byte_fast = 1.0 / (rf->fast_gbps * 1e9);
+	double to_slow, to_fast;
+	if (rf->emulated) {
+		double ref = 1.0 / (rf->ref_fast_gbps * 1e9);
+		to_slow = per_byte_fast + fmax(1.0 / (rf->slow_write_gbps * 1e9) - ref, 0);
+		to_fast = per_byte_fast + fmax(1.0 / (rf->slow_read_gbps * 1e9) - ref, 0);
+	} else {
+		to_slow = 0.5 * per_byte_fast + 1.0 / (fmin(rf->slow_write_gbps, rf->fast_gbps) * 1e9);
+		to_fast = 0.5 * per_byte_fast + 1.0 / (fmin(rf->slow_read_gbps, rf->fast_gbps) * 1e9);
+	}
+	m->to_slow_gbps = 1.0 / to_slow / 1e9;
+	m->to_fast_gbps = 1.0 / to_fast / 1e9;
+	m->estimated = true;
+}
+
+/* hms -- "1:02:03" or "2:03" */
+static const char *hms(double s, char *buf, size_t len)
+{
+	long t = s > 0 && isfinite(s) ? (long)(s + 0.5) : 0;
+	if (t >= 3600)
+		snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+	return buf;
+}
+
+/* State of one run, for progress and batch saves. */
+struct run {
+	const struct work *w;
+	int32_t *left;         /* per signature: configurations still to do */
+	int32_t n_unique_done;
+	int64_t n_done, n_cached, n_todo;
+	double t_start, t_measure, weight_done, weight_todo;
+	double last_draw, last_save, save_cost;
+	int since_save;
+};
+
+/* draw -- the progress line on stderr, at most every PROGRESS_EVERY_S (and the last) */
+static void draw(const atm_prof *pr, struct run *st, bool last)
+{
+	double t = now_s();
+	char a[32], b[32];
+	if (!pr->o.progress || (!last && t - st->last_draw < PROGRESS_EVERY_S))
+		return;
+	st->last_draw = t;
+	double spent = t - st->t_measure;
+	double left = st->weight_done > 0 ? spent * (st->weight_todo - st->weight_done) / st->weight_done
+	                                  : 0;
+	fprintf(stderr, "\r  %s kernels %d/%d, configurations %lld/%lld (%lld cached), %s elapsed",
+	        pr->o.estimate ? "estimating" : "profiling", st->n_unique_done, st->w->n_unique,
+	        (long long)(st->n_cached + st->n_done), (long long)st->w->n_tasks,
+	        (long long)st->n_cached, hms(t - st->t_start, a, sizeof a));
+	if (!last && st->n_done > 0)
+		fprintf(stderr, ", about %s left", hms(left, b, sizeof b));
+	fprintf(stderr, "   %s", last ? "\n" : "");
+}
+
+/* maybe_save -- a batch save: every flush_configs new entries or flush_s
+ * seconds, unless the last save was so recent that saving would dominate */
+static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
+{
+	double t = now_s();
+	bool due = st->since_save >= pr->o.flush_configs || t - st->last_save >= pr->o.flush_s;
+	if (!due || t - st->last_save < SAVE_COST_FACTOR * st->save_cost)
+		return ATM_OK;
+	atm_status rc = atm_profile_save(p);
+	st->last_save = now_s();
+	st->save_cost = st->last_save - t;
+	st->since_save = 0;
+	return rc;
+}
+
+/* cmp_task -- node order, then configuration order */
+static int cmp_task(const void *a, const void *b)
+{
+	const struct task *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->config < y->config ? -1 : x->config > y->config;
+}
+
+/* atm_prof_run -- measure or estimate what p lacks, saving in batches and at the end */
+atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
+{
+	struct work w = {0};
+	struct run st = {0};
+	struct task *todo = NULL;
+	atm_status rc;
+	memset(r, 0, sizeof *r);
+	st.t_start = now_s();
+	const atm_prof_machine *pm = atm_profile_machine(p), *mine = &pr->m;
+	if (strcmp(pm->cpu, mine->cpu) || pm->n_threads != mine->n_threads ||
+	    strcmp(pm->backend, mine->backend) || strcmp(pm->fast_tier, mine->fast_tier) ||
+	    strcmp(pm->slow_tier, mine->slow_tier) || strcmp(pm->emulation, mine->emulation) ||
+	    pm->estimated != mine->estimated)
+		return atm_err(ATM_E_USAGE, "atm_prof_run: the profile is of another machine than this "
+		               "profiler's (open it with the machine atm_prof_get_machine gives)");
+	atm_prof_moves mv;
+	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
+	atm_err_clear();
+	if ((rc = build_work(pr->g, &w)) < 0)
+		return rc;
+	st.w = &w;
+	st.left = calloc((size_t)w.n_unique + 1, sizeof *st.left);
+	todo = malloc((size_t)(w.n_tasks ? w.n_tasks : 1) * sizeof *todo);
+	if (!st.left || !todo) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory profiling '%s'", atm_graph_name(pr->g));
+		goto done;
+	}
+	for (int64_t i = 0; i < w.n_tasks; i++) {
+		const struct task *t = &w.tasks[i];
+		if (atm_profile_has(p, pr->g, t->node, t->config)) {
+			st.n_cached++;
+			continue;
+		}
+		st.left[t->uniq]++;
+		st.weight_todo += t->weight;
+		todo[st.n_todo++] = *t;
+	}
+	for (int32_t u = 0; u < w.n_unique; u++)
+		st.n_unique_done += st.left[u] == 0;
+	/* a node's configurations one after another: its kernel is built once */
+	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
+	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
+		goto done;
+	st.t_measure = st.last_save = st.last_draw = now_s();
+	for (int64_t i = 0; i < st.n_todo; i++) {
+		const struct task *t = &todo[i];
+		atm_prof_entry e;
+		if (pr->o.stop && *pr->o.stop) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
+			             (long long)st.n_done, (long long)st.n_todo);
+			break;
+		}
+		rc = pr->o.estimate ? atm_prof_estimate(&pr->rf, pr->g, t->node, t->config, &e)
+		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
+		if (rc >= 0)
+			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
+		if (rc < 0) {
+			char name[32];
+			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",
+			               atm_graph_node(pr->g, t->node)->name,
+			               atm_prof_config_name(pr->g, t->node, t->config, name, sizeof name));
+			break;
+		}
+		st.n_done++;
+		st.since_save++;
+		st.weight_done += t->weight;
+		if (--st.left[t->uniq] == 0)
+			st.n_unique_done++;
+		draw(pr, &st, false);
+		if ((rc = maybe_save(pr, p, &st)) < 0)
+			break;
+	}
+	if (rc >= 0 && need_moves) {
+		if (pr->o.estimate)
+			estimate_moves(&pr->rf, &mv);
+		else if ((rc = atm_kbench_moves(pr->kb, &mv)) < 0)
+			atm_err_prefix(rc, "timing moves: ");
+		if (rc >= 0 && (rc = atm_profile_set_moves(p, &mv)) >= 0)
+			r->moves_measured = true;
+	}
+	/* what was measured is kept whatever stopped the run */
+	{
+		char msg[2048];
+		snprintf(msg, sizeof msg, "%s", atm_errmsg());
+		atm_status src = atm_profile_save(p);
+		if (rc >= 0)
+			rc = src;
+		else if (src >= 0 && atm_profile_path(p))
+			atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
+			        (long long)st.n_done, atm_profile_path(p));
+		else
+			atm_err(rc, "%s", msg);
+	}
+	draw(pr, &st, true);
+	r->n_kernels = atm_graph_n_nodes(pr->g);
+	r->n_unique_kernels = w.n_unique;
+	r->n_configs = w.n_tasks;
+	r->n_configs_measured = st.n_done;
+	r->n_configs_cached = st.n_cached;
+	r->estimated = pr->o.estimate;
+	r->seconds = now_s() - st.t_start;
+done:
+	free(todo);
+	free(st.left);
+	free(w.tasks);
+	return rc;
+}

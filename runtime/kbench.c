@@ -1,0 +1,551 @@
+/* kbench.c -- time one kernel with its operands in chosen tiers, the way the executor runs it */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dnnl.h>
+
+#include "atm_runtime.h"
+#include "kernels.h"
+
+/* Bytes of each move-bandwidth copy: past the last-level cache of the
+ * machines this runs on, so that the copy meets memory, small enough to take
+ * milliseconds. */
+#define MOVE_BYTES ((int64_t)32 << 20)
+
+struct atm_kbench {
+	const atm_graph *g;
+	atm_kbench_opts o;
+	atm_tier_topo *topo;
+	atm_tier *fast, *slow;
+	atm_pool *fast_heap, *slow_heap;
+	/* fast copies live at offsets of one arena, made at the first timing for
+	 * the largest node of the graph and kept: memkind 1.14 (Debian 12)
+	 * corrupts its heap when allocations of its default kind and of a PMEM
+	 * kind are made and freed interleaved, thousands of times, which a
+	 * profile would otherwise do (the executor's fast arena is one block too) */
+	atm_pool *arena;
+	int64_t *offset;     /* per operand of k_node: where its fast copy goes */
+	atm_emu *emu;
+	atm_cpu *cpu;
+	atm_kernel *k;       /* the kernel of node k_node, kept while its configurations are timed */
+	int32_t k_node;
+	void *scratch;       /* kernels' scratch, in fast memory like the executor's; it only grows */
+	int64_t scratch_bytes;
+	/* k_node's operands: each tensor's copy in fast [0] and slow [1] memory,
+	 * made when a configuration first needs it and kept for the others, at
+	 * the index of the tensor's first operand (NULL until then) */
+	void **copy[2];
+	atm_prof_machine machine;
+	double *times;       /* one per timed run */
+	void **in, **out;    /* operand pointers, sized for the widest node */
+	int max_args;
+};
+
+/* now_s -- CLOCK_MONOTONIC in seconds */
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other
+ * architectures), "unknown" when there is none */
+static void cpu_model(char *buf, size_t len)
+{
+	static const char *const keys[] = {"model name", "Model", "cpu model"};
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		bool match = false;
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0] && colon; i++)
+			match = match || (strncmp(line, keys[i], strlen(keys[i])) == 0 &&
+			                  strspn(line + strlen(keys[i]), " \t") ==
+			                          (size_t)(colon - line) - strlen(keys[i]));
+		if (!match)
+			continue;
+		colon += strspn(colon + 1, " \t") + 1;
+		colon[strcspn(colon, "\n")] = '\0';
+		if (*colon) {
+			snprintf(buf, len, "%s", colon);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* tier_key -- "dram:0", "pmem-dir": what kind of memory, and which node */
+static void tier_key(const atm_tier *t, char *buf, size_t len)
+{
+	const atm_tier_desc *d = atm_tier_describe(t);
+	if (d->numa_node >= 0)
+		snprintf(buf, len, "%s:%d", atm_tier_kind_name(d->kind), d->numa_node);
+	else
+		snprintf(buf, len, "%s%s", atm_tier_kind_name(d->kind), d->dax ? "-dax" : "");
+}
+
+/* emulation_key -- a preset's name ("optane"), or a spec's name and a hash
+ * of its figures ("mine@1a2b3c4d"): two spec files of one name but other
+ * bandwidths must not share timings */
+static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
+{
+	atm_emu_spec preset;
+	if (atm_emu_preset(spec->name, &preset) == ATM_OK && preset.read_gbps == spec->read_gbps &&
+	    preset.write_gbps == spec->write_gbps && preset.fast_gbps == spec->fast_gbps) {
+		snprintf(buf, len, "%s", spec->name);
+		return;
+	}
+	atm_err_clear(); /* not a preset: no error */
+	uint64_t h = 1469598103934665603ull;
+	const double figures[3] = {spec->read_gbps, spec->write_gbps, spec->fast_gbps};
+	const unsigned char *b = (const unsigned char *)figures;
+	for (size_t i = 0; i < sizeof figures; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	snprintf(buf, len, "%.*s@%08x", (int)(len > 10 ? len - 10 : 0), spec->name,
+	         (unsigned)(h ^ (h >> 32)));
+}
+
+/* fill_machine -- what makes these timings comparable. The thread count is
+ * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
+ * else the CPUs this process may run on. */
+static void fill_machine(atm_kbench *kb)
+{
+	atm_prof_machine *m = &kb->machine;
+	const dnnl_version_t *v = dnnl_version();
+	memset(m, 0, sizeof *m);
+	cpu_model(m->cpu, sizeof m->cpu);
+	m->n_threads = omp_get_max_threads();
+	snprintf(m->backend, sizeof m->backend, "cpu-onednn-%d.%d.%d", v->major, v->minor, v->patch);
+	tier_key(kb->fast, m->fast_tier, sizeof m->fast_tier);
+	tier_key(kb->slow, m->slow_tier, sizeof m->slow_tier);
+	if (kb->emu)
+		emulation_key(atm_emu_get_spec(kb->emu), m->emulation, sizeof m->emulation);
+}
+
+/* atm_kbench_new -- open the tiers and the emulation of a run, nothing of g yet */
+atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench_opts *o)
+{
+	atm_kbench *kb = NULL;
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_graph_validate(g)) < 0)
+		return rc;
+	kb = calloc(1, sizeof *kb);
+	if (!kb)
+		return atm_err(ATM_E_NOMEM, "out of memory making a kernel bench");
+	kb->g = g;
+	kb->k_node = -1;
+	if (o)
+		kb->o = *o;
+	if (kb->o.reps <= 0)
+		kb->o.reps = 5;
+	kb->max_args = 1;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		if (n->n_in > kb->max_args)
+			kb->max_args = n->n_in;
+		if (n->n_out > kb->max_args)
+			kb->max_args = n->n_out;
+	}
+	kb->times = calloc((size_t)kb->o.reps, sizeof *kb->times);
+	kb->in = calloc((size_t)kb->max_args, sizeof *kb->in);
+	kb->out = calloc((size_t)kb->max_args, sizeof *kb->out);
+	kb->copy[0] = calloc(2 * (size_t)kb->max_args, sizeof *kb->copy[0]);
+	kb->copy[1] = calloc(2 * (size_t)kb->max_args, sizeof *kb->copy[1]);
+	kb->offset = calloc(2 * (size_t)kb->max_args, sizeof *kb->offset);
+	if (!kb->times || !kb->in || !kb->out || !kb->copy[0] || !kb->copy[1] || !kb->offset) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory making a kernel bench");
+		goto fail;
+	}
+	/* the same tiers, pools and emulation as the executor's open_memory */
+	if ((rc = atm_tier_topo_new(&kb->topo)) < 0 ||
+	    (rc = atm_tier_open_fast(&kb->fast, kb->topo, &kb->o.tiers)) < 0 ||
+	    (rc = atm_tier_open_slow(&kb->slow, kb->topo, &kb->o.tiers)) < 0 ||
+	    (rc = atm_pool_heap_new(&kb->fast_heap, kb->fast, 0)) < 0 ||
+	    (rc = atm_pool_heap_new(&kb->slow_heap, kb->slow, 0)) < 0)
+		goto fail;
+	if (kb->o.emulate) {
+		atm_emu_spec spec;
+		if ((rc = atm_emu_spec_resolve(kb->o.emulate, &spec)) < 0 ||
+		    (rc = atm_emu_new(&kb->emu, &spec, kb->topo, spec.fast_gbps)) < 0 ||
+		    (rc = atm_tier_set_emulation(kb->slow, &spec)) < 0)
+			goto fail;
+	}
+	if ((rc = atm_cpu_new(&kb->cpu)) < 0)
+		goto fail;
+	fill_machine(kb);
+	*out = kb;
+	return ATM_OK;
+fail:
+	atm_kbench_destroy(kb);
+	return rc;
+}
+
+/* drop_kernel -- release the kernel kept for the last node, and its operands' copies */
+static void drop_kernel(atm_kbench *kb)
+{
+	for (int tier = 0; tier < 2 && kb->copy[tier]; tier++)
+		for (int i = 0; i < 2 * kb->max_args; i++) {
+			atm_pool_free(tier ? kb->slow_heap : kb->arena, kb->copy[tier][i]);
+			kb->copy[tier][i] = NULL;
+		}
+	atm_kernel_destroy(kb->k);
+	kb->k = NULL;
+	kb->k_node = -1;
+}
+
+/* atm_kbench_destroy -- release the kernel, pools, tiers; NULL is fine */
+void atm_kbench_destroy(atm_kbench *kb)
+{
+	if (!kb)
+		return;
+	drop_kernel(kb);
+	atm_cpu_destroy(kb->cpu);
+	if (kb->scratch)
+		atm_pool_free(kb->fast_heap, kb->scratch);
+	atm_pool_destroy(kb->arena);
+	atm_pool_destroy(kb->slow_heap);
+	atm_pool_destroy(kb->fast_heap);
+	atm_emu_destroy(kb->emu);
+	atm_tier_destroy(kb->slow);
+	atm_tier_destroy(kb->fast);
+	atm_tier_topo_destroy(kb->topo);
+	free(kb->times);
+	free(kb->in);
+	free(kb->out);
+	free(kb->copy[0]);
+	free(kb->copy[1]);
+	free(kb->offset);
+	free(kb);
+}
+
+/* atm_kbench_machine -- the machine key of these timings */
+void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m)
+{
+	*m = kb->machine;
+}
+
+/* operand_tensor -- tensor of operand i: inputs, then outputs */
+static int32_t operand_tensor(const atm_node *n, int i)
+{
+	return i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+}
+
+/* first_use -- the first operand of n that is operand i's tensor */
+static int first_use(const atm_node *n, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (operand_tensor(n, j) == operand_tensor(n, i))
+			return j;
+	return i;
+}
+
+/* fast_bytes -- n's distinct operands laid out one after another in the
+ * arena, each at a multiple of 64 bytes; offsets (may be NULL) gets each
+ * first operand's place */
+static int64_t fast_bytes(const atm_graph *g, const atm_node *n, int64_t *offsets)
+{
+	int64_t at = 0;
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		if (first_use(n, i) != i)
+			continue;
+		if (offsets)
+			offsets[i] = at;
+		at += (atm_graph_tensor(g, operand_tensor(n, i))->bytes + 63) / 64 * 64;
+	}
+	return at;
+}
+
+/* make_arena -- the fast arena, sized for the node with the most operand bytes */
+static atm_status make_arena(atm_kbench *kb)
+{
+	int64_t most = 64;
+	for (int32_t k = 0; k < atm_graph_n_nodes(kb->g); k++) {
+		int64_t b = fast_bytes(kb->g, atm_graph_node(kb->g, k), NULL);
+		most = b > most ? b : most;
+	}
+	atm_status rc = atm_pool_arena_new(&kb->arena, kb->fast, most);
+	return rc < 0 ? atm_err_prefix(rc, "kernel timing: ") : ATM_OK;
+}
+
+/* use_kernel -- the kernel of node, built once for all its configurations,
+ * and scratch enough for it */
+static atm_status use_kernel(atm_kbench *kb, int32_t node)
+{
+	atm_status rc;
+	if (kb->k_node == node)
+		return ATM_OK;
+	drop_kernel(kb);
+	if (!kb->arena && (rc = make_arena(kb)) < 0)
+		return rc;
+	if ((rc = atm_kernel_new(&kb->k, kb->cpu, kb->g, node)) < 0)
+		return rc;
+	int64_t sb = atm_kernel_scratch_bytes(kb->k);
+	if (sb > kb->scratch_bytes) {
+		atm_pool_free(kb->fast_heap, kb->scratch);
+		kb->scratch = NULL;
+		kb->scratch_bytes = 0;
+		if ((rc = atm_pool_alloc(kb->fast_heap, sb, &kb->scratch)) < 0) {
+			drop_kernel(kb);
+			return atm_err_prefix(rc, "kernel scratch: ");
+		}
+		kb->scratch_bytes = sb;
+	}
+	fast_bytes(kb->g, atm_graph_node(kb->g, node), kb->offset);
+	kb->k_node = node;
+	return ATM_OK;
+}
+
+/* mix -- splitmix64: a fixed stream, so that every machine times the same data */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* fill_f32 -- values in [0.125, 1): positive so that a variance input stays a
+ * variance, small so that nothing overflows, never NaN or denormal (either
+ * could send a kernel down a slow path the real run never takes) */
+static void fill_f32(float *p, int64_t n, uint64_t seed)
+{
+	uint64_t s = seed;
+	for (int64_t i = 0; i < n; i++)
+		p[i] = 0.125f + 0.875f * (float)((double)(mix(&s) >> 40) * 0x1p-24);
+}
+
+/* producer -- the node that writes tensor t, -1 when none (a graph input) */
+static int32_t producer(const atm_graph *g, int32_t t)
+{
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_out; i++)
+			if (n->out[i] == t)
+				return k;
+	}
+	return -1;
+}
+
+/* aligned -- n bytes from the C heap, 64-byte aligned as kernels want */
+static void *aligned(int64_t n)
+{
+	return aligned_alloc(64, (size_t)(n + 63) / 64 * 64);
+}
+
+/* fill_argmax -- the argmax input of a max-pooling backward, made by its
+ * forward kernel: oneDNN follows those indices when it scatters the
+ * gradient, so made-up ones could send it outside the window. The forward
+ * kernel's own operands are untimed scratch work on the C heap, which keeps
+ * memkind's default kind out of it (see the arena above). */
+static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t seed)
+{
+	const atm_tensor *x = atm_graph_tensor(kb->g, t);
+	int32_t pk = producer(kb->g, t);
+	const atm_node *p = pk >= 0 ? atm_graph_node(kb->g, pk) : NULL;
+	atm_kernel *k = NULL;
+	void *xin = NULL, *y = NULL, *scratch = NULL;
+	atm_status rc;
+	memset(buf, 0, (size_t)x->bytes);
+	if (!p || p->op != ATM_OP_MAXPOOL_FWD)
+		return ATM_OK;
+	const atm_tensor *px = atm_graph_tensor(kb->g, p->in[0]);
+	const atm_tensor *py = atm_graph_tensor(kb->g, p->out[0]);
+	if ((rc = atm_kernel_new(&k, kb->cpu, kb->g, pk)) < 0)
+		goto done;
+	xin = aligned(px->bytes);
+	y = aligned(py->bytes);
+	scratch = atm_kernel_scratch_bytes(k) > 0 ? aligned(atm_kernel_scratch_bytes(k)) : NULL;
+	if (!xin || !y || (atm_kernel_scratch_bytes(k) > 0 && !scratch)) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory");
+		goto done;
+	}
+	fill_f32(xin, px->n_elems, seed);
+	void *in[1] = {xin}, *out[2] = {y, buf};
+	rc = atm_kernel_run(k, in, out, scratch);
+done:
+	free(scratch);
+	free(y);
+	free(xin);
+	atm_kernel_destroy(k);
+	return rc < 0 ? atm_err_prefix(rc, "making the argmax of '%s': ", x->name) : ATM_OK;
+}
+
+/* cmp_double -- qsort order of doubles */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* operand_copy -- operand i's copy in slow or fast memory, made and filled the
+ * first time a configuration asks for it: one copy per tensor (a tensor used
+ * twice is one buffer, as in the executor), inputs filled, outputs touched so
+ * that no page fault lands inside a timed run */
+static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool slow, void **ptr)
+{
+	int first = first_use(n, i);
+	int32_t t = operand_tensor(n, first);
+	void **slot = &kb->copy[slow][first];
+	*ptr = NULL;
+	if (!*slot) {
+		const atm_tensor *x = atm_graph_tensor(kb->g, t);
+		atm_status rc = slow ? atm_pool_alloc(kb->slow_heap, x->bytes, slot)
+		                     : atm_pool_alloc_at(kb->arena, kb->offset[first], x->bytes, slot);
+		if (rc < 0)
+			return atm_err_prefix(rc, "timing node '%s', tensor '%s': ", n->name, x->name);
+		uint64_t seed = kb->o.seed * 0x100000001b3ull + (uint64_t)t;
+		if (first >= n->n_in)
+			memset(*slot, 0, (size_t)x->bytes);
+		else if (x->dtype == ATM_F32)
+			fill_f32(*slot, x->n_elems, seed);
+		else if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
+			return rc;
+	}
+	*ptr = *slot;
+	return ATM_OK;
+}
+
+/* run_once -- one kernel run and the emulation wait after it, as exec.c's
+ * do_kernel accounts them: slow inputs are read, slow outputs written, and
+ * an in-place op (SGD) writes its slow input 0 as well */
+static atm_status run_once(atm_kbench *kb, int64_t slow_read, int64_t slow_written, double *dt)
+{
+	double t0 = now_s();
+	atm_status rc = atm_kernel_run(kb->k, kb->in, kb->out, kb->scratch);
+	if (rc < 0)
+		return rc;
+	if (kb->emu && (slow_read || slow_written) &&
+	    (rc = atm_emu_wait(kb->emu, slow_read, slow_written, NULL)) < 0)
+		return rc;
+	*dt = now_s() - t0;
+	return ATM_OK;
+}
+
+/* atm_kbench_time -- warm-up and timed runs of node with its operands where config puts them */
+atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e)
+{
+	const atm_node *n = atm_graph_node(kb->g, node);
+	atm_status rc = ATM_OK;
+	memset(e, 0, sizeof *e);
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_kbench_time: node %d is out of range (graph '%s' has %d "
+		               "nodes)", node, atm_graph_name(kb->g), atm_graph_n_nodes(kb->g));
+	int n_ops = n->n_in + n->n_out;
+	unsigned locs[2 * ATM_PROF_MAX_OPERANDS];
+	unsigned *lp = n_ops <= 2 * ATM_PROF_MAX_OPERANDS ? locs : calloc((size_t)n_ops, sizeof *lp);
+	if (!lp)
+		return atm_err(ATM_E_NOMEM, "out of memory timing node '%s'", n->name);
+	for (int i = 0; i < n_ops; i++)
+		lp[i] = atm_prof_config_loc(kb->g, node, config, i);
+	uint32_t check;
+	if (atm_prof_config_of(kb->g, node, lp, &check) < 0) {
+		rc = atm_err_prefix(ATM_E_USAGE, "atm_kbench_time: ");
+		goto done;
+	}
+	if (check != config) {
+		rc = atm_err(ATM_E_USAGE, "atm_kbench_time: 0x%x is not a configuration of node '%s'",
+		             (unsigned)config, n->name);
+		goto done;
+	}
+	if ((rc = use_kernel(kb, node)) < 0)
+		goto done;
+	int64_t slow_read = 0, slow_written = 0;
+	for (int i = 0; i < n_ops; i++) {
+		bool slow = lp[i] == ATM_LOC_SLOW;
+		void *ptr;
+		if ((rc = operand_copy(kb, n, i, slow, &ptr)) < 0)
+			goto done;
+		int64_t bytes = atm_graph_tensor(kb->g, operand_tensor(n, i))->bytes;
+		if (slow && i < n->n_in)
+			slow_read += bytes;
+		if (slow && (i >= n->n_in || (i == 0 && atm_op_is_inplace(n->op))))
+			slow_written += bytes;
+		if (i < n->n_in)
+			kb->in[i] = ptr;
+		else
+			kb->out[i - n->n_in] = ptr;
+	}
+	double dt;
+	if ((rc = run_once(kb, slow_read, slow_written, &dt)) < 0) /* warm-up */
+		goto done;
+	for (int r = 0; r < kb->o.reps; r++)
+		if ((rc = run_once(kb, slow_read, slow_written, &kb->times[r])) < 0)
+			goto done;
+	qsort(kb->times, (size_t)kb->o.reps, sizeof *kb->times, cmp_double);
+	int h = kb->o.reps / 2;
+	e->min_s = kb->times[0];
+	e->median_s = kb->o.reps % 2 ? kb->times[h] : 0.5 * (kb->times[h - 1] + kb->times[h]);
+	e->count = kb->o.reps;
+	e->scratch_bytes = atm_kernel_scratch_bytes(kb->k);
+done:
+	if (lp != locs)
+		free(lp);
+	if (rc < 0)
+		memset(e, 0, sizeof *e);
+	return rc;
+}
+
+/* copy_s -- one synchronous move of n bytes into dst_pool, with the wait the
+ * executor's copy_move adds */
+static atm_status copy_s(atm_kbench *kb, atm_pool *dst_pool, void *dst, const void *src, bool to_slow,
+                         double *dt)
+{
+	double t0 = now_s();
+	atm_status rc = atm_pool_copy(dst_pool, dst, src, MOVE_BYTES);
+	if (rc < 0)
+		return rc;
+	if (kb->emu && (rc = atm_emu_wait(kb->emu, to_slow ? 0 : MOVE_BYTES, to_slow ? MOVE_BYTES : 0,
+	                                  NULL)) < 0)
+		return rc;
+	*dt = now_s() - t0;
+	return ATM_OK;
+}
+
+/* atm_kbench_moves -- best of three synchronous copies each way after a warm-up */
+atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
+{
+	void *f = NULL, *s = NULL;
+	double best_to_slow = INFINITY, best_to_fast = INFINITY, dt;
+	atm_status rc;
+	memset(m, 0, sizeof *m);
+	if ((rc = atm_pool_alloc(kb->fast_heap, MOVE_BYTES, &f)) < 0 ||
+	    (rc = atm_pool_alloc(kb->slow_heap, MOVE_BYTES, &s)) < 0) {
+		atm_err_prefix(rc, "timing moves: ");
+		goto done;
+	}
+	fill_f32(f, MOVE_BYTES / 4, kb->o.seed);
+	memset(s, 0, (size_t)MOVE_BYTES);
+	/* the first round is a warm-up; the best of the rest is the bandwidth */
+	for (int r = 0; r < 4; r++) {
+		if ((rc = copy_s(kb, kb->slow_heap, s, f, true, &dt)) < 0)
+			goto done;
+		if (r && dt < best_to_slow)
+			best_to_slow = dt;
+		if ((rc = copy_s(kb, kb->fast_heap, f, s, false, &dt)) < 0)
+			goto done;
+		if (r && dt < best_to_fast)
+			best_to_fast = dt;
+	}
+	m->to_slow_gbps = (double)MOVE_BYTES / best_to_slow / 1e9;
+	m->to_fast_gbps = (double)MOVE_BYTES / best_to_fast / 1e9;
+done:
+	atm_pool_free(kb->slow_heap, s);
+	atm_pool_free(kb->fast_heap, f);
+	return rc;
+}
+
+/* atm_kbench_tiers -- descriptions of the tiers in use */
+void atm_kbench_tiers(const atm_kbench *kb, atm_tier_desc *fast, atm_tier_desc *slow)
+{
+	*fast = *atm_tier_describe(kb->fast);
+	*slow = *atm_tier_describe(kb->slow);
+}

@@ -1,0 +1,205 @@
+/* test_plan_cmd.c -- autotm plan end to end: plan files, summaries, the timeline, infeasible limits, bad usage */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+#include "atm_profiler.h"
+#include "atm_zoo.h"
+#include "common/cli_harness.h"
+#include "optimizer/synth.h"
+
+static char cache[600];
+
+/* fill_cache -- this machine's measured-profile section of a cache in the scratch folder,
+ * filled with the synthetic times for every configuration of g, so that autotm plan finds
+ * everything and profiles nothing */
+static void fill_cache(const atm_graph *g)
+{
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL, *syn = NULL;
+	atm_prof_opts po = {.seed = 1};
+	atm_prof_machine m;
+	assert_int_equal(atm_prof_new(&pr, g, &po), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_profile_open(&p, cache, &m, false), ATM_OK);
+	assert_int_equal(synth_profile(g, &syn), ATM_OK);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t c = atm_prof_config_at(g, k, i);
+			atm_prof_entry e;
+			assert_int_equal(atm_profile_get(syn, g, k, c, &e), ATM_OK);
+			e.estimated = false;
+			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
+		}
+	assert_int_equal(atm_profile_set_moves(p, &(atm_prof_moves){4, 2, false}), ATM_OK);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	atm_profile_destroy(syn);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+}
+
+static int setup(void **state)
+{
+	if (cli_setup(state) < 0)
+		return -1;
+	snprintf(cache, sizeof cache, "%s/profiles.json", cli_tmpdir);
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = 8};
+	if (atm_zoo_build(&g, "tiny_mlp", &o) < 0)
+		return -1;
+	fill_cache(g);
+	atm_graph_destroy(g);
+	return 0;
+}
+
+/* test_plan_cmd_writes_a_plan_that_loads -- -o writes the plan JSON of the right graph */
+static void test_plan_cmd_writes_a_plan_that_loads(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --cache %s -o %s/p.json "
+	                              "--quiet", cache, cli_tmpdir);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_non_null(strstr(r.out, "synchronous plan"));
+	assert_non_null(strstr(r.out, "predicted step"));
+	cli_release(&r);
+	atm_graph *g = NULL;
+	atm_plan *p = NULL;
+	atm_liveness *lv = NULL;
+	char path[700];
+	atm_zoo_opts o = {.batch = 8};
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", &o), ATM_OK);
+	snprintf(path, sizeof path, "%s/p.json", cli_tmpdir);
+	assert_int_equal(atm_plan_load(&p, g, path), ATM_OK);
+	assert_int_equal(atm_liveness_new(&lv, g), ATM_OK);
+	assert_int_equal(atm_plan_info_get(p)->fast_limit_bytes, atm_liveness_peak_bytes(lv) / 5);
+	assert_string_equal(atm_plan_info_get(p)->formulation, "synchronous");
+	assert_true(atm_plan_info_get(p)->predicted_runtime_s > 0);
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	atm_schedule_destroy(s);
+	atm_liveness_destroy(lv);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+/* test_plan_cmd_json_summary -- --json gives the prediction, the solver and its rounds */
+static void test_plan_cmd_json_summary(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --model tiny_mlp --dram-limit 4K --formulation "
+	                              "asynchronous --mip-gap 2%% --time-limit 5 --cache %s --json "
+	                              "--quiet", cache);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	json_error_t e;
+	json_t *j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("not JSON: %s", r.out);
+	assert_string_equal(json_string_value(json_object_get(j, "formulation")), "asynchronous");
+	assert_int_equal(json_integer_value(json_object_get(j, "fast_limit_bytes")), 4096);
+	assert_true(json_real_value(json_object_get(j, "predicted_runtime_s")) > 0);
+	json_t *solver = json_object_get(j, "solver");
+	assert_true(json_array_size(json_object_get(solver, "rounds")) >= 1);
+	assert_true(json_integer_value(json_object_get(json_object_get(solver, "model"), "columns")) > 0);
+	assert_true(json_real_value(json_object_get(solver, "mip_gap")) <= 0.02 + 1e-12);
+	json_decref(j);
+	cli_release(&r);
+}
+
+/* test_plan_cmd_explain_and_baselines -- the timeline names nodes and moves; baselines plan too */
+static void test_plan_cmd_explain_and_baselines(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 8:1 --formulation vdnn --cache "
+	                              "%s --explain --quiet", cache);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_non_null(strstr(r.out, "plan of 'tiny_mlp': vdnn"));
+	assert_non_null(strstr(r.out, "predicted step"));
+	assert_non_null(strstr(r.out, "slow operands"));
+	cli_release(&r);
+	const char *forms[] = {"static", "all-fast", "all-slow", "numa", "2lm"};
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		r = cli_run("plan --model tiny_mlp --ratio 1:1 --formulation %s --cache %s --quiet",
+		            forms[i], cache);
+		if (r.code || !strstr(r.out, forms[i]))
+			fail_msg("%s: exit %d: %s%s", forms[i], r.code, r.out, r.err);
+		cli_release(&r);
+	}
+}
+
+/* test_plan_cmd_infeasible_limit -- exit 4 and the least limit, for a graph with fast-only tensors */
+static void test_plan_cmd_infeasible_limit(void **state)
+{
+	(void)state;
+	atm_graph *g = NULL;
+	int64_t d[] = {64};
+	int32_t x, a, b, y, n;
+	char path[700];
+	assert_int_equal(atm_graph_new(&g, "pinned"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 1, d, ATM_KIND_INPUT, ATM_LOC_ANY, &x), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "a", ATM_F32, 1, d, ATM_KIND_ACTIVATION, ATM_LOC_FAST, &a), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "b", ATM_F32, 1, d, ATM_KIND_ACTIVATION, ATM_LOC_FAST, &b), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "y", ATM_F32, 1, d, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), 0);
+	assert_int_equal(atm_graph_add_node(g, "n0", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &a, &n), 0);
+	assert_int_equal(atm_graph_add_node(g, "n1", ATM_OP_RELU_FWD, NULL, 1, &a, 1, &b, &n), 0);
+	assert_int_equal(atm_graph_add_node(g, "n2", ATM_OP_RELU_FWD, NULL, 1, &b, 1, &y, &n), 0);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	snprintf(path, sizeof path, "%s/pinned.json", cli_tmpdir);
+	assert_int_equal(atm_graph_save(g, path), ATM_OK);
+	fill_cache(g);
+	cli_expect(4, "the smallest limit that could work is 512 bytes",
+	           "plan --graph %s --dram-limit 300 --cache %s --quiet", path, cache);
+	cli_expect(4, "at node 1 ('n1')", "plan --graph %s --dram-limit 300 --cache %s --quiet", path,
+	           cache);
+	struct cli_result r = cli_run("plan --graph %s --dram-limit 512 --cache %s --quiet", path, cache);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	cli_release(&r);
+	atm_graph_destroy(g);
+}
+
+/* test_plan_cmd_bad_usage -- exit 2 with a message naming what is wrong */
+static void test_plan_cmd_bad_usage(void **state)
+{
+	(void)state;
+	cli_expect(2, "give the fast-memory limit", "plan --model tiny_mlp --cache %s", cache);
+	cli_expect(2, "only one of --ratio and --dram-limit",
+	           "plan --model tiny_mlp --ratio 4:1 --dram-limit 1M --cache %s", cache);
+	cli_expect(2, "ratio '4-1' is not valid", "plan --model tiny_mlp --ratio 4-1");
+	cli_expect(2, "unknown formulation 'best'", "plan --model tiny_mlp --ratio 4:1 --formulation best");
+	cli_expect(2, "--mip-gap '2' is not valid", "plan --model tiny_mlp --ratio 4:1 --mip-gap 2");
+	cli_expect(2, "--time-limit '0' is not valid", "plan --model tiny_mlp --ratio 4:1 --time-limit 0");
+	cli_expect(2, "unknown option '--frobnicate'", "plan --model tiny_mlp --frobnicate");
+	cli_expect(2, "--dram-limit: '0' is not a byte size", "plan --model tiny_mlp --dram-limit 0");
+	cli_expect(2, "2lm caches slow memory", "plan --model tiny_mlp --ratio 0:1 --formulation 2lm "
+	           "--cache %s --quiet", cache);
+	struct cli_result r = cli_run("plan --help");
+	assert_int_equal(r.code, 0);
+	assert_non_null(strstr(r.out, "--formulation F"));
+	cli_release(&r);
+	r = cli_run("--help");
+	assert_non_null(strstr(r.out, "plan"));
+	cli_release(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
+		cmocka_unit_test(test_plan_cmd_json_summary),
+		cmocka_unit_test(test_plan_cmd_explain_and_baselines),
+		cmocka_unit_test(test_plan_cmd_infeasible_limit),
+		cmocka_unit_test(test_plan_cmd_bad_usage),
+	};
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
+}

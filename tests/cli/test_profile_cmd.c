@@ -1,0 +1,200 @@
+/* test_profile_cmd.c -- autotm profile end to end: JSON report, incremental runs, estimates, corrupt caches, bad usage */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+#include "common/cli_harness.h"
+
+/* report -- autotm profile ARGS --json into cache NAME of the scratch folder, parsed */
+static json_t *report(const char *args, const char *name)
+{
+	struct cli_result r = cli_run("profile %s --cache %s/%s --quiet --json", args, cli_tmpdir, name);
+	if (r.code != 0)
+		fail_msg("autotm profile %s exited %d: %s", args, r.code, r.err);
+	json_error_t e;
+	json_t *j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("not JSON (%s): %s", e.text, r.out);
+	cli_release(&r);
+	return j;
+}
+
+static json_int_t num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v))
+		fail_msg("no integer field %s", key);
+	return json_integer_value(v);
+}
+
+static void test_profile_cmd_json_and_incremental(void **state)
+{
+	(void)state;
+	json_t *a = report("--model tiny_mlp --reps 1 --emulate optane", "c.json");
+	const char *fields[] = {"n_kernels", "n_unique_kernels", "n_configs", "n_configs_measured",
+	                        "n_configs_cached", "seconds", "estimated", "cache", "machine"};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		if (!json_object_get(a, fields[i]))
+			fail_msg("the report lacks %s", fields[i]);
+	assert_int_equal(num(a, "n_kernels"), 20);
+	assert_int_equal(num(a, "n_unique_kernels"), 17);
+	assert_int_equal(num(a, "n_configs"), 168);
+	assert_int_equal(num(a, "n_configs_measured"), 168);
+	assert_int_equal(num(a, "n_configs_cached"), 0);
+	assert_true(json_real_value(json_object_get(a, "seconds")) > 0);
+	assert_true(json_is_false(json_object_get(a, "estimated")));
+	json_t *m = json_object_get(a, "machine");
+	assert_string_equal(json_string_value(json_object_get(m, "emulation")), "optane");
+	/* a second run measures nothing */
+	json_t *b = report("--model tiny_mlp --reps 1 --emulate optane", "c.json");
+	assert_int_equal(num(b, "n_configs_measured"), 0);
+	assert_int_equal(num(b, "n_configs_cached"), 168);
+	/* another emulation is another machine: everything again */
+	json_t *c = report("--model tiny_mlp --reps 1 --emulate cxl", "c.json");
+	assert_int_equal(num(c, "n_configs_measured"), 168);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
+
+static void test_profile_cmd_human_output(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("profile --model tiny_mlp --reps 1 --cache %s/h.json --quiet",
+	                              cli_tmpdir);
+	assert_int_equal(r.code, 0);
+	assert_non_null(strstr(r.out, "tiny_mlp, batch 8: measured profile"));
+	assert_non_null(strstr(r.out, "20 (17 unique)"));
+	assert_non_null(strstr(r.out, "168: 168 measured now, 0 from the cache"));
+	assert_non_null(strstr(r.out, "h.json (168 entries of this machine)"));
+	assert_string_equal(r.err, ""); /* quiet, and not a terminal anyway */
+	cli_release(&r);
+}
+
+static void test_profile_cmd_estimate_compared(void **state)
+{
+	(void)state;
+	json_decref(report("--model tiny_mlp --reps 1 --emulate optane", "e.json"));
+	json_t *e = report("--model tiny_mlp --emulate optane --estimate", "e.json");
+	assert_true(json_is_true(json_object_get(e, "estimated")));
+	assert_true(json_is_true(json_object_get(json_object_get(e, "machine"), "estimated")));
+	assert_int_equal(num(e, "n_configs_measured"), 168);
+	json_t *err = json_object_get(e, "estimate_error");
+	assert_non_null(err);
+	assert_int_equal(num(err, "n_configs"), 168);
+	assert_true(json_real_value(json_object_get(err, "median_ape_percent")) >= 0);
+	json_t *rf = json_object_get(e, "roofline");
+	assert_true(json_is_true(json_object_get(rf, "calibrated")));
+	json_decref(e);
+	/* the measured profile is untouched by the estimate */
+	json_t *again = report("--model tiny_mlp --reps 1 --emulate optane", "e.json");
+	assert_int_equal(num(again, "n_configs_measured"), 0);
+	json_decref(again);
+}
+
+static void test_profile_cmd_corrupt_cache(void **state)
+{
+	(void)state;
+	char path[512], *back = NULL;
+	size_t len;
+	snprintf(path, sizeof path, "%s/bad.json", cli_tmpdir);
+	const char *junk = "{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\"";
+	assert_int_equal(atm_write_file_atomic(path, junk, strlen(junk)), ATM_OK);
+	cli_expect(3, "bad.json:1:", "profile --model tiny_mlp --reps 1 --cache %s", path);
+	assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
+	assert_string_equal(back, junk);
+	free(back);
+	/* --rebuild starts over on purpose */
+	struct cli_result r = cli_run("profile --model tiny_mlp --reps 1 --cache %s --rebuild --quiet",
+	                              path);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	json_t *j = report("--model tiny_mlp --reps 1", "bad.json");
+	assert_int_equal(num(j, "n_configs_measured"), 0);
+	json_decref(j);
+}
+
+static void test_profile_cmd_bad_usage(void **state)
+{
+	(void)state;
+	cli_expect(2, "--reps '0' is not valid", "profile --model tiny_mlp --reps 0");
+	cli_expect(2, "unknown option '--frobnicate'", "profile --model tiny_mlp --frobnicate");
+	cli_expect(2, "which network?", "profile");
+	cli_expect(2, "unexpected argument 'extra'", "profile --model tiny_mlp extra");
+	cli_expect(2, "needs a value", "profile --model tiny_mlp --cache");
+	cli_expect(2, "optane", "profile --model tiny_mlp --emulate floppy");
+	cli_expect(6, "/nonexistent/dir/p.json",
+	           "profile --model tiny_mlp --cache /nonexistent/dir/p.json");
+	struct cli_result r = cli_run("profile --help");
+	assert_int_equal(r.code, 0);
+	assert_non_null(strstr(r.out, "--estimate"));
+	cli_release(&r);
+}
+
+static void test_profile_cmd_default_cache_location(void **state)
+{
+	(void)state;
+	char cmd[2048], path[512];
+	snprintf(cmd, sizeof cmd,
+	         "XDG_CACHE_HOME=%s/xdg %s profile --model tiny_mlp --reps 1 --quiet >/dev/null 2>&1",
+	         cli_tmpdir, cli_autotm);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof path, "%s/xdg/autotm/profiles.json", cli_tmpdir);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
+/* on_terminal -- autotm ARGS under script(1), which gives it a terminal; its output */
+static char *on_terminal(const char *args)
+{
+	char cmd[2048], path[512], *out = NULL;
+	size_t len;
+	snprintf(path, sizeof path, "%s/tty.out", cli_tmpdir);
+	snprintf(cmd, sizeof cmd, "script -qfec '%s %s' /dev/null >%s 2>&1", cli_autotm, args, path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(atm_read_file(path, &out, &len), ATM_OK);
+	return out;
+}
+
+static void test_profile_cmd_progress_on_terminal(void **state)
+{
+	(void)state;
+	char args[1024];
+	if (system("command -v script >/dev/null 2>&1") != 0)
+		skip(); /* util-linux's script gives the command a terminal */
+	snprintf(args, sizeof args, "profile --model tiny_mlp --reps 1 --cache %s/tty.json", cli_tmpdir);
+	char *out = on_terminal(args);
+	assert_non_null(strstr(out, "\r  profiling kernels "));
+	assert_non_null(strstr(out, "kernels 17/17, configurations 168/168 (0 cached)"));
+	assert_non_null(strstr(out, "elapsed"));
+	free(out);
+	/* --quiet silences it even there */
+	snprintf(args, sizeof args, "profile --model tiny_mlp --reps 1 --cache %s/tty.json --quiet",
+	         cli_tmpdir);
+	out = on_terminal(args);
+	assert_null(strstr(out, "profiling kernels"));
+	assert_non_null(strstr(out, "168: 0 measured now, 168 from the cache"));
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_profile_cmd_json_and_incremental),
+		cmocka_unit_test(test_profile_cmd_human_output),
+		cmocka_unit_test(test_profile_cmd_estimate_compared),
+		cmocka_unit_test(test_profile_cmd_corrupt_cache),
+		cmocka_unit_test(test_profile_cmd_bad_usage),
+		cmocka_unit_test(test_profile_cmd_default_cache_location),
+		cmocka_unit_test(test_profile_cmd_progress_on_terminal),
+	};
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
+}

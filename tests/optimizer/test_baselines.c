@@ -1,0 +1,165 @@
+/* test_baselines.c -- all-fast, all-slow, first-touch NUMA, 2LM and vDNN plans: valid, priced, within the limit */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "atm_zoo.h"
+#include "optimizer/synth.h"
+
+struct fix {
+	atm_graph *g;
+	atm_profile *prof;
+	int64_t limit; /* 4:1 */
+};
+
+static int setup(void **state)
+{
+	static struct fix f;
+	atm_zoo_opts o = {.batch = 4};
+	if (atm_zoo_build(&f.g, "tiny_cnn", &o) < 0 || synth_profile(f.g, &f.prof) < 0 ||
+	    atm_opt_limit_from_ratio(f.g, 4, 1, &f.limit) < 0)
+		return -1;
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+	atm_profile_destroy(f->prof);
+	atm_graph_destroy(f->g);
+	return 0;
+}
+
+/* baseline -- plan f of the fixture: core accepts it, the checker's price is its prediction */
+static atm_plan *baseline(struct fix *fx, atm_opt_formulation f, int64_t limit,
+                          atm_opt_check_result *c)
+{
+	atm_plan *p = NULL;
+	atm_schedule *s = NULL;
+	if (atm_opt_plan(&p, fx->g, fx->prof, limit, f, NULL, NULL) < 0)
+		fail_msg("%s: %s", atm_opt_formulation_name(f), atm_errmsg());
+	assert_string_equal(atm_plan_info_get(p)->formulation, atm_opt_formulation_name(f));
+	assert_string_equal(atm_plan_info_get(p)->solver_status, "baseline");
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	atm_schedule_destroy(s);
+	assert_int_equal(atm_opt_check(p, fx->prof, NULL, c), ATM_OK);
+	assert_true(fabs(atm_plan_info_get(p)->predicted_runtime_s - c->predicted_s) < 1e-15);
+	assert_true(c->predicted_s >= c->all_fast_kernel_s - 1e-12);
+	return p;
+}
+
+static void test_baselines_all_fast_and_all_slow(void **state)
+{
+	struct fix *fx = *state;
+	atm_opt_check_result fast, slow;
+	atm_plan *p = baseline(fx, ATM_OPT_ALL_FAST, fx->limit, &fast);
+	/* all-fast is the reference: no limit */
+	assert_int_equal(atm_plan_info_get(p)->fast_limit_bytes, 0);
+	assert_true(fabs(fast.predicted_s - fast.all_fast_kernel_s) < 1e-12);
+	atm_plan_destroy(p);
+	p = baseline(fx, ATM_OPT_ALL_SLOW, fx->limit, &slow);
+	assert_int_equal(atm_plan_info_get(p)->fast_limit_bytes, fx->limit);
+	for (int32_t t = 0; t < atm_graph_n_tensors(fx->g); t++)
+		assert_int_equal(atm_plan_location(p, t), ATM_LOC_SLOW);
+	assert_true(slow.predicted_s > fast.predicted_s);
+	atm_plan_destroy(p);
+}
+
+/* test_baselines_numa_first_touch -- fast while it fits, slow after, never moves */
+static void test_baselines_numa_first_touch(void **state)
+{
+	struct fix *fx = *state;
+	atm_opt_check_result c, slow, fast;
+	atm_plan_destroy(baseline(fx, ATM_OPT_ALL_SLOW, fx->limit, &slow));
+	atm_plan_destroy(baseline(fx, ATM_OPT_ALL_FAST, 0, &fast));
+	atm_plan *p = baseline(fx, ATM_OPT_NUMA, fx->limit, &c);
+	assert_int_equal(atm_plan_n_moves(p), 0);
+	int n_fast = 0, n_slow = 0;
+	for (int32_t t = 0; t < atm_graph_n_tensors(fx->g); t++)
+		if (atm_plan_location(p, t) == ATM_LOC_FAST)
+			n_fast++;
+		else
+			n_slow++;
+	assert_true(n_fast > 0 && n_slow > 0);
+	assert_true(c.fast_peak_bytes <= fx->limit);
+	assert_true(c.predicted_s < slow.predicted_s && c.predicted_s > fast.predicted_s);
+	/* the first tensor first touched goes fast: the graph's first persistent tensor fits */
+	assert_int_equal(atm_plan_location(p, 0), ATM_LOC_FAST);
+	atm_plan_destroy(p);
+	/* with room for everything, first touch is all fast */
+	p = baseline(fx, ATM_OPT_NUMA, 1 << 30, &c);
+	for (int32_t t = 0; t < atm_graph_n_tensors(fx->g); t++)
+		assert_int_equal(atm_plan_location(p, t), ATM_LOC_FAST);
+	atm_plan_destroy(p);
+}
+
+/* test_baselines_vdnn_offloads_conv_inputs -- every move is an overlapped copy of a
+ * convolution input: out after its last forward use, in before its backward use */
+static void test_baselines_vdnn_offloads_conv_inputs(void **state)
+{
+	struct fix *fx = *state;
+	atm_opt_check_result c;
+	atm_plan *p = baseline(fx, ATM_OPT_VDNN, 0, &c);
+	int32_t nm = atm_plan_n_moves(p);
+	assert_true(nm > 0 && nm % 2 == 0);
+	for (int32_t i = 0; i < nm; i++) {
+		const atm_move *m = atm_plan_move(p, i);
+		assert_true(m->async);
+		bool conv_input = false;
+		for (int32_t k = 0; k < atm_graph_n_nodes(fx->g); k++) {
+			const atm_node *n = atm_graph_node(fx->g, k);
+			conv_input |= n->op == ATM_OP_CONV_FWD && n->in[0] == m->tensor;
+		}
+		assert_true(conv_input);
+	}
+	assert_int_equal(c.n_async_moves, nm);
+	atm_plan_destroy(p);
+	/* under a limit, what does not fit stays slow and the plan fits */
+	p = baseline(fx, ATM_OPT_VDNN, fx->limit, &c);
+	assert_true(c.fast_peak_bytes <= fx->limit);
+	atm_plan_destroy(p);
+}
+
+/* test_baselines_2lm_cache_model -- a cache holding everything misses nothing in the measured
+ * (second) step; a small one pays for misses; no limit is a usage error */
+static void test_baselines_2lm_cache_model(void **state)
+{
+	struct fix *fx = *state;
+	atm_opt_check_result big, small;
+	atm_plan *p = baseline(fx, ATM_OPT_2LM, 1 << 30, &big);
+	for (int32_t t = 0; t < atm_graph_n_tensors(fx->g); t++)
+		assert_int_equal(atm_plan_location(p, t), ATM_LOC_SLOW);
+	assert_true(fabs(big.predicted_s - big.all_fast_kernel_s) < 1e-12);
+	assert_true(big.cache_miss_s == 0);
+	atm_plan_destroy(p);
+	p = baseline(fx, ATM_OPT_2LM, fx->limit / 4, &small);
+	assert_true(small.cache_miss_s > 0);
+	assert_true(fabs(small.predicted_s - small.kernel_s - small.cache_miss_s) < 1e-12);
+	atm_plan_destroy(p);
+	atm_opt_check_result direct;
+	assert_int_equal(atm_opt_predict_2lm(fx->g, fx->prof, fx->limit / 4, &direct), ATM_OK);
+	assert_true(direct.predicted_s == small.predicted_s);
+	p = (atm_plan *)1;
+	assert_int_equal(atm_opt_plan(&p, fx->g, fx->prof, 0, ATM_OPT_2LM, NULL, NULL), ATM_E_USAGE);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "2lm caches slow memory"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_baselines_all_fast_and_all_slow),
+		cmocka_unit_test(test_baselines_numa_first_touch),
+		cmocka_unit_test(test_baselines_vdnn_offloads_conv_inputs),
+		cmocka_unit_test(test_baselines_2lm_cache_model),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

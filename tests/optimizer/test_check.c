@@ -1,0 +1,251 @@
+/* test_check.c -- the plan checker: step times worked out by hand, overlapped copies, stalls, the memory proof */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "common/small_graph.h"
+#include "optimizer/synth.h"
+
+struct fix {
+	struct small s;
+	atm_profile *prof;
+};
+
+static int setup(void **state)
+{
+	static struct fix f;
+	small_build(&f.s);
+	if (synth_profile(f.s.g, &f.prof) < 0)
+		return -1;
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+	atm_profile_destroy(f->prof);
+	atm_graph_destroy(f->s.g);
+	return 0;
+}
+
+/* all_fast_s -- the step with every operand fast, summed here from the synthetic times */
+static double all_fast_s(const atm_graph *g)
+{
+	double t = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		t += synth_time(g, k, 0);
+	return t;
+}
+
+static void expect_close(double got, double want)
+{
+	if (fabs(got - want) > 1e-12 * (1 + fabs(want)))
+		fail_msg("got %.15g s, want %.15g s", got, want);
+}
+
+static void test_check_all_fast_is_sum_of_kernels(void **state)
+{
+	struct fix *f = *state;
+	atm_plan *p = NULL;
+	atm_opt_check_result c;
+	assert_int_equal(atm_plan_uniform(&p, f->s.g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_OK);
+	expect_close(c.predicted_s, all_fast_s(f->s.g));
+	expect_close(c.kernel_s, c.all_fast_kernel_s);
+	assert_int_equal(c.n_moves, 0);
+	assert_int_equal(c.fast_peak_bytes, 164);
+	assert_int_equal(c.fast_peak_node, 5);
+	atm_plan_destroy(p);
+}
+
+/* test_check_sync_moves_block -- r written to slow after relu, read there by the loss, fetched
+ * back before relu.bwd: the loss runs with r slow and both copies add their time */
+static void test_check_sync_moves_block(void **state)
+{
+	struct fix *f = *state;
+	const atm_graph *g = f->s.g;
+	atm_plan *p = NULL;
+	atm_opt_check_result c;
+	assert_int_equal(atm_plan_new(&p, g), ATM_OK);
+	assert_int_equal(atm_plan_add_move(p, &(atm_move){f->s.r, ATM_LOC_SLOW, 1, 0, false}), ATM_OK);
+	assert_int_equal(atm_plan_add_move(p, &(atm_move){f->s.r, ATM_LOC_FAST, 3, 0, false}), ATM_OK);
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_OK);
+	/* node 2 (loss) reads r, its input 0, from slow memory */
+	double want = all_fast_s(g) - synth_time(g, 2, 0) + synth_time(g, 2, 1u << 0);
+	double moves = 12 / 2e9 + 12 / 4e9;
+	expect_close(c.predicted_s, want + moves);
+	expect_close(c.sync_move_s, moves);
+	assert_int_equal(c.n_moves, 2);
+	assert_int_equal(c.n_async_moves, 0);
+	atm_plan_destroy(p);
+}
+
+/* labels_prefetched -- labels at home in slow memory, fetched while fc and relu run */
+static atm_plan *labels_prefetched(struct fix *f)
+{
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_new(&p, f->s.g), ATM_OK);
+	assert_int_equal(atm_plan_set_location(p, f->s.labels, ATM_LOC_SLOW), ATM_OK);
+	assert_int_equal(atm_plan_add_move(p, &(atm_move){f->s.labels, ATM_LOC_FAST, -1, 2, true}),
+	                 ATM_OK);
+	return p;
+}
+
+/* test_check_async_copy_hides_under_kernels -- a fast copy overlapping two kernels costs nothing */
+static void test_check_async_copy_hides_under_kernels(void **state)
+{
+	struct fix *f = *state;
+	atm_plan *p = labels_prefetched(f);
+	atm_opt_check_result c;
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_OK);
+	expect_close(c.predicted_s, all_fast_s(f->s.g));
+	expect_close(c.async_wait_s, 0);
+	assert_int_equal(c.n_async_moves, 1);
+	atm_plan_destroy(p);
+}
+
+/* test_check_async_copy_stalls -- a copy longer than the kernels it overlaps: the loss waits */
+static void test_check_async_copy_stalls(void **state)
+{
+	struct fix *f = *state;
+	const atm_graph *g = f->s.g;
+	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile *slow = NULL;
+	assert_int_equal(atm_profile_open(&slow, NULL, &m, false), ATM_OK);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t cfg = atm_prof_config_at(g, k, i);
+			atm_prof_entry e;
+			assert_int_equal(atm_profile_get(f->prof, g, k, cfg, &e), ATM_OK);
+			assert_int_equal(atm_profile_put(slow, g, k, cfg, &e), ATM_OK);
+		}
+	/* 12 bytes at 1 kB/s: 12 ms, far longer than fc and relu */
+	assert_int_equal(atm_profile_set_moves(slow, &(atm_prof_moves){1e-6, 1e-6, true}), ATM_OK);
+	atm_plan *p = labels_prefetched(f);
+	atm_opt_check_result c;
+	assert_int_equal(atm_opt_check(p, slow, NULL, &c), ATM_OK);
+	double before = synth_time(g, 0, 0) + synth_time(g, 1, 0);
+	expect_close(c.async_wait_s, 0.012 - before);
+	expect_close(c.predicted_s, all_fast_s(g) + 0.012 - before);
+	atm_plan_destroy(p);
+	atm_profile_destroy(slow);
+}
+
+/* test_check_limit_is_proved -- the checker's own count of fast bytes matches the schedule,
+ * and a plan over its limit is refused with the node */
+static void test_check_limit_is_proved(void **state)
+{
+	struct fix *f = *state;
+	atm_plan *p = NULL;
+	atm_schedule *s = NULL;
+	atm_opt_check_result c;
+	assert_int_equal(atm_plan_uniform(&p, f->s.g, ATM_LOC_FAST), ATM_OK);
+	atm_plan_info_of(p)->fast_limit_bytes = 1024;
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	assert_int_equal(c.fast_peak_bytes, atm_schedule_stats_get(s)->fast_peak_bytes);
+	assert_true(c.fast_arena_bytes <= 1024);
+	atm_schedule_destroy(s);
+	atm_plan_info_of(p)->fast_limit_bytes = 150;
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_E_INFEASIBLE);
+	assert_non_null(strstr(atm_errmsg(), "plan check: "));
+	if (!strstr(atm_errmsg(), "150"))
+		fail_msg("%s", atm_errmsg());
+	assert_true(c.predicted_s == 0);
+	atm_plan_destroy(p);
+}
+
+/* test_check_workspace_counts_when_asked -- workspace joins the fast bytes at its kernel */
+static void test_check_workspace_counts_when_asked(void **state)
+{
+	struct fix *f = *state;
+	atm_plan *p = NULL;
+	atm_opt_check_result c;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.workspace_in_limit = true;
+	assert_int_equal(atm_graph_set_workspace(f->s.g, 0, 4096), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&p, f->s.g, ATM_LOC_FAST), ATM_OK);
+	atm_plan_info_of(p)->fast_limit_bytes = 1024;
+	assert_int_equal(atm_opt_check(p, f->prof, NULL, &c), ATM_OK);
+	assert_int_equal(atm_opt_check(p, f->prof, &o, &c), ATM_E_INFEASIBLE);
+	assert_non_null(strstr(atm_errmsg(), "needs 4096 bytes of workspace"));
+	assert_int_equal(atm_graph_set_workspace(f->s.g, 0, 0), ATM_OK);
+	atm_plan_destroy(p);
+}
+
+/* test_check_slow_never_faster -- a measurement that says a slow operand made a kernel faster
+ * is noise: the kernel is priced at its time with fewer slow operands, and the optimizer,
+ * which applies the same rule, gains nothing by putting tensors there */
+static void test_check_slow_never_faster(void **state)
+{
+	struct fix *f = *state;
+	const atm_graph *g = f->s.g;
+	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile *noisy = NULL;
+	assert_int_equal(atm_profile_open(&noisy, NULL, &m, false), ATM_OK);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t cfg = atm_prof_config_at(g, k, i);
+			atm_prof_entry e;
+			assert_int_equal(atm_profile_get(f->prof, g, k, cfg, &e), ATM_OK);
+			if (cfg)
+				e.min_s = e.median_s = synth_time(g, k, 0) / 2; /* "faster" when slow */
+			assert_int_equal(atm_profile_put(noisy, g, k, cfg, &e), ATM_OK);
+		}
+	assert_int_equal(atm_profile_set_moves(noisy, &(atm_prof_moves){4, 2, true}), ATM_OK);
+	atm_plan *p = NULL;
+	atm_opt_check_result c;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	assert_int_equal(atm_opt_check(p, noisy, NULL, &c), ATM_OK);
+	expect_close(c.predicted_s, all_fast_s(g));
+	atm_plan_destroy(p);
+	/* so the plan with no limit to respect is as fast as all fast, not "faster" */
+	atm_opt_report rep;
+	assert_int_equal(atm_opt_plan(&p, g, noisy, 1 << 20, ATM_OPT_SYNCHRONOUS, NULL, &rep), ATM_OK);
+	assert_int_equal(atm_opt_check(p, noisy, NULL, &c), ATM_OK);
+	expect_close(c.predicted_s, all_fast_s(g));
+	expect_close(rep.objective_s, c.predicted_s);
+	atm_plan_destroy(p);
+	atm_profile_destroy(noisy);
+}
+
+/* test_check_missing_profile -- a kernel configuration the profile lacks is named */
+static void test_check_missing_profile(void **state)
+{
+	struct fix *f = *state;
+	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile *empty = NULL;
+	atm_plan *p = NULL;
+	atm_opt_check_result c;
+	assert_int_equal(atm_profile_open(&empty, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&p, f->s.g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_opt_check(p, empty, NULL, &c), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "plan check: "));
+	assert_non_null(strstr(atm_errmsg(), "fc"));
+	atm_plan_destroy(p);
+	atm_profile_destroy(empty);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_check_all_fast_is_sum_of_kernels),
+		cmocka_unit_test(test_check_sync_moves_block),
+		cmocka_unit_test(test_check_async_copy_hides_under_kernels),
+		cmocka_unit_test(test_check_async_copy_stalls),
+		cmocka_unit_test(test_check_limit_is_proved),
+		cmocka_unit_test(test_check_workspace_counts_when_asked),
+		cmocka_unit_test(test_check_slow_never_faster),
+		cmocka_unit_test(test_check_missing_profile),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,308 @@
+/* test_formulations.c -- the ILP formulations: ordering, more memory never slower, checker agreement, solver practice */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "atm_zoo.h"
+#include "optimizer/synth.h"
+
+struct net {
+	atm_graph *g;
+	atm_profile *prof;
+};
+
+static struct net nets[2]; /* tiny_mlp, tiny_cnn */
+
+static int setup(void **state)
+{
+	const char *names[2] = {"tiny_mlp", "tiny_cnn"};
+	for (int i = 0; i < 2; i++) {
+		atm_zoo_opts o = {.batch = 4};
+		if (atm_zoo_build(&nets[i].g, names[i], &o) < 0 || synth_profile(nets[i].g, &nets[i].prof) < 0)
+			return -1;
+	}
+	*state = nets;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		atm_profile_destroy(nets[i].prof);
+		atm_graph_destroy(nets[i].g);
+	}
+	return 0;
+}
+
+static int64_t ratio_limit(const atm_graph *g, double slow, double fast)
+{
+	int64_t b;
+	assert_int_equal(atm_opt_limit_from_ratio(g, slow, fast, &b), ATM_OK);
+	return b;
+}
+
+/* checked_plan -- a plan that core's schedule accepts and whose price the checker and the
+ * model agree on, to rounding; every plan of these tests goes through it */
+static atm_plan *checked_plan(const struct net *n, int64_t limit, atm_opt_formulation f,
+                              const atm_opt_options *o, atm_opt_report *rep)
+{
+	atm_plan *p = NULL;
+	atm_schedule *s = NULL;
+	atm_opt_check_result chk;
+	if (atm_opt_plan(&p, n->g, n->prof, limit, f, o, rep) < 0)
+		fail_msg("%s at %lld bytes: %s", atm_opt_formulation_name(f), (long long)limit, atm_errmsg());
+	if (atm_schedule_new(&s, p) < 0)
+		fail_msg("schedule: %s", atm_errmsg());
+	atm_schedule_destroy(s);
+	assert_int_equal(atm_opt_check(p, n->prof, o, &chk), ATM_OK);
+	const atm_plan_info *info = atm_plan_info_get(p);
+	assert_string_equal(info->formulation, atm_opt_formulation_name(f));
+	assert_true(fabs(info->predicted_runtime_s - chk.predicted_s) <= 1e-12);
+	if (fabs(chk.predicted_s - rep->objective_s) > 1e-9 * (1 + chk.predicted_s))
+		fail_msg("%s: the checker says %.12f s, the model %.12f s", atm_opt_formulation_name(f),
+		         chk.predicted_s, rep->objective_s);
+	assert_true(rep->n_rounds >= 1 && rep->rounds[rep->n_rounds - 1].fits);
+	assert_int_equal(info->n_rounds, rep->n_rounds);
+	assert_true(info->creation_s >= 0 && info->solve_s >= 0);
+	return p;
+}
+
+static atm_opt_options exact(void)
+{
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.mip_gap = 0;
+	o.time_limit_s = 30;
+	return o;
+}
+
+/* order_at -- static >= synchronous >= asynchronous at one limit: each model holds the one
+ * before it, so their optima (the first round's, before defragmentation tightens) are ordered */
+static void order_at(const struct net *n, int64_t limit, const atm_opt_options *o)
+{
+	double obj[3], gap[3];
+	for (int f = 0; f < 3; f++) {
+		atm_opt_report rep;
+		atm_plan *p = checked_plan(n, limit, (atm_opt_formulation)f, o, &rep);
+		obj[f] = rep.rounds[0].objective_s;
+		gap[f] = rep.rounds[0].mip_gap;
+		assert_true(gap[f] >= 0 && gap[f] <= o->mip_gap + 1e-12);
+		atm_plan_destroy(p);
+	}
+	for (int f = 1; f < 3; f++)
+		if (obj[f] * (1 - gap[f]) > obj[f - 1] + 1e-12)
+			fail_msg("%s at %lld bytes: %s %.9f s (gap %.4f) is slower than %s %.9f s",
+			         atm_graph_name(n->g), (long long)limit, atm_opt_formulation_name(f), obj[f],
+			         gap[f], atm_opt_formulation_name(f - 1), obj[f - 1]);
+}
+
+static void test_formulations_order_tiny_mlp(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o = exact();
+	order_at(n, ratio_limit(n->g, 8, 1), &o);
+	order_at(n, ratio_limit(n->g, 4, 1), &o);
+	order_at(n, ratio_limit(n->g, 1, 1), &o);
+}
+
+static void test_formulations_order_tiny_cnn(void **state)
+{
+	struct net *n = &((struct net *)*state)[1];
+	atm_opt_options o = exact();
+	/* within the gap: the asynchronous model is the largest, and branch and bound is slow
+	 * to close its last percent under the sanitizers */
+	o.mip_gap = 0.02;
+	order_at(n, ratio_limit(n->g, 4, 1), &o);
+}
+
+/* test_formulations_more_memory_never_slower -- a sweep from the least workable limit to the
+ * peak: each optimum is no slower than the one with less memory */
+static void test_formulations_more_memory_never_slower(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o = exact();
+	int64_t lo, peak = ratio_limit(n->g, 0.0001, 1000);
+	int32_t node;
+	assert_int_equal(atm_opt_min_limit(n->g, &o, &lo, &node), ATM_OK);
+	if (lo < 64)
+		lo = 64;
+	for (int f = 0; f < 2; f++) {
+		double prev = INFINITY;
+		for (int i = 0; i <= 6; i++) {
+			int64_t limit = lo + (peak - lo) * i / 6;
+			atm_opt_report rep;
+			atm_plan *p = checked_plan(n, limit, (atm_opt_formulation)f, &o, &rep);
+			double obj = rep.rounds[0].objective_s;
+			if (obj > prev + 1e-12)
+				fail_msg("%s: %lld bytes give %.9f s, less memory gave %.9f s",
+				         atm_opt_formulation_name(f), (long long)limit, obj, prev);
+			prev = obj;
+			atm_plan_destroy(p);
+		}
+	}
+}
+
+/* test_formulations_asynchronous_overlaps -- at a tight limit the asynchronous plan copies
+ * while kernels run, and the checker prices those copies as the model does */
+static void test_formulations_asynchronous_overlaps(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.time_limit_s = 20;
+	atm_opt_report rep;
+	atm_plan *p = checked_plan(n, ratio_limit(n->g, 8, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep);
+	int async = 0;
+	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
+		const atm_move *m = atm_plan_move(p, i);
+		if (m->async) {
+			async++;
+			assert_int_equal(m->until, m->after + 2);
+		}
+	}
+	assert_true(async > 0);
+	assert_true(rep.n_binaries > 0 && rep.n_rows > 0 && rep.n_columns > rep.n_binaries);
+	atm_plan_destroy(p);
+}
+
+/* test_formulations_no_limit_is_all_fast -- nothing to decide without a limit */
+static void test_formulations_no_limit_is_all_fast(void **state)
+{
+	struct net *n = &((struct net *)*state)[1];
+	atm_plan *p = NULL;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	atm_opt_check_result chk;
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 0, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
+	for (int32_t t = 0; t < atm_graph_n_tensors(n->g); t++)
+		assert_int_equal(atm_plan_location(p, t), ATM_LOC_FAST);
+	assert_int_equal(atm_plan_n_moves(p), 0);
+	assert_int_equal(atm_opt_check(p, n->prof, &o, &chk), ATM_OK);
+	assert_true(fabs(chk.predicted_s - chk.all_fast_kernel_s) < 1e-12);
+	assert_string_equal(atm_plan_info_get(p)->solver_status, "no limit");
+	atm_plan_destroy(p);
+}
+
+/* test_formulations_time_limit_still_plans -- a solve cut short returns the best plan it has
+ * (the heuristic's at worst) and says so */
+static void test_formulations_time_limit_still_plans(void **state)
+{
+	struct net *n = &((struct net *)*state)[1];
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.time_limit_s = 0.001;
+	o.mip_gap = 0;
+	atm_opt_report rep;
+	atm_plan *p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep);
+	const char *st = atm_plan_info_get(p)->solver_status;
+	if (!strstr(st, "heuristic") && !strstr(st, "time-limit") && strcmp(st, "optimal"))
+		fail_msg("status '%s'", st);
+	assert_true(rep.heuristic_s > 0 && rep.objective_s <= rep.heuristic_s + 1e-12);
+	atm_plan_destroy(p);
+	/* without the seed the solver must find its own first plan, and still returns one */
+	o.no_seed = true;
+	o.time_limit_s = 5;
+	o.mip_gap = 0.01;
+	p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_SYNCHRONOUS, &o, &rep);
+	atm_plan_destroy(p);
+}
+
+/* test_formulations_plan_json_round_trip -- a plan survives its JSON with its figures */
+static void test_formulations_plan_json_round_trip(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	atm_opt_report rep;
+	atm_plan *p = checked_plan(n, ratio_limit(n->g, 2, 1), ATM_OPT_SYNCHRONOUS, &o, &rep), *q = NULL;
+	char *text = NULL;
+	assert_int_equal(atm_plan_dump(p, &text), ATM_OK);
+	assert_int_equal(atm_plan_load_buffer(&q, n->g, text, strlen(text), "plan"), ATM_OK);
+	assert_int_equal(atm_plan_n_moves(q), atm_plan_n_moves(p));
+	assert_int_equal(atm_plan_info_get(q)->fast_limit_bytes, atm_plan_info_get(p)->fast_limit_bytes);
+	assert_true(fabs(atm_plan_info_get(q)->predicted_runtime_s -
+	                 atm_plan_info_get(p)->predicted_runtime_s) < 1e-9);
+	assert_string_equal(atm_plan_info_get(q)->formulation, "synchronous");
+	free(text);
+	atm_plan_destroy(q);
+	atm_plan_destroy(p);
+}
+
+/* test_formulations_bad_options -- each option out of range names itself */
+static void test_formulations_bad_options(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_plan *p = (atm_plan *)1;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.mip_gap = 1.5;
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "MIP gap 1.5"));
+	atm_opt_options_default(&o);
+	o.time_limit_s = 0;
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "time limit"));
+	atm_opt_options_default(&o);
+	o.max_rounds = ATM_PLAN_MAX_ROUNDS + 1;
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "rounds"));
+	atm_opt_options_default(&o);
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, -5, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "fast limit -5"));
+	atm_opt_formulation f;
+	assert_int_equal(atm_opt_formulation_from_name("dynamic", &f), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "unknown formulation 'dynamic'; valid: static"));
+	assert_int_equal(atm_opt_formulation_from_name("asynchronous", &f), ATM_OK);
+	assert_int_equal(f, ATM_OPT_ASYNCHRONOUS);
+}
+
+/* test_formulations_profile_gaps -- a profile without a kernel or without bandwidths is
+ * ATM_E_NOTFOUND that tells the user to profile */
+static void test_formulations_profile_gaps(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_prof_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
+	                      .fast_tier = "dram:0", .slow_tier = "synthetic"};
+	atm_profile *empty = NULL;
+	atm_plan *p = NULL;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	assert_int_equal(atm_profile_open(&empty, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
+	                 ATM_E_NOTFOUND);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "autotm profile"));
+	if (atm_profile_set_moves(empty, &(atm_prof_moves){4, 2, false}) < 0)
+		fail_msg("%s", atm_errmsg());
+	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
+	                 ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "autotm profile"));
+	atm_profile_destroy(empty);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_formulations_order_tiny_mlp),
+		cmocka_unit_test(test_formulations_order_tiny_cnn),
+		cmocka_unit_test(test_formulations_more_memory_never_slower),
+		cmocka_unit_test(test_formulations_asynchronous_overlaps),
+		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
+		cmocka_unit_test(test_formulations_time_limit_still_plans),
+		cmocka_unit_test(test_formulations_plan_json_round_trip),
+		cmocka_unit_test(test_formulations_bad_options),
+		cmocka_unit_test(test_formulations_profile_gaps),
+	};
+	if (getenv("ATM_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("ATM_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

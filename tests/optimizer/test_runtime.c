@@ -1,0 +1,102 @@
+/* test_runtime.c -- optimizer plans run by the real executor give bitwise the all-fast losses and weights */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "atm_runtime.h"
+#include "atm_zoo.h"
+#include "optimizer/synth.h"
+
+struct run {
+	char checksum[17];
+	float losses[8];
+	int n_losses;
+};
+
+/* run_plan -- three steps of p on the real tiers */
+static struct run run_plan(const atm_plan *p)
+{
+	struct run out = {0};
+	atm_exec *e = NULL;
+	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 7, .quiet = true};
+	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
+		fail_msg("run of a %s plan: %s", atm_plan_info_get(p)->formulation, atm_errmsg());
+	const atm_exec_result *r = atm_exec_result_get(e);
+	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
+	out.n_losses = r->n_losses < 8 ? r->n_losses : 8;
+	memcpy(out.losses, r->losses, (size_t)out.n_losses * sizeof out.losses[0]);
+	atm_exec_destroy(e);
+	return out;
+}
+
+/* same_numbers -- model's synchronous and asynchronous plans at 4:1 and 8:1 against all fast */
+static void same_numbers(const char *model)
+{
+	atm_graph *g = NULL;
+	atm_profile *prof = NULL;
+	atm_plan *fast = NULL;
+	atm_zoo_opts zo = {.batch = 4};
+	assert_int_equal(atm_zoo_build(&g, model, &zo), ATM_OK);
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	struct run ref = run_plan(fast);
+	assert_true(ref.n_losses >= 2);
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	/* any valid plan will do: these numbers must not depend on how good it is */
+	o.time_limit_s = 2;
+	o.mip_gap = 0.05;
+	int moved = 0;
+	for (int r = 0; r < 2; r++) {
+		int64_t limit;
+		assert_int_equal(atm_opt_limit_from_ratio(g, r ? 8 : 4, 1, &limit), ATM_OK);
+		for (int f = ATM_OPT_SYNCHRONOUS; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+			atm_plan *p = NULL;
+			if (atm_opt_plan(&p, g, prof, limit, (atm_opt_formulation)f, &o, NULL) < 0)
+				fail_msg("%s: %s", model, atm_errmsg());
+			moved += atm_plan_n_moves(p);
+			struct run got = run_plan(p);
+			if (strcmp(got.checksum, ref.checksum))
+				fail_msg("%s %s at %lld bytes: weights %s, all fast %s", model,
+				         atm_opt_formulation_name((atm_opt_formulation)f), (long long)limit,
+				         got.checksum, ref.checksum);
+			assert_int_equal(got.n_losses, ref.n_losses);
+			if (memcmp(got.losses, ref.losses, (size_t)ref.n_losses * sizeof ref.losses[0]))
+				fail_msg("%s %s: the losses differ from all fast", model,
+				         atm_opt_formulation_name((atm_opt_formulation)f));
+			atm_plan_destroy(p);
+		}
+	}
+	/* the plans did move tensors: the comparison exercised the move machinery */
+	assert_true(moved > 0);
+	atm_plan_destroy(fast);
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+static void test_runtime_tiny_cnn_plans_match_all_fast(void **state)
+{
+	(void)state;
+	same_numbers("tiny_cnn");
+}
+
+static void test_runtime_tiny_mlp_plans_match_all_fast(void **state)
+{
+	(void)state;
+	same_numbers("tiny_mlp");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runtime_tiny_cnn_plans_match_all_fast),
+		cmocka_unit_test(test_runtime_tiny_mlp_plans_match_all_fast),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

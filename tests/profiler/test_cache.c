@@ -1,0 +1,494 @@
+/* test_cache.c -- the profile cache: round trip, machine separation, corrupt and unwritable files, concurrent writers, look-ups */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+#include "common/small_graph.h"
+
+static char tmpdir[] = "/tmp/atm_cache_XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* path_of -- tmpdir/name */
+static const char *path_of(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+	return buf;
+}
+
+static atm_prof_machine machine(void)
+{
+	atm_prof_machine m = {.cpu = "Test CPU 9000", .n_threads = 2, .backend = "cpu-test-1.0",
+	                      .fast_tier = "dram:0", .slow_tier = "pmem-dir", .emulation = "optane"};
+	return m;
+}
+
+/* value -- a distinct time for node k in config c, with more digits than are kept */
+static double value(int32_t k, uint32_t c)
+{
+	return (double)(k + 1) * 1e-3 + (double)c * 1e-6 + 1.0 / 3.0 * 1e-7;
+}
+
+/* near -- x is v kept to 10 significant digits */
+static bool near(double x, double v)
+{
+	return fabs(x - v) <= 1e-9 * v;
+}
+
+/* fill -- every configuration of every node of g into p */
+static int64_t fill(atm_profile *p, const atm_graph *g)
+{
+	int64_t n = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t c = atm_prof_config_at(g, k, i);
+			atm_prof_entry e = {.min_s = value(k, c), .median_s = 2 * value(k, c), .count = 3,
+			                    .scratch_bytes = k * 64};
+			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
+			n++;
+		}
+	return n;
+}
+
+static void test_cache_round_trip(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *p = NULL, *q = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("round.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), 0);
+	int64_t n = fill(p, s.g);
+	atm_prof_moves mv = {.to_fast_gbps = 7.25, .to_slow_gbps = 3.5};
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	/* what comes back is bit for bit what a get gave before the save */
+	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(q), n);
+	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
+		for (int i = 0; i < atm_prof_n_configs(s.g, k); i++) {
+			uint32_t c = atm_prof_config_at(s.g, k, i);
+			atm_prof_entry a, b;
+			assert_int_equal(atm_profile_get(p, s.g, k, c, &a), ATM_OK);
+			assert_int_equal(atm_profile_get(q, s.g, k, c, &b), ATM_OK);
+			assert_true(a.min_s == b.min_s && a.median_s == b.median_s);
+			assert_true(near(a.min_s, value(k, c)));
+			assert_int_equal(b.count, 3);
+			assert_int_equal(b.scratch_bytes, k * 64);
+			assert_false(b.estimated);
+		}
+	atm_prof_moves back;
+	assert_int_equal(atm_profile_get_moves(q, &back), ATM_OK);
+	assert_true(back.to_fast_gbps == 7.25 && back.to_slow_gbps == 3.5);
+	atm_profile_destroy(q);
+	atm_profile_destroy(p);
+	/* the file is the documented JSON */
+	json_error_t jerr;
+	json_t *doc = json_load_file(path, 0, &jerr);
+	assert_non_null(doc);
+	assert_string_equal(json_string_value(json_object_get(doc, "format")), "autotm-profile");
+	json_t *sec = json_array_get(json_object_get(doc, "machines"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sec, "machine"), "cpu")),
+	                    "Test CPU 9000");
+	json_t *fc = json_object_get(json_object_get(sec, "kernels"),
+	                             "ip_fwd/f32[1,4],f32[3,4],f32[3]->f32[1,3]");
+	assert_non_null(json_object_get(fc, "SFF/S"));
+	json_decref(doc);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_identical_kernels_share_entries(void **state)
+{
+	(void)state;
+	struct small s, t;
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	small_build(&t);
+	assert_int_equal(atm_profile_open(&p, NULL, &m, false), ATM_OK);
+	atm_prof_entry e = {.min_s = 1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_profile_put(p, s.g, 6, 0, &e), ATM_OK);
+	/* the same kernel in another graph is the same entry */
+	assert_true(atm_profile_has(p, t.g, 6, 0));
+	/* sgd.b updates another shape than sgd.w: another kernel */
+	assert_false(atm_profile_has(p, s.g, 7, 0));
+	assert_int_equal(atm_profile_save(p), ATM_OK); /* in memory: nothing to write */
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+	atm_graph_destroy(t.g);
+}
+
+static void test_cache_missing_kernel_named(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	assert_int_equal(atm_profile_open(&p, path_of("missing.json", path, sizeof path), &m, false),
+	                 ATM_OK);
+	atm_prof_entry e = {.min_s = 1};
+	assert_int_equal(atm_profile_get(p, s.g, 5, 0x3, &e), ATM_E_NOTFOUND);
+	assert_true(e.min_s == 0 && e.count == 0);
+	const char *msg = atm_errmsg();
+	assert_non_null(strstr(msg, "kernel 'fc.bwd_w' (node 5 of 'small', ip_bwd_weights/"));
+	assert_non_null(strstr(msg, "in configuration SS/FF"));
+	assert_non_null(strstr(msg, "Test CPU 9000"));
+	assert_non_null(strstr(msg, "emulating optane"));
+	assert_non_null(strstr(msg, "autotm profile"));
+	atm_prof_moves mv;
+	assert_int_equal(atm_profile_get_moves(p, &mv), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "move bandwidths"));
+	/* a configuration the node does not have is a caller's mistake */
+	assert_int_equal(atm_profile_get(p, s.g, 6, 0x10, &e), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "is not one of node 'sgd.w'"));
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_bad_entries_refused(void **state)
+{
+	(void)state;
+	struct small s;
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	assert_int_equal(atm_profile_open(&p, NULL, &m, false), ATM_OK);
+	atm_prof_entry neg = {.min_s = -1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &neg), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "min_s <= median_s"));
+	atm_prof_entry est = {.min_s = 1, .median_s = 1, .count = 1, .estimated = true};
+	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &est), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "an estimated entry in a measured profile"));
+	atm_prof_moves mv = {.to_fast_gbps = 0, .to_slow_gbps = 1};
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_E_USAGE);
+	assert_int_equal(atm_profile_n_entries(p), 0);
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_machines_kept_apart(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("machines.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	int64_t n = fill(p, s.g);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	atm_profile_destroy(p);
+	atm_prof_machine other[6];
+	for (int i = 0; i < 6; i++)
+		other[i] = machine();
+	snprintf(other[0].emulation, sizeof other[0].emulation, "cxl");
+	other[1].n_threads = 4;
+	snprintf(other[2].slow_tier, sizeof other[2].slow_tier, "kmem-dax:2");
+	snprintf(other[3].cpu, sizeof other[3].cpu, "Another CPU");
+	snprintf(other[4].backend, sizeof other[4].backend, "cpu-onednn-3.0.0");
+	other[5].estimated = true;
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(atm_profile_open(&p, path, &other[i], false), ATM_OK);
+		assert_int_equal(atm_profile_n_entries(p), 0);
+		assert_false(atm_profile_has(p, s.g, 0, 0));
+		if (i == 5) {
+			/* an estimated profile lives beside the measured one */
+			atm_prof_entry e = {.min_s = 5, .median_s = 5, .count = 1, .estimated = true};
+			assert_int_equal(atm_profile_put(p, s.g, 0, 0, &e), ATM_OK);
+			assert_int_equal(atm_profile_save(p), ATM_OK);
+		}
+		atm_profile_destroy(p);
+	}
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), n);
+	atm_prof_entry e;
+	assert_int_equal(atm_profile_get(p, s.g, 0, 0, &e), ATM_OK);
+	assert_true(near(e.min_s, value(0, 0)) && !e.estimated);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_open(&p, path, &other[5], false), ATM_OK);
+	assert_int_equal(atm_profile_get(p, s.g, 0, 0, &e), ATM_OK);
+	assert_true(e.min_s == 5 && e.estimated);
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+/* corrupt -- text in a cache file is refused at open, naming the file and the
+ * place (frag), and the file is left byte for byte */
+static void corrupt(const char *text, const char *frag)
+{
+	char path[512], *back = NULL;
+	size_t len;
+	atm_profile *p = (atm_profile *)&len;
+	atm_prof_machine m = machine();
+	path_of("corrupt.json", path, sizeof path);
+	assert_int_equal(atm_write_file_atomic(path, text, strlen(text)), ATM_OK);
+	atm_status rc = atm_profile_open(&p, path, &m, false);
+	if (rc != ATM_E_INPUT || !strstr(atm_errmsg(), frag) || !strstr(atm_errmsg(), path))
+		fail_msg("'%s': status %d, message '%s' (want '%s')", text, rc, atm_errmsg(), frag);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "left as it is"));
+	assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
+	assert_string_equal(back, text);
+	free(back);
+}
+
+#define HEAD "{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": " \
+             "{\"cpu\": \"Test CPU 9000\", \"n_threads\": 2, \"backend\": \"cpu-test-1.0\", "   \
+             "\"fast_tier\": \"dram:0\", \"slow_tier\": \"pmem-dir\", \"emulation\": "          \
+             "\"optane\", \"estimated\": false}, \"kernels\": {\"relu_fwd/f32[1,3]->f32[1,3]\": {"
+#define TAIL "}}}]}"
+/* ENTRY -- an entry whose fields are a, b, c, d */
+#define ENTRY(a, b, c, d) \
+	"\"F/F\": {\"min_s\": " a ", \"median_s\": " b ", \"count\": " c ", \"scratch_bytes\": " d
+
+
+static void test_cache_corrupt_refused_untouched(void **state)
+{
+	(void)state;
+	corrupt("{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [", ":1:");
+	corrupt("", "empty");
+	corrupt("[1, 2]", "is a JSON object");
+	corrupt("{\"format\": \"autotm-plan\", \"version\": 1, \"machines\": []}", "format");
+	corrupt("{\"format\": \"autotm-profile\", \"version\": 7, \"machines\": []}",
+	        "version: 7 is not supported");
+	corrupt(HEAD ENTRY("\"fast\"", "1", "1", "0") "}" TAIL,
+	        "machines[0].kernels[\"relu_fwd/f32[1,3]->f32[1,3]\"][\"F/F\"].min_s: must be a number, "
+	        "not a string");
+	corrupt(HEAD ENTRY("-0.5", "1", "1", "0") "}" TAIL,
+	        "[\"F/F\"].min_s: must be at least 0, not -0.5");
+	corrupt(HEAD ENTRY("2", "1", "1", "0") "}" TAIL,
+	        "median_s: 1 is below min_s 2");
+	corrupt(HEAD ENTRY("1", "1", "0", "0") "}" TAIL,
+	        "count: must be from 1");
+	corrupt(HEAD ENTRY("1", "1", "1.5", "0") "}" TAIL,
+	        "count: must be an integer, not a fraction");
+	corrupt(HEAD "\"F/X\": {\"min_s\": 1, \"median_s\": 1, \"count\": 1, \"scratch_bytes\": 0}" TAIL,
+	        "[\"F/X\"]: not a configuration name");
+	corrupt(HEAD ENTRY("1", "1", "1", "0") ", \"colour\": 1}" TAIL, "unknown field 'colour'");
+	corrupt(HEAD "\"F/F\": 3" TAIL, "must be an object");
+	/* a file cut short anywhere is refused */
+	const char *whole = HEAD ENTRY("1", "1", "1", "0") "}" TAIL;
+	char cut[1024];
+	for (size_t n = 1; n < strlen(whole); n += 7) {
+		memcpy(cut, whole, n);
+		cut[n] = '\0';
+		corrupt(cut, "corrupt.json");
+	}
+}
+
+static void test_cache_rebuild_replaces_corrupt(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("rebuild.json", path, sizeof path);
+	const char *junk = "{\"format\": \"autotm-profile\", \"vers";
+	assert_int_equal(atm_write_file_atomic(path, junk, strlen(junk)), ATM_OK);
+	assert_int_equal(atm_profile_open(&p, path, &m, true), ATM_OK);
+	int64_t n = fill(p, s.g);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), n);
+	atm_profile_destroy(p);
+	/* on a sound file, rebuild drops this machine's entries and keeps the others' */
+	atm_prof_machine other = machine();
+	other.n_threads = 1;
+	assert_int_equal(atm_profile_open(&p, path, &other, false), ATM_OK);
+	fill(p, s.g);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_open(&p, path, &m, true), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), 0);
+	atm_prof_entry e = {.min_s = 9, .median_s = 9, .count = 1};
+	assert_int_equal(atm_profile_put(p, s.g, 1, 0, &e), ATM_OK);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), 1);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_open(&p, path, &other, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), n);
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_corrupted_later_not_overwritten(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512], *back = NULL;
+	size_t len;
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("later.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	fill(p, s.g);
+	const char *junk = "not json at all";
+	assert_int_equal(atm_write_file_atomic(path, junk, strlen(junk)), ATM_OK);
+	assert_int_equal(atm_profile_save(p), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "became corrupt"));
+	assert_non_null(strstr(atm_errmsg(), path));
+	assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
+	assert_string_equal(back, junk);
+	free(back);
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_unwritable_path_refused_at_open(void **state)
+{
+	(void)state;
+	char path[512];
+	atm_profile *p = (atm_profile *)path;
+	atm_prof_machine m = machine();
+	assert_int_equal(atm_profile_open(&p, "/nonexistent/autotm/profiles.json", &m, false), ATM_E_IO);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "/nonexistent/autotm/profiles.json"));
+	/* a folder that is a file */
+	path_of("plain", path, sizeof path);
+	assert_int_equal(atm_write_file_atomic(path, "x", 1), ATM_OK);
+	path_of("plain/profiles.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_E_IO);
+	assert_non_null(strstr(atm_errmsg(), "Not a directory"));
+	/* a cache that is a folder */
+	assert_int_equal(atm_profile_open(&p, tmpdir, &m, false), ATM_E_IO);
+	assert_non_null(strstr(atm_errmsg(), "directory"));
+}
+
+/* writer -- a child process: put the configurations of the small graph whose
+ * index has parity `half`, saving after every one; 0 when all went well */
+static int writer(const char *path, int half)
+{
+	struct small s;
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	int bad = 0;
+	small_build(&s);
+	if (atm_profile_open(&p, path, &m, false) < 0)
+		return 1;
+	int i = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
+		for (int j = 0; j < atm_prof_n_configs(s.g, k); j++, i++) {
+			if (i % 2 != half)
+				continue;
+			uint32_t c = atm_prof_config_at(s.g, k, j);
+			atm_prof_entry e = {.min_s = value(k, c), .median_s = value(k, c), .count = 1};
+			bad |= atm_profile_put(p, s.g, k, c, &e) < 0;
+			bad |= atm_profile_save(p) < 0;
+		}
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+	return bad;
+}
+
+static void test_cache_concurrent_writers_lose_nothing(void **state)
+{
+	(void)state;
+	char path[512];
+	pid_t pid[2];
+	path_of("shared.json", path, sizeof path);
+	for (int w = 0; w < 2; w++) {
+		pid[w] = fork();
+		assert_true(pid[w] >= 0);
+		if (pid[w] == 0)
+			_exit(writer(path, w));
+	}
+	for (int w = 0; w < 2; w++) {
+		int status = 0;
+		assert_int_equal(waitpid(pid[w], &status, 0), pid[w]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	struct small s;
+	atm_profile *p = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	int64_t n = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
+		for (int j = 0; j < atm_prof_n_configs(s.g, k); j++, n++) {
+			atm_prof_entry e;
+			uint32_t c = atm_prof_config_at(s.g, k, j);
+			if (atm_profile_get(p, s.g, k, c, &e) < 0)
+				fail_msg("lost: %s", atm_errmsg());
+			assert_true(near(e.min_s, value(k, c)));
+		}
+	assert_int_equal(atm_profile_n_entries(p), n);
+	atm_profile_destroy(p);
+	atm_graph_destroy(s.g);
+}
+
+static void test_cache_save_takes_in_others_entries(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *a = NULL, *b = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("others.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&a, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_open(&b, path, &m, false), ATM_OK);
+	atm_prof_entry e = {.min_s = 1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_profile_put(a, s.g, 0, 0, &e), ATM_OK);
+	assert_int_equal(atm_profile_put(b, s.g, 1, 0, &e), ATM_OK);
+	assert_int_equal(atm_profile_save(a), ATM_OK);
+	assert_int_equal(atm_profile_save(b), ATM_OK);
+	assert_true(atm_profile_has(b, s.g, 0, 0));
+	assert_int_equal(atm_profile_n_entries(b), 2);
+	atm_profile_destroy(a);
+	atm_profile_destroy(b);
+	atm_graph_destroy(s.g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cache_round_trip),
+		cmocka_unit_test(test_cache_identical_kernels_share_entries),
+		cmocka_unit_test(test_cache_missing_kernel_named),
+		cmocka_unit_test(test_cache_bad_entries_refused),
+		cmocka_unit_test(test_cache_machines_kept_apart),
+		cmocka_unit_test(test_cache_corrupt_refused_untouched),
+		cmocka_unit_test(test_cache_rebuild_replaces_corrupt),
+		cmocka_unit_test(test_cache_corrupted_later_not_overwritten),
+		cmocka_unit_test(test_cache_unwritable_path_refused_at_open),
+		cmocka_unit_test(test_cache_concurrent_writers_lose_nothing),
+		cmocka_unit_test(test_cache_save_takes_in_others_entries),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,440 @@
+/* test_profiler.c -- profiling runs: counts, incremental measuring, interrupts, the roofline estimate and its comparison */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "atm_profiler.h"
+#include "atm_zoo.h"
+
+static char tmpdir[] = "/tmp/atm_prof_XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* add -- a tensor of g, its id */
+static int32_t add(atm_graph *g, const char *name, atm_dtype dt, int ndim, const int64_t *dims,
+                   atm_tensor_kind kind)
+{
+	int32_t id;
+	assert_int_equal(atm_graph_add_tensor(g, name, dt, ndim, dims, kind, ATM_LOC_ANY, &id), ATM_OK);
+	return id;
+}
+
+static atm_graph *zoo(const char *name, int64_t batch)
+{
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = batch};
+	assert_int_equal(atm_zoo_build(&g, name, &o), ATM_OK);
+	return g;
+}
+
+/* profile -- one profiling run of g into the cache at path */
+static atm_status profile(const atm_graph *g, const char *path, const atm_prof_opts *o,
+                          atm_prof_report *r)
+{
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_machine m;
+	atm_status rc = atm_prof_new(&pr, g, o);
+	if (rc < 0)
+		return rc;
+	atm_prof_get_machine(pr, &m);
+	if ((rc = atm_profile_open(&p, path, &m, false)) == ATM_OK)
+		rc = atm_prof_run(pr, p, r);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	return rc;
+}
+
+static void test_profiler_counts(void **state)
+{
+	(void)state;
+	atm_graph *g = zoo("tiny_mlp", 8);
+	atm_prof_report r;
+	assert_int_equal(atm_prof_count(g, &r), ATM_OK);
+	assert_int_equal(r.n_kernels, atm_graph_n_nodes(g));
+	assert_int_equal(r.n_kernels, 20);
+	assert_int_equal(r.n_unique_kernels, 17);
+	assert_int_equal(r.n_configs, 168);
+	atm_graph_destroy(g);
+	/* a deep network repeats its blocks: far fewer unique kernels than kernels */
+	g = zoo("resnet50", 2);
+	assert_int_equal(atm_prof_count(g, &r), ATM_OK);
+	assert_true(r.n_unique_kernels * 3 < r.n_kernels);
+	atm_graph_destroy(g);
+}
+
+static void test_profiler_incremental(void **state)
+{
+	(void)state;
+	char path[512];
+	atm_graph *mlp = zoo("tiny_mlp", 8), *cnn = zoo("tiny_cnn", 2);
+	atm_prof_opts o = {.emulate = "optane", .reps = 1};
+	atm_prof_report r;
+	snprintf(path, sizeof path, "%s/incremental.json", tmpdir);
+	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
+	assert_int_equal(r.n_configs, 168);
+	assert_int_equal(r.n_configs_measured, 168);
+	assert_int_equal(r.n_configs_cached, 0);
+	assert_true(r.moves_measured);
+	assert_false(r.estimated);
+	/* again: nothing new */
+	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
+	assert_int_equal(r.n_configs_measured, 0);
+	assert_int_equal(r.n_configs_cached, 168);
+	assert_false(r.moves_measured);
+	/* another network: only what the first did not have */
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_machine m;
+	atm_prof_report c;
+	assert_int_equal(atm_prof_new(&pr, cnn, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), 168);
+	assert_int_equal(atm_prof_count(cnn, &c), ATM_OK);
+	int64_t have = 0;
+	char seen[16384] = "\n";
+	for (int32_t k = 0; k < atm_graph_n_nodes(cnn); k++) {
+		char sig[ATM_PROF_SIG_MAX], line[ATM_PROF_SIG_MAX + 2];
+		assert_int_equal(atm_prof_signature(cnn, k, sig, sizeof sig), ATM_OK);
+		snprintf(line, sizeof line, "\n%s\n", sig);
+		if (strstr(seen, line))
+			continue;
+		assert_true(strlen(seen) + strlen(sig) + 2 < sizeof seen);
+		strcat(strcat(seen, sig), "\n");
+		for (int i = 0; i < atm_prof_n_configs(cnn, k); i++)
+			have += atm_profile_has(p, cnn, k, atm_prof_config_at(cnn, k, i));
+	}
+	assert_int_equal(atm_prof_run(pr, p, &r), ATM_OK);
+	assert_int_equal(r.n_configs, c.n_configs);
+	assert_int_equal(r.n_configs_cached, have);
+	assert_int_equal(r.n_configs_measured, c.n_configs - have);
+	assert_int_equal(atm_profile_n_entries(p), 168 + c.n_configs - have);
+	/* every configuration of every node can be looked up */
+	for (int32_t k = 0; k < atm_graph_n_nodes(cnn); k++)
+		for (int i = 0; i < atm_prof_n_configs(cnn, k); i++) {
+			atm_prof_entry e;
+			assert_int_equal(atm_profile_get(p, cnn, k, atm_prof_config_at(cnn, k, i), &e), ATM_OK);
+			assert_true(e.min_s > 0 && e.min_s <= e.median_s && e.count == 1 && !e.estimated);
+		}
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(mlp);
+	atm_graph_destroy(cnn);
+}
+
+/* Stops a profiling run once its first batch is saved. */
+struct watch {
+	const char *path;
+	volatile sig_atomic_t stop;
+};
+
+static void *watcher(void *arg)
+{
+	struct watch *w = arg;
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < 60000 && access(w->path, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	w->stop = 1;
+	return NULL;
+}
+
+static void test_profiler_interrupt_keeps_measured(void **state)
+{
+	(void)state;
+	char path[512];
+	atm_graph *g = zoo("tiny_cnn", 2);
+	snprintf(path, sizeof path, "%s/interrupted.json", tmpdir);
+	struct watch w = {.path = path};
+	atm_prof_opts o = {.reps = 1, .stop = &w.stop, .flush_configs = 20};
+	atm_prof_report r;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, watcher, &w), 0);
+	atm_status rc = profile(g, path, &o, &r);
+	pthread_join(t, NULL);
+	assert_int_equal(rc, ATM_E_INTERRUPTED);
+	assert_non_null(strstr(atm_errmsg(), "interrupted after"));
+	assert_non_null(strstr(atm_errmsg(), "are saved in"));
+	assert_true(r.n_configs_measured >= 20 && r.n_configs_measured < r.n_configs);
+	/* everything measured before the stop is in the file */
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_machine m;
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), r.n_configs_measured);
+	/* and a second run measures the rest only */
+	w.stop = 0;
+	int64_t before = r.n_configs_measured;
+	assert_int_equal(atm_prof_run(pr, p, &r), ATM_OK);
+	assert_int_equal(r.n_configs_cached, before);
+	assert_int_equal(r.n_configs_measured, r.n_configs - before);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+}
+
+/* ---------------------------------------------------------------- estimates */
+
+static void test_profiler_estimate_monotone(void **state)
+{
+	(void)state;
+	atm_prof_roofline rf;
+	atm_prof_roofline_default(&rf, 2);
+	for (int emulated = 0; emulated < 2; emulated++) {
+		rf.emulated = emulated;
+		rf.slow_read_gbps = 3;
+		rf.slow_write_gbps = 1;
+		rf.ref_fast_gbps = 10;
+		for (int op = 0; op < ATM_N_OPS; op++) {
+			/* more FLOPs, same bytes */
+			double last = 0;
+			for (double f = 1e3; f <= 1e13; f *= 10) {
+				atm_prof_work w = {.flops = f, .traffic_bytes = 1 << 20};
+				double t = atm_prof_roofline_s(&rf, (atm_op)op, &w, 1 << 20, 0, 0);
+				assert_true(t >= last);
+				last = t;
+			}
+			atm_prof_work w0 = {.flops = 1e3, .traffic_bytes = 1 << 20};
+			assert_true(last > atm_prof_roofline_s(&rf, (atm_op)op, &w0, 1 << 20, 0, 0));
+			/* more bytes, same FLOPs: fast, slow read, slow written */
+			for (int which = 0; which < 3; which++) {
+				last = 0;
+				for (int64_t b = 1 << 10; b <= (int64_t)1 << 34; b *= 4) {
+					atm_prof_work w = {.flops = 1e6, .traffic_bytes = (double)b + (1 << 10)};
+					double t = atm_prof_roofline_s(&rf, (atm_op)op, &w, which == 0 ? b : 1 << 10,
+					                               which == 1 ? b : 0, which == 2 ? b : 0);
+					assert_true(t >= last);
+					last = t;
+				}
+				atm_prof_work w1 = {.flops = 1e6, .traffic_bytes = 2048};
+				assert_true(last > 10 * atm_prof_roofline_s(&rf, (atm_op)op, &w1, 1 << 10, 0, 0));
+			}
+		}
+	}
+	/* the same through graphs: ReLU on more elements, convolutions over more channels */
+	double last_relu = 0, last_conv = 0;
+	for (int64_t n = 16; n <= (int64_t)1 << 26; n *= 4) {
+		atm_graph *g = NULL;
+		int32_t x, y, id;
+		assert_int_equal(atm_graph_new(&g, "relu"), ATM_OK);
+		x = add(g, "x", ATM_F32, 1, &n, ATM_KIND_INPUT);
+		y = add(g, "y", ATM_F32, 1, &n, ATM_KIND_ACTIVATION);
+		assert_int_equal(atm_graph_add_node(g, "r", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, &id), 0);
+		atm_prof_entry e;
+		assert_int_equal(atm_prof_estimate(&rf, g, 0, 0, &e), ATM_OK);
+		assert_true(e.min_s > last_relu);
+		last_relu = e.min_s;
+		atm_graph_destroy(g);
+	}
+	for (int64_t c = 4; c <= 512; c *= 2) {
+		atm_graph *g = NULL;
+		int64_t xd[4] = {4, c, 16, 16}, wd[4] = {c, c, 3, 3};
+		int32_t x, w, y, id;
+		atm_attrs a = {.pad = {1, 1, 1, 1}};
+		assert_int_equal(atm_graph_new(&g, "conv"), ATM_OK);
+		x = add(g, "x", ATM_F32, 4, xd, ATM_KIND_INPUT);
+		w = add(g, "w", ATM_F32, 4, wd, ATM_KIND_PARAM);
+		y = add(g, "y", ATM_F32, 4, xd, ATM_KIND_ACTIVATION);
+		assert_int_equal(atm_graph_add_node(g, "c", ATM_OP_CONV_FWD, &a, 2, (int32_t[]){x, w}, 1, &y,
+		                                    &id), 0);
+		atm_prof_entry e;
+		assert_int_equal(atm_prof_estimate(&rf, g, 0, 0, &e), ATM_OK);
+		assert_true(e.min_s > last_conv);
+		assert_true(e.estimated && e.count == 1 && e.min_s == e.median_s);
+		last_conv = e.min_s;
+		atm_graph_destroy(g);
+	}
+}
+
+static void test_profiler_estimate_slow_never_faster(void **state)
+{
+	(void)state;
+	atm_graph *g = zoo("tiny_cnn", 8);
+	atm_prof_roofline rf;
+	atm_prof_roofline_default(&rf, 2);
+	for (int emulated = 0; emulated < 2; emulated++) {
+		rf.emulated = emulated;
+		rf.slow_read_gbps = emulated ? 29 : 3;
+		rf.slow_write_gbps = emulated ? 12 : 1;
+		rf.ref_fast_gbps = emulated ? 100 : rf.fast_gbps;
+		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+			atm_prof_entry fast, e;
+			assert_int_equal(atm_prof_estimate(&rf, g, k, 0, &fast), ATM_OK);
+			int n = atm_prof_n_configs(g, k);
+			for (int i = 1; i < n; i++) {
+				uint32_t c = atm_prof_config_at(g, k, i);
+				assert_int_equal(atm_prof_estimate(&rf, g, k, c, &e), ATM_OK);
+				assert_true(e.min_s >= fast.min_s);
+				/* more slow operands never make it faster either */
+				for (int j = 1; j < n; j++) {
+					uint32_t d = atm_prof_config_at(g, k, j);
+					atm_prof_entry more;
+					if ((d & c) != c)
+						continue;
+					assert_int_equal(atm_prof_estimate(&rf, g, k, d, &more), ATM_OK);
+					assert_true(more.min_s >= e.min_s);
+				}
+			}
+			/* emulation waits for every slow byte; real slow memory may hide
+			 * behind the compute of a convolution */
+			uint32_t all = atm_prof_config_at(g, k, n - 1);
+			assert_int_equal(atm_prof_estimate(&rf, g, k, all, &e), ATM_OK);
+			if (emulated)
+				assert_true(e.min_s > fast.min_s);
+		}
+	}
+	atm_graph_destroy(g);
+}
+
+static void test_profiler_estimate_kept_apart_and_marked(void **state)
+{
+	(void)state;
+	char path[512];
+	/* the paper's VGG-19: hundreds of GB of tensors, never allocated */
+	atm_graph *g = zoo("vgg19", 2048);
+	atm_prof_roofline rf;
+	atm_prof_roofline_default(&rf, 2);
+	rf.emulated = true;
+	rf.slow_read_gbps = 29;
+	rf.slow_write_gbps = 12;
+	rf.ref_fast_gbps = 100;
+	atm_prof_opts o = {.emulate = "optane", .estimate = true, .roofline = &rf};
+	atm_prof_report r;
+	snprintf(path, sizeof path, "%s/estimate.json", tmpdir);
+	assert_int_equal(profile(g, path, &o, &r), ATM_OK);
+	assert_true(r.estimated);
+	assert_int_equal(r.n_configs_measured, r.n_configs);
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_machine m;
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_true(m.estimated);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), r.n_configs);
+	atm_prof_entry e;
+	assert_int_equal(atm_profile_get(p, g, 0, 0, &e), ATM_OK);
+	assert_true(e.estimated);
+	atm_prof_moves mv;
+	assert_int_equal(atm_profile_get_moves(p, &mv), ATM_OK);
+	assert_true(mv.estimated && mv.to_fast_gbps > mv.to_slow_gbps);
+	atm_profile_destroy(p);
+	/* the measured profile of the same machine does not see them */
+	m.estimated = false;
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(p), 0);
+	assert_int_equal(atm_profile_get(p, g, 0, 0, &e), ATM_E_NOTFOUND);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+}
+
+static void test_profiler_compare(void **state)
+{
+	(void)state;
+	atm_graph *g = zoo("tiny_mlp", 8);
+	atm_prof_machine m = {.cpu = "c", .n_threads = 1, .backend = "b", .fast_tier = "f",
+	                      .slow_tier = "s"};
+	atm_prof_machine me = m;
+	atm_profile *meas = NULL, *est = NULL;
+	me.estimated = true;
+	assert_int_equal(atm_profile_open(&meas, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_open(&est, NULL, &me, false), ATM_OK);
+	atm_prof_error err;
+	assert_int_equal(atm_prof_compare(est, meas, g, &err), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "share no configuration of graph 'tiny_mlp'"));
+	/* estimates twice the measurement on node 0, half on node 1, exact elsewhere */
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+			uint32_t c = atm_prof_config_at(g, k, i);
+			atm_prof_entry a = {.min_s = 1e-3, .median_s = 1e-3, .count = 1};
+			atm_prof_entry b = a;
+			b.estimated = true;
+			b.min_s = b.median_s = k == 0 ? 2e-3 : k == 1 ? 0.5e-3 : 1e-3;
+			if (atm_profile_has(meas, g, k, c))
+				continue; /* a kernel seen before: its first node's values stay */
+			assert_int_equal(atm_profile_put(meas, g, k, c, &a), ATM_OK);
+			assert_int_equal(atm_profile_put(est, g, k, c, &b), ATM_OK);
+		}
+	assert_int_equal(atm_prof_compare(est, meas, g, &err), ATM_OK);
+	assert_int_equal(err.n_configs, 168);
+	int n0 = atm_prof_n_configs(g, 0), n1 = atm_prof_n_configs(g, 1);
+	assert_true(fabs(err.mean_ape - (100.0 * n0 + 50.0 * n1) / 168) < 1e-9);
+	assert_true(err.median_ape == 0);
+	/* steps sum every node: relu1 and relu2 are one kernel, so both are halved */
+	char s0[ATM_PROF_SIG_MAX], s1[ATM_PROF_SIG_MAX], sk[ATM_PROF_SIG_MAX];
+	double diff = 0;
+	assert_int_equal(atm_prof_signature(g, 0, s0, sizeof s0), ATM_OK);
+	assert_int_equal(atm_prof_signature(g, 1, s1, sizeof s1), ATM_OK);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		assert_int_equal(atm_prof_signature(g, k, sk, sizeof sk), ATM_OK);
+		diff += !strcmp(sk, s0) ? 1e-3 : !strcmp(sk, s1) ? -0.5e-3 : 0;
+	}
+	assert_true(err.step_fast_meas_s > 0 && err.step_slow_meas_s > 0);
+	assert_true(fabs(err.step_fast_meas_s - 20e-3) < 1e-12);
+	assert_true(fabs(err.step_fast_est_s - err.step_fast_meas_s - diff) < 1e-12);
+	atm_profile_destroy(meas);
+	atm_profile_destroy(est);
+	atm_graph_destroy(g);
+}
+
+static void test_profiler_calibrate(void **state)
+{
+	(void)state;
+	atm_prof_roofline rf;
+	atm_kbench_opts o = {.reps = 1};
+	atm_prof_roofline_default(&rf, 1);
+	rf.slow_read_gbps = 1.5;
+	assert_int_equal(atm_prof_roofline_calibrate(&rf, &o), ATM_OK);
+	assert_true(rf.calibrated);
+	assert_true(rf.n_threads >= 1 && rf.cache_bytes > 0 && rf.fast_gbps > 0);
+	for (int op = 0; op < ATM_N_OPS; op++) {
+		if (!(rf.gflops[op] > 0 && isfinite(rf.gflops[op]) && rf.gbps[op] > 0 &&
+		      rf.overhead_s[op] > 0))
+			fail_msg("%s: %g GFLOPS, %g GB/s, %g s a call", atm_op_name((atm_op)op), rf.gflops[op],
+			         rf.gbps[op], rf.overhead_s[op]);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_true(rf.gflops_1x1[i] > 0);
+	/* the slow side is the caller's */
+	assert_true(rf.slow_read_gbps == 1.5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_profiler_counts),
+		cmocka_unit_test(test_profiler_incremental),
+		cmocka_unit_test(test_profiler_interrupt_keeps_measured),
+		cmocka_unit_test(test_profiler_estimate_monotone),
+		cmocka_unit_test(test_profiler_estimate_slow_never_faster),
+		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
+		cmocka_unit_test(test_profiler_compare),
+		cmocka_unit_test(test_profiler_calibrate),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
