@@ -7,6 +7,8 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_optimizer.h"
+#include "atm_profiler.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
 
@@ -88,6 +90,17 @@ int cli_fail(const char *cmd, atm_status rc);
 
 /* cli_usage_error -- print a usage message and a pointer to --help; exit code 2 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cli_default_cache -- $XDG_CACHE_HOME/autotm/profiles.json or
+ * ~/.cache/autotm/profiles.json, its folders made when missing */
+atm_status cli_default_cache(char *buf, size_t len);
+
+/* cli_profile -- the profile of g on mem's tiers from cache (NULL: the default),
+ * with what it lacks profiled now (estimated with estimate); *pr and *prof are
+ * the caller's to destroy, also on failure */
+atm_status cli_profile(const char *cmd, const atm_graph *g, const cli_memory *mem,
+                       const char *cache, bool estimate, bool quiet, atm_prof **pr,
+                       atm_profile **prof);
 
 /* cli_print_json -- o on standard output, indented, then released */
 atm_status cli_print_json(json_t *o);

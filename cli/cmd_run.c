@@ -19,6 +19,13 @@ static const char run_help[] =
 	"options:\n" CLI_GRAPH_HELP
 	"  --placement P     all-fast (default), all-slow, random (with --seed), or a plan\n"
 	"                    JSON file (the README's plan format)\n"
+	"  --ratio S:F       plan for a fast memory of peak footprint * F / (S + F) and run\n"
+	"                    the plan: profile what the cache lacks, solve, run (the whole job)\n"
+	"  --dram-limit SIZE the same with the fast-memory limit in bytes (K, M, G suffixes)\n"
+	"  --formulation F   static, synchronous (default), asynchronous, numa, 2lm, vdnn,\n"
+	"                    all-fast, all-slow (with --ratio or --dram-limit)\n"
+	"  --cache FILE      the profile cache (default ~/.cache/autotm/profiles.json)\n"
+	"  --time-limit S    seconds the solver may take (default 60)\n"
 	"  --seed N          seed of the random placement, weights and data (default 1)\n"
 	"  --iters N         measured steps (default 5)\n"
 	"  --warmup N        steps run first and not measured (default 1)\n"
@@ -57,6 +64,13 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  slow tier        %s\n", r->slow_tier.name);
 	printf("  step time        %.6f s (fastest of %d), mean %.6f s\n", r->actual_runtime_s,
 	       r->n_iters, r->mean_runtime_s);
+	double predicted = atm_plan_info_get(p)->predicted_runtime_s;
+	if (predicted > 0)
+		printf("  predicted        %.6f s (%+.1f%% from the fastest step)\n", predicted,
+		       (predicted / r->actual_runtime_s - 1) * 100);
+	if (atm_plan_info_get(p)->fast_limit_bytes)
+		printf("  fast limit       %s\n", atm_format_bytes(atm_plan_info_get(p)->fast_limit_bytes,
+		                                                 a, sizeof a));
 	if (r->emulated)
 		printf("  emulation        %s: %.6f s of waits per step (fast tier taken as %.1f GB/s)\n",
 		       r->emulation, r->emulation_wait_s, r->emulation_fast_gbps);
@@ -78,7 +92,7 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
-	       OPT_QUIET, OPT_2LM };
+	       OPT_QUIET, OPT_2LM, OPT_RATIO, OPT_DRAM, OPT_FORMULATION, OPT_CACHE, OPT_TIME_LIMIT };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -89,13 +103,24 @@ int cmd_run(int argc, char **argv)
 		{"append", no_argument, NULL, OPT_APPEND},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"2lm", required_argument, NULL, OPT_2LM},
+		{"ratio", required_argument, NULL, OPT_RATIO},
+		{"dram-limit", required_argument, NULL, OPT_DRAM},
+		{"formulation", required_argument, NULL, OPT_FORMULATION},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cli_graph_source src = {0};
 	cli_memory mem = {0};
-	const char *placement = "all-fast", *out_path = NULL;
+	const char *placement = NULL, *out_path = NULL, *ratio = NULL, *formulation = NULL;
+	const char *cache = NULL;
+	int64_t limit = 0, time_limit = 60;
+	double rs = 0, rf = 0;
+	atm_opt_formulation f = ATM_OPT_SYNCHRONOUS;
+	atm_prof *pr = NULL;
+	atm_profile *prof = NULL;
 	int64_t seed = 1, iters = 5, warmup = 1, batch = 0, twolm = 0;
 	bool append = false, quiet = false;
 	atm_graph *g = NULL;
@@ -138,6 +163,27 @@ int cmd_run(int argc, char **argv)
 			if (atm_parse_bytes(optarg, &twolm) < 0)
 				return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--2lm: "));
 			break;
+		case OPT_RATIO:
+			ratio = optarg;
+			if (atm_opt_parse_ratio(ratio, &rs, &rf) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
+		case OPT_DRAM:
+			if (atm_parse_bytes(optarg, &limit) < 0)
+				return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--dram-limit: "));
+			break;
+		case OPT_FORMULATION:
+			formulation = optarg;
+			if (atm_opt_formulation_from_name(optarg, &f) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
+		case OPT_CACHE:
+			cache = optarg;
+			break;
+		case OPT_TIME_LIMIT:
+			if (cli_parse_int("time-limit", optarg, 1, 1000000, &time_limit) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			break;
 		case OPT_QUIET:
 			quiet = true;
 			break;
@@ -157,10 +203,32 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
 	if (append && !out_path)
 		return cli_usage_error("run", "--append needs -o FILE");
+	bool optimize = ratio || limit || formulation;
+	if (optimize && placement)
+		return cli_usage_error("run", "give either --placement or the optimizer's options "
+		                       "(--ratio, --dram-limit, --formulation), not both");
+	if (ratio && limit)
+		return cli_usage_error("run", "give only one of --ratio and --dram-limit");
+	if (optimize && !ratio && !limit && f != ATM_OPT_ALL_FAST)
+		return cli_usage_error("run", "give the fast-memory limit with --ratio S:F or "
+		                       "--dram-limit SIZE");
 
-	if ((rc = cli_load_graph(&src, &g, &batch)) < 0 ||
-	    (rc = make_plan(g, placement, (uint64_t)seed, &p)) < 0)
+	if ((rc = cli_load_graph(&src, &g, &batch)) < 0)
 		goto fail;
+	if (optimize) {
+		atm_opt_options oo;
+		atm_opt_options_default(&oo);
+		oo.time_limit_s = (double)time_limit;
+		if ((ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0) ||
+		    (rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
+		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
+			goto fail;
+		/* Memory Mode: the plan is all-slow and the limit is the size of the cache */
+		if (f == ATM_OPT_2LM && !twolm)
+			twolm = limit;
+	} else if ((rc = make_plan(g, placement ? placement : "all-fast", (uint64_t)seed, &p)) < 0) {
+		goto fail;
+	}
 	/* refuse an unwritable results path before the run, not after it */
 	if (out_path && (rc = atm_check_writable(out_path)) < 0)
 		goto fail;
@@ -199,21 +267,21 @@ int cmd_run(int argc, char **argv)
 			.slow_write_gbps = r->slow_tier.write_gbps,
 			.seed = (uint64_t)seed,
 			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
+			.ratio_slow = rs,
+			.ratio_fast = rf,
 		};
 		if ((rc = atm_schedule_new(&sched, p)) < 0 ||
 		    (rc = atm_results_write(out_path, p, sched, &m, append)) < 0)
 			goto fail;
 		printf("  results          %s\n", out_path);
 	}
-	atm_schedule_destroy(sched);
-	atm_exec_destroy(e);
-	atm_plan_destroy(p);
-	atm_graph_destroy(g);
-	return 0;
+	rc = ATM_OK;
 fail:
 	atm_schedule_destroy(sched);
 	atm_exec_destroy(e);
 	atm_plan_destroy(p);
+	atm_profile_destroy(prof);
+	atm_prof_destroy(pr);
 	atm_graph_destroy(g);
-	return cli_fail("run", rc);
+	return rc < 0 ? cli_fail("run", rc) : 0;
 }

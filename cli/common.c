@@ -1,6 +1,8 @@
 /* common.c -- option parsing, graph loading and error reporting shared by the subcommands */
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,5 +178,59 @@ atm_status cli_print_json(json_t *o)
 		return atm_err(ATM_E_NOMEM, "out of memory printing JSON");
 	printf("%s\n", text);
 	free(text);
+	return ATM_OK;
+}
+
+atm_status cli_default_cache(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof dir, "%s", xdg);
+	else if (home && home[0])
+		snprintf(dir, sizeof dir, "%s/.cache", home);
+	else
+		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
+		               "give --cache FILE");
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
+	}
+	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
+		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
+	return ATM_OK;
+}
+
+atm_status cli_profile(const char *cmd, const atm_graph *g, const cli_memory *mem,
+                       const char *cache, bool estimate, bool quiet, atm_prof **pr,
+                       atm_profile **prof)
+{
+	char cache_buf[4096];
+	atm_prof_machine m;
+	atm_prof_report rep;
+	atm_status rc;
+	if (!cache) {
+		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
+			return rc;
+		cache = cache_buf;
+	}
+	atm_prof_opts po = {
+		.tiers = mem->tiers,
+		.emulate = mem->emulate,
+		.seed = 1,
+		.estimate = estimate,
+		.stop = cli_install_interrupt(),
+		.progress = !quiet && isatty(STDERR_FILENO),
+	};
+	if ((rc = atm_prof_new(pr, g, &po)) < 0)
+		return rc;
+	atm_prof_get_machine(*pr, &m);
+	if ((rc = atm_profile_open(prof, cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
+		return rc;
+	if (!quiet && rep.n_configs_measured)
+		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", cmd,
+		        estimate ? "estimated" : "profiled", (long long)rep.n_configs_measured, rep.seconds);
 	return ATM_OK;
 }

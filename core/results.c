@@ -105,10 +105,18 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	const atm_schedule_stats *st = atm_schedule_stats_get(s);
 	json_t *run = json_object(), *sizes = json_object(), *config = json_object();
 	json_object_set_new(run, "formulation", json_string(info->formulation));
-	json_object_set_new(run, "creation_times", info->creation_s < 0 ? json_array()
-	                                           : json_pack("[f]", info->creation_s));
-	json_object_set_new(run, "optimization_times", info->solve_s < 0 ? json_array()
-	                                               : json_pack("[f]", info->solve_s));
+	/* one entry per solve: several when the defragmentation loop solved again */
+	json_t *creation = json_array(), *solving = json_array();
+	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++) {
+		json_array_append_new(creation, json_real(info->round_creation_s[i]));
+		json_array_append_new(solving, json_real(info->round_solve_s[i]));
+	}
+	if (!info->n_rounds && info->creation_s >= 0) {
+		json_array_append_new(creation, json_real(info->creation_s));
+		json_array_append_new(solving, json_real(info->solve_s));
+	}
+	json_object_set_new(run, "creation_times", creation);
+	json_object_set_new(run, "optimization_times", solving);
 	json_object_set_new(run, "solver_status", json_string(info->solver_status));
 	json_object_set_new(run, "mip_gap", num_or_null(info->mip_gap));
 	json_object_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s));

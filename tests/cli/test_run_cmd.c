@@ -106,6 +106,29 @@ static void test_run_cmd_placements_give_same_weights(void **state)
 	json_decref(c);
 }
 
+static void test_run_cmd_ratio_does_the_whole_job(void **state)
+{
+	(void)state;
+	char args[1024];
+	json_t *ref = results("--model tiny_mlp --iters 2", "ref.json");
+	snprintf(args, sizeof args, "--model tiny_mlp --ratio 4:1 --formulation asynchronous "
+	         "--emulate optane --iters 2 --cache %s/prof.json", cli_tmpdir);
+	json_t *doc = results(args, "opt.json");
+	json_t *r = first_run(doc);
+	assert_string_equal(str(r, "formulation"), "asynchronous");
+	assert_true(json_real_value(json_object_get(r, "predicted_runtime")) > 0);
+	assert_true(json_real_value(json_object_get(r, "ratio")) == 4.0);
+	assert_true(json_integer_value(json_object_get(r, "dram_limit")) > 0);
+	assert_true(json_array_size(json_object_get(r, "optimization_times")) >= 1);
+	/* the placement the optimizer chose trains bitwise like all-fast */
+	assert_string_equal(str(r, "weights_checksum"), str(first_run(ref), "weights_checksum"));
+	json_decref(doc);
+	json_decref(ref);
+	cli_expect(2, "not both", "run --model tiny_mlp --ratio 4:1 --placement all-fast");
+	cli_expect(2, "--ratio S:F or --dram-limit", "run --model tiny_mlp --formulation static");
+	cli_expect(2, "synchronous", "run --model tiny_mlp --ratio 4:1 --formulation fast");
+}
+
 static void test_run_cmd_append_adds_runs(void **state)
 {
 	(void)state;
@@ -193,6 +216,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_cmd_results_have_autotm_fields),
 		cmocka_unit_test(test_run_cmd_placements_give_same_weights),
+		cmocka_unit_test(test_run_cmd_ratio_does_the_whole_job),
 		cmocka_unit_test(test_run_cmd_append_adds_runs),
 		cmocka_unit_test(test_run_cmd_faults),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
