@@ -26,6 +26,7 @@ static const char run_help[] =
 	"                    all-fast, all-slow (with --ratio or --dram-limit)\n"
 	"  --cache FILE      the profile cache (default ~/.cache/autotm/profiles.json)\n"
 	"  --time-limit S    seconds the solver may take (default 60)\n"
+	"  --mip-gap G       relative gap at which the solver stops (default 0.01)\n"
 	"  --seed N          seed of the random placement, weights and data (default 1)\n"
 	"  --iters N         measured steps (default 5)\n"
 	"  --warmup N        steps run first and not measured (default 1)\n"
@@ -92,7 +93,7 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
-	       OPT_QUIET, OPT_2LM, OPT_RATIO, OPT_DRAM, OPT_FORMULATION, OPT_CACHE, OPT_TIME_LIMIT };
+	       OPT_QUIET, OPT_2LM, OPT_RATIO, OPT_DRAM, OPT_FORMULATION, OPT_CACHE, OPT_TIME_LIMIT, OPT_GAP };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -108,6 +109,7 @@ int cmd_run(int argc, char **argv)
 		{"formulation", required_argument, NULL, OPT_FORMULATION},
 		{"cache", required_argument, NULL, OPT_CACHE},
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+		{"mip-gap", required_argument, NULL, OPT_GAP},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -117,7 +119,7 @@ int cmd_run(int argc, char **argv)
 	const char *placement = NULL, *out_path = NULL, *ratio = NULL, *formulation = NULL;
 	const char *cache = NULL;
 	int64_t limit = 0, time_limit = 60;
-	double rs = 0, rf = 0;
+	double rs = 0, rf = 0, gap = 0.01;
 	atm_opt_formulation f = ATM_OPT_SYNCHRONOUS;
 	atm_prof *pr = NULL;
 	atm_profile *prof = NULL;
@@ -180,6 +182,14 @@ int cmd_run(int argc, char **argv)
 		case OPT_CACHE:
 			cache = optarg;
 			break;
+		case OPT_GAP: {
+			char *end = NULL;
+			gap = strtod(optarg, &end);
+			if (end == optarg || *end || !(gap >= 0 && gap < 1))
+				return cli_usage_error("run", "--mip-gap '%s' is not valid; expected a number "
+				                       "from 0 to below 1, e.g. 0.01", optarg);
+			break;
+		}
 		case OPT_TIME_LIMIT:
 			if (cli_parse_int("time-limit", optarg, 1, 1000000, &time_limit) < 0)
 				return cli_fail("run", ATM_E_USAGE);
@@ -219,6 +229,7 @@ int cmd_run(int argc, char **argv)
 		atm_opt_options oo;
 		atm_opt_options_default(&oo);
 		oo.time_limit_s = (double)time_limit;
+		oo.mip_gap = gap;
 		if ((ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0) ||
 		    (rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
 		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
