@@ -70,7 +70,8 @@ void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m);
 /* atm_prof_run -- everything of g that p lacks, measured or estimated into p,
  * saved in batches and at the end. p's machine must be atm_prof_get_machine's.
  * ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
- * another failure also saves what was measured before it. */
+ * another failure also saves what was measured before it. r says what was
+ * done, after a failure too: its counts are what the cache gained. */
 atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r);
 
 /* atm_prof_count -- kernels, unique kernels and configurations of g, nothing else */
@@ -116,8 +117,9 @@ void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads);
 /* atm_prof_roofline_calibrate -- measure this side of the model: every op on
  * almost nothing, on operands that fit in the cache and (but convolutions,
  * which would take seconds) on operands twice its size, all of a made-up
- * graph (not the user's, no zoo shapes) in fast memory, a few seconds in all;
- * the slow figures stay as they are */
+ * graph (not the user's, no zoo shapes) in fast memory; the first two sets
+ * three times over, keeping each op's fastest (5 to 15 s on a 2-core
+ * machine); the slow figures stay as they are */
 atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_opts *o);
 
 /* atm_prof_get_roofline -- the model an estimating run used; ATM_E_NOTFOUND

@@ -588,6 +588,8 @@ atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, con
 	out->median_ape = n % 2 ? ape[n / 2] : 0.5 * (ape[n / 2 - 1] + ape[n / 2]);
 	rc = ATM_OK;
 fail:
+	if (rc < 0)
+		memset(out, 0, sizeof *out);
 	json_decref(done);
 	free(ape);
 	return rc;

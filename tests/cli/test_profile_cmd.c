@@ -28,6 +28,7 @@ static json_t *report(const char *args, const char *name)
 	return j;
 }
 
+/* num -- an integer field of o, failing the test when there is none */
 static json_int_t num(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
@@ -155,7 +156,7 @@ static void test_profile_cmd_default_cache_location(void **state)
 /* on_terminal -- autotm ARGS under script(1), which gives it a terminal; its output */
 static char *on_terminal(const char *args)
 {
-	char cmd[2048], path[512], *out = NULL;
+	char cmd[4096], path[512], *out = NULL;
 	size_t len;
 	snprintf(path, sizeof path, "%s/tty.out", cli_tmpdir);
 	snprintf(cmd, sizeof cmd, "script -qfec '%s %s' /dev/null >%s 2>&1", cli_autotm, args, path);

@@ -18,12 +18,14 @@
 
 static char tmpdir[] = "/tmp/atm_cache_XXXXXX";
 
+/* setup -- a scratch folder for cache files */
 static int setup(void **state)
 {
 	(void)state;
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 
+/* teardown -- remove the scratch folder */
 static int teardown(void **state)
 {
 	(void)state;
@@ -39,6 +41,7 @@ static const char *path_of(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+/* machine -- the machine key the tests profile for */
 static atm_prof_machine machine(void)
 {
 	atm_prof_machine m = {.cpu = "Test CPU 9000", .n_threads = 2, .backend = "cpu-test-1.0",

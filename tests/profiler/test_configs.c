@@ -23,6 +23,7 @@ static int32_t tensor(atm_graph *g, const char *name, unsigned locs, int64_t d0,
 	return id;
 }
 
+/* node -- a node of g, its id */
 static int32_t node(atm_graph *g, const char *name, atm_op op, const atm_attrs *a, int n_in,
                     const int32_t *in, int n_out, const int32_t *out)
 {

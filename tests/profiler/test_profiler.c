@@ -18,12 +18,14 @@
 
 static char tmpdir[] = "/tmp/atm_prof_XXXXXX";
 
+/* setup -- a scratch folder for cache files */
 static int setup(void **state)
 {
 	(void)state;
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 
+/* teardown -- remove the scratch folder */
 static int teardown(void **state)
 {
 	(void)state;
@@ -41,6 +43,7 @@ static int32_t add(atm_graph *g, const char *name, atm_dtype dt, int ndim, const
 	return id;
 }
 
+/* zoo -- a zoo network at batch */
 static atm_graph *zoo(const char *name, int64_t batch)
 {
 	atm_graph *g = NULL;
@@ -151,6 +154,7 @@ struct watch {
 	volatile sig_atomic_t stop;
 };
 
+/* watcher -- set the stop flag once the cache file exists (the first batch is saved) */
 static void *watcher(void *arg)
 {
 	struct watch *w = arg;

@@ -141,16 +141,17 @@ static void test_exec_emulated_2lm_caches_slow_memory(void **state)
 	atm_exec *e = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
 	struct run slow = run_plan(p, 2, "optane");
-	atm_exec_opts o = {.iters = 2, .warmup = -1, .seed = 42, .quiet = true, .emulate = "optane",
+	/* after a warm-up step the cache holds the whole footprint: measured steps miss nothing */
+	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 42, .quiet = true, .emulate = "optane",
 	                   .twolm_bytes = 64 << 20};
 	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
 	assert_int_equal(atm_exec_run(e), ATM_OK);
 	const atm_exec_result *r = atm_exec_result_get(e);
 	/* a cache larger than the footprint only pays the first misses */
-	assert_true(r->emulation_wait_s < slow.r.emulation_wait_s);
+	assert_true(r->emulation_wait_s == 0);
+	assert_true(slow.r.emulation_wait_s > 0);
 	assert_string_equal(r->emulation, "optane+2lm");
 	assert_int_equal(r->twolm_bytes, 64 << 20);
-	assert_string_equal(r->weights_checksum, slow.checksum);
 	atm_exec_destroy(e);
 	/* 2LM needs emulation, and an all-slow plan */
 	o.emulate = NULL;
