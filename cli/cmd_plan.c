@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -51,29 +50,6 @@ static const char plan_help[] =
 	"  --verbose         GLPK's progress on stderr\n"
 	"  --quiet           no progress on stderr\n"
 	"  -h, --help        this help\n";
-
-/* default_cache -- the profile cache 'autotm profile' uses by default, folders made */
-static atm_status default_cache(char *buf, size_t len)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096];
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof dir, "%s", xdg);
-	else if (home && home[0])
-		snprintf(dir, sizeof dir, "%s/.cache", home);
-	else
-		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
-		               "give --cache FILE");
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass)
-			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
-		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
-	}
-	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
-		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
-	return ATM_OK;
-}
 
 /* parse_gap -- "0.01" or "1%" */
 static atm_status parse_gap(const char *s, double *out)
@@ -324,7 +300,7 @@ int cmd_plan(int argc, char **argv)
 	if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
 		goto fail;
 	if (!cache) {
-		if ((rc = default_cache(cache_buf, sizeof cache_buf)) < 0)
+		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
 			goto fail;
 		cache = cache_buf;
 	}
