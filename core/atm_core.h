@@ -312,6 +312,7 @@ typedef struct {
 	double creation_s, solve_s; /* < 0: not solved; over all rounds */
 	double mip_gap;             /* < 0: unknown */
 	char solver_status[32];
+	bool estimated;             /* priced with an estimated (roofline) profile, not a measured one */
 	/* one entry per solve (results' creation_times and optimization_times); 0: not solved */
 	int n_rounds;
 	double round_creation_s[ATM_PLAN_MAX_ROUNDS], round_solve_s[ATM_PLAN_MAX_ROUNDS];

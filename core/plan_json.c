@@ -134,6 +134,8 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
 	json_object_set_new(solver, "solve_s", real_or_null(info->solve_s));
 	json_object_set_new(solver, "mip_gap", real_or_null(info->mip_gap));
+	add(&t, ",\n  \"estimated\": ");
+	add_json(&t, json_boolean(info->estimated));
 	add(&t, ",\n  \"solver\": ");
 	add_json(&t, solver);
 	add(&t, ",\n  \"tensors\": [");
@@ -235,7 +237,8 @@ static atm_status check_keys(json_t *o, const char *where, const char *const *ke
 static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *info)
 {
 	static const char *const top[] = {"format", "version", "graph", "formulation",
-	                                  "fast_limit_bytes", "predicted_runtime_s", "solver",
+	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
+	                                  "solver",
 	                                  "tensors", "moves", NULL};
 	json_t *v, *gr;
 	char digest[17];
@@ -277,6 +280,9 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 	if ((rc = get(root, "top level", "predicted_runtime_s", JSON_REAL, true, &v)) < 0)
 		return rc;
 	info->predicted_runtime_s = v ? json_number_value(v) : -1;
+	if ((rc = get(root, "top level", "estimated", JSON_TRUE, true, &v)) < 0)
+		return rc;
+	info->estimated = v && json_is_true(v);
 	if ((rc = get(root, "top level", "solver", JSON_OBJECT, true, &gr)) < 0)
 		return rc;
 	if (gr) {

@@ -120,6 +120,7 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	json_object_set_new(run, "solver_status", json_string(info->solver_status));
 	json_object_set_new(run, "mip_gap", num_or_null(info->mip_gap));
 	json_object_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s));
+	json_object_set_new(run, "estimated_profile", json_boolean(info->estimated));
 	json_object_set_new(run, "actual_runtime", num_or_null(m ? m->actual_runtime_s : -1));
 	json_object_set_new(run, "mean_runtime", num_or_null(m ? m->mean_runtime_s : -1));
 	json_object_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0));

@@ -206,6 +206,7 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 		return rc;
 	}
 	info->predicted_runtime_s = chk.predicted_s;
+	info->estimated = atm_profile_machine(prof)->estimated;
 	if (rep)
 		rep->objective_s = rep->heuristic_s = chk.predicted_s;
 	return ATM_OK;
@@ -262,6 +263,8 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	struct overflow ov[MAX_OVERFLOWS];
 	int n_ov = 0;
 	double total_create = 0, total_solve = 0;
+	bool lp_too_big = false;
+	struct ilp_result last_ir = {0};
 	for (int round = 0; round < o.max_rounds && !fits; round++) {
 		double t0 = opt_now_s();
 		struct model *prev_m = m;
@@ -310,9 +313,20 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		if (o.verbosity)
 			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
-		struct ilp_result ir;
-		if ((rc = opt_ilp_solve(m, &sol, t0, &ir)) < 0 || (rc = opt_polish(m, &sol)) < 0)
+		struct ilp_result ir = {0};
+		if (lp_too_big) {
+			/* the same model's relaxation ran out of time last round: it would again */
+			ir = last_ir;
+			ir.creation_s = ir.solve_s = 0;
+			ir.gap = ir.bound_s = -1;
+			snprintf(ir.status, sizeof ir.status, "heuristic (lp time)");
+		} else if ((rc = opt_ilp_solve(m, &sol, t0, &ir)) < 0) {
 			goto fail;
+		}
+		if ((rc = opt_polish(m, &sol)) < 0)
+			goto fail;
+		lp_too_big = !strcmp(ir.status, "heuristic (lp time)");
+		last_ir = ir;
 		atm_opt_round *r = &rep->rounds[rep->n_rounds++];
 		r->fast_limit_bytes = limit;
 		for (int32_t s = 0; s < n_slots; s++)
@@ -369,6 +383,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
 		goto fail;
 	info->predicted_runtime_s = chk.predicted_s;
+	info->estimated = atm_profile_machine(prof)->estimated;
 	opt_model_destroy(m);
 	opt_solution_free(&sol);
 	free(slot_limit);

@@ -119,6 +119,9 @@ static void test_limits_infeasible_names_least_limit(void **state)
 		atm_schedule *s = NULL;
 		assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
 		atm_schedule_destroy(s);
+		atm_opt_check_result c;
+		assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
+		assert_true(c.fast_peak_bytes <= need);
 		atm_plan_destroy(p);
 	}
 	/* 1:0 is that least limit */

@@ -61,6 +61,9 @@ static void same_numbers(const char *model)
 			if (atm_opt_plan(&p, g, prof, limit, (atm_opt_formulation)f, &o, NULL) < 0)
 				fail_msg("%s: %s", model, atm_errmsg());
 			moved += atm_plan_n_moves(p);
+			atm_opt_check_result c;
+			assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
+			assert_true(c.fast_peak_bytes <= limit);
 			struct run got = run_plan(p);
 			if (strcmp(got.checksum, ref.checksum))
 				fail_msg("%s %s at %lld bytes: weights %s, all fast %s", model,
