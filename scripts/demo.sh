@@ -11,6 +11,9 @@ OUT="$ATM_ROOT/out"
 atm_install_deps
 atm_build "$ATM_ROOT/build" -DCMAKE_BUILD_TYPE=Release -DATM_TESTS=OFF
 AUTOTM="$ATM_ROOT/build/cli/autotm"
+# oneDNN's OpenMP threads spin while they wait by default; on a small, shared
+# machine that steals the cores the other threads need
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 mkdir -p "$OUT"
 rm -f "$OUT/$MODEL.json"
 
