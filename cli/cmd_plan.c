@@ -193,7 +193,6 @@ int cmd_plan(int argc, char **argv)
 	cli_graph_source src = {0};
 	cli_memory mem = {0};
 	const char *ratio = NULL, *dram = NULL, *out = NULL, *cache = NULL;
-	char cache_buf[4096];
 	atm_opt_formulation f = ATM_OPT_SYNCHRONOUS;
 	atm_opt_options o;
 	bool explain = false, json = false, estimate = false, quiet = false;
@@ -299,32 +298,8 @@ int cmd_plan(int argc, char **argv)
 		goto fail;
 	if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
 		goto fail;
-	if (!cache) {
-		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
-			goto fail;
-		cache = cache_buf;
-	}
-	atm_prof_opts po = {
-		.tiers = mem.tiers,
-		.emulate = mem.emulate,
-		.seed = 1,
-		.estimate = estimate,
-		.stop = cli_install_interrupt(),
-		.progress = !quiet && isatty(STDERR_FILENO),
-	};
-	atm_prof_machine m;
-	atm_prof_report pre;
-	if ((rc = atm_prof_new(&pr, g, &po)) < 0)
+	if ((rc = cli_profile("plan", g, &mem, cache, estimate, quiet, &pr, &prof)) < 0)
 		goto fail;
-	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_profile_open(&prof, cache, &m, false)) < 0)
-		goto fail;
-	/* what the cache lacks is profiled now, as 'autotm profile' would */
-	if ((rc = atm_prof_run(pr, prof, &pre)) < 0)
-		goto fail;
-	if (!quiet && pre.n_configs_measured)
-		fprintf(stderr, "autotm plan: %s %lld kernel configurations the cache lacked (%.1f s)\n",
-		        estimate ? "estimated" : "profiled", (long long)pre.n_configs_measured, pre.seconds);
 	if ((rc = atm_opt_plan(&p, g, prof, limit, f, &o, &rep)) < 0)
 		goto fail;
 	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
