@@ -25,7 +25,7 @@ static const char run_help[] =
 	"  --formulation F   static, synchronous (default), asynchronous, numa, 2lm, vdnn,\n"
 	"                    all-fast, all-slow (with --ratio or --dram-limit)\n"
 	"  --cache FILE      the profile cache (default ~/.cache/autotm/profiles.json)\n"
-	"  --time-limit S    seconds the solver may take (default 60)\n"
+	"  --time-limit S    seconds planning may take, all solver rounds (default 60)\n"
 	"  --mip-gap G       relative gap at which the solver stops (default 0.01)\n"
 	"  --seed N          seed of the random placement, weights and data (default 1)\n"
 	"  --iters N         measured steps (default 5)\n"

@@ -53,7 +53,9 @@ bool atm_opt_is_ilp(atm_opt_formulation f);
 
 typedef struct {
 	double mip_gap;        /* relative gap at which the search stops (default 0.01; 0: optimal) */
-	double time_limit_s;   /* wall-clock limit of one solve (default 60) */
+	double time_limit_s;   /* wall-clock limit of the whole plan, every defragmentation round
+	                        * together (default 60; a round that starts after it uses the
+	                        * heuristic alone) */
 	int verbosity;         /* 0 quiet, 1 GLPK's progress, 2 GLPK's full log */
 	int async_window;      /* kernels before a use where an asynchronous fetch may overlap (default 2) */
 	int max_rounds;        /* defragmentation rounds before giving up (default 8, at most
@@ -73,6 +75,8 @@ typedef struct {
 	int64_t fast_limit_bytes;    /* the tightest per-node limit the round used */
 	double creation_s, solve_s;  /* model building; heuristic + LP + branch and bound */
 	double objective_s;          /* the round's plan as the model prices it */
+	double ilp_objective_s;      /* the same plan priced by GLPK's objective (< 0: GLPK was
+	                              * not run this round) */
 	double bound_s;              /* best lower bound GLPK proved (< 0: none) */
 	double mip_gap;              /* final relative gap (< 0: unknown) */
 	char status[32];             /* "optimal", "gap", "time-limit", "heuristic", ... */

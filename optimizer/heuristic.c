@@ -695,9 +695,14 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 	if (!warm)
 		opt_solution_all_slow(m, s);
 	rebuild(&h);
+	if (warm && repair(&h) < 0) {
+		/* a group tie the tighter limit cannot keep: start over from all slow */
+		atm_err_clear();
+		warm = false;
+		opt_solution_all_slow(m, s);
+		rebuild(&h);
+	}
 	if (!warm && (rc = start_feasible(&h)) < 0)
-		goto done;
-	if (warm && (rc = repair(&h)) < 0)
 		goto done;
 	int32_t n_order = 0;
 	for (int32_t x = 0; x < m->n_tensors; x++) {

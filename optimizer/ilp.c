@@ -428,6 +428,15 @@ static atm_status seed_check(glp_prob *lp, const double *x)
 	return rc;
 }
 
+/* lp_objective -- GLPK's objective at x, in seconds */
+static double lp_objective(glp_prob *lp, const double *x)
+{
+	double v = glp_get_obj_coef(lp, 0);
+	for (int j = 1; j <= glp_get_num_cols(lp); j++)
+		v += glp_get_obj_coef(lp, j) * x[j];
+	return v / US;
+}
+
 /* ---------------------------------------------------------------- solving */
 
 struct cb {
@@ -496,6 +505,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	memset(r, 0, sizeof *r);
 	r->gap = -1;
 	r->bound_s = -1;
+	r->ilp_objective_s = -1;
 	/* GLPK writes to the terminal unless told not to (restored below) */
 	int term = glp_term_out(m->o.verbosity ? GLP_ON : GLP_OFF);
 	b.lp = glp_create_prob();
@@ -650,6 +660,17 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	if (r->gap < 0 && r->bound_s > 0)
 		r->gap = (obj - r->bound_s) / (obj > 0 ? obj : 1);
 done:
+	/* the round's plan, polished, priced by GLPK's own rows and objective: it must satisfy
+	 * every row (the memory rows among them) and its objective is the one the checker
+	 * recomputes from the profile */
+	if (rc == ATM_OK && (rc = opt_polish(m, s)) == ATM_OK && r->n_columns) {
+		double *x = seed_vector(m, s, b.lp, m0);
+		if (!x)
+			rc = atm_err(ATM_E_NOMEM, "out of memory pricing the plan");
+		else if ((rc = seed_check(b.lp, x)) == ATM_OK)
+			r->ilp_objective_s = lp_objective(b.lp, x);
+		free(x);
+	}
 	r->solve_s = opt_now_s() - t0;
 	opt_solution_free(&got);
 	free(seed);

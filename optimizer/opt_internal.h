@@ -155,11 +155,13 @@ struct ilp_result {
 	int n_columns, n_rows, n_binaries;
 	int64_t n_nonzeros;
 	double creation_s, solve_s, bound_s, gap;
+	double ilp_objective_s; /* the final (polished) s as GLPK's objective prices it (< 0: none) */
 	char status[32];
 	bool improved;          /* GLPK's solution replaced the seed */
 };
 /* opt_ilp_solve -- build the GLPK model of m, seed it with s, solve within the time left since
- * t_start; s becomes the better of the seed and GLPK's solution */
+ * t_start; s becomes the better of the seed and GLPK's solution, polished, and is checked
+ * against every row of the model */
 atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_start,
                          struct ilp_result *r);
 

@@ -165,10 +165,15 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 	return ATM_OK;
 }
 
-/* tighten -- lower the limit around each overflow below what the plan used there */
+/* tighten -- lower the limit around each overflow below what the plan used there. A region
+ * that overflows again round after round is cut deeper and wider (attempt counts the rounds
+ * in a row that did not fit): first fit is decided by copies placed long before the one that
+ * fails, so the room must sometimes be made well before it */
 static void tighten(const struct model *m, const struct solution *sol, int64_t *slot_limit,
-                    int64_t limit, const struct overflow *ov, int n_ov, int64_t *bytes)
+                    int64_t limit, const struct overflow *ov, int n_ov, int attempt,
+                    int64_t *bytes)
 {
+	int32_t reach = 2 << (2 * (attempt < 5 ? attempt : 5));
 	opt_solution_bytes(m, sol, bytes);
 	for (int i = 0; i < n_ov; i++) {
 		int64_t cut = ov[i].bytes;
@@ -176,7 +181,8 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 			cut = limit / 200;
 		if (cut < 64)
 			cut = 64;
-		for (int32_t s = ov[i].slot - 2; s <= ov[i].slot + 2; s++) {
+		cut <<= attempt < 4 ? attempt : 4;
+		for (int32_t s = ov[i].slot - reach; s <= ov[i].slot + 2; s++) {
 			if (s < 0 || s >= m->n_slots)
 				continue;
 			int64_t cap = bytes[s] - cut;
@@ -188,7 +194,7 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 	}
 }
 
-/* plan_all_fast -- the plan for no limit: nothing to decide */
+/* plan_no_limit -- the plan for no limit: nothing to decide */
 static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_profile *prof,
                                 atm_opt_formulation f, const atm_opt_options *o, atm_opt_report *rep)
 {
@@ -262,7 +268,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	bool fits = false;
 	struct overflow ov[MAX_OVERFLOWS];
 	int n_ov = 0;
-	double total_create = 0, total_solve = 0;
+	double total_create = 0, total_solve = 0, t_plan = opt_now_s(), best_bound = -1;
 	bool lp_too_big = false;
 	struct ilp_result last_ir = {0};
 	for (int round = 0; round < o.max_rounds && !fits; round++) {
@@ -306,26 +312,49 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			if ((rc = opt_solution_new(m, &sol)) < 0)
 				goto fail;
 		}
-		double budget = o.time_limit_s * 0.2;
-		if ((rc = opt_heuristic(m, &sol, budget < 10 ? budget : 10, warm)) < 0)
+		/* the time limit bounds the whole plan, every round together: a round that starts
+		 * late gets the heuristic's share of what is left */
+		double left = o.time_limit_s - (opt_now_s() - t_plan);
+		double budget = o.time_limit_s * 0.2 < 10 ? o.time_limit_s * 0.2 : 10;
+		if (budget > left * 0.5)
+			budget = left > 0 ? left * 0.5 : 0;
+		if ((rc = opt_heuristic(m, &sol, budget, warm)) < 0)
 			goto fail;
 		double heur_s = opt_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
 		if (o.verbosity)
 			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
 		struct ilp_result ir = {0};
-		if (lp_too_big) {
-			/* the same model's relaxation ran out of time last round: it would again */
+		bool out_of_time = o.time_limit_s - (opt_now_s() - t_plan) < 1;
+		if (lp_too_big || out_of_time) {
+			/* the same model's relaxation ran out of time last round and would again, or
+			 * the plan's time is spent: the heuristic's plan is this round's */
 			ir = last_ir;
 			ir.creation_s = ir.solve_s = 0;
-			ir.gap = ir.bound_s = -1;
-			snprintf(ir.status, sizeof ir.status, "heuristic (lp time)");
-		} else if ((rc = opt_ilp_solve(m, &sol, t0, &ir)) < 0) {
+			ir.gap = ir.bound_s = ir.ilp_objective_s = -1;
+			snprintf(ir.status, sizeof ir.status, "%s",
+			         lp_too_big ? "heuristic (lp time)" : "heuristic (time limit)");
+			if ((rc = opt_polish(m, &sol)) < 0)
+				goto fail;
+		} else if ((rc = opt_ilp_solve(m, &sol, t_plan, &ir)) < 0) {
 			goto fail;
 		}
-		if ((rc = opt_polish(m, &sol)) < 0)
-			goto fail;
 		lp_too_big = !strcmp(ir.status, "heuristic (lp time)");
+		/* a tighter round's optimum is no better than a looser one's, so a bound proved in an
+		 * earlier round of the same model still bounds this one (not across a change of the
+		 * pinned tensors, which relaxes the model) */
+		if (!warm && round > 0)
+			best_bound = -1;
+		if (ir.bound_s > best_bound)
+			best_bound = ir.bound_s;
+		double obj = opt_solution_cost(m, &sol);
+		if (best_bound > 0 && obj > 0) {
+			double gap = (obj - best_bound) / obj;
+			if (ir.gap < 0 || gap < ir.gap) {
+				ir.gap = gap > 0 ? gap : 0;
+				ir.bound_s = best_bound;
+			}
+		}
 		last_ir = ir;
 		atm_opt_round *r = &rep->rounds[rep->n_rounds++];
 		r->fast_limit_bytes = limit;
@@ -334,7 +363,8 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 				r->fast_limit_bytes = slot_limit[s];
 		r->creation_s = create_s + ir.creation_s;
 		r->solve_s = heur_s + ir.solve_s;
-		r->objective_s = opt_solution_cost(m, &sol);
+		r->objective_s = obj;
+		r->ilp_objective_s = ir.ilp_objective_s;
 		r->bound_s = ir.bound_s;
 		r->mip_gap = ir.gap;
 		snprintf(r->status, sizeof r->status, "%s", ir.status);
@@ -357,7 +387,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			goto fail;
 		fits = r->fits = n_ov == 0;
 		if (!fits)
-			tighten(m, &sol, slot_limit, limit, ov, n_ov, bytes);
+			tighten(m, &sol, slot_limit, limit, ov, n_ov, round, bytes);
 	}
 	if (!fits) {
 		int32_t k = ov[0].slot > 0 ? (ov[0].slot - 1) / 2 : 0;
