@@ -14,13 +14,14 @@ static const char usage[] =
 	"                       [--cache FILE] [--emulate P] [--estimate-small LIST] [--quiet]\n"
 	"\n"
 	"For every network and preset, profiles what the cache lacks (small presets\n"
-	"measured, paper presets estimated, as the issue asks; --estimate-small estimates\n"
-	"the small presets of the networks it lists too, or of all with 'all'), then plans each ratio with each formulation and prints one\n"
-	"row per solve: model size, creation and solve seconds (all defragmentation rounds,\n"
-	"and the slowest round), rounds, final gap and status, and the predicted step\n"
-	"against all fast. Lists are comma separated. Defaults: vgg19, resnet200,\n"
-	"inception_v4, densenet264; small,paper; 8:1,4:1,1:1; synchronous,asynchronous;\n"
-	"60 s; 0.01; the cache /tmp/autotm-bench-profiles.json; --emulate optane.\n";
+	"measured, paper presets estimated; --estimate-small estimates the small presets\n"
+	"of the networks it lists too, or of all with 'all'), then plans each ratio with\n"
+	"each formulation and prints one row per plan: model size, creation and solve\n"
+	"seconds (all defragmentation rounds together) and their total, rounds, final gap\n"
+	"and status, and the predicted step against all fast. Lists are comma separated; --models all is the whole zoo.\n"
+	"Defaults: vgg19, resnet200, inception_v4, densenet264 (the paper's networks);\n"
+	"small,paper; 8:1,4:1,1:1; synchronous,asynchronous; 60 s for each plan; 0.01;\n"
+	"the cache /tmp/autotm-bench-profiles.json; --emulate optane.\n";
 
 /* split -- the next comma-separated item of *s into buf, false at the end */
 static bool split(const char **s, char *buf, size_t len)
@@ -132,26 +133,24 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 				continue;
 			}
 			const atm_plan_info *info = atm_plan_info_get(p);
-			double create = 0, solve = 0, worst = 0;
+			double create = 0, solve = 0;
 			for (int i = 0; i < rep.n_rounds; i++) {
 				create += rep.rounds[i].creation_s;
 				solve += rep.rounds[i].solve_s;
-				if (rep.rounds[i].solve_s + rep.rounds[i].creation_s > worst)
-					worst = rep.rounds[i].solve_s + rep.rounds[i].creation_s;
 			}
-			double gap = info->mip_gap;
-			bool met = worst <= 60 && gap >= 0 && gap <= 0.01 + 1e-9;
+			double gap = info->mip_gap, whole = create + solve;
+			bool met = whole <= 60 && gap >= 0 && gap <= 0.01 + 1e-9;
 			tot->n++;
 			tot->met += met;
-			if (worst > tot->worst_solve)
-				tot->worst_solve = worst;
+			if (whole > tot->worst_solve)
+				tot->worst_solve = whole;
 			if (gap > tot->worst_gap || gap < 0)
 				tot->worst_gap = gap < 0 ? 1 : gap;
 			printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %7d | %7d | %7d | %6.2f | %7.2f "
-			       "| %6.2f | %2d | %6.2f%% | %-22s | %7.4f | %6.3f |%s\n",
+			       "| %6.2f | %2d | %6.2f%% | %-22s | %9.4f | %6.3f |%s\n",
 			       model, preset, (long long)ps.batch[0], estimate ? "est" : "meas", rbuf,
 			       form == ATM_OPT_SYNCHRONOUS ? "sync" : form == ATM_OPT_ASYNCHRONOUS ? "async" : fbuf,
-			       rep.n_columns, rep.n_rows, rep.n_binaries, create, solve, worst, rep.n_rounds,
+			       rep.n_columns, rep.n_rows, rep.n_binaries, create, solve, whole, rep.n_rounds,
 			       gap < 0 ? -1.0 : gap * 100, info->solver_status, info->predicted_runtime_s,
 			       info->predicted_runtime_s / fc.predicted_s, met ? "" : " *");
 			fflush(stdout);
@@ -217,25 +216,36 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	printf("ILP formulations on the zoo: time limit %.0f s per solve, MIP gap %.2f%%, slow tier "
-	       "emulating %s; '*' marks a solve over 60 s or above a 1%% gap\n\n", o.time_limit,
+	char mbuf[64], pbuf[32];
+	for (const char *ms = o.models; strcmp(o.models, "all") && split(&ms, mbuf, sizeof mbuf);) {
+		const atm_zoo_model *zm;
+		if (atm_zoo_find(mbuf, &zm) < 0) {
+			fprintf(stderr, "bench_optimizer: %s\n", atm_errmsg());
+			return 2;
+		}
+	}
+	printf("ILP formulations on the zoo: time limit %.0f s per plan, MIP gap %.2f%%, slow tier "
+	       "emulating %s; '*' marks a plan over 60 s or above a 1%% gap\n\n", o.time_limit,
 	       o.gap * 100, o.emulate ? o.emulate : "nothing");
 	printf("| network      | preset| batch | prof | ratio | form  | columns |    rows | "
-	       "binary  | create |   solve |  worst | rd |    gap  | status                 | "
-	       "predict | /fast  |\n");
+	       "binary  | create |   solve |  total | rd |    gap  | status                 | "
+	       "predict s | /fast  |\n");
 	printf("|--------------|-------|-------|------|-------|-------|---------|---------|"
 	       "---------|--------|---------|--------|----|---------|------------------------|"
-	       "---------|--------|\n");
+	       "----------|--------|\n");
 	struct totals tot = {0};
-	char mbuf[64], pbuf[32];
 	for (const char *ps = o.presets; split(&ps, pbuf, sizeof pbuf);)
-		for (const char *ms = o.models; split(&ms, mbuf, sizeof mbuf);)
-			if (bench_one(&o, mbuf, pbuf, &tot) < 0) {
-				fprintf(stderr, "bench_optimizer: %s (%s): %s\n", mbuf, pbuf, atm_errmsg());
+		for (int i = 0; i < atm_zoo_n_models(); i++) {
+			const char *name = atm_zoo_model_at(i)->name;
+			if (!listed(o.models, name))
+				continue;
+			if (bench_one(&o, name, pbuf, &tot) < 0) {
+				fprintf(stderr, "bench_optimizer: %s (%s): %s\n", name, pbuf, atm_errmsg());
 				return atm_exit_code(-1);
 			}
-	printf("\n%d of %d solves within 60 s and a 1%% gap; slowest %.1f s (creation + solve of one "
-	       "round), largest final gap %.2f%%\n", tot.met, tot.n, tot.worst_solve,
+		}
+	printf("\n%d of %d plans within 60 s and a 1%% gap; slowest %.1f s (creation + solve, all "
+	       "rounds), largest final gap %.2f%%\n", tot.met, tot.n, tot.worst_solve,
 	       tot.worst_gap * 100);
 	return 0;
 }

@@ -33,7 +33,7 @@ static const char plan_help[] =
 	"                    all-slow, numa (first touch), 2lm (fast memory as a cache of slow\n"
 	"                    memory, predicted), vdnn (offload convolution inputs): baselines\n"
 	"  --mip-gap G       stop when the plan is within G of the best possible (default\n"
-	"                    0.01; '1%%' works too; 0 asks for the optimum)\n"
+	"                    0.01; '1%' works too; 0 asks for the optimum)\n"
 	"  --time-limit S    seconds the whole plan may take, all rounds (default 60); the\n"
 	"                    best plan found by then is used\n"
 	"  --async-window N  kernels before a use where an overlapped fetch may run (default 2)\n"

@@ -437,6 +437,23 @@ static double lp_objective(glp_prob *lp, const double *x)
 	return v / US;
 }
 
+/* floor_s -- a bound no plan of m beats: every kernel in its fastest configuration and no
+ * copy paid. When the seed is already within the gap of it there is nothing to solve, and when
+ * GLPK proves nothing better it still bounds the final gap */
+static double floor_s(const struct model *m)
+{
+	double v = 0;
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		const struct nmodel *nm = &m->n[k];
+		double best = nm->time[0];
+		for (int c = 1; c < (nm->n_free ? nm->n_cfg : 1); c++)
+			if (nm->time[c] >= 0 && nm->time[c] < best)
+				best = nm->time[c];
+		v += best > 0 ? best : 0;
+	}
+	return v;
+}
+
 /* ---------------------------------------------------------------- solving */
 
 struct cb {
@@ -551,6 +568,13 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 		r->gap = 0;
 		goto done;
 	}
+	r->bound_s = floor_s(m);
+	if (!m->o.no_seed && seed_obj - r->bound_s <= m->o.mip_gap * seed_obj) {
+		/* the seed is as fast as the kernels allow, to within the gap */
+		r->gap = seed_obj > r->bound_s ? (seed_obj - r->bound_s) / seed_obj : 0;
+		snprintf(r->status, sizeof r->status, r->gap > 0 ? "gap" : "optimal");
+		goto done;
+	}
 	/* GLPK checks its clock between subproblems and may run past its limit by the length of
 	 * one; keep a little of the budget back for that and for polishing */
 	double reserve = m->o.time_limit_s * 0.05 < 3 ? m->o.time_limit_s * 0.05 : 3;
@@ -624,7 +648,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	if (m->o.verbosity)
 		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", opt_now_s() - t_bb, ret);
 	int st = glp_mip_status(b.lp);
-	if (cb.bound > -DBL_MAX / 2)
+	if (cb.bound > -DBL_MAX / 2 && cb.bound / US > r->bound_s)
 		r->bound_s = cb.bound / US;
 	if (st != GLP_OPT && st != GLP_FEAS) {
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (time limit)" :
@@ -663,7 +687,12 @@ done:
 	/* the round's plan, polished, priced by GLPK's own rows and objective: it must satisfy
 	 * every row (the memory rows among them) and its objective is the one the checker
 	 * recomputes from the profile */
-	if (rc == ATM_OK && (rc = opt_polish(m, s)) == ATM_OK && r->n_columns) {
+	if (rc == ATM_OK && (rc = opt_polish(m, s)) == ATM_OK && r->gap < 0 && r->bound_s > 0) {
+		/* GLPK proved nothing of its own: the gap to the best bound known */
+		double fin = opt_solution_cost(m, s);
+		r->gap = fin > r->bound_s ? (fin - r->bound_s) / fin : 0;
+	}
+	if (rc == ATM_OK && r->n_columns) {
 		double *x = seed_vector(m, s, b.lp, m0);
 		if (!x)
 			rc = atm_err(ATM_E_NOMEM, "out of memory pricing the plan");

@@ -325,7 +325,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
 		struct ilp_result ir = {0};
-		bool out_of_time = o.time_limit_s - (opt_now_s() - t_plan) < 1;
+		bool out_of_time = round > 0 && o.time_limit_s - (opt_now_s() - t_plan) < 1;
 		if (lp_too_big || out_of_time) {
 			/* the same model's relaxation ran out of time last round and would again, or
 			 * the plan's time is spent: the heuristic's plan is this round's */

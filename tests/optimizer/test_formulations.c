@@ -70,6 +70,15 @@ static atm_plan *checked_plan(const struct net *n, int64_t limit, atm_opt_formul
 		fail_msg("%s: the checker says %.12f s, the model %.12f s", atm_opt_formulation_name(f),
 		         chk.predicted_s, rep->objective_s);
 	assert_true(rep->n_rounds >= 1 && rep->rounds[rep->n_rounds - 1].fits);
+	/* a lower bound is never above the plan it bounds, and the gap is measured against it */
+	for (int i = 0; i < rep->n_rounds; i++) {
+		const atm_opt_round *r = &rep->rounds[i];
+		if (r->bound_s > 0 && r->bound_s > r->objective_s * (1 + 1e-9))
+			fail_msg("round %d: bound %.12f s above the plan's %.12f s", i, r->bound_s,
+			         r->objective_s);
+		if (r->bound_s > 0 && r->mip_gap >= 0)
+			assert_true(r->mip_gap <= (r->objective_s - r->bound_s) / r->objective_s + 1e-9);
+	}
 	/* GLPK's own objective at the final plan is the checker's runtime, to rounding */
 	const atm_opt_round *last = &rep->rounds[rep->n_rounds - 1];
 	if (last->ilp_objective_s >= 0 &&
