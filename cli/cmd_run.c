@@ -90,6 +90,46 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  weights checksum %s\n", r->weights_checksum);
 }
 
+/* memory_mode_plan -- the 2lm baseline: on a machine in Memory Mode the hardware caches slow
+ * memory, so every tensor goes to (cached) main memory and nothing is emulated; elsewhere the
+ * executor emulates a cache of the limit's size in front of the slow tier (*twolm) */
+static atm_status memory_mode_plan(const atm_graph *g, int64_t limit, bool quiet, atm_plan **p,
+                                   int64_t *twolm, const char **mode)
+{
+	atm_tier_topo *topo = NULL;
+	atm_plan *q = NULL;
+	atm_status rc = atm_tier_topo_new(&topo);
+	if (rc < 0)
+		return rc;
+	int64_t cache = atm_tier_topo_memory_mode(topo);
+	atm_tier_topo_destroy(topo);
+	char size[32];
+	if (!cache) {
+		if (!*twolm)
+			*twolm = limit;
+		*mode = "emulated";
+		if (!quiet)
+			fprintf(stderr, "autotm run: 2lm: this machine is not in Memory Mode; a %s cache in "
+			        "front of the slow tier is emulated\n",
+			        atm_format_bytes(*twolm, size, sizeof size));
+		return ATM_OK;
+	}
+	if ((rc = atm_plan_uniform(&q, g, ATM_LOC_FAST)) < 0)
+		return rc;
+	atm_plan_info *info = atm_plan_info_of(q);
+	*info = *atm_plan_info_get(*p);
+	info->fast_limit_bytes = 0; /* main memory, as large as the step needs */
+	atm_plan_destroy(*p);
+	*p = q;
+	*twolm = 0;
+	*mode = "hardware";
+	if (!quiet)
+		fprintf(stderr, "autotm run: 2lm: this machine is in Memory Mode (a %s memory-side "
+		        "cache): the hardware caches, nothing is emulated\n",
+		        atm_format_bytes(cache, size, sizeof size));
+	return ATM_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
@@ -124,6 +164,7 @@ int cmd_run(int argc, char **argv)
 	atm_prof *pr = NULL;
 	atm_profile *prof = NULL;
 	int64_t seed = 1, iters = 5, warmup = 1, batch = 0, twolm = 0;
+	const char *mm = NULL; /* 2LM: "hardware" or "emulated" */
 	bool append = false, quiet = false;
 	atm_graph *g = NULL;
 	atm_plan *p = NULL;
@@ -234,9 +275,8 @@ int cmd_run(int argc, char **argv)
 		    (rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
 		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
 			goto fail;
-		/* Memory Mode: the plan is all-slow and the limit is the size of the cache */
-		if (f == ATM_OPT_2LM && !twolm)
-			twolm = limit;
+		if (f == ATM_OPT_2LM && (rc = memory_mode_plan(g, limit, quiet, &p, &twolm, &mm)) < 0)
+			goto fail;
 	} else if ((rc = make_plan(g, placement ? placement : "all-fast", (uint64_t)seed, &p)) < 0) {
 		goto fail;
 	}
@@ -272,6 +312,7 @@ int cmd_run(int argc, char **argv)
 			.move_wait_s = r->move_wait_s,
 			.emulated = r->emulated,
 			.emulation = r->emulated ? r->emulation : NULL,
+			.memory_mode = mm ? mm : twolm ? "emulated" : NULL,
 			.fast_tier = r->fast_tier.name,
 			.slow_tier = r->slow_tier.name,
 			.slow_read_gbps = r->slow_tier.read_gbps,

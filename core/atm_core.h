@@ -567,6 +567,8 @@ typedef struct {
 	double move_wait_s;       /* per step */
 	bool emulated;
 	const char *emulation;    /* preset or spec name */
+	const char *memory_mode;  /* 2LM runs: "hardware" (the machine is in Memory Mode) or
+	                           * "emulated"; NULL for other runs */
 	const char *fast_tier, *slow_tier; /* descriptions */
 	double slow_read_gbps, slow_write_gbps; /* for move_time; 0 unknown */
 	uint64_t seed;

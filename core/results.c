@@ -168,6 +168,8 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 		json_object_set_new(run, "emulated", json_boolean(m->emulated));
 		json_object_set_new(run, "emulation", m->emulation ? json_string(m->emulation)
 		                                                   : json_null());
+		json_object_set_new(run, "memory_mode", m->memory_mode ? json_string(m->memory_mode)
+		                                                       : json_null());
 		json_object_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s));
 		json_object_set_new(run, "move_wait_s", json_real(m->move_wait_s));
 		json_object_set_new(run, "tiers", json_pack("{s:s?, s:s?}", "fast", m->fast_tier,

@@ -576,8 +576,9 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 		goto done;
 	}
 	/* GLPK checks its clock between subproblems and may run past its limit by the length of
-	 * one; keep a little of the budget back for that and for polishing */
-	double reserve = m->o.time_limit_s * 0.05 < 3 ? m->o.time_limit_s * 0.05 : 3;
+	 * one; keep some of the budget back for that, for polishing, and for the defragmentation
+	 * rounds that may follow (each builds, repairs and lays out the plan again) */
+	double reserve = m->o.time_limit_s * 0.15 < 10 ? m->o.time_limit_s * 0.15 : 10;
 	double left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
 	if (left < 0.05)
 		left = 0.05;

@@ -78,6 +78,8 @@ typedef struct {
 	bool local;                   /* the node shares a package with the CPU we run on */
 	bool kmem_dax;                /* the node is DAX memory onlined by the kmem driver */
 	bool dax;                     /* file tiers: the file system maps PMM directly (DAX) */
+	int64_t memside_cache_bytes;  /* a memory-side cache in front of the node (Memory Mode, 2LM:
+	                               * DRAM caching PMM), its size; 0 when none */
 	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
 	char emulation[32];           /* the spec's name when emulated */
 } atm_tier_desc;
@@ -98,6 +100,9 @@ int atm_tier_topo_n_nodes(const atm_tier_topo *topo);
 const atm_tier_desc *atm_tier_topo_node(const atm_tier_topo *topo, int i);
 /* atm_tier_topo_home -- index of the node whose CPUs we run on (the fast tier) */
 int atm_tier_topo_home(const atm_tier_topo *topo);
+/* atm_tier_topo_memory_mode -- the home node sits behind a memory-side cache (the machine is
+ * in Memory Mode): its size, 0 when not */
+int64_t atm_tier_topo_memory_mode(const atm_tier_topo *topo);
 
 /* How to choose tiers. A zeroed struct means: fast and slow "auto", the default
  * pmem directory, no size limit. */

@@ -154,6 +154,9 @@ static void describe_node(atm_tier_topo *tp, int i)
 	if (o->subtype)
 		snprintf(d->subtype, sizeof d->subtype, "%s", o->subtype);
 	d->kmem_dax = is_kmem_dax(o);
+	/* memory-side caches are the NUMA node's parents (hwloc 2.1 and later) */
+	for (hwloc_obj_t p = o->parent; p && p->type == HWLOC_OBJ_MEMCACHE; p = p->parent)
+		d->memside_cache_bytes += (int64_t)p->attr->cache.size;
 	d->local = i == tp->home || same_package(tp->hw, o, home);
 	if (i == tp->home)
 		d->kind = ATM_TIER_DRAM;
@@ -186,10 +189,17 @@ static void describe_node(atm_tier_topo *tp, int i)
 	case ATM_TIER_CXL: what = "CXL"; break;
 	default: break;
 	}
+	int at;
 	if (d->subtype[0])
-		snprintf(d->name, sizeof d->name, "%s (%s), NUMA node %d", what, d->subtype, d->numa_node);
+		at = snprintf(d->name, sizeof d->name, "%s (%s), NUMA node %d", what, d->subtype,
+		              d->numa_node);
 	else
-		snprintf(d->name, sizeof d->name, "%s, NUMA node %d", what, d->numa_node);
+		at = snprintf(d->name, sizeof d->name, "%s, NUMA node %d", what, d->numa_node);
+	if (d->memside_cache_bytes && at > 0 && (size_t)at < sizeof d->name) {
+		char size[32];
+		snprintf(d->name + at, sizeof d->name - (size_t)at, " behind a %s memory-side cache",
+		         atm_format_bytes(d->memside_cache_bytes, size, sizeof size));
+	}
 }
 
 /* topo_finish -- load hw and describe its nodes; takes hw (destroys it on failure) */
@@ -202,6 +212,8 @@ static atm_status topo_finish(atm_tier_topo **out, hwloc_topology_t hw, const ch
 		return atm_err(ATM_E_NOMEM, "out of memory describing %s", origin);
 	}
 	tp->hw = hw;
+	/* memory-side caches tell Memory Mode apart */
+	hwloc_topology_set_type_filter(hw, HWLOC_OBJ_MEMCACHE, HWLOC_TYPE_FILTER_KEEP_ALL);
 	if (hwloc_topology_load(hw) < 0) {
 		rc = atm_err(ATM_E_INPUT, "hwloc could not load the topology of %s: %s", origin,
 		             strerror(errno));
@@ -288,6 +300,11 @@ const atm_tier_desc *atm_tier_topo_node(const atm_tier_topo *topo, int i)
 int atm_tier_topo_home(const atm_tier_topo *topo)
 {
 	return topo->home;
+}
+
+int64_t atm_tier_topo_memory_mode(const atm_tier_topo *topo)
+{
+	return topo->descs[topo->home].memside_cache_bytes;
 }
 
 /* ---------------------------------------------------------------- choosing */

@@ -122,6 +122,19 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	assert_true(json_array_size(json_object_get(r, "optimization_times")) >= 1);
 	/* the placement the optimizer chose trains bitwise like all-fast */
 	assert_string_equal(str(r, "weights_checksum"), str(first_run(ref), "weights_checksum"));
+	assert_true(json_is_null(json_object_get(r, "memory_mode")));
+	json_decref(doc);
+	/* the 2lm baseline: without Memory Mode a cache is emulated, and the results say which */
+	snprintf(args, sizeof args, "--model tiny_mlp --ratio 4:1 --formulation 2lm "
+	         "--emulate optane --iters 2 --cache %s/prof.json", cli_tmpdir);
+	doc = results(args, "2lm.json");
+	r = first_run(doc);
+	assert_string_equal(str(r, "formulation"), "2lm");
+	if (!strcmp(str(r, "memory_mode"), "emulated"))
+		assert_non_null(strstr(str(r, "emulation"), "+2lm"));
+	else
+		assert_string_equal(str(r, "memory_mode"), "hardware");
+	assert_string_equal(str(r, "weights_checksum"), str(first_run(ref), "weights_checksum"));
 	json_decref(doc);
 	json_decref(ref);
 	cli_expect(2, "not both", "run --model tiny_mlp --ratio 4:1 --placement all-fast");

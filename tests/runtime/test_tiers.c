@@ -62,6 +62,9 @@ typedef struct {
 	unsigned bw, rbw, wbw, lat;
 } fake_node;
 
+/* bytes of a memory-side cache in front of node 0 (Memory Mode) in the next write_xml; 0: none */
+static int64_t fake_memcache;
+
 /* write_xml -- an hwloc XML topology with these nodes; returns its path */
 static const char *write_xml(const char *name, const fake_node *nodes, int n)
 {
@@ -89,12 +92,22 @@ static const char *write_xml(const char *name, const fake_node *nodes, int n)
 		for (int i = 0; i < n; i++) {
 			if (nodes[i].pkg != p)
 				continue;
+			bool cached = nodes[i].os == 0 && fake_memcache;
+			if (cached)
+				OUT("<object type=\"MemCache\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+				    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\" "
+				    "cache_size=\"%lld\" depth=\"1\" cache_linesize=\"64\" "
+				    "cache_associativity=\"1\" cache_type=\"0\">\n",
+				    pkg_cpus[p], pkg_cpus[p], 1u << nodes[i].os, 1u << nodes[i].os, 90 + i,
+				    (long long)fake_memcache);
 			OUT("<object type=\"NUMANode\" os_index=\"%d\" cpuset=\"%s\" complete_cpuset=\"%s\" "
 			    "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" gp_index=\"%d\" "
 			    "local_memory=\"%lld\"%s%s%s/>\n",
 			    nodes[i].os, pkg_cpus[p], pkg_cpus[p], 1u << nodes[i].os, 1u << nodes[i].os,
 			    gp + i, (long long)nodes[i].mem, nodes[i].subtype ? " subtype=\"" : "",
 			    nodes[i].subtype ? nodes[i].subtype : "", nodes[i].subtype ? "\"" : "");
+			if (cached)
+				OUT("</object>\n");
 		}
 		for (int c = 0; c < 2; c++) {
 			int cpu = 2 * p + c;
@@ -544,6 +557,32 @@ static void test_tiers_xml_cxl_before_far_socket(void **state)
 	atm_tier_topo_destroy(topo);
 }
 
+/* test_tiers_xml_memory_mode -- a memory-side cache in front of the home node is Memory Mode
+ * (2LM), and its size is the cache's */
+static void test_tiers_xml_memory_mode(void **state)
+{
+	(void)state;
+	const fake_node nodes[] = {
+		{0, 0, NULL, 1536 * GB, 0, 0, 0, 0},
+		{1, 1, NULL, 1536 * GB, 0, 0, 0, 0},
+	};
+	atm_tier_topo *topo = NULL;
+	fake_memcache = 192 * GB;
+	const char *path = write_xml("2lm", nodes, 2);
+	fake_memcache = 0;
+	assert_int_equal(atm_tier_topo_load_xml(&topo, path), ATM_OK);
+	assert_int_equal(atm_tier_topo_memory_mode(topo), 192 * GB);
+	const atm_tier_desc *home = node_by_os(topo, 0);
+	assert_int_equal(home->memside_cache_bytes, 192 * GB);
+	assert_non_null(strstr(home->name, "behind a 192.00 GiB memory-side cache"));
+	assert_int_equal(node_by_os(topo, 1)->memside_cache_bytes, 0);
+	atm_tier_topo_destroy(topo);
+	/* no cache: not Memory Mode */
+	assert_int_equal(atm_tier_topo_load_xml(&topo, write_xml("1lm", nodes, 2)), ATM_OK);
+	assert_int_equal(atm_tier_topo_memory_mode(topo), 0);
+	atm_tier_topo_destroy(topo);
+}
+
 static void test_tiers_xml_hbm_is_never_slow(void **state)
 {
 	(void)state;
@@ -708,6 +747,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_tiers_xml_pmm_machine_picks_kmem_dax, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_xml_two_sockets_picks_far_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_xml_cxl_before_far_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_xml_memory_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_xml_hbm_is_never_slow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_xml_attributes_decide_in_one_package, setup,
 		                                teardown),
