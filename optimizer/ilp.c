@@ -12,6 +12,8 @@
 /* Objective in microseconds and memory in KiB keep the coefficients within a few orders of
  * magnitude of 1, which GLPK's tolerances assume. */
 #define US 1e6
+/* binary columns above which branch and cut runs without Gomory and clique cuts */
+#define LARGE_MODEL_BINARIES 20000
 #define KIB (1.0 / 1024.0)
 
 /* One row while it is assembled: duplicates are merged before GLPK sees it. */
@@ -634,10 +636,14 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	ip.presolve = m->o.no_seed ? GLP_ON : GLP_OFF;
 	ip.binarize = GLP_OFF;
 	ip.fp_heur = GLP_ON;
-	ip.gmi_cuts = GLP_ON;
+	/* Gomory and clique cuts pay on small models; on large ones GLPK spends tens of seconds
+	 * building the conflict graph and separating at the root, past its own time limit, and
+	 * they do not close the gap there */
+	bool large = r->n_binaries > LARGE_MODEL_BINARIES;
+	ip.gmi_cuts = large ? GLP_OFF : GLP_ON;
 	ip.mir_cuts = GLP_ON;
 	ip.cov_cuts = GLP_ON;
-	ip.clq_cuts = GLP_ON;
+	ip.clq_cuts = large ? GLP_OFF : GLP_ON;
 	ip.mip_gap = m->o.mip_gap;
 	left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
 	ip.tm_lim = (int)((left > 0.05 ? left : 0.05) * 1000);
