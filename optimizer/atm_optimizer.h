@@ -79,7 +79,7 @@ typedef struct {
 	                              * not run this round) */
 	double bound_s;              /* best lower bound GLPK proved (< 0: none) */
 	double mip_gap;              /* final relative gap (< 0: unknown) */
-	char status[32];             /* "optimal", "gap", "time-limit", "heuristic", ... */
+	char status[32];             /* "optimal", "within gap", "time-limit", "heuristic", ... */
 	bool fits;                   /* the plan fitted the fast arena (first fit) */
 } atm_opt_round;
 

@@ -574,7 +574,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	if (!m->o.no_seed && seed_obj - r->bound_s <= m->o.mip_gap * seed_obj) {
 		/* the seed is as fast as the kernels allow, to within the gap */
 		r->gap = seed_obj > r->bound_s ? (seed_obj - r->bound_s) / seed_obj : 0;
-		snprintf(r->status, sizeof r->status, r->gap > 0 ? "gap" : "optimal");
+		snprintf(r->status, sizeof r->status, r->gap > 0 ? "within gap" : "optimal");
 		goto done;
 	}
 	/* GLPK checks its clock between subproblems and may run past its limit by the length of
@@ -624,7 +624,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 		if (gap <= m->o.mip_gap) {
 			r->bound_s = lp;
 			r->gap = gap > 0 ? gap : 0;
-			snprintf(r->status, sizeof r->status, r->gap > 0 ? "gap" : "optimal");
+			snprintf(r->status, sizeof r->status, r->gap > 0 ? "within gap" : "optimal");
 			goto done;
 		}
 	}
@@ -678,7 +678,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 		/* stopping on the gap means it was within the tolerance then */
 		if (ret == GLP_EMIPGAP && (r->gap < 0 || r->gap > m->o.mip_gap))
 			r->gap = m->o.mip_gap;
-		snprintf(r->status, sizeof r->status, ret == GLP_EMIPGAP ? "gap" : ret == GLP_ETMLIM ?
+		snprintf(r->status, sizeof r->status, ret == GLP_EMIPGAP ? "within gap" : ret == GLP_ETMLIM ?
 		         "time-limit" : "stopped");
 	}
 	if (ret == 0 || ret == GLP_EMIPGAP)
