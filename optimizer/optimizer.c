@@ -325,26 +325,29 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
 		struct ilp_result ir = {0};
+		/* a tighter round's optimum is no better than a looser one's, so a bound proved in an
+		 * earlier round of the same model still bounds this one (not across a change of the
+		 * pinned tensors, which relaxes the model) */
+		if (!warm && round > 0)
+			best_bound = -1;
 		bool out_of_time = round > 0 && o.time_limit_s - (opt_now_s() - t_plan) < 1;
-		if (lp_too_big || out_of_time) {
-			/* the same model's relaxation ran out of time last round and would again, or
-			 * the plan's time is spent: the heuristic's plan is this round's */
+		bool proved = best_bound > 0 && heur_cost - best_bound <= o.mip_gap * heur_cost;
+		if (lp_too_big || out_of_time || proved) {
+			/* the warm-started heuristic is already within the gap of an earlier round's
+			 * bound, or the same model's relaxation ran out of time last round and would
+			 * again, or the plan's time is spent: the heuristic's plan is this round's */
 			ir = last_ir;
 			ir.creation_s = ir.solve_s = 0;
 			ir.gap = ir.bound_s = ir.ilp_objective_s = -1;
-			snprintf(ir.status, sizeof ir.status, "%s",
+			snprintf(ir.status, sizeof ir.status, "%s", proved ? "within gap" :
 			         lp_too_big ? "heuristic (lp time)" : "heuristic (time limit)");
 			if ((rc = opt_polish(m, &sol)) < 0)
 				goto fail;
 		} else if ((rc = opt_ilp_solve(m, &sol, t_plan, &ir)) < 0) {
 			goto fail;
 		}
-		lp_too_big = !strcmp(ir.status, "heuristic (lp time)");
-		/* a tighter round's optimum is no better than a looser one's, so a bound proved in an
-		 * earlier round of the same model still bounds this one (not across a change of the
-		 * pinned tensors, which relaxes the model) */
-		if (!warm && round > 0)
-			best_bound = -1;
+		if (!strcmp(ir.status, "heuristic (lp time)"))
+			lp_too_big = true;
 		if (ir.bound_s > best_bound)
 			best_bound = ir.bound_s;
 		double obj = opt_solution_cost(m, &sol);
