@@ -19,6 +19,7 @@ struct job {
 	bool to_slow;
 	enum job_state state;
 	atm_status rc;
+	char msg[256];  /* the mover thread's message when rc < 0 (messages are per thread) */
 };
 
 /* The mover: a thread that copies queued moves in order while kernels run. */
@@ -91,6 +92,8 @@ static void *mover_main(void *arg)
 		pthread_mutex_unlock(&mv->lock);
 		double waited = 0;
 		atm_status rc = copy_move(e, &e->jobs[m], &waited);
+		if (rc < 0)
+			snprintf(e->jobs[m].msg, sizeof e->jobs[m].msg, "%s", atm_errmsg());
 		pthread_mutex_lock(&mv->lock);
 		mv->head++;
 		e->jobs[m].rc = rc;
@@ -359,7 +362,7 @@ static atm_status do_move_wait(atm_exec *e, const atm_event *ev)
 	if (!atm_plan_move(e->plan, ev->move)->async)
 		return ATM_OK;
 	atm_status rc = mover_wait(e, ev->move);
-	return rc < 0 ? atm_err_prefix(rc, "move %d: ", ev->move) : ATM_OK;
+	return rc < 0 ? atm_err(rc, "move %d: %s", ev->move, e->jobs[ev->move].msg) : ATM_OK;
 }
 
 /* step -- one training step: every event of the schedule in order */

@@ -29,7 +29,9 @@
  *     atm_tier_topo_destroy(topo);
  *
  * Lifetimes: a topology outlives the tiers opened from it, a tier outlives its
- * pools. Functions that can fail return an atm_status and leave a message in
+ * pools. A pool may be used from several threads (the executor allocates while
+ * its mover thread copies): allocation, freeing, statistics and the range check
+ * of a copy take the pool's lock; the copy itself does not. Functions that can fail return an atm_status and leave a message in
  * atm_errmsg(); out-parameters are NULL (or zeroed) on failure. The order in
  * which the slow tier is chosen, and the sources of the emulation presets, are
  * in docs/tiers.md.

@@ -1,4 +1,5 @@
 /* pools.c -- a fixed fast arena with caller-given offsets, per-tensor slow heaps, accounting, copies */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ typedef struct {
 } rec;
 
 struct atm_pool {
+	pthread_mutex_t lock;  /* the table: the executor allocates while its mover thread copies */
 	atm_tier *tier;
 	bool arena;
 	bool mapping;          /* a heap inside an fsdax mapping: we place tensors ourselves */
@@ -46,8 +48,10 @@ static const char *fmt(int64_t bytes, char *buf, size_t len)
 static atm_pool *pool_new(atm_tier *t)
 {
 	atm_pool *p = calloc(1, sizeof *p);
-	if (p)
+	if (p) {
 		p->tier = t;
+		pthread_mutex_init(&p->lock, NULL);
+	}
 	return p;
 }
 
@@ -135,6 +139,7 @@ void atm_pool_destroy(atm_pool *p)
 	else if (p->arena && p->base)
 		atm_tier_free(p->tier, p->base, p->size);
 	free(p->recs);
+	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 
@@ -182,8 +187,8 @@ static void insert(atm_pool *p, size_t i, char *ptr, int64_t bytes, int64_t foot
 		p->extent_bytes = p->in_use_bytes;
 }
 
-/* atm_pool_alloc_at -- arena: bytes at offset, bounds-checked */
-atm_status atm_pool_alloc_at(atm_pool *p, int64_t offset, int64_t bytes, void **ptr)
+/* alloc_at -- atm_pool_alloc_at under the lock */
+static atm_status alloc_at(atm_pool *p, int64_t offset, int64_t bytes, void **ptr)
 {
 	char a[32], b[32];
 	atm_status rc;
@@ -237,8 +242,8 @@ static size_t first_fit(const atm_pool *p, int64_t need, int64_t align, char **a
 	return SIZE_MAX;
 }
 
-/* atm_pool_alloc -- heap: one tensor from the tier, or a gap of the mapping */
-atm_status atm_pool_alloc(atm_pool *p, int64_t bytes, void **ptr)
+/* alloc -- atm_pool_alloc under the lock */
+static atm_status alloc(atm_pool *p, int64_t bytes, void **ptr)
 {
 	const atm_tier_desc *d = atm_tier_describe(p->tier);
 	int64_t align = atm_tier_alignment(p->tier);
@@ -292,8 +297,8 @@ static size_t find_exact(const atm_pool *p, const char *ptr)
 	return SIZE_MAX;
 }
 
-/* atm_pool_free -- forget ptr, returning heap memory to the tier */
-atm_status atm_pool_free(atm_pool *p, void *ptr)
+/* pool_free -- atm_pool_free under the lock */
+static atm_status pool_free(atm_pool *p, void *ptr)
 {
 	if (!ptr)
 		return ATM_OK;
@@ -310,7 +315,34 @@ atm_status atm_pool_free(atm_pool *p, void *ptr)
 	return ATM_OK;
 }
 
-/* inside -- [dst, dst + n) lies in one allocation of p (anywhere in an arena) */
+/* atm_pool_alloc_at -- arena: bytes at offset, bounds-checked */
+atm_status atm_pool_alloc_at(atm_pool *p, int64_t offset, int64_t bytes, void **ptr)
+{
+	pthread_mutex_lock(&p->lock);
+	atm_status rc = alloc_at(p, offset, bytes, ptr);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* atm_pool_alloc -- heap: one tensor from the tier, or a gap of the mapping */
+atm_status atm_pool_alloc(atm_pool *p, int64_t bytes, void **ptr)
+{
+	pthread_mutex_lock(&p->lock);
+	atm_status rc = alloc(p, bytes, ptr);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* atm_pool_free -- forget ptr, returning heap memory to the tier */
+atm_status atm_pool_free(atm_pool *p, void *ptr)
+{
+	pthread_mutex_lock(&p->lock);
+	atm_status rc = pool_free(p, ptr);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* inside -- [dst, dst + n) lies in one allocation of p (anywhere in an arena); under the lock */
 static bool inside(const atm_pool *p, const char *dst, int64_t n)
 {
 	if (p->arena)
@@ -332,7 +364,11 @@ atm_status atm_pool_copy(atm_pool *dst_pool, void *dst, const void *src, int64_t
 		return atm_err(ATM_E_USAGE, "copy of %lld bytes", (long long)n);
 	if (n == 0)
 		return ATM_OK;
-	if (!dst || !src || !inside(dst_pool, dst, n))
+	pthread_mutex_lock(&dst_pool->lock);
+	bool ok = dst && src && inside(dst_pool, dst, n);
+	pthread_mutex_unlock(&dst_pool->lock);
+	/* the copy itself runs unlocked: the caller owns [dst, dst + n) until it frees it */
+	if (!ok)
 		return atm_err(ATM_E_USAGE, "copy of %lld bytes to %p: not inside an allocation of the %s "
 		                            "pool on %s",
 		               (long long)n, dst, dst_pool->arena ? "arena" : "heap",
@@ -344,17 +380,20 @@ atm_status atm_pool_copy(atm_pool *dst_pool, void *dst, const void *src, int64_t
 /* atm_pool_get_stats -- the counters */
 void atm_pool_get_stats(const atm_pool *p, atm_pool_stats *out)
 {
+	pthread_mutex_lock((pthread_mutex_t *)&p->lock);
 	out->limit_bytes = p->limit_bytes;
 	out->in_use_bytes = p->in_use_bytes;
 	out->high_water_bytes = p->high_water_bytes;
 	out->extent_bytes = p->extent_bytes;
 	out->n_live = (int64_t)p->n_recs;
 	out->n_allocs = p->n_allocs;
+	pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
 }
 
 /* atm_pool_reset_high_water -- measure from now on (one training step, say) */
 void atm_pool_reset_high_water(atm_pool *p)
 {
+	pthread_mutex_lock(&p->lock);
 	p->high_water_bytes = p->in_use_bytes;
 	if (p->arena) {
 		int64_t end = 0;
@@ -367,6 +406,7 @@ void atm_pool_reset_high_water(atm_pool *p)
 	} else {
 		p->extent_bytes = p->in_use_bytes;
 	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* atm_pool_tier -- the tier p allocates from */

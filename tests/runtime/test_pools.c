@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +345,48 @@ static void test_pools_free_errors(void **state)
 	atm_pool_destroy(h);
 }
 
+/* A copier thread: copies into one allocation of a heap while another thread churns it. */
+struct copier {
+	atm_pool *heap;
+	void *dst;
+	char src[4096];
+	int n_failed;
+	_Atomic int stop;
+};
+
+static void *copier_main(void *arg)
+{
+	struct copier *c = arg;
+	while (!c->stop)
+		if (atm_pool_copy(c->heap, c->dst, c->src, sizeof c->src) < 0)
+			c->n_failed++;
+	return NULL;
+}
+
+/* test_pools_copy_while_another_thread_allocates -- the executor's mover thread copies into a
+ * heap while the schedule allocates and frees in it: every copy into a live allocation holds,
+ * however the pool's table grows and shifts meanwhile */
+static void test_pools_copy_while_another_thread_allocates(void **state)
+{
+	fixture *f = *state;
+	struct copier c = {0};
+	void *blocks[512];
+	assert_int_equal(atm_pool_heap_new(&c.heap, f->fast, 0), ATM_OK);
+	assert_int_equal(atm_pool_alloc(c.heap, sizeof c.src, &c.dst), ATM_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, copier_main, &c), 0);
+	for (int round = 0; round < 40; round++) {
+		for (int i = 0; i < 512; i++)
+			assert_int_equal(atm_pool_alloc(c.heap, 64 + 64 * (i % 7), &blocks[i]), ATM_OK);
+		for (int i = 0; i < 512; i++)
+			assert_int_equal(atm_pool_free(c.heap, blocks[(i * 37) % 512]), ATM_OK);
+	}
+	c.stop = 1;
+	pthread_join(th, NULL);
+	assert_int_equal(c.n_failed, 0);
+	atm_pool_destroy(c.heap);
+}
+
 /* ---------------------------------------------------------------- fsdax files */
 
 static void test_pools_fsdax_file_heap(void **state)
@@ -525,6 +568,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pools_arena_alloc_at_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pools_copy_while_another_thread_allocates, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_pools_arena_limits_and_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_arena_overlap_is_callers_business, setup,
 		                                teardown),
