@@ -336,6 +336,8 @@ atm_status atm_pool_alloc(atm_pool *p, int64_t bytes, void **ptr)
 /* atm_pool_free -- forget ptr, returning heap memory to the tier */
 atm_status atm_pool_free(atm_pool *p, void *ptr)
 {
+	if (!ptr)
+		return ATM_OK; /* as free(NULL), whatever p is */
 	pthread_mutex_lock(&p->lock);
 	atm_status rc = pool_free(p, ptr);
 	pthread_mutex_unlock(&p->lock);
