@@ -259,6 +259,11 @@ atm_status atm_graph_stats_compute(const atm_graph *g, atm_graph_stats *out);
 
 /* ---------------------------------------------------------------- JSON */
 
+struct json_t; /* jansson's */
+/* atm_json_type_name -- "an object", "an array", "a string", "a number", "a boolean" or "null":
+ * what a value is, for "expected X, got Y" messages */
+const char *atm_json_type_name(const struct json_t *v);
+
 /* Loading options: values for symbolic dimensions ("batch"). */
 typedef struct {
 	int64_t batch; /* > 0 overrides the file's "batch" parameter */
@@ -603,6 +608,9 @@ atm_status atm_read_file(const char *path, char **data, size_t *len);
 atm_status atm_parse_bytes(const char *s, int64_t *out);
 /* atm_format_bytes -- "1.50 GiB" into buf */
 const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
+/* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
+ * on other architectures), "unknown" when there is none */
+void atm_cpu_model(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
-/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing */
+/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing, the CPU model */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -184,4 +185,33 @@ const char *atm_format_bytes(int64_t bytes, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.2f %s", v, units[u]);
 	return buf;
+}
+
+/* atm_cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other
+ * architectures), "unknown" when there is none */
+void atm_cpu_model(char *buf, size_t len)
+{
+	static const char *const keys[] = {"model name", "Model", "cpu model"};
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		bool match = false;
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0] && colon; i++)
+			match = match || (strncmp(line, keys[i], strlen(keys[i])) == 0 &&
+			                  strspn(line + strlen(keys[i]), " \t") ==
+			                          (size_t)(colon - line) - strlen(keys[i]));
+		if (!match)
+			continue;
+		colon += strspn(colon + 1, " \t") + 1;
+		colon[strcspn(colon, "\n")] = '\0';
+		if (*colon) {
+			snprintf(buf, len, "%s", colon);
+			break;
+		}
+	}
+	fclose(f);
 }

@@ -451,21 +451,6 @@ static const char *machine_summary(const atm_prof_machine *m, char *buf, size_t 
 
 /* ---------------------------------------------------------------- reading */
 
-/* type_name -- "a string", "a number": what a value is, for messages */
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 /* Where a check is in the file, for messages: "machines[0].kernels[\"conv...\"]". */
 struct where {
 	const char *path;
@@ -513,7 +498,7 @@ static atm_status get_text(const struct where *w, json_t *o, const char *key, bo
 	if (!v)
 		return bad(w, key, "missing");
 	if (!json_is_string(v))
-		return bad(w, key, "must be a string, not %s", type_name(v));
+		return bad(w, key, "must be a string, not %s", atm_json_type_name(v));
 	size_t n = json_string_length(v);
 	if ((!n && !may_be_empty) || n >= len || strlen(json_string_value(v)) != n)
 		return bad(w, key, "must be a string of %d to %zu characters", may_be_empty ? 0 : 1,
@@ -531,7 +516,7 @@ static atm_status get_bool(const struct where *w, json_t *o, const char *key, bo
 	if (!v)
 		return required ? bad(w, key, "missing") : ATM_OK;
 	if (!json_is_boolean(v))
-		return bad(w, key, "must be true or false, not %s", type_name(v));
+		return bad(w, key, "must be true or false, not %s", atm_json_type_name(v));
 	*out = json_is_true(v);
 	return ATM_OK;
 }
@@ -544,7 +529,7 @@ static atm_status get_number(const struct where *w, json_t *o, const char *key, 
 	if (!v)
 		return bad(w, key, "missing");
 	if (!json_is_number(v))
-		return bad(w, key, "must be a number, not %s", type_name(v));
+		return bad(w, key, "must be a number, not %s", atm_json_type_name(v));
 	double x = json_number_value(v);
 	if (!isfinite(x) || x < lo || (strict && x == lo))
 		return bad(w, key, "must be %s %g, not %g", strict ? "above" : "at least", lo, x);
@@ -561,7 +546,7 @@ static atm_status get_integer(const struct where *w, json_t *o, const char *key,
 		return bad(w, key, "missing");
 	if (!json_is_integer(v))
 		return bad(w, key, "must be an integer, not %s",
-		           json_is_real(v) ? "a fraction" : type_name(v));
+		           json_is_real(v) ? "a fraction" : atm_json_type_name(v));
 	json_int_t x = json_integer_value(v);
 	if (x < lo || x > hi)
 		return bad(w, key, "must be from %lld to %lld, not %lld", (long long)lo, (long long)hi,
@@ -579,7 +564,7 @@ static atm_status parse_machine(const struct where *w, json_t *o, atm_prof_machi
 	atm_status rc;
 	memset(m, 0, sizeof *m);
 	if (!json_is_object(o))
-		return bad(w, "", "must be an object, not %s", type_name(o));
+		return bad(w, "", "must be an object, not %s", atm_json_type_name(o));
 	if ((rc = only_fields(w, o, fields)) < 0 ||
 	    (rc = get_text(w, o, "cpu", false, m->cpu, sizeof m->cpu)) < 0 ||
 	    (rc = get_integer(w, o, "n_threads", 1, 1 << 20, &threads)) < 0 ||
@@ -600,7 +585,7 @@ static atm_status parse_moves(const struct where *w, json_t *o, atm_prof_moves *
 	atm_status rc;
 	memset(mv, 0, sizeof *mv);
 	if (!json_is_object(o))
-		return bad(w, "", "must be an object, not %s", type_name(o));
+		return bad(w, "", "must be an object, not %s", atm_json_type_name(o));
 	if ((rc = only_fields(w, o, fields)) < 0 ||
 	    (rc = get_number(w, o, "to_fast_gbps", 0, true, &mv->to_fast_gbps)) < 0 ||
 	    (rc = get_number(w, o, "to_slow_gbps", 0, true, &mv->to_slow_gbps)) < 0 ||
@@ -620,7 +605,7 @@ static atm_status parse_entry(const struct where *w, json_t *o, bool machine_est
 	memset(e, 0, sizeof *e);
 	if (!json_is_object(o))
 		return bad(w, "", "must be an object {\"min_s\", \"median_s\", \"count\", "
-		           "\"scratch_bytes\"}, not %s", type_name(o));
+		           "\"scratch_bytes\"}, not %s", atm_json_type_name(o));
 	if ((rc = only_fields(w, o, fields)) < 0 ||
 	    (rc = get_number(w, o, "min_s", 0, false, &e->min_s)) < 0 ||
 	    (rc = get_number(w, o, "median_s", 0, false, &e->median_s)) < 0 ||
@@ -652,14 +637,14 @@ static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated
 	json_t *cfgs, *e;
 	if (!json_is_object(kernels))
 		return bad(w, "", "must be an object (signature -> configurations), not %s",
-		           type_name(kernels));
+		           atm_json_type_name(kernels));
 	json_object_foreach(kernels, sig, cfgs) {
 		where_key(w, base, sig);
 		if (!sig[0] || strlen(sig) >= ATM_PROF_SIG_MAX)
 			return bad(w, "", "a kernel signature must have 1 to %d characters",
 			           ATM_PROF_SIG_MAX - 1);
 		if (!json_is_object(cfgs))
-			return bad(w, "", "must be an object (configuration -> entry), not %s", type_name(cfgs));
+			return bad(w, "", "must be an object (configuration -> entry), not %s", atm_json_type_name(cfgs));
 		size_t base2 = strlen(w->at);
 		json_object_foreach(cfgs, cfg, e) {
 			where_key(w, base2, cfg);
@@ -686,7 +671,7 @@ static atm_status check_doc(json_t *root, const char *path)
 	atm_status rc;
 	if (!json_is_object(root))
 		return bad(&w, "", "a profile cache is a JSON object {\"format\": \"%s\", ...}, not %s",
-		           PF_FORMAT, type_name(root));
+		           PF_FORMAT, atm_json_type_name(root));
 	json_t *f = json_object_get(root, "format");
 	if (!json_is_string(f) || strcmp(json_string_value(f), PF_FORMAT))
 		return bad(&w, "format", "must be \"%s\": this is not an autotm profile cache", PF_FORMAT);
@@ -702,7 +687,7 @@ static atm_status check_doc(json_t *root, const char *path)
 	if (!ms)
 		return bad(&w, "machines", "missing");
 	if (!json_is_array(ms))
-		return bad(&w, "machines", "must be an array, not %s", type_name(ms));
+		return bad(&w, "machines", "must be an array, not %s", atm_json_type_name(ms));
 	atm_prof_machine *seen = calloc(json_array_size(ms) + 1, sizeof *seen);
 	if (!seen)
 		return atm_err(ATM_E_NOMEM, "out of memory reading %s", path);
@@ -711,7 +696,7 @@ static atm_status check_doc(json_t *root, const char *path)
 	json_array_foreach(ms, i, sec) {
 		snprintf(w.at, sizeof w.at, "machines[%zu]", i);
 		if (!json_is_object(sec)) {
-			rc = bad(&w, "", "must be an object {\"machine\", \"kernels\"}, not %s", type_name(sec));
+			rc = bad(&w, "", "must be an object {\"machine\", \"kernels\"}, not %s", atm_json_type_name(sec));
 			goto done;
 		}
 		if ((rc = only_fields(&w, sec, sec_fields)) < 0)

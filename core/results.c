@@ -15,26 +15,6 @@ static json_t *num_or_null(double v)
 	return v < 0 || !isfinite(v) ? json_null() : json_real(v);
 }
 
-/* cpu_model -- "model name" of /proc/cpuinfo, or "unknown" */
-static void cpu_model(char *buf, size_t len)
-{
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	snprintf(buf, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		char *colon = strchr(line, ':');
-		if (strncmp(line, "model name", 10) || !colon)
-			continue;
-		colon += strspn(colon + 1, " \t") + 1;
-		colon[strcspn(colon, "\n")] = '\0';
-		snprintf(buf, len, "%s", colon);
-		break;
-	}
-	fclose(f);
-}
-
 /* io_counts -- AutoTM's kernel input/output counts from each kernel's configuration */
 static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, json_t *config)
 {
@@ -188,7 +168,7 @@ static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_run_
 	char digest[17], cpu[256];
 	json_t *doc = json_object(), *runs = json_array();
 	atm_graph_digest(g, digest);
-	cpu_model(cpu, sizeof cpu);
+	atm_cpu_model(cpu, sizeof cpu);
 	if (atm_graph_stats_compute(g, &gs) < 0)
 		memset(&gs, 0, sizeof gs);
 	json_object_set_new(doc, "format", json_string(RJ_FORMAT));

@@ -106,21 +106,6 @@ static void field_near(const char *text, size_t len, size_t pos, char *field, si
 	}
 }
 
-/* type_name -- JSON type of v for messages */
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 /* get_number -- a required field in (0, max] */
 static atm_status get_number(json_t *root, const char *origin, const char *key, const char *unit,
                              double max, double *out)
@@ -130,7 +115,7 @@ static atm_status get_number(json_t *root, const char *origin, const char *key, 
 		return atm_err(ATM_E_INPUT, "%s: missing field '%s' (%s)", origin, key, unit);
 	if (!json_is_number(v))
 		return atm_err(ATM_E_INPUT, "%s: field '%s' must be a number (%s), not %s", origin, key,
-		               unit, type_name(v));
+		               unit, atm_json_type_name(v));
 	double x = json_number_value(v);
 	if (!isfinite(x) || x <= 0)
 		return atm_err(ATM_E_INPUT, "%s: field '%s' must be above 0 %s, not %g", origin, key, unit, x);
@@ -153,7 +138,7 @@ static atm_status get_text(json_t *root, const char *origin, const char *key, bo
 	}
 	if (!json_is_string(v))
 		return atm_err(ATM_E_INPUT, "%s: field '%s' must be a string, not %s", origin, key,
-		               type_name(v));
+		               atm_json_type_name(v));
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (n == 0 || n >= len)
@@ -193,7 +178,7 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 		rc = atm_err(ATM_E_INPUT,
 		             "%s: a tier spec is a JSON object {\"name\", \"read_gbps\", \"write_gbps\", "
 		             "\"latency_ns\"}, not %s",
-		             origin, type_name(root));
+		             origin, atm_json_type_name(root));
 		goto fail;
 	}
 	const char *key;

@@ -53,35 +53,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other
- * architectures), "unknown" when there is none */
-static void cpu_model(char *buf, size_t len)
-{
-	static const char *const keys[] = {"model name", "Model", "cpu model"};
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	snprintf(buf, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		char *colon = strchr(line, ':');
-		bool match = false;
-		for (size_t i = 0; i < sizeof keys / sizeof keys[0] && colon; i++)
-			match = match || (strncmp(line, keys[i], strlen(keys[i])) == 0 &&
-			                  strspn(line + strlen(keys[i]), " \t") ==
-			                          (size_t)(colon - line) - strlen(keys[i]));
-		if (!match)
-			continue;
-		colon += strspn(colon + 1, " \t") + 1;
-		colon[strcspn(colon, "\n")] = '\0';
-		if (*colon) {
-			snprintf(buf, len, "%s", colon);
-			break;
-		}
-	}
-	fclose(f);
-}
-
 /* tier_key -- "dram:0", "pmem-dir": what kind of memory, and which node */
 static void tier_key(const atm_tier *t, char *buf, size_t len)
 {
@@ -121,7 +92,7 @@ static void fill_machine(atm_kbench *kb)
 	atm_prof_machine *m = &kb->machine;
 	const dnnl_version_t *v = dnnl_version();
 	memset(m, 0, sizeof *m);
-	cpu_model(m->cpu, sizeof m->cpu);
+	atm_cpu_model(m->cpu, sizeof m->cpu);
 	m->n_threads = omp_get_max_threads();
 	snprintf(m->backend, sizeof m->backend, "cpu-onednn-%d.%d.%d", v->major, v->minor, v->patch);
 	tier_key(kb->fast, m->fast_tier, sizeof m->fast_tier);
