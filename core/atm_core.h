@@ -608,6 +608,11 @@ atm_status atm_read_file(const char *path, char **data, size_t *len);
 atm_status atm_parse_bytes(const char *s, int64_t *out);
 /* atm_format_bytes -- "1.50 GiB" into buf */
 const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
+/* FNV-1a, 64 bits: digests of graphs, checksums of weights, keys of tier specs */
+#define ATM_FNV1A_INIT 1469598103934665603ull
+/* atm_fnv1a -- h extended by len bytes of data */
+uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len);
+
 /* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
  * on other architectures), "unknown" when there is none */
 void atm_cpu_model(char *buf, size_t len);

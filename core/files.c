@@ -187,6 +187,15 @@ const char *atm_format_bytes(int64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+/* atm_fnv1a -- FNV-1a over len bytes, continuing from h */
+uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
 /* atm_cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other
  * architectures), "unknown" when there is none */
 void atm_cpu_model(char *buf, size_t len)

@@ -14,9 +14,7 @@
 
 static void fnv(uint64_t *h, const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	for (size_t i = 0; i < len; i++)
-		*h = (*h ^ p[i]) * 1099511628211ull;
+	*h = atm_fnv1a(*h, data, len);
 }
 
 static void fnv_i64(uint64_t *h, int64_t v)
@@ -26,7 +24,7 @@ static void fnv_i64(uint64_t *h, int64_t v)
 
 void atm_graph_digest(const atm_graph *g, char out[17])
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = ATM_FNV1A_INIT;
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
 		const atm_tensor *x = atm_graph_tensor(g, t);
 		fnv(&h, x->name, strlen(x->name) + 1);

@@ -30,12 +30,36 @@
 extern "C" {
 #endif
 
+/* Which GPU, when the run is on one. A zeroed struct means the CPU. */
+typedef struct {
+	const char *mode;       /* NULL: the CPU; "cuda": a real NVIDIA GPU; "sim": a simulated one */
+	int device;             /* cuda: device index */
+	int64_t memory_bytes;   /* device memory the fast arena may take; 0: the device's free
+	                         * memory less ATM_GPU_RESERVE_BYTES (sim: ATM_GPU_SIM_BYTES) */
+	const char *link;       /* sim: the host link it stands for, "pcie4" (default), "pcie5",
+	                         * "nvlink-c2c" (docs/gpu.md) */
+} atm_gpu_opts;
+
+/* Device memory left to the CUDA context, cuDNN and cuBLAS (their handles,
+ * kernels' modules, the convolution workspace of the default algorithms) when
+ * --gpu-memory is not given: AutoTM's GPU_MEMORY_OVERHEAD, 1 GB on an RTX
+ * 2080 Ti with nGraph; 1.5 GiB here, measured on an H100 with CUDA 13 and
+ * cuDNN 9 (docs/gpu.md). */
+#define ATM_GPU_RESERVE_BYTES ((int64_t)3 << 29)
+/* The simulated GPU's memory when none is given: an RTX 2080 Ti's 11 GB less
+ * the reserve, as the paper's Figure 12 ran. */
+#define ATM_GPU_SIM_BYTES ((int64_t)11000000000 - ATM_GPU_RESERVE_BYTES)
+
+/* atm_backend_have_cuda -- this build has the CUDA backend (a GPU may still be missing) */
+bool atm_backend_have_cuda(void);
+
 typedef struct {
 	int iters;              /* measured steps after the warm-up; 0: 5 */
 	int warmup;             /* steps run first and not timed; < 0: none, 0: 1 */
 	uint64_t seed;          /* initial weights, inputs and labels */
 	atm_tier_opts tiers;    /* which memories are fast and slow */
 	const char *emulate;    /* NULL, a preset ("optane", "cxl", "numa") or a tier spec file */
+	atm_gpu_opts gpu;       /* run on a GPU (real or simulated) rather than the CPU */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to end the run early */
 	int64_t twolm_bytes;    /* > 0: emulate 2LM, fast memory of this size caching the slow
 	                         * tier (the plan must be all-slow; needs emulate) */
@@ -62,6 +86,11 @@ typedef struct {
 	double emulation_fast_gbps; /* the fast bandwidth emulation measured against */
 	int64_t twolm_bytes;        /* emulated 2LM cache size, 0 when not */
 	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
+	char backend[16];           /* "cpu", "cuda", "gpu-sim" */
+	char device[128];           /* the CPU model or the GPU's name */
+	char versions[128];         /* the kernel libraries' versions */
+	bool simulated;             /* the GPU was simulated: no GPU figure */
+	int64_t arena_bytes;        /* the fast arena's size (on a GPU: device memory taken) */
 } atm_exec_result;
 
 typedef struct atm_exec atm_exec;
@@ -88,6 +117,7 @@ void atm_exec_destroy(atm_exec *e);
 typedef struct {
 	atm_tier_opts tiers;
 	const char *emulate;  /* as atm_exec_opts.emulate */
+	atm_gpu_opts gpu;     /* as atm_exec_opts.gpu */
 	int reps;             /* timed runs after one warm-up; 0: 5 */
 	uint64_t seed;
 } atm_kbench_opts;

@@ -5,55 +5,25 @@
 #include <string.h>
 #include <time.h>
 
-#include "atm_runtime.h"
-#include "kernels.h"
-
-/* One asynchronous move's state within a step. */
-enum job_state { JOB_IDLE = 0, JOB_QUEUED, JOB_DONE };
-
-struct job {
-	void *dst;
-	const void *src;
-	int64_t bytes;
-	atm_pool *dst_pool;
-	bool to_slow;
-	enum job_state state;
-	atm_status rc;
-	char msg[256];  /* the mover thread's message when rc < 0 (messages are per thread) */
-};
-
-/* The mover: a thread that copies queued moves in order while kernels run. */
-struct mover {
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t lock;
-	pthread_cond_t wake, done;
-	int32_t *queue; /* move indices, FIFO */
-	int32_t head, tail, cap;
-	bool quit;
-};
+#include "backend.h"
 
 struct atm_exec {
 	const atm_plan *plan;
 	const atm_graph *g;
 	atm_exec_opts opts;
 	atm_schedule *sched;
-	atm_tier_topo *topo;
-	atm_tier *fast, *slow;
-	atm_pool *arena, *heap, *fast_heap;
-	atm_emu *emu;
-	atm_cache_model *twolm; /* emulated Memory Mode, NULL when off */
-	atm_cpu *cpu;
-	atm_kernel **kernels;
+	atm_backend *b;
+	atm_backend_desc desc;
+	atm_cache_model *twolm;      /* emulated Memory Mode, NULL when off */
+	atm_bk_kernel **kernels;
 	void *scratch;
 	void **fast_ptr, **slow_ptr; /* per tensor: its copies, NULL when absent */
 	void **in_ptrs, **out_ptrs;  /* per kernel call, sized for the widest node */
-	struct job *jobs;            /* per plan move */
-	struct mover mover;
+	void *host;                  /* host staging for tensor bytes: the largest persistent tensor */
+	int64_t host_bytes;
 	double *kernel_s, *step_kernel_s;
 	float *losses;
-	double emu_s, move_wait_s;   /* this step, main thread */
-	double mover_emu_s;          /* this step, mover thread (under the mover's lock) */
+	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
 	atm_exec_result result;
 };
 
@@ -62,119 +32,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---------------------------------------------------------------- mover */
-
-/* copy_move -- perform one move's copy and the wait that makes slow memory slow */
-static atm_status copy_move(atm_exec *e, struct job *j, double *emu_s)
-{
-	atm_status rc = atm_pool_copy(j->dst_pool, j->dst, j->src, j->bytes);
-	if (rc < 0 || !e->emu)
-		return rc;
-	double waited = 0;
-	rc = atm_emu_wait(e->emu, j->to_slow ? 0 : j->bytes, j->to_slow ? j->bytes : 0, &waited);
-	*emu_s += waited;
-	return rc;
-}
-
-static void *mover_main(void *arg)
-{
-	atm_exec *e = arg;
-	struct mover *mv = &e->mover;
-	pthread_mutex_lock(&mv->lock);
-	for (;;) {
-		while (!mv->quit && mv->head == mv->tail)
-			pthread_cond_wait(&mv->wake, &mv->lock);
-		if (mv->quit)
-			break;
-		int32_t m = mv->queue[mv->head % mv->cap];
-		pthread_mutex_unlock(&mv->lock);
-		double waited = 0;
-		atm_status rc = copy_move(e, &e->jobs[m], &waited);
-		if (rc < 0)
-			snprintf(e->jobs[m].msg, sizeof e->jobs[m].msg, "%s", atm_errmsg());
-		pthread_mutex_lock(&mv->lock);
-		mv->head++;
-		e->jobs[m].rc = rc;
-		e->jobs[m].state = JOB_DONE;
-		e->mover_emu_s += waited;
-		pthread_cond_broadcast(&mv->done);
-	}
-	pthread_mutex_unlock(&mv->lock);
-	return NULL;
-}
-
-static atm_status mover_start(atm_exec *e)
-{
-	struct mover *mv = &e->mover;
-	mv->cap = atm_plan_n_moves(e->plan) + 1;
-	mv->queue = malloc((size_t)mv->cap * sizeof *mv->queue);
-	if (!mv->queue)
-		return atm_err(ATM_E_NOMEM, "out of memory starting the mover");
-	pthread_mutex_init(&mv->lock, NULL);
-	pthread_cond_init(&mv->wake, NULL);
-	pthread_cond_init(&mv->done, NULL);
-	if (pthread_create(&mv->thread, NULL, mover_main, e) != 0) {
-		pthread_cond_destroy(&mv->done);
-		pthread_cond_destroy(&mv->wake);
-		pthread_mutex_destroy(&mv->lock);
-		return atm_err(ATM_E_INTERNAL, "cannot start the mover thread");
-	}
-	mv->started = true;
-	return ATM_OK;
-}
-
-static void mover_stop(atm_exec *e)
-{
-	struct mover *mv = &e->mover;
-	if (mv->started) {
-		pthread_mutex_lock(&mv->lock);
-		mv->quit = true;
-		pthread_cond_broadcast(&mv->wake);
-		pthread_mutex_unlock(&mv->lock);
-		pthread_join(mv->thread, NULL);
-		pthread_cond_destroy(&mv->done);
-		pthread_cond_destroy(&mv->wake);
-		pthread_mutex_destroy(&mv->lock);
-		mv->started = false;
-	}
-	free(mv->queue);
-	mv->queue = NULL;
-}
-
-static void mover_push(atm_exec *e, int32_t m)
-{
-	struct mover *mv = &e->mover;
-	pthread_mutex_lock(&mv->lock);
-	e->jobs[m].state = JOB_QUEUED;
-	mv->queue[mv->tail % mv->cap] = m;
-	mv->tail++;
-	pthread_cond_signal(&mv->wake);
-	pthread_mutex_unlock(&mv->lock);
-}
-
-/* mover_wait -- block until move m is copied; its status */
-static atm_status mover_wait(atm_exec *e, int32_t m)
-{
-	struct mover *mv = &e->mover;
-	double t0 = now_s();
-	pthread_mutex_lock(&mv->lock);
-	while (e->jobs[m].state != JOB_DONE)
-		pthread_cond_wait(&mv->done, &mv->lock);
-	atm_status rc = e->jobs[m].rc;
-	e->jobs[m].state = JOB_IDLE;
-	pthread_mutex_unlock(&mv->lock);
-	e->move_wait_s += now_s() - t0;
-	return rc;
-}
-
-/* mover_drain -- wait for everything queued (after an error or an interrupt) */
-static void mover_drain(atm_exec *e)
-{
-	for (int32_t m = 0; m < atm_plan_n_moves(e->plan); m++)
-		if (e->jobs[m].state == JOB_QUEUED)
-			(void)mover_wait(e, m);
 }
 
 /* ---------------------------------------------------------------- data */
@@ -266,11 +123,8 @@ static void fill(const atm_graph *g, int32_t t, float *data, uint64_t seed)
 static atm_status do_alloc(atm_exec *e, const atm_event *ev)
 {
 	const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
-	atm_status rc;
-	if (ev->loc == ATM_LOC_FAST)
-		rc = atm_pool_alloc_at(e->arena, ev->offset, x->bytes, &e->fast_ptr[ev->tensor]);
-	else
-		rc = atm_pool_alloc(e->heap, x->bytes, &e->slow_ptr[ev->tensor]);
+	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
+	atm_status rc = e->b->iface->alloc(e->b, ev->loc, ev->offset, x->bytes, slot);
 	return rc < 0 ? atm_err_prefix(rc, "tensor '%s': ", x->name) : ATM_OK;
 }
 
@@ -279,16 +133,38 @@ static atm_status do_free(atm_exec *e, const atm_event *ev)
 	if (e->twolm && ev->loc == ATM_LOC_SLOW)
 		atm_cache_drop(e->twolm, ev->tensor);
 	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
-	atm_status rc = atm_pool_free(ev->loc == ATM_LOC_FAST ? e->arena : e->heap, *slot);
+	atm_status rc = e->b->iface->free(e->b, ev->loc, *slot);
 	*slot = NULL;
 	return rc;
+}
+
+/* twolm_traffic -- in Memory Mode slow bytes cost only when they miss the DRAM cache */
+static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64_t *written)
+{
+	const atm_node *n = atm_graph_node(e->g, ev->node);
+	atm_cache_traffic tr = {0};
+	for (int i = 0; i < n->n_in; i++)
+		if (ev->cfg[i] != ATM_LOC_FAST) {
+			const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
+			atm_cache_access(e->twolm, x->id, x->bytes, false, &tr);
+			if (i == 0 && atm_op_is_inplace(n->op))
+				atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+		}
+	for (int i = 0; i < n->n_out; i++)
+		if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
+			const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
+			atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+		}
+	*read = tr.read_bytes;
+	*written = tr.written_bytes;
 }
 
 static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 {
 	const atm_node *n = atm_graph_node(e->g, ev->node);
+	const atm_backend_i *bi = e->b->iface;
 	int64_t slow_read = 0, slow_written = 0;
-	double t0 = now_s();
+	atm_status rc;
 	for (int i = 0; i < n->n_in; i++) {
 		int32_t t = n->in[i];
 		bool fast = ev->cfg[i] == ATM_LOC_FAST;
@@ -306,73 +182,64 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 		if (!fast)
 			slow_written += atm_graph_tensor(e->g, t)->bytes;
 	}
-	atm_status rc = atm_kernel_run(e->kernels[ev->node], e->in_ptrs, e->out_ptrs, e->scratch);
-	if (rc < 0)
+	if ((rc = bi->mark(e->b, 2 * ev->node)) < 0 ||
+	    (rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, e->scratch)) < 0)
 		return rc;
-	if (e->twolm) {
-		/* in Memory Mode slow bytes cost only when they miss the DRAM cache */
-		atm_cache_traffic tr = {0};
-		for (int i = 0; i < n->n_in; i++)
-			if (ev->cfg[i] != ATM_LOC_FAST) {
-				const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
-				atm_cache_access(e->twolm, x->id, x->bytes, false, &tr);
-				if (i == 0 && atm_op_is_inplace(n->op))
-					atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
-			}
-		for (int i = 0; i < n->n_out; i++)
-			if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
-				const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
-				atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
-			}
-		slow_read = tr.read_bytes;
-		slow_written = tr.written_bytes;
-	}
-	if (e->emu && (slow_read || slow_written)) {
+	if (e->twolm)
+		twolm_traffic(e, ev, &slow_read, &slow_written);
+	if (bi->emulate && (slow_read || slow_written)) {
 		double waited = 0;
-		rc = atm_emu_wait(e->emu, slow_read, slow_written, &waited);
-		e->emu_s += waited;
-		if (rc < 0)
+		if ((rc = bi->emulate(e->b, slow_read, slow_written, &waited)) < 0)
 			return rc;
 	}
-	e->step_kernel_s[ev->node] = now_s() - t0;
-	return ATM_OK;
+	return bi->mark(e->b, 2 * ev->node + 1);
 }
 
 static atm_status do_move_start(atm_exec *e, const atm_event *ev)
 {
 	const atm_move *m = atm_plan_move(e->plan, ev->move);
-	struct job *j = &e->jobs[ev->move];
 	bool to_slow = m->to == ATM_LOC_SLOW;
-	j->bytes = atm_graph_tensor(e->g, ev->tensor)->bytes;
-	j->src = to_slow ? e->fast_ptr[ev->tensor] : e->slow_ptr[ev->tensor];
-	j->dst = to_slow ? e->slow_ptr[ev->tensor] : e->fast_ptr[ev->tensor];
-	j->dst_pool = to_slow ? e->heap : e->arena;
-	j->to_slow = to_slow;
-	j->rc = ATM_OK;
-	if (m->async) {
-		mover_push(e, ev->move);
-		return ATM_OK;
-	}
-	j->state = JOB_IDLE;
-	return copy_move(e, j, &e->emu_s);
+	int64_t bytes = atm_graph_tensor(e->g, ev->tensor)->bytes;
+	const void *src = to_slow ? e->fast_ptr[ev->tensor] : e->slow_ptr[ev->tensor];
+	void *dst = to_slow ? e->slow_ptr[ev->tensor] : e->fast_ptr[ev->tensor];
+	if (!m->async)
+		return e->b->iface->copy(e->b, m->to, dst, src, bytes);
+	return e->b->iface->copy_start(e->b, ev->move, m->to, dst, src, bytes);
 }
 
 static atm_status do_move_wait(atm_exec *e, const atm_event *ev)
 {
 	if (!atm_plan_move(e->plan, ev->move)->async)
 		return ATM_OK;
-	atm_status rc = mover_wait(e, ev->move);
-	return rc < 0 ? atm_err(rc, "move %d: %s", ev->move, e->jobs[ev->move].msg) : ATM_OK;
+	double t0 = now_s();
+	atm_status rc = e->b->iface->copy_wait(e->b, ev->move);
+	e->move_wait_s += now_s() - t0;
+	return rc < 0 ? atm_err_prefix(rc, "move %d: ", ev->move) : ATM_OK;
 }
 
-/* step -- one training step: every event of the schedule in order */
+/* release_step -- after a failed step: wait for the copies in flight, then
+ * give back what the step holds so that the memories stay consistent */
+static void release_step(atm_exec *e)
+{
+	e->b->iface->copy_drain(e->b);
+	(void)e->b->iface->sync(e->b);
+	for (int32_t t = 0; t < atm_graph_n_tensors(e->g); t++) {
+		if (atm_tensor_is_persistent(atm_graph_tensor(e->g, t)))
+			continue;
+		if (e->fast_ptr[t])
+			e->b->iface->free(e->b, ATM_LOC_FAST, e->fast_ptr[t]);
+		if (e->slow_ptr[t])
+			e->b->iface->free(e->b, ATM_LOC_SLOW, e->slow_ptr[t]);
+		e->fast_ptr[t] = e->slow_ptr[t] = NULL;
+	}
+}
+
+/* step -- one training step: every event of the schedule in order, then
+ * everything it issued is done */
 static atm_status step(atm_exec *e)
 {
 	atm_status rc = ATM_OK;
-	e->emu_s = e->move_wait_s = 0;
-	pthread_mutex_lock(&e->mover.lock);
-	e->mover_emu_s = 0;
-	pthread_mutex_unlock(&e->mover.lock);
+	e->move_wait_s = 0;
 	for (int32_t i = 0; i < atm_schedule_n_events(e->sched) && rc >= 0; i++) {
 		const atm_event *ev = atm_schedule_event(e->sched, i);
 		if (e->opts.stop && *e->opts.stop) {
@@ -388,42 +255,65 @@ static atm_status step(atm_exec *e)
 		case ATM_EV_MOVE_WAIT: rc = do_move_wait(e, ev); break;
 		}
 	}
-	if (rc < 0) {
-		mover_drain(e);
-		/* give back what the broken step holds so the pools stay consistent */
-		for (int32_t t = 0; t < atm_graph_n_tensors(e->g); t++) {
-			if (atm_tensor_is_persistent(atm_graph_tensor(e->g, t)))
-				continue;
-			if (e->fast_ptr[t])
-				atm_pool_free(e->arena, e->fast_ptr[t]);
-			if (e->slow_ptr[t])
-				atm_pool_free(e->heap, e->slow_ptr[t]);
-			e->fast_ptr[t] = e->slow_ptr[t] = NULL;
-		}
-	}
-	pthread_mutex_lock(&e->mover.lock);
-	e->emu_s += e->mover_emu_s;
-	pthread_mutex_unlock(&e->mover.lock);
+	if (rc >= 0)
+		rc = e->b->iface->sync(e->b);
+	if (rc < 0)
+		release_step(e);
 	return rc;
 }
 
 /* ---------------------------------------------------------------- set-up */
 
-/* open_memory -- tiers, pools and emulation for the schedule */
+/* check_plan -- what the backend cannot run is refused before any kernel runs */
+static atm_status check_plan(atm_exec *e)
+{
+	const atm_schedule_stats *st = atm_schedule_stats_get(e->sched);
+	int64_t limit = atm_plan_info_get(e->plan)->fast_limit_bytes;
+	char a[32], b[32];
+	if (e->opts.gpu.mode && e->opts.gpu.memory_bytes > 0 &&
+	    (limit > e->opts.gpu.memory_bytes || st->fast_arena_bytes > e->opts.gpu.memory_bytes))
+		return atm_err(ATM_E_INFEASIBLE, "plan '%s' needs %s of device memory but the GPU's "
+		               "limit is %s (--gpu-memory): plan again with that limit",
+		               atm_plan_info_get(e->plan)->formulation,
+		               atm_format_bytes(limit > st->fast_arena_bytes ? limit : st->fast_arena_bytes,
+		                                a, sizeof a),
+		               atm_format_bytes(e->opts.gpu.memory_bytes, b, sizeof b));
+	if (e->desc.kernels_read_slow)
+		return ATM_OK;
+	for (int32_t i = 0; i < atm_schedule_n_events(e->sched); i++) {
+		const atm_event *ev = atm_schedule_event(e->sched, i);
+		if (ev->kind != ATM_EV_KERNEL)
+			continue;
+		const atm_node *n = atm_graph_node(e->g, ev->node);
+		for (int k = 0; k < n->n_in + n->n_out; k++)
+			if (ev->cfg[k] != ATM_LOC_FAST)
+				return atm_err(ATM_E_INPUT, "plan '%s' has node '%s' use tensor '%s' in slow "
+				               "memory, but kernels of the %s backend read and write fast "
+				               "memory only: plan for this backend",
+				               atm_plan_info_get(e->plan)->formulation, n->name,
+				               atm_graph_tensor(e->g, k < n->n_in ? n->in[k]
+				                                                  : n->out[k - n->n_in])->name,
+				               e->desc.name);
+	}
+	return ATM_OK;
+}
+
+/* open_memory -- the backend, its fast arena and emulated 2LM */
 static atm_status open_memory(atm_exec *e)
 {
 	const atm_schedule_stats *st = atm_schedule_stats_get(e->sched);
 	int64_t limit = atm_plan_info_get(e->plan)->fast_limit_bytes;
 	int64_t arena = limit ? limit : st->fast_arena_bytes;
+	atm_backend_opts bo = {.tiers = e->opts.tiers, .emulate = e->opts.emulate, .gpu = e->opts.gpu};
 	atm_status rc;
-	if ((rc = atm_tier_topo_new(&e->topo)) < 0 ||
-	    (rc = atm_tier_open_fast(&e->fast, e->topo, &e->opts.tiers)) < 0 ||
-	    (rc = atm_tier_open_slow(&e->slow, e->topo, &e->opts.tiers)) < 0)
+	if ((rc = atm_backend_open(&e->b, &bo)) < 0)
 		return rc;
-	if ((rc = atm_pool_arena_new(&e->arena, e->fast, arena ? arena : 64)) < 0 ||
-	    (rc = atm_pool_heap_new(&e->heap, e->slow, 0)) < 0 ||
-	    (rc = atm_pool_heap_new(&e->fast_heap, e->fast, 0)) < 0)
+	e->b->iface->describe(e->b, &e->desc);
+	if ((rc = check_plan(e)) < 0 || (rc = e->b->iface->arena_new(e->b, arena)) < 0 ||
+	    (rc = e->b->iface->reserve(e->b, atm_plan_n_moves(e->plan),
+	                               2 * atm_graph_n_nodes(e->g))) < 0)
 		return rc;
+	e->result.arena_bytes = arena ? arena : 64;
 	if (e->opts.twolm_bytes > 0) {
 		if (!e->opts.emulate)
 			return atm_err(ATM_E_USAGE, "emulating 2LM needs an emulated slow tier (--emulate) "
@@ -435,13 +325,6 @@ static atm_status open_memory(atm_exec *e)
 			               (long long)st->fast_peak_bytes);
 		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes,
 		                              atm_graph_n_tensors(e->g))) < 0)
-			return rc;
-	}
-	if (e->opts.emulate) {
-		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(e->opts.emulate, &spec)) < 0 ||
-		    (rc = atm_emu_new(&e->emu, &spec, e->topo, spec.fast_gbps)) < 0 ||
-		    (rc = atm_tier_set_emulation(e->slow, &spec)) < 0)
 			return rc;
 	}
 	return ATM_OK;
@@ -456,14 +339,13 @@ static atm_status build_kernels(atm_exec *e)
 	e->kernels = calloc((size_t)(nn ? nn : 1), sizeof *e->kernels);
 	if (!e->kernels)
 		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
-	if ((rc = atm_cpu_new(&e->cpu)) < 0)
-		return rc;
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(e->g, k);
-		if ((rc = atm_kernel_new(&e->kernels[k], e->cpu, e->g, k)) < 0)
+		if ((rc = e->b->iface->kernel_new(e->b, e->g, k, &e->kernels[k])) < 0)
 			return rc;
-		if (atm_kernel_scratch_bytes(e->kernels[k]) > e->result.scratch_bytes)
-			e->result.scratch_bytes = atm_kernel_scratch_bytes(e->kernels[k]);
+		int64_t sb = e->b->iface->kernel_scratch_bytes(e->b, e->kernels[k]);
+		if (sb > e->result.scratch_bytes)
+			e->result.scratch_bytes = sb;
 		if (n->n_in > max_args)
 			max_args = n->n_in;
 		if (n->n_out > max_args)
@@ -473,25 +355,33 @@ static atm_status build_kernels(atm_exec *e)
 	e->out_ptrs = calloc((size_t)max_args, sizeof *e->out_ptrs);
 	if (!e->in_ptrs || !e->out_ptrs)
 		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
-	if (e->result.scratch_bytes &&
-	    (rc = atm_pool_alloc(e->fast_heap, e->result.scratch_bytes, &e->scratch)) < 0)
-		return atm_err_prefix(rc, "kernel scratch: ");
-	return ATM_OK;
+	return e->b->iface->scratch(e->b, e->result.scratch_bytes, &e->scratch);
 }
 
 /* setup_persistent -- allocate inputs, parameters and outputs where the plan
  * starts them, and give them their first values */
 static atm_status setup_persistent(atm_exec *e)
 {
+	for (int32_t t = 0; t < atm_graph_n_tensors(e->g); t++) {
+		const atm_tensor *x = atm_graph_tensor(e->g, t);
+		if (atm_tensor_is_persistent(x) && x->bytes > e->host_bytes)
+			e->host_bytes = x->bytes;
+	}
+	e->host = malloc((size_t)(e->host_bytes ? e->host_bytes : 64));
+	if (!e->host)
+		return atm_err(ATM_E_NOMEM, "out of memory setting up the step's tensors");
 	for (int32_t i = 0; i < atm_schedule_n_setup(e->sched); i++) {
 		const atm_event *ev = atm_schedule_setup(e->sched, i);
 		atm_status rc = do_alloc(e, ev);
 		if (rc < 0)
 			return rc;
 		void *data = ev->loc == ATM_LOC_FAST ? e->fast_ptr[ev->tensor] : e->slow_ptr[ev->tensor];
-		fill(e->g, ev->tensor, data, e->opts.seed);
+		const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
+		fill(e->g, ev->tensor, e->host, e->opts.seed);
+		if ((rc = e->b->iface->set(e->b, data, e->host, x->bytes)) < 0)
+			return atm_err_prefix(rc, "tensor '%s': ", x->name);
 	}
-	return ATM_OK;
+	return e->b->iface->sync(e->b);
 }
 
 atm_status atm_exec_new(atm_exec **out, const atm_plan *p, const atm_exec_opts *o)
@@ -512,18 +402,16 @@ atm_status atm_exec_new(atm_exec **out, const atm_plan *p, const atm_exec_opts *
 	e->opts.warmup = e->opts.warmup < 0 ? 0 : (e->opts.warmup ? e->opts.warmup : 1);
 	e->fast_ptr = calloc((size_t)(nt ? nt : 1), sizeof *e->fast_ptr);
 	e->slow_ptr = calloc((size_t)(nt ? nt : 1), sizeof *e->slow_ptr);
-	e->jobs = calloc((size_t)atm_plan_n_moves(p) + 1, sizeof *e->jobs);
 	e->kernel_s = calloc((size_t)nn + 1, sizeof *e->kernel_s);
 	e->step_kernel_s = calloc((size_t)nn + 1, sizeof *e->step_kernel_s);
 	e->losses = calloc((size_t)(e->opts.iters + e->opts.warmup), sizeof *e->losses);
-	if (!e->fast_ptr || !e->slow_ptr || !e->jobs || !e->kernel_s || !e->step_kernel_s ||
+	if (!e->fast_ptr || !e->slow_ptr || !e->kernel_s || !e->step_kernel_s ||
 	    !e->losses) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory creating the executor");
 		goto fail;
 	}
 	if ((rc = atm_schedule_new(&e->sched, p)) < 0 || (rc = open_memory(e)) < 0 ||
-	    (rc = build_kernels(e)) < 0 || (rc = setup_persistent(e)) < 0 ||
-	    (rc = mover_start(e)) < 0)
+	    (rc = build_kernels(e)) < 0 || (rc = setup_persistent(e)) < 0)
 		goto fail;
 	*out = e;
 	return ATM_OK;
@@ -539,24 +427,58 @@ static float loss_now(const atm_exec *e)
 		if (atm_graph_tensor(e->g, t)->kind != ATM_KIND_OUTPUT)
 			continue;
 		const float *v = e->fast_ptr[t] ? e->fast_ptr[t] : e->slow_ptr[t];
-		return v ? v[0] : NAN;
+		float loss = NAN;
+		if (v && e->b->iface->get(e->b, &loss, v, sizeof loss) < 0)
+			return NAN;
+		return loss;
 	}
 	return NAN;
 }
 
 /* checksum -- FNV-1a over every parameter's bytes, in tensor order */
-static void checksum(const atm_exec *e, char out[17])
+static atm_status checksum(const atm_exec *e, char out[17])
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = ATM_FNV1A_INIT;
 	for (int32_t t = 0; t < atm_graph_n_tensors(e->g); t++) {
 		const atm_tensor *x = atm_graph_tensor(e->g, t);
 		if (x->kind != ATM_KIND_PARAM)
 			continue;
-		const unsigned char *b = e->fast_ptr[t] ? e->fast_ptr[t] : e->slow_ptr[t];
-		for (int64_t i = 0; b && i < x->bytes; i++)
-			h = (h ^ b[i]) * 1099511628211ull;
+		const void *b = e->fast_ptr[t] ? e->fast_ptr[t] : e->slow_ptr[t];
+		if (!b)
+			continue;
+		atm_status rc = e->b->iface->get(e->b, e->host, b, x->bytes);
+		if (rc < 0)
+			return atm_err_prefix(rc, "reading parameter '%s': ", x->name);
+		h = atm_fnv1a(h, e->host, (size_t)x->bytes);
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
+	return ATM_OK;
+}
+
+/* kernel_times -- this step's time of every kernel, from the marks around it */
+static void kernel_times(atm_exec *e)
+{
+	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
+		e->step_kernel_s[k] = e->b->iface->elapsed(e->b, 2 * k, 2 * k + 1);
+}
+
+/* describe_result -- what ran where, for the results */
+static void describe_result(atm_exec *e)
+{
+	atm_exec_result *r = &e->result;
+	r->fast_tier = e->desc.fast;
+	r->slow_tier = e->desc.slow;
+	snprintf(r->backend, sizeof r->backend, "%s", e->desc.name);
+	snprintf(r->device, sizeof r->device, "%s", e->desc.device);
+	snprintf(r->versions, sizeof r->versions, "%s", e->desc.versions);
+	r->simulated = e->desc.simulated;
+	r->twolm_bytes = e->twolm ? e->opts.twolm_bytes : 0;
+	r->emulated = e->desc.slow.emulated;
+	if (r->emulated) {
+		snprintf(r->emulation, sizeof r->emulation, "%s%s", e->desc.slow.emulation,
+		         e->twolm ? "+2lm" : "");
+		r->emulation_fast_gbps = e->desc.emulation_fast_gbps;
+	}
 }
 
 atm_status atm_exec_run(atm_exec *e)
@@ -565,28 +487,31 @@ atm_status atm_exec_run(atm_exec *e)
 	int32_t nn = atm_graph_n_nodes(e->g);
 	int total = e->opts.warmup + e->opts.iters;
 	double sum = 0, emu_sum = 0, wait_sum = 0;
+	atm_status rc;
 	r->n_iters = 0;
 	r->n_losses = 0;
 	r->actual_runtime_s = INFINITY;
 	for (int32_t k = 0; k < nn; k++)
 		e->kernel_s[k] = INFINITY;
-	atm_pool_reset_high_water(e->arena);
-	atm_pool_reset_high_water(e->heap);
+	e->b->iface->reset_high_water(e->b);
 	for (int it = 0; it < total; it++) {
+		double w0 = e->b->iface->waited_s(e->b);
 		double t0 = now_s();
-		atm_status rc = step(e);
+		rc = step(e);
 		double dt = now_s() - t0;
 		if (rc < 0)
 			return rc;
+		kernel_times(e);
 		e->losses[r->n_losses++] = loss_now(e);
 		if (!e->opts.quiet)
 			fprintf(stderr, "\r  step %d/%d%s: %.3f s, loss %.6g   ", it + 1, total,
-			        it < e->opts.warmup ? " (warm-up)" : "", dt, (double)loss_now(e));
+			        it < e->opts.warmup ? " (warm-up)" : "", dt,
+			        (double)e->losses[r->n_losses - 1]);
 		if (it < e->opts.warmup)
 			continue;
 		r->n_iters++;
 		sum += dt;
-		emu_sum += e->emu_s;
+		emu_sum += e->b->iface->waited_s(e->b) - w0;
 		wait_sum += e->move_wait_s;
 		if (dt < r->actual_runtime_s)
 			r->actual_runtime_s = dt;
@@ -601,22 +526,15 @@ atm_status atm_exec_run(atm_exec *e)
 	r->move_wait_s = r->n_iters ? wait_sum / r->n_iters : 0;
 	r->losses = e->losses;
 	r->kernel_s = e->kernel_s;
-	checksum(e, r->weights_checksum);
+	if ((rc = checksum(e, r->weights_checksum)) < 0)
+		return rc;
 	r->moves = *atm_schedule_stats_get(e->sched);
 	atm_pool_stats ps;
-	atm_pool_get_stats(e->arena, &ps);
+	e->b->iface->mem_stats(e->b, ATM_LOC_FAST, &ps);
 	r->fast_high_water_bytes = ps.extent_bytes;
-	atm_pool_get_stats(e->heap, &ps);
+	e->b->iface->mem_stats(e->b, ATM_LOC_SLOW, &ps);
 	r->slow_high_water_bytes = ps.high_water_bytes;
-	r->fast_tier = *atm_tier_describe(e->fast);
-	r->slow_tier = *atm_tier_describe(e->slow);
-	r->emulated = e->emu != NULL;
-	r->twolm_bytes = e->twolm ? e->opts.twolm_bytes : 0;
-	if (e->emu) {
-		snprintf(r->emulation, sizeof r->emulation, "%s%s", atm_emu_get_spec(e->emu)->name,
-		         e->twolm ? "+2lm" : "");
-		r->emulation_fast_gbps = atm_emu_fast_gbps(e->emu);
-	}
+	describe_result(e);
 	return ATM_OK;
 }
 
@@ -629,27 +547,24 @@ void atm_exec_destroy(atm_exec *e)
 {
 	if (!e)
 		return;
-	mover_stop(e);
-	if (e->kernels)
-		for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
-			atm_kernel_destroy(e->kernels[k]);
+	if (e->b) {
+		e->b->iface->copy_drain(e->b);
+		(void)e->b->iface->sync(e->b);
+		if (e->kernels)
+			for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
+				if (e->kernels[k])
+					e->b->iface->kernel_destroy(e->b, e->kernels[k]);
+	}
 	free(e->kernels);
-	atm_cpu_destroy(e->cpu);
 	free(e->in_ptrs);
 	free(e->out_ptrs);
-	/* pools release every live allocation */
-	atm_pool_destroy(e->fast_heap);
-	atm_pool_destroy(e->heap);
-	atm_pool_destroy(e->arena);
-	atm_emu_destroy(e->emu);
+	/* the backend releases every live allocation */
+	atm_backend_destroy(e->b);
 	atm_cache_model_destroy(e->twolm);
-	atm_tier_destroy(e->slow);
-	atm_tier_destroy(e->fast);
-	atm_tier_topo_destroy(e->topo);
 	atm_schedule_destroy(e->sched);
+	free(e->host);
 	free(e->fast_ptr);
 	free(e->slow_ptr);
-	free(e->jobs);
 	free(e->kernel_s);
 	free(e->step_kernel_s);
 	free(e->losses);

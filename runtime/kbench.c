@@ -1,15 +1,10 @@
-/* kbench.c -- time one kernel with its operands in chosen tiers, the way the executor runs it */
+/* kbench.c -- time one kernel with its operands in chosen tiers, the way the executor runs it, on any backend */
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <dnnl.h>
-
-#include "atm_runtime.h"
-#include "kernels.h"
+#include "backend.h"
 
 /* Bytes of each move-bandwidth copy: past the last-level cache of the
  * machines this runs on, so that the copy meets memory, small enough to take
@@ -19,19 +14,16 @@
 struct atm_kbench {
 	const atm_graph *g;
 	atm_kbench_opts o;
-	atm_tier_topo *topo;
-	atm_tier *fast, *slow;
-	atm_pool *fast_heap, *slow_heap;
+	atm_backend *b;
+	atm_backend_desc desc;
 	/* fast copies live at offsets of one arena, made at the first timing for
-	 * the largest node of the graph and kept: memkind 1.14 (Debian 12)
-	 * corrupts its heap when allocations of its default kind and of a PMEM
-	 * kind are made and freed interleaved, thousands of times, which a
-	 * profile would otherwise do (the executor's fast arena is one block too) */
-	atm_pool *arena;
+	 * the largest node of the graph (or a move's bytes) and kept, like the
+	 * executor's: memkind 1.14 (Debian 12) corrupts its heap when
+	 * allocations of its default kind and of a PMEM kind are made and freed
+	 * interleaved, thousands of times, which a profile would otherwise do */
+	bool arena;
 	int64_t *offset;     /* per operand of k_node: where its fast copy goes */
-	atm_emu *emu;
-	atm_cpu *cpu;
-	atm_kernel *k;       /* the kernel of node k_node, kept while its configurations are timed */
+	atm_bk_kernel *k;    /* the kernel of node k_node, kept while its configurations are timed */
 	int32_t k_node;
 	void *scratch;       /* kernels' scratch, in fast memory like the executor's; it only grows */
 	int64_t scratch_bytes;
@@ -39,69 +31,14 @@ struct atm_kbench {
 	 * made when a configuration first needs it and kept for the others, at
 	 * the index of the tensor's first operand (NULL until then) */
 	void **copy[2];
-	atm_prof_machine machine;
+	void *host;          /* host staging for operand bytes */
+	int64_t host_bytes;
 	double *times;       /* one per timed run */
 	void **in, **out;    /* operand pointers, sized for the widest node */
 	int max_args;
 };
 
-/* now_s -- CLOCK_MONOTONIC in seconds */
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* tier_key -- "dram:0", "pmem-dir": what kind of memory, and which node */
-static void tier_key(const atm_tier *t, char *buf, size_t len)
-{
-	const atm_tier_desc *d = atm_tier_describe(t);
-	if (d->numa_node >= 0)
-		snprintf(buf, len, "%s:%d", atm_tier_kind_name(d->kind), d->numa_node);
-	else
-		snprintf(buf, len, "%s%s", atm_tier_kind_name(d->kind), d->dax ? "-dax" : "");
-}
-
-/* emulation_key -- a preset's name ("optane"), or a spec's name and a hash
- * of its figures ("mine@1a2b3c4d"): two spec files of one name but other
- * bandwidths must not share timings */
-static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
-{
-	atm_emu_spec preset;
-	if (atm_emu_preset(spec->name, &preset) == ATM_OK && preset.read_gbps == spec->read_gbps &&
-	    preset.write_gbps == spec->write_gbps && preset.fast_gbps == spec->fast_gbps) {
-		snprintf(buf, len, "%s", spec->name);
-		return;
-	}
-	atm_err_clear(); /* not a preset: no error */
-	uint64_t h = 1469598103934665603ull;
-	const double figures[3] = {spec->read_gbps, spec->write_gbps, spec->fast_gbps};
-	const unsigned char *b = (const unsigned char *)figures;
-	for (size_t i = 0; i < sizeof figures; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	snprintf(buf, len, "%.*s@%08x", (int)(len > 10 ? len - 10 : 0), spec->name,
-	         (unsigned)(h ^ (h >> 32)));
-}
-
-/* fill_machine -- what makes these timings comparable. The thread count is
- * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
- * else the CPUs this process may run on. */
-static void fill_machine(atm_kbench *kb)
-{
-	atm_prof_machine *m = &kb->machine;
-	const dnnl_version_t *v = dnnl_version();
-	memset(m, 0, sizeof *m);
-	atm_cpu_model(m->cpu, sizeof m->cpu);
-	m->n_threads = omp_get_max_threads();
-	snprintf(m->backend, sizeof m->backend, "cpu-onednn-%d.%d.%d", v->major, v->minor, v->patch);
-	tier_key(kb->fast, m->fast_tier, sizeof m->fast_tier);
-	tier_key(kb->slow, m->slow_tier, sizeof m->slow_tier);
-	if (kb->emu)
-		emulation_key(atm_emu_get_spec(kb->emu), m->emulation, sizeof m->emulation);
-}
-
-/* atm_kbench_new -- open the tiers and the emulation of a run, nothing of g yet */
+/* atm_kbench_new -- open the backend of a run, nothing of g yet */
 atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench_opts *o)
 {
 	atm_kbench *kb = NULL;
@@ -136,23 +73,11 @@ atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench
 		rc = atm_err(ATM_E_NOMEM, "out of memory making a kernel bench");
 		goto fail;
 	}
-	/* the same tiers, pools and emulation as the executor's open_memory */
-	if ((rc = atm_tier_topo_new(&kb->topo)) < 0 ||
-	    (rc = atm_tier_open_fast(&kb->fast, kb->topo, &kb->o.tiers)) < 0 ||
-	    (rc = atm_tier_open_slow(&kb->slow, kb->topo, &kb->o.tiers)) < 0 ||
-	    (rc = atm_pool_heap_new(&kb->fast_heap, kb->fast, 0)) < 0 ||
-	    (rc = atm_pool_heap_new(&kb->slow_heap, kb->slow, 0)) < 0)
+	/* the same backend, memories and emulation as the executor's */
+	atm_backend_opts bo = {.tiers = kb->o.tiers, .emulate = kb->o.emulate, .gpu = kb->o.gpu};
+	if ((rc = atm_backend_open(&kb->b, &bo)) < 0 || (rc = kb->b->iface->reserve(kb->b, 0, 2)) < 0)
 		goto fail;
-	if (kb->o.emulate) {
-		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(kb->o.emulate, &spec)) < 0 ||
-		    (rc = atm_emu_new(&kb->emu, &spec, kb->topo, spec.fast_gbps)) < 0 ||
-		    (rc = atm_tier_set_emulation(kb->slow, &spec)) < 0)
-			goto fail;
-	}
-	if ((rc = atm_cpu_new(&kb->cpu)) < 0)
-		goto fail;
-	fill_machine(kb);
+	kb->b->iface->describe(kb->b, &kb->desc);
 	*out = kb;
 	return ATM_OK;
 fail:
@@ -163,32 +88,28 @@ fail:
 /* drop_kernel -- release the kernel kept for the last node, and its operands' copies */
 static void drop_kernel(atm_kbench *kb)
 {
+	if (!kb->b)
+		return;
 	for (int tier = 0; tier < 2 && kb->copy[tier]; tier++)
 		for (int i = 0; i < 2 * kb->max_args; i++) {
-			atm_pool_free(tier ? kb->slow_heap : kb->arena, kb->copy[tier][i]);
+			if (kb->copy[tier][i])
+				kb->b->iface->free(kb->b, tier ? ATM_LOC_SLOW : ATM_LOC_FAST, kb->copy[tier][i]);
 			kb->copy[tier][i] = NULL;
 		}
-	atm_kernel_destroy(kb->k);
+	if (kb->k)
+		kb->b->iface->kernel_destroy(kb->b, kb->k);
 	kb->k = NULL;
 	kb->k_node = -1;
 }
 
-/* atm_kbench_destroy -- release the kernel, pools, tiers; NULL is fine */
+/* atm_kbench_destroy -- release the kernel and the backend; NULL is fine */
 void atm_kbench_destroy(atm_kbench *kb)
 {
 	if (!kb)
 		return;
 	drop_kernel(kb);
-	atm_cpu_destroy(kb->cpu);
-	if (kb->scratch)
-		atm_pool_free(kb->fast_heap, kb->scratch);
-	atm_pool_destroy(kb->arena);
-	atm_pool_destroy(kb->slow_heap);
-	atm_pool_destroy(kb->fast_heap);
-	atm_emu_destroy(kb->emu);
-	atm_tier_destroy(kb->slow);
-	atm_tier_destroy(kb->fast);
-	atm_tier_topo_destroy(kb->topo);
+	atm_backend_destroy(kb->b);
+	free(kb->host);
 	free(kb->times);
 	free(kb->in);
 	free(kb->out);
@@ -201,7 +122,7 @@ void atm_kbench_destroy(atm_kbench *kb)
 /* atm_kbench_machine -- the machine key of these timings */
 void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m)
 {
-	*m = kb->machine;
+	kb->b->iface->machine(kb->b, m);
 }
 
 /* operand_tensor -- tensor of operand i: inputs, then outputs */
@@ -235,16 +156,33 @@ static int64_t fast_bytes(const atm_graph *g, const atm_node *n, int64_t *offset
 	return at;
 }
 
-/* make_arena -- the fast arena, sized for the node with the most operand bytes */
+/* make_arena -- the fast arena, sized for the node with the most operand
+ * bytes and for the copies that time moves */
 static atm_status make_arena(atm_kbench *kb)
 {
-	int64_t most = 64;
+	int64_t most = MOVE_BYTES;
 	for (int32_t k = 0; k < atm_graph_n_nodes(kb->g); k++) {
 		int64_t b = fast_bytes(kb->g, atm_graph_node(kb->g, k), NULL);
 		most = b > most ? b : most;
 	}
-	atm_status rc = atm_pool_arena_new(&kb->arena, kb->fast, most);
-	return rc < 0 ? atm_err_prefix(rc, "kernel timing: ") : ATM_OK;
+	atm_status rc = kb->b->iface->arena_new(kb->b, most);
+	if (rc < 0)
+		return atm_err_prefix(rc, "kernel timing: ");
+	kb->arena = true;
+	return ATM_OK;
+}
+
+/* grow_scratch -- the kernels' scratch at least bytes long */
+static atm_status grow_scratch(atm_kbench *kb, int64_t bytes)
+{
+	if (bytes <= kb->scratch_bytes)
+		return ATM_OK;
+	kb->scratch_bytes = 0;
+	atm_status rc = kb->b->iface->scratch(kb->b, bytes, &kb->scratch);
+	if (rc < 0)
+		return rc;
+	kb->scratch_bytes = bytes;
+	return ATM_OK;
 }
 
 /* use_kernel -- the kernel of node, built once for all its configurations,
@@ -257,18 +195,11 @@ static atm_status use_kernel(atm_kbench *kb, int32_t node)
 	drop_kernel(kb);
 	if (!kb->arena && (rc = make_arena(kb)) < 0)
 		return rc;
-	if ((rc = atm_kernel_new(&kb->k, kb->cpu, kb->g, node)) < 0)
+	if ((rc = kb->b->iface->kernel_new(kb->b, kb->g, node, &kb->k)) < 0)
 		return rc;
-	int64_t sb = atm_kernel_scratch_bytes(kb->k);
-	if (sb > kb->scratch_bytes) {
-		atm_pool_free(kb->fast_heap, kb->scratch);
-		kb->scratch = NULL;
-		kb->scratch_bytes = 0;
-		if ((rc = atm_pool_alloc(kb->fast_heap, sb, &kb->scratch)) < 0) {
-			drop_kernel(kb);
-			return atm_err_prefix(rc, "kernel scratch: ");
-		}
-		kb->scratch_bytes = sb;
+	if ((rc = grow_scratch(kb, kb->b->iface->kernel_scratch_bytes(kb->b, kb->k))) < 0) {
+		drop_kernel(kb);
+		return rc;
 	}
 	fast_bytes(kb->g, atm_graph_node(kb->g, node), kb->offset);
 	kb->k_node = node;
@@ -306,47 +237,61 @@ static int32_t producer(const atm_graph *g, int32_t t)
 	return -1;
 }
 
-/* aligned -- n bytes from the C heap, 64-byte aligned as kernels want */
-static void *aligned(int64_t n)
+/* staging -- the host buffer, at least bytes long */
+static atm_status staging(atm_kbench *kb, int64_t bytes)
 {
-	return aligned_alloc(64, (size_t)(n + 63) / 64 * 64);
+	if (bytes <= kb->host_bytes)
+		return ATM_OK;
+	void *h = realloc(kb->host, (size_t)bytes);
+	if (!h)
+		return atm_err(ATM_E_NOMEM, "out of memory staging %lld bytes", (long long)bytes);
+	kb->host = h;
+	kb->host_bytes = bytes;
+	return ATM_OK;
 }
 
 /* fill_argmax -- the argmax input of a max-pooling backward, made by its
- * forward kernel: oneDNN follows those indices when it scatters the
- * gradient, so made-up ones could send it outside the window. The forward
- * kernel's own operands are untimed scratch work on the C heap, which keeps
- * memkind's default kind out of it (see the arena above). */
+ * forward kernel on this backend: the backward follows those indices when
+ * it scatters the gradient, so made-up ones could send it outside the
+ * window. The forward kernel's own operands are untimed scratch work in slow
+ * memory, which keeps the fast arena as it is. */
 static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t seed)
 {
 	const atm_tensor *x = atm_graph_tensor(kb->g, t);
+	const atm_backend_i *bi = kb->b->iface;
 	int32_t pk = producer(kb->g, t);
 	const atm_node *p = pk >= 0 ? atm_graph_node(kb->g, pk) : NULL;
-	atm_kernel *k = NULL;
-	void *xin = NULL, *y = NULL, *scratch = NULL;
+	atm_bk_kernel *k = NULL;
+	void *xin = NULL, *y = NULL;
 	atm_status rc;
-	memset(buf, 0, (size_t)x->bytes);
-	if (!p || p->op != ATM_OP_MAXPOOL_FWD)
-		return ATM_OK;
+	if (!p || p->op != ATM_OP_MAXPOOL_FWD) {
+		if ((rc = staging(kb, x->bytes)) < 0)
+			return rc;
+		memset(kb->host, 0, (size_t)x->bytes);
+		return bi->set(kb->b, buf, kb->host, x->bytes);
+	}
 	const atm_tensor *px = atm_graph_tensor(kb->g, p->in[0]);
 	const atm_tensor *py = atm_graph_tensor(kb->g, p->out[0]);
-	if ((rc = atm_kernel_new(&k, kb->cpu, kb->g, pk)) < 0)
+	if ((rc = bi->kernel_new(kb->b, kb->g, pk, &k)) < 0 ||
+	    (rc = grow_scratch(kb, bi->kernel_scratch_bytes(kb->b, k))) < 0 ||
+	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, px->bytes, &xin)) < 0 ||
+	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, py->bytes, &y)) < 0 ||
+	    (rc = staging(kb, px->bytes)) < 0)
 		goto done;
-	xin = aligned(px->bytes);
-	y = aligned(py->bytes);
-	scratch = atm_kernel_scratch_bytes(k) > 0 ? aligned(atm_kernel_scratch_bytes(k)) : NULL;
-	if (!xin || !y || (atm_kernel_scratch_bytes(k) > 0 && !scratch)) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory");
+	fill_f32(kb->host, px->n_elems, seed);
+	if ((rc = bi->set(kb->b, xin, kb->host, px->bytes)) < 0)
 		goto done;
-	}
-	fill_f32(xin, px->n_elems, seed);
 	void *in[1] = {xin}, *out[2] = {y, buf};
-	rc = atm_kernel_run(k, in, out, scratch);
+	if ((rc = bi->kernel_run(kb->b, k, in, out, kb->scratch)) < 0)
+		goto done;
+	rc = bi->sync(kb->b);
 done:
-	free(scratch);
-	free(y);
-	free(xin);
-	atm_kernel_destroy(k);
+	if (y)
+		bi->free(kb->b, ATM_LOC_SLOW, y);
+	if (xin)
+		bi->free(kb->b, ATM_LOC_SLOW, xin);
+	if (k)
+		bi->kernel_destroy(kb->b, k);
 	return rc < 0 ? atm_err_prefix(rc, "making the argmax of '%s': ", x->name) : ATM_OK;
 }
 
@@ -359,27 +304,35 @@ static int cmp_double(const void *a, const void *b)
 
 /* operand_copy -- operand i's copy in slow or fast memory, made and filled the
  * first time a configuration asks for it: one copy per tensor (a tensor used
- * twice is one buffer, as in the executor), inputs filled, outputs touched so
+ * twice is one buffer, as in the executor), inputs filled, outputs zeroed so
  * that no page fault lands inside a timed run */
 static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool slow, void **ptr)
 {
 	int first = first_use(n, i);
 	int32_t t = operand_tensor(n, first);
 	void **slot = &kb->copy[slow][first];
+	const atm_backend_i *bi = kb->b->iface;
+	atm_status rc;
 	*ptr = NULL;
 	if (!*slot) {
 		const atm_tensor *x = atm_graph_tensor(kb->g, t);
-		atm_status rc = slow ? atm_pool_alloc(kb->slow_heap, x->bytes, slot)
-		                     : atm_pool_alloc_at(kb->arena, kb->offset[first], x->bytes, slot);
+		rc = bi->alloc(kb->b, slow ? ATM_LOC_SLOW : ATM_LOC_FAST, kb->offset[first], x->bytes, slot);
 		if (rc < 0)
 			return atm_err_prefix(rc, "timing node '%s', tensor '%s': ", n->name, x->name);
 		uint64_t seed = kb->o.seed * 0x100000001b3ull + (uint64_t)t;
-		if (first >= n->n_in)
-			memset(*slot, 0, (size_t)x->bytes);
-		else if (x->dtype == ATM_F32)
-			fill_f32(*slot, x->n_elems, seed);
-		else if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
-			return rc;
+		if (first < n->n_in && x->dtype != ATM_F32) {
+			if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
+				return rc;
+		} else {
+			if ((rc = staging(kb, x->bytes)) < 0)
+				return rc;
+			if (first >= n->n_in)
+				memset(kb->host, 0, (size_t)x->bytes);
+			else
+				fill_f32(kb->host, x->n_elems, seed);
+			if ((rc = bi->set(kb->b, *slot, kb->host, x->bytes)) < 0)
+				return rc;
+		}
 	}
 	*ptr = *slot;
 	return ATM_OK;
@@ -390,14 +343,18 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
  * an in-place op (SGD) writes its slow input 0 as well */
 static atm_status run_once(atm_kbench *kb, int64_t slow_read, int64_t slow_written, double *dt)
 {
-	double t0 = now_s();
-	atm_status rc = atm_kernel_run(kb->k, kb->in, kb->out, kb->scratch);
-	if (rc < 0)
+	const atm_backend_i *bi = kb->b->iface;
+	double waited;
+	atm_status rc;
+	if ((rc = bi->mark(kb->b, 0)) < 0 ||
+	    (rc = bi->kernel_run(kb->b, kb->k, kb->in, kb->out, kb->scratch)) < 0)
 		return rc;
-	if (kb->emu && (slow_read || slow_written) &&
-	    (rc = atm_emu_wait(kb->emu, slow_read, slow_written, NULL)) < 0)
+	if (bi->emulate && (slow_read || slow_written) &&
+	    (rc = bi->emulate(kb->b, slow_read, slow_written, &waited)) < 0)
 		return rc;
-	*dt = now_s() - t0;
+	if ((rc = bi->mark(kb->b, 1)) < 0 || (rc = bi->sync(kb->b)) < 0)
+		return rc;
+	*dt = bi->elapsed(kb->b, 0, 1);
 	return ATM_OK;
 }
 
@@ -456,7 +413,7 @@ atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_pr
 	e->min_s = kb->times[0];
 	e->median_s = kb->o.reps % 2 ? kb->times[h] : 0.5 * (kb->times[h - 1] + kb->times[h]);
 	e->count = kb->o.reps;
-	e->scratch_bytes = atm_kernel_scratch_bytes(kb->k);
+	e->scratch_bytes = kb->b->iface->kernel_scratch_bytes(kb->b, kb->k);
 done:
 	if (lp != locs)
 		free(lp);
@@ -465,43 +422,47 @@ done:
 	return rc;
 }
 
-/* copy_s -- one synchronous move of n bytes into dst_pool, with the wait the
- * executor's copy_move adds */
-static atm_status copy_s(atm_kbench *kb, atm_pool *dst_pool, void *dst, const void *src, bool to_slow,
-                         double *dt)
+/* copy_s -- one synchronous move of MOVE_BYTES, with the wait the executor's copies add */
+static atm_status copy_s(atm_kbench *kb, unsigned to, void *dst, const void *src, double *dt)
 {
-	double t0 = now_s();
-	atm_status rc = atm_pool_copy(dst_pool, dst, src, MOVE_BYTES);
-	if (rc < 0)
+	const atm_backend_i *bi = kb->b->iface;
+	atm_status rc;
+	if ((rc = bi->mark(kb->b, 0)) < 0 || (rc = bi->copy(kb->b, to, dst, src, MOVE_BYTES)) < 0 ||
+	    (rc = bi->mark(kb->b, 1)) < 0 || (rc = bi->sync(kb->b)) < 0)
 		return rc;
-	if (kb->emu && (rc = atm_emu_wait(kb->emu, to_slow ? 0 : MOVE_BYTES, to_slow ? MOVE_BYTES : 0,
-	                                  NULL)) < 0)
-		return rc;
-	*dt = now_s() - t0;
+	*dt = bi->elapsed(kb->b, 0, 1);
 	return ATM_OK;
 }
 
 /* atm_kbench_moves -- best of three synchronous copies each way after a warm-up */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
 {
+	const atm_backend_i *bi = kb->b->iface;
 	void *f = NULL, *s = NULL;
 	double best_to_slow = INFINITY, best_to_fast = INFINITY, dt;
 	atm_status rc;
 	memset(m, 0, sizeof *m);
-	if ((rc = atm_pool_alloc(kb->fast_heap, MOVE_BYTES, &f)) < 0 ||
-	    (rc = atm_pool_alloc(kb->slow_heap, MOVE_BYTES, &s)) < 0) {
+	drop_kernel(kb); /* the copy's fast end takes the arena's start */
+	if ((!kb->arena && (rc = make_arena(kb)) < 0) ||
+	    (rc = bi->alloc(kb->b, ATM_LOC_FAST, 0, MOVE_BYTES, &f)) < 0 ||
+	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &s)) < 0 ||
+	    (rc = staging(kb, MOVE_BYTES)) < 0) {
 		atm_err_prefix(rc, "timing moves: ");
 		goto done;
 	}
-	fill_f32(f, MOVE_BYTES / 4, kb->o.seed);
-	memset(s, 0, (size_t)MOVE_BYTES);
+	fill_f32(kb->host, MOVE_BYTES / 4, kb->o.seed);
+	if ((rc = bi->set(kb->b, f, kb->host, MOVE_BYTES)) < 0)
+		goto done;
+	memset(kb->host, 0, (size_t)MOVE_BYTES);
+	if ((rc = bi->set(kb->b, s, kb->host, MOVE_BYTES)) < 0)
+		goto done;
 	/* the first round is a warm-up; the best of the rest is the bandwidth */
 	for (int r = 0; r < 4; r++) {
-		if ((rc = copy_s(kb, kb->slow_heap, s, f, true, &dt)) < 0)
+		if ((rc = copy_s(kb, ATM_LOC_SLOW, s, f, &dt)) < 0)
 			goto done;
 		if (r && dt < best_to_slow)
 			best_to_slow = dt;
-		if ((rc = copy_s(kb, kb->fast_heap, f, s, false, &dt)) < 0)
+		if ((rc = copy_s(kb, ATM_LOC_FAST, f, s, &dt)) < 0)
 			goto done;
 		if (r && dt < best_to_fast)
 			best_to_fast = dt;
@@ -509,14 +470,16 @@ atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
 	m->to_slow_gbps = (double)MOVE_BYTES / best_to_slow / 1e9;
 	m->to_fast_gbps = (double)MOVE_BYTES / best_to_fast / 1e9;
 done:
-	atm_pool_free(kb->slow_heap, s);
-	atm_pool_free(kb->fast_heap, f);
+	if (s)
+		bi->free(kb->b, ATM_LOC_SLOW, s);
+	if (f)
+		bi->free(kb->b, ATM_LOC_FAST, f);
 	return rc;
 }
 
 /* atm_kbench_tiers -- descriptions of the tiers in use */
 void atm_kbench_tiers(const atm_kbench *kb, atm_tier_desc *fast, atm_tier_desc *slow)
 {
-	*fast = *atm_tier_describe(kb->fast);
-	*slow = *atm_tier_describe(kb->slow);
+	*fast = kb->desc.fast;
+	*slow = kb->desc.slow;
 }

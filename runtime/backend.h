@@ -1,0 +1,127 @@
+/* backend.h -- the interface every runtime backend implements (private to runtime/)
+ *
+ * A backend is an {iface, ctx} pair, as ggml's: the executor (exec.c) and the
+ * kernel timer (kbench.c) are written once against it, and a backend brings
+ * the memories, the kernels and the copies of one kind of machine:
+ *
+ *   cpu      oneDNN kernels, DRAM arena and slow tier (memkind, libpmem2), the
+ *            mover thread, tier emulation            (backend_cpu.c)
+ *   cuda     cuDNN/cuBLAS kernels, one cudaMalloc arena, pinned host memory,
+ *            copy streams with events                 (cuda/cuda_backend.c)
+ *   gpu-sim  a GPU stand-in: a byte-limited host arena as device memory, the
+ *            CPU kernels, copies on a worker thread at a link's bandwidth
+ *                                                     (backend_cpu.c, sim mode)
+ *
+ * atm_backend_open (backend_reg.c, the only file with an #ifdef for optional
+ * backends) makes one by name.
+ *
+ * Memory. Fast memory is one arena of a fixed size, made once, where the
+ * caller places tensors at offsets (the plan's layout); slow memory is a heap
+ * with one allocation per tensor. Pointers handed out are the backend's own
+ * (device pointers on a GPU): the host never dereferences them and reads or
+ * writes tensor bytes only through get/set.
+ *
+ * Ordering. kernel_run and copy may return before the work is done (a GPU
+ * queues them on its compute stream); everything issued on the compute
+ * stream runs in issue order, and sync waits for all of it. An asynchronous
+ * copy (copy_start) begins after everything issued before it and overlaps
+ * what is issued after; copy_wait orders everything issued after the wait
+ * behind the copy's completion (a CPU blocks; a GPU makes its compute stream
+ * wait on the copy's event). The schedule frees a copy's source only after
+ * its wait, so no buffer is reused while a copy reads it.
+ *
+ * Timing. mark records a point on the compute stream in a numbered slot;
+ * elapsed gives the seconds between two marked slots once the work between
+ * them is done (after sync): a host clock on the CPU, events on a GPU.
+ */
+#ifndef ATM_RUNTIME_BACKEND_H
+#define ATM_RUNTIME_BACKEND_H
+
+#include "atm_runtime.h"
+
+typedef struct atm_backend atm_backend;
+typedef struct atm_bk_kernel atm_bk_kernel; /* one node's kernel, the backend's own type */
+
+/* What a backend is, for results and messages. */
+typedef struct {
+	char name[16];          /* "cpu", "cuda", "gpu-sim" */
+	char device[128];       /* "Intel Xeon ...", "NVIDIA H100 80GB HBM3" */
+	char versions[128];     /* "onednn-2.7.3", "cuda-13.0 cudnn-9.19.0 ..." */
+	atm_tier_desc fast, slow;
+	bool kernels_read_slow; /* a kernel may take operands in slow memory */
+	bool simulated;         /* a stand-in for hardware this machine lacks */
+	int64_t device_free_bytes; /* GPU: free device memory when opened, 0 otherwise */
+	double emulation_fast_gbps; /* emulated slow tier: the fast bandwidth its waits count from */
+} atm_backend_desc;
+
+typedef struct {
+	void (*destroy)(atm_backend *b);
+	void (*describe)(const atm_backend *b, atm_backend_desc *d);
+
+	/* memory */
+	atm_status (*arena_new)(atm_backend *b, int64_t bytes);
+	atm_status (*alloc)(atm_backend *b, unsigned loc, int64_t offset, int64_t bytes, void **ptr);
+	atm_status (*free)(atm_backend *b, unsigned loc, void *ptr);
+	/* scratch -- fast memory outside the arena for kernels' scratch; replaces the last one */
+	atm_status (*scratch)(atm_backend *b, int64_t bytes, void **ptr);
+	atm_status (*set)(atm_backend *b, void *dst, const void *host_src, int64_t bytes);
+	atm_status (*get)(atm_backend *b, void *host_dst, const void *src, int64_t bytes);
+	void (*mem_stats)(const atm_backend *b, unsigned loc, atm_pool_stats *s);
+	void (*reset_high_water)(atm_backend *b);
+
+	/* kernels */
+	atm_status (*kernel_new)(atm_backend *b, const atm_graph *g, int32_t node, atm_bk_kernel **k);
+	void (*kernel_destroy)(atm_backend *b, atm_bk_kernel *k);
+	int64_t (*kernel_scratch_bytes)(const atm_backend *b, const atm_bk_kernel *k);
+	atm_status (*kernel_run)(atm_backend *b, atm_bk_kernel *k, void *const *in, void *const *out,
+	                         void *scratch);
+	/* emulate -- after a kernel read and wrote these slow bytes: make the slow
+	 * tier as slow as the emulated memory (NULL: nothing is emulated) */
+	atm_status (*emulate)(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
+	                      double *waited_s);
+
+	/* copies between the tiers; to is the destination's ATM_LOC_* */
+	atm_status (*copy)(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes);
+	/* reserve -- room for asynchronous copies numbered 0..n_copies-1 and
+	 * timing marks numbered 0..n_marks-1 */
+	atm_status (*reserve)(atm_backend *b, int32_t n_copies, int32_t n_marks);
+	atm_status (*copy_start)(atm_backend *b, int32_t id, unsigned to, void *dst, const void *src,
+	                         int64_t bytes);
+	atm_status (*copy_wait)(atm_backend *b, int32_t id);
+	/* copy_drain -- wait for every copy started (after a failed step) */
+	void (*copy_drain)(atm_backend *b);
+	atm_status (*sync)(atm_backend *b);
+
+	/* timing */
+	atm_status (*mark)(atm_backend *b, int32_t slot);
+	double (*elapsed)(atm_backend *b, int32_t from, int32_t to);
+	/* waited_s -- emulation waits so far (kernels and copies, every thread) */
+	double (*waited_s)(const atm_backend *b);
+	/* machine -- fill the profile key: what makes kernel timings comparable */
+	void (*machine)(const atm_backend *b, atm_prof_machine *m);
+} atm_backend_i;
+
+struct atm_backend {
+	const atm_backend_i *iface;
+	void *ctx;
+};
+
+/* How to open a backend. */
+typedef struct {
+	atm_tier_opts tiers;  /* cpu: which memories are fast and slow */
+	const char *emulate;  /* cpu: NULL, a preset or a tier spec */
+	atm_gpu_opts gpu;     /* gpu.mode NULL: the CPU */
+} atm_backend_opts;
+
+/* atm_backend_open -- the backend o names, its memories open (no arena
+ * yet). ATM_E_UNSUPPORTED when this build or this machine has no such
+ * backend, naming why. */
+atm_status atm_backend_open(atm_backend **b, const atm_backend_opts *o);
+/* atm_backend_destroy -- NULL is fine */
+void atm_backend_destroy(atm_backend *b);
+
+/* Constructors the registry calls. */
+atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
+atm_status atm_backend_cuda_new(atm_backend **b, const atm_backend_opts *o);
+
+#endif /* ATM_RUNTIME_BACKEND_H */

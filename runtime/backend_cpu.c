@@ -1,0 +1,504 @@
+/* backend_cpu.c -- the CPU backend: oneDNN kernels, memory tiers and pools, the mover thread, tier emulation */
+#include <dnnl.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kernels.h"
+
+/* One asynchronous copy's state. */
+enum job_state { JOB_IDLE = 0, JOB_QUEUED, JOB_DONE };
+
+struct job {
+	void *dst;
+	const void *src;
+	int64_t bytes;
+	unsigned to;
+	enum job_state state;
+	atm_status rc;
+	char msg[256]; /* the mover thread's message when rc < 0 (messages are per thread) */
+};
+
+/* The mover: a thread that performs queued copies in order while kernels run. */
+struct mover {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done;
+	struct job *jobs;
+	int32_t n_jobs;
+	int32_t *queue; /* job ids, FIFO */
+	int32_t head, tail, cap;
+	bool quit;
+};
+
+struct cpu_ctx {
+	atm_backend_opts o;
+	atm_tier_topo *topo;
+	atm_tier *fast, *slow;
+	atm_pool *arena, *heap, *fast_heap;
+	atm_emu *emu;
+	atm_cpu *cpu;
+	void *scratch;
+	struct mover mover;
+	double *marks;
+	int32_t n_marks;
+};
+
+static struct cpu_ctx *ctx_of(const atm_backend *b)
+{
+	return b->ctx;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+/* pool_of -- the pool a copy of loc lives in */
+static atm_pool *pool_of(struct cpu_ctx *c, unsigned loc)
+{
+	return loc == ATM_LOC_FAST ? c->arena : c->heap;
+}
+
+/* copy_now -- one copy and the wait that makes slow memory slow */
+static atm_status copy_now(struct cpu_ctx *c, unsigned to, void *dst, const void *src,
+                           int64_t bytes)
+{
+	atm_status rc = atm_pool_copy(pool_of(c, to), dst, src, bytes);
+	if (rc < 0 || !c->emu)
+		return rc;
+	bool to_slow = to == ATM_LOC_SLOW;
+	return atm_emu_wait(c->emu, to_slow ? 0 : bytes, to_slow ? bytes : 0, NULL);
+}
+
+static void *mover_main(void *arg)
+{
+	struct cpu_ctx *c = arg;
+	struct mover *mv = &c->mover;
+	pthread_mutex_lock(&mv->lock);
+	for (;;) {
+		while (!mv->quit && mv->head == mv->tail)
+			pthread_cond_wait(&mv->wake, &mv->lock);
+		if (mv->quit)
+			break;
+		struct job *j = &mv->jobs[mv->queue[mv->head % mv->cap]];
+		pthread_mutex_unlock(&mv->lock);
+		atm_status rc = copy_now(c, j->to, j->dst, j->src, j->bytes);
+		if (rc < 0)
+			snprintf(j->msg, sizeof j->msg, "%s", atm_errmsg());
+		pthread_mutex_lock(&mv->lock);
+		mv->head++;
+		j->rc = rc;
+		j->state = JOB_DONE;
+		pthread_cond_broadcast(&mv->done);
+	}
+	pthread_mutex_unlock(&mv->lock);
+	return NULL;
+}
+
+static atm_status mover_start(struct cpu_ctx *c)
+{
+	struct mover *mv = &c->mover;
+	pthread_mutex_init(&mv->lock, NULL);
+	pthread_cond_init(&mv->wake, NULL);
+	pthread_cond_init(&mv->done, NULL);
+	if (pthread_create(&mv->thread, NULL, mover_main, c) != 0) {
+		pthread_cond_destroy(&mv->done);
+		pthread_cond_destroy(&mv->wake);
+		pthread_mutex_destroy(&mv->lock);
+		return atm_err(ATM_E_INTERNAL, "cannot start the mover thread");
+	}
+	mv->started = true;
+	return ATM_OK;
+}
+
+static void mover_stop(struct cpu_ctx *c)
+{
+	struct mover *mv = &c->mover;
+	if (mv->started) {
+		pthread_mutex_lock(&mv->lock);
+		mv->quit = true;
+		pthread_cond_broadcast(&mv->wake);
+		pthread_mutex_unlock(&mv->lock);
+		pthread_join(mv->thread, NULL);
+		pthread_cond_destroy(&mv->done);
+		pthread_cond_destroy(&mv->wake);
+		pthread_mutex_destroy(&mv->lock);
+		mv->started = false;
+	}
+	free(mv->queue);
+	free(mv->jobs);
+	mv->queue = NULL;
+	mv->jobs = NULL;
+}
+
+static atm_status cpu_copy(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes)
+{
+	return copy_now(ctx_of(b), to, dst, src, bytes);
+}
+
+static atm_status cpu_reserve(atm_backend *b, int32_t n_copies, int32_t n_marks)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	struct mover *mv = &c->mover;
+	if (n_copies > mv->n_jobs) {
+		/* the mover is idle between steps: no job is queued while this grows */
+		struct job *jobs = calloc((size_t)n_copies, sizeof *jobs);
+		int32_t *queue = malloc(((size_t)n_copies + 1) * sizeof *queue);
+		if (!jobs || !queue) {
+			free(jobs);
+			free(queue);
+			return atm_err(ATM_E_NOMEM, "out of memory starting the mover");
+		}
+		pthread_mutex_lock(&mv->lock);
+		free(mv->jobs);
+		free(mv->queue);
+		mv->jobs = jobs;
+		mv->queue = queue;
+		mv->n_jobs = n_copies;
+		mv->cap = n_copies + 1;
+		mv->head = mv->tail = 0;
+		pthread_mutex_unlock(&mv->lock);
+	}
+	if (n_marks > c->n_marks) {
+		double *m = realloc(c->marks, (size_t)n_marks * sizeof *m);
+		if (!m)
+			return atm_err(ATM_E_NOMEM, "out of memory reserving timing marks");
+		c->marks = m;
+		c->n_marks = n_marks;
+	}
+	return ATM_OK;
+}
+
+static atm_status cpu_copy_start(atm_backend *b, int32_t id, unsigned to, void *dst,
+                                 const void *src, int64_t bytes)
+{
+	struct mover *mv = &ctx_of(b)->mover;
+	if (id < 0 || id >= mv->n_jobs)
+		return atm_err(ATM_E_INTERNAL, "copy %d was not reserved (%d are)", id, mv->n_jobs);
+	pthread_mutex_lock(&mv->lock);
+	struct job *j = &mv->jobs[id];
+	*j = (struct job){.dst = dst, .src = src, .bytes = bytes, .to = to, .state = JOB_QUEUED};
+	mv->queue[mv->tail % mv->cap] = id;
+	mv->tail++;
+	pthread_cond_signal(&mv->wake);
+	pthread_mutex_unlock(&mv->lock);
+	return ATM_OK;
+}
+
+static atm_status cpu_copy_wait(atm_backend *b, int32_t id)
+{
+	struct mover *mv = &ctx_of(b)->mover;
+	if (id < 0 || id >= mv->n_jobs)
+		return atm_err(ATM_E_INTERNAL, "copy %d was not reserved (%d are)", id, mv->n_jobs);
+	pthread_mutex_lock(&mv->lock);
+	struct job *j = &mv->jobs[id];
+	while (j->state == JOB_QUEUED)
+		pthread_cond_wait(&mv->done, &mv->lock);
+	atm_status rc = j->state == JOB_DONE ? j->rc : ATM_OK;
+	j->state = JOB_IDLE;
+	pthread_mutex_unlock(&mv->lock);
+	return rc < 0 ? atm_err(rc, "%s", j->msg) : ATM_OK;
+}
+
+static void cpu_copy_drain(atm_backend *b)
+{
+	struct mover *mv = &ctx_of(b)->mover;
+	for (int32_t id = 0; id < mv->n_jobs; id++)
+		if (mv->jobs[id].state != JOB_IDLE)
+			(void)cpu_copy_wait(b, id);
+}
+
+static atm_status cpu_sync(atm_backend *b)
+{
+	(void)b; /* kernels and synchronous copies are done when they return */
+	return ATM_OK;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static atm_status cpu_arena_new(atm_backend *b, int64_t bytes)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	atm_pool_destroy(c->arena);
+	c->arena = NULL;
+	return atm_pool_arena_new(&c->arena, c->fast, bytes > 0 ? bytes : 64);
+}
+
+static atm_status cpu_alloc(atm_backend *b, unsigned loc, int64_t offset, int64_t bytes, void **ptr)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (loc == ATM_LOC_FAST)
+		return atm_pool_alloc_at(c->arena, offset, bytes, ptr);
+	return atm_pool_alloc(c->heap, bytes, ptr);
+}
+
+static atm_status cpu_free(atm_backend *b, unsigned loc, void *ptr)
+{
+	return atm_pool_free(pool_of(ctx_of(b), loc), ptr);
+}
+
+static atm_status cpu_scratch(atm_backend *b, int64_t bytes, void **ptr)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	atm_pool_free(c->fast_heap, c->scratch);
+	c->scratch = NULL;
+	*ptr = NULL;
+	if (bytes <= 0)
+		return ATM_OK;
+	atm_status rc = atm_pool_alloc(c->fast_heap, bytes, &c->scratch);
+	if (rc < 0)
+		return atm_err_prefix(rc, "kernel scratch: ");
+	*ptr = c->scratch;
+	return ATM_OK;
+}
+
+static atm_status cpu_set(atm_backend *b, void *dst, const void *host_src, int64_t bytes)
+{
+	(void)b;
+	memcpy(dst, host_src, (size_t)bytes);
+	return ATM_OK;
+}
+
+static atm_status cpu_get(atm_backend *b, void *host_dst, const void *src, int64_t bytes)
+{
+	(void)b;
+	memcpy(host_dst, src, (size_t)bytes);
+	return ATM_OK;
+}
+
+static void cpu_mem_stats(const atm_backend *b, unsigned loc, atm_pool_stats *s)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	atm_pool *p = pool_of(c, loc);
+	if (p)
+		atm_pool_get_stats(p, s);
+	else
+		memset(s, 0, sizeof *s);
+}
+
+static void cpu_reset_high_water(atm_backend *b)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (c->arena)
+		atm_pool_reset_high_water(c->arena);
+	atm_pool_reset_high_water(c->heap);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+static atm_status cpu_kernel_new(atm_backend *b, const atm_graph *g, int32_t node,
+                                 atm_bk_kernel **k)
+{
+	return atm_kernel_new((atm_kernel **)k, ctx_of(b)->cpu, g, node);
+}
+
+static void cpu_kernel_destroy(atm_backend *b, atm_bk_kernel *k)
+{
+	(void)b;
+	atm_kernel_destroy((atm_kernel *)k);
+}
+
+static int64_t cpu_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kernel *k)
+{
+	(void)b;
+	return atm_kernel_scratch_bytes((const atm_kernel *)k);
+}
+
+static atm_status cpu_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
+                                 void *const *out, void *scratch)
+{
+	(void)b;
+	return atm_kernel_run((atm_kernel *)k, in, out, scratch);
+}
+
+static atm_status cpu_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
+                              double *waited_s)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	*waited_s = 0;
+	if (!c->emu || (!read_bytes && !written_bytes))
+		return ATM_OK;
+	return atm_emu_wait(c->emu, read_bytes, written_bytes, waited_s);
+}
+
+/* ---------------------------------------------------------------- timing and description */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static atm_status cpu_mark(atm_backend *b, int32_t slot)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (slot < 0 || slot >= c->n_marks)
+		return atm_err(ATM_E_INTERNAL, "timing mark %d was not reserved (%d are)", slot,
+		               c->n_marks);
+	c->marks[slot] = now_s();
+	return ATM_OK;
+}
+
+static double cpu_elapsed(atm_backend *b, int32_t from, int32_t to)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (from < 0 || to < 0 || from >= c->n_marks || to >= c->n_marks)
+		return NAN;
+	return c->marks[to] - c->marks[from];
+}
+
+static double cpu_waited_s(const atm_backend *b)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	return c->emu ? atm_emu_total_waited_s(c->emu) : 0;
+}
+
+/* tier_key -- "dram:0", "pmem-dir": what kind of memory, and which node */
+static void tier_key(const atm_tier *t, char *buf, size_t len)
+{
+	const atm_tier_desc *d = atm_tier_describe(t);
+	if (d->numa_node >= 0)
+		snprintf(buf, len, "%s:%d", atm_tier_kind_name(d->kind), d->numa_node);
+	else
+		snprintf(buf, len, "%s%s", atm_tier_kind_name(d->kind), d->dax ? "-dax" : "");
+}
+
+/* emulation_key -- a preset's name ("optane"), or a spec's name and a hash
+ * of its figures ("mine@1a2b3c4d"): two spec files of one name but other
+ * bandwidths must not share timings */
+static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
+{
+	atm_emu_spec preset;
+	if (atm_emu_preset(spec->name, &preset) == ATM_OK && preset.read_gbps == spec->read_gbps &&
+	    preset.write_gbps == spec->write_gbps && preset.fast_gbps == spec->fast_gbps) {
+		snprintf(buf, len, "%s", spec->name);
+		return;
+	}
+	atm_err_clear(); /* not a preset: no error */
+	const double figures[3] = {spec->read_gbps, spec->write_gbps, spec->fast_gbps};
+	uint64_t h = atm_fnv1a(ATM_FNV1A_INIT, figures, sizeof figures);
+	snprintf(buf, len, "%.*s@%08x", (int)(len > 10 ? len - 10 : 0), spec->name,
+	         (unsigned)(h ^ (h >> 32)));
+}
+
+/* cpu_machine -- what makes these timings comparable. The thread count is
+ * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
+ * else the CPUs this process may run on. */
+static void cpu_machine(const atm_backend *b, atm_prof_machine *m)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	const dnnl_version_t *v = dnnl_version();
+	memset(m, 0, sizeof *m);
+	atm_cpu_model(m->cpu, sizeof m->cpu);
+	m->n_threads = omp_get_max_threads();
+	snprintf(m->backend, sizeof m->backend, "cpu-onednn-%d.%d.%d", v->major, v->minor, v->patch);
+	tier_key(c->fast, m->fast_tier, sizeof m->fast_tier);
+	tier_key(c->slow, m->slow_tier, sizeof m->slow_tier);
+	if (c->emu)
+		emulation_key(atm_emu_get_spec(c->emu), m->emulation, sizeof m->emulation);
+}
+
+static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	const dnnl_version_t *v = dnnl_version();
+	memset(d, 0, sizeof *d);
+	snprintf(d->name, sizeof d->name, "cpu");
+	atm_cpu_model(d->device, sizeof d->device);
+	snprintf(d->versions, sizeof d->versions, "onednn-%d.%d.%d", v->major, v->minor, v->patch);
+	d->fast = *atm_tier_describe(c->fast);
+	d->slow = *atm_tier_describe(c->slow);
+	d->kernels_read_slow = true;
+	if (c->emu)
+		d->emulation_fast_gbps = atm_emu_fast_gbps(c->emu);
+}
+
+/* ---------------------------------------------------------------- life */
+
+static void cpu_destroy(atm_backend *b)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (c) {
+		mover_stop(c);
+		atm_cpu_destroy(c->cpu);
+		/* pools release every live allocation */
+		atm_pool_destroy(c->fast_heap);
+		atm_pool_destroy(c->heap);
+		atm_pool_destroy(c->arena);
+		atm_emu_destroy(c->emu);
+		atm_tier_destroy(c->slow);
+		atm_tier_destroy(c->fast);
+		atm_tier_topo_destroy(c->topo);
+		free(c->marks);
+		free(c);
+	}
+	free(b);
+}
+
+static const atm_backend_i cpu_iface = {
+	.destroy = cpu_destroy,
+	.describe = cpu_describe,
+	.arena_new = cpu_arena_new,
+	.alloc = cpu_alloc,
+	.free = cpu_free,
+	.scratch = cpu_scratch,
+	.set = cpu_set,
+	.get = cpu_get,
+	.mem_stats = cpu_mem_stats,
+	.reset_high_water = cpu_reset_high_water,
+	.kernel_new = cpu_kernel_new,
+	.kernel_destroy = cpu_kernel_destroy,
+	.kernel_scratch_bytes = cpu_kernel_scratch_bytes,
+	.kernel_run = cpu_kernel_run,
+	.emulate = cpu_emulate,
+	.copy = cpu_copy,
+	.reserve = cpu_reserve,
+	.copy_start = cpu_copy_start,
+	.copy_wait = cpu_copy_wait,
+	.copy_drain = cpu_copy_drain,
+	.sync = cpu_sync,
+	.mark = cpu_mark,
+	.elapsed = cpu_elapsed,
+	.waited_s = cpu_waited_s,
+	.machine = cpu_machine,
+};
+
+/* atm_backend_cpu_new -- tiers, pools and emulation as o says, a oneDNN engine, the mover */
+atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
+{
+	atm_status rc;
+	*out = NULL;
+	atm_backend *b = calloc(1, sizeof *b);
+	struct cpu_ctx *c = calloc(1, sizeof *c);
+	if (!b || !c) {
+		free(b);
+		free(c);
+		return atm_err(ATM_E_NOMEM, "out of memory opening the CPU backend");
+	}
+	b->iface = &cpu_iface;
+	b->ctx = c;
+	c->o = *o;
+	if ((rc = atm_tier_topo_new(&c->topo)) < 0 ||
+	    (rc = atm_tier_open_fast(&c->fast, c->topo, &o->tiers)) < 0 ||
+	    (rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) < 0 ||
+	    (rc = atm_pool_heap_new(&c->heap, c->slow, 0)) < 0 ||
+	    (rc = atm_pool_heap_new(&c->fast_heap, c->fast, 0)) < 0)
+		goto fail;
+	if (o->emulate) {
+		atm_emu_spec spec;
+		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) < 0 ||
+		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) < 0 ||
+		    (rc = atm_tier_set_emulation(c->slow, &spec)) < 0)
+			goto fail;
+	}
+	if ((rc = atm_cpu_new(&c->cpu)) < 0 || (rc = mover_start(c)) < 0)
+		goto fail;
+	*out = b;
+	return ATM_OK;
+fail:
+	cpu_destroy(b);
+	return rc;
+}
