@@ -32,7 +32,8 @@ typedef struct {
 /* Long options every graph-taking command accepts; values past 1000 are ours. */
 enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_OPT_IMAGE,
        CLI_OPT_CLASSES, CLI_OPT_SLOW, CLI_OPT_FAST, CLI_OPT_PMEM_DIR, CLI_OPT_FSDAX,
-       CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_FIRST_FREE };
+       CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_GPU, CLI_OPT_GPU_MEMORY, CLI_OPT_GPU_DEVICE,
+       CLI_OPT_GPU_LINK, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -50,10 +51,11 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	"  --image N         input height and width (default: the preset's or the network's)\n" \
 	"  --classes N       output classes (default: the network's)\n"
 
-/* Memory options of the commands that open tiers. */
+/* Memory options of the commands that open tiers, or a GPU. */
 typedef struct {
 	atm_tier_opts tiers;
 	const char *emulate;
+	atm_gpu_opts gpu;     /* gpu.mode NULL: the CPU */
 } cli_memory;
 
 #define CLI_MEMORY_OPTIONS                                        \
@@ -62,7 +64,11 @@ typedef struct {
 	{"pmem-dir", required_argument, NULL, CLI_OPT_PMEM_DIR},      \
 	{"fsdax", required_argument, NULL, CLI_OPT_FSDAX},            \
 	{"slow-size", required_argument, NULL, CLI_OPT_SLOW_SIZE},    \
-	{"emulate", required_argument, NULL, CLI_OPT_EMULATE}
+	{"emulate", required_argument, NULL, CLI_OPT_EMULATE},         \
+	{"gpu", optional_argument, NULL, CLI_OPT_GPU},                \
+	{"gpu-memory", required_argument, NULL, CLI_OPT_GPU_MEMORY},  \
+	{"gpu-device", required_argument, NULL, CLI_OPT_GPU_DEVICE},  \
+	{"gpu-link", required_argument, NULL, CLI_OPT_GPU_LINK}
 
 #define CLI_MEMORY_HELP                                                                         \
 	"  --slow TIER       slow memory: auto (default), kmem-dax, numa:N, pmem-dir, fsdax\n"       \
@@ -71,10 +77,20 @@ typedef struct {
 	"  --fsdax FILE      map FILE with libpmem2 as the slow tier (an fsdax mount's file)\n"      \
 	"  --slow-size SIZE  cap of the pmem-dir tier, or size of the fsdax file (e.g. 8G)\n"       \
 	"  --emulate P       make the slow tier behave like optane, cxl or numa memory, or like\n"  \
-	"                    a JSON tier spec file (see the README)\n"
+	"                    a JSON tier spec file (see the README)\n"                              \
+	"  --gpu[=cuda|sim]  on a GPU: fast memory is its device memory, slow memory pinned host\n" \
+	"                    memory, kernels cuDNN/cuBLAS; --gpu=sim simulates one on the CPU\n"   \
+	"  --gpu-memory SIZE device memory the plan may use (default: free memory less 1.5 GiB;\n" \
+	"                    simulated: 11 GB less 1.5 GiB, an RTX 2080 Ti's)\n"                   \
+	"  --gpu-device N    which GPU (default 0)\n"                                              \
+	"  --gpu-link L      simulated GPU's host link: pcie4 (default), pcie5, nvlink-c2c\n"
 
 /* cli_memory_option -- consume opt if it is a memory option; 1 consumed, 0 not, <0 error */
 int cli_memory_option(cli_memory *mem, int opt, const char *arg);
+
+/* cli_gpu_resolve -- with --gpu: check the GPU is there (exit 5 when not) and fill in the
+ * device memory the plan may use; says which on stderr unless quiet */
+atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet);
 
 /* cli_graph_option -- consume opt if it is a graph option; 1 consumed, 0 not, <0 error */
 int cli_graph_option(cli_graph_source *src, int opt, const char *arg);

@@ -11,8 +11,10 @@ static const char run_help[] =
 	"       autotm run --graph FILE ...\n"
 	"\n"
 	"Runs the training step of a network for real: every tensor in the memory the\n"
-	"placement gives it, kernels on oneDNN, moves between fast and slow memory,\n"
-	"synchronous ones inline and asynchronous ones on a mover thread. Prints the\n"
+	"placement gives it, kernels on oneDNN (cuDNN/cuBLAS with --gpu), moves between\n"
+	"fast and slow memory, synchronous ones inline and asynchronous ones on a mover\n"
+	"thread (copy streams on a GPU). With --gpu the plan's limit defaults to the\n"
+	"device memory (--gpu-memory). Prints the\n"
 	"step time (the fastest of --iters steps after a warm-up), the losses and a\n"
 	"checksum of the trained weights, which do not depend on the placement.\n"
 	"\n"
@@ -61,6 +63,9 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	int32_t n_moves = st->n_moves_to_fast + st->n_moves_to_slow;
 	printf("%s, batch %lld, placement %s\n", atm_graph_name(g), (long long)batch,
 	       atm_plan_info_get(p)->formulation);
+	if (strcmp(r->backend, "cpu"))
+		printf("  device           %s%s\n", r->device,
+		       r->simulated ? " -- SIMULATED: times are not a GPU's" : "");
 	printf("  fast tier        %s\n", r->fast_tier.name);
 	printf("  slow tier        %s\n", r->slow_tier.name);
 	printf("  step time        %.6f s (fastest of %d), mean %.6f s\n", r->actual_runtime_s,
@@ -260,17 +265,24 @@ int cmd_run(int argc, char **argv)
 		                       "(--ratio, --dram-limit, --formulation), not both");
 	if (ratio && limit)
 		return cli_usage_error("run", "give only one of --ratio and --dram-limit");
-	if (optimize && !ratio && !limit && f != ATM_OPT_ALL_FAST)
+	if (optimize && !ratio && !limit && f != ATM_OPT_ALL_FAST && !mem.gpu.mode)
 		return cli_usage_error("run", "give the fast-memory limit with --ratio S:F or "
 		                       "--dram-limit SIZE");
 
-	if ((rc = cli_load_graph(&src, &g, &batch)) < 0)
+	if (mem.gpu.mode && twolm)
+		return cli_usage_error("run", "--2lm emulates a CPU's Memory Mode; it does not apply with "
+		                       "--gpu");
+	if ((rc = cli_gpu_resolve("run", &mem, quiet)) < 0 || (rc = cli_load_graph(&src, &g, &batch)) < 0)
 		goto fail;
 	if (optimize) {
 		atm_opt_options oo;
 		atm_opt_options_default(&oo);
 		oo.time_limit_s = (double)time_limit;
 		oo.mip_gap = gap;
+		oo.device_only = mem.gpu.mode != NULL;
+		/* on a GPU the limit is the device memory unless a ratio or a size says less */
+		if (mem.gpu.mode && !ratio && !limit)
+			limit = mem.gpu.memory_bytes;
 		if ((ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0) ||
 		    (rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
 		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
@@ -289,6 +301,7 @@ int cmd_run(int argc, char **argv)
 		.seed = (uint64_t)seed,
 		.tiers = mem.tiers,
 		.emulate = mem.emulate,
+		.gpu = mem.gpu,
 		.stop = cli_install_interrupt(),
 		.twolm_bytes = twolm,
 		.quiet = quiet || !isatty(STDERR_FILENO),
@@ -321,6 +334,11 @@ int cmd_run(int argc, char **argv)
 			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
 			.ratio_slow = rs,
 			.ratio_fast = rf,
+			.backend = r->backend,
+			.device = r->device,
+			.versions = r->versions,
+			.simulated = r->simulated,
+			.gpu_memory_bytes = mem.gpu.mode ? mem.gpu.memory_bytes : 0,
 		};
 		if ((rc = atm_schedule_new(&sched, p)) < 0 ||
 		    (rc = atm_results_write(out_path, p, sched, &m, append)) < 0)

@@ -146,9 +146,69 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	case CLI_OPT_EMULATE:
 		mem->emulate = arg;
 		return 1;
+	case CLI_OPT_GPU:
+		if (arg && strcmp(arg, "cuda") && strcmp(arg, "sim")) {
+			atm_err(ATM_E_USAGE, "--gpu=%s is not valid; expected --gpu (a CUDA GPU), --gpu=cuda "
+			        "or --gpu=sim (a simulated one)", arg);
+			return -1;
+		}
+		mem->gpu.mode = arg ? arg : "cuda";
+		return 1;
+	case CLI_OPT_GPU_MEMORY:
+		if (atm_parse_bytes(arg, &mem->gpu.memory_bytes) < 0 || mem->gpu.memory_bytes <= 0) {
+			atm_err(ATM_E_USAGE, "--gpu-memory '%s' is not valid; expected a size such as 11G "
+			        "or 512M", arg);
+			return -1;
+		}
+		return 1;
+	case CLI_OPT_GPU_DEVICE: {
+		int64_t d = 0;
+		if (cli_parse_int("gpu-device", arg, 0, 1023, &d) < 0)
+			return -1;
+		mem->gpu.device = (int)d;
+		return 1;
+	}
+	case CLI_OPT_GPU_LINK: {
+		atm_emu_spec spec;
+		if (strcmp(arg, "pcie4") && strcmp(arg, "pcie5") && strcmp(arg, "nvlink-c2c")) {
+			atm_err(ATM_E_USAGE, "--gpu-link '%s' is not valid; expected pcie4, pcie5 or "
+			        "nvlink-c2c", arg);
+			return -1;
+		}
+		if (atm_emu_preset(arg, &spec) < 0)
+			return -1;
+		mem->gpu.link = arg;
+		return 1;
+	}
 	default:
 		return 0;
 	}
+}
+
+atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet)
+{
+	atm_gpu_info info;
+	char a[32], f[32];
+	if (!mem->gpu.mode) {
+		if (mem->gpu.memory_bytes || mem->gpu.link || mem->gpu.device)
+			return atm_err(ATM_E_USAGE, "--gpu-memory, --gpu-device and --gpu-link need --gpu");
+		return ATM_OK;
+	}
+	if (mem->gpu.link && strcmp(mem->gpu.mode, "sim"))
+		return atm_err(ATM_E_USAGE, "--gpu-link describes a simulated GPU; give --gpu=sim");
+	if (mem->emulate)
+		return atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow and does not apply "
+		               "with --gpu (the slow tier is host memory behind the GPU's link)");
+	atm_status rc = atm_gpu_probe(&mem->gpu, &info);
+	if (rc < 0)
+		return atm_err_prefix(rc, "--gpu: ");
+	mem->gpu.memory_bytes = info.memory_bytes;
+	if (!quiet)
+		fprintf(stderr, "autotm %s: %s%s, %s of device memory for the plan (%s free)\n", cmd,
+		        info.name, info.simulated ? " (SIMULATED: CPU kernels, emulated link)" : "",
+		        atm_format_bytes(info.memory_bytes, a, sizeof a),
+		        atm_format_bytes(info.free_bytes, f, sizeof f));
+	return ATM_OK;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -219,6 +279,7 @@ atm_status cli_profile(const char *cmd, const atm_graph *g, const cli_memory *me
 	atm_prof_opts po = {
 		.tiers = mem->tiers,
 		.emulate = mem->emulate,
+		.gpu = mem->gpu,
 		.seed = 1,
 		.estimate = estimate,
 		.stop = cli_install_interrupt(),

@@ -579,6 +579,11 @@ typedef struct {
 	uint64_t seed;
 	int n_threads;
 	double ratio_slow, ratio_fast; /* the --ratio the limit came from; 0 and 0: none */
+	const char *backend;      /* "cpu", "cuda", "gpu-sim"; NULL: "cpu" */
+	const char *device;       /* the GPU's name (or the simulated one's description) */
+	const char *versions;     /* the kernel libraries' versions */
+	bool simulated;           /* a simulated GPU: no GPU figure */
+	int64_t gpu_memory_bytes; /* GPU: device memory the plan could use; 0 on the CPU */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, README "Results JSON")

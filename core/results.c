@@ -156,6 +156,14 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 		                                            "slow", m->slow_tier));
 		json_object_set_new(run, "seed", json_integer((json_int_t)m->seed));
 		json_object_set_new(run, "n_threads", json_integer(m->n_threads));
+		json_object_set_new(run, "backend", json_string(m->backend ? m->backend : "cpu"));
+		json_object_set_new(run, "simulated", json_boolean(m->simulated));
+		if (m->device)
+			json_object_set_new(run, "device", json_string(m->device));
+		if (m->versions)
+			json_object_set_new(run, "versions", json_string(m->versions));
+		if (m->gpu_memory_bytes > 0)
+			json_object_set_new(run, "gpu_memory_limit", json_integer(m->gpu_memory_bytes));
 	}
 	return run;
 }

@@ -65,6 +65,9 @@ typedef struct {
 	bool workspace_in_limit; /* count kernels' workspace against the limit (the CPU runtime
 	                          * keeps scratch outside the arena, so default false) */
 	bool no_seed;          /* do not hand GLPK the heuristic's plan (for tests and comparisons) */
+	bool device_only;      /* a GPU: every kernel reads and writes fast (device) memory only,
+	                        * so a tensor in slow (host) memory is fetched before its use; the
+	                        * profile holds each kernel's all-fast configuration alone */
 } atm_opt_options;
 
 /* atm_opt_options_default -- the defaults above */

@@ -416,13 +416,31 @@ static int rank_cmp(const void *a, const void *b)
 static atm_status start_feasible(struct heur *h)
 {
 	const struct model *m = h->m;
+	if (m->o.device_only) {
+		/* on a GPU every tensor is forced fast at each use: first give each the path
+		 * that holds the fewest byte-slots of fast memory (fetched for its uses,
+		 * dropped after), a price so high it outweighs any copy; that fits whenever
+		 * every kernel's operands fit at once, and descent improves it later */
+		h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
+		if (!h->pre)
+			return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		for (int32_t s = 0; s < m->n_slots; s++)
+			h->pre[s + 1] = h->pre[s] + 1.0;
+		h->priced = true;
+		for (int32_t x = 0; x < m->n_tensors; x++)
+			if (m->t[x].cls == TC_MOVABLE)
+				improve(h, x, -1);
+		h->priced = false;
+		free(h->pre);
+		h->pre = NULL;
+	}
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		if (m->t[x].cls != TC_MOVABLE)
 			continue;
 		bool need = false;
 		for (int32_t j = h->tstart[x]; j < h->tstart[x + 1]; j++)
 			need |= h->tt[j].unit < 0 && !h->tt[j].force;
-		if (need && !improve(h, x, -1))
+		if (need && !isfinite(path_cost(h, x, -1)) && !improve(h, x, -1))
 			return atm_err(ATM_E_INFEASIBLE, "tensor '%s' must be fast where a group partner "
 			               "is, and does not fit there", atm_graph_tensor(m->g, x)->name);
 	}
@@ -556,6 +574,13 @@ static atm_status priced(struct heur *h, double deadline, struct rank *order, in
 		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 	}
 	double g = slow_cost_per_byte(m);
+	if (m->o.device_only) {
+		/* all slow does not fit on a GPU, so repair cannot rescue an over-full round: the
+		 * feasible start is the round to beat */
+		best = opt_solution_cost(m, h->s);
+		memcpy(keep, h->s->st, (size_t)m->n_phases);
+		memcpy(keep_pin, h->s->pinned, (size_t)m->n_tensors * sizeof *keep_pin);
+	}
 	h->priced = true;
 	for (int it = 0; it < 40 && opt_now_s() < deadline; it++) {
 		for (int32_t s = 0; s < m->n_slots; s++)

@@ -278,7 +278,8 @@ static atm_status build_node(struct model *m, int32_t k)
 	struct nmodel *nm = &m->n[k];
 	int n_ops = n->n_in + n->n_out, n_units = 0;
 	uint32_t units[ATM_PROF_MAX_OPERANDS];
-	int n_all = atm_prof_n_configs(g, k);
+	/* on a GPU no operand group is free: every operand is forced into fast memory */
+	int n_all = m->o.device_only ? 1 : atm_prof_n_configs(g, k);
 	while ((1 << n_units) < n_all && n_units < ATM_PROF_MAX_OPERANDS)
 		n_units++;
 	bool *covered = calloc((size_t)n_ops + 1, sizeof *covered);

@@ -37,6 +37,8 @@ extern "C" {
 typedef struct {
 	atm_tier_opts tiers;         /* which memories are fast and slow, as for a run */
 	const char *emulate;         /* NULL, a preset or a tier spec file, as for a run */
+	atm_gpu_opts gpu;            /* on a GPU (real or simulated): the all-device configuration
+	                              * of each kernel only, timed on the device */
 	int reps;                    /* timed runs per configuration after one warm-up; 0: 5 */
 	uint64_t seed;               /* of the data kernels are timed on */
 	bool estimate;               /* roofline estimates instead of measurements */

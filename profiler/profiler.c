@@ -49,8 +49,9 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* build_work -- every distinct (signature, configuration) pair of g, in node order */
-static atm_status build_work(const atm_graph *g, struct work *w)
+/* build_work -- every distinct (signature, configuration) pair of g, in node order; on a
+ * GPU (device_only) the all-fast configuration alone: kernels read device memory only */
+static atm_status build_work(const atm_graph *g, bool device_only, struct work *w)
 {
 	int32_t nn = atm_graph_n_nodes(g);
 	json_t *sigs = json_object(), *pairs = json_object();
@@ -74,7 +75,7 @@ static atm_status build_work(const atm_graph *g, struct work *w)
 		atm_prof_work pw;
 		if ((rc = atm_prof_kernel_work(g, k, &pw)) < 0)
 			goto fail;
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+		for (int i = 0; i < (device_only ? 1 : atm_prof_n_configs(g, k)); i++) {
 			uint32_t c = atm_prof_config_at(g, k, i);
 			snprintf(key, sizeof key, "%s %s", sig, atm_prof_config_name(g, k, c, name, sizeof name));
 			if (json_object_get(pairs, key))
@@ -111,7 +112,7 @@ atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r)
 {
 	struct work w;
 	memset(r, 0, sizeof *r);
-	atm_status rc = build_work(g, &w);
+	atm_status rc = build_work(g, false, &w);
 	if (rc < 0)
 		return rc;
 	r->n_kernels = atm_graph_n_nodes(g);
@@ -141,8 +142,8 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 		pr->o.flush_s = 30;
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
-	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .reps = pr->o.reps,
-	                      .seed = pr->o.seed};
+	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
+	                      .reps = pr->o.reps, .seed = pr->o.seed};
 	if ((rc = atm_kbench_new(&pr->kb, g, &ko)) < 0)
 		goto fail;
 	atm_kbench_machine(pr->kb, &pr->m);
@@ -319,7 +320,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	atm_prof_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
 	atm_err_clear();
-	if ((rc = build_work(pr->g, &w)) < 0)
+	if ((rc = build_work(pr->g, pr->o.gpu.mode != NULL, &w)) < 0)
 		return rc;
 	st.w = &w;
 	st.left = calloc((size_t)w.n_unique + 1, sizeof *st.left);

@@ -53,6 +53,21 @@ typedef struct {
 /* atm_backend_have_cuda -- this build has the CUDA backend (a GPU may still be missing) */
 bool atm_backend_have_cuda(void);
 
+/* A GPU as a run would find it. */
+typedef struct {
+	char name[128];         /* "NVIDIA H100 80GB HBM3", "simulated GPU" */
+	int64_t free_bytes;     /* device memory free now */
+	int64_t total_bytes;
+	int64_t memory_bytes;   /* what the fast arena may take: o->memory_bytes when given,
+	                         * else free_bytes less ATM_GPU_RESERVE_BYTES */
+	bool simulated;
+} atm_gpu_info;
+
+/* atm_gpu_probe -- the GPU o names, before anything is planned: ATM_E_UNSUPPORTED with the
+ * reason when this build has no CUDA, there is no such device or no driver, o->memory_bytes
+ * exceeds what is free, or nothing is left after the reserve */
+atm_status atm_gpu_probe(const atm_gpu_opts *o, atm_gpu_info *info);
+
 typedef struct {
 	int iters;              /* measured steps after the warm-up; 0: 5 */
 	int warmup;             /* steps run first and not timed; < 0: none, 0: 1 */

@@ -123,5 +123,7 @@ void atm_backend_destroy(atm_backend *b);
 /* Constructors the registry calls. */
 atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
 atm_status atm_backend_cuda_new(atm_backend **b, const atm_backend_opts *o);
+/* atm_backend_cuda_probe -- name, free and total memory of CUDA device */
+atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info);
 
 #endif /* ATM_RUNTIME_BACKEND_H */

@@ -37,6 +37,8 @@ struct mover {
 
 struct cpu_ctx {
 	atm_backend_opts o;
+	bool sim;               /* a simulated GPU: fast is its device memory, copies cross a link */
+	int64_t sim_bytes;      /* the simulated device's memory */
 	atm_tier_topo *topo;
 	atm_tier *fast, *slow;
 	atm_pool *arena, *heap, *fast_heap;
@@ -221,6 +223,11 @@ static atm_status cpu_sync(atm_backend *b)
 static atm_status cpu_arena_new(atm_backend *b, int64_t bytes)
 {
 	struct cpu_ctx *c = ctx_of(b);
+	char a[32], l[32];
+	if (c->sim && bytes > c->sim_bytes)
+		return atm_err(ATM_E_INFEASIBLE, "the step needs a device arena of %s but the simulated "
+		               "GPU has %s (--gpu-memory)", atm_format_bytes(bytes, a, sizeof a),
+		               atm_format_bytes(c->sim_bytes, l, sizeof l));
 	atm_pool_destroy(c->arena);
 	c->arena = NULL;
 	return atm_pool_arena_new(&c->arena, c->fast, bytes > 0 ? bytes : 64);
@@ -396,7 +403,13 @@ static void cpu_machine(const atm_backend *b, atm_prof_machine *m)
 	m->n_threads = omp_get_max_threads();
 	snprintf(m->backend, sizeof m->backend, "cpu-onednn-%d.%d.%d", v->major, v->minor, v->patch);
 	tier_key(c->fast, m->fast_tier, sizeof m->fast_tier);
-	tier_key(c->slow, m->slow_tier, sizeof m->slow_tier);
+	if (c->slow)
+		tier_key(c->slow, m->slow_tier, sizeof m->slow_tier);
+	if (c->sim) {
+		snprintf(m->backend, sizeof m->backend, "gpu-sim-onednn-%d.%d.%d", v->major, v->minor,
+		         v->patch);
+		snprintf(m->slow_tier, sizeof m->slow_tier, "sim-host");
+	}
 	if (c->emu)
 		emulation_key(atm_emu_get_spec(c->emu), m->emulation, sizeof m->emulation);
 }
@@ -410,10 +423,34 @@ static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
 	atm_cpu_model(d->device, sizeof d->device);
 	snprintf(d->versions, sizeof d->versions, "onednn-%d.%d.%d", v->major, v->minor, v->patch);
 	d->fast = *atm_tier_describe(c->fast);
-	d->slow = *atm_tier_describe(c->slow);
+	if (c->slow)
+		d->slow = *atm_tier_describe(c->slow);
 	d->kernels_read_slow = true;
 	if (c->emu)
 		d->emulation_fast_gbps = atm_emu_fast_gbps(c->emu);
+	if (c->sim) {
+		const atm_emu_spec *link = atm_emu_get_spec(c->emu);
+		char a[32];
+		snprintf(d->name, sizeof d->name, "gpu-sim");
+		snprintf(d->device, sizeof d->device, "simulated GPU: %s of host memory, %s link "
+		         "(%.0f GB/s)", atm_format_bytes(c->sim_bytes, a, sizeof a), link->name,
+		         link->read_gbps);
+		d->simulated = true;
+		d->device_free_bytes = c->sim_bytes;
+		d->fast.kind = ATM_TIER_GPU_DEVICE;
+		d->fast.capacity_bytes = c->sim_bytes;
+		snprintf(d->fast.name, sizeof d->fast.name, "simulated GPU memory (%s of DRAM, NUMA node "
+		         "%d)", a, d->fast.numa_node);
+		d->slow = d->fast;
+		d->slow.kind = ATM_TIER_PINNED_HOST;
+		d->slow.capacity_bytes = 0;
+		d->slow.emulated = true;
+		d->slow.read_gbps = link->read_gbps;
+		d->slow.write_gbps = link->write_gbps;
+		snprintf(d->slow.emulation, sizeof d->slow.emulation, "%s", link->name);
+		snprintf(d->slow.name, sizeof d->slow.name, "host memory standing for pinned memory "
+		         "behind a simulated %s link", link->name);
+	}
 }
 
 /* ---------------------------------------------------------------- life */
@@ -481,17 +518,27 @@ atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 	b->iface = &cpu_iface;
 	b->ctx = c;
 	c->o = *o;
+	c->sim = o->gpu.mode && !strcmp(o->gpu.mode, "sim");
+	c->sim_bytes = o->gpu.memory_bytes > 0 ? o->gpu.memory_bytes : ATM_GPU_SIM_BYTES;
+	if (c->sim && o->emulate) {
+		rc = atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow; the simulated GPU's "
+		             "copies take the time of its link instead (--gpu-link)");
+		goto fail;
+	}
+	/* a simulated GPU keeps both its memories in DRAM: the link makes the
+	 * host side slow, not the memory behind it */
 	if ((rc = atm_tier_topo_new(&c->topo)) < 0 ||
 	    (rc = atm_tier_open_fast(&c->fast, c->topo, &o->tiers)) < 0 ||
-	    (rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) < 0 ||
-	    (rc = atm_pool_heap_new(&c->heap, c->slow, 0)) < 0 ||
+	    (!c->sim && (rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) < 0) ||
+	    (rc = atm_pool_heap_new(&c->heap, c->sim ? c->fast : c->slow, 0)) < 0 ||
 	    (rc = atm_pool_heap_new(&c->fast_heap, c->fast, 0)) < 0)
 		goto fail;
-	if (o->emulate) {
+	if (o->emulate || c->sim) {
 		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) < 0 ||
-		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) < 0 ||
-		    (rc = atm_tier_set_emulation(c->slow, &spec)) < 0)
+		const char *name = c->sim ? (o->gpu.link ? o->gpu.link : "pcie4") : o->emulate;
+		if ((rc = atm_emu_spec_resolve(name, &spec)) < 0 ||
+		    (rc = atm_emu_new(&c->emu, &spec, c->topo, c->sim ? 0 : spec.fast_gbps)) < 0 ||
+		    (!c->sim && (rc = atm_tier_set_emulation(c->slow, &spec)) < 0))
 			goto fail;
 	}
 	if ((rc = atm_cpu_new(&c->cpu)) < 0 || (rc = mover_start(c)) < 0)

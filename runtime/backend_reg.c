@@ -10,16 +10,27 @@
 #ifdef ATM_HAVE_CUDA
 static const bool have_cuda = true;
 #define cuda_new atm_backend_cuda_new
+#define cuda_probe atm_backend_cuda_probe
 #else
 static const bool have_cuda = false;
-/* cuda_new -- the answer of a build without CUDA */
+/* no_cuda -- the answer of a build without CUDA */
+static atm_status no_cuda(void)
+{
+	return atm_err(ATM_E_UNSUPPORTED, "GPU runs are not supported in this build: it was made "
+	               "without the CUDA toolkit and cuDNN (install them and rebuild, or use "
+	               "--gpu=sim for a simulated GPU)");
+}
 static atm_status cuda_new(atm_backend **b, const atm_backend_opts *o)
 {
 	(void)b;
 	(void)o;
-	return atm_err(ATM_E_UNSUPPORTED, "GPU runs are not supported in this build: it was made "
-	               "without the CUDA toolkit and cuDNN (install them and rebuild, or use "
-	               "--gpu=sim for a simulated GPU)");
+	return no_cuda();
+}
+static atm_status cuda_probe(int device, atm_gpu_info *info)
+{
+	(void)device;
+	(void)info;
+	return no_cuda();
 }
 #endif
 
@@ -51,4 +62,38 @@ void atm_backend_destroy(atm_backend *b)
 bool atm_backend_have_cuda(void)
 {
 	return have_cuda;
+}
+
+/* atm_gpu_probe -- the GPU a run would get, and the memory its arena may take */
+atm_status atm_gpu_probe(const atm_gpu_opts *o, atm_gpu_info *info)
+{
+	char a[32], f[32];
+	atm_status rc;
+	memset(info, 0, sizeof *info);
+	if (!o->mode || !strcmp(o->mode, "cpu"))
+		return atm_err(ATM_E_USAGE, "atm_gpu_probe: no GPU asked for");
+	if (!strcmp(o->mode, "sim")) {
+		snprintf(info->name, sizeof info->name, "simulated GPU");
+		info->simulated = true;
+		info->total_bytes = info->free_bytes = o->memory_bytes > 0 ? o->memory_bytes
+		                                                         : ATM_GPU_SIM_BYTES;
+		info->memory_bytes = info->free_bytes;
+		return ATM_OK;
+	}
+	if (strcmp(o->mode, "cuda"))
+		return atm_err(ATM_E_USAGE, "unknown GPU mode '%s'; valid: cuda, sim", o->mode);
+	if ((rc = cuda_probe(o->device, info)) < 0)
+		return rc;
+	if (o->memory_bytes > info->free_bytes)
+		return atm_err(ATM_E_UNSUPPORTED, "--gpu-memory %s is more than %s has free (%s)",
+		               atm_format_bytes(o->memory_bytes, a, sizeof a), info->name,
+		               atm_format_bytes(info->free_bytes, f, sizeof f));
+	info->memory_bytes = o->memory_bytes > 0 ? o->memory_bytes
+	                                         : info->free_bytes - ATM_GPU_RESERVE_BYTES;
+	if (info->memory_bytes <= 0)
+		return atm_err(ATM_E_UNSUPPORTED, "%s has only %s free, less than the %s kept for the CUDA "
+		               "context and cuDNN", info->name,
+		               atm_format_bytes(info->free_bytes, f, sizeof f),
+		               atm_format_bytes(ATM_GPU_RESERVE_BYTES, a, sizeof a));
+	return ATM_OK;
 }

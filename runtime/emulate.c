@@ -50,6 +50,28 @@ static const atm_emu_spec presets[] = {
 	{"numa", 34.0, 30.0, 140.0, ATM_EMU_REFERENCE_FAST_GBPS,
 	 "2-socket Cascade Lake: 3 UPI links, 62.4 GB/s peak (NASA HECC); ~half reached by remote "
 	 "streams; ~140 ns remote load (Intel MLC, typical); estimate"},
+	/* Host links of a GPU: the simulated GPU's copies (--gpu=sim --gpu-link),
+	 * read = host to device, write = device to host, fast = the GPU's own
+	 * memory beside them. latency: a small copy's round trip, reported only.
+	 * pcie4: PCIe 4.0 x16 carries 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s
+	 * each way; pinned cudaMemcpy reaches about 25 GB/s on A100 PCIe
+	 * machines; fast: an A100 40GB's HBM2, 1555 GB/s (NVIDIA datasheet). */
+	{"pcie4", 25.0, 25.0, 1000.0, 1555.0,
+	 "PCIe 4.0 x16 link arithmetic (31.5 GB/s/direction), ~25 GB/s pinned copies; A100 HBM2 "
+	 "1555 GB/s (NVIDIA datasheet); estimate"},
+	/* pcie5: PCIe 5.0 x16, 63 GB/s each way on paper; pinned copies on an
+	 * H100 80GB HBM3 (SXM) measured by autotm's GPU backend (docs/gpu.md);
+	 * fast: that H100's HBM3, 3350 GB/s (NVIDIA datasheet). */
+	{"pcie5", 53.0, 53.0, 1000.0, 3350.0,
+	 "PCIe 5.0 x16 (63 GB/s/direction on paper); pinned copies measured on an H100 SXM "
+	 "(docs/gpu.md); H100 HBM3 3350 GB/s (NVIDIA datasheet)"},
+	/* nvlink-c2c: Grace Hopper's chip-to-chip link, 900 GB/s both ways
+	 * together (NVIDIA GH200 datasheet), 450 GB/s each way on paper; host
+	 * to device copies reach roughly 85% of that. fast: GH200's HBM3, 4000
+	 * GB/s. An estimate from the datasheet: measure yours. */
+	{"nvlink-c2c", 380.0, 380.0, 800.0, 4000.0,
+	 "NVLink-C2C (GH200 datasheet: 900 GB/s bidirectional), ~85% of 450 GB/s/direction; "
+	 "GH200 HBM3 4000 GB/s; estimate"},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -74,8 +96,8 @@ atm_status atm_emu_preset(const char *name, atm_emu_spec *out)
 			return ATM_OK;
 		}
 	return atm_err(ATM_E_USAGE,
-	               "unknown emulation preset '%s' (valid: optane, cxl, numa, or the path of a JSON "
-	               "tier spec)",
+	               "unknown emulation preset '%s' (valid: optane, cxl, numa, pcie4, pcie5, "
+	               "nvlink-c2c, or the path of a JSON tier spec)",
 	               name);
 }
 

@@ -59,10 +59,13 @@ typedef enum {
 	ATM_TIER_CXL,        /* CXL Type-3 memory expander node */
 	ATM_TIER_PMEM_DIR,   /* memkind PMEM kind: a temporary file in a directory */
 	ATM_TIER_FSDAX_FILE, /* a user's file mapped with libpmem2 */
+	ATM_TIER_GPU_DEVICE, /* a GPU's own memory (cudaMalloc), or the simulated GPU's arena */
+	ATM_TIER_PINNED_HOST, /* page-locked host memory a GPU copies to and from (cudaHostAlloc) */
 	ATM_TIER_N_KINDS
 } atm_tier_kind;
 
-/* atm_tier_kind_name -- "dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file" */
+/* atm_tier_kind_name -- "dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file",
+ * "gpu-device", "pinned-host" */
 const char *atm_tier_kind_name(atm_tier_kind kind);
 
 #define ATM_TIER_NAME_MAX 160

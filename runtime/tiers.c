@@ -56,7 +56,8 @@ struct atm_tier {
 };
 
 static const char *const kind_names[ATM_TIER_N_KINDS] = {
-	"dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file",
+	"dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file", "gpu-device",
+	"pinned-host",
 };
 
 /* atm_tier_kind_name -- the kind as docs and results JSON spell it */
