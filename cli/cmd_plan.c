@@ -281,7 +281,7 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
 	if (ratio && dram)
 		return cli_usage_error("plan", "give only one of --ratio and --dram-limit");
-	if (!ratio && !dram && f != ATM_OPT_ALL_FAST)
+	if (!ratio && !dram && f != ATM_OPT_ALL_FAST && !mem.gpu.mode)
 		return cli_usage_error("plan", "give the fast-memory limit with one of --ratio S:F or "
 		                       "--dram-limit SIZE");
 	if (ratio && atm_opt_parse_ratio(ratio, &rs, &rf) < 0)
@@ -294,10 +294,14 @@ int cmd_plan(int argc, char **argv)
 	if (out && (rc = atm_check_writable(out)) < 0)
 		return cli_fail("plan", rc);
 
-	if ((rc = cli_load_graph(&src, &g, &batch)) < 0)
+	if ((rc = cli_gpu_resolve("plan", &mem, quiet)) < 0 || (rc = cli_load_graph(&src, &g, &batch)) < 0)
 		goto fail;
 	if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
 		goto fail;
+	/* a GPU's kernels read device memory only; its memory is the limit unless told less */
+	o.device_only = mem.gpu.mode != NULL;
+	if (mem.gpu.mode && !limit)
+		limit = mem.gpu.memory_bytes;
 	if ((rc = cli_profile("plan", g, &mem, cache, estimate, quiet, &pr, &prof)) < 0)
 		goto fail;
 	if ((rc = atm_opt_plan(&p, g, prof, limit, f, &o, &rep)) < 0)

@@ -255,7 +255,11 @@ int cmd_profile(int argc, char **argv)
 	if (cache && !cache[0])
 		return cli_usage_error("profile", "--cache needs a file name");
 
-	if ((rc = cli_load_graph(&src, &g, &batch)) < 0)
+	if (estimate && mem.gpu.mode)
+		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
+		                       "memories); with --gpu, profile on the GPU itself");
+	if ((rc = cli_gpu_resolve("profile", &mem, quiet)) < 0 ||
+	    (rc = cli_load_graph(&src, &g, &batch)) < 0)
 		goto fail;
 	if (!cache) {
 		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
@@ -265,6 +269,7 @@ int cmd_profile(int argc, char **argv)
 	atm_prof_opts o = {
 		.tiers = mem.tiers,
 		.emulate = mem.emulate,
+		.gpu = mem.gpu,
 		.reps = (int)reps,
 		.seed = 1,
 		.estimate = estimate,

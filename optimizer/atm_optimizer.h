@@ -122,7 +122,8 @@ atm_status atm_opt_parse_ratio(const char *s, double *slow, double *fast);
 atm_status atm_opt_limit_from_ratio(const atm_graph *g, double slow, double fast, int64_t *bytes);
 /* atm_opt_min_limit -- the least fast limit any formulation can meet: the bytes of tensors that
  * may only live in fast memory, each rounded up to the arena's 64-byte alignment (plus
- * workspace when counted), at the worst node, returned in node (-1 when nothing must be fast) */
+ * workspace when counted, and with o->device_only every operand of the node), at the worst
+ * node, returned in node (-1 when nothing must be fast) */
 atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64_t *bytes,
                              int32_t *node);
 

@@ -28,6 +28,7 @@ struct heur {
 	uint8_t *path;
 	/* pricing: instead of hard room, every byte-slot of fast memory costs price[s] */
 	bool priced;
+	bool strict;          /* while priced: limits still hold (the GPU's feasible start) */
 	double *pre;       /* prefix sums of the prices, n_slots + 1 */
 	double eps;        /* polishing: a token cost per move, so ties go to fewer moves */
 };
@@ -148,7 +149,7 @@ static void rebuild(struct heur *h)
 static int64_t room(const struct heur *h, int32_t lo, int32_t hi)
 {
 	int64_t r = INT64_MAX;
-	if (h->priced)
+	if (h->priced && !h->strict)
 		return r;
 	for (int32_t s = lo; s <= hi; s++) {
 		int64_t v = h->m->limit[s] == INT64_MAX ? INT64_MAX : h->m->limit[s] - h->used[s];
@@ -426,11 +427,11 @@ static atm_status start_feasible(struct heur *h)
 			return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		for (int32_t s = 0; s < m->n_slots; s++)
 			h->pre[s + 1] = h->pre[s] + 1.0;
-		h->priced = true;
+		h->priced = h->strict = true;
 		for (int32_t x = 0; x < m->n_tensors; x++)
 			if (m->t[x].cls == TC_MOVABLE)
 				improve(h, x, -1);
-		h->priced = false;
+		h->priced = h->strict = false;
 		free(h->pre);
 		h->pre = NULL;
 	}
@@ -574,13 +575,6 @@ static atm_status priced(struct heur *h, double deadline, struct rank *order, in
 		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 	}
 	double g = slow_cost_per_byte(m);
-	if (m->o.device_only) {
-		/* all slow does not fit on a GPU, so repair cannot rescue an over-full round: the
-		 * feasible start is the round to beat */
-		best = opt_solution_cost(m, h->s);
-		memcpy(keep, h->s->st, (size_t)m->n_phases);
-		memcpy(keep_pin, h->s->pinned, (size_t)m->n_tensors * sizeof *keep_pin);
-	}
 	h->priced = true;
 	for (int it = 0; it < 40 && opt_now_s() < deadline; it++) {
 		for (int32_t s = 0; s < m->n_slots; s++)
@@ -746,7 +740,31 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 		order[n_order++] = (struct rank){x, gain / (double)(m->t[x].bytes + 1)};
 	}
 	qsort(order, (size_t)n_order, sizeof *order, rank_cmp);
-	if (!warm) {
+	if (!warm && m->o.device_only) {
+		/* on a GPU all slow does not fit, so an over-full priced round may be past repair:
+		 * then the feasible start stands */
+		uint8_t *st = malloc((size_t)(m->n_phases ? m->n_phases : 1));
+		bool *pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *pin);
+		if (!st || !pin) {
+			free(st);
+			free(pin);
+			rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+			goto done;
+		}
+		memcpy(st, s->st, (size_t)m->n_phases);
+		memcpy(pin, s->pinned, (size_t)m->n_tensors * sizeof *pin);
+		rc = priced(&h, opt_now_s() + budget_s / 2, order, n_order);
+		if (rc >= 0 && repair(&h) < 0) {
+			atm_err_clear();
+			memcpy(s->st, st, (size_t)m->n_phases);
+			memcpy(s->pinned, pin, (size_t)m->n_tensors * sizeof *pin);
+			rebuild(&h);
+		}
+		free(st);
+		free(pin);
+		if (rc < 0)
+			goto done;
+	} else if (!warm) {
 		if ((rc = priced(&h, opt_now_s() + budget_s / 2, order, n_order)) < 0 ||
 		    (rc = repair(&h)) < 0)
 			goto done;

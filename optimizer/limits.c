@@ -63,6 +63,18 @@ atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64
 		for (int32_t k = atm_liveness_first(lv, t); k <= atm_liveness_last(lv, t); k++)
 			at[k] += (x->bytes + 63) / 64 * 64;
 	}
+	/* on a GPU a kernel's operands are all in device memory while it runs */
+	for (int32_t k = 0; o && o->device_only && k < nn; k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_in + n->n_out; i++) {
+			int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+			bool seen = atm_graph_tensor(g, t)->locations == ATM_LOC_FAST;
+			for (int j = 0; j < i && !seen; j++)
+				seen = (j < n->n_in ? n->in[j] : n->out[j - n->n_in]) == t;
+			if (!seen)
+				at[k] += (atm_graph_tensor(g, t)->bytes + 63) / 64 * 64;
+		}
+	}
 	for (int32_t k = 0; k < nn; k++) {
 		int64_t b = at[k] + (o && o->workspace_in_limit ? atm_graph_node(g, k)->workspace_bytes : 0);
 		if (b > *bytes) {

@@ -269,6 +269,31 @@ static void add_forced(struct model *m, struct nmodel *nm, int32_t x, int32_t k,
 	nm->forced[nm->n_forced++] = (struct forced){x, phase_at(&m->t[x], SLOT_K(k)), slow};
 }
 
+/* build_floor -- the fast bytes no plan can avoid at each slot: the fixed ones, and on a GPU
+ * every phase of a movable tensor in which a kernel uses it (forced fast there) */
+static atm_status build_floor(struct model *m)
+{
+	bool *need = calloc((size_t)(m->n_phases ? m->n_phases : 1), sizeof *need);
+	m->floor = malloc((size_t)m->n_slots * sizeof *m->floor);
+	if (!need || !m->floor) {
+		free(need);
+		return atm_err(ATM_E_NOMEM, "out of memory building the model");
+	}
+	memcpy(m->floor, m->fixed, (size_t)m->n_slots * sizeof *m->floor);
+	for (int32_t k = 0; m->o.device_only && k < m->n_nodes; k++)
+		for (int j = 0; j < m->n[k].n_forced; j++) {
+			const struct forced *f = &m->n[k].forced[j];
+			const struct tmodel *t = &m->t[f->tensor];
+			if (f->slow || f->phase < 0 || need[t->ph_off + f->phase])
+				continue;
+			need[t->ph_off + f->phase] = true;
+			for (int32_t s = t->ph_lo[f->phase]; s <= t->ph_hi[f->phase]; s++)
+				m->floor[s] += t->abytes;
+		}
+	free(need);
+	return ATM_OK;
+}
+
 /* build_node -- node k's configuration groups: the free ones the model chooses, the ones a
  * fixed partner forces, and the profile's time for every choice of the free ones */
 static atm_status build_node(struct model *m, int32_t k)
@@ -506,6 +531,8 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	for (int32_t k = 0; k < nn; k++)
 		if ((rc = build_node(m, k)) < 0)
 			goto fail;
+	if ((rc = build_floor(m)) < 0)
+		goto fail;
 	free(touch);
 	free(fill);
 	free(tstart);
@@ -543,6 +570,7 @@ void opt_model_destroy(struct model *m)
 	free(m->n);
 	free(m->limit);
 	free(m->fixed);
+	free(m->floor);
 	free(m);
 }
 
@@ -554,11 +582,11 @@ atm_status opt_min_fixed(const struct model *m, int64_t *need, int32_t *slot)
 	int32_t at = -1;
 	bool over = false;
 	for (int32_t s = 0; s < m->n_slots; s++) {
-		if (m->fixed[s] > worst) {
-			worst = m->fixed[s];
+		if (m->floor[s] > worst) {
+			worst = m->floor[s];
 			at = s;
 		}
-		over |= m->fixed[s] > m->limit[s];
+		over |= m->floor[s] > m->limit[s];
 	}
 	*need = worst;
 	*slot = at;

@@ -100,6 +100,8 @@ struct model {
 	struct nmodel *n;       /* by node id */
 	int64_t *limit;         /* per slot (INT64_MAX: none) */
 	int64_t *fixed;         /* per slot: fixed fast tensors (+ workspace) */
+	int64_t *floor;         /* per slot: what every plan holds in fast memory there: fixed, and
+	                         * on a GPU (device_only) each movable tensor where a kernel uses it */
 	int32_t n_phases;       /* over all movable tensors */
 	int32_t n_movable;
 	int64_t pinned_bytes;
@@ -121,7 +123,7 @@ atm_status opt_model_new(struct model **m, const atm_graph *g, const atm_profile
                          const int64_t *slot_limit);
 /* opt_model_destroy -- release m (NULL is fine) */
 void opt_model_destroy(struct model *m);
-/* opt_min_fixed -- the most fixed fast bytes of a slot, and ATM_E_INFEASIBLE when some slot's
+/* opt_min_fixed -- the most fast bytes a slot must hold (floor), and ATM_E_INFEASIBLE when some slot's
  * exceed its limit */
 atm_status opt_min_fixed(const struct model *m, int64_t *need, int32_t *slot);
 /* opt_solution_new -- room for a placement of m; opt_solution_free releases it */

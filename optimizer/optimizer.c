@@ -100,13 +100,14 @@ atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation
 		return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes is too small for '%s' (%s)",
 		               (long long)limit, atm_graph_name(g), atm_opt_formulation_name(f));
 	return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes (%s) is too small for '%s' "
-	               "(%s): at node %d ('%s') %lld bytes must be in fast memory (tensors that may "
+	               "(%s): at node %d ('%s') %lld bytes must be in fast memory (%stensors that may "
 	               "only live there%s: %s); the smallest limit that could work is %lld bytes (%s)",
 	               (long long)limit, atm_format_bytes(limit, a, sizeof a), atm_graph_name(g),
 	               atm_opt_formulation_name(f), node, atm_graph_node(g, node)->name,
-	               (long long)need, o->workspace_in_limit ? ", and the kernel's workspace" : "",
-	               who[0] ? who : "workspace only", (long long)need,
-	               atm_format_bytes(need, b, sizeof b));
+	               (long long)need, o->device_only ? "on a GPU every operand of the kernel, and "
+	                                               : "",
+	               o->workspace_in_limit ? ", and the kernel's workspace" : "",
+	               who[0] ? who : "none", (long long)need, atm_format_bytes(need, b, sizeof b));
 }
 
 /* Where the arena overflowed: the slot of the failing allocation and by how much. */
@@ -186,8 +187,8 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 			if (s < 0 || s >= m->n_slots)
 				continue;
 			int64_t cap = bytes[s] - cut;
-			if (cap < m->fixed[s])
-				cap = m->fixed[s];
+			if (cap < m->floor[s])
+				cap = m->floor[s];
 			if (cap < slot_limit[s])
 				slot_limit[s] = cap;
 		}
@@ -298,6 +299,19 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 				continue;
 			}
 			int32_t k = slot > 0 ? (slot - 1) / 2 : 0;
+			if (round == 0) {
+				char a[32], b[32];
+				rc = atm_err(ATM_E_INFEASIBLE, "a fast limit of %s is too small for '%s' (%s%s): "
+				             "at node %d ('%s') %s must be in fast memory%s; the smallest limit "
+				             "that could work is about %s", atm_format_bytes(limit, a, sizeof a),
+				             atm_graph_name(g), atm_opt_formulation_name(f),
+				             o.device_only ? ", on a GPU" : "", k, atm_graph_node(g, k)->name,
+				             atm_format_bytes(need, b, sizeof b),
+				             o.device_only ? " (the kernels' operands, each from just before "
+				                             "its use to just after)" : "",
+				             atm_format_bytes(need, b, sizeof b));
+				goto fail;
+			}
 			rc = atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes "
 			             "for fragmentation: after %d rounds of tightening the limit around "
 			             "node %d ('%s'), the tensors that must be fast there no longer fit",
