@@ -1,0 +1,279 @@
+/* test_gpu.c -- the GPU path: placements and device-only plans give bitwise the same step, limits are kept
+ *
+ * Runs on the simulated GPU; with --cuda on a real one (exit 77, skipped, when this build has
+ * no CUDA or the machine no GPU).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "atm_runtime.h"
+#include "atm_zoo.h"
+#include "optimizer/synth.h"
+
+static const char *mode = "sim";
+
+struct run {
+	char checksum[17];
+	float losses[8];
+	int n_losses;
+	atm_exec_result r;
+};
+
+static atm_graph *build(const char *model)
+{
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = 4};
+	if (atm_zoo_build(&g, model, &o) < 0)
+		fail_msg("%s: %s", model, atm_errmsg());
+	return g;
+}
+
+/* run_plan -- three steps of p on the GPU */
+static struct run run_plan(const atm_plan *p)
+{
+	struct run out;
+	atm_exec *e = NULL;
+	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 11, .quiet = true, .gpu = {.mode = mode}};
+	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
+		fail_msg("%s run of a %s plan: %s", mode, atm_plan_info_get(p)->formulation, atm_errmsg());
+	const atm_exec_result *r = atm_exec_result_get(e);
+	memset(&out, 0, sizeof out);
+	out.r = *r;
+	out.r.losses = NULL;
+	out.r.kernel_s = NULL;
+	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
+	out.n_losses = r->n_losses < 8 ? r->n_losses : 8;
+	memcpy(out.losses, r->losses, (size_t)out.n_losses * sizeof out.losses[0]);
+	atm_exec_destroy(e);
+	return out;
+}
+
+static void expect_same(const struct run *a, const struct run *b, const char *what)
+{
+	if (strcmp(a->checksum, b->checksum))
+		fail_msg("%s: weights differ (%s vs %s)", what, a->checksum, b->checksum);
+	assert_int_equal(a->n_losses, b->n_losses);
+	if (memcmp(a->losses, b->losses, (size_t)a->n_losses * sizeof a->losses[0]))
+		fail_msg("%s: losses differ", what);
+}
+
+/* placements_agree -- all fast, all slow (kernels reading pinned host memory) and random plans */
+static void placements_agree(const char *model)
+{
+	atm_graph *g = build(model);
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct run ref = run_plan(p);
+	atm_plan_destroy(p);
+	assert_string_equal(ref.r.backend, strcmp(mode, "sim") ? "cuda" : "gpu-sim");
+	assert_int_equal(ref.r.simulated, !strcmp(mode, "sim"));
+	assert_true(ref.losses[0] > 0 && ref.losses[ref.n_losses - 1] < ref.losses[0]);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	struct run slow = run_plan(p);
+	atm_plan_destroy(p);
+	expect_same(&ref, &slow, "all-slow");
+	int32_t moves = 0, async = 0;
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		char what[64];
+		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
+		struct run r = run_plan(p);
+		snprintf(what, sizeof what, "%s random seed %llu", model, (unsigned long long)seed);
+		expect_same(&ref, &r, what);
+		moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
+		async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
+		atm_plan_destroy(p);
+	}
+	assert_true(moves > 10);
+	assert_true(async > 3);
+	atm_graph_destroy(g);
+}
+
+static void test_gpu_placements_agree_tiny_cnn(void **state)
+{
+	(void)state;
+	placements_agree("tiny_cnn");
+}
+
+static void test_gpu_placements_agree_tiny_mlp(void **state)
+{
+	(void)state;
+	placements_agree("tiny_mlp");
+}
+
+/* kernels_all_fast -- every kernel of p's step uses its operands in fast memory */
+static void kernels_all_fast(const atm_plan *p)
+{
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	const atm_graph *g = atm_plan_graph(p);
+	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
+		const atm_event *ev = atm_schedule_event(s, i);
+		if (ev->kind != ATM_EV_KERNEL)
+			continue;
+		const atm_node *n = atm_graph_node(g, ev->node);
+		for (int k = 0; k < n->n_in + n->n_out; k++)
+			if (ev->cfg[k] != ATM_LOC_FAST)
+				fail_msg("%s plan: node '%s' uses operand %d in slow memory",
+				         atm_plan_info_get(p)->formulation, n->name, k);
+	}
+	atm_schedule_destroy(s);
+}
+
+/* device_plans -- static, synchronous and asynchronous plans with every kernel on the device:
+ * they keep the limit, agree with the checker, rank as the formulations nest, and run
+ * bitwise as all fast */
+static void device_plans(const char *model)
+{
+	atm_graph *g = build(model);
+	atm_profile *prof = NULL;
+	atm_plan *fast = NULL;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.device_only = true;
+	o.time_limit_s = 4;
+	o.mip_gap = 0;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	struct run ref = run_plan(fast);
+	int64_t need, peak;
+	int32_t node;
+	atm_graph_stats gs;
+	assert_int_equal(atm_opt_min_limit(g, &o, &need, &node), ATM_OK);
+	assert_int_equal(atm_graph_stats_compute(g, &gs), ATM_OK);
+	peak = gs.peak_bytes;
+	assert_true(need > 0 && need < peak);
+	/* below what the kernels' operands need: refused, naming the least limit */
+	atm_plan *p = NULL;
+	assert_int_equal(atm_opt_plan(&p, g, prof, need / 2, ATM_OPT_SYNCHRONOUS, &o, NULL),
+	                 ATM_E_INFEASIBLE);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "smallest limit that could work"));
+	int64_t limit = peak - (peak - need) / 4;
+	double predicted[3] = {-1, -1, -1};
+	int n_moved = 0;
+	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		atm_status rc = atm_opt_plan(&p, g, prof, limit, (atm_opt_formulation)f, &o, NULL);
+		if (rc == ATM_E_INFEASIBLE && f == ATM_OPT_STATIC)
+			continue; /* static cannot move what its kernels need: often nothing fits */
+		if (rc < 0)
+			fail_msg("%s %s: %s", model, atm_opt_formulation_name((atm_opt_formulation)f),
+			         atm_errmsg());
+		atm_opt_check_result c;
+		assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
+		assert_true(c.fast_arena_bytes <= limit);
+		double pr = atm_plan_info_get(p)->predicted_runtime_s;
+		assert_true(pr > 0);
+		assert_true(c.predicted_s <= pr * (1 + 1e-9) && c.predicted_s >= pr * (1 - 1e-9));
+		predicted[f - ATM_OPT_STATIC] = pr;
+		kernels_all_fast(p);
+		n_moved += atm_plan_n_moves(p);
+		struct run got = run_plan(p);
+		expect_same(&ref, &got, atm_opt_formulation_name((atm_opt_formulation)f));
+		atm_plan_destroy(p);
+		p = NULL;
+	}
+	assert_true(n_moved > 0);
+	/* each formulation may do what the one before it does: within the gap, never worse */
+	if (predicted[0] > 0)
+		assert_true(predicted[1] <= predicted[0] * (1 + 1e-6));
+	assert_true(predicted[2] <= predicted[1] * (1 + 1e-6));
+	atm_plan_destroy(fast);
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+static void test_gpu_device_plans_tiny_cnn(void **state)
+{
+	(void)state;
+	device_plans("tiny_cnn");
+}
+
+static void test_gpu_device_plans_tiny_mlp(void **state)
+{
+	(void)state;
+	device_plans("tiny_mlp");
+}
+
+/* test_gpu_memory_limit_is_kept -- a plan larger than the device's memory is refused before
+ * any kernel runs */
+static void test_gpu_memory_limit_is_kept(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	atm_exec *e = (atm_exec *)1;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	atm_exec_opts o = {.quiet = true, .gpu = {.mode = mode, .memory_bytes = 256 * 1024}};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_INFEASIBLE);
+	assert_null(e);
+	assert_non_null(strstr(atm_errmsg(), "--gpu-memory"));
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+/* test_gpu_probe -- the device and the memory a plan may use */
+static void test_gpu_probe(void **state)
+{
+	(void)state;
+	atm_gpu_info info;
+	atm_gpu_opts o = {.mode = mode};
+	assert_int_equal(atm_gpu_probe(&o, &info), ATM_OK);
+	assert_true(info.memory_bytes > 0 && info.memory_bytes <= info.free_bytes);
+	assert_int_equal(info.simulated, !strcmp(mode, "sim"));
+	o.mode = "tpu";
+	assert_int_equal(atm_gpu_probe(&o, &info), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "valid: cuda, sim"));
+	if (!strcmp(mode, "cuda")) {
+		o.mode = "cuda";
+		o.device = 4096;
+		assert_int_equal(atm_gpu_probe(&o, &info), ATM_E_UNSUPPORTED);
+		assert_non_null(strstr(atm_errmsg(), "no GPU 4096"));
+	}
+}
+
+/* test_gpu_emulate_refused -- --emulate is a CPU tier's: with a GPU it is a usage error */
+static void test_gpu_emulate_refused(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_mlp");
+	atm_plan *p = NULL;
+	atm_exec *e = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	atm_exec_opts o = {.quiet = true, .emulate = "optane", .gpu = {.mode = mode}};
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "--emulate"));
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--cuda")) {
+		atm_gpu_info info;
+		atm_gpu_opts o = {.mode = "cuda"};
+		mode = "cuda";
+		if (atm_gpu_probe(&o, &info) < 0) {
+			printf("skipped: %s\n", atm_errmsg());
+			return 77;
+		}
+		printf("GPU: %s, %lld MiB free\n", info.name, (long long)(info.free_bytes >> 20));
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gpu_probe),
+		cmocka_unit_test(test_gpu_placements_agree_tiny_cnn),
+		cmocka_unit_test(test_gpu_placements_agree_tiny_mlp),
+		cmocka_unit_test(test_gpu_device_plans_tiny_cnn),
+		cmocka_unit_test(test_gpu_device_plans_tiny_mlp),
+		cmocka_unit_test(test_gpu_memory_limit_is_kept),
+		cmocka_unit_test(test_gpu_emulate_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
