@@ -20,7 +20,10 @@ static const char run_help[] =
 	"\n"
 	"options:\n" CLI_GRAPH_HELP
 	"  --placement P     all-fast (default), all-slow, random (with --seed), or a plan\n"
-	"                    JSON file (the README's plan format)\n"
+	"                    JSON file (the README's plan format); with --gpu also managed:\n"
+	"                    every tensor in cudaMallocManaged memory (Figure 12's baseline),\n"
+	"                    refused when it exceeds the device's free memory\n"
+	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n"
 	"  --ratio S:F       plan for a fast memory of peak footprint * F / (S + F) and run\n"
 	"                    the plan: profile what the cache lacks, solve, run (the whole job)\n"
 	"  --dram-limit SIZE the same with the fast-memory limit in bytes (K, M, G suffixes)\n"
@@ -45,13 +48,21 @@ static atm_status make_plan(const atm_graph *g, const char *spec, uint64_t seed,
 {
 	if (!strcmp(spec, "all-fast"))
 		return atm_plan_uniform(p, g, ATM_LOC_FAST);
+	if (!strcmp(spec, "managed")) {
+		/* every tensor in one managed arena: the driver decides what is on the device */
+		atm_status rc = atm_plan_uniform(p, g, ATM_LOC_FAST);
+		if (rc == ATM_OK)
+			snprintf(atm_plan_info_of(*p)->formulation, sizeof atm_plan_info_of(*p)->formulation,
+			         "managed");
+		return rc;
+	}
 	if (!strcmp(spec, "all-slow"))
 		return atm_plan_uniform(p, g, ATM_LOC_SLOW);
 	if (!strcmp(spec, "random"))
 		return atm_plan_random(p, g, seed);
 	if (access(spec, F_OK) != 0)
-		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random nor "
-		               "an existing plan file", spec);
+		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random, "
+		               "managed (with --gpu) nor an existing plan file", spec);
 	return atm_plan_load(p, g, spec);
 }
 
@@ -138,7 +149,8 @@ static atm_status memory_mode_plan(const atm_graph *g, int64_t limit, bool quiet
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_ITERS, OPT_WARMUP, OPT_APPEND,
-	       OPT_QUIET, OPT_2LM, OPT_RATIO, OPT_DRAM, OPT_FORMULATION, OPT_CACHE, OPT_TIME_LIMIT, OPT_GAP };
+	       OPT_QUIET, OPT_2LM, OPT_RATIO, OPT_DRAM, OPT_FORMULATION, OPT_CACHE, OPT_TIME_LIMIT, OPT_GAP,
+	       OPT_OVERSUB };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -155,6 +167,7 @@ int cmd_run(int argc, char **argv)
 		{"cache", required_argument, NULL, OPT_CACHE},
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"mip-gap", required_argument, NULL, OPT_GAP},
+		{"allow-oversubscribe", no_argument, NULL, OPT_OVERSUB},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -170,6 +183,7 @@ int cmd_run(int argc, char **argv)
 	atm_profile *prof = NULL;
 	int64_t seed = 1, iters = 5, warmup = 1, batch = 0, twolm = 0;
 	const char *mm = NULL; /* 2LM: "hardware" or "emulated" */
+	double oracle_s = -1;  /* GPU: every kernel at its fastest, no moves */
 	bool append = false, quiet = false;
 	atm_graph *g = NULL;
 	atm_plan *p = NULL;
@@ -243,6 +257,9 @@ int cmd_run(int argc, char **argv)
 		case OPT_QUIET:
 			quiet = true;
 			break;
+		case OPT_OVERSUB:
+			mem.gpu.allow_oversubscribe = true;
+			break;
 		case 'o':
 			out_path = optarg;
 			break;
@@ -269,6 +286,13 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("run", "give the fast-memory limit with --ratio S:F or "
 		                       "--dram-limit SIZE");
 
+	bool managed = placement && !strcmp(placement, "managed");
+	if (managed && !mem.gpu.mode)
+		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
+		                       "a GPU: give --gpu");
+	if (mem.gpu.allow_oversubscribe && !managed)
+		return cli_usage_error("run", "--allow-oversubscribe applies to --placement managed");
+	mem.gpu.managed = managed && !strcmp(mem.gpu.mode, "cuda");
 	if (mem.gpu.mode && twolm)
 		return cli_usage_error("run", "--2lm emulates a CPU's Memory Mode; it does not apply with "
 		                       "--gpu");
@@ -280,13 +304,17 @@ int cmd_run(int argc, char **argv)
 		oo.time_limit_s = (double)time_limit;
 		oo.mip_gap = gap;
 		oo.device_only = mem.gpu.mode != NULL;
+		if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
+			goto fail;
 		/* on a GPU the limit is the device memory unless a ratio or a size says less */
-		if (mem.gpu.mode && !ratio && !limit)
+		if (mem.gpu.mode && (!limit || limit > mem.gpu.memory_bytes))
 			limit = mem.gpu.memory_bytes;
-		if ((ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0) ||
-		    (rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
+		if ((rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
 		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
 			goto fail;
+		atm_opt_check_result chk;
+		if (mem.gpu.mode && atm_opt_check(p, prof, &oo, &chk) == ATM_OK)
+			oracle_s = chk.all_fast_kernel_s;
 		if (f == ATM_OPT_2LM && (rc = memory_mode_plan(g, limit, quiet, &p, &twolm, &mm)) < 0)
 			goto fail;
 	} else if ((rc = make_plan(g, placement ? placement : "all-fast", (uint64_t)seed, &p)) < 0) {
@@ -339,6 +367,8 @@ int cmd_run(int argc, char **argv)
 			.versions = r->versions,
 			.simulated = r->simulated,
 			.gpu_memory_bytes = mem.gpu.mode ? mem.gpu.memory_bytes : 0,
+			.managed = managed,
+			.oracle_s = oracle_s,
 		};
 		if ((rc = atm_schedule_new(&sched, p)) < 0 ||
 		    (rc = atm_results_write(out_path, p, sched, &m, append)) < 0)

@@ -584,6 +584,9 @@ typedef struct {
 	const char *versions;     /* the kernel libraries' versions */
 	bool simulated;           /* a simulated GPU: no GPU figure */
 	int64_t gpu_memory_bytes; /* GPU: device memory the plan could use; 0 on the CPU */
+	bool managed;             /* the cudaMallocManaged baseline: its step time becomes the
+	                           * results' gpu_managed_runtime */
+	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, README "Results JSON")

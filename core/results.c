@@ -164,6 +164,9 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 			json_object_set_new(run, "versions", json_string(m->versions));
 		if (m->gpu_memory_bytes > 0)
 			json_object_set_new(run, "gpu_memory_limit", json_integer(m->gpu_memory_bytes));
+		if (m->backend && strcmp(m->backend, "cpu"))
+			json_object_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
+			                                                      : json_null());
 	}
 	return run;
 }
@@ -188,7 +191,9 @@ static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_run_
 	                                               (json_int_t)gs.n_tensors));
 	json_object_set_new(doc, "io_size", json_integer(gs.io_bytes));
 	json_object_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes));
-	json_object_set_new(doc, "gpu_managed_runtime", json_null());
+	json_object_set_new(doc, "gpu_managed_runtime", m && m->managed
+	                                                    ? json_real(m->actual_runtime_s)
+	                                                    : json_null());
 	json_object_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
 	                                              (int)sysconf(_SC_NPROCESSORS_ONLN)));
 	json_array_append_new(runs, run_json(p, s, m));
@@ -243,6 +248,9 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
 			return rc;
 		}
 		json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs"));
+		if (m && m->managed)
+			json_object_set(old, "gpu_managed_runtime",
+			                json_object_get(doc, "gpu_managed_runtime"));
 		json_decref(doc);
 		doc = old;
 	}

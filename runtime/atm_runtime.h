@@ -38,6 +38,10 @@ typedef struct {
 	                         * memory less ATM_GPU_RESERVE_BYTES (sim: ATM_GPU_SIM_BYTES) */
 	const char *link;       /* sim: the host link it stands for, "pcie4" (default), "pcie5",
 	                         * "nvlink-c2c" (docs/gpu.md) */
+	bool managed;           /* cuda: the fast arena is cudaMallocManaged memory (the baseline
+	                         * of Figure 12: the driver pages it on demand) */
+	bool allow_oversubscribe; /* managed: allow more managed memory than the device has free,
+	                         * which can hang a GPU; never set by tests or experiments */
 } atm_gpu_opts;
 
 /* Device memory left to the CUDA context, cuDNN and cuBLAS (their handles,
