@@ -108,7 +108,7 @@ static atm_status first_overflow(atm_plan *p, int64_t limit, const bool *spilled
 /* fit -- spill to slow memory, in allocation order, every tensor whose fast copy does not
  * fit when it is made: first touch, as an operating system places pages */
 static atm_status fit(const atm_graph *g, struct policy *pl, int64_t limit, const char *name,
-                      atm_plan **out)
+                      bool device_only, atm_plan **out)
 {
 	atm_status rc;
 	for (;;) {
@@ -125,6 +125,12 @@ static atm_status fit(const atm_graph *g, struct policy *pl, int64_t limit, cons
 			return ATM_OK;
 		}
 		atm_plan_destroy(p);
+		/* a spilled tensor lives in slow memory where kernels use it: a GPU cannot */
+		if (device_only)
+			return atm_err(ATM_E_INFEASIBLE, "%s: tensor '%s' does not fit in the device memory "
+			               "of %lld bytes where it is made, and on a GPU kernels use device "
+			               "memory only: give more device memory or another formulation", name,
+			               atm_graph_tensor(g, t)->name, (long long)limit);
 		if (pl->spilled[t] || !(atm_graph_tensor(g, t)->locations & ATM_LOC_SLOW))
 			return atm_err(ATM_E_INFEASIBLE, "%s: tensor '%s' may only live in fast memory and "
 			               "does not fit in the fast arena of %lld bytes where it is made", name,
@@ -206,6 +212,10 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 	int64_t need;
 	atm_status rc;
 	const char *name = atm_opt_formulation_name(f);
+	if (o && o->device_only && (f == ATM_OPT_ALL_SLOW || f == ATM_OPT_2LM))
+		return atm_err(ATM_E_USAGE, "%s leaves kernels' operands in slow memory, and on a GPU "
+		               "kernels use device memory only; valid there: static, synchronous, "
+		               "asynchronous, numa, vdnn, all-fast (and run --placement managed)", name);
 	if (f == ATM_OPT_2LM && limit <= 0)
 		return atm_err(ATM_E_USAGE, "2lm caches slow memory in a fast memory of the limit's "
 		               "size; give a limit (--ratio S:F with F > 0, or --dram-limit)");
@@ -233,7 +243,7 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 	else if (f == ATM_OPT_ALL_SLOW || f == ATM_OPT_2LM)
 		rc = build(g, &pl, limit, name, &p);
 	else
-		rc = fit(g, &pl, limit, name, &p);
+		rc = fit(g, &pl, limit, name, o && o->device_only, &p);
 	if (rc < 0)
 		goto done;
 	atm_schedule *s = NULL;

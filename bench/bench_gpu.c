@@ -1,0 +1,252 @@
+/* bench_gpu.c -- Figure 12 as a benchmark: synchronous, asynchronous and vDNN plans against cudaMallocManaged and the oracle on a GPU */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atm_optimizer.h"
+#include "atm_profiler.h"
+#include "atm_runtime.h"
+#include "atm_zoo.h"
+
+static const char usage[] =
+	"usage: bench_gpu [--gpu cuda|sim] [--models LIST] [--preset P] [--batch B]\n"
+	"                 [--fraction F | --gpu-memory SIZE] [--iters N] [--time-limit S]\n"
+	"                 [--cache FILE] [--quiet]\n"
+	"\n"
+	"For every network: profiles its kernels on the GPU (what the cache lacks), plans\n"
+	"the step with the device limited to F of the step's peak footprint (or SIZE),\n"
+	"synchronously, asynchronously and as vDNN, runs each plan and the\n"
+	"cudaMallocManaged baseline (only where the step fits the free device memory:\n"
+	"oversubscribed managed memory can hang a GPU), and prints their step times,\n"
+	"their speedup over managed and the oracle (every kernel at its profiled time,\n"
+	"no copies). Target: asynchronous within 10% of the oracle at F = 0.5.\n"
+	"Defaults: --gpu cuda; vgg19,resnet200,inception_v4,densenet264; the gpu\n"
+	"preset's smallest batch (small on a simulated GPU); F = 0.5; 5 steps; 30 s;\n"
+	"/tmp/autotm-bench-gpu-profiles.json.\n";
+
+struct opts {
+	const char *gpu, *models, *preset, *cache;
+	int64_t batch, memory;
+	double fraction, time_limit;
+	int iters;
+	bool quiet;
+};
+
+/* split -- the next comma-separated item of *s into buf, false at the end */
+static bool split(const char **s, char *buf, size_t len)
+{
+	if (!*s || !**s)
+		return false;
+	const char *c = strchr(*s, ',');
+	size_t n = c ? (size_t)(c - *s) : strlen(*s);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, *s, n);
+	buf[n] = '\0';
+	*s = c ? c + 1 : NULL;
+	return true;
+}
+
+/* run_plan -- the fastest of o->iters steps of p (< 0 when it failed, with the reason) */
+static double run_plan(const struct opts *o, const atm_plan *p, bool managed, int64_t memory,
+                       char *why, size_t len)
+{
+	atm_exec *e = NULL;
+	atm_exec_opts eo = {.iters = o->iters, .warmup = 1, .seed = 1, .quiet = true,
+	                    .gpu = {.mode = o->gpu, .memory_bytes = memory,
+	                            .managed = managed && !strcmp(o->gpu, "cuda")}};
+	double t = -1;
+	if (atm_exec_new(&e, p, &eo) < 0 || atm_exec_run(e) < 0)
+		snprintf(why, len, "%s", atm_errmsg());
+	else
+		t = atm_exec_result_get(e)->actual_runtime_s;
+	atm_exec_destroy(e);
+	return t;
+}
+
+/* profile -- the GPU profile of g, what the cache lacks measured now */
+static atm_status profile(const struct opts *o, const atm_graph *g, atm_prof **pr, atm_profile **p)
+{
+	atm_prof_opts po = {.gpu = {.mode = o->gpu}, .seed = 1,
+	                    .progress = !o->quiet && isatty(STDERR_FILENO)};
+	atm_prof_machine m;
+	atm_prof_report r;
+	atm_status rc;
+	if ((rc = atm_prof_new(pr, g, &po)) < 0)
+		return rc;
+	atm_prof_get_machine(*pr, &m);
+	if ((rc = atm_profile_open(p, o->cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *p, &r)) < 0)
+		return rc;
+	if (!o->quiet && r.n_configs_measured)
+		fprintf(stderr, "bench_gpu: %s: profiled %lld kernels in %.1f s\n", atm_graph_name(g),
+		        (long long)r.n_configs_measured, r.seconds);
+	return ATM_OK;
+}
+
+/* cell -- "0.1234 (1.52x)" or the reason there is no time */
+static void cell(double t, double managed)
+{
+	if (t < 0)
+		printf(" %-18s|", "failed");
+	else if (managed > 0)
+		printf(" %8.3f (%5.2fx) |", t * 1e3, managed / t);
+	else
+		printf(" %8.3f          |", t * 1e3);
+}
+
+/* bench_one -- one network: its row of the table; *met says whether async is within 10% */
+static int bench_one(const struct opts *o, const char *model, const atm_gpu_info *gi, int *met,
+                     int *judged)
+{
+	static const atm_opt_formulation forms[3] = {ATM_OPT_SYNCHRONOUS, ATM_OPT_ASYNCHRONOUS,
+	                                             ATM_OPT_VDNN};
+	atm_zoo_preset_sizes ps = {0};
+	atm_zoo_opts zo = {0};
+	atm_graph *g = NULL;
+	atm_prof *pr = NULL;
+	atm_profile *prof = NULL;
+	atm_plan *fast = NULL;
+	atm_graph_stats gs;
+	double t[3] = {-1, -1, -1}, managed = -1, oracle = -1;
+	char why[3][256] = {"", "", ""}, mwhy[256] = "", a[32], b[32];
+	int rc = 1;
+	if (atm_zoo_preset(model, o->preset, &ps) < 0) {
+		fprintf(stderr, "bench_gpu: %s\n", atm_errmsg());
+		return 1;
+	}
+	zo.batch = o->batch ? o->batch : ps.batch[0];
+	zo.image = ps.image;
+	if (atm_zoo_build(&g, model, &zo) < 0 || atm_graph_stats_compute(g, &gs) < 0 ||
+	    profile(o, g, &pr, &prof) < 0 || atm_plan_uniform(&fast, g, ATM_LOC_FAST) < 0) {
+		fprintf(stderr, "bench_gpu: %s: %s\n", model, atm_errmsg());
+		goto done;
+	}
+	int64_t limit = o->memory ? o->memory : (int64_t)((double)gs.peak_bytes * o->fraction);
+	if (limit > gi->memory_bytes)
+		limit = gi->memory_bytes;
+	atm_opt_options oo;
+	atm_opt_options_default(&oo);
+	oo.device_only = true;
+	oo.time_limit_s = o->time_limit;
+	atm_opt_check_result chk;
+	if (atm_opt_check(fast, prof, &oo, &chk) == ATM_OK)
+		oracle = chk.all_fast_kernel_s;
+	/* managed: every tensor in managed memory, only where it fits what the device has free */
+	managed = run_plan(o, fast, true, 0, mwhy, sizeof mwhy);
+	for (int i = 0; i < 3; i++) {
+		atm_plan *p = NULL;
+		if (atm_opt_plan(&p, g, prof, limit, forms[i], &oo, NULL) < 0)
+			snprintf(why[i], sizeof why[i], "%s", atm_errmsg());
+		else
+			t[i] = run_plan(o, p, false, limit, why[i], sizeof why[i]);
+		atm_plan_destroy(p);
+	}
+	printf("| %-12s | %5lld | %9s | %9s |", model, (long long)zo.batch,
+	       atm_format_bytes(gs.peak_bytes, a, sizeof a), atm_format_bytes(limit, b, sizeof b));
+	if (managed > 0)
+		printf(" %8.3f |", managed * 1e3);
+	else
+		printf(" %-8s |", "no fit");
+	for (int i = 0; i < 3; i++)
+		cell(t[i], managed);
+	printf(" %8.3f |", oracle * 1e3);
+	if (t[1] > 0 && oracle > 0) {
+		double r = t[1] / oracle;
+		printf(" %5.2f %-3s |\n", r, r <= 1.10 ? "met" : "not");
+		*met += r <= 1.10;
+		(*judged)++;
+	} else {
+		printf(" %9s |\n", "-");
+	}
+	for (int i = 0; i < 3; i++)
+		if (why[i][0])
+			printf("    %s: %s\n", atm_opt_formulation_name(forms[i]), why[i]);
+	if (managed < 0)
+		printf("    managed: %s\n", mwhy);
+	rc = 0;
+done:
+	atm_plan_destroy(fast);
+	atm_profile_destroy(prof);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.gpu = "cuda", .models = "vgg19,resnet200,inception_v4,densenet264",
+	                 .preset = NULL, .cache = "/tmp/autotm-bench-gpu-profiles.json",
+	                 .fraction = 0.5, .time_limit = 30, .iters = 5};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--quiet")) {
+			o.quiet = true;
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (!v) {
+			fprintf(stderr, "bench_gpu: %s needs a value\n%s", a, usage);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--gpu"))
+			o.gpu = v;
+		else if (!strcmp(a, "--models"))
+			o.models = v;
+		else if (!strcmp(a, "--preset"))
+			o.preset = v;
+		else if (!strcmp(a, "--cache"))
+			o.cache = v;
+		else if (!strcmp(a, "--batch"))
+			o.batch = atoll(v);
+		else if (!strcmp(a, "--fraction"))
+			o.fraction = atof(v);
+		else if (!strcmp(a, "--time-limit"))
+			o.time_limit = atof(v);
+		else if (!strcmp(a, "--iters"))
+			o.iters = atoi(v);
+		else if (!strcmp(a, "--gpu-memory")) {
+			if (atm_parse_bytes(v, &o.memory) < 0) {
+				fprintf(stderr, "bench_gpu: --gpu-memory: %s\n", atm_errmsg());
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "bench_gpu: unknown option '%s'\n%s", a, usage);
+			return 2;
+		}
+	}
+	if ((strcmp(o.gpu, "cuda") && strcmp(o.gpu, "sim")) || !(o.fraction > 0 && o.fraction <= 1) ||
+	    o.iters < 1 || o.batch < 0) {
+		fprintf(stderr, "bench_gpu: --gpu is cuda or sim, --fraction in (0, 1], --iters >= 1\n");
+		return 2;
+	}
+	if (!o.preset)
+		o.preset = strcmp(o.gpu, "sim") ? "gpu" : "small";
+	atm_gpu_info gi;
+	atm_gpu_opts go = {.mode = o.gpu};
+	if (atm_gpu_probe(&go, &gi) < 0) {
+		fprintf(stderr, "bench_gpu: %s\n", atm_errmsg());
+		return 5;
+	}
+	printf("GPU: %s%s; %lld MiB free; preset %s; device limit %s\n\n", gi.name,
+	       gi.simulated ? " (SIMULATED: CPU kernels, emulated link; no GPU figure)" : "",
+	       (long long)(gi.free_bytes >> 20), o.preset,
+	       o.memory ? "--gpu-memory" : "a fraction of each step's peak");
+	printf("| network      | batch | peak      | limit     | managed  | synchronous        |"
+	       " asynchronous       | vdnn               | oracle   | async/oracle |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	int failed = 0, met = 0, judged = 0;
+	char name[64];
+	for (const char *s = o.models; split(&s, name, sizeof name);)
+		failed += bench_one(&o, name, &gi, &met, &judged);
+	printf("\nstep times in ms (fastest of %d), speedup over managed in brackets; oracle: "
+	       "the profile's kernel times, no copies\n", o.iters);
+	printf("asynchronous within 10%% of the oracle: %d of %d networks%s\n", met, judged,
+	       met == judged ? "" : " (target not met for the others)");
+	return failed ? 1 : 0;
+}
