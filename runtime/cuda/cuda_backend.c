@@ -625,8 +625,10 @@ atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info)
 	if (e != cudaSuccess) {
 		cudaGetLastError();
 		return atm_err(ATM_E_UNSUPPORTED, "no usable GPU: %s (%s)", cudaGetErrorString(e),
-		               e == cudaErrorInsufficientDriver ? "the NVIDIA driver is older than this "
-		               "build's CUDA runtime: update the driver" : "is an NVIDIA driver loaded?");
+		               e == cudaErrorInsufficientDriver
+		                   ? "no NVIDIA driver is loaded, or it is older than this build's CUDA "
+		                     "runtime needs: install or update it"
+		                   : "is an NVIDIA GPU there, and its driver loaded?");
 	}
 	if (device < 0 || device >= n)
 		return atm_err(ATM_E_UNSUPPORTED, "no GPU %d: this machine has %d (0 to %d)", device, n,

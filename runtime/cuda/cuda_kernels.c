@@ -1,0 +1,685 @@
+/* cuda_kernels.c -- GPU kernels of every graph op: cuDNN convolutions, batch norm and ReLU, cuBLAS inner products, small CUDA kernels for the rest */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include "cuda_kernels.h"
+#include "elementwise.h"
+
+/* cuBLAS's workspace, fixed so that its results do not depend on what it
+ * could allocate (NVIDIA recommends 32 MiB on Hopper). */
+#define CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+struct atm_cuda_ctx {
+	int device;
+	cudaStream_t stream;
+	cudnnHandle_t dnn;
+	cublasHandle_t blas;
+	void *blas_ws;
+};
+
+/* One convolution algorithm cuDNN offers (deterministic ones only). */
+struct algo {
+	int id; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+	int64_t ws;
+};
+
+struct atm_cuda_kernel {
+	atm_cuda_ctx *c;
+	const atm_graph *g;
+	int32_t node;
+	/* convolutions */
+	cudnnTensorDescriptor_t xd, yd, bd;
+	cudnnFilterDescriptor_t wd;
+	cudnnConvolutionDescriptor_t cd;
+	bool bias;
+	int n_algos, algo;
+	struct algo algos[ATM_CUDA_MAX_ALGOS];
+	/* batch norm, ReLU: x described as [N, C, S, 1], per-channel [1, C, 1, 1] */
+	cudnnTensorDescriptor_t bnd;
+	cudnnActivationDescriptor_t act;
+	/* inner product: y[N, O] = x[N, I] w[O, I]^T + b */
+	int64_t rows, cols, inner;
+	atm_cu_pool pool;
+	int64_t ws_extra; /* workspace of non-convolutions (batch norm, the loss) */
+};
+
+static const atm_node *knode(const atm_cuda_kernel *k)
+{
+	return atm_graph_node(k->g, k->node);
+}
+
+static const atm_tensor *tin(const atm_cuda_kernel *k, int i)
+{
+	return atm_graph_tensor(k->g, knode(k)->in[i]);
+}
+
+static const atm_tensor *tout(const atm_cuda_kernel *k, int i)
+{
+	return atm_graph_tensor(k->g, knode(k)->out[i]);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static atm_status node_err(const atm_cuda_kernel *k, atm_status code, const char *what,
+                           const char *why)
+{
+	return atm_err(code, "node '%s' (%s) on the GPU: %s: %s", knode(k)->name,
+	               atm_op_name(knode(k)->op), what, why);
+}
+
+#define DNN_TRY(call, what)                                                        \
+	do {                                                                           \
+		cudnnStatus_t s_ = (call);                                                 \
+		if (s_ != CUDNN_STATUS_SUCCESS)                                            \
+			return node_err(k, s_ == CUDNN_STATUS_NOT_SUPPORTED ? ATM_E_UNSUPPORTED \
+			                                                    : ATM_E_INTERNAL,   \
+			                what, cudnnGetErrorString(s_));                        \
+	} while (0)
+
+#define CUDA_TRY(call, what)                                                        \
+	do {                                                                            \
+		cudaError_t e_ = (call);                                                    \
+		if (e_ != cudaSuccess)                                                      \
+			return node_err(k, ATM_E_INTERNAL, what, cudaGetErrorString(e_));       \
+	} while (0)
+
+#define BLAS_TRY(call, what)                                                        \
+	do {                                                                            \
+		cublasStatus_t b_ = (call);                                                 \
+		if (b_ != CUBLAS_STATUS_SUCCESS)                                            \
+			return node_err(k, ATM_E_INTERNAL, what, cublasGetStatusString(b_));    \
+	} while (0)
+
+/* ---------------------------------------------------------------- context */
+
+atm_status atm_cuda_ctx_new(atm_cuda_ctx **out, int device)
+{
+	*out = NULL;
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return atm_err(ATM_E_UNSUPPORTED, "no usable GPU: %s", cudaGetErrorString(e));
+	}
+	if (device < 0 || device >= n)
+		return atm_err(ATM_E_UNSUPPORTED, "no GPU %d: this machine has %d", device, n);
+	atm_cuda_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return atm_err(ATM_E_NOMEM, "out of memory opening the GPU");
+	c->device = device;
+	const char *what = "selecting the GPU";
+	if ((e = cudaSetDevice(device)) != cudaSuccess ||
+	    (what = "creating the compute stream",
+	     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+	    (what = "allocating cuBLAS's workspace", e = cudaMalloc(&c->blas_ws, CUBLAS_WORKSPACE)) !=
+	        cudaSuccess) {
+		cudaGetLastError();
+		atm_cuda_ctx_destroy(c);
+		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: %s: %s", device, what, cudaGetErrorString(e));
+	}
+	cudnnStatus_t ds = cudnnCreate(&c->dnn);
+	if (ds == CUDNN_STATUS_SUCCESS)
+		ds = cudnnSetStream(c->dnn, c->stream);
+	if (ds != CUDNN_STATUS_SUCCESS) {
+		c->dnn = ds == CUDNN_STATUS_SUCCESS ? c->dnn : NULL;
+		atm_cuda_ctx_destroy(c);
+		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuDNN: %s", device, cudnnGetErrorString(ds));
+	}
+	cublasStatus_t bs = cublasCreate(&c->blas);
+	if (bs == CUBLAS_STATUS_SUCCESS)
+		bs = cublasSetStream(c->blas, c->stream);
+	if (bs == CUBLAS_STATUS_SUCCESS)
+		bs = cublasSetWorkspace(c->blas, c->blas_ws, CUBLAS_WORKSPACE);
+	/* plain float32 products: no TF32, so results agree with the CPU's to float rounding */
+	if (bs == CUBLAS_STATUS_SUCCESS)
+		bs = cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH);
+	if (bs != CUBLAS_STATUS_SUCCESS) {
+		atm_cuda_ctx_destroy(c);
+		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuBLAS: %s", device, cublasGetStatusString(bs));
+	}
+	*out = c;
+	return ATM_OK;
+}
+
+void atm_cuda_ctx_destroy(atm_cuda_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->stream)
+		cudaStreamSynchronize(c->stream);
+	if (c->blas)
+		cublasDestroy(c->blas);
+	if (c->dnn)
+		cudnnDestroy(c->dnn);
+	cudaFree(c->blas_ws);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	free(c);
+}
+
+cudaStream_t atm_cuda_ctx_stream(const atm_cuda_ctx *c)
+{
+	return c->stream;
+}
+
+void atm_cuda_ctx_versions(const atm_cuda_ctx *c, char *buf, size_t len)
+{
+	int rt = 0, drv = 0, bv = 0;
+	size_t dv = cudnnGetVersion();
+	cudaRuntimeGetVersion(&rt);
+	cudaDriverGetVersion(&drv);
+	cublasGetVersion(c->blas, &bv);
+	snprintf(buf, len, "cuda-%d.%d driver-%d.%d cudnn-%zu.%zu.%zu cublas-%d.%d.%d", rt / 1000,
+	         rt % 1000 / 10, drv / 1000, drv % 1000 / 10, dv / 10000, dv % 10000 / 100, dv % 100,
+	         bv / 10000, bv % 10000 / 100, bv % 100);
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+/* tensor4 -- a dense NCHW descriptor of dims (1 to 4 of them, padded with 1s) */
+static cudnnStatus_t tensor4(cudnnTensorDescriptor_t *d, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	cudnnStatus_t s = cudnnCreateTensorDescriptor(d);
+	if (s != CUDNN_STATUS_SUCCESS)
+		return s;
+	return cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)n, (int)c, (int)h,
+	                                  (int)w);
+}
+
+static cudnnStatus_t tensor_of(cudnnTensorDescriptor_t *d, const atm_tensor *t)
+{
+	int64_t v[4] = {1, 1, 1, 1};
+	for (int i = 0; i < t->ndim && i < 4; i++)
+		v[i] = t->dims[i];
+	return tensor4(d, v[0], v[1], v[2], v[3]);
+}
+
+/* algo_name -- cuDNN's algorithms by kind and number */
+static const char *algo_name(atm_op op, int id)
+{
+	static const char *const fwd[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
+	                                  "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+	static const char *const bwd_data[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
+	                                       "winograd_nonfused"};
+	static const char *const bwd_filter[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd",
+	                                         "winograd_nonfused", "fft_tiling"};
+	if (op == ATM_OP_CONV_FWD && id >= 0 && id < 8)
+		return fwd[id];
+	if (op == ATM_OP_CONV_BWD_DATA && id >= 0 && id < 6)
+		return bwd_data[id];
+	if (op == ATM_OP_CONV_BWD_WEIGHTS && id >= 0 && id < 7)
+		return bwd_filter[id];
+	return "default";
+}
+
+/* keep -- an algorithm cuDNN ranked, if it runs, is deterministic and is plain float32 */
+static void keep(atm_cuda_kernel *k, int id, cudnnStatus_t st, cudnnDeterminism_t det,
+                 cudnnMathType_t math, size_t ws)
+{
+	if (st != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC ||
+	    math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+	    k->n_algos >= ATM_CUDA_MAX_ALGOS)
+		return;
+	for (int i = 0; i < k->n_algos; i++)
+		if (k->algos[i].id == id)
+			return;
+	k->algos[k->n_algos++] = (struct algo){id, (int64_t)ws};
+}
+
+/* build_conv -- descriptors and the deterministic algorithms, cuDNN's ranking order */
+static atm_status build_conv(atm_cuda_kernel *k)
+{
+	const atm_node *n = knode(k);
+	const atm_attrs *a = &n->attrs;
+	const atm_tensor *x, *w, *y;
+	if (n->op == ATM_OP_CONV_FWD) {
+		x = tin(k, 0), w = tin(k, 1), y = tout(k, 0);
+		k->bias = n->n_in > 2;
+	} else if (n->op == ATM_OP_CONV_BWD_DATA) {
+		y = tin(k, 0), w = tin(k, 1), x = tout(k, 0);
+	} else {
+		x = tin(k, 0), y = tin(k, 1), w = tout(k, 0);
+		k->bias = n->n_out > 1;
+	}
+	if (x->ndim != 4 || a->pad[0] != a->pad[2] || a->pad[1] != a->pad[3])
+		return node_err(k, ATM_E_UNSUPPORTED, "describing the convolution",
+		                "cuDNN takes 2-d convolutions with equal padding on both sides");
+	DNN_TRY(tensor_of(&k->xd, x), "describing x");
+	DNN_TRY(tensor_of(&k->yd, y), "describing y");
+	DNN_TRY(cudnnCreateFilterDescriptor(&k->wd), "describing w");
+	DNN_TRY(cudnnSetFilter4dDescriptor(k->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)w->dims[0],
+	                                   (int)w->dims[1], (int)w->dims[2], (int)w->dims[3]),
+	        "describing w");
+	DNN_TRY(cudnnCreateConvolutionDescriptor(&k->cd), "describing the convolution");
+	DNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, a->pad[0], a->pad[1], a->stride[0] ? a->stride[0] : 1,
+	                                        a->stride[1] ? a->stride[1] : 1, 1, 1,
+	                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+	        "describing the convolution");
+	DNN_TRY(cudnnSetConvolutionMathType(k->cd, CUDNN_FMA_MATH), "choosing float32 math");
+	if (k->bias)
+		DNN_TRY(tensor4(&k->bd, 1, y->dims[1], 1, 1), "describing the bias");
+	cudnnHandle_t h = k->c->dnn;
+	int got = 0;
+	if (n->op == ATM_OP_CONV_FWD) {
+		cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+		DNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(h, k->xd, k->wd, k->cd, k->yd,
+		                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p),
+		        "listing algorithms");
+		for (int i = 0; i < got; i++)
+			keep(k, p[i].algo, p[i].status, p[i].determinism, p[i].mathType, p[i].memory);
+	} else if (n->op == ATM_OP_CONV_BWD_DATA) {
+		cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+		DNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+		            h, k->wd, k->yd, k->cd, k->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p),
+		        "listing algorithms");
+		for (int i = 0; i < got; i++)
+			keep(k, p[i].algo, p[i].status, p[i].determinism, p[i].mathType, p[i].memory);
+	} else {
+		cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+		DNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+		            h, k->xd, k->yd, k->cd, k->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p),
+		        "listing algorithms");
+		for (int i = 0; i < got; i++)
+			keep(k, p[i].algo, p[i].status, p[i].determinism, p[i].mathType, p[i].memory);
+	}
+	if (!k->n_algos)
+		return node_err(k, ATM_E_UNSUPPORTED, "choosing an algorithm",
+		                "cuDNN offers no deterministic float32 algorithm for this shape");
+	/* the workspace cuDNN's listing reports can be a guess: ask for each */
+	for (int i = 0; i < k->n_algos; i++) {
+		size_t ws = 0;
+		cudnnStatus_t s;
+		if (n->op == ATM_OP_CONV_FWD)
+			s = cudnnGetConvolutionForwardWorkspaceSize(h, k->xd, k->wd, k->cd, k->yd,
+			                                            k->algos[i].id, &ws);
+		else if (n->op == ATM_OP_CONV_BWD_DATA)
+			s = cudnnGetConvolutionBackwardDataWorkspaceSize(h, k->wd, k->yd, k->cd, k->xd,
+			                                                 k->algos[i].id, &ws);
+		else
+			s = cudnnGetConvolutionBackwardFilterWorkspaceSize(h, k->xd, k->yd, k->cd, k->wd,
+			                                                   k->algos[i].id, &ws);
+		if (s == CUDNN_STATUS_SUCCESS && (int64_t)ws > k->algos[i].ws)
+			k->algos[i].ws = (int64_t)ws;
+	}
+	k->algo = 0;
+	for (int i = 0; i < k->n_algos; i++)
+		if (k->algos[i].ws <= ATM_CUDA_DEFAULT_WORKSPACE) {
+			k->algo = i;
+			break;
+		}
+	return ATM_OK;
+}
+
+/* build_bn -- x as [N, C, S, 1] and the per-channel [1, C, 1, 1] */
+static atm_status build_bn(atm_cuda_kernel *k)
+{
+	const atm_tensor *x = tin(k, 0);
+	int64_t s = x->n_elems / (x->dims[0] * x->dims[1]);
+	DNN_TRY(tensor4(&k->xd, x->dims[0], x->dims[1], s, 1), "describing x");
+	DNN_TRY(tensor4(&k->bnd, 1, x->dims[1], 1, 1), "describing the channels");
+	/* the saved inverse standard deviation, in the workspace */
+	k->ws_extra = (x->dims[1] * 4 + 255) / 256 * 256;
+	return ATM_OK;
+}
+
+/* build_relu -- cuDNN's ReLU on the flat tensor */
+static atm_status build_relu(atm_cuda_kernel *k)
+{
+	const atm_tensor *x = tin(k, 0);
+	DNN_TRY(tensor4(&k->xd, 1, 1, 1, x->n_elems), "describing x");
+	DNN_TRY(cudnnCreateActivationDescriptor(&k->act), "describing the ReLU");
+	DNN_TRY(cudnnSetActivationDescriptor(k->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0),
+	        "describing the ReLU");
+	return ATM_OK;
+}
+
+/* build_pool -- the window over x's planes */
+static atm_status build_pool(atm_cuda_kernel *k)
+{
+	const atm_node *n = knode(k);
+	const atm_attrs *a = &n->attrs;
+	bool fwd = n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_AVGPOOL_FWD;
+	const atm_tensor *x = fwd ? tin(k, 0) : tout(k, 0), *y = fwd ? tout(k, 0) : tin(k, 0);
+	if (x->ndim != 4)
+		return node_err(k, ATM_E_UNSUPPORTED, "describing the pooling", "x is not 4-d");
+	for (int i = 0; i < 4; i++)
+		if (a->pad[i] >= a->kernel[i % 2])
+			return node_err(k, ATM_E_UNSUPPORTED, "describing the pooling",
+			                "padding as large as the window leaves windows with no element");
+	k->pool = (atm_cu_pool){
+		.planes = x->dims[0] * x->dims[1],
+		.h = (int32_t)x->dims[2], .w = (int32_t)x->dims[3],
+		.oh = (int32_t)y->dims[2], .ow = (int32_t)y->dims[3],
+		.kh = a->kernel[0], .kw = a->kernel[1],
+		.sh = a->stride[0] ? a->stride[0] : 1, .sw = a->stride[1] ? a->stride[1] : 1,
+		.pt = a->pad[0], .pl = a->pad[1], .exclude_pad = a->exclude_pad,
+	};
+	return ATM_OK;
+}
+
+/* build_ip -- rows, outputs and inner size of y[N, O] = x[N, I] w[O, I]^T */
+static atm_status build_ip(atm_cuda_kernel *k)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *w = n->op == ATM_OP_IP_BWD_WEIGHTS ? tout(k, 0) : tin(k, 1);
+	const atm_tensor *x = n->op == ATM_OP_IP_BWD_DATA ? tout(k, 0) : tin(k, 0);
+	k->rows = x->dims[0];
+	k->cols = w->dims[0];
+	k->inner = w->dims[1];
+	if (k->rows > INT32_MAX || k->cols > INT32_MAX || k->inner > INT32_MAX)
+		return node_err(k, ATM_E_UNSUPPORTED, "describing the inner product",
+		                "a dimension past cuBLAS's 32-bit sizes");
+	return ATM_OK;
+}
+
+atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm_graph *g,
+                               int32_t node)
+{
+	*out = NULL;
+	const atm_node *n = atm_graph_node(g, node);
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_cuda_kernel_new: node %d is out of range (graph '%s' "
+		               "has %d nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
+	atm_cuda_kernel *k = calloc(1, sizeof *k);
+	if (!k)
+		return atm_err(ATM_E_NOMEM, "out of memory building node '%s' for the GPU", n->name);
+	k->c = c;
+	k->g = g;
+	k->node = node;
+	k->n_algos = 1;
+	atm_status rc = ATM_OK;
+	switch (n->op) {
+	case ATM_OP_CONV_FWD:
+	case ATM_OP_CONV_BWD_DATA:
+	case ATM_OP_CONV_BWD_WEIGHTS:
+		k->n_algos = 0;
+		rc = build_conv(k);
+		break;
+	case ATM_OP_BN_FWD:
+	case ATM_OP_BN_BWD:
+		rc = build_bn(k);
+		break;
+	case ATM_OP_RELU_FWD:
+	case ATM_OP_RELU_BWD:
+		rc = build_relu(k);
+		break;
+	case ATM_OP_MAXPOOL_FWD:
+	case ATM_OP_MAXPOOL_BWD:
+	case ATM_OP_AVGPOOL_FWD:
+	case ATM_OP_AVGPOOL_BWD:
+		rc = build_pool(k);
+		break;
+	case ATM_OP_IP_FWD:
+	case ATM_OP_IP_BWD_DATA:
+	case ATM_OP_IP_BWD_WEIGHTS:
+		rc = build_ip(k);
+		break;
+	case ATM_OP_SOFTMAX_XENT_FWD:
+		k->rows = tin(k, 0)->dims[0];
+		k->cols = tin(k, 0)->n_elems / k->rows;
+		k->ws_extra = (k->rows * 8 + 255) / 256 * 256;
+		break;
+	case ATM_OP_SOFTMAX_XENT_BWD:
+		k->rows = tin(k, 0)->dims[0];
+		k->cols = tin(k, 0)->n_elems / k->rows;
+		break;
+	case ATM_OP_CONCAT:
+	case ATM_OP_SPLIT:
+	case ATM_OP_ADD:
+	case ATM_OP_SGD:
+		break;
+	default:
+		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
+		             atm_op_name(n->op));
+	}
+	if (rc < 0) {
+		atm_cuda_kernel_destroy(k);
+		return rc;
+	}
+	*out = k;
+	return ATM_OK;
+}
+
+void atm_cuda_kernel_destroy(atm_cuda_kernel *k)
+{
+	if (!k)
+		return;
+	if (k->xd)
+		cudnnDestroyTensorDescriptor(k->xd);
+	if (k->yd)
+		cudnnDestroyTensorDescriptor(k->yd);
+	if (k->bd)
+		cudnnDestroyTensorDescriptor(k->bd);
+	if (k->bnd)
+		cudnnDestroyTensorDescriptor(k->bnd);
+	if (k->wd)
+		cudnnDestroyFilterDescriptor(k->wd);
+	if (k->cd)
+		cudnnDestroyConvolutionDescriptor(k->cd);
+	if (k->act)
+		cudnnDestroyActivationDescriptor(k->act);
+	free(k);
+}
+
+int atm_cuda_kernel_n_algos(const atm_cuda_kernel *k)
+{
+	return k->n_algos;
+}
+
+const char *atm_cuda_kernel_algo_name(const atm_cuda_kernel *k, int algo)
+{
+	if (algo < 0 || algo >= k->n_algos || !k->cd)
+		return "default";
+	return algo_name(knode(k)->op, k->algos[algo].id);
+}
+
+int64_t atm_cuda_kernel_algo_workspace(const atm_cuda_kernel *k, int algo)
+{
+	if (algo < 0 || algo >= k->n_algos)
+		return 0;
+	return k->cd ? k->algos[algo].ws : k->ws_extra;
+}
+
+int atm_cuda_kernel_algo(const atm_cuda_kernel *k)
+{
+	return k->algo;
+}
+
+atm_status atm_cuda_kernel_set_algo(atm_cuda_kernel *k, int algo)
+{
+	if (algo < 0 || algo >= k->n_algos)
+		return atm_err(ATM_E_USAGE, "node '%s': algorithm %d does not exist (%d are offered)",
+		               knode(k)->name, algo, k->n_algos);
+	k->algo = algo;
+	return ATM_OK;
+}
+
+int64_t atm_cuda_kernel_workspace_bytes(const atm_cuda_kernel *k)
+{
+	return atm_cuda_kernel_algo_workspace(k, k->algo);
+}
+
+/* ---------------------------------------------------------------- run */
+
+static atm_status run_conv(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	const atm_node *n = knode(k);
+	cudnnHandle_t h = k->c->dnn;
+	const float one = 1, zero = 0;
+	size_t wsb = (size_t)k->algos[k->algo].ws;
+	int id = k->algos[k->algo].id;
+	if (n->op == ATM_OP_CONV_FWD) {
+		DNN_TRY(cudnnConvolutionForward(h, &one, k->xd, in[0], k->wd, in[1], k->cd,
+		                                (cudnnConvolutionFwdAlgo_t)id, ws, wsb, &zero, k->yd,
+		                                out[0]),
+		        "convolution");
+		if (k->bias)
+			DNN_TRY(cudnnAddTensor(h, &one, k->bd, in[2], &one, k->yd, out[0]), "adding the bias");
+	} else if (n->op == ATM_OP_CONV_BWD_DATA) {
+		DNN_TRY(cudnnConvolutionBackwardData(h, &one, k->wd, in[1], k->yd, in[0], k->cd,
+		                                     (cudnnConvolutionBwdDataAlgo_t)id, ws, wsb, &zero,
+		                                     k->xd, out[0]),
+		        "convolution backward data");
+	} else {
+		DNN_TRY(cudnnConvolutionBackwardFilter(h, &one, k->xd, in[0], k->yd, in[1], k->cd,
+		                                       (cudnnConvolutionBwdFilterAlgo_t)id, ws, wsb, &zero,
+		                                       k->wd, out[0]),
+		        "convolution backward weights");
+		if (k->bias)
+			DNN_TRY(cudnnConvolutionBackwardBias(h, &one, k->yd, in[1], &zero, k->bd, out[1]),
+			        "bias gradient");
+	}
+	return ATM_OK;
+}
+
+static atm_status run_bn(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	const atm_node *n = knode(k);
+	cudnnHandle_t h = k->c->dnn;
+	cudaStream_t s = k->c->stream;
+	const float one = 1, zero = 0;
+	double eps = n->attrs.epsilon;
+	int64_t ch = tin(k, 0)->dims[1];
+	if (n->op == ATM_OP_BN_FWD) {
+		/* cuDNN saves the batch mean and the inverse standard deviation; the graph keeps
+		 * the biased variance */
+		DNN_TRY(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+		                                               k->xd, in[0], k->xd, out[0], k->bnd, in[1],
+		                                               in[2], 1.0, NULL, NULL, eps, out[1], ws),
+		        "batch norm");
+		CUDA_TRY(atm_cu_inv_to_var(s, ws, out[2], n->attrs.epsilon, ch), "batch norm variance");
+		return ATM_OK;
+	}
+	CUDA_TRY(atm_cu_var_to_inv(s, in[4], ws, n->attrs.epsilon, ch), "batch norm inverse deviation");
+	DNN_TRY(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero,
+	                                        k->xd, in[0], k->xd, in[1], k->xd, out[0], k->bnd,
+	                                        in[2], out[1], out[2], eps, in[3], ws),
+	        "batch norm backward");
+	return ATM_OK;
+}
+
+static atm_status run_ip(atm_cuda_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	cublasHandle_t h = k->c->blas;
+	const float one = 1, zero = 0;
+	int N = (int)k->rows, O = (int)k->cols, I = (int)k->inner;
+	/* row-major X[N, I], W[O, I], Y[N, O] are column-major X^T, W^T, Y^T */
+	if (n->op == ATM_OP_IP_FWD) {
+		BLAS_TRY(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, &one, in[1], I, in[0], I, &zero,
+		                     out[0], O),
+		         "inner product");
+		CUDA_TRY(atm_cu_add_bias_rows(k->c->stream, out[0], in[2], N, O), "adding the bias");
+	} else if (n->op == ATM_OP_IP_BWD_DATA) {
+		BLAS_TRY(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &one, in[1], I, in[0], O, &zero,
+		                     out[0], I),
+		         "inner product backward data");
+	} else {
+		BLAS_TRY(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &one, in[0], I, in[1], O, &zero,
+		                     out[0], I),
+		         "inner product backward weights");
+		CUDA_TRY(atm_cu_sum_rows(k->c->stream, in[1], out[1], N, O), "bias gradient");
+	}
+	return ATM_OK;
+}
+
+/* run_concat -- each part is a 2-d block of the whole: rows are the dims before the axis */
+static atm_status run_concat(atm_cuda_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	bool cat = n->op == ATM_OP_CONCAT;
+	const atm_tensor *whole = cat ? tout(k, 0) : tin(k, 0);
+	int axis = n->attrs.axis, parts = cat ? n->n_in : n->n_out;
+	int64_t rows = 1;
+	for (int d = 0; d < axis; d++)
+		rows *= whole->dims[d];
+	size_t pitch = (size_t)(whole->bytes / rows), at = 0;
+	for (int i = 0; i < parts; i++) {
+		const atm_tensor *t = cat ? tin(k, i) : tout(k, i);
+		size_t width = (size_t)(t->bytes / rows);
+		char *w = cat ? out[0] : in[0];
+		void *part = cat ? in[i] : out[i];
+		cudaError_t e = cat ? cudaMemcpy2DAsync(w + at, pitch, part, width, width, (size_t)rows,
+		                                        cudaMemcpyDefault, k->c->stream)
+		                    : cudaMemcpy2DAsync(part, width, w + at, pitch, width, (size_t)rows,
+		                                        cudaMemcpyDefault, k->c->stream);
+		CUDA_TRY(e, cat ? "concatenating" : "splitting");
+		at += width;
+	}
+	return ATM_OK;
+}
+
+atm_status atm_cuda_kernel_run(atm_cuda_kernel *k, void *const *in, void *const *out,
+                               void *workspace)
+{
+	const atm_node *n = knode(k);
+	cudaStream_t s = k->c->stream;
+	const float one = 1, zero = 0;
+	for (int i = 0; i < n->n_in; i++)
+		if (!in[i])
+			return node_err(k, ATM_E_USAGE, "running", "an input has no buffer");
+	for (int i = 0; i < n->n_out; i++)
+		if (!out[i])
+			return node_err(k, ATM_E_USAGE, "running", "an output has no buffer");
+	if (atm_cuda_kernel_workspace_bytes(k) > 0 && !workspace)
+		return node_err(k, ATM_E_USAGE, "running", "the workspace is missing");
+	switch (n->op) {
+	case ATM_OP_CONV_FWD:
+	case ATM_OP_CONV_BWD_DATA:
+	case ATM_OP_CONV_BWD_WEIGHTS:
+		return run_conv(k, in, out, workspace);
+	case ATM_OP_BN_FWD:
+	case ATM_OP_BN_BWD:
+		return run_bn(k, in, out, workspace);
+	case ATM_OP_IP_FWD:
+	case ATM_OP_IP_BWD_DATA:
+	case ATM_OP_IP_BWD_WEIGHTS:
+		return run_ip(k, in, out);
+	case ATM_OP_RELU_FWD:
+		DNN_TRY(cudnnActivationForward(k->c->dnn, k->act, &one, k->xd, in[0], &zero, k->xd, out[0]),
+		        "ReLU");
+		return ATM_OK;
+	case ATM_OP_RELU_BWD:
+		/* dx = dy where y > 0: y stands for x too, since y > 0 exactly where x > 0 */
+		DNN_TRY(cudnnActivationBackward(k->c->dnn, k->act, &one, k->xd, in[0], k->xd, in[1], k->xd,
+		                                in[0], &zero, k->xd, out[0]),
+		        "ReLU backward");
+		return ATM_OK;
+	case ATM_OP_MAXPOOL_FWD:
+		CUDA_TRY(atm_cu_maxpool_fwd(s, &k->pool, in[0], out[0], out[1]), "max pooling");
+		return ATM_OK;
+	case ATM_OP_MAXPOOL_BWD:
+		CUDA_TRY(atm_cu_maxpool_bwd(s, &k->pool, in[0], in[1], out[0]), "max pooling backward");
+		return ATM_OK;
+	case ATM_OP_AVGPOOL_FWD:
+		CUDA_TRY(atm_cu_avgpool_fwd(s, &k->pool, in[0], out[0]), "average pooling");
+		return ATM_OK;
+	case ATM_OP_AVGPOOL_BWD:
+		CUDA_TRY(atm_cu_avgpool_bwd(s, &k->pool, in[0], out[0]), "average pooling backward");
+		return ATM_OK;
+	case ATM_OP_CONCAT:
+	case ATM_OP_SPLIT:
+		return run_concat(k, in, out);
+	case ATM_OP_ADD:
+		CUDA_TRY(atm_cu_add(s, in[0], in[1], out[0], tout(k, 0)->n_elems), "add");
+		return ATM_OK;
+	case ATM_OP_SOFTMAX_XENT_FWD:
+		CUDA_TRY(atm_cu_softmax_xent_rows(s, in[0], in[1], out[0], workspace, k->rows, k->cols),
+		         "softmax cross-entropy");
+		CUDA_TRY(atm_cu_mean_loss(s, workspace, out[1], k->rows), "the loss");
+		return ATM_OK;
+	case ATM_OP_SOFTMAX_XENT_BWD:
+		CUDA_TRY(atm_cu_softmax_xent_bwd(s, in[0], in[1], out[0], k->rows, k->cols),
+		         "softmax cross-entropy backward");
+		return ATM_OK;
+	case ATM_OP_SGD:
+		CUDA_TRY(atm_cu_sgd(s, in[0], in[1], n->attrs.lr, tin(k, 0)->n_elems), "SGD");
+		return ATM_OK;
+	default:
+		return node_err(k, ATM_E_UNSUPPORTED, "running", "no GPU kernel");
+	}
+}

@@ -1,0 +1,285 @@
+/* test_cuda_kernels.c -- every GPU kernel against the CPU's on the same inputs, every convolution algorithm, bitwise repeatable; skipped (77) without a GPU */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "atm_zoo.h"
+#include "cuda_kernels.h"
+#include "kernels.h"
+
+/* relative L2 error the GPU may have against the CPU: float32 sums in other orders */
+#define TOLERANCE 1e-4
+
+static atm_cuda_ctx *ctx;
+static atm_cpu *cpu;
+
+/* mix -- splitmix64 */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* fill -- values in [0.125, 1): positive (a variance input stays one), never zero */
+static void fill(float *p, int64_t n, uint64_t seed)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = 0.125f + 0.875f * (float)((double)(mix(&seed) >> 40) * 0x1p-24);
+}
+
+static void *dev(int64_t bytes)
+{
+	void *p = NULL;
+	assert_int_equal(cudaMalloc(&p, (size_t)(bytes > 0 ? bytes : 256)), cudaSuccess);
+	return p;
+}
+
+static int32_t producer(const atm_graph *g, int32_t t)
+{
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_out; i++)
+			if (n->out[i] == t)
+				return k;
+	}
+	return -1;
+}
+
+/* Operands of one node on both sides: host copies for the CPU, device copies for the GPU. */
+struct io {
+	int n;
+	void **host, **devp, **gpu_out; /* gpu_out: outputs copied back */
+};
+
+/* make_argmax -- the max-pooling forward of t's producer on each side from the same x */
+static void make_argmax(const atm_graph *g, int32_t t, void *host, void *devbuf, uint64_t seed)
+{
+	int32_t pk = producer(g, t);
+	assert_true(pk >= 0 && atm_graph_node(g, pk)->op == ATM_OP_MAXPOOL_FWD);
+	const atm_node *p = atm_graph_node(g, pk);
+	const atm_tensor *x = atm_graph_tensor(g, p->in[0]), *y = atm_graph_tensor(g, p->out[0]);
+	float *hx = malloc((size_t)x->bytes), *hy = malloc((size_t)y->bytes);
+	assert_non_null(hx);
+	assert_non_null(hy);
+	fill(hx, x->n_elems, seed);
+	atm_kernel *ck = NULL;
+	assert_int_equal(atm_kernel_new(&ck, cpu, g, pk), ATM_OK);
+	void *in[1] = {hx}, *out[2] = {hy, host};
+	assert_int_equal(atm_kernel_run(ck, in, out, NULL), ATM_OK);
+	atm_kernel_destroy(ck);
+	atm_cuda_kernel *gk = NULL;
+	assert_int_equal(atm_cuda_kernel_new(&gk, ctx, g, pk), ATM_OK);
+	void *dx = dev(x->bytes), *dy = dev(y->bytes);
+	assert_int_equal(cudaMemcpy(dx, hx, (size_t)x->bytes, cudaMemcpyHostToDevice), cudaSuccess);
+	void *gin[1] = {dx}, *gout[2] = {dy, devbuf};
+	assert_int_equal(atm_cuda_kernel_run(gk, gin, gout, NULL), ATM_OK);
+	assert_int_equal(cudaStreamSynchronize(atm_cuda_ctx_stream(ctx)), cudaSuccess);
+	atm_cuda_kernel_destroy(gk);
+	cudaFree(dx);
+	cudaFree(dy);
+	free(hx);
+	free(hy);
+}
+
+/* rel_err -- ||a - b|| / ||b|| over n floats (NaN anywhere: infinity) */
+static double rel_err(const float *a, const float *b, int64_t n)
+{
+	double num = 0, den = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (isnan(a[i]) || isnan(b[i]))
+			return INFINITY;
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)b[i] * b[i];
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* check_node -- node k on the CPU and the GPU (every algorithm), outputs compared, each GPU
+ * run repeated bitwise; returns the algorithms checked */
+static int check_node(const atm_graph *g, int32_t k)
+{
+	const atm_node *n = atm_graph_node(g, k);
+	int ops = n->n_in + n->n_out;
+	void **host = calloc((size_t)ops, sizeof *host), **devp = calloc((size_t)ops, sizeof *devp);
+	assert_non_null(host);
+	assert_non_null(devp);
+	for (int i = 0; i < ops; i++) {
+		int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		host[i] = calloc(1, (size_t)x->bytes);
+		devp[i] = dev(x->bytes);
+		assert_non_null(host[i]);
+		if (i >= n->n_in)
+			continue;
+		uint64_t seed = 1000003u * (uint64_t)t + 7;
+		if (x->dtype == ATM_I32) {
+			make_argmax(g, t, host[i], devp[i], seed);
+		} else {
+			fill(host[i], x->n_elems, seed);
+			assert_int_equal(cudaMemcpy(devp[i], host[i], (size_t)x->bytes, cudaMemcpyHostToDevice),
+			                 cudaSuccess);
+		}
+	}
+	/* the CPU's answer; SGD updates its input 0 in place, so each side starts from a copy */
+	const atm_tensor *w0 = atm_graph_tensor(g, n->in[0]);
+	float *w_start = NULL;
+	if (n->op == ATM_OP_SGD) {
+		w_start = malloc((size_t)w0->bytes);
+		memcpy(w_start, host[0], (size_t)w0->bytes);
+	}
+	atm_kernel *ck = NULL;
+	assert_int_equal(atm_kernel_new(&ck, cpu, g, k), ATM_OK);
+	void *scratch = atm_kernel_scratch_bytes(ck) ? aligned_alloc(64, (size_t)(atm_kernel_scratch_bytes(ck) + 63) / 64 * 64) : NULL;
+	assert_int_equal(atm_kernel_run(ck, host, host + n->n_in, scratch), ATM_OK);
+	free(scratch);
+	atm_kernel_destroy(ck);
+
+	atm_cuda_kernel *gk = NULL;
+	if (atm_cuda_kernel_new(&gk, ctx, g, k) < 0)
+		fail_msg("%s", atm_errmsg());
+	int n_algos = atm_cuda_kernel_n_algos(gk);
+	assert_true(n_algos >= 1);
+	for (int a = 0; a < n_algos; a++) {
+		assert_int_equal(atm_cuda_kernel_set_algo(gk, a), ATM_OK);
+		int64_t wsb = atm_cuda_kernel_workspace_bytes(gk);
+		if (wsb > ((int64_t)1 << 30))
+			continue; /* an algorithm no plan would give that much room */
+		void *ws = wsb ? dev(wsb) : NULL;
+		void *first[8] = {0};
+		for (int rep = 0; rep < 2; rep++) {
+			if (w_start)
+				assert_int_equal(cudaMemcpy(devp[0], w_start, (size_t)w0->bytes,
+				                            cudaMemcpyHostToDevice), cudaSuccess);
+			/* poison: an output element the kernel does not write fails the comparison */
+			for (int i = n->n_in; i < ops; i++)
+				assert_int_equal(cudaMemset(devp[i], 0xff,
+				                            (size_t)atm_graph_tensor(g, n->out[i - n->n_in])->bytes),
+				                 cudaSuccess);
+			if (atm_cuda_kernel_run(gk, devp, devp + n->n_in, ws) < 0)
+				fail_msg("%s", atm_errmsg());
+			cudaError_t e = cudaStreamSynchronize(atm_cuda_ctx_stream(ctx));
+			if (e != cudaSuccess)
+				fail_msg("node '%s' (%s): %s", n->name, atm_op_name(n->op), cudaGetErrorString(e));
+			/* compare what the node writes: its outputs, and SGD's input 0 */
+			int lo = n->op == ATM_OP_SGD ? 0 : n->n_in, hi = n->op == ATM_OP_SGD ? 1 : ops;
+			for (int i = lo; i < hi && i - lo < 8; i++) {
+				int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+				const atm_tensor *x = atm_graph_tensor(g, t);
+				void *got = malloc((size_t)x->bytes);
+				assert_int_equal(cudaMemcpy(got, devp[i], (size_t)x->bytes, cudaMemcpyDeviceToHost),
+				                 cudaSuccess);
+				if (rep == 0) {
+					first[i - lo] = got;
+					/* argmax encodings differ by design; the backward's dx is compared */
+					if (x->dtype != ATM_F32)
+						continue;
+					double err = rel_err(got, host[i], x->n_elems);
+					if (!(err < TOLERANCE))
+						fail_msg("node '%s' (%s), algorithm %s: '%s' differs from the CPU by %g",
+						         n->name, atm_op_name(n->op), atm_cuda_kernel_algo_name(gk, a),
+						         x->name, err);
+				} else {
+					if (memcmp(got, first[i - lo], (size_t)x->bytes))
+						fail_msg("node '%s' (%s), algorithm %s: '%s' is not bitwise repeatable",
+						         n->name, atm_op_name(n->op), atm_cuda_kernel_algo_name(gk, a),
+						         x->name);
+					free(got);
+					free(first[i - lo]);
+				}
+			}
+		}
+		cudaFree(ws);
+	}
+	atm_cuda_kernel_destroy(gk);
+	for (int i = 0; i < ops; i++) {
+		free(host[i]);
+		cudaFree(devp[i]);
+	}
+	free(host);
+	free(devp);
+	free(w_start);
+	return n_algos;
+}
+
+/* check_network -- every node of a zoo network; every op it has is seen */
+static void check_network(const char *model, int64_t batch, int64_t image)
+{
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = batch, .image = image};
+	assert_int_equal(atm_zoo_build(&g, model, &o), ATM_OK);
+	int algos = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		algos += check_node(g, k);
+	assert_true(algos >= atm_graph_n_nodes(g));
+	printf("  %s: %d nodes, %d kernel/algorithm pairs agree with the CPU\n", model,
+	       atm_graph_n_nodes(g), algos);
+	atm_graph_destroy(g);
+}
+
+static void test_cuda_kernels_tiny_cnn(void **state)
+{
+	(void)state;
+	check_network("tiny_cnn", 4, 0);
+}
+
+static void test_cuda_kernels_tiny_mlp(void **state)
+{
+	(void)state;
+	check_network("tiny_mlp", 4, 0);
+}
+
+static void test_cuda_kernels_inception_v4(void **state)
+{
+	(void)state;
+	/* asymmetric 1x7 and 7x1 convolutions, valid pooling, concatenations of four branches */
+	check_network("inception_v4", 1, 75);
+}
+
+static void test_cuda_kernels_densenet121(void **state)
+{
+	(void)state;
+	check_network("densenet121", 1, 32);
+}
+
+static void test_cuda_kernels_bad_device(void **state)
+{
+	(void)state;
+	atm_cuda_ctx *c = (atm_cuda_ctx *)1;
+	assert_int_equal(atm_cuda_ctx_new(&c, 4096), ATM_E_UNSUPPORTED);
+	assert_null(c);
+	assert_non_null(strstr(atm_errmsg(), "no GPU 4096"));
+}
+
+int main(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("skipped: no CUDA device\n");
+		return 77;
+	}
+	if (atm_cuda_ctx_new(&ctx, 0) < 0 || atm_cpu_new(&cpu) < 0) {
+		printf("cannot open the GPU or the CPU: %s\n", atm_errmsg());
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cuda_kernels_bad_device),
+		cmocka_unit_test(test_cuda_kernels_tiny_mlp),
+		cmocka_unit_test(test_cuda_kernels_tiny_cnn),
+		cmocka_unit_test(test_cuda_kernels_inception_v4),
+		cmocka_unit_test(test_cuda_kernels_densenet121),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	atm_cpu_destroy(cpu);
+	atm_cuda_ctx_destroy(ctx);
+	return rc;
+}
