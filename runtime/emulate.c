@@ -62,7 +62,7 @@ static const atm_emu_spec presets[] = {
 	/* pcie5: PCIe 5.0 x16, 63 GB/s each way on paper; pinned copies on an
 	 * H100 80GB HBM3 (SXM) measured by autotm's GPU backend (docs/gpu.md);
 	 * fast: that H100's HBM3, 3350 GB/s (NVIDIA datasheet). */
-	{"pcie5", 53.0, 53.0, 1000.0, 3350.0,
+	{"pcie5", 55.0, 55.0, 1000.0, 3350.0,
 	 "PCIe 5.0 x16 (63 GB/s/direction on paper); pinned copies measured on an H100 SXM "
 	 "(docs/gpu.md); H100 HBM3 3350 GB/s (NVIDIA datasheet)"},
 	/* nvlink-c2c: Grace Hopper's chip-to-chip link, 900 GB/s both ways

@@ -37,6 +37,16 @@ static void fill(float *p, int64_t n, uint64_t seed)
 		p[i] = 0.125f + 0.875f * (float)((double)(mix(&seed) >> 40) * 0x1p-24);
 }
 
+/* host -- zeroed host memory, 64-byte aligned as the CPU kernels want */
+static void *host_buf(int64_t bytes)
+{
+	size_t n = (size_t)(bytes + 63) / 64 * 64;
+	void *p = aligned_alloc(64, n ? n : 64);
+	assert_non_null(p);
+	memset(p, 0, n ? n : 64);
+	return p;
+}
+
 static void *dev(int64_t bytes)
 {
 	void *p = NULL;
@@ -68,19 +78,21 @@ static void make_argmax(const atm_graph *g, int32_t t, void *host, void *devbuf,
 	assert_true(pk >= 0 && atm_graph_node(g, pk)->op == ATM_OP_MAXPOOL_FWD);
 	const atm_node *p = atm_graph_node(g, pk);
 	const atm_tensor *x = atm_graph_tensor(g, p->in[0]), *y = atm_graph_tensor(g, p->out[0]);
-	float *hx = malloc((size_t)x->bytes), *hy = malloc((size_t)y->bytes);
-	assert_non_null(hx);
-	assert_non_null(hy);
+	float *hx = host_buf(x->bytes), *hy = host_buf(y->bytes);
 	fill(hx, x->n_elems, seed);
 	atm_kernel *ck = NULL;
 	assert_int_equal(atm_kernel_new(&ck, cpu, g, pk), ATM_OK);
+	void *scratch = host_buf(atm_kernel_scratch_bytes(ck));
 	void *in[1] = {hx}, *out[2] = {hy, host};
-	assert_int_equal(atm_kernel_run(ck, in, out, NULL), ATM_OK);
+	if (atm_kernel_run(ck, in, out, scratch) < 0)
+		fail_msg("%s", atm_errmsg());
+	free(scratch);
 	atm_kernel_destroy(ck);
 	atm_cuda_kernel *gk = NULL;
 	assert_int_equal(atm_cuda_kernel_new(&gk, ctx, g, pk), ATM_OK);
 	void *dx = dev(x->bytes), *dy = dev(y->bytes);
 	assert_int_equal(cudaMemcpy(dx, hx, (size_t)x->bytes, cudaMemcpyHostToDevice), cudaSuccess);
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 	void *gin[1] = {dx}, *gout[2] = {dy, devbuf};
 	assert_int_equal(atm_cuda_kernel_run(gk, gin, gout, NULL), ATM_OK);
 	assert_int_equal(cudaStreamSynchronize(atm_cuda_ctx_stream(ctx)), cudaSuccess);
@@ -116,9 +128,8 @@ static int check_node(const atm_graph *g, int32_t k)
 	for (int i = 0; i < ops; i++) {
 		int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
 		const atm_tensor *x = atm_graph_tensor(g, t);
-		host[i] = calloc(1, (size_t)x->bytes);
+		host[i] = host_buf(x->bytes);
 		devp[i] = dev(x->bytes);
-		assert_non_null(host[i]);
 		if (i >= n->n_in)
 			continue;
 		uint64_t seed = 1000003u * (uint64_t)t + 7;
@@ -134,13 +145,14 @@ static int check_node(const atm_graph *g, int32_t k)
 	const atm_tensor *w0 = atm_graph_tensor(g, n->in[0]);
 	float *w_start = NULL;
 	if (n->op == ATM_OP_SGD) {
-		w_start = malloc((size_t)w0->bytes);
+		w_start = host_buf(w0->bytes);
 		memcpy(w_start, host[0], (size_t)w0->bytes);
 	}
 	atm_kernel *ck = NULL;
 	assert_int_equal(atm_kernel_new(&ck, cpu, g, k), ATM_OK);
-	void *scratch = atm_kernel_scratch_bytes(ck) ? aligned_alloc(64, (size_t)(atm_kernel_scratch_bytes(ck) + 63) / 64 * 64) : NULL;
-	assert_int_equal(atm_kernel_run(ck, host, host + n->n_in, scratch), ATM_OK);
+	void *scratch = host_buf(atm_kernel_scratch_bytes(ck));
+	if (atm_kernel_run(ck, host, host + n->n_in, scratch) < 0)
+		fail_msg("%s", atm_errmsg());
 	free(scratch);
 	atm_kernel_destroy(ck);
 
@@ -165,6 +177,9 @@ static int check_node(const atm_graph *g, int32_t k)
 				assert_int_equal(cudaMemset(devp[i], 0xff,
 				                            (size_t)atm_graph_tensor(g, n->out[i - n->n_in])->bytes),
 				                 cudaSuccess);
+			/* cudaMemcpy and cudaMemset run on the default stream, which the kernels'
+			 * non-blocking stream does not wait for */
+			assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 			if (atm_cuda_kernel_run(gk, devp, devp + n->n_in, ws) < 0)
 				fail_msg("%s", atm_errmsg());
 			cudaError_t e = cudaStreamSynchronize(atm_cuda_ctx_stream(ctx));
