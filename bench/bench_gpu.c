@@ -109,7 +109,7 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 	atm_profile *prof = NULL;
 	atm_plan *fast = NULL;
 	atm_graph_stats gs;
-	double t[3] = {-1, -1, -1}, managed = -1, oracle = -1;
+	double t[3] = {-1, -1, -1}, pred[3] = {-1, -1, -1}, managed = -1, oracle = -1;
 	char why[3][256] = {"", "", ""}, mwhy[256] = "", a[32], b[32];
 	int rc = 1;
 	if (atm_zoo_preset(model, o->preset, &ps) < 0) {
@@ -137,10 +137,12 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 	managed = run_plan(o, fast, true, 0, mwhy, sizeof mwhy);
 	for (int i = 0; i < 3; i++) {
 		atm_plan *p = NULL;
-		if (atm_opt_plan(&p, g, prof, limit, forms[i], &oo, NULL) < 0)
+		if (atm_opt_plan(&p, g, prof, limit, forms[i], &oo, NULL) < 0) {
 			snprintf(why[i], sizeof why[i], "%s", atm_errmsg());
-		else
+		} else {
+			pred[i] = atm_plan_info_get(p)->predicted_runtime_s;
 			t[i] = run_plan(o, p, false, limit, why[i], sizeof why[i]);
+		}
 		atm_plan_destroy(p);
 	}
 	printf("| %-12s | %5lld | %9s | %9s |", model, (long long)zo.batch,
@@ -163,8 +165,15 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 	for (int i = 0; i < 3; i++)
 		if (why[i][0])
 			printf("    %s: %s\n", atm_opt_formulation_name(forms[i]), why[i]);
+		else if (pred[i] > 0)
+			printf("    %s: predicted %.3f ms, measured %.3f ms (%+.1f%%)\n",
+			       atm_opt_formulation_name(forms[i]), pred[i] * 1e3, t[i] * 1e3,
+			       (pred[i] / t[i] - 1) * 100);
 	if (managed < 0)
 		printf("    managed: %s\n", mwhy);
+	else
+		printf("    managed: the whole step fits the free device memory, so managed memory "
+		       "ends up on the device (no limit applies to it)\n");
 	rc = 0;
 done:
 	atm_plan_destroy(fast);
@@ -244,6 +253,14 @@ int main(int argc, char **argv)
 	char name[64];
 	for (const char *s = o.models; split(&s, name, sizeof name);)
 		failed += bench_one(&o, name, &gi, &met, &judged);
+	/* what the CUDA context, cuDNN and cuBLAS keep once everything above is released */
+	atm_gpu_info after;
+	if (!gi.simulated && atm_gpu_probe(&go, &after) == ATM_OK)
+		printf("\ndevice memory in use with nothing allocated: %lld MiB before the first kernel, "
+		       "%lld MiB after the runs (context, cuDNN and cuBLAS; the reserve is %lld MiB)\n",
+		       (long long)((gi.total_bytes - gi.free_bytes) >> 20),
+		       (long long)((after.total_bytes - after.free_bytes) >> 20),
+		       (long long)(ATM_GPU_RESERVE_BYTES >> 20));
 	printf("\nstep times in ms (fastest of %d), speedup over managed in brackets; oracle: "
 	       "the profile's kernel times, no copies\n", o.iters);
 	printf("asynchronous within 10%% of the oracle: %d of %d networks%s\n", met, judged,
