@@ -30,7 +30,8 @@ struct run {
 static atm_graph *build(const char *model)
 {
 	atm_graph *g = NULL;
-	atm_zoo_opts o = {.batch = 4};
+	/* test_vgg at the small preset's 32x32 images: VGG-19's every layer in seconds */
+	atm_zoo_opts o = {.batch = 4, .image = strcmp(model, "test_vgg") ? 0 : 32};
 	if (atm_zoo_build(&g, model, &o) < 0)
 		fail_msg("%s: %s", model, atm_errmsg());
 	return g;
@@ -202,6 +203,12 @@ static void test_gpu_device_plans_tiny_mlp(void **state)
 	device_plans("tiny_mlp");
 }
 
+static void test_gpu_device_plans_test_vgg(void **state)
+{
+	(void)state;
+	device_plans("test_vgg");
+}
+
 /* test_gpu_memory_limit_is_kept -- a plan larger than the device's memory is refused before
  * any kernel runs */
 static void test_gpu_memory_limit_is_kept(void **state)
@@ -272,6 +279,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_placements_agree_tiny_mlp),
 		cmocka_unit_test(test_gpu_device_plans_tiny_cnn),
 		cmocka_unit_test(test_gpu_device_plans_tiny_mlp),
+		cmocka_unit_test(test_gpu_device_plans_test_vgg),
 		cmocka_unit_test(test_gpu_memory_limit_is_kept),
 		cmocka_unit_test(test_gpu_emulate_refused),
 	};
