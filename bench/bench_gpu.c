@@ -9,6 +9,7 @@
 #include "atm_profiler.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
+#include "bench_util.h"
 
 static const char usage[] =
 	"usage: bench_gpu [--gpu cuda|sim] [--models LIST] [--preset P] [--batch B]\n"
@@ -33,21 +34,6 @@ struct opts {
 	int iters;
 	bool quiet;
 };
-
-/* split -- the next comma-separated item of *s into buf, false at the end */
-static bool split(const char **s, char *buf, size_t len)
-{
-	if (!*s || !**s)
-		return false;
-	const char *c = strchr(*s, ',');
-	size_t n = c ? (size_t)(c - *s) : strlen(*s);
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, *s, n);
-	buf[n] = '\0';
-	*s = c ? c + 1 : NULL;
-	return true;
-}
 
 /* run_plan -- the fastest of o->iters steps of p (< 0 when it failed, with the reason) */
 static double run_plan(const struct opts *o, const atm_plan *p, bool managed, int64_t memory,
@@ -251,7 +237,7 @@ int main(int argc, char **argv)
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	int failed = 0, met = 0, judged = 0;
 	char name[64];
-	for (const char *s = o.models; split(&s, name, sizeof name);)
+	for (const char *s = o.models; bench_split(&s, name, sizeof name);)
 		failed += bench_one(&o, name, &gi, &met, &judged);
 	/* what the CUDA context, cuDNN and cuBLAS keep once everything above is released */
 	atm_gpu_info after;

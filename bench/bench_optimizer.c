@@ -7,6 +7,7 @@
 #include "atm_optimizer.h"
 #include "atm_profiler.h"
 #include "atm_zoo.h"
+#include "bench_util.h"
 
 static const char usage[] =
 	"usage: bench_optimizer [--models LIST] [--presets LIST] [--ratios LIST]\n"
@@ -23,28 +24,13 @@ static const char usage[] =
 	"small,paper; 8:1,4:1,1:1; synchronous,asynchronous; 60 s for each plan; 0.01;\n"
 	"the cache /tmp/autotm-bench-profiles.json; --emulate optane.\n";
 
-/* split -- the next comma-separated item of *s into buf, false at the end */
-static bool split(const char **s, char *buf, size_t len)
-{
-	if (!*s || !**s)
-		return false;
-	const char *c = strchr(*s, ',');
-	size_t n = c ? (size_t)(c - *s) : strlen(*s);
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, *s, n);
-	buf[n] = '\0';
-	*s = c ? c + 1 : NULL;
-	return true;
-}
-
 /* listed -- name is in the comma-separated list (or the list is "all") */
 static bool listed(const char *list, const char *name)
 {
 	char buf[64];
 	if (list && !strcmp(list, "all"))
 		return true;
-	for (const char *s = list; split(&s, buf, sizeof buf);)
+	for (const char *s = list; bench_split(&s, buf, sizeof buf);)
 		if (!strcmp(buf, name))
 			return true;
 	return false;
@@ -108,13 +94,13 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 	    (rc = atm_opt_check(fast, prof, NULL, &fc)) < 0)
 		goto done;
 	char rbuf[32], fbuf[32];
-	for (const char *rs = o->ratios; split(&rs, rbuf, sizeof rbuf);) {
+	for (const char *rs = o->ratios; bench_split(&rs, rbuf, sizeof rbuf);) {
 		double s, f;
 		int64_t limit;
 		if ((rc = atm_opt_parse_ratio(rbuf, &s, &f)) < 0 ||
 		    (rc = atm_opt_limit_from_ratio(g, s, f, &limit)) < 0)
 			goto done;
-		for (const char *fs = o->forms; split(&fs, fbuf, sizeof fbuf);) {
+		for (const char *fs = o->forms; bench_split(&fs, fbuf, sizeof fbuf);) {
 			atm_opt_formulation form;
 			atm_opt_options oo;
 			atm_opt_report rep;
@@ -217,7 +203,7 @@ int main(int argc, char **argv)
 		}
 	}
 	char mbuf[64], pbuf[32];
-	for (const char *ms = o.models; strcmp(o.models, "all") && split(&ms, mbuf, sizeof mbuf);) {
+	for (const char *ms = o.models; strcmp(o.models, "all") && bench_split(&ms, mbuf, sizeof mbuf);) {
 		const atm_zoo_model *zm;
 		if (atm_zoo_find(mbuf, &zm) < 0) {
 			fprintf(stderr, "bench_optimizer: %s\n", atm_errmsg());
@@ -234,7 +220,7 @@ int main(int argc, char **argv)
 	       "---------|--------|---------|--------|----|---------|------------------------|"
 	       "----------|--------|\n");
 	struct totals tot = {0};
-	for (const char *ps = o.presets; split(&ps, pbuf, sizeof pbuf);)
+	for (const char *ps = o.presets; bench_split(&ps, pbuf, sizeof pbuf);)
 		for (int i = 0; i < atm_zoo_n_models(); i++) {
 			const char *name = atm_zoo_model_at(i)->name;
 			if (!listed(o.models, name))
