@@ -122,6 +122,7 @@ struct walk {
 	atm_liveness *lv;
 	struct tstate *ts;
 	struct arena arena;
+	int64_t limit;     /* the plan's fast limit (0: none): what live copies may add up to */
 	int64_t fast_bytes, slow_bytes;
 	int32_t *flying;   /* tensors with a move in flight */
 	int32_t n_flying;
@@ -156,7 +157,7 @@ static atm_status alloc_copy(struct walk *w, int32_t t, unsigned loc, int32_t k,
 	const atm_tensor *x = atm_graph_tensor(w->g, t);
 	atm_event ev = {.kind = ATM_EV_ALLOC, .node = k, .tensor = t, .move = -1, .loc = loc};
 	if (loc == ATM_LOC_FAST) {
-		int64_t limit = w->arena.limit;
+		int64_t limit = w->limit;
 		if (limit && w->fast_bytes + x->bytes > limit)
 			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
 			               "fit: fast memory would hold %lld bytes, over the limit of %lld", k,
@@ -351,6 +352,133 @@ static atm_status sort_moves(struct walk *w)
 }
 
 /* walk_step -- the events of one step, after the persistent tensors are set up */
+/* ---------------------------------------------------------------- layout by size */
+
+/* One fast copy's life: events [start, end) of setup then step (end INT32_MAX: kept). */
+struct life {
+	atm_event *alloc, *free;
+	int32_t start, end;
+	int64_t len, off;
+};
+
+/* Above this many fast copies the quadratic pass is skipped: first fit stands. */
+#define BY_SIZE_MAX_COPIES 30000
+
+/* life_cmp -- larger first, then earlier */
+static int life_cmp(const void *a, const void *b)
+{
+	const struct life *x = *(const struct life *const *)a, *y = *(const struct life *const *)b;
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return x->start - y->start;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* lay_by_size -- when first fit overflows the limit: place the largest copies first, each
+ * at the lowest offset clear of every copy already placed that is alive with it (greedy by
+ * size, as static planners of inference memory do; the whole step is known, so no copy
+ * waits on the order of events), and keep that layout when it fits. First fit stands
+ * otherwise: its overflows follow the order of events, which the optimizer's
+ * defragmentation rounds tighten around. */
+static atm_status lay_by_size(struct walk *w, int64_t limit)
+{
+	if (!limit || w->arena.end <= limit / ARENA_ALIGN * ARENA_ALIGN)
+		return ATM_OK;
+	atm_schedule *s = w->s;
+	int32_t n_all = s->n_setup + s->n_ev, nt = atm_graph_n_tensors(w->g), n = 0;
+	atm_status rc = ATM_OK;
+	struct life *lv = calloc((size_t)(n_all ? n_all : 1), sizeof *lv);
+	struct life **order = calloc((size_t)(n_all ? n_all : 1), sizeof *order);
+	struct span *busy = calloc((size_t)(n_all ? n_all : 1), sizeof *busy);
+	int32_t *open = malloc((size_t)(nt ? nt : 1) * sizeof *open);
+	if (!lv || !order || !busy || !open) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory laying out the fast arena");
+		goto done;
+	}
+	for (int32_t t = 0; t < nt; t++)
+		open[t] = -1;
+	for (int32_t i = 0; i < n_all; i++) {
+		atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
+		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
+			continue;
+		if (ev->kind == ATM_EV_ALLOC) {
+			lv[n] = (struct life){ev, NULL, i, INT32_MAX,
+			                      align_up(atm_graph_tensor(w->g, ev->tensor)->bytes), 0};
+			open[ev->tensor] = n++;
+		} else if (open[ev->tensor] >= 0) {
+			lv[open[ev->tensor]].free = ev;
+			lv[open[ev->tensor]].end = i;
+			open[ev->tensor] = -1;
+		}
+	}
+	if (n > BY_SIZE_MAX_COPIES)
+		goto done;
+	for (int32_t i = 0; i < n; i++)
+		order[i] = &lv[i];
+	qsort(order, (size_t)n, sizeof *order, life_cmp);
+	int64_t extent = 0;
+	for (int32_t i = 0; i < n; i++) {
+		struct life *c = order[i];
+		int32_t nb = 0;
+		for (int32_t j = 0; j < i; j++) {
+			const struct life *d = order[j];
+			if (d->start < c->end && c->start < d->end)
+				busy[nb++] = (struct span){d->off, d->len};
+		}
+		qsort(busy, (size_t)nb, sizeof *busy, span_cmp);
+		int64_t at = 0;
+		for (int32_t j = 0; j < nb && busy[j].off < at + c->len; j++)
+			if (busy[j].off + busy[j].len > at)
+				at = busy[j].off + busy[j].len;
+		c->off = at;
+		if (at + c->len > extent)
+			extent = at + c->len;
+	}
+	if (extent > limit / ARENA_ALIGN * ARENA_ALIGN)
+		goto done;
+	for (int32_t i = 0; i < n; i++) {
+		lv[i].alloc->offset = lv[i].off;
+		if (lv[i].free)
+			lv[i].free->offset = lv[i].off;
+	}
+	w->arena.end = extent;
+done:
+	free(open);
+	free(busy);
+	free(order);
+	free(lv);
+	return rc;
+}
+
+/* check_arena -- the laid out copies against the plan's limit: the first copy that ends
+ * past it is reported as first fit would have */
+static atm_status check_arena(struct walk *w, int64_t limit)
+{
+	atm_schedule *s = w->s;
+	int64_t arena = limit / ARENA_ALIGN * ARENA_ALIGN, fast = 0;
+	if (!limit || w->arena.end <= arena)
+		return ATM_OK;
+	for (int32_t i = 0; i < s->n_setup + s->n_ev; i++) {
+		const atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
+		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
+			continue;
+		const atm_tensor *x = atm_graph_tensor(w->g, ev->tensor);
+		fast += ev->kind == ATM_EV_ALLOC ? x->bytes : -x->bytes;
+		if (ev->kind == ATM_EV_ALLOC && ev->offset + align_up(x->bytes) > arena)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
+			               "fit in the fast arena of %lld bytes for fragmentation (%lld bytes in "
+			               "use)", ev->node, node_name(w->g, ev->node), x->name,
+			               (long long)x->bytes, (long long)limit, (long long)(fast - x->bytes));
+	}
+	return atm_err(ATM_E_INTERNAL, "the fast arena of %lld bytes overflows, but no copy ends "
+	               "past it", (long long)limit);
+}
+
 static atm_status walk_step(struct walk *w)
 {
 	int32_t nn = atm_graph_n_nodes(w->g), nt = atm_graph_n_tensors(w->g);
@@ -428,9 +556,13 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 	rc = atm_liveness_new(&w.lv, g);
 	if (rc < 0)
 		goto fail;
-	rc = arena_init(&w.arena, atm_plan_info_get(p)->fast_limit_bytes);
+	/* the walk lays the step out by first fit in an unbounded arena, lay_by_size tries a
+	 * smaller one, and only then is the limit held against it */
+	int64_t limit = atm_plan_info_get(p)->fast_limit_bytes;
+	rc = arena_init(&w.arena, 0);
 	if (rc < 0)
 		goto fail;
+	w.limit = limit;
 	w.ts = calloc((size_t)(nt ? nt : 1), sizeof *w.ts);
 	w.flying = calloc((size_t)(nt ? nt : 1), sizeof *w.flying);
 	w.s->cfg_at = calloc((size_t)nn + 1, sizeof *w.s->cfg_at);
@@ -465,7 +597,8 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 		else
 			w.s->stats.persistent_slow_bytes += x->bytes;
 	}
-	if ((rc = walk_step(&w)) < 0)
+	if ((rc = walk_step(&w)) < 0 || (rc = lay_by_size(&w, limit)) < 0 ||
+	    (rc = check_arena(&w, limit)) < 0)
 		goto fail;
 	/* kernel events point at their node's configuration now that the arrays are final */
 	for (int32_t i = 0; i < w.s->n_ev; i++)

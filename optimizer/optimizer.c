@@ -126,6 +126,13 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 	const atm_graph *g = atm_plan_graph(p);
 	atm_schedule *s = NULL;
 	*n_ov = 0;
+	/* core lays out by size when first fit overflows: a plan that fits that way fits */
+	atm_plan_info_of(p)->fast_limit_bytes = limit;
+	if (atm_schedule_new(&s, p) == ATM_OK) {
+		atm_schedule_destroy(s);
+		return ATM_OK;
+	}
+	atm_err_clear();
 	atm_plan_info_of(p)->fast_limit_bytes = 0;
 	atm_status rc = atm_schedule_new(&s, p);
 	atm_plan_info_of(p)->fast_limit_bytes = limit;

@@ -1,9 +1,10 @@
-/* test_defrag.c -- the defragmentation loop: a plan that fits by bytes but not by first fit is solved again */
+/* test_defrag.c -- fragmentation: layout by size where first fit fails, and the loop that solves again where no layout fits */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -38,12 +39,53 @@ static atm_graph *frag_graph(void)
 	return g;
 }
 
-/* test_defrag_tightens_until_it_fits -- the first round's plan (all fast) fragments; the loop
- * tightens around node 4, solves again, and records both rounds */
+/* ip -- a node y = x w^T + b with w and b slow-only parameters of their own */
+static int32_t ip(atm_graph *g, const char *name, int32_t x, int64_t in, int64_t out)
+{
+	char buf[64];
+	int32_t w, b, y, n;
+	int64_t wd[] = {out, in}, bd[] = {out}, yd[] = {1, out};
+	snprintf(buf, sizeof buf, "%s.w", name);
+	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 2, wd, ATM_KIND_PARAM, ATM_LOC_SLOW, &w), 0);
+	snprintf(buf, sizeof buf, "%s.b", name);
+	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 1, bd, ATM_KIND_PARAM, ATM_LOC_SLOW, &b), 0);
+	snprintf(buf, sizeof buf, "%s.y", name);
+	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 2, yd, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), 0);
+	assert_int_equal(atm_graph_add_node(g, name, ATM_OP_IP_FWD, NULL, 3, (int32_t[]){x, w, b}, 1, &y, &n), 0);
+	return y;
+}
+
+/* tight_graph -- copies of 3, 2, 3, 2, 2, 2 and 4 units of 64 bytes whose lives are such that
+ * at most 8 units live at once but no layout of all of them fits 8 units: first fit needs 11,
+ * by size 10 (found by search) */
+static atm_graph *tight_graph(void)
+{
+	atm_graph *g = NULL;
+	int64_t xd[] = {1, 16};
+	int32_t x, n;
+	assert_int_equal(atm_graph_new(&g, "tight"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 2, xd, ATM_KIND_INPUT, ATM_LOC_SLOW, &x), 0);
+	int32_t t0 = ip(g, "n0", x, 16, 48);
+	int32_t t1 = ip(g, "n1", x, 16, 32);
+	int32_t t2 = ip(g, "n2", t0, 48, 48);
+	int32_t t3 = ip(g, "n3", t2, 48, 32);
+	int32_t t4 = ip(g, "n4", t3, 32, 32);
+	int32_t t5 = ip(g, "n5", t1, 32, 32);
+	int64_t yd[] = {1, 64};
+	int32_t y;
+	atm_attrs cat = {.axis = 1};
+	assert_int_equal(atm_graph_add_tensor(g, "y", ATM_F32, 2, yd, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), 0);
+	assert_int_equal(atm_graph_add_node(g, "n6", ATM_OP_CONCAT, &cat, 2, (int32_t[]){t4, t5}, 1, &y, &n), 0);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
+/* test_defrag_tightens_until_it_fits -- the first round's plan (all fast) fits no layout; the
+ * loop tightens where it overflows, solves again, and records every round */
 static void test_defrag_tightens_until_it_fits(void **state)
 {
 	(void)state;
-	atm_graph *g = frag_graph();
+	atm_graph *g = tight_graph();
 	atm_profile *prof = NULL;
 	atm_plan *p = NULL, *fast = NULL;
 	atm_schedule *s = NULL;
@@ -53,21 +95,21 @@ static void test_defrag_tightens_until_it_fits(void **state)
 	o.mip_gap = 0;
 	o.pin_bytes = 0;
 	assert_int_equal(synth_profile(g, &prof), ATM_OK);
-	/* all fast fits by bytes (at most 192 live) but not by first fit */
+	/* all fast fits by bytes (at most 512 live) but in no layout */
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
 		if (atm_graph_tensor(g, t)->locations == ATM_LOC_SLOW)
 			assert_int_equal(atm_plan_set_location(fast, t, ATM_LOC_SLOW), ATM_OK);
-	atm_plan_info_of(fast)->fast_limit_bytes = 192;
+	atm_plan_info_of(fast)->fast_limit_bytes = 512;
 	assert_int_equal(atm_schedule_new(&s, fast), ATM_E_INFEASIBLE);
 	if (!strstr(atm_errmsg(), "fragmentation"))
 		fail_msg("%s", atm_errmsg());
 	for (int f = 0; f < 3; f++) {
-		assert_int_equal(atm_opt_plan(&p, g, prof, 192, (atm_opt_formulation)f, &o, &rep), ATM_OK);
+		assert_int_equal(atm_opt_plan(&p, g, prof, 512, (atm_opt_formulation)f, &o, &rep), ATM_OK);
 		assert_true(rep.n_rounds >= 2);
 		assert_false(rep.rounds[0].fits);
 		assert_true(rep.rounds[rep.n_rounds - 1].fits);
-		assert_true(rep.rounds[1].fast_limit_bytes < 192);
+		assert_true(rep.rounds[1].fast_limit_bytes < 512);
 		/* the model counted the first round's plan as all fast: the cheapest */
 		assert_true(rep.rounds[0].objective_s <= rep.rounds[rep.n_rounds - 1].objective_s);
 		const atm_plan_info *info = atm_plan_info_get(p);
@@ -78,29 +120,70 @@ static void test_defrag_tightens_until_it_fits(void **state)
 			sum += info->round_solve_s[i];
 		}
 		assert_true(sum <= info->solve_s + 1e-9 && sum >= info->solve_s - 1e-9);
-		assert_int_equal(info->fast_limit_bytes, 192);
+		assert_int_equal(info->fast_limit_bytes, 512);
 		assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
 		atm_schedule_destroy(s);
 		atm_opt_check_result c;
 		assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
-		assert_true(c.fast_arena_bytes <= 192);
+		assert_true(c.fast_arena_bytes <= 512);
 		atm_plan_destroy(p);
 	}
 	/* one round only: the error says why */
 	o.max_rounds = 1;
 	p = (atm_plan *)1;
-	assert_int_equal(atm_opt_plan(&p, g, prof, 192, ATM_OPT_SYNCHRONOUS, &o, &rep), ATM_E_INFEASIBLE);
+	assert_int_equal(atm_opt_plan(&p, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, &rep), ATM_E_INFEASIBLE);
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "for fragmentation after 1 rounds"));
-	assert_non_null(strstr(atm_errmsg(), "node 4"));
+	assert_non_null(strstr(atm_errmsg(), "at node"));
 	atm_plan_destroy(fast);
 	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+/* test_defrag_layout_by_size -- frag_graph's all-fast step overflows first fit at 192 bytes,
+ * and the schedule lays it out by size instead, in 192 bytes */
+static void test_defrag_layout_by_size(void **state)
+{
+	(void)state;
+	atm_graph *g = frag_graph();
+	atm_plan *fast = NULL;
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (atm_graph_tensor(g, t)->locations == ATM_LOC_SLOW)
+			assert_int_equal(atm_plan_set_location(fast, t, ATM_LOC_SLOW), ATM_OK);
+	/* unbounded, first fit stands: it takes 256 bytes */
+	assert_int_equal(atm_schedule_new(&s, fast), ATM_OK);
+	assert_int_equal(atm_schedule_stats_get(s)->fast_arena_bytes, 256);
+	atm_schedule_destroy(s);
+	atm_plan_info_of(fast)->fast_limit_bytes = 192;
+	assert_int_equal(atm_schedule_new(&s, fast), ATM_OK);
+	assert_int_equal(atm_schedule_stats_get(s)->fast_arena_bytes, 192);
+	/* no two copies alive together share a byte */
+	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
+		const atm_event *a = atm_schedule_event(s, i);
+		if (a->kind != ATM_EV_ALLOC || a->loc != ATM_LOC_FAST)
+			continue;
+		int64_t ab = atm_graph_tensor(g, a->tensor)->bytes;
+		for (int32_t j = i + 1; j < atm_schedule_n_events(s); j++) {
+			const atm_event *b = atm_schedule_event(s, j);
+			if (b->kind == ATM_EV_FREE && b->tensor == a->tensor && b->loc == ATM_LOC_FAST)
+				break;
+			if (b->kind != ATM_EV_ALLOC || b->loc != ATM_LOC_FAST)
+				continue;
+			int64_t bb = atm_graph_tensor(g, b->tensor)->bytes;
+			assert_true(b->offset >= a->offset + ab || a->offset >= b->offset + bb);
+		}
+	}
+	atm_schedule_destroy(s);
+	atm_plan_destroy(fast);
 	atm_graph_destroy(g);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defrag_layout_by_size),
 		cmocka_unit_test(test_defrag_tightens_until_it_fits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
