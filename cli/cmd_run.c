@@ -286,6 +286,8 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("run", "give the fast-memory limit with --ratio S:F or "
 		                       "--dram-limit SIZE");
 
+	/* Ctrl-C from here on ends the run cleanly, also while it is still being set up */
+	volatile sig_atomic_t *stop = cli_install_interrupt();
 	bool managed = placement && !strcmp(placement, "managed");
 	if (managed && !mem.gpu.mode)
 		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
@@ -330,7 +332,7 @@ int cmd_run(int argc, char **argv)
 		.tiers = mem.tiers,
 		.emulate = mem.emulate,
 		.gpu = mem.gpu,
-		.stop = cli_install_interrupt(),
+		.stop = stop,
 		.twolm_bytes = twolm,
 		.quiet = quiet || !isatty(STDERR_FILENO),
 	};
