@@ -430,7 +430,12 @@ static atm_status cu_sync(atm_backend *b)
 	cudaError_t e3 = cudaStreamSynchronize(c->to_host);
 	if (e == cudaSuccess)
 		e = e2 != cudaSuccess ? e2 : e3;
-	return e == cudaSuccess ? ATM_OK : cuda_fail(ATM_E_INTERNAL, e, "running the step on the GPU");
+	/* kernels run behind the host: a fault shows here, after the kernel that caused it was
+	 * issued; CUDA_LAUNCH_BLOCKING=1 makes each launch wait, so the error names it */
+	return e == cudaSuccess ? ATM_OK
+	                        : cuda_fail(ATM_E_INTERNAL, e, "a kernel or copy of the step failed on "
+	                                    "the GPU (run with CUDA_LAUNCH_BLOCKING=1 to stop at the "
+	                                    "one that failed)");
 }
 
 /* ---------------------------------------------------------------- timing */

@@ -209,6 +209,53 @@ static void test_gpu_device_plans_test_vgg(void **state)
 	device_plans("test_vgg");
 }
 
+/* test_gpu_baselines -- vdnn, numa and all-fast keep kernels' operands on the device and train
+ * as all fast; all-slow and 2lm, which leave them in host memory, are refused */
+static void test_gpu_baselines(void **state)
+{
+	(void)state;
+	static const atm_opt_formulation ok[] = {ATM_OPT_VDNN, ATM_OPT_NUMA, ATM_OPT_ALL_FAST};
+	static const atm_opt_formulation refused[] = {ATM_OPT_ALL_SLOW, ATM_OPT_2LM};
+	atm_graph *g = build("test_vgg");
+	atm_profile *prof = NULL;
+	atm_plan *p = NULL;
+	atm_graph_stats gs;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.device_only = true;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	assert_int_equal(atm_graph_stats_compute(g, &gs), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct run ref = run_plan(p);
+	/* the device memory the all-fast step takes as laid out: numa then never spills */
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int64_t limit = atm_schedule_stats_get(s)->fast_arena_bytes;
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+	int vdnn_moves = 0;
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (atm_opt_plan(&p, g, prof, limit, ok[i], &o, NULL) < 0)
+			fail_msg("%s: %s", atm_opt_formulation_name(ok[i]), atm_errmsg());
+		kernels_all_fast(p);
+		if (ok[i] == ATM_OPT_VDNN)
+			vdnn_moves = atm_plan_n_moves(p);
+		struct run got = run_plan(p);
+		expect_same(&ref, &got, atm_opt_formulation_name(ok[i]));
+		atm_plan_destroy(p);
+		p = NULL;
+	}
+	assert_true(vdnn_moves > 0); /* it offloaded convolution inputs */
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		assert_int_equal(atm_opt_plan(&p, g, prof, gs.peak_bytes / 2, refused[i], &o, NULL),
+		                 ATM_E_USAGE);
+		assert_null(p);
+		assert_non_null(strstr(atm_errmsg(), "device memory only"));
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
 /* test_gpu_memory_limit_is_kept -- a plan larger than the device's memory is refused before
  * any kernel runs */
 static void test_gpu_memory_limit_is_kept(void **state)
@@ -280,6 +327,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_device_plans_tiny_cnn),
 		cmocka_unit_test(test_gpu_device_plans_tiny_mlp),
 		cmocka_unit_test(test_gpu_device_plans_test_vgg),
+		cmocka_unit_test(test_gpu_baselines),
 		cmocka_unit_test(test_gpu_memory_limit_is_kept),
 		cmocka_unit_test(test_gpu_emulate_refused),
 	};
