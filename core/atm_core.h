@@ -340,6 +340,11 @@ const atm_move *atm_plan_move(const atm_plan *p, int32_t i);
 atm_plan_info *atm_plan_info_of(atm_plan *p);
 const atm_plan_info *atm_plan_info_get(const atm_plan *p);
 
+/* atm_plan_set_algo -- node runs its algorithm algo (0, the default, unless a GPU profile
+ * found a faster one; ATM_E_INPUT out of 0..ATM_PROF_MAX_ALGOS - 1) */
+atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo);
+int atm_plan_algo(const atm_plan *p, int32_t node);
+
 /* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
 atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
 /* atm_plan_random -- a valid random plan with synchronous and asynchronous moves, to stress
@@ -514,6 +519,19 @@ atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t nod
  * replacing what was there; times are kept to 10 significant digits, as saved */
 atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            const atm_prof_entry *e);
+/* Kernels with several implementations (a GPU's convolution algorithms) keep each one's
+ * time under its index: 0 is the default one, what atm_profile_get and atm_profile_put
+ * mean; its workspace is the entry's scratch_bytes. */
+#define ATM_PROF_MAX_ALGOS 16
+/* The most workspace an algorithm of a GPU kernel may take: it lives in the device memory
+ * kept back from plans (ATM_GPU_RESERVE_BYTES), not in the plan's limit. */
+#define ATM_GPU_WORKSPACE_BYTES ((int64_t)256 << 20)
+/* atm_profile_get_algo, atm_profile_put_algo -- node in config with algorithm algo
+ * (0 to ATM_PROF_MAX_ALGOS - 1); ATM_E_NOTFOUND when never profiled */
+atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_t node,
+                                uint32_t config, int algo, atm_prof_entry *out);
+atm_status atm_profile_put_algo(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
+                                int algo, const atm_prof_entry *e);
 /* atm_profile_has -- is node in config in the profile */
 bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config);
 /* Move bandwidths; ATM_E_NOTFOUND when never measured. */

@@ -9,6 +9,7 @@ struct atm_plan {
 	unsigned *loc; /* per tensor */
 	atm_move *moves;
 	int32_t n_moves, cap_moves;
+	int8_t *algo; /* per node, NULL while every node runs its default algorithm */
 	atm_plan_info info;
 };
 
@@ -37,7 +38,33 @@ void atm_plan_destroy(atm_plan *p)
 		return;
 	free(p->loc);
 	free(p->moves);
+	free(p->algo);
 	free(p);
+}
+
+atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo)
+{
+	const atm_node *n = atm_graph_node(p->g, node);
+	if (!n)
+		return atm_err(ATM_E_INPUT, "node %d does not exist (valid: 0 to %d)", node,
+		               atm_graph_n_nodes(p->g) - 1);
+	if (algo < 0 || algo >= ATM_PROF_MAX_ALGOS)
+		return atm_err(ATM_E_INPUT, "node '%s': algorithm %d is not valid (0 to %d)", n->name, algo,
+		               ATM_PROF_MAX_ALGOS - 1);
+	if (!p->algo) {
+		if (!algo)
+			return ATM_OK;
+		p->algo = calloc((size_t)atm_graph_n_nodes(p->g), sizeof *p->algo);
+		if (!p->algo)
+			return atm_err(ATM_E_NOMEM, "out of memory choosing algorithms");
+	}
+	p->algo[node] = (int8_t)algo;
+	return ATM_OK;
+}
+
+int atm_plan_algo(const atm_plan *p, int32_t node)
+{
+	return p->algo && node >= 0 && node < atm_graph_n_nodes(p->g) ? p->algo[node] : 0;
 }
 
 const atm_graph *atm_plan_graph(const atm_plan *p)

@@ -159,7 +159,20 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 		add(&t, i ? ",\n    " : "\n    ");
 		add_json(&t, o);
 	}
-	add(&t, atm_plan_n_moves(p) ? "\n  ]\n}\n" : "]\n}\n");
+	add(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
+	/* algorithms other than the default, by node name (GPU plans) */
+	json_t *algos = json_object();
+	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
+		if (atm_plan_algo(p, k))
+			json_object_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)));
+	if (!algos)
+		t.failed = true;
+	else if (json_object_size(algos)) {
+		add(&t, ",\n  \"algorithms\": ");
+		add_json(&t, algos);
+	}
+	json_decref(algos);
+	add(&t, "\n}\n");
 	if (t.failed) {
 		free(t.buf);
 		return atm_err(ATM_E_NOMEM, "out of memory writing a plan");
@@ -237,7 +250,7 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 	static const char *const top[] = {"format", "version", "graph", "formulation",
 	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
 	                                  "solver",
-	                                  "tensors", "moves", NULL};
+	                                  "tensors", "moves", "algorithms", NULL};
 	json_t *v, *gr;
 	char digest[17];
 	atm_status rc;
@@ -389,6 +402,31 @@ static atm_status read_moves(json_t *root, atm_plan *p)
 	return ATM_OK;
 }
 
+/* read_algos -- "algorithms": {node name: index}, optional */
+static atm_status read_algos(json_t *root, atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	json_t *obj, *v;
+	const char *name;
+	atm_status rc = get(root, "top level", "algorithms", JSON_OBJECT, true, &obj);
+	if (rc < 0 || !obj)
+		return rc;
+	json_object_foreach(obj, name, v) {
+		int32_t k = -1;
+		for (int32_t i = 0; i < atm_graph_n_nodes(g) && k < 0; i++)
+			if (!strcmp(atm_graph_node(g, i)->name, name))
+				k = i;
+		if (k < 0)
+			return BAD("algorithms: graph '%s' has no node '%s'", atm_graph_name(g), name);
+		if (!json_is_integer(v))
+			return BAD("algorithms: '%s' must be an integer, not %s", name, atm_json_type_name(v));
+		if ((rc = atm_plan_set_algo(p, k, (int)(json_integer_value(v) < 0 || json_integer_value(v) > 1000
+		                                          ? -1 : json_integer_value(v)))) < 0)
+			return atm_err_prefix(rc, "algorithms: ");
+	}
+	return ATM_OK;
+}
+
 atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *data, size_t len,
                                 const char *origin)
 {
@@ -403,7 +441,7 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 	if ((rc = atm_plan_new(&p, g)) < 0)
 		goto fail;
 	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
-	    (rc = read_moves(root, p)) < 0) {
+	    (rc = read_moves(root, p)) < 0 || (rc = read_algos(root, p)) < 0) {
 		atm_err_prefix(rc, "%s: ", origin);
 		goto fail;
 	}

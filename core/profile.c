@@ -392,8 +392,22 @@ const char *atm_prof_config_name(const atm_graph *g, int32_t node, uint32_t conf
 
 /* config_name_ok -- a name config_name could have written: per-operand letters
  * (at most ATM_PROF_MAX_OPERANDS) around one '/', or the grouped form */
-static bool config_name_ok(const char *s)
+static bool config_name_ok(const char *full)
 {
+	/* an algorithm other than the default: "FF/F#2" */
+	char s[CFG_NAME_MAX];
+	const char *hash = strchr(full, '#');
+	size_t n = hash ? (size_t)(hash - full) : strlen(full);
+	if (n >= sizeof s)
+		return false;
+	if (hash) {
+		char *end = NULL;
+		long a = strtol(hash + 1, &end, 10);
+		if (end == hash + 1 || *end || a < 1 || a >= ATM_PROF_MAX_ALGOS || hash[1] == '0')
+			return false;
+	}
+	memcpy(s, full, n);
+	s[n] = '\0';
 	const char *slash = strchr(s, '/');
 	if (!slash || strchr(slash + 1, '/'))
 		return false;
@@ -1020,9 +1034,10 @@ int64_t atm_profile_n_entries(const atm_profile *p)
 	return p->n_entries;
 }
 
-/* key_of -- node's signature and the name of config, checking both */
-static atm_status key_of(const atm_graph *g, int32_t node, uint32_t config, const char *who,
-                         char **sig, char cfg[CFG_NAME_MAX])
+/* key_of -- node's signature and the name of config with algorithm algo ("FF/F", "FF/F#2"),
+ * checking all three */
+static atm_status key_of(const atm_graph *g, int32_t node, uint32_t config, int algo,
+                         const char *who, char **sig, char cfg[CFG_NAME_MAX])
 {
 	const atm_node *n = atm_graph_node(g, node);
 	struct layout L;
@@ -1034,7 +1049,12 @@ static atm_status key_of(const atm_graph *g, int32_t node, uint32_t config, cons
 	if (!config_valid(&L, config))
 		return atm_err(ATM_E_USAGE, "%s: configuration 0x%x is not one of node '%s' (%s), which "
 		               "has %d", who, (unsigned)config, n->name, atm_op_name(n->op), 1 << L.n_units);
+	if (algo < 0 || algo >= ATM_PROF_MAX_ALGOS)
+		return atm_err(ATM_E_USAGE, "%s: algorithm %d of node '%s' is out of range (0 to %d)", who,
+		               algo, n->name, ATM_PROF_MAX_ALGOS - 1);
 	config_name(&L, config, cfg, CFG_NAME_MAX);
+	if (algo)
+		snprintf(cfg + strlen(cfg), CFG_NAME_MAX - strlen(cfg), "#%d", algo);
 	if (!(*sig = sig_alloc(g, n)))
 		return atm_err(ATM_E_NOMEM, "out of memory making the signature of node '%s'", n->name);
 	return ATM_OK;
@@ -1054,9 +1074,16 @@ static void entry_of(json_t *o, atm_prof_entry *e)
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            atm_prof_entry *out)
 {
+	return atm_profile_get_algo(p, g, node, config, 0, out);
+}
+
+/* atm_profile_get_algo -- the same with one of the node's algorithms */
+atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_t node,
+                                uint32_t config, int algo, atm_prof_entry *out)
+{
 	char *sig = NULL, cfg[CFG_NAME_MAX], m[512];
 	memset(out, 0, sizeof *out);
-	atm_status rc = key_of(g, node, config, "atm_profile_get", &sig, cfg);
+	atm_status rc = key_of(g, node, config, algo, "atm_profile_get", &sig, cfg);
 	if (rc < 0)
 		return rc;
 	json_t *e = json_object_get(json_object_get(p->kernels, sig), cfg);
@@ -1079,7 +1106,7 @@ atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t nod
 bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config)
 {
 	char *sig = NULL, cfg[CFG_NAME_MAX];
-	if (key_of(g, node, config, "atm_profile_has", &sig, cfg) < 0)
+	if (key_of(g, node, config, 0, "atm_profile_has", &sig, cfg) < 0)
 		return false;
 	bool has = json_object_get(json_object_get(p->kernels, sig), cfg) != NULL;
 	free(sig);
@@ -1110,6 +1137,13 @@ static int set_entry(json_t *kernels, const char *sig, const char *cfg, json_t *
 atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            const atm_prof_entry *e)
 {
+	return atm_profile_put_algo(p, g, node, config, 0, e);
+}
+
+/* atm_profile_put_algo -- the same for one of the node's algorithms */
+atm_status atm_profile_put_algo(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
+                                int algo, const atm_prof_entry *e)
+{
 	char *sig = NULL, cfg[CFG_NAME_MAX];
 	json_t *o = NULL;
 	atm_status rc;
@@ -1122,7 +1156,7 @@ atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uin
 		return atm_err(ATM_E_USAGE, "atm_profile_put: an %s entry in a %s profile",
 		               e->estimated ? "estimated" : "measured",
 		               p->m.estimated ? "estimated" : "measured");
-	if ((rc = key_of(g, node, config, "atm_profile_put", &sig, cfg)) < 0)
+	if ((rc = key_of(g, node, config, algo, "atm_profile_put", &sig, cfg)) < 0)
 		return rc;
 	o = json_object();
 	if (!o || json_object_set_new(o, "min_s", json_real(rounded(e->min_s))) < 0 ||

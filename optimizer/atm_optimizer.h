@@ -120,6 +120,10 @@ atm_status atm_opt_parse_ratio(const char *s, double *slow, double *fast);
  * 0:1 gives 0 (no limit: all fast); 1:0 gives the least limit any plan needs (the tensors
  * that may only be fast; at least 1 byte, since 0 means no limit). */
 atm_status atm_opt_limit_from_ratio(const atm_graph *g, double slow, double fast, int64_t *bytes);
+/* atm_opt_choose_algos -- every node of p runs the fastest algorithm prof holds for it with
+ * its operands fast and a workspace within ATM_GPU_WORKSPACE_BYTES (GPU plans; the
+ * formulations do this themselves with device_only) */
+atm_status atm_opt_choose_algos(atm_plan *p, const atm_profile *prof);
 /* atm_opt_min_limit -- the least fast limit any formulation can meet: the bytes of tensors that
  * may only live in fast memory, each rounded up to the arena's 64-byte alignment (plus
  * workspace when counted, and with o->device_only every operand of the node), at the worst

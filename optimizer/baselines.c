@@ -244,7 +244,7 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 		rc = build(g, &pl, limit, name, &p);
 	else
 		rc = fit(g, &pl, limit, name, o && o->device_only, &p);
-	if (rc < 0)
+	if (rc < 0 || (o && o->device_only && (rc = atm_opt_choose_algos(p, prof)) < 0))
 		goto done;
 	atm_schedule *s = NULL;
 	if (f != ATM_OPT_2LM && (rc = atm_schedule_new(&s, p)) < 0)

@@ -72,20 +72,53 @@ static void spans_remove(struct spans *s, int64_t off)
 	s->n--;
 }
 
+atm_status opt_best_algo(const atm_profile *prof, const atm_graph *g, int32_t k, int *algo,
+                         double *t)
+{
+	atm_prof_entry e;
+	atm_status rc = atm_profile_get(prof, g, k, 0, &e);
+	*algo = 0;
+	*t = e.min_s;
+	if (rc < 0)
+		return rc;
+	for (int a = 1; a < ATM_PROF_MAX_ALGOS; a++)
+		if (atm_profile_get_algo(prof, g, k, 0, a, &e) == ATM_OK &&
+		    e.scratch_bytes <= ATM_GPU_WORKSPACE_BYTES && e.min_s < *t) {
+			*t = e.min_s;
+			*algo = a;
+		}
+	atm_err_clear();
+	return ATM_OK;
+}
+
+atm_status atm_opt_choose_algos(atm_plan *p, const atm_profile *prof)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		int algo;
+		double t;
+		atm_status rc = opt_best_algo(prof, g, k, &algo, &t);
+		if (rc < 0 || (rc = atm_plan_set_algo(p, k, algo)) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
 /* opt_kernel_time -- profile seconds of node k with its operands where cfg puts them: the
  * largest over that configuration and every one with a subset of its slow operands, since a
  * slow operand never makes a kernel faster and measured profiles have noise; t_fast is the
  * all-fast time */
 atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t k,
-                           const unsigned *cfg, double *t, double *t_fast)
+                           const unsigned *cfg, int algo, double *t, double *t_fast)
 {
 	uint32_t mask;
 	atm_prof_entry e;
 	atm_status rc = atm_prof_config_of(g, k, cfg, &mask);
-	if (rc < 0 || (rc = atm_profile_get(prof, g, k, mask, &e)) < 0)
+	/* other algorithms than the default are profiled (and chosen) with every operand fast */
+	if (rc < 0 || (rc = atm_profile_get_algo(prof, g, k, mask, mask ? 0 : algo, &e)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
 	*t = e.min_s;
-	*t_fast = atm_profile_get(prof, g, k, 0, &e) < 0 ? *t : e.min_s;
+	*t_fast = atm_profile_get_algo(prof, g, k, 0, algo, &e) < 0 ? *t : e.min_s;
 	for (uint32_t sub = mask; sub; ) {
 		sub = (sub - 1) & mask;
 		if (atm_profile_get(prof, g, k, sub, &e) == ATM_OK && e.min_s > *t)
@@ -162,7 +195,8 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 			break;
 		case ATM_EV_KERNEL: {
 			double t = 0, tf = 0;
-			if ((rc = opt_kernel_time(prof, g, ev->node, ev->cfg, &t, &tf)) < 0)
+			if ((rc = opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t,
+			                          &tf)) < 0)
 				goto done;
 			out->kernel_s += t;
 			out->all_fast_kernel_s += tf;

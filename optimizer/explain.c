@@ -100,7 +100,7 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 		case ATM_EV_KERNEL: {
 			const atm_node *n = atm_graph_node(g, ev->node);
 			double t = -1, t0 = -1;
-			if (opt_kernel_time(prof, g, ev->node, ev->cfg, &t, &t0) < 0)
+			if (opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t, &t0) < 0)
 				t = t0 = -1;
 			slow_operands(g, n, ev->cfg, list, sizeof list);
 			char live[64];

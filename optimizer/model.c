@@ -389,6 +389,12 @@ static atm_status build_node(struct model *m, int32_t k)
 		if (rc < 0)
 			return rc;
 	}
+	/* on a GPU the kernel runs the fastest algorithm the profile holds */
+	if (m->o.device_only && nm->n_cfg == 1) {
+		atm_status rc = opt_best_algo(m->prof, g, k, &nm->algo, &nm->time[0]);
+		if (rc < 0)
+			return atm_err_prefix(rc, "run 'autotm profile' for this network first: ");
+	}
 	return ATM_OK;
 }
 
@@ -741,6 +747,9 @@ atm_status opt_solution_to_plan(const struct model *m, const struct solution *s,
 	struct pmove *mv = NULL;
 	int32_t n = 0, cap = 0;
 	atm_status rc = ATM_OK;
+	for (int32_t k = 0; k < m->n_nodes && rc == ATM_OK; k++)
+		if (m->n[k].algo)
+			rc = atm_plan_set_algo(p, k, m->n[k].algo);
 	for (int32_t x = 0; x < m->n_tensors && rc == ATM_OK; x++) {
 		const struct tmodel *t = &m->t[x];
 		unsigned home = t->cls == TC_SLOW ? ATM_LOC_SLOW : ATM_LOC_FAST;

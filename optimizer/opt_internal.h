@@ -88,6 +88,7 @@ struct nmodel {
 	double *time;           /* per free-unit configuration: seconds (< 0: not profiled) */
 	bool has_async;         /* some tensor may copy while this node runs */
 	int32_t z_col, y_col;   /* first configuration column; max(kernel, copies) column */
+	int algo;               /* device_only: the profiled algorithm the kernel runs (0: default) */
 };
 
 struct model {
@@ -169,8 +170,13 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 
 /* check.c: what the checker and the explanation price a kernel at (not used by the model,
  * which keeps its own copy of the rule so that the two stay independent) */
+/* opt_best_algo -- the fastest profiled algorithm of node k with every operand fast whose
+ * workspace fits ATM_GPU_WORKSPACE_BYTES (0, the default, when no other was profiled), and its
+ * time */
+atm_status opt_best_algo(const atm_profile *prof, const atm_graph *g, int32_t k, int *algo,
+                         double *t);
 atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t k,
-                           const unsigned *cfg, double *t, double *t_fast);
+                           const unsigned *cfg, int algo, double *t, double *t_fast);
 
 /* optimizer.c */
 atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation f,

@@ -208,8 +208,13 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 {
 	atm_opt_check_result chk;
 	atm_status rc = atm_plan_uniform(out, g, ATM_LOC_FAST);
-	if (rc < 0)
+	if (rc >= 0 && o->device_only)
+		rc = atm_opt_choose_algos(*out, prof);
+	if (rc < 0) {
+		atm_plan_destroy(*out);
+		*out = NULL;
 		return rc;
+	}
 	atm_plan_info *info = atm_plan_info_of(*out);
 	snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(f));
 	snprintf(info->solver_status, sizeof info->solver_status, "no limit");

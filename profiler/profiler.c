@@ -277,6 +277,25 @@ static void draw(const atm_prof *pr, struct run *st, bool last)
 	fprintf(stderr, "   %s", last ? "\n" : "");
 }
 
+/* time_algos -- on a GPU, node's other algorithms (the default one is timed as the
+ * configuration), each whose workspace fits ATM_GPU_WORKSPACE_BYTES, into the profile */
+static atm_status time_algos(atm_prof *pr, atm_profile *p, int32_t node, uint32_t config)
+{
+	int n = 0;
+	atm_status rc = atm_kbench_algos(pr->kb, node, &n);
+	for (int a = 1; rc >= 0 && a < n && a < ATM_PROF_MAX_ALGOS; a++) {
+		atm_prof_entry e;
+		int64_t ws = 0;
+		if ((rc = atm_kbench_algo_workspace(pr->kb, node, a, &ws)) < 0)
+			break;
+		if (ws > ATM_GPU_WORKSPACE_BYTES)
+			continue;
+		if ((rc = atm_kbench_time_algo(pr->kb, node, config, a, &e)) >= 0)
+			rc = atm_profile_put_algo(p, pr->g, node, config, a, &e);
+	}
+	return rc;
+}
+
 /* maybe_save -- a batch save: every flush_configs new entries or flush_s
  * seconds, unless the last save was so recent that saving would dominate */
 static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
@@ -358,6 +377,8 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
 		if (rc >= 0)
 			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
+		if (rc >= 0 && pr->o.gpu.mode && !pr->o.estimate)
+			rc = time_algos(pr, p, t->node, t->config);
 		if (rc < 0) {
 			char name[32];
 			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",

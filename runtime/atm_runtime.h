@@ -152,6 +152,15 @@ void atm_kbench_destroy(atm_kbench *kb);
  * e (min, median, count, scratch). The node's kernel is kept for the next
  * call, so time all configurations of a node one after another. */
 atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e);
+/* atm_kbench_algos -- how many implementations node has here (a GPU's convolution
+ * algorithms, deterministic ones only; 1 elsewhere) */
+atm_status atm_kbench_algos(atm_kbench *kb, int32_t node, int *n);
+/* atm_kbench_algo_workspace -- the workspace algorithm algo of node takes, nothing run */
+atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int64_t *bytes);
+/* atm_kbench_time_algo -- atm_kbench_time with implementation algo; e->scratch_bytes is its
+ * workspace */
+atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
+                                atm_prof_entry *e);
 /* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m);
 /* atm_kbench_machine -- what the timings are comparable with: CPU model,

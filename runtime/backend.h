@@ -72,7 +72,11 @@ typedef struct {
 	/* kernels */
 	atm_status (*kernel_new)(atm_backend *b, const atm_graph *g, int32_t node, atm_bk_kernel **k);
 	void (*kernel_destroy)(atm_backend *b, atm_bk_kernel *k);
+	/* scratch of the algorithm in use */
 	int64_t (*kernel_scratch_bytes)(const atm_backend *b, const atm_bk_kernel *k);
+	/* implementations the kernel offers (a GPU's convolution algorithms; 1 elsewhere) */
+	int (*kernel_n_algos)(const atm_backend *b, const atm_bk_kernel *k);
+	atm_status (*kernel_set_algo)(atm_backend *b, atm_bk_kernel *k, int algo);
 	atm_status (*kernel_run)(atm_backend *b, atm_bk_kernel *k, void *const *in, void *const *out,
 	                         void *scratch);
 	/* emulate -- after a kernel read and wrote these slow bytes: make the slow

@@ -313,6 +313,21 @@ static int64_t cpu_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kerne
 	return atm_kernel_scratch_bytes((const atm_kernel *)k);
 }
 
+static int cpu_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k)
+{
+	(void)b;
+	(void)k;
+	return 1; /* oneDNN picks its implementation itself */
+}
+
+static atm_status cpu_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo)
+{
+	(void)b;
+	(void)k;
+	return algo == 0 ? ATM_OK
+	                 : atm_err(ATM_E_USAGE, "algorithm %d: CPU kernels have one (0)", algo);
+}
+
 static atm_status cpu_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
                                  void *const *out, void *scratch)
 {
@@ -489,6 +504,8 @@ static const atm_backend_i cpu_iface = {
 	.kernel_new = cpu_kernel_new,
 	.kernel_destroy = cpu_kernel_destroy,
 	.kernel_scratch_bytes = cpu_kernel_scratch_bytes,
+	.kernel_n_algos = cpu_kernel_n_algos,
+	.kernel_set_algo = cpu_kernel_set_algo,
 	.kernel_run = cpu_kernel_run,
 	.emulate = cpu_emulate,
 	.copy = cpu_copy,

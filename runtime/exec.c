@@ -343,6 +343,14 @@ static atm_status build_kernels(atm_exec *e)
 		const atm_node *n = atm_graph_node(e->g, k);
 		if ((rc = e->b->iface->kernel_new(e->b, e->g, k, &e->kernels[k])) < 0)
 			return rc;
+		int algo = atm_plan_algo(e->plan, k), n_algos;
+		n_algos = e->b->iface->kernel_n_algos(e->b, e->kernels[k]);
+		if (algo >= n_algos)
+			return atm_err(ATM_E_INPUT, "plan '%s' runs node '%s' with algorithm %d, but here it "
+			               "has %d: profile and plan on this machine",
+			               atm_plan_info_get(e->plan)->formulation, n->name, algo, n_algos);
+		if (algo && (rc = e->b->iface->kernel_set_algo(e->b, e->kernels[k], algo)) < 0)
+			return rc;
 		int64_t sb = e->b->iface->kernel_scratch_bytes(e->b, e->kernels[k]);
 		if (sb > e->result.scratch_bytes)
 			e->result.scratch_bytes = sb;

@@ -358,8 +358,40 @@ static atm_status run_once(atm_kbench *kb, int64_t slow_read, int64_t slow_writt
 	return ATM_OK;
 }
 
+/* atm_kbench_algos -- node's implementations on this backend (its kernel is built and kept) */
+atm_status atm_kbench_algos(atm_kbench *kb, int32_t node, int *n)
+{
+	*n = 0;
+	if (!atm_graph_node(kb->g, node))
+		return atm_err(ATM_E_USAGE, "atm_kbench_algos: node %d is out of range", node);
+	atm_status rc = use_kernel(kb, node);
+	if (rc < 0)
+		return rc;
+	*n = kb->b->iface->kernel_n_algos(kb->b, kb->k);
+	return ATM_OK;
+}
+
+/* atm_kbench_algo_workspace -- the workspace algorithm algo of node would take */
+atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int64_t *bytes)
+{
+	int n = 0;
+	*bytes = 0;
+	atm_status rc = atm_kbench_algos(kb, node, &n);
+	if (rc < 0 || (rc = kb->b->iface->kernel_set_algo(kb->b, kb->k, algo)) < 0)
+		return rc;
+	*bytes = kb->b->iface->kernel_scratch_bytes(kb->b, kb->k);
+	return kb->b->iface->kernel_set_algo(kb->b, kb->k, 0);
+}
+
 /* atm_kbench_time -- warm-up and timed runs of node with its operands where config puts them */
 atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e)
+{
+	return atm_kbench_time_algo(kb, node, config, 0, e);
+}
+
+/* atm_kbench_time_algo -- the same with one of node's algorithms */
+atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
+                                atm_prof_entry *e)
 {
 	const atm_node *n = atm_graph_node(kb->g, node);
 	atm_status rc = ATM_OK;
@@ -384,7 +416,9 @@ atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_pr
 		             (unsigned)config, n->name);
 		goto done;
 	}
-	if ((rc = use_kernel(kb, node)) < 0)
+	if ((rc = use_kernel(kb, node)) < 0 ||
+	    (rc = kb->b->iface->kernel_set_algo(kb->b, kb->k, algo)) < 0 ||
+	    (rc = grow_scratch(kb, kb->b->iface->kernel_scratch_bytes(kb->b, kb->k))) < 0)
 		goto done;
 	int64_t slow_read = 0, slow_written = 0;
 	for (int i = 0; i < n_ops; i++) {

@@ -332,6 +332,18 @@ static int64_t cu_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kernel
 	return atm_cuda_kernel_workspace_bytes((const atm_cuda_kernel *)k);
 }
 
+static int cu_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k)
+{
+	(void)b;
+	return atm_cuda_kernel_n_algos((const atm_cuda_kernel *)k);
+}
+
+static atm_status cu_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo)
+{
+	(void)b;
+	return atm_cuda_kernel_set_algo((atm_cuda_kernel *)k, algo);
+}
+
 static atm_status cu_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
                                 void *const *out, void *scratch)
 {
@@ -557,6 +569,8 @@ static const atm_backend_i cuda_iface = {
 	.kernel_new = cu_kernel_new,
 	.kernel_destroy = cu_kernel_destroy,
 	.kernel_scratch_bytes = cu_kernel_scratch_bytes,
+	.kernel_n_algos = cu_kernel_n_algos,
+	.kernel_set_algo = cu_kernel_set_algo,
 	.kernel_run = cu_kernel_run,
 	.emulate = NULL,
 	.copy = cu_copy,

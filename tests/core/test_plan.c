@@ -355,11 +355,50 @@ static void test_plan_json_rejects_mismatches(void **state)
 	atm_plan_destroy(p);
 }
 
+/* test_plan_algorithms -- a node's algorithm is kept, saved by node name, read back, and a bad
+ * one refused */
+static void test_plan_algorithms(void **state)
+{
+	struct small *sm = *state;
+	atm_plan *p = NULL, *q = NULL;
+	char *a = NULL, *b = NULL;
+	assert_int_equal(atm_plan_uniform(&p, sm->g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_plan_algo(p, 1), 0);
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_null(strstr(a, "algorithms")); /* default algorithms: nothing written */
+	free(a);
+	assert_int_equal(atm_plan_set_algo(p, 1, 3), ATM_OK);
+	assert_int_equal(atm_plan_set_algo(p, 1, ATM_PROF_MAX_ALGOS), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "is not valid"));
+	assert_int_equal(atm_plan_set_algo(p, atm_graph_n_nodes(sm->g), 1), ATM_E_INPUT);
+	assert_int_equal(atm_plan_algo(p, 1), 3);
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_int_equal(atm_plan_load_buffer(&q, sm->g, a, strlen(a), "p.json"), ATM_OK);
+	assert_int_equal(atm_plan_algo(q, 1), 3);
+	assert_int_equal(atm_plan_algo(q, 0), 0);
+	assert_int_equal(atm_plan_dump(q, &b), ATM_OK);
+	assert_string_equal(a, b);
+	char node[80], bad[96];
+	snprintf(node, sizeof node, "\"%s\":3", atm_graph_node(sm->g, 1)->name);
+	free(b);
+	b = edit(a, node, "\"no_such_node\":3");
+	expect_load_error(sm->g, b, "algorithms: graph 'small' has no node 'no_such_node'");
+	free(b);
+	snprintf(bad, sizeof bad, "\"%s\":99", atm_graph_node(sm->g, 1)->name);
+	b = edit(a, node, bad);
+	expect_load_error(sm->g, b, "algorithm 99 is not valid");
+	free(b);
+	free(a);
+	atm_plan_destroy(p);
+	atm_plan_destroy(q);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_plan_all_fast_matches_liveness),
+		T(test_plan_algorithms),
 		T(test_plan_all_slow),
 		cmocka_unit_test(test_plan_limit_names_the_node),
 		cmocka_unit_test(test_plan_fragmentation_is_reported),

@@ -126,6 +126,49 @@ static void test_cache_round_trip(void **state)
 	atm_graph_destroy(s.g);
 }
 
+/* test_cache_algorithms -- a kernel's other algorithms keep their own entries, saved as
+ * "FF/F#a", and a malformed algorithm key is refused */
+static void test_cache_algorithms(void **state)
+{
+	(void)state;
+	struct small s;
+	char path[512];
+	atm_profile *p = NULL, *q = NULL;
+	atm_prof_machine m = machine();
+	small_build(&s);
+	path_of("algos.json", path, sizeof path);
+	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	atm_prof_entry d = {.min_s = 2e-3, .median_s = 2e-3, .count = 1, .scratch_bytes = 0};
+	atm_prof_entry f = {.min_s = 1e-3, .median_s = 1e-3, .count = 1, .scratch_bytes = 4096};
+	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &d), ATM_OK);
+	assert_int_equal(atm_profile_put_algo(p, s.g, 0, 0, 2, &f), ATM_OK);
+	assert_int_equal(atm_profile_put_algo(p, s.g, 0, 0, ATM_PROF_MAX_ALGOS, &f), ATM_E_USAGE);
+	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_OK);
+	atm_prof_entry e;
+	assert_int_equal(atm_profile_get_algo(q, s.g, 0, 0, 2, &e), ATM_OK);
+	assert_true(e.min_s == 1e-3 && e.scratch_bytes == 4096);
+	assert_int_equal(atm_profile_get(q, s.g, 0, 0, &e), ATM_OK);
+	assert_true(e.min_s == 2e-3);
+	assert_int_equal(atm_profile_get_algo(q, s.g, 0, 0, 1, &e), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "#1"));
+	atm_profile_destroy(q);
+	atm_profile_destroy(p);
+	/* a key with algorithm 0 written out, or past the largest, is not one autotm writes */
+	char *text = NULL;
+	size_t len;
+	assert_int_equal(atm_read_file(path, &text, &len), ATM_OK);
+	char *at = strstr(text, "#2");
+	assert_non_null(at);
+	at[1] = '0';
+	assert_int_equal(atm_write_file_atomic(path, text, len), ATM_OK);
+	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "not a configuration name"));
+	assert_null(q);
+	free(text);
+	atm_graph_destroy(s.g);
+}
+
 static void test_cache_identical_kernels_share_entries(void **state)
 {
 	(void)state;
@@ -482,6 +525,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cache_round_trip),
+		cmocka_unit_test(test_cache_algorithms),
 		cmocka_unit_test(test_cache_identical_kernels_share_entries),
 		cmocka_unit_test(test_cache_missing_kernel_named),
 		cmocka_unit_test(test_cache_bad_entries_refused),

@@ -256,6 +256,60 @@ static void test_gpu_baselines(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_gpu_algorithm_choice -- a GPU plan runs each kernel's fastest profiled algorithm whose
+ * workspace fits ATM_GPU_WORKSPACE_BYTES, and prices the step with it */
+static void test_gpu_algorithm_choice(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_profile *prof = NULL;
+	atm_plan *p = NULL;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.device_only = true;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	int32_t k = 0;
+	while (atm_graph_node(g, k)->op != ATM_OP_CONV_FWD)
+		k++;
+	atm_prof_entry e;
+	assert_int_equal(atm_profile_get(prof, g, k, 0, &e), ATM_OK);
+	double t0 = e.min_s;
+	atm_prof_entry faster = {.min_s = t0 / 2, .median_s = t0 / 2, .count = 1,
+	                         .scratch_bytes = 1 << 20, .estimated = true};
+	atm_prof_entry too_big = {.min_s = t0 / 4, .median_s = t0 / 4, .count = 1,
+	                          .scratch_bytes = ATM_GPU_WORKSPACE_BYTES + 1, .estimated = true};
+	assert_int_equal(atm_profile_put_algo(prof, g, k, 0, 1, &faster), ATM_OK);
+	assert_int_equal(atm_profile_put_algo(prof, g, k, 0, 2, &too_big), ATM_OK);
+	/* no limit: all fast, with the algorithm */
+	assert_int_equal(atm_opt_plan(&p, g, prof, 0, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
+	assert_int_equal(atm_plan_algo(p, k), 1);
+	double with = atm_plan_info_get(p)->predicted_runtime_s;
+	atm_plan_destroy(p);
+	/* the same limit without the device-only rule knows nothing of algorithms */
+	o.device_only = false;
+	assert_int_equal(atm_opt_plan(&p, g, prof, 0, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
+	assert_int_equal(atm_plan_algo(p, k), 0);
+	double without = atm_plan_info_get(p)->predicted_runtime_s;
+	atm_plan_destroy(p);
+	assert_true(with < without && without - with > 0.49 * t0 && without - with < 0.51 * t0);
+	/* under a limit the formulations choose it too */
+	o.device_only = true;
+	atm_graph_stats gs;
+	assert_int_equal(atm_graph_stats_compute(g, &gs), ATM_OK);
+	for (int f = ATM_OPT_SYNCHRONOUS; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		assert_int_equal(atm_opt_plan(&p, g, prof, gs.peak_bytes * 95 / 100,
+		                              (atm_opt_formulation)f, &o, NULL), ATM_OK);
+		assert_int_equal(atm_plan_algo(p, k), 1);
+		atm_opt_check_result c;
+		assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
+		double pr = atm_plan_info_get(p)->predicted_runtime_s;
+		assert_true(c.predicted_s <= pr * (1 + 1e-9) && c.predicted_s >= pr * (1 - 1e-9));
+		atm_plan_destroy(p);
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
 /* test_gpu_memory_limit_is_kept -- a plan larger than the device's memory is refused before
  * any kernel runs */
 static void test_gpu_memory_limit_is_kept(void **state)
@@ -328,6 +382,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_device_plans_tiny_mlp),
 		cmocka_unit_test(test_gpu_device_plans_test_vgg),
 		cmocka_unit_test(test_gpu_baselines),
+		cmocka_unit_test(test_gpu_algorithm_choice),
 		cmocka_unit_test(test_gpu_memory_limit_is_kept),
 		cmocka_unit_test(test_gpu_emulate_refused),
 	};
