@@ -303,7 +303,9 @@ static atm_status open_memory(atm_exec *e)
 {
 	const atm_schedule_stats *st = atm_schedule_stats_get(e->sched);
 	int64_t limit = atm_plan_info_get(e->plan)->fast_limit_bytes;
-	int64_t arena = limit ? limit : st->fast_arena_bytes;
+	/* a GPU's arena is what the step's layout uses: the limit may be the whole device,
+	 * part of which the CUDA context and the libraries take once they start */
+	int64_t arena = limit && !e->opts.gpu.mode ? limit : st->fast_arena_bytes;
 	atm_backend_opts bo = {.tiers = e->opts.tiers, .emulate = e->opts.emulate, .gpu = e->opts.gpu};
 	atm_status rc;
 	if ((rc = atm_backend_open(&e->b, &bo)) < 0)

@@ -305,12 +305,16 @@ static atm_status build_conv(atm_cuda_kernel *k)
 		if (s == CUDNN_STATUS_SUCCESS && (int64_t)ws > k->algos[i].ws)
 			k->algos[i].ws = (int64_t)ws;
 	}
-	k->algo = 0;
+	/* the default, index 0 (what a profile's and a plan's algorithm 0 mean), is the first in
+	 * cuDNN's ranking whose workspace fits; the others keep their order after it */
 	for (int i = 0; i < k->n_algos; i++)
 		if (k->algos[i].ws <= ATM_CUDA_DEFAULT_WORKSPACE) {
-			k->algo = i;
+			struct algo d = k->algos[i];
+			memmove(&k->algos[1], &k->algos[0], (size_t)i * sizeof k->algos[0]);
+			k->algos[0] = d;
 			break;
 		}
+	k->algo = 0;
 	return ATM_OK;
 }
 

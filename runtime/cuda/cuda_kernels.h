@@ -29,9 +29,10 @@
  * a fixed order, of dy over the windows whose argmax is that position.
  *
  * Convolutions offer several algorithms (atm_cuda_kernel_n_algos); the
- * default is the deterministic algorithm cuDNN ranks fastest that needs no
- * more than ATM_CUDA_DEFAULT_WORKSPACE bytes. The profiler times each and the
- * optimizer picks one per node (atm_cuda_kernel_set_algo).
+ * default, index 0, is the deterministic algorithm cuDNN ranks fastest that
+ * needs no more than ATM_CUDA_DEFAULT_WORKSPACE bytes, the others follow in
+ * cuDNN's order. The profiler times each and the optimizer picks one per node
+ * (atm_cuda_kernel_set_algo).
  */
 #ifndef ATM_RUNTIME_CUDA_KERNELS_H
 #define ATM_RUNTIME_CUDA_KERNELS_H
@@ -45,7 +46,7 @@ extern "C" {
 #endif
 
 /* Workspace a convolution's default algorithm may take (256 MiB). */
-#define ATM_CUDA_DEFAULT_WORKSPACE ((int64_t)256 << 20)
+#define ATM_CUDA_DEFAULT_WORKSPACE ATM_GPU_WORKSPACE_BYTES
 #define ATM_CUDA_MAX_ALGOS 16
 
 typedef struct atm_cuda_ctx atm_cuda_ctx;
