@@ -165,13 +165,14 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
 		if (atm_plan_algo(p, k))
 			json_object_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)));
-	if (!algos)
+	if (!algos) {
 		t.failed = true;
-	else if (json_object_size(algos)) {
+	} else if (json_object_size(algos)) {
 		add(&t, ",\n  \"algorithms\": ");
-		add_json(&t, algos);
+		add_json(&t, algos); /* takes algos */
+	} else {
+		json_decref(algos);
 	}
-	json_decref(algos);
 	add(&t, "\n}\n");
 	if (t.failed) {
 		free(t.buf);
