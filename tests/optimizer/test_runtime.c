@@ -11,28 +11,14 @@
 #include "atm_optimizer.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
+#include "common/exec_runs.h"
 #include "optimizer/synth.h"
 
-struct run {
-	char checksum[17];
-	float losses[8];
-	int n_losses;
-};
-
 /* run_plan -- three steps of p on the real tiers */
-static struct run run_plan(const atm_plan *p)
+static struct exec_run run_plan(const atm_plan *p)
 {
-	struct run out = {0};
-	atm_exec *e = NULL;
 	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 7, .quiet = true};
-	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
-		fail_msg("run of a %s plan: %s", atm_plan_info_get(p)->formulation, atm_errmsg());
-	const atm_exec_result *r = atm_exec_result_get(e);
-	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
-	out.n_losses = r->n_losses < 8 ? r->n_losses : 8;
-	memcpy(out.losses, r->losses, (size_t)out.n_losses * sizeof out.losses[0]);
-	atm_exec_destroy(e);
-	return out;
+	return exec_run(p, &o);
 }
 
 /* same_numbers -- model's static, synchronous and asynchronous plans at 4:1 and 8:1 against all fast */
@@ -45,7 +31,7 @@ static void same_numbers(const char *model)
 	assert_int_equal(atm_zoo_build(&g, model, &zo), ATM_OK);
 	assert_int_equal(synth_profile(g, &prof), ATM_OK);
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
-	struct run ref = run_plan(fast);
+	struct exec_run ref = run_plan(fast);
 	assert_true(ref.n_losses >= 2);
 	atm_opt_options o;
 	atm_opt_options_default(&o);
@@ -64,7 +50,7 @@ static void same_numbers(const char *model)
 			atm_opt_check_result c;
 			assert_int_equal(atm_opt_check(p, prof, &o, &c), ATM_OK);
 			assert_true(c.fast_peak_bytes <= limit);
-			struct run got = run_plan(p);
+			struct exec_run got = run_plan(p);
 			if (strcmp(got.checksum, ref.checksum))
 				fail_msg("%s %s at %lld bytes: weights %s, all fast %s", model,
 				         atm_opt_formulation_name((atm_opt_formulation)f), (long long)limit,

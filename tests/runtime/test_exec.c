@@ -11,13 +11,7 @@
 
 #include "atm_runtime.h"
 #include "atm_zoo.h"
-
-struct run {
-	char checksum[17];
-	float losses[32];
-	int n_losses;
-	atm_exec_result r;
-};
+#include "common/exec_runs.h"
 
 static atm_graph *build(const char *model)
 {
@@ -28,33 +22,11 @@ static atm_graph *build(const char *model)
 	return g;
 }
 
-/* run_plan -- steps of p; the run's figures copied out */
-static struct run run_plan(const atm_plan *p, int iters, const char *emulate)
+/* run_plan -- iters steps of p, no warm-up, seed 42 */
+static struct exec_run run_plan(const atm_plan *p, int iters, const char *emulate)
 {
-	struct run out;
-	atm_exec *e = NULL;
 	atm_exec_opts o = {.iters = iters, .warmup = -1, .seed = 42, .quiet = true, .emulate = emulate};
-	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
-		fail_msg("run: %s", atm_errmsg());
-	const atm_exec_result *r = atm_exec_result_get(e);
-	memset(&out, 0, sizeof out);
-	out.r = *r;
-	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
-	out.n_losses = r->n_losses;
-	memcpy(out.losses, r->losses, (size_t)r->n_losses * sizeof out.losses[0]);
-	out.r.losses = NULL;
-	out.r.kernel_s = NULL;
-	atm_exec_destroy(e);
-	return out;
-}
-
-static void expect_same(const struct run *a, const struct run *b, const char *what)
-{
-	if (strcmp(a->checksum, b->checksum))
-		fail_msg("%s: weights differ (%s vs %s)", what, a->checksum, b->checksum);
-	assert_int_equal(a->n_losses, b->n_losses);
-	if (memcmp(a->losses, b->losses, (size_t)a->n_losses * sizeof a->losses[0]))
-		fail_msg("%s: losses differ", what);
+	return exec_run(p, &o);
 }
 
 /* placements_agree -- all-fast, all-slow and five random plans give bitwise the same step */
@@ -63,19 +35,19 @@ static void placements_agree(const char *model)
 	atm_graph *g = build(model);
 	atm_plan *p = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
-	struct run ref = run_plan(p, 3, NULL);
+	struct exec_run ref = run_plan(p, 3, NULL);
 	atm_plan_destroy(p);
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
-	struct run slow = run_plan(p, 3, NULL);
+	struct exec_run slow = run_plan(p, 3, NULL);
 	atm_plan_destroy(p);
-	expect_same(&ref, &slow, "all-slow");
+	expect_same_run(&ref, &slow, "all-slow");
 	int32_t moves = 0, async = 0;
 	for (uint64_t seed = 1; seed <= 5; seed++) {
 		char what[64];
 		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
-		struct run r = run_plan(p, 3, NULL);
+		struct exec_run r = run_plan(p, 3, NULL);
 		snprintf(what, sizeof what, "%s random seed %llu", model, (unsigned long long)seed);
-		expect_same(&ref, &r, what);
+		expect_same_run(&ref, &r, what);
 		moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
 		async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
 		atm_plan_destroy(p);
@@ -104,7 +76,7 @@ static void test_exec_loss_falls(void **state)
 	atm_graph *g = build("tiny_cnn");
 	atm_plan *p = NULL;
 	assert_int_equal(atm_plan_random(&p, g, 9), ATM_OK);
-	struct run r = run_plan(p, 20, NULL);
+	struct exec_run r = run_plan(p, 20, NULL);
 	assert_int_equal(r.n_losses, 20);
 	float first = (r.losses[0] + r.losses[1]) / 2, last = (r.losses[18] + r.losses[19]) / 2;
 	if (!(last < 0.8f * first))
@@ -119,17 +91,17 @@ static void test_exec_emulation_slows_slow_io(void **state)
 	atm_graph *g = build("tiny_cnn");
 	atm_plan *p = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
-	struct run fast = run_plan(p, 2, "optane");
+	struct exec_run fast = run_plan(p, 2, "optane");
 	atm_plan_destroy(p);
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
-	struct run slow = run_plan(p, 2, "optane");
+	struct exec_run slow = run_plan(p, 2, "optane");
 	atm_plan_destroy(p);
 	assert_true(fast.r.emulated && slow.r.emulated);
 	assert_string_equal(slow.r.emulation, "optane");
 	assert_true(fast.r.emulation_wait_s == 0);
 	assert_true(slow.r.emulation_wait_s > 0);
 	assert_true(slow.r.slow_tier.emulated);
-	expect_same(&fast, &slow, "emulated all-slow");
+	expect_same_run(&fast, &slow, "emulated all-slow");
 	atm_graph_destroy(g);
 }
 
@@ -140,7 +112,7 @@ static void test_exec_emulated_2lm_caches_slow_memory(void **state)
 	atm_plan *p = NULL;
 	atm_exec *e = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
-	struct run slow = run_plan(p, 2, "optane");
+	struct exec_run slow = run_plan(p, 2, "optane");
 	/* after a warm-up step the cache holds the whole footprint: measured steps miss nothing */
 	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 42, .quiet = true, .emulate = "optane",
 	                   .twolm_bytes = 64 << 20};

@@ -16,16 +16,10 @@
 #include "atm_optimizer.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
+#include "common/exec_runs.h"
 #include "optimizer/synth.h"
 
 static const char *mode = "sim";
-
-struct run {
-	char checksum[17];
-	float losses[8];
-	int n_losses;
-	atm_exec_result r;
-};
 
 static atm_graph *build(const char *model)
 {
@@ -38,32 +32,10 @@ static atm_graph *build(const char *model)
 }
 
 /* run_plan -- three steps of p on the GPU */
-static struct run run_plan(const atm_plan *p)
+static struct exec_run run_plan(const atm_plan *p)
 {
-	struct run out;
-	atm_exec *e = NULL;
 	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 11, .quiet = true, .gpu = {.mode = mode}};
-	if (atm_exec_new(&e, p, &o) < 0 || atm_exec_run(e) < 0)
-		fail_msg("%s run of a %s plan: %s", mode, atm_plan_info_get(p)->formulation, atm_errmsg());
-	const atm_exec_result *r = atm_exec_result_get(e);
-	memset(&out, 0, sizeof out);
-	out.r = *r;
-	out.r.losses = NULL;
-	out.r.kernel_s = NULL;
-	memcpy(out.checksum, r->weights_checksum, sizeof out.checksum);
-	out.n_losses = r->n_losses < 8 ? r->n_losses : 8;
-	memcpy(out.losses, r->losses, (size_t)out.n_losses * sizeof out.losses[0]);
-	atm_exec_destroy(e);
-	return out;
-}
-
-static void expect_same(const struct run *a, const struct run *b, const char *what)
-{
-	if (strcmp(a->checksum, b->checksum))
-		fail_msg("%s: weights differ (%s vs %s)", what, a->checksum, b->checksum);
-	assert_int_equal(a->n_losses, b->n_losses);
-	if (memcmp(a->losses, b->losses, (size_t)a->n_losses * sizeof a->losses[0]))
-		fail_msg("%s: losses differ", what);
+	return exec_run(p, &o);
 }
 
 /* placements_agree -- all fast, all slow (kernels reading pinned host memory) and random plans */
@@ -72,22 +44,22 @@ static void placements_agree(const char *model)
 	atm_graph *g = build(model);
 	atm_plan *p = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
-	struct run ref = run_plan(p);
+	struct exec_run ref = run_plan(p);
 	atm_plan_destroy(p);
 	assert_string_equal(ref.r.backend, strcmp(mode, "sim") ? "cuda" : "gpu-sim");
 	assert_int_equal(ref.r.simulated, !strcmp(mode, "sim"));
 	assert_true(ref.losses[0] > 0 && ref.losses[ref.n_losses - 1] < ref.losses[0]);
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
-	struct run slow = run_plan(p);
+	struct exec_run slow = run_plan(p);
 	atm_plan_destroy(p);
-	expect_same(&ref, &slow, "all-slow");
+	expect_same_run(&ref, &slow, "all-slow");
 	int32_t moves = 0, async = 0;
 	for (uint64_t seed = 1; seed <= 3; seed++) {
 		char what[64];
 		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
-		struct run r = run_plan(p);
+		struct exec_run r = run_plan(p);
 		snprintf(what, sizeof what, "%s random seed %llu", model, (unsigned long long)seed);
-		expect_same(&ref, &r, what);
+		expect_same_run(&ref, &r, what);
 		moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
 		async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
 		atm_plan_destroy(p);
@@ -143,7 +115,7 @@ static void device_plans(const char *model)
 	o.mip_gap = 0;
 	assert_int_equal(synth_profile(g, &prof), ATM_OK);
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
-	struct run ref = run_plan(fast);
+	struct exec_run ref = run_plan(fast);
 	int64_t need, peak;
 	int32_t node;
 	atm_graph_stats gs;
@@ -176,8 +148,8 @@ static void device_plans(const char *model)
 		predicted[f - ATM_OPT_STATIC] = pr;
 		kernels_all_fast(p);
 		n_moved += atm_plan_n_moves(p);
-		struct run got = run_plan(p);
-		expect_same(&ref, &got, atm_opt_formulation_name((atm_opt_formulation)f));
+		struct exec_run got = run_plan(p);
+		expect_same_run(&ref, &got, atm_opt_formulation_name((atm_opt_formulation)f));
 		atm_plan_destroy(p);
 		p = NULL;
 	}
@@ -226,7 +198,7 @@ static void test_gpu_baselines(void **state)
 	assert_int_equal(synth_profile(g, &prof), ATM_OK);
 	assert_int_equal(atm_graph_stats_compute(g, &gs), ATM_OK);
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
-	struct run ref = run_plan(p);
+	struct exec_run ref = run_plan(p);
 	/* the device memory the all-fast step takes as laid out: numa then never spills */
 	atm_schedule *s = NULL;
 	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
@@ -240,8 +212,8 @@ static void test_gpu_baselines(void **state)
 		kernels_all_fast(p);
 		if (ok[i] == ATM_OPT_VDNN)
 			vdnn_moves = atm_plan_n_moves(p);
-		struct run got = run_plan(p);
-		expect_same(&ref, &got, atm_opt_formulation_name(ok[i]));
+		struct exec_run got = run_plan(p);
+		expect_same_run(&ref, &got, atm_opt_formulation_name(ok[i]));
 		atm_plan_destroy(p);
 		p = NULL;
 	}
