@@ -414,27 +414,36 @@ static int rank_cmp(const void *a, const void *b)
 
 /* satisfy_forced -- a tensor whose group partner is fixed fast must be fast at that node: the
  * all-slow start breaks this, so such tensors are placed first, cheapest path */
+/* least_room -- on a GPU every tensor is forced fast at each use: give each tensor in xs (all
+ * movable ones when xs is NULL) the path that holds the fewest byte-slots of fast memory
+ * (fetched for its uses, dropped after) within the room the others leave, a price so high
+ * it outweighs any copy; descent improves on it later */
+static atm_status least_room(struct heur *h, const int32_t *xs, int32_t n)
+{
+	const struct model *m = h->m;
+	h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
+	if (!h->pre)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	for (int32_t s = 0; s < m->n_slots; s++)
+		h->pre[s + 1] = h->pre[s] + 1.0;
+	h->priced = h->strict = true;
+	for (int32_t i = 0; i < (xs ? n : m->n_tensors); i++) {
+		int32_t x = xs ? xs[i] : i;
+		if (m->t[x].cls == TC_MOVABLE)
+			improve(h, x, -1);
+	}
+	h->priced = h->strict = false;
+	free(h->pre);
+	h->pre = NULL;
+	return ATM_OK;
+}
+
 static atm_status start_feasible(struct heur *h)
 {
 	const struct model *m = h->m;
-	if (m->o.device_only) {
-		/* on a GPU every tensor is forced fast at each use: first give each the path
-		 * that holds the fewest byte-slots of fast memory (fetched for its uses,
-		 * dropped after), a price so high it outweighs any copy; that fits whenever
-		 * every kernel's operands fit at once, and descent improves it later */
-		h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
-		if (!h->pre)
-			return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
-		for (int32_t s = 0; s < m->n_slots; s++)
-			h->pre[s + 1] = h->pre[s] + 1.0;
-		h->priced = h->strict = true;
-		for (int32_t x = 0; x < m->n_tensors; x++)
-			if (m->t[x].cls == TC_MOVABLE)
-				improve(h, x, -1);
-		h->priced = h->strict = false;
-		free(h->pre);
-		h->pre = NULL;
-	}
+	atm_status rc;
+	if (m->o.device_only && (rc = least_room(h, NULL, 0)) < 0)
+		return rc;
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		if (m->t[x].cls != TC_MOVABLE)
 			continue;
@@ -451,9 +460,52 @@ static atm_status start_feasible(struct heur *h)
 /* repair -- a placement made for a looser limit: every tensor in fast memory where a slot is
  * over its limit takes its cheapest path through the room left, which keeps it out of slots
  * without room; all slow fits, so this ends feasible */
+/* clear_over -- on a GPU all slow does not fit, so repair first takes every tensor that is
+ * fast in a slot over its limit out to slow memory, and brings each back by the path of
+ * least room; what is left over is repaired as on a CPU */
+static atm_status clear_over(struct heur *h)
+{
+	const struct model *m = h->m;
+	int32_t *xs = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *xs), n = 0;
+	if (!xs)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		bool over = false;
+		if (t->cls != TC_MOVABLE)
+			continue;
+		for (int32_t i = 0; i < t->n_gates && !over; i++)
+			if (h->s->pinned[x] || IS_FAST(h->s->st[t->ph_off + i]))
+				for (int32_t s = t->ph_lo[i]; s <= t->ph_hi[i] && !over; s++)
+					over = m->limit[s] != INT64_MAX && h->used[s] > m->limit[s];
+		if (!over)
+			continue;
+		place(h, x, -1);
+		memset(h->s->st + t->ph_off, ST_S, (size_t)t->n_gates);
+		h->s->pinned[x] = false;
+		place(h, x, 1);
+		xs[n++] = x;
+	}
+	for (int32_t i = 0; i < n; i++)
+		for (int32_t j = h->tstart[xs[i]]; j < h->tstart[xs[i] + 1]; j++)
+			refresh_node(h, h->tt[j].node);
+	atm_status rc = least_room(h, xs, n);
+	/* a tensor still without a path that keeps it fast at its uses: this start cannot be
+	 * repaired (the caller starts over) */
+	for (int32_t i = 0; rc >= 0 && i < n; i++)
+		if (!isfinite(path_cost(h, xs[i], -1)))
+			rc = atm_err(ATM_E_INFEASIBLE, "tensor '%s' finds no room where kernels use it",
+			             atm_graph_tensor(m->g, xs[i])->name);
+	free(xs);
+	return rc;
+}
+
 static atm_status repair(struct heur *h)
 {
 	const struct model *m = h->m;
+	atm_status rc;
+	if (m->o.device_only && (rc = clear_over(h)) < 0)
+		return rc;
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		const struct tmodel *t = &m->t[x];
 		if (t->cls != TC_MOVABLE)

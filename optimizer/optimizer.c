@@ -344,6 +344,12 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		double budget = o.time_limit_s * 0.2 < 10 ? o.time_limit_s * 0.2 : 10;
 		if (budget > left * 0.5)
 			budget = left > 0 ? left * 0.5 : 0;
+		/* on a GPU a round whose warm start cannot be repaired starts from the least-room
+		 * placement, which is slow until descent improves it: it always gets a little time
+		 * (5% of the limit, at most 2 s), which may overrun the limit by that much */
+		double floor_s = o.time_limit_s * 0.05 < 2 ? o.time_limit_s * 0.05 : 2;
+		if (o.device_only && budget < floor_s)
+			budget = floor_s;
 		if ((rc = opt_heuristic(m, &sol, budget, warm)) < 0)
 			goto fail;
 		double heur_s = opt_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
