@@ -14,9 +14,9 @@ static const char run_help[] =
 	"placement gives it, kernels on oneDNN (cuDNN/cuBLAS with --gpu), moves between\n"
 	"fast and slow memory, synchronous ones inline and asynchronous ones on a mover\n"
 	"thread (copy streams on a GPU). With --gpu the plan's limit defaults to the\n"
-	"device memory (--gpu-memory). Prints the\n"
-	"step time (the fastest of --iters steps after a warm-up), the losses and a\n"
-	"checksum of the trained weights, which do not depend on the placement.\n"
+	"device memory (--gpu-memory). Prints the step time (the fastest of --iters\n"
+	"steps after a warm-up), the losses and a checksum of the trained weights,\n"
+	"which do not depend on the placement.\n"
 	"\n"
 	"options:\n" CLI_GRAPH_HELP
 	"  --placement P     all-fast (default), all-slow, random (with --seed), or a plan\n"

@@ -421,9 +421,12 @@ static int rank_cmp(const void *a, const void *b)
 static atm_status least_room(struct heur *h, const int32_t *xs, int32_t n)
 {
 	const struct model *m = h->m;
+	double *kept = h->pre; /* pricing's own prices, when it ran before a repair */
 	h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
-	if (!h->pre)
+	if (!h->pre) {
+		h->pre = kept;
 		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	}
 	for (int32_t s = 0; s < m->n_slots; s++)
 		h->pre[s + 1] = h->pre[s] + 1.0;
 	h->priced = h->strict = true;
@@ -434,7 +437,7 @@ static atm_status least_room(struct heur *h, const int32_t *xs, int32_t n)
 	}
 	h->priced = h->strict = false;
 	free(h->pre);
-	h->pre = NULL;
+	h->pre = kept;
 	return ATM_OK;
 }
 
