@@ -111,6 +111,7 @@ atm_status atm_cuda_ctx_new(atm_cuda_ctx **out, int device)
 	if (!c)
 		return atm_err(ATM_E_NOMEM, "out of memory opening the GPU");
 	c->device = device;
+	atm_status rc;
 	const char *what = "selecting the GPU";
 	if ((e = cudaSetDevice(device)) != cudaSuccess ||
 	    (what = "creating the compute stream",
@@ -118,31 +119,40 @@ atm_status atm_cuda_ctx_new(atm_cuda_ctx **out, int device)
 	    (what = "allocating cuBLAS's workspace", e = cudaMalloc(&c->blas_ws, CUBLAS_WORKSPACE)) !=
 	        cudaSuccess) {
 		cudaGetLastError();
-		atm_cuda_ctx_destroy(c);
-		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: %s: %s", device, what, cudaGetErrorString(e));
+		rc = atm_err(ATM_E_UNSUPPORTED, "GPU %d: %s: %s", device, what, cudaGetErrorString(e));
+		goto fail;
 	}
-	cudnnStatus_t ds = cudnnCreate(&c->dnn);
-	if (ds == CUDNN_STATUS_SUCCESS)
+	/* handles are kept only once made, so that the clean-up never destroys a stray one */
+	cudnnHandle_t dnn = NULL;
+	cudnnStatus_t ds = cudnnCreate(&dnn);
+	if (ds == CUDNN_STATUS_SUCCESS) {
+		c->dnn = dnn;
 		ds = cudnnSetStream(c->dnn, c->stream);
-	if (ds != CUDNN_STATUS_SUCCESS) {
-		c->dnn = ds == CUDNN_STATUS_SUCCESS ? c->dnn : NULL;
-		atm_cuda_ctx_destroy(c);
-		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuDNN: %s", device, cudnnGetErrorString(ds));
 	}
-	cublasStatus_t bs = cublasCreate(&c->blas);
-	if (bs == CUBLAS_STATUS_SUCCESS)
+	if (ds != CUDNN_STATUS_SUCCESS) {
+		rc = atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuDNN: %s", device, cudnnGetErrorString(ds));
+		goto fail;
+	}
+	cublasHandle_t blas = NULL;
+	cublasStatus_t bs = cublasCreate(&blas);
+	if (bs == CUBLAS_STATUS_SUCCESS) {
+		c->blas = blas;
 		bs = cublasSetStream(c->blas, c->stream);
+	}
 	if (bs == CUBLAS_STATUS_SUCCESS)
 		bs = cublasSetWorkspace(c->blas, c->blas_ws, CUBLAS_WORKSPACE);
 	/* plain float32 products: no TF32, so results agree with the CPU's to float rounding */
 	if (bs == CUBLAS_STATUS_SUCCESS)
 		bs = cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH);
 	if (bs != CUBLAS_STATUS_SUCCESS) {
-		atm_cuda_ctx_destroy(c);
-		return atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuBLAS: %s", device, cublasGetStatusString(bs));
+		rc = atm_err(ATM_E_UNSUPPORTED, "GPU %d: cuBLAS: %s", device, cublasGetStatusString(bs));
+		goto fail;
 	}
 	*out = c;
 	return ATM_OK;
+fail:
+	atm_cuda_ctx_destroy(c);
+	return rc;
 }
 
 void atm_cuda_ctx_destroy(atm_cuda_ctx *c)

@@ -196,7 +196,8 @@ __global__ void k_softmax_xent_bwd(const float *probs, const float *labels, floa
 
 __global__ void k_inv_to_var(const float *inv, float *var, float eps, int64_t n)
 {
-	FOR_EACH(i, n) var[i] = 1.0f / (inv[i] * inv[i]) - eps;
+	/* a constant channel's variance is 0 give or take rounding: never below it */
+	FOR_EACH(i, n) var[i] = fmaxf(1.0f / (inv[i] * inv[i]) - eps, 0.0f);
 }
 
 __global__ void k_var_to_inv(const float *var, float *inv, float eps, int64_t n)
