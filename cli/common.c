@@ -168,18 +168,14 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 		mem->gpu.device = (int)d;
 		return 1;
 	}
-	case CLI_OPT_GPU_LINK: {
-		atm_emu_spec spec;
+	case CLI_OPT_GPU_LINK:
 		if (strcmp(arg, "pcie4") && strcmp(arg, "pcie5") && strcmp(arg, "nvlink-c2c")) {
 			atm_err(ATM_E_USAGE, "--gpu-link '%s' is not valid; expected pcie4, pcie5 or "
 			        "nvlink-c2c", arg);
 			return -1;
 		}
-		if (atm_emu_preset(arg, &spec) < 0)
-			return -1;
 		mem->gpu.link = arg;
 		return 1;
-	}
 	default:
 		return 0;
 	}

@@ -12,11 +12,11 @@ struct span {
 	int64_t off, len;
 };
 
-/* First-fit allocator over [0, limit): free spans sorted by offset. */
+/* First-fit allocator over an unbounded arena (the limit is checked against the finished
+ * layout, check_arena): free spans sorted by offset. */
 struct arena {
 	struct span *free;
 	int32_t n, cap;
-	int64_t limit; /* 0: unbounded */
 	int64_t end;   /* highest offset handed out */
 	int64_t used;
 };
@@ -45,15 +45,14 @@ static int64_t align_up(int64_t v)
 	return (v + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
-static atm_status arena_init(struct arena *a, int64_t limit)
+static atm_status arena_init(struct arena *a)
 {
 	memset(a, 0, sizeof *a);
-	a->limit = limit;
 	a->cap = 64;
 	a->free = malloc((size_t)a->cap * sizeof *a->free);
 	if (!a->free)
 		return atm_err(ATM_E_NOMEM, "out of memory laying out the fast arena");
-	a->free[0] = (struct span){0, limit ? limit / ARENA_ALIGN * ARENA_ALIGN : ATM_MAX_BYTES};
+	a->free[0] = (struct span){0, ATM_MAX_BYTES};
 	a->n = 1;
 	return ATM_OK;
 }
@@ -165,10 +164,8 @@ static atm_status alloc_copy(struct walk *w, int32_t t, unsigned loc, int32_t k,
 			               (long long)(w->fast_bytes + x->bytes), (long long)limit);
 		int64_t off = arena_take(&w->arena, x->bytes);
 		if (off < 0)
-			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
-			               "fit in the fast arena of %lld bytes for fragmentation (%lld bytes in "
-			               "use)", k, node_name(w->g, k), x->name, (long long)x->bytes,
-			               (long long)limit, (long long)w->fast_bytes);
+			return atm_err(ATM_E_INTERNAL, "tensor '%s' (%lld bytes) finds no room in an "
+			               "unbounded arena", x->name, (long long)x->bytes);
 		w->ts[t].fast = true;
 		w->ts[t].fast_off = off;
 		ev.offset = off;
@@ -385,8 +382,9 @@ static int span_cmp(const void *a, const void *b)
  * waits on the order of events), and keep that layout when it fits. First fit stands
  * otherwise: its overflows follow the order of events, which the optimizer's
  * defragmentation rounds tighten around. */
-static atm_status lay_by_size(struct walk *w, int64_t limit)
+static atm_status lay_by_size(struct walk *w)
 {
+	int64_t limit = w->limit;
 	if (!limit || w->arena.end <= limit / ARENA_ALIGN * ARENA_ALIGN)
 		return ATM_OK;
 	atm_schedule *s = w->s;
@@ -457,8 +455,9 @@ done:
 
 /* check_arena -- the laid out copies against the plan's limit: the first copy that ends
  * past it is reported as first fit would have */
-static atm_status check_arena(struct walk *w, int64_t limit)
+static atm_status check_arena(struct walk *w)
 {
+	int64_t limit = w->limit;
 	atm_schedule *s = w->s;
 	int64_t arena = limit / ARENA_ALIGN * ARENA_ALIGN, fast = 0;
 	if (!limit || w->arena.end <= arena)
@@ -558,11 +557,10 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 		goto fail;
 	/* the walk lays the step out by first fit in an unbounded arena, lay_by_size tries a
 	 * smaller one, and only then is the limit held against it */
-	int64_t limit = atm_plan_info_get(p)->fast_limit_bytes;
-	rc = arena_init(&w.arena, 0);
+	w.limit = atm_plan_info_get(p)->fast_limit_bytes;
+	rc = arena_init(&w.arena);
 	if (rc < 0)
 		goto fail;
-	w.limit = limit;
 	w.ts = calloc((size_t)(nt ? nt : 1), sizeof *w.ts);
 	w.flying = calloc((size_t)(nt ? nt : 1), sizeof *w.flying);
 	w.s->cfg_at = calloc((size_t)nn + 1, sizeof *w.s->cfg_at);
@@ -597,8 +595,7 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 		else
 			w.s->stats.persistent_slow_bytes += x->bytes;
 	}
-	if ((rc = walk_step(&w)) < 0 || (rc = lay_by_size(&w, limit)) < 0 ||
-	    (rc = check_arena(&w, limit)) < 0)
+	if ((rc = walk_step(&w)) < 0 || (rc = lay_by_size(&w)) < 0 || (rc = check_arena(&w)) < 0)
 		goto fail;
 	/* kernel events point at their node's configuration now that the arrays are final */
 	for (int32_t i = 0; i < w.s->n_ev; i++)

@@ -54,9 +54,6 @@ typedef struct {
  * the reserve, as the paper's Figure 12 ran. */
 #define ATM_GPU_SIM_BYTES ((int64_t)11000000000 - ATM_GPU_RESERVE_BYTES)
 
-/* atm_backend_have_cuda -- this build has the CUDA backend (a GPU may still be missing) */
-bool atm_backend_have_cuda(void);
-
 /* A GPU as a run would find it. */
 typedef struct {
 	char name[128];         /* "NVIDIA H100 80GB HBM3", "simulated GPU" */

@@ -47,10 +47,9 @@ typedef struct {
 	char name[16];          /* "cpu", "cuda", "gpu-sim" */
 	char device[128];       /* "Intel Xeon ...", "NVIDIA H100 80GB HBM3" */
 	char versions[128];     /* "onednn-2.7.3", "cuda-13.0 cudnn-9.19.0 ..." */
-	atm_tier_desc fast, slow;
-	bool kernels_read_slow; /* a kernel may take operands in slow memory */
+	atm_tier_desc fast, slow; /* kernels may take operands in either (a GPU's host memory
+	                           * is mapped into its address space) */
 	bool simulated;         /* a stand-in for hardware this machine lacks */
-	int64_t device_free_bytes; /* GPU: free device memory when opened, 0 otherwise */
 	double emulation_fast_gbps; /* emulated slow tier: the fast bandwidth its waits count from */
 } atm_backend_desc;
 

@@ -440,7 +440,6 @@ static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
 	d->fast = *atm_tier_describe(c->fast);
 	if (c->slow)
 		d->slow = *atm_tier_describe(c->slow);
-	d->kernels_read_slow = true;
 	if (c->emu)
 		d->emulation_fast_gbps = atm_emu_fast_gbps(c->emu);
 	if (c->sim) {
@@ -451,7 +450,6 @@ static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
 		         "(%.0f GB/s)", atm_format_bytes(c->sim_bytes, a, sizeof a), link->name,
 		         link->read_gbps);
 		d->simulated = true;
-		d->device_free_bytes = c->sim_bytes;
 		d->fast.kind = ATM_TIER_GPU_DEVICE;
 		d->fast.capacity_bytes = c->sim_bytes;
 		snprintf(d->fast.name, sizeof d->fast.name, "simulated GPU memory (%s of DRAM, NUMA node "

@@ -8,11 +8,9 @@
  * found (runtime/CMakeLists.txt defines ATM_HAVE_CUDA); this is the one
  * #ifdef for it. */
 #ifdef ATM_HAVE_CUDA
-static const bool have_cuda = true;
 #define cuda_new atm_backend_cuda_new
 #define cuda_probe atm_backend_cuda_probe
 #else
-static const bool have_cuda = false;
 /* no_cuda -- the answer of a build without CUDA */
 static atm_status no_cuda(void)
 {
@@ -56,12 +54,6 @@ void atm_backend_destroy(atm_backend *b)
 {
 	if (b)
 		b->iface->destroy(b);
-}
-
-/* atm_backend_have_cuda -- this build has the CUDA backend */
-bool atm_backend_have_cuda(void)
-{
-	return have_cuda;
 }
 
 /* atm_gpu_probe -- the GPU a run would get, and the memory its arena may take */

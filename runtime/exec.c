@@ -1,6 +1,5 @@
 /* exec.c -- the executor: performs a schedule's events with real memory, kernels and a mover thread */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -264,7 +263,7 @@ static atm_status step(atm_exec *e)
 
 /* ---------------------------------------------------------------- set-up */
 
-/* check_plan -- what the backend cannot run is refused before any kernel runs */
+/* check_plan -- a plan larger than the GPU's memory is refused before any kernel runs */
 static atm_status check_plan(atm_exec *e)
 {
 	const atm_schedule_stats *st = atm_schedule_stats_get(e->sched);
@@ -278,23 +277,6 @@ static atm_status check_plan(atm_exec *e)
 		               atm_format_bytes(limit > st->fast_arena_bytes ? limit : st->fast_arena_bytes,
 		                                a, sizeof a),
 		               atm_format_bytes(e->opts.gpu.memory_bytes, b, sizeof b));
-	if (e->desc.kernels_read_slow)
-		return ATM_OK;
-	for (int32_t i = 0; i < atm_schedule_n_events(e->sched); i++) {
-		const atm_event *ev = atm_schedule_event(e->sched, i);
-		if (ev->kind != ATM_EV_KERNEL)
-			continue;
-		const atm_node *n = atm_graph_node(e->g, ev->node);
-		for (int k = 0; k < n->n_in + n->n_out; k++)
-			if (ev->cfg[k] != ATM_LOC_FAST)
-				return atm_err(ATM_E_INPUT, "plan '%s' has node '%s' use tensor '%s' in slow "
-				               "memory, but kernels of the %s backend read and write fast "
-				               "memory only: plan for this backend",
-				               atm_plan_info_get(e->plan)->formulation, n->name,
-				               atm_graph_tensor(e->g, k < n->n_in ? n->in[k]
-				                                                  : n->out[k - n->n_in])->name,
-				               e->desc.name);
-	}
 	return ATM_OK;
 }
 

@@ -42,7 +42,7 @@ struct cuda_ctx {
 	int device;
 	char name[128];
 	char versions[128];
-	int64_t free_at_open, total_bytes;
+	int64_t total_bytes;
 	cudaStream_t compute, to_device, to_host;
 	cudaEvent_t ready;        /* the compute stream's point an asynchronous copy starts after */
 	cudaEvent_t *done;        /* per asynchronous copy: its completion */
@@ -268,22 +268,25 @@ static atm_status cu_scratch(atm_backend *b, int64_t bytes, void **ptr)
 	return ATM_OK;
 }
 
-static atm_status cu_set(atm_backend *b, void *dst, const void *host_src, int64_t bytes)
+/* host_copy -- bytes between the host and a tensor, in order on the compute stream, waited for */
+static atm_status host_copy(atm_backend *b, void *dst, const void *src, int64_t bytes,
+                            const char *what)
 {
 	struct cuda_ctx *c = ctx_of(b);
-	cudaError_t e = cudaMemcpyAsync(dst, host_src, (size_t)bytes, cudaMemcpyDefault, c->compute);
+	cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, c->compute);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(c->compute);
-	return e == cudaSuccess ? ATM_OK : cuda_fail(ATM_E_INTERNAL, e, "writing a tensor");
+	return e == cudaSuccess ? ATM_OK : cuda_fail(ATM_E_INTERNAL, e, what);
+}
+
+static atm_status cu_set(atm_backend *b, void *dst, const void *host_src, int64_t bytes)
+{
+	return host_copy(b, dst, host_src, bytes, "writing a tensor");
 }
 
 static atm_status cu_get(atm_backend *b, void *host_dst, const void *src, int64_t bytes)
 {
-	struct cuda_ctx *c = ctx_of(b);
-	cudaError_t e = cudaMemcpyAsync(host_dst, src, (size_t)bytes, cudaMemcpyDefault, c->compute);
-	if (e == cudaSuccess)
-		e = cudaStreamSynchronize(c->compute);
-	return e == cudaSuccess ? ATM_OK : cuda_fail(ATM_E_INTERNAL, e, "reading a tensor");
+	return host_copy(b, host_dst, src, bytes, "reading a tensor");
 }
 
 static void cu_mem_stats(const atm_backend *b, unsigned loc, atm_pool_stats *st)
@@ -514,10 +517,6 @@ static void cu_describe(const atm_backend *b, atm_backend_desc *d)
 	d->slow.kind = ATM_TIER_PINNED_HOST;
 	d->slow.numa_node = -1;
 	snprintf(d->slow.name, sizeof d->slow.name, "pinned host memory (cudaHostAlloc, mapped)");
-	/* pinned memory is mapped into the device's address space: a kernel may
-	 * read it over the bus (zero copy), slowly */
-	d->kernels_read_slow = true;
-	d->device_free_bytes = c->free_at_open;
 }
 
 /* ---------------------------------------------------------------- life */
@@ -627,7 +626,6 @@ atm_status atm_backend_cuda_new(atm_backend **out, const atm_backend_opts *o)
 		rc = cuda_fail(ATM_E_UNSUPPORTED, e, "reading the GPU's free memory");
 		goto fail;
 	}
-	c->free_at_open = (int64_t)fr;
 	c->total_bytes = (int64_t)tot;
 	*out = b;
 	return ATM_OK;
