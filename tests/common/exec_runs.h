@@ -7,6 +7,7 @@
 #ifndef ATM_TEST_EXEC_RUNS_H
 #define ATM_TEST_EXEC_RUNS_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "atm_runtime.h"
@@ -48,6 +49,37 @@ __attribute__((unused)) static void expect_same_run(const struct exec_run *a,
 	assert_int_equal(a->n_losses, b->n_losses);
 	if (memcmp(a->losses, b->losses, (size_t)a->n_losses * sizeof a->losses[0]))
 		fail_msg("%s: losses differ", what);
+}
+
+/* expect_placements_agree -- under o, all-slow and the random plans of seeds 1..n_random give
+ * all-fast's losses and weights bit for bit; *moves and *async count the random plans' moves
+ * (so that a caller can check the move machinery ran); all-fast's run is returned */
+__attribute__((unused)) static struct exec_run expect_placements_agree(const atm_graph *g,
+                                                                       const atm_exec_opts *o,
+                                                                       int n_random, int32_t *moves,
+                                                                       int32_t *async)
+{
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct exec_run ref = exec_run(p, o);
+	atm_plan_destroy(p);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	struct exec_run slow = exec_run(p, o);
+	atm_plan_destroy(p);
+	expect_same_run(&ref, &slow, "all-slow");
+	*moves = *async = 0;
+	for (uint64_t seed = 1; seed <= (uint64_t)n_random; seed++) {
+		char what[96];
+		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
+		struct exec_run r = exec_run(p, o);
+		snprintf(what, sizeof what, "%s random seed %llu", atm_graph_name(g),
+		         (unsigned long long)seed);
+		expect_same_run(&ref, &r, what);
+		*moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
+		*async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
+		atm_plan_destroy(p);
+	}
+	return ref;
 }
 
 #endif /* ATM_TEST_EXEC_RUNS_H */

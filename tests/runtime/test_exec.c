@@ -33,25 +33,9 @@ static struct exec_run run_plan(const atm_plan *p, int iters, const char *emulat
 static void placements_agree(const char *model)
 {
 	atm_graph *g = build(model);
-	atm_plan *p = NULL;
-	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
-	struct exec_run ref = run_plan(p, 3, NULL);
-	atm_plan_destroy(p);
-	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
-	struct exec_run slow = run_plan(p, 3, NULL);
-	atm_plan_destroy(p);
-	expect_same_run(&ref, &slow, "all-slow");
-	int32_t moves = 0, async = 0;
-	for (uint64_t seed = 1; seed <= 5; seed++) {
-		char what[64];
-		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
-		struct exec_run r = run_plan(p, 3, NULL);
-		snprintf(what, sizeof what, "%s random seed %llu", model, (unsigned long long)seed);
-		expect_same_run(&ref, &r, what);
-		moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
-		async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
-		atm_plan_destroy(p);
-	}
+	atm_exec_opts o = {.iters = 3, .warmup = -1, .seed = 42, .quiet = true};
+	int32_t moves, async;
+	expect_placements_agree(g, &o, 5, &moves, &async);
 	/* the random plans did exercise both kinds of move */
 	assert_true(moves > 20);
 	assert_true(async > 5);
