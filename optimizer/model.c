@@ -380,6 +380,12 @@ static atm_status build_node(struct model *m, int32_t k)
 	nm->time = malloc((size_t)nm->n_cfg * sizeof *nm->time);
 	if (!nm->time)
 		return atm_err(ATM_E_NOMEM, "out of memory reading the profile");
+	/* on a GPU the kernel's one configuration is all fast, with the fastest algorithm the
+	 * profile holds */
+	if (m->o.device_only) {
+		atm_status rc = opt_best_algo(m->prof, g, k, &nm->algo, &nm->time[0]);
+		return rc < 0 ? atm_err_prefix(rc, "run 'autotm profile' for this network first: ") : rc;
+	}
 	for (int c = 0; c < nm->n_cfg; c++) {
 		uint32_t mask = nm->base;
 		for (int u = 0; u < nm->n_free; u++)
@@ -388,12 +394,6 @@ static atm_status build_node(struct model *m, int32_t k)
 		atm_status rc = closed_time(m, k, mask, &nm->time[c]);
 		if (rc < 0)
 			return rc;
-	}
-	/* on a GPU the kernel runs the fastest algorithm the profile holds */
-	if (m->o.device_only && nm->n_cfg == 1) {
-		atm_status rc = opt_best_algo(m->prof, g, k, &nm->algo, &nm->time[0]);
-		if (rc < 0)
-			return atm_err_prefix(rc, "run 'autotm profile' for this network first: ");
 	}
 	return ATM_OK;
 }
