@@ -92,6 +92,10 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg);
  * device memory the plan may use; says which on stderr unless quiet */
 atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet);
 
+/* cli_fast_limit -- the limit a plan is made for: on a GPU its device memory unless limit (from
+ * --ratio or --dram-limit) asks for less; limit itself elsewhere */
+int64_t cli_fast_limit(const cli_memory *mem, int64_t limit);
+
 /* cli_graph_option -- consume opt if it is a graph option; 1 consumed, 0 not, <0 error */
 int cli_graph_option(cli_graph_source *src, int opt, const char *arg);
 

@@ -298,10 +298,9 @@ int cmd_plan(int argc, char **argv)
 		goto fail;
 	if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
 		goto fail;
-	/* a GPU's kernels read device memory only; its memory is the limit unless told less */
+	/* a GPU's kernels read device memory only */
 	o.device_only = mem.gpu.mode != NULL;
-	if (mem.gpu.mode && !limit)
-		limit = mem.gpu.memory_bytes;
+	limit = cli_fast_limit(&mem, limit);
 	if ((rc = cli_profile("plan", g, &mem, cache, estimate, quiet, &pr, &prof)) < 0)
 		goto fail;
 	if ((rc = atm_opt_plan(&p, g, prof, limit, f, &o, &rep)) < 0)

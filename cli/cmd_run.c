@@ -308,9 +308,7 @@ int cmd_run(int argc, char **argv)
 		oo.device_only = mem.gpu.mode != NULL;
 		if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
 			goto fail;
-		/* on a GPU the limit is the device memory unless a ratio or a size says less */
-		if (mem.gpu.mode && (!limit || limit > mem.gpu.memory_bytes))
-			limit = mem.gpu.memory_bytes;
+		limit = cli_fast_limit(&mem, limit);
 		if ((rc = cli_profile("run", g, &mem, cache, false, quiet, &pr, &prof)) < 0 ||
 		    (rc = atm_opt_plan(&p, g, prof, limit, f, &oo, NULL)) < 0)
 			goto fail;

@@ -181,6 +181,13 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	}
 }
 
+int64_t cli_fast_limit(const cli_memory *mem, int64_t limit)
+{
+	if (mem->gpu.mode && (!limit || limit > mem->gpu.memory_bytes))
+		return mem->gpu.memory_bytes;
+	return limit;
+}
+
 atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet)
 {
 	atm_gpu_info info;
