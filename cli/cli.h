@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_job.h"
 #include "atm_optimizer.h"
 #include "atm_profiler.h"
 #include "atm_runtime.h"
@@ -52,11 +53,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	"  --classes N       output classes (default: the network's)\n"
 
 /* Memory options of the commands that open tiers, or a GPU. */
-typedef struct {
-	atm_tier_opts tiers;
-	const char *emulate;
-	atm_gpu_opts gpu;     /* gpu.mode NULL: the CPU */
-} cli_memory;
+typedef atm_job_memory cli_memory;
 
 #define CLI_MEMORY_OPTIONS                                        \
 	{"slow", required_argument, NULL, CLI_OPT_SLOW},              \
@@ -88,19 +85,12 @@ typedef struct {
 /* cli_memory_option -- consume opt if it is a memory option; 1 consumed, 0 not, <0 error */
 int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 
-/* cli_gpu_resolve -- with --gpu: check the GPU is there (exit 5 when not) and fill in the
- * device memory the plan may use; says which on stderr unless quiet */
-atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet);
-
-/* cli_fast_limit -- the limit a plan is made for: on a GPU its device memory unless limit (from
- * --ratio or --dram-limit) asks for less; limit itself elsewhere */
-int64_t cli_fast_limit(const cli_memory *mem, int64_t limit);
-
 /* cli_graph_option -- consume opt if it is a graph option; 1 consumed, 0 not, <0 error */
 int cli_graph_option(cli_graph_source *src, int opt, const char *arg);
 
-/* cli_load_graph -- build or load the graph the options name; a message on failure */
-atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, int64_t *batch);
+/* cli_load_graph -- build or load the graph the options name, and say what sizes it has
+ * (batch; a zoo model's preset and image); a message on failure */
+atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_results_workload *w);
 
 /* cli_parse_int -- a positive integer argument, or ATM_E_USAGE naming the option */
 atm_status cli_parse_int(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out);
@@ -110,17 +100,6 @@ int cli_fail(const char *cmd, atm_status rc);
 
 /* cli_usage_error -- print a usage message and a pointer to --help; exit code 2 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* cli_default_cache -- $XDG_CACHE_HOME/autotm/profiles.json or
- * ~/.cache/autotm/profiles.json, its folders made when missing */
-atm_status cli_default_cache(char *buf, size_t len);
-
-/* cli_profile -- the profile of g on mem's tiers from cache (NULL: the default),
- * with what it lacks profiled now (estimated with estimate); *pr and *prof are
- * the caller's to destroy, also on failure */
-atm_status cli_profile(const char *cmd, const atm_graph *g, const cli_memory *mem,
-                       const char *cache, bool estimate, bool quiet, atm_prof **pr,
-                       atm_profile **prof);
 
 /* cli_print_json -- o on standard output, indented, then released */
 atm_status cli_print_json(json_t *o);

@@ -40,6 +40,10 @@ static const char plan_help[] =
 	"  --rounds N        solves for fragmentation before giving up (default 8)\n"
 	"  -o FILE           write the plan JSON to FILE (atomically; 'autotm run --placement\n"
 	"                    FILE' runs it)\n"
+	"  --results FILE    also write the plan's prediction as a results record (actual\n"
+	"                    times null; the README's results format), e.g. for a network\n"
+	"                    planned with --estimate that this machine cannot run\n"
+	"  --append          add that record to FILE's runs (FILE of the same workload)\n"
 	"  --explain         print the plan as a timeline: where tensors live, what moves when,\n"
 	"                    which kernels slow down and by how much\n"
 	"  --json            print a summary as one JSON object\n"
@@ -170,7 +174,8 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 int cmd_plan(int argc, char **argv)
 {
 	enum { OPT_RATIO = CLI_OPT_FIRST_FREE, OPT_DRAM, OPT_FORM, OPT_GAP, OPT_TIME, OPT_WINDOW,
-	       OPT_ROUNDS, OPT_EXPLAIN, OPT_JSON, OPT_CACHE, OPT_ESTIMATE, OPT_VERBOSE, OPT_QUIET };
+	       OPT_ROUNDS, OPT_EXPLAIN, OPT_JSON, OPT_CACHE, OPT_ESTIMATE, OPT_VERBOSE, OPT_QUIET,
+	       OPT_RESULTS, OPT_APPEND };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -187,33 +192,31 @@ int cmd_plan(int argc, char **argv)
 		{"estimate", no_argument, NULL, OPT_ESTIMATE},
 		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"results", required_argument, NULL, OPT_RESULTS},
+		{"append", no_argument, NULL, OPT_APPEND},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cli_graph_source src = {0};
-	cli_memory mem = {0};
-	const char *ratio = NULL, *dram = NULL, *out = NULL, *cache = NULL;
-	atm_opt_formulation f = ATM_OPT_SYNCHRONOUS;
-	atm_opt_options o;
-	bool explain = false, json = false, estimate = false, quiet = false;
-	int64_t batch = 0, limit = 0, v;
-	double rs = 0, rf = 0;
+	atm_job_opts jo;
+	const char *ratio = NULL, *dram = NULL, *out = NULL;
+	atm_opt_options *o = &jo.opt;
+	bool explain = false, json = false;
+	int64_t v;
 	atm_graph *g = NULL;
-	atm_prof *pr = NULL;
-	atm_profile *prof = NULL;
-	atm_plan *p = NULL;
-	atm_opt_report rep;
-	atm_opt_check_result chk;
+	atm_job *j = NULL;
 	atm_status rc;
 	int opt;
 
-	atm_opt_options_default(&o);
+	atm_job_opts_default(&jo);
+	jo.who = "plan";
+	jo.optimize = true;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		int used = cli_graph_option(&src, opt, optarg);
 		if (!used)
-			used = cli_memory_option(&mem, opt, optarg);
+			used = cli_memory_option(&jo.mem, opt, optarg);
 		if (used < 0)
 			return cli_fail("plan", ATM_E_USAGE);
 		if (used)
@@ -226,26 +229,26 @@ int cmd_plan(int argc, char **argv)
 			dram = optarg;
 			break;
 		case OPT_FORM:
-			if (atm_opt_formulation_from_name(optarg, &f) < 0)
+			if (atm_opt_formulation_from_name(optarg, &jo.formulation) < 0)
 				return cli_fail("plan", ATM_E_USAGE);
 			break;
 		case OPT_GAP:
-			if (parse_gap(optarg, &o.mip_gap) < 0)
+			if (parse_gap(optarg, &o->mip_gap) < 0)
 				return cli_fail("plan", ATM_E_USAGE);
 			break;
 		case OPT_TIME:
-			if (parse_seconds(optarg, &o.time_limit_s) < 0)
+			if (parse_seconds(optarg, &o->time_limit_s) < 0)
 				return cli_fail("plan", ATM_E_USAGE);
 			break;
 		case OPT_WINDOW:
 			if (cli_parse_int("async-window", optarg, 1, 64, &v) < 0)
 				return cli_fail("plan", ATM_E_USAGE);
-			o.async_window = (int)v;
+			o->async_window = (int)v;
 			break;
 		case OPT_ROUNDS:
 			if (cli_parse_int("rounds", optarg, 1, ATM_PLAN_MAX_ROUNDS, &v) < 0)
 				return cli_fail("plan", ATM_E_USAGE);
-			o.max_rounds = (int)v;
+			o->max_rounds = (int)v;
 			break;
 		case OPT_EXPLAIN:
 			explain = true;
@@ -254,16 +257,22 @@ int cmd_plan(int argc, char **argv)
 			json = true;
 			break;
 		case OPT_CACHE:
-			cache = optarg;
+			jo.cache = optarg;
 			break;
 		case OPT_ESTIMATE:
-			estimate = true;
+			jo.estimate = true;
 			break;
 		case OPT_VERBOSE:
-			o.verbosity = 1;
+			o->verbosity = 1;
 			break;
 		case OPT_QUIET:
-			quiet = true;
+			jo.quiet = true;
+			break;
+		case OPT_RESULTS:
+			jo.results_path = optarg;
+			break;
+		case OPT_APPEND:
+			jo.append = true;
 			break;
 		case 'o':
 			out = optarg;
@@ -281,51 +290,49 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
 	if (ratio && dram)
 		return cli_usage_error("plan", "give only one of --ratio and --dram-limit");
-	if (!ratio && !dram && f != ATM_OPT_ALL_FAST && !mem.gpu.mode)
+	if (!ratio && !dram && jo.formulation != ATM_OPT_ALL_FAST && !jo.mem.gpu.mode)
 		return cli_usage_error("plan", "give the fast-memory limit with one of --ratio S:F or "
 		                       "--dram-limit SIZE");
-	if (ratio && atm_opt_parse_ratio(ratio, &rs, &rf) < 0)
+	if (ratio && atm_opt_parse_ratio(ratio, &jo.ratio_slow, &jo.ratio_fast) < 0)
 		return cli_fail("plan", ATM_E_USAGE);
-	if (dram && atm_parse_bytes(dram, &limit) < 0)
+	if (dram && atm_parse_bytes(dram, &jo.limit_bytes) < 0)
 		return cli_fail("plan", atm_err_prefix(ATM_E_USAGE, "--dram-limit: "));
-	if (cache && !cache[0])
+	if (jo.cache && !jo.cache[0])
 		return cli_usage_error("plan", "--cache needs a file name");
+	if (jo.append && !jo.results_path)
+		return cli_usage_error("plan", "--append needs --results FILE");
 	/* a plan found after minutes must have somewhere to go */
 	if (out && (rc = atm_check_writable(out)) < 0)
 		return cli_fail("plan", rc);
 
-	if ((rc = cli_gpu_resolve("plan", &mem, quiet)) < 0 || (rc = cli_load_graph(&src, &g, &batch)) < 0)
+	jo.stop = cli_install_interrupt();
+	if ((rc = cli_load_graph(&src, &g, &jo.workload)) < 0 || (rc = atm_job_new(&j, g, &jo)) < 0 ||
+	    (rc = atm_job_plan(j)) < 0)
 		goto fail;
-	if (ratio && (rc = atm_opt_limit_from_ratio(g, rs, rf, &limit)) < 0)
-		goto fail;
-	/* a GPU's kernels read device memory only */
-	o.device_only = mem.gpu.mode != NULL;
-	limit = cli_fast_limit(&mem, limit);
-	if ((rc = cli_profile("plan", g, &mem, cache, estimate, quiet, &pr, &prof)) < 0)
-		goto fail;
-	if ((rc = atm_opt_plan(&p, g, prof, limit, f, &o, &rep)) < 0)
-		goto fail;
-	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
-		goto fail;
+	const atm_plan *p = atm_job_plan_get(j);
+	const atm_profile *prof = atm_job_profile(j);
+	const atm_opt_report *rep = atm_job_report(j);
+	const atm_opt_check_result *chk = atm_job_check(j);
 	if (out && (rc = atm_plan_save(p, out)) < 0)
 		goto fail;
-	if (explain && (rc = atm_opt_explain(p, prof, &o, stdout)) < 0)
+	if (jo.results_path && (rc = atm_job_write_results(j)) < 0)
+		goto fail;
+	if (explain && (rc = atm_opt_explain(p, prof, o, stdout)) < 0)
 		goto fail;
 	if (json) {
-		if ((rc = print_json(g, batch, p, &rep, &chk, rs, rf, out)) < 0)
+		if ((rc = print_json(g, jo.workload.batch, p, rep, chk, jo.ratio_slow, jo.ratio_fast,
+		                     out)) < 0)
 			goto fail;
 	} else if (!explain) {
-		print_human(g, batch, p, &rep, &chk, out);
+		print_human(g, jo.workload.batch, p, rep, chk, out);
+		if (jo.results_path)
+			printf("  results          %s (the plan's prediction; nothing ran)\n", jo.results_path);
 	}
-	atm_plan_destroy(p);
-	atm_profile_destroy(prof);
-	atm_prof_destroy(pr);
+	atm_job_destroy(j);
 	atm_graph_destroy(g);
 	return 0;
 fail:
-	atm_plan_destroy(p);
-	atm_profile_destroy(prof);
-	atm_prof_destroy(pr);
+	atm_job_destroy(j);
 	atm_graph_destroy(g);
 	return cli_fail("plan", rc);
 }

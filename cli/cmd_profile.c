@@ -200,7 +200,8 @@ int cmd_profile(int argc, char **argv)
 	cli_memory mem = {0};
 	const char *cache = NULL;
 	char cache_buf[4096];
-	int64_t reps = 5, batch = 0;
+	int64_t reps = 5;
+	atm_results_workload w;
 	bool estimate = false, rebuild = false, json = false, quiet = false;
 	atm_graph *g = NULL;
 	atm_prof *pr = NULL;
@@ -258,11 +259,11 @@ int cmd_profile(int argc, char **argv)
 	if (estimate && mem.gpu.mode)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");
-	if ((rc = cli_gpu_resolve("profile", &mem, quiet)) < 0 ||
-	    (rc = cli_load_graph(&src, &g, &batch)) < 0)
+	if ((rc = atm_job_gpu_resolve("profile", &mem, quiet)) < 0 ||
+	    (rc = cli_load_graph(&src, &g, &w)) < 0)
 		goto fail;
 	if (!cache) {
-		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
+		if ((rc = atm_job_default_cache(cache_buf, sizeof cache_buf)) < 0)
 			goto fail;
 		cache = cache_buf;
 	}
@@ -292,10 +293,10 @@ int cmd_profile(int argc, char **argv)
 		goto fail;
 	bool have_err = estimate && compare(p, g, &err);
 	if (json) {
-		if ((rc = print_json(g, batch, (int)reps, pr, p, &r, have_err ? &err : NULL)) < 0)
+		if ((rc = print_json(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL)) < 0)
 			goto fail;
 	} else {
-		print_human(g, batch, (int)reps, pr, p, &r, have_err ? &err : NULL);
+		print_human(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL);
 	}
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);

@@ -178,6 +178,7 @@ int cmd_zoo(int argc, char **argv)
 	atm_liveness *lv = NULL;
 	atm_graph_stats stats;
 	int64_t batch = 0;
+	atm_results_workload w;
 	atm_status rc;
 	int opt;
 
@@ -217,7 +218,8 @@ int cmd_zoo(int argc, char **argv)
 	if (json && export_path && strcmp(export_path, "-") == 0)
 		return cli_usage_error("zoo", "--json and --export - both write to standard output; "
 		                       "export to a file instead");
-	rc = cli_load_graph(&src, &g, &batch);
+	rc = cli_load_graph(&src, &g, &w);
+	batch = w.batch;
 	if (rc < 0)
 		goto fail;
 	rc = atm_liveness_new(&lv, g);

@@ -87,9 +87,10 @@ static atm_status zoo_sizes(const cli_graph_source *src, atm_zoo_opts *o)
 	return ATM_OK;
 }
 
-atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, int64_t *batch)
+atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_results_workload *w)
 {
 	*g = NULL;
+	*w = (atm_results_workload){0};
 	if (src->model && src->graph_file)
 		return atm_err(ATM_E_USAGE, "give either --model or --graph, not both");
 	if (!src->model && !src->graph_file)
@@ -103,22 +104,17 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, int64_t *b
 		atm_status rc = atm_graph_load(g, src->graph_file, &lo);
 		if (rc < 0)
 			return rc;
-		/* the batch of a file graph is the leading dimension of its first input */
-		*batch = 0;
-		for (int32_t t = 0; t < atm_graph_n_tensors(*g); t++) {
-			const atm_tensor *x = atm_graph_tensor(*g, t);
-			if (x->kind == ATM_KIND_INPUT) {
-				*batch = x->dims[0];
-				break;
-			}
-		}
+		w->batch = atm_graph_batch(*g);
 		return ATM_OK;
 	}
 	atm_zoo_opts o = {0};
 	atm_status rc = zoo_sizes(src, &o);
 	if (rc < 0)
 		return rc;
-	*batch = o.batch;
+	w->batch = o.batch;
+	w->image = o.image;
+	/* sizes from a preset (named, or small by default) unless --batch gave them */
+	w->preset = src->preset ? src->preset : src->batch ? NULL : "small";
 	return atm_zoo_build(g, src->model, &o);
 }
 
@@ -181,39 +177,6 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	}
 }
 
-int64_t cli_fast_limit(const cli_memory *mem, int64_t limit)
-{
-	if (mem->gpu.mode && (!limit || limit > mem->gpu.memory_bytes))
-		return mem->gpu.memory_bytes;
-	return limit;
-}
-
-atm_status cli_gpu_resolve(const char *cmd, cli_memory *mem, bool quiet)
-{
-	atm_gpu_info info;
-	char a[32], f[32];
-	if (!mem->gpu.mode) {
-		if (mem->gpu.memory_bytes || mem->gpu.link || mem->gpu.device)
-			return atm_err(ATM_E_USAGE, "--gpu-memory, --gpu-device and --gpu-link need --gpu");
-		return ATM_OK;
-	}
-	if (mem->gpu.link && strcmp(mem->gpu.mode, "sim"))
-		return atm_err(ATM_E_USAGE, "--gpu-link describes a simulated GPU; give --gpu=sim");
-	if (mem->emulate)
-		return atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow and does not apply "
-		               "with --gpu (the slow tier is host memory behind the GPU's link)");
-	atm_status rc = atm_gpu_probe(&mem->gpu, &info);
-	if (rc < 0)
-		return atm_err_prefix(rc, "--gpu: ");
-	mem->gpu.memory_bytes = info.memory_bytes;
-	if (!quiet)
-		fprintf(stderr, "autotm %s: %s%s, %s of device memory for the plan (%s free)\n", cmd,
-		        info.name, info.simulated ? " (SIMULATED: CPU kernels, emulated link)" : "",
-		        atm_format_bytes(info.memory_bytes, a, sizeof a),
-		        atm_format_bytes(info.free_bytes, f, sizeof f));
-	return ATM_OK;
-}
-
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig)
@@ -244,57 +207,3 @@ atm_status cli_print_json(json_t *o)
 	return ATM_OK;
 }
 
-atm_status cli_default_cache(char *buf, size_t len)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096];
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof dir, "%s", xdg);
-	else if (home && home[0])
-		snprintf(dir, sizeof dir, "%s/.cache", home);
-	else
-		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
-		               "give --cache FILE");
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass)
-			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
-		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
-	}
-	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
-		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
-	return ATM_OK;
-}
-
-atm_status cli_profile(const char *cmd, const atm_graph *g, const cli_memory *mem,
-                       const char *cache, bool estimate, bool quiet, atm_prof **pr,
-                       atm_profile **prof)
-{
-	char cache_buf[4096];
-	atm_prof_machine m;
-	atm_prof_report rep;
-	atm_status rc;
-	if (!cache) {
-		if ((rc = cli_default_cache(cache_buf, sizeof cache_buf)) < 0)
-			return rc;
-		cache = cache_buf;
-	}
-	atm_prof_opts po = {
-		.tiers = mem->tiers,
-		.emulate = mem->emulate,
-		.gpu = mem->gpu,
-		.seed = 1,
-		.estimate = estimate,
-		.stop = cli_install_interrupt(),
-		.progress = !quiet && isatty(STDERR_FILENO),
-	};
-	if ((rc = atm_prof_new(pr, g, &po)) < 0)
-		return rc;
-	atm_prof_get_machine(*pr, &m);
-	if ((rc = atm_profile_open(prof, cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
-		return rc;
-	if (!quiet && rep.n_configs_measured)
-		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", cmd,
-		        estimate ? "estimated" : "profiled", (long long)rep.n_configs_measured, rep.seconds);
-	return ATM_OK;
-}

@@ -318,6 +318,7 @@ typedef struct {
 	double mip_gap;             /* < 0: unknown */
 	char solver_status[32];
 	bool estimated;             /* priced with an estimated (roofline) profile, not a measured one */
+	double ratio_slow, ratio_fast; /* the slow:fast ratio the limit came from; both 0: none */
 	/* one entry per solve (results' creation_times and optimization_times); 0: not solved */
 	int n_rounds;
 	double round_creation_s[ATM_PLAN_MAX_ROUNDS], round_solve_s[ATM_PLAN_MAX_ROUNDS];
@@ -574,6 +575,16 @@ void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
 
 /* ---------------------------------------------------------------- results */
 
+/* Version of the results format written and appended to (README "Results JSON"). */
+#define ATM_RESULTS_VERSION 2
+
+/* What the workload is beyond its graph: the sizes it was built with. */
+typedef struct {
+	const char *preset; /* the zoo preset the sizes came from; NULL: a graph file or given sizes */
+	int64_t batch;      /* 0: atm_graph_batch */
+	int64_t image;      /* input height and width; 0: not an image network or unknown */
+} atm_results_workload;
+
 /* What a run measured; the plan and its schedule give the rest of a results record.
  * Negative times and NULL pointers are written as null (not measured). */
 typedef struct {
@@ -596,7 +607,6 @@ typedef struct {
 	double slow_read_gbps, slow_write_gbps; /* for move_time; 0 unknown */
 	uint64_t seed;
 	int n_threads;
-	double ratio_slow, ratio_fast; /* the --ratio the limit came from; 0 and 0: none */
 	const char *backend;      /* "cpu", "cuda", "gpu-sim"; NULL: "cpu" */
 	const char *device;       /* the GPU's name (or the simulated one's description) */
 	const char *versions;     /* the kernel libraries' versions */
@@ -607,16 +617,21 @@ typedef struct {
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
 } atm_run_measured;
 
-/* atm_results_write -- a results file (AutoTM's fields, README "Results JSON")
- * with one run: the plan, its schedule's figures and what m measured. With
- * append, a run is added to path's runs when path holds results of the same
- * workload (graph name and digest), and refused (ATM_E_USAGE) when it holds
- * another's; without append the file is replaced. Written atomically. */
+/* atm_results_write -- a results file (AutoTM's fields, README "Results JSON") with one
+ * run: the plan (its ratio and solver figures in its info), its schedule's figures and what
+ * m measured (NULL: a plan that did not run: actual times are null). w may be NULL. With
+ * append, the run is added to path's runs when path holds results of the same workload
+ * (graph name and digest), and refused (ATM_E_USAGE) when it holds another's, or results of
+ * another version (ATM_E_INPUT); without append the file is replaced. The whole
+ * read-change-write holds path's lock (atm_file_lock), so concurrent appends lose nothing;
+ * written atomically. */
 atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
-                             const atm_run_measured *m, bool append);
-/* atm_results_dump -- the same document as text, for one run (malloc'd) */
-atm_status atm_results_dump(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m,
-                            char **text);
+                             const atm_results_workload *w, const atm_run_measured *m,
+                             bool append);
+/* atm_results_check -- before long work: can a run of g be written to path (its folder takes
+ * a new file, path is not a folder), and with append, is an existing path a results file of
+ * this version and of g's workload? Nothing is written. */
+atm_status atm_results_check(const char *path, const atm_graph *g, bool append);
 
 /* ---------------------------------------------------------------- files */
 
@@ -627,6 +642,10 @@ atm_status atm_write_file_atomic(const char *path, const char *data, size_t len)
  * file)? Checked before long work so that its results are not lost at the end;
  * path itself is left as it is. */
 atm_status atm_check_writable(const char *path);
+/* atm_file_lock -- an exclusive lock for path's read-change-write (a flock on "path.lock",
+ * waited for); *fd is -1 on failure. atm_file_unlock(fd) releases it (-1: nothing). */
+atm_status atm_file_lock(const char *path, int *fd);
+void atm_file_unlock(int fd);
 /* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +86,41 @@ atm_status atm_check_writable(const char *path)
 
 /* Refuse files larger than this: no graph, plan or profile comes near it. */
 #define MAX_FILE_BYTES ((size_t)1 << 31)
+
+/* the lock is on PATH.lock, not PATH: PATH is replaced by rename at every atomic write, so a
+ * lock on it would lock a file about to vanish */
+atm_status atm_file_lock(const char *path, int *fd)
+{
+	size_t n = strlen(path) + sizeof ".lock";
+	char *lp = malloc(n);
+	*fd = -1;
+	if (!lp)
+		return atm_err(ATM_E_NOMEM, "out of memory locking %s", path);
+	snprintf(lp, n, "%s.lock", path);
+	int f = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (f < 0) {
+		atm_status rc = atm_err(ATM_E_IO, "cannot open the lock file %s: %s", lp, strerror(errno));
+		free(lp);
+		return rc;
+	}
+	while (flock(f, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		atm_status rc = atm_err(ATM_E_IO, "cannot lock %s: %s", lp, strerror(errno));
+		close(f);
+		free(lp);
+		return rc;
+	}
+	free(lp);
+	*fd = f;
+	return ATM_OK;
+}
+
+void atm_file_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* closing releases the flock */
+}
 
 atm_status atm_read_file(const char *path, char **data, size_t *len)
 {

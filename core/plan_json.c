@@ -132,6 +132,17 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
 	json_object_set_new(solver, "solve_s", real_or_null(info->solve_s));
 	json_object_set_new(solver, "mip_gap", real_or_null(info->mip_gap));
+	/* each defragmentation round's times, so that a plan run later reports them */
+	json_t *rounds = json_array();
+	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++)
+		json_array_append_new(rounds, json_pack("{s:o, s:o}", "creation_s",
+		                                        real_or_null(info->round_creation_s[i]), "solve_s",
+		                                        real_or_null(info->round_solve_s[i])));
+	json_object_set_new(solver, "rounds", rounds);
+	add(&t, ",\n  \"ratio\": ");
+	add_json(&t, info->ratio_slow + info->ratio_fast > 0
+	                 ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
+	                 : json_null());
 	add(&t, ",\n  \"estimated\": ");
 	add_json(&t, json_boolean(info->estimated));
 	add(&t, ",\n  \"solver\": ");
@@ -246,11 +257,61 @@ static atm_status check_keys(json_t *o, const char *where, const char *const *ke
 	return ATM_OK;
 }
 
+/* read_rounds -- the solver's "rounds": each defragmentation round's creation and solve time */
+static atm_status read_rounds(json_t *solver, atm_plan_info *info)
+{
+	json_t *arr, *el, *v;
+	size_t i;
+	char where[48];
+	atm_status rc = get(solver, "solver", "rounds", JSON_ARRAY, true, &arr);
+	if (rc < 0 || !arr)
+		return rc;
+	if (json_array_size(arr) > ATM_PLAN_MAX_ROUNDS)
+		return BAD("solver: \"rounds\" lists %zu rounds; a plan records at most %d",
+		           json_array_size(arr), ATM_PLAN_MAX_ROUNDS);
+	json_array_foreach(arr, i, el) {
+		static const char *const keys[] = {"creation_s", "solve_s", NULL};
+		double *dst[] = {&info->round_creation_s[i], &info->round_solve_s[i]};
+		snprintf(where, sizeof where, "solver.rounds[%zu]", i);
+		if (!json_is_object(el))
+			return BAD("%s: must be an object", where);
+		if ((rc = check_keys(el, where, keys)) < 0)
+			return rc;
+		for (int k = 0; k < 2; k++) {
+			if ((rc = get(el, where, keys[k], JSON_REAL, true, &v)) < 0)
+				return rc;
+			*dst[k] = v ? json_number_value(v) : -1;
+		}
+	}
+	info->n_rounds = (int)json_array_size(arr);
+	return ATM_OK;
+}
+
+/* read_ratio -- "ratio": the slow:fast ratio the limit came from, or null */
+static atm_status read_ratio(json_t *root, atm_plan_info *info)
+{
+	static const char *const keys[] = {"slow", "fast", NULL};
+	json_t *r, *sv, *fv;
+	atm_status rc = get(root, "top level", "ratio", JSON_OBJECT, true, &r);
+	if (rc < 0 || !r)
+		return rc;
+	if ((rc = check_keys(r, "ratio", keys)) < 0 ||
+	    (rc = get(r, "ratio", "slow", JSON_REAL, false, &sv)) < 0 ||
+	    (rc = get(r, "ratio", "fast", JSON_REAL, false, &fv)) < 0)
+		return rc;
+	double s = json_number_value(sv), f = json_number_value(fv);
+	if (!(s >= 0 && f >= 0 && s + f > 0 && isfinite(s + f)))
+		return BAD("ratio: slow %g and fast %g must be non-negative and not both 0", s, f);
+	info->ratio_slow = s;
+	info->ratio_fast = f;
+	return ATM_OK;
+}
+
 static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *info)
 {
 	static const char *const top[] = {"format", "version", "graph", "formulation",
 	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
-	                                  "solver",
+	                                  "ratio", "solver",
 	                                  "tensors", "moves", "algorithms", NULL};
 	json_t *v, *gr;
 	char digest[17];
@@ -309,8 +370,10 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 			return rc;
 		snprintf(info->solver_status, sizeof info->solver_status, "%s",
 		         v ? json_string_value(v) : "");
+		if ((rc = read_rounds(gr, info)) < 0)
+			return rc;
 	}
-	return ATM_OK;
+	return read_ratio(root, info);
 }
 
 static atm_status read_tensors(json_t *root, atm_plan *p)

@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1210,43 +1209,6 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_prof_moves *m)
 	return ATM_OK;
 }
 
-/* lock_path -- "PATH.lock" */
-static char *lock_path(const char *path)
-{
-	size_t n = strlen(path);
-	char *s = malloc(n + 6);
-	if (s)
-		snprintf(s, n + 6, "%s.lock", path);
-	return s;
-}
-
-/* lock_cache -- an exclusive flock on PATH.lock: the cache itself is replaced
- * by rename at every save, so a lock on it would lock a file about to vanish */
-static atm_status lock_cache(const char *path, int *fd)
-{
-	char *lp = lock_path(path);
-	*fd = -1;
-	if (!lp)
-		return atm_err(ATM_E_NOMEM, "out of memory locking %s", path);
-	int f = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (f < 0) {
-		atm_status rc = atm_err(ATM_E_IO, "cannot open the lock file %s: %s", lp, strerror(errno));
-		free(lp);
-		return rc;
-	}
-	while (flock(f, LOCK_EX) < 0) {
-		if (errno == EINTR)
-			continue;
-		atm_status rc = atm_err(ATM_E_IO, "cannot lock %s: %s", lp, strerror(errno));
-		close(f);
-		free(lp);
-		return rc;
-	}
-	free(lp);
-	*fd = f;
-	return ATM_OK;
-}
-
 /* atm_profile_save -- merge what was put into the file, under the lock */
 atm_status atm_profile_save(atm_profile *p)
 {
@@ -1262,7 +1224,7 @@ atm_status atm_profile_save(atm_profile *p)
 	}
 	if (!json_object_size(p->dirty) && !p->moves_dirty && !p->replace)
 		return ATM_OK;
-	if ((rc = lock_cache(p->path, &fd)) < 0)
+	if ((rc = atm_file_lock(p->path, &fd)) < 0)
 		return rc;
 	/* read again under the lock: another profiler may have saved since */
 	rc = load_doc(p->path, &doc);
@@ -1315,6 +1277,6 @@ atm_status atm_profile_save(atm_profile *p)
 fail:
 	free(text);
 	json_decref(doc);
-	close(fd);
+	atm_file_unlock(fd);
 	return rc;
 }

@@ -2,6 +2,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -84,7 +86,12 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	const atm_plan_info *info = atm_plan_info_get(p);
 	const atm_schedule_stats *st = atm_schedule_stats_get(s);
 	json_t *run = json_object(), *sizes = json_object(), *config = json_object();
+	char date[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	json_object_set_new(run, "formulation", json_string(info->formulation));
+	json_object_set_new(run, "date", json_string(date));
 	/* one entry per solve: several when the defragmentation loop solved again */
 	json_t *creation = json_array(), *solving = json_array();
 	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++) {
@@ -106,8 +113,16 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	json_object_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0));
 	json_object_set_new(run, "dram_limit", info->fast_limit_bytes
 	                                           ? json_integer(info->fast_limit_bytes) : json_null());
-	json_object_set_new(run, "ratio", m && m->ratio_fast > 0 ? json_real(m->ratio_slow / m->ratio_fast)
-	                                                         : json_null());
+	/* AutoTM's ratio is S/F (null at 1:0); the exact pair and the fast fraction find every
+	 * point, all slow included */
+	bool has_ratio = info->ratio_slow + info->ratio_fast > 0;
+	json_object_set_new(run, "ratio", info->ratio_fast > 0 ? json_real(info->ratio_slow / info->ratio_fast)
+	                                                       : json_null());
+	json_object_set_new(run, "ratio_slow", has_ratio ? json_real(info->ratio_slow) : json_null());
+	json_object_set_new(run, "ratio_fast", has_ratio ? json_real(info->ratio_fast) : json_null());
+	json_object_set_new(run, "fast_fraction", has_ratio ? json_real(info->ratio_fast /
+	                                                                (info->ratio_slow + info->ratio_fast))
+	                                                    : json_null());
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
 		const atm_tensor *x = atm_graph_tensor(g, t);
 		if (!atm_tensor_is_persistent(x))
@@ -172,7 +187,8 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 }
 
 /* document -- a whole results file holding one run */
-static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
+static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
+                        const atm_run_measured *m)
 {
 	const atm_graph *g = atm_plan_graph(p);
 	atm_graph_stats gs;
@@ -183,12 +199,15 @@ static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_run_
 	if (atm_graph_stats_compute(g, &gs) < 0)
 		memset(&gs, 0, sizeof gs);
 	json_object_set_new(doc, "format", json_string(RJ_FORMAT));
-	json_object_set_new(doc, "version", json_integer(1));
-	json_object_set_new(doc, "workload", json_pack("{s:s, s:s, s:I, s:I, s:I}", "name",
-	                                               atm_graph_name(g), "digest", digest, "n_params",
-	                                               (json_int_t)gs.n_params, "n_kernels",
-	                                               (json_int_t)gs.n_kernels, "n_tensors",
-	                                               (json_int_t)gs.n_tensors));
+	json_object_set_new(doc, "version", json_integer(ATM_RESULTS_VERSION));
+	int64_t batch = w && w->batch ? w->batch : atm_graph_batch(g);
+	json_object_set_new(doc, "workload",
+	                    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "name", atm_graph_name(g),
+	                              "digest", digest, "n_params", (json_int_t)gs.n_params, "n_kernels",
+	                              (json_int_t)gs.n_kernels, "n_tensors", (json_int_t)gs.n_tensors,
+	                              "batch", (json_int_t)batch, "preset",
+	                              w && w->preset ? json_string(w->preset) : json_null(), "image",
+	                              w && w->image ? json_integer(w->image) : json_null()));
 	json_object_set_new(doc, "io_size", json_integer(gs.io_bytes));
 	json_object_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes));
 	json_object_set_new(doc, "gpu_managed_runtime", m && m->managed
@@ -208,55 +227,110 @@ static atm_status to_text(json_t *doc, char **text)
 	return *text ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory writing results");
 }
 
-atm_status atm_results_dump(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m,
-                            char **text)
+/* load_results -- path's results document, checked to be this version's (ATM_E_INPUT when not) */
+static atm_status load_results(const char *path, json_t **out)
 {
-	return to_text(document(p, s, m), text);
+	json_error_t e;
+	json_t *old = json_load_file(path, 0, &e);
+	*out = NULL;
+	if (!old)
+		return atm_err(ATM_E_INPUT, "%s: line %d: %s; not appending to a file that is not "
+		               "results JSON", path, e.line, e.text);
+	json_t *f = json_object_get(old, "format"), *v = json_object_get(old, "version");
+	if (!json_is_string(f) || strcmp(json_string_value(f), RJ_FORMAT)) {
+		json_decref(old);
+		return atm_err(ATM_E_INPUT, "%s is not a results file (\"format\" is not \"" RJ_FORMAT
+		               "\"); not appending to it", path);
+	}
+	if (!json_is_integer(v) || json_integer_value(v) != ATM_RESULTS_VERSION) {
+		json_decref(old);
+		return atm_err(ATM_E_INPUT, "%s holds results of version %lld; this autotm appends to "
+		               "version %d only (write to a new file)", path,
+		               json_is_integer(v) ? (long long)json_integer_value(v) : -1LL,
+		               ATM_RESULTS_VERSION);
+	}
+	if (!json_is_array(json_object_get(old, "runs")) ||
+	    !json_is_object(json_object_get(old, "workload"))) {
+		json_decref(old);
+		return atm_err(ATM_E_INPUT, "%s: a results file has a \"workload\" object and a "
+		               "\"runs\" array; not appending to it", path);
+	}
+	*out = old;
+	return ATM_OK;
 }
 
-/* same_workload -- old holds results of the workload in fresh */
-static bool same_workload(json_t *old, json_t *fresh)
+/* other_workload -- ATM_E_USAGE: old holds results of another workload than name/digest */
+static atm_status other_workload(const char *path, json_t *old, const char *name, const char *digest)
 {
-	json_t *a = json_object_get(old, "workload"), *b = json_object_get(fresh, "workload");
-	return json_is_object(a) && json_is_array(json_object_get(old, "runs")) &&
-	       json_equal(json_object_get(a, "name"), json_object_get(b, "name")) &&
-	       json_equal(json_object_get(a, "digest"), json_object_get(b, "digest"));
+	json_t *wl = json_object_get(old, "workload");
+	json_t *n = json_object_get(wl, "name"), *d = json_object_get(wl, "digest");
+	if (json_is_string(n) && json_is_string(d) && !strcmp(json_string_value(n), name) &&
+	    !strcmp(json_string_value(d), digest))
+		return ATM_OK;
+	if (json_is_string(n) && strcmp(json_string_value(n), name))
+		return atm_err(ATM_E_USAGE, "%s holds results of workload '%s', not of '%s'; not "
+		               "appending to it (write to another file)", path, json_string_value(n), name);
+	return atm_err(ATM_E_USAGE, "%s holds results of another version of '%s' (other sizes, "
+	               "batch or structure); not appending to it (write to another file)", path, name);
+}
+
+atm_status atm_results_check(const char *path, const atm_graph *g, bool append)
+{
+	struct stat st;
+	atm_status rc;
+	if (!path || !path[0])
+		return atm_err(ATM_E_USAGE, "the results path is empty; give -o FILE");
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return atm_err(ATM_E_USAGE, "%s is a folder; give a results file name in it", path);
+	if ((rc = atm_check_writable(path)) < 0)
+		return rc;
+	if (!append || access(path, F_OK) != 0)
+		return ATM_OK;
+	json_t *old = NULL;
+	char digest[17];
+	if ((rc = load_results(path, &old)) < 0)
+		return rc;
+	atm_graph_digest(g, digest);
+	rc = other_workload(path, old, atm_graph_name(g), digest);
+	json_decref(old);
+	return rc;
 }
 
 atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
-                             const atm_run_measured *m, bool append)
+                             const atm_results_workload *w, const atm_run_measured *m,
+                             bool append)
 {
-	json_t *doc = document(p, s, m);
-	char *text = NULL;
+	json_t *doc = document(p, s, w, m), *old = NULL;
+	char *text = NULL, digest[17];
+	int fd = -1;
 	atm_status rc;
+	if (!doc)
+		return atm_err(ATM_E_NOMEM, "out of memory writing results");
+	/* held from the read to the rename: a second appender reads what the first wrote */
+	if (append && (rc = atm_file_lock(path, &fd)) < 0)
+		goto fail;
 	if (append && access(path, F_OK) == 0) {
-		json_error_t e;
-		json_t *old = json_load_file(path, 0, &e);
-		if (!old) {
-			json_decref(doc);
-			return atm_err(ATM_E_INPUT, "%s: line %d: %s; not appending to a file that is not "
-			               "results JSON", path, e.line, e.text);
-		}
-		if (!same_workload(old, doc)) {
-			json_t *w = json_object_get(json_object_get(old, "workload"), "name");
-			rc = atm_err(ATM_E_USAGE, "%s holds results of %s%s%s, not of this graph; not "
-			             "appending to it (write to another file)", path,
-			             json_is_string(w) ? "workload '" : "something else",
-			             json_is_string(w) ? json_string_value(w) : "", json_is_string(w) ? "'" : "");
-			json_decref(old);
-			json_decref(doc);
-			return rc;
-		}
+		if ((rc = load_results(path, &old)) < 0)
+			goto fail;
+		atm_graph_digest(atm_plan_graph(p), digest);
+		if ((rc = other_workload(path, old, atm_graph_name(atm_plan_graph(p)), digest)) < 0)
+			goto fail;
 		json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs"));
 		if (m && m->managed)
 			json_object_set(old, "gpu_managed_runtime",
 			                json_object_get(doc, "gpu_managed_runtime"));
 		json_decref(doc);
 		doc = old;
+		old = NULL;
 	}
-	if ((rc = to_text(doc, &text)) < 0)
-		return rc;
-	rc = atm_write_file_atomic(path, text, strlen(text));
+	rc = to_text(doc, &text);
+	doc = NULL; /* to_text released it */
+	if (rc == ATM_OK)
+		rc = atm_write_file_atomic(path, text, strlen(text));
+fail:
 	free(text);
+	json_decref(old);
+	json_decref(doc);
+	atm_file_unlock(fd);
 	return rc;
 }

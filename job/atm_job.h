@@ -1,0 +1,129 @@
+/* atm_job.h -- the whole job of autotm run: profile what the cache lacks, plan, train, write the results
+ *
+ * Usage:
+ *
+ *     atm_job_opts o;
+ *     atm_job_opts_default(&o);
+ *     o.formulation = ATM_OPT_SYNCHRONOUS;
+ *     o.optimize = true;
+ *     o.ratio_slow = 4, o.ratio_fast = 1;             // fast = a fifth of the peak footprint
+ *     o.mem.emulate = "optane";
+ *     o.results_path = "vgg19.json", o.append = true;
+ *     atm_job *j = NULL;
+ *     if (atm_job_new(&j, g, &o) < 0 ||              // checks the GPU and the results path
+ *         atm_job_plan(j) < 0 ||                     // profiles what is missing, solves
+ *         atm_job_execute(j) < 0 ||                  // trains for real
+ *         atm_job_write_results(j) < 0) ...;         // appends the run, under the file's lock
+ *     printf("%g s\n", atm_job_exec_result(j)->actual_runtime_s);
+ *     atm_job_destroy(j);
+ *
+ * The command line (cli/) and anything else that runs experiments share this one path, so
+ * a run made by a driver is the run 'autotm run' makes. Messages go to stderr as
+ * "autotm WHO: ..." unless quiet.
+ */
+#ifndef ATM_JOB_H
+#define ATM_JOB_H
+
+#include <signal.h>
+
+#include "atm_core.h"
+#include "atm_optimizer.h"
+#include "atm_profiler.h"
+#include "atm_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where a job's memories are: the tiers (and their emulation), or a GPU. */
+typedef struct {
+	atm_tier_opts tiers;
+	const char *emulate; /* NULL, a preset or a tier spec file */
+	atm_gpu_opts gpu;    /* gpu.mode NULL: the CPU */
+} atm_job_memory;
+
+typedef struct {
+	const char *who;           /* names the command in messages ("run", "plan"); NULL: "run" */
+	atm_job_memory mem;
+	/* the placement: the optimizer's (optimize), or a built-in one or a plan file */
+	bool optimize;
+	atm_opt_formulation formulation;
+	double ratio_slow, ratio_fast; /* the limit as slow:fast; both 0: limit_bytes */
+	int64_t limit_bytes;       /* without a ratio; 0: none (on a GPU: the device memory) */
+	atm_opt_options opt;       /* solver limits, window, rounds */
+	const char *placement;     /* without optimize: all-fast, all-slow, random, managed (GPU)
+	                            * or a plan file; NULL: all-fast */
+	uint64_t placement_seed;   /* of the random placement */
+	const char *cache;         /* the profile cache; NULL: atm_job_default_cache */
+	bool estimate;             /* plan from an estimated (roofline) profile; nothing runs */
+	/* the run */
+	int iters, warmup;         /* as atm_exec_opts */
+	uint64_t seed;             /* weights and data */
+	int64_t twolm_bytes;       /* emulate 2LM with a cache of this size (all-slow plans) */
+	/* the results */
+	const char *results_path;  /* NULL: none */
+	bool append;
+	atm_results_workload workload;
+	bool quiet;
+	volatile sig_atomic_t *stop; /* set by a signal handler: the job ends with ATM_E_INTERRUPTED */
+} atm_job_opts;
+
+typedef struct atm_job atm_job;
+
+/* atm_job_opts_default -- synchronous, no limit, the optimizer's defaults, 5 steps after 1 */
+void atm_job_opts_default(atm_job_opts *o);
+
+/* atm_job_new -- a job for g (borrowed: it must outlive j). With a GPU the device is probed
+ * (ATM_E_UNSUPPORTED with the reason when there is none) and the plan's limit capped at its
+ * memory; a results path is checked (atm_results_check) before any work. */
+atm_status atm_job_new(atm_job **j, const atm_graph *g, const atm_job_opts *o);
+void atm_job_destroy(atm_job *j);
+
+/* atm_job_plan -- the job's plan: with optimize, the profile is completed (what the cache
+ * lacks is measured, or estimated) and the formulation solved under the limit; the plan's
+ * info records the ratio. Otherwise the built-in placement or the plan file. */
+atm_status atm_job_plan(atm_job *j);
+/* atm_job_execute -- train the planned step for real (not with estimate) */
+atm_status atm_job_execute(atm_job *j);
+/* atm_job_write_results -- the run into o->results_path (appended with o->append): what
+ * atm_job_execute measured, or, when nothing ran, the plan alone (actual times null) */
+atm_status atm_job_write_results(atm_job *j);
+/* atm_job_run -- plan, execute (unless estimate) and write the results (when a path is set) */
+atm_status atm_job_run(atm_job *j);
+
+const atm_graph *atm_job_graph(const atm_job *j);
+const atm_plan *atm_job_plan_get(const atm_job *j);
+/* the optimizer's report and check of the plan; NULL unless the optimizer made it */
+const atm_opt_report *atm_job_report(const atm_job *j);
+const atm_opt_check_result *atm_job_check(const atm_job *j);
+/* the profile the plan was priced with; NULL unless the optimizer made it */
+const atm_profile *atm_job_profile(const atm_job *j);
+/* what the run measured; NULL before atm_job_execute */
+const atm_exec_result *atm_job_exec_result(const atm_job *j);
+
+/* ------------------------------------------------------------ shared steps */
+
+/* atm_job_default_cache -- $XDG_CACHE_HOME/autotm/profiles.json or
+ * ~/.cache/autotm/profiles.json, its folders made when missing */
+atm_status atm_job_default_cache(char *buf, size_t len);
+
+/* atm_job_gpu_resolve -- with mem->gpu.mode: check the GPU is there (ATM_E_UNSUPPORTED when
+ * not) and fill in the device memory a plan may use; says which on stderr unless quiet */
+atm_status atm_job_gpu_resolve(const char *who, atm_job_memory *mem, bool quiet);
+
+/* atm_job_fast_limit -- the limit a plan is made for: on a GPU its device memory unless limit
+ * asks for less; limit itself elsewhere */
+int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit);
+
+/* atm_job_profile_graph -- the profile of g on mem's memories from cache (NULL: the
+ * default), with what it lacks profiled now (estimated with estimate); *pr and *prof are the
+ * caller's to destroy, also on failure */
+atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
+                                 const char *cache, bool estimate, bool quiet,
+                                 volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATM_JOB_H */

@@ -1,0 +1,383 @@
+/* job.c -- the whole job: profile what is missing, plan, train, write the results */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atm_job.h"
+
+struct atm_job {
+	atm_job_opts o;
+	const atm_graph *g;
+	const char *who;
+	int64_t limit;         /* the plan's fast limit */
+	atm_prof *pr;
+	atm_profile *prof;
+	atm_plan *plan;
+	bool planned;          /* by the optimizer: rep and chk hold */
+	atm_opt_report rep;
+	atm_opt_check_result chk;
+	double oracle_s;       /* GPU: every kernel at its fastest, no moves; < 0 unknown */
+	const char *memory_mode; /* 2LM: "hardware" or "emulated"; NULL otherwise */
+	int64_t twolm_bytes;
+	atm_exec *exec;
+};
+
+void atm_job_opts_default(atm_job_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->formulation = ATM_OPT_SYNCHRONOUS;
+	atm_opt_options_default(&o->opt);
+	o->iters = 5;
+	o->warmup = 1;
+	o->seed = 1;
+	o->placement_seed = 1;
+}
+
+atm_status atm_job_default_cache(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof dir, "%s", xdg);
+	else if (home && home[0])
+		snprintf(dir, sizeof dir, "%s/.cache", home);
+	else
+		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
+		               "give --cache FILE");
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
+	}
+	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
+		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
+	return ATM_OK;
+}
+
+atm_status atm_job_gpu_resolve(const char *who, atm_job_memory *mem, bool quiet)
+{
+	atm_gpu_info info;
+	char a[32], f[32];
+	if (!mem->gpu.mode) {
+		if (mem->gpu.memory_bytes || mem->gpu.link || mem->gpu.device)
+			return atm_err(ATM_E_USAGE, "--gpu-memory, --gpu-device and --gpu-link need --gpu");
+		return ATM_OK;
+	}
+	if (mem->gpu.link && strcmp(mem->gpu.mode, "sim"))
+		return atm_err(ATM_E_USAGE, "--gpu-link describes a simulated GPU; give --gpu=sim");
+	if (mem->emulate)
+		return atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow and does not apply "
+		               "with --gpu (the slow tier is host memory behind the GPU's link)");
+	atm_status rc = atm_gpu_probe(&mem->gpu, &info);
+	if (rc < 0)
+		return atm_err_prefix(rc, "--gpu: ");
+	mem->gpu.memory_bytes = info.memory_bytes;
+	if (!quiet)
+		fprintf(stderr, "autotm %s: %s%s, %s of device memory for the plan (%s free)\n", who,
+		        info.name, info.simulated ? " (SIMULATED: CPU kernels, emulated link)" : "",
+		        atm_format_bytes(info.memory_bytes, a, sizeof a),
+		        atm_format_bytes(info.free_bytes, f, sizeof f));
+	return ATM_OK;
+}
+
+int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit)
+{
+	if (mem->gpu.mode && (!limit || limit > mem->gpu.memory_bytes))
+		return mem->gpu.memory_bytes;
+	return limit;
+}
+
+atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
+                                 const char *cache, bool estimate, bool quiet,
+                                 volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof)
+{
+	char cache_buf[4096];
+	atm_prof_machine m;
+	atm_prof_report rep;
+	atm_status rc;
+	if (!cache) {
+		if ((rc = atm_job_default_cache(cache_buf, sizeof cache_buf)) < 0)
+			return rc;
+		cache = cache_buf;
+	}
+	atm_prof_opts po = {
+		.tiers = mem->tiers,
+		.emulate = mem->emulate,
+		.gpu = mem->gpu,
+		.seed = 1,
+		.estimate = estimate,
+		.stop = stop,
+		.progress = !quiet && isatty(STDERR_FILENO),
+	};
+	if ((rc = atm_prof_new(pr, g, &po)) < 0)
+		return rc;
+	atm_prof_get_machine(*pr, &m);
+	if ((rc = atm_profile_open(prof, cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
+		return rc;
+	if (!quiet && rep.n_configs_measured)
+		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", who,
+		        estimate ? "estimated" : "profiled", (long long)rep.n_configs_measured, rep.seconds);
+	return ATM_OK;
+}
+
+atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
+{
+	atm_job *j = calloc(1, sizeof *j);
+	atm_status rc;
+	*out = NULL;
+	if (!j)
+		return atm_err(ATM_E_NOMEM, "out of memory starting a job");
+	j->o = *o;
+	j->g = g;
+	j->who = o->who ? o->who : "run";
+	j->oracle_s = -1;
+	j->twolm_bytes = o->twolm_bytes;
+	bool ratio = o->ratio_slow + o->ratio_fast > 0;
+	if (ratio && o->limit_bytes)
+		rc = atm_err(ATM_E_USAGE, "give only one of a ratio and a fast-memory limit in bytes");
+	else if (o->optimize && o->placement)
+		rc = atm_err(ATM_E_USAGE, "give either a placement or the optimizer's options, not both");
+	else if (o->estimate && !o->optimize)
+		rc = atm_err(ATM_E_USAGE, "an estimated profile prices a plan: it needs the optimizer "
+		             "(--ratio or --dram-limit, --formulation)");
+	else
+		rc = atm_job_gpu_resolve(j->who, &j->o.mem, o->quiet);
+	if (rc == ATM_OK && o->results_path)
+		rc = atm_results_check(o->results_path, g, o->append);
+	if (rc < 0) {
+		free(j);
+		return rc;
+	}
+	*out = j;
+	return ATM_OK;
+}
+
+void atm_job_destroy(atm_job *j)
+{
+	if (!j)
+		return;
+	atm_exec_destroy(j->exec);
+	atm_plan_destroy(j->plan);
+	atm_profile_destroy(j->prof);
+	atm_prof_destroy(j->pr);
+	free(j);
+}
+
+/* builtin_plan -- the built-in placement named by spec, or a plan file */
+static atm_status builtin_plan(const atm_graph *g, const char *spec, uint64_t seed, atm_plan **p)
+{
+	if (!strcmp(spec, "all-fast"))
+		return atm_plan_uniform(p, g, ATM_LOC_FAST);
+	if (!strcmp(spec, "managed")) {
+		/* every tensor in one managed arena: the driver decides what is on the device */
+		atm_status rc = atm_plan_uniform(p, g, ATM_LOC_FAST);
+		if (rc == ATM_OK)
+			snprintf(atm_plan_info_of(*p)->formulation, sizeof atm_plan_info_of(*p)->formulation,
+			         "managed");
+		return rc;
+	}
+	if (!strcmp(spec, "all-slow"))
+		return atm_plan_uniform(p, g, ATM_LOC_SLOW);
+	if (!strcmp(spec, "random"))
+		return atm_plan_random(p, g, seed);
+	if (access(spec, F_OK) != 0)
+		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random, "
+		               "managed (with --gpu) nor an existing plan file", spec);
+	return atm_plan_load(p, g, spec);
+}
+
+/* memory_mode_plan -- the 2lm baseline: on a machine in Memory Mode the hardware caches slow
+ * memory, so every tensor goes to (cached) main memory and nothing is emulated; elsewhere the
+ * executor emulates a cache of the limit's size in front of the slow tier */
+static atm_status memory_mode_plan(atm_job *j)
+{
+	atm_tier_topo *topo = NULL;
+	atm_plan *q = NULL;
+	char size[32];
+	atm_status rc = atm_tier_topo_new(&topo);
+	if (rc < 0)
+		return rc;
+	int64_t cache = atm_tier_topo_memory_mode(topo);
+	atm_tier_topo_destroy(topo);
+	if (!cache) {
+		if (!j->twolm_bytes)
+			j->twolm_bytes = j->limit;
+		j->memory_mode = "emulated";
+		if (!j->o.quiet)
+			fprintf(stderr, "autotm %s: 2lm: this machine is not in Memory Mode; a %s cache in "
+			        "front of the slow tier is emulated\n", j->who,
+			        atm_format_bytes(j->twolm_bytes, size, sizeof size));
+		return ATM_OK;
+	}
+	if ((rc = atm_plan_uniform(&q, j->g, ATM_LOC_FAST)) < 0)
+		return rc;
+	atm_plan_info *info = atm_plan_info_of(q);
+	*info = *atm_plan_info_get(j->plan);
+	info->fast_limit_bytes = 0; /* main memory, as large as the step needs */
+	atm_plan_destroy(j->plan);
+	j->plan = q;
+	j->twolm_bytes = 0;
+	j->memory_mode = "hardware";
+	if (!j->o.quiet)
+		fprintf(stderr, "autotm %s: 2lm: this machine is in Memory Mode (a %s memory-side "
+		        "cache): the hardware caches, nothing is emulated\n", j->who,
+		        atm_format_bytes(cache, size, sizeof size));
+	return ATM_OK;
+}
+
+/* optimize -- profile what is missing, then solve */
+static atm_status optimize(atm_job *j)
+{
+	const atm_job_opts *o = &j->o;
+	atm_opt_options oo = o->opt;
+	atm_status rc;
+	int64_t limit = o->limit_bytes;
+	oo.device_only = o->mem.gpu.mode != NULL; /* a GPU's kernels read device memory only */
+	if (o->ratio_slow + o->ratio_fast > 0 &&
+	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)
+		return rc;
+	j->limit = atm_job_fast_limit(&o->mem, limit);
+	if ((rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->quiet,
+	                                o->stop, &j->pr, &j->prof)) < 0 ||
+	    (rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
+	    (rc = atm_opt_check(j->plan, j->prof, &oo, &j->chk)) < 0)
+		return rc;
+	j->planned = true;
+	atm_plan_info *info = atm_plan_info_of(j->plan);
+	info->ratio_slow = o->ratio_slow;
+	info->ratio_fast = o->ratio_fast;
+	if (o->mem.gpu.mode)
+		j->oracle_s = j->chk.all_fast_kernel_s;
+	if (o->formulation == ATM_OPT_2LM && !o->estimate)
+		return memory_mode_plan(j);
+	return ATM_OK;
+}
+
+atm_status atm_job_plan(atm_job *j)
+{
+	if (j->plan)
+		return atm_err(ATM_E_USAGE, "the job is planned already");
+	if (j->o.optimize)
+		return optimize(j);
+	return builtin_plan(j->g, j->o.placement ? j->o.placement : "all-fast", j->o.placement_seed,
+	                    &j->plan);
+}
+
+atm_status atm_job_execute(atm_job *j)
+{
+	const atm_job_opts *o = &j->o;
+	if (!j->plan || j->exec)
+		return atm_err(ATM_E_USAGE, j->plan ? "the job ran already" : "plan the job first");
+	if (o->estimate)
+		return atm_err(ATM_E_USAGE, "a plan priced by an estimated profile is not run");
+	atm_exec_opts eo = {
+		.iters = o->iters,
+		.warmup = o->warmup ? o->warmup : -1,
+		.seed = o->seed,
+		.tiers = o->mem.tiers,
+		.emulate = o->mem.emulate,
+		.gpu = j->o.mem.gpu,
+		.stop = o->stop,
+		.twolm_bytes = j->twolm_bytes,
+		.quiet = o->quiet || !isatty(STDERR_FILENO),
+	};
+	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") && o->mem.gpu.mode &&
+	                 !strcmp(o->mem.gpu.mode, "cuda");
+	atm_status rc = atm_exec_new(&j->exec, j->plan, &eo);
+	if (rc == ATM_OK)
+		rc = atm_exec_run(j->exec);
+	return rc;
+}
+
+atm_status atm_job_write_results(atm_job *j)
+{
+	const atm_job_opts *o = &j->o;
+	const atm_exec_result *r = atm_job_exec_result(j);
+	atm_schedule *sched = NULL;
+	atm_status rc;
+	if (!o->results_path)
+		return atm_err(ATM_E_USAGE, "the job has no results path");
+	if (!j->plan)
+		return atm_err(ATM_E_USAGE, "plan the job first");
+	atm_run_measured m = {0};
+	if (r) {
+		m = (atm_run_measured){
+			.actual_runtime_s = r->actual_runtime_s,
+			.mean_runtime_s = r->mean_runtime_s,
+			.n_iters = r->n_iters,
+			.kernel_s = r->kernel_s,
+			.n_losses = r->n_losses,
+			.losses = r->losses,
+			.weights_checksum = r->weights_checksum,
+			.dram_alloc_bytes = r->fast_high_water_bytes,
+			.pmem_alloc_bytes = r->slow_high_water_bytes,
+			.emulation_wait_s = r->emulation_wait_s,
+			.move_wait_s = r->move_wait_s,
+			.emulated = r->emulated,
+			.emulation = r->emulated ? r->emulation : NULL,
+			.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
+			.fast_tier = r->fast_tier.name,
+			.slow_tier = r->slow_tier.name,
+			.slow_read_gbps = r->slow_tier.read_gbps,
+			.slow_write_gbps = r->slow_tier.write_gbps,
+			.seed = o->seed,
+			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
+			.backend = r->backend,
+			.device = r->device,
+			.versions = r->versions,
+			.simulated = r->simulated,
+			.gpu_memory_bytes = o->mem.gpu.mode ? j->o.mem.gpu.memory_bytes : 0,
+			.managed = o->placement && !strcmp(o->placement, "managed"),
+			.oracle_s = j->oracle_s,
+		};
+	}
+	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)
+		rc = atm_results_write(o->results_path, j->plan, sched, &o->workload, r ? &m : NULL,
+		                       o->append);
+	atm_schedule_destroy(sched);
+	return rc;
+}
+
+atm_status atm_job_run(atm_job *j)
+{
+	atm_status rc = atm_job_plan(j);
+	if (rc == ATM_OK && !j->o.estimate)
+		rc = atm_job_execute(j);
+	if (rc == ATM_OK && j->o.results_path)
+		rc = atm_job_write_results(j);
+	return rc;
+}
+
+const atm_graph *atm_job_graph(const atm_job *j)
+{
+	return j->g;
+}
+
+const atm_plan *atm_job_plan_get(const atm_job *j)
+{
+	return j->plan;
+}
+
+const atm_opt_report *atm_job_report(const atm_job *j)
+{
+	return j->planned ? &j->rep : NULL;
+}
+
+const atm_opt_check_result *atm_job_check(const atm_job *j)
+{
+	return j->planned ? &j->chk : NULL;
+}
+
+const atm_profile *atm_job_profile(const atm_job *j)
+{
+	return j->planned ? j->prof : NULL;
+}
+
+const atm_exec_result *atm_job_exec_result(const atm_job *j)
+{
+	return j->exec ? atm_exec_result_get(j->exec) : NULL;
+}
