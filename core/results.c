@@ -243,10 +243,10 @@ static atm_status load_results(const char *path, json_t **out)
 		               "\"); not appending to it", path);
 	}
 	if (!json_is_integer(v) || json_integer_value(v) != ATM_RESULTS_VERSION) {
+		long long version = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 		json_decref(old);
 		return atm_err(ATM_E_INPUT, "%s holds results of version %lld; this autotm appends to "
-		               "version %d only (write to a new file)", path,
-		               json_is_integer(v) ? (long long)json_integer_value(v) : -1LL,
+		               "version %d only (write to a new file)", path, version,
 		               ATM_RESULTS_VERSION);
 	}
 	if (!json_is_array(json_object_get(old, "runs")) ||

@@ -1,0 +1,263 @@
+/* test_results.c -- the results JSON: version 2 fields, exact ratios, appending under a lock, refusals */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+#include "common/small_graph.h"
+
+struct fx {
+	struct small sm;
+	atm_plan *p;
+	atm_schedule *s;
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	small_build(&f->sm);
+	assert_int_equal(atm_plan_uniform(&f->p, f->sm.g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_schedule_new(&f->s, f->p), ATM_OK);
+	snprintf(f->dir, sizeof f->dir, "/tmp/atm-results-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof f->path, "%s/r.json", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[160];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	atm_schedule_destroy(f->s);
+	atm_plan_destroy(f->p);
+	atm_graph_destroy(f->sm.g);
+	free(f);
+	return 0;
+}
+
+static json_t *load(const char *path)
+{
+	json_error_t e;
+	json_t *d = json_load_file(path, 0, &e);
+	assert_non_null(d);
+	return d;
+}
+
+static json_t *run_at(json_t *doc, size_t i)
+{
+	return json_array_get(json_object_get(doc, "runs"), i);
+}
+
+static const atm_run_measured measured = {
+	.actual_runtime_s = 0.5, .mean_runtime_s = 0.6, .n_iters = 3, .weights_checksum = "0123",
+	.seed = 7, .n_threads = 2,
+};
+
+static void set_ratio(struct fx *f, double s, double fast)
+{
+	atm_plan_info_of(f->p)->ratio_slow = s;
+	atm_plan_info_of(f->p)->ratio_fast = fast;
+}
+
+static void test_results_version2_fields(void **state)
+{
+	struct fx *f = *state;
+	atm_results_workload w = {.preset = "small", .batch = 1, .image = 32};
+	set_ratio(f, 4, 1);
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, &w, &measured, false), ATM_OK);
+	json_t *d = load(f->path);
+	assert_string_equal(json_string_value(json_object_get(d, "format")), "autotm-results");
+	assert_int_equal(json_integer_value(json_object_get(d, "version")), ATM_RESULTS_VERSION);
+	json_t *wl = json_object_get(d, "workload");
+	assert_int_equal(json_integer_value(json_object_get(wl, "batch")), 1);
+	assert_string_equal(json_string_value(json_object_get(wl, "preset")), "small");
+	assert_int_equal(json_integer_value(json_object_get(wl, "image")), 32);
+	json_t *r = run_at(d, 0);
+	assert_true(json_number_value(json_object_get(r, "ratio")) == 4.0);
+	assert_true(json_number_value(json_object_get(r, "ratio_slow")) == 4.0);
+	assert_true(json_number_value(json_object_get(r, "ratio_fast")) == 1.0);
+	assert_true(json_number_value(json_object_get(r, "fast_fraction")) == 0.2);
+	assert_true(json_number_value(json_object_get(r, "actual_runtime")) == 0.5);
+	assert_true(json_is_string(json_object_get(r, "date")));
+	json_decref(d);
+}
+
+/* 1:0 (all slow) has no S/F but is found by its exact pair; no ratio at all is null */
+static void test_results_all_slow_ratio_and_none(void **state)
+{
+	struct fx *f = *state;
+	set_ratio(f, 1, 0);
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &measured, false), ATM_OK);
+	set_ratio(f, 0, 0);
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, NULL, true), ATM_OK);
+	json_t *d = load(f->path);
+	json_t *r = run_at(d, 0);
+	assert_true(json_is_null(json_object_get(r, "ratio")));
+	assert_true(json_number_value(json_object_get(r, "ratio_slow")) == 1.0);
+	assert_true(json_number_value(json_object_get(r, "ratio_fast")) == 0.0);
+	assert_true(json_number_value(json_object_get(r, "fast_fraction")) == 0.0);
+	/* the second run: no ratio, and nothing measured (a plan alone) */
+	r = run_at(d, 1);
+	assert_true(json_is_null(json_object_get(r, "ratio_slow")));
+	assert_true(json_is_null(json_object_get(r, "fast_fraction")));
+	assert_true(json_is_null(json_object_get(r, "actual_runtime")));
+	/* the workload's batch defaults to the graph's */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "workload"), "batch")),
+	                 atm_graph_batch(f->sm.g));
+	assert_true(json_is_null(json_object_get(json_object_get(d, "workload"), "preset")));
+	json_decref(d);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+/* read_text -- the whole of a small file into buf */
+static void read_text(const char *path, char *buf, size_t n)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	size_t len = fread(buf, 1, n - 1, fp);
+	fclose(fp);
+	assert_true(len < n - 1);
+	buf[len] = 0;
+}
+
+/* appending onto something else is refused, before (check) and at the write, and the file
+ * is left as it was */
+static void test_results_append_refusals(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		const char *text;
+		atm_status rc;
+		const char *msg;
+	} cases[] = {
+		{"{\"format\": \"autotm-plan\", \"version\": 2}", ATM_E_INPUT, "is not a results file"},
+		{"{\"format\": \"autotm-results\", \"version\": 1, \"workload\": {}, \"runs\": []}",
+		 ATM_E_INPUT, "version 1"},
+		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {\"name\": \"other\", "
+		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_USAGE, "workload 'other'"},
+		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {\"name\": \"small\", "
+		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_USAGE, "another version of 'small'"},
+		{"{\"format\": \"autotm-res", ATM_E_INPUT, "not results JSON"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		write_text(f->path, cases[i].text);
+		assert_int_equal(atm_results_check(f->path, f->sm.g, true), cases[i].rc);
+		if (!strstr(atm_errmsg(), cases[i].msg))
+			fail_msg("case %zu: '%s' lacks '%s'", i, atm_errmsg(), cases[i].msg);
+		assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &measured, true), cases[i].rc);
+		assert_non_null(strstr(atm_errmsg(), cases[i].msg));
+		char after[512];
+		read_text(f->path, after, sizeof after);
+		assert_string_equal(after, cases[i].text);
+		/* without append the file is replaced: nothing to check */
+		assert_int_equal(atm_results_check(f->path, f->sm.g, false), ATM_OK);
+	}
+	assert_int_equal(atm_results_check(f->dir, f->sm.g, false), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "is a folder"));
+	assert_int_equal(atm_results_check("", f->sm.g, false), ATM_E_USAGE);
+}
+
+/* appenders in several processes at once lose no run: the read-change-write is locked */
+static void test_results_concurrent_appends(void **state)
+{
+	struct fx *f = *state;
+	enum { N_PROC = 4, N_EACH = 12 };
+	pid_t pids[N_PROC];
+	for (int k = 0; k < N_PROC; k++) {
+		pids[k] = fork();
+		assert_true(pids[k] >= 0);
+		if (pids[k] == 0) {
+			for (int i = 0; i < N_EACH; i++)
+				if (atm_results_write(f->path, f->p, f->s, NULL, &measured, true) != ATM_OK)
+					_exit(1);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < N_PROC; k++) {
+		int st = 0;
+		assert_int_equal(waitpid(pids[k], &st, 0), pids[k]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	json_t *d = load(f->path);
+	assert_int_equal(json_array_size(json_object_get(d, "runs")), N_PROC * N_EACH);
+	json_decref(d);
+}
+
+/* a plan file keeps the ratio and each round's times, so a run of it reports them */
+static void test_results_plan_file_keeps_ratio_and_rounds(void **state)
+{
+	struct fx *f = *state;
+	atm_plan_info *info = atm_plan_info_of(f->p);
+	set_ratio(f, 8, 1);
+	info->n_rounds = 2;
+	info->round_creation_s[0] = 0.25, info->round_solve_s[0] = 1.5;
+	info->round_creation_s[1] = 0.125, info->round_solve_s[1] = 0.75;
+	char plan_path[160];
+	snprintf(plan_path, sizeof plan_path, "%s/p.json", f->dir);
+	assert_int_equal(atm_plan_save(f->p, plan_path), ATM_OK);
+	atm_plan *q = NULL;
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_plan_load(&q, f->sm.g, plan_path), ATM_OK);
+	const atm_plan_info *qi = atm_plan_info_get(q);
+	assert_true(qi->ratio_slow == 8 && qi->ratio_fast == 1);
+	assert_int_equal(qi->n_rounds, 2);
+	assert_true(qi->round_solve_s[1] == 0.75 && qi->round_creation_s[0] == 0.25);
+	assert_int_equal(atm_schedule_new(&s, q), ATM_OK);
+	assert_int_equal(atm_results_write(f->path, q, s, NULL, &measured, false), ATM_OK);
+	json_t *d = load(f->path), *r = run_at(d, 0);
+	assert_true(json_number_value(json_object_get(r, "ratio")) == 8.0);
+	assert_int_equal(json_array_size(json_object_get(r, "optimization_times")), 2);
+	assert_true(json_number_value(json_array_get(json_object_get(r, "creation_times"), 1)) == 0.125);
+	json_decref(d);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(q);
+	/* a plan whose ratio is broken is refused with the field */
+	static char text[8192];
+	read_text(plan_path, text, sizeof text);
+	char *at = strstr(text, "\"ratio\": {\"slow\":8.0");
+	assert_non_null(at);
+	memcpy(at + strlen("\"ratio\": {\"slow\":"), "0.0", 3);
+	at = strstr(at, "\"fast\":1.0");
+	assert_non_null(at);
+	memcpy(at + strlen("\"fast\":"), "0.0", 3);
+	write_text(plan_path, text);
+	q = NULL;
+	assert_int_equal(atm_plan_load(&q, f->sm.g, plan_path), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "ratio"));
+	assert_null(q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_results_version2_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_all_slow_ratio_and_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_append_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_concurrent_appends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_plan_file_keeps_ratio_and_rounds, setup,
+		                                teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
