@@ -91,6 +91,43 @@ static void test_plan_cmd_writes_a_plan_that_loads(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_plan_cmd_results_record -- --results writes the plan's prediction as a results run
+ * (nothing measured), appended with --append; the plan file keeps its ratio */
+static void test_plan_cmd_results_record(void **state)
+{
+	(void)state;
+	char path[700];
+	for (int i = 0; i < 2; i++) {
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio %s --cache %s --results "
+		                              "%s/pr.json --append -o %s/pr-plan.json --quiet",
+		                              i ? "1:0" : "4:1", cache, cli_tmpdir, cli_tmpdir);
+		if (r.code)
+			fail_msg("exit %d: %s", r.code, r.err);
+		assert_non_null(strstr(r.out, "nothing ran"));
+		cli_release(&r);
+	}
+	snprintf(path, sizeof path, "%s/pr.json", cli_tmpdir);
+	json_t *doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	json_t *runs = json_object_get(doc, "runs");
+	assert_int_equal(json_array_size(runs), 2);
+	json_t *r0 = json_array_get(runs, 0), *r1 = json_array_get(runs, 1);
+	assert_true(json_is_null(json_object_get(r0, "actual_runtime")));
+	assert_true(json_number_value(json_object_get(r0, "predicted_runtime")) > 0);
+	assert_true(json_number_value(json_object_get(r0, "ratio_slow")) == 4);
+	assert_true(json_number_value(json_object_get(r1, "ratio_slow")) == 1);
+	assert_true(json_number_value(json_object_get(r1, "ratio_fast")) == 0);
+	json_decref(doc);
+	snprintf(path, sizeof path, "%s/pr-plan.json", cli_tmpdir);
+	doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	assert_true(json_number_value(json_object_get(json_object_get(doc, "ratio"), "slow")) == 1);
+	json_decref(doc);
+	cli_expect(2, "--append needs --results FILE", "plan --model tiny_mlp --ratio 4:1 --append");
+	cli_expect(2, "is a folder", "plan --model tiny_mlp --ratio 4:1 --cache %s --results %s",
+	           cache, cli_tmpdir);
+}
+
 /* test_plan_cmd_json_summary -- --json gives the prediction, the solver and its rounds */
 static void test_plan_cmd_json_summary(void **state)
 {
@@ -197,6 +234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
 		cmocka_unit_test(test_plan_cmd_json_summary),
+		cmocka_unit_test(test_plan_cmd_results_record),
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),
 		cmocka_unit_test(test_plan_cmd_infeasible_limit),
 		cmocka_unit_test(test_plan_cmd_bad_usage),

@@ -157,6 +157,60 @@ static void test_run_cmd_append_adds_runs(void **state)
 	free(err);
 }
 
+/* --placement-seed picks the random placement alone: every one trains to all-fast's weights
+ * for the same --seed, and --seed still changes the weights */
+static void test_run_cmd_placement_seed(void **state)
+{
+	(void)state;
+	char args[256];
+	json_t *ref = results("--model tiny_cnn --seed 3 --iters 1", "ps-ref.json");
+	json_t *other = results("--model tiny_cnn --seed 4 --iters 1", "ps-other.json");
+	assert_string_not_equal(str(first_run(ref), "weights_checksum"),
+	                        str(first_run(other), "weights_checksum"));
+	json_t *prev = NULL;
+	for (int n = 1; n <= 3; n++) {
+		snprintf(args, sizeof args, "--model tiny_cnn --seed 3 --placement random "
+		         "--placement-seed %d --iters 1", n);
+		json_t *doc = results(args, "ps.json");
+		json_t *r = first_run(doc);
+		assert_string_equal(str(r, "weights_checksum"), str(first_run(ref), "weights_checksum"));
+		assert_int_equal(json_integer_value(json_object_get(r, "seed")), 3);
+		/* another placement seed, another placement */
+		if (prev)
+			assert_false(json_equal(json_object_get(r, "config_map"),
+			                        json_object_get(first_run(prev), "config_map")));
+		json_decref(prev);
+		prev = doc;
+	}
+	json_decref(prev);
+	json_decref(ref);
+	json_decref(other);
+	cli_expect(2, "--placement-seed", "run --model tiny_cnn --placement random --placement-seed x");
+}
+
+/* results carry the workload's sizes and the exact ratio, 1:0 included */
+static void test_run_cmd_results_workload_and_ratio(void **state)
+{
+	(void)state;
+	char args[512];
+	snprintf(args, sizeof args, "--model tiny_mlp --ratio 1:0 --formulation synchronous "
+	         "--iters 1 --cache %s/prof.json", cli_tmpdir);
+	json_t *doc = results(args, "wr.json");
+	json_t *w = json_object_get(doc, "workload"), *r = first_run(doc);
+	assert_int_equal(json_integer_value(json_object_get(doc, "version")), 2);
+	assert_int_equal(json_integer_value(json_object_get(w, "batch")), 8);
+	assert_string_equal(str(w, "preset"), "small");
+	assert_true(json_is_null(json_object_get(r, "ratio")));
+	assert_true(json_number_value(json_object_get(r, "ratio_slow")) == 1);
+	assert_true(json_number_value(json_object_get(r, "fast_fraction")) == 0);
+	json_decref(doc);
+	doc = results("--model tiny_mlp --batch 3 --iters 1", "wr3.json");
+	w = json_object_get(doc, "workload");
+	assert_int_equal(json_integer_value(json_object_get(w, "batch")), 3);
+	assert_true(json_is_null(json_object_get(w, "preset")));
+	json_decref(doc);
+}
+
 static void test_run_cmd_faults(void **state)
 {
 	(void)state;
@@ -231,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_placements_give_same_weights),
 		cmocka_unit_test(test_run_cmd_ratio_does_the_whole_job),
 		cmocka_unit_test(test_run_cmd_append_adds_runs),
+		cmocka_unit_test(test_run_cmd_placement_seed),
+		cmocka_unit_test(test_run_cmd_results_workload_and_ratio),
 		cmocka_unit_test(test_run_cmd_faults),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_tiers),
