@@ -1,0 +1,741 @@
+"""common.py -- what the experiment drivers share.
+
+Each driver (conventional.py, inception.py, large.py, gpu.py) builds a list of
+runs and hands it to main(): the options, the data folder, the autotm binary,
+the resumable loop with its progress, the summary and the exit status live here.
+
+Exit status of a driver: 0 every run done or already in the data, 1 a run
+failed (or the binary is missing), 2 bad usage, 130 interrupted.
+Python 3 standard library only (run with /usr/bin/python3).
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+RESULTS_FORMAT = "autotm-results"
+RESULTS_VERSION = 2
+
+# where the binary is looked for when neither --autotm nor AUTOTM names it
+DEFAULT_BINARIES = ("build-release/cli/autotm", "build/cli/autotm")
+
+# the paper's four networks (VGG19, ResNet-200, Inception v4, DenseNet-264)
+PAPER_NETWORKS = ("vgg19", "resnet200", "inception_v4", "densenet264")
+QUICK_NETWORKS = ("tiny_cnn", "tiny_mlp")
+
+# The presets' batch sizes as 'autotm zoo' lists them; used only when the binary
+# cannot be asked (a --dry-run without a build) -- the zoo's own list wins.
+FALLBACK_PRESETS = {
+    "paper": {"vgg19": [2048], "resnet200": [512], "inception_v4": [1024], "densenet264": [512]},
+    "large": {"vgg416": [320], "resnet200": [2560], "inception_v4": [6144], "densenet264": [3072]},
+    "gpu": {"vgg19": [64, 128], "resnet200": [32, 64, 128], "inception_v4": [64, 128, 256],
+            "densenet264": [32, 64, 128]},
+    "small": {"vgg16": [8], "vgg19": [8], "vgg416": [1], "resnet50": [8], "resnet101": [8],
+              "resnet152": [4], "resnet200": [4], "inception_v4": [4], "densenet121": [8],
+              "densenet169": [8], "densenet201": [8], "densenet264": [4], "test_vgg": [16],
+              "tiny_cnn": [8], "tiny_mlp": [8]},
+}
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class DataError(Exception):
+    """A results file the drivers cannot read (not JSON, another format)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) or SIGTERM: stop after the current autotm call."""
+
+
+# ---------------------------------------------------------------- small helpers
+
+def say(msg=""):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def fmt_seconds(s):
+    """12.3 s, 4 min 5 s, 1 h 20 min."""
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        m, sec = divmod(int(round(s)), 60)
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    h, rest = divmod(int(round(s)), 3600)
+    return f"{h} h {rest // 60} min"
+
+
+def fmt_left(s):
+    """about 40 s, about 4 min, about 1 h 20 min."""
+    if s < 60:
+        return f"about {max(1, int(round(s)))} s"
+    if s < 90 * 60:
+        return f"about {int(round(s / 60))} min"
+    h, m = divmod(int(round(s / 60)), 60)
+    return f"about {h} h {m} min" if m else f"about {h} h"
+
+
+def ratio_str(r):
+    return f"{r[0]}:{r[1]}"
+
+
+def parse_ratio(text):
+    """'8:1' -> (8, 1): non-negative integers, not both zero."""
+    m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"bad ratio '{text}': write slow:fast with non-negative integers, e.g. 8:1, 1:1, 0:1 (all fast), 1:0 (all slow)")
+    s, f = int(m.group(1)), int(m.group(2))
+    if s == 0 and f == 0:
+        raise argparse.ArgumentTypeError(f"bad ratio '{text}': slow and fast cannot both be 0")
+    return (s, f)
+
+
+def parse_ratios(text):
+    out = []
+    for part in text.split(","):
+        if not part.strip():
+            raise argparse.ArgumentTypeError(f"bad ratio list '{text}': an empty entry (write e.g. 8:1,4:1,1:1)")
+        r = parse_ratio(part)
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def parse_names(text):
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", part or "?"):
+            raise argparse.ArgumentTypeError(
+                f"bad network list '{text}': write zoo names separated by commas, e.g. vgg19,resnet200")
+        if part not in out:
+            out.append(part)
+    return out
+
+
+def parse_batches(text):
+    out = []
+    for part in text.split(","):
+        if not re.fullmatch(r"\s*[1-9]\d*\s*", part):
+            raise argparse.ArgumentTypeError(f"bad batch list '{text}': positive integers separated by commas, e.g. 32,64")
+        if int(part) not in out:
+            out.append(int(part))
+    return out
+
+
+def positive_int(text):
+    if not re.fullmatch(r"[1-9]\d*", text.strip()):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
+    return int(text)
+
+
+def positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
+    return v
+
+
+def machine_name(text):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", text):
+        raise argparse.ArgumentTypeError(
+            f"bad machine name '{text}': letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit")
+    return text
+
+
+def fraction_ratio(f):
+    """A fast fraction f in [0, 1] -> S:F = (1-f):f in integers (3/4 -> 1:3, 1/5 -> 4:1, 0 -> 1:0)."""
+    f = Fraction(f)
+    return (f.denominator - f.numerator, f.numerator)
+
+
+def default_machine():
+    """A slug of the CPU model and CPU count: 'AMD EPYC' on 2 CPUs -> amd-epyc-2cpu."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    if not model:
+        model = platform.machine() or "unknown"
+    s = model.lower()
+    s = re.sub(r"\((r|tm|c)\)", " ", s)
+    s = s.split("@", 1)[0]                          # the clock: "CPU @ 2.40GHz"
+    s = re.sub(r"\b(cpu|processor)\b", " ", s)
+    s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")[:48].strip("-") or "cpu"
+    return f"{s}-{os.cpu_count() or 1}cpu"
+
+
+def mem_total_bytes():
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+# ---------------------------------------------------------------- the binary
+
+def find_autotm(explicit, dry_run):
+    """--autotm PATH, else $AUTOTM, else build-release/cli/autotm, build/cli/autotm, else autotm on PATH."""
+    def usable(p):
+        return p.is_file() and os.access(p, os.X_OK)
+
+    if explicit:
+        p = Path(explicit).expanduser()
+        if usable(p):
+            return str(p.resolve())
+        say(f"error: --autotm {explicit}: no such executable file")
+        sys.exit(EXIT_USAGE)
+    env = os.environ.get("AUTOTM")
+    if env:
+        p = Path(env).expanduser()
+        if usable(p):
+            return str(p.resolve())
+        found = shutil.which(env)
+        if found:
+            return found
+        say(f"error: AUTOTM={env}: no such executable file")
+        sys.exit(EXIT_FAILED)
+    for rel in DEFAULT_BINARIES:
+        p = REPO / rel
+        if usable(p):
+            return str(p)
+    found = shutil.which("autotm")
+    if found:
+        return found
+    msg = ("autotm binary not found: looked for --autotm PATH, the AUTOTM environment variable, "
+           + ", ".join(str(REPO / r) for r in DEFAULT_BINARIES)
+           + " and autotm on PATH. Build it first (scripts/demo.sh builds build/cli/autotm, or "
+           "cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release && cmake --build build-release -j).")
+    if dry_run:
+        say("warning: " + msg + " Printing the command lines with 'autotm'.")
+        return None
+    say("error: " + msg)
+    sys.exit(EXIT_FAILED)
+
+
+class Zoo:
+    """The zoo's networks and presets, read from 'autotm zoo' (a fallback table without a binary)."""
+
+    def __init__(self, autotm):
+        self.networks = None          # set of names, None when unknown
+        self.presets = {}             # preset -> network -> [batches]
+        if autotm:
+            try:
+                out = subprocess.run([autotm, "zoo"], capture_output=True, text=True, timeout=60,
+                                     env=autotm_env()).stdout
+                self._parse(out)
+            except (OSError, subprocess.SubprocessError):
+                pass
+        for preset, table in FALLBACK_PRESETS.items():
+            self.presets.setdefault(preset, dict(table))
+
+    def _parse(self, text):
+        section, preset, names = None, None, set()
+        for line in text.splitlines():
+            if line.startswith("networks"):
+                section = "networks"
+                continue
+            if line.startswith("presets"):
+                section = "presets"
+                continue
+            if section == "networks":
+                m = re.match(r"^  ([a-z0-9_]+)\s+\S+\s+\d+\s+[\d,]+\s", line)
+                if m:
+                    names.add(m.group(1))
+            elif section == "presets":
+                m = re.match(r"^  ([a-z0-9_]+):", line)
+                if m:
+                    preset = m.group(1)
+                    self.presets[preset] = {}
+                    continue
+                m = re.match(r"^    ([a-z0-9_]+)\s+(\d+(?:/\d+)*)", line)
+                if m and preset:
+                    self.presets[preset][m.group(1)] = [int(b) for b in m.group(2).split("/")]
+        if names:
+            self.networks = names
+
+    def batches(self, preset, network):
+        return self.presets.get(preset, {}).get(network)
+
+
+def autotm_env():
+    env = dict(os.environ)
+    # oneDNN's OpenMP threads spin while they wait by default; on a small, shared
+    # machine that steals the cores the other threads need
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    return env
+
+
+# ---------------------------------------------------------------- runs
+
+class Run:
+    """One autotm call and the record it appends to one results file.
+
+    mode: 'measure' (autotm run), 'estimate' (autotm plan --estimate --results),
+    'managed' (autotm run --gpu --placement managed).
+    """
+
+    def __init__(self, network, preset, file, formulation=None, ratio=None, mode="measure",
+                 batch=None, gpu=None, emulate="optane", shown_batch=None):
+        self.network, self.preset, self.file = network, preset, Path(file)
+        self.shown_batch = batch if shown_batch is None else shown_batch
+        self.formulation, self.ratio, self.mode = formulation, ratio, mode
+        self.batch, self.gpu, self.emulate = batch, gpu, emulate
+
+    def identity(self):
+        return (str(self.file), self.mode, self.formulation,
+                None if self.ratio is None else Fraction(self.ratio[0], self.ratio[0] + self.ratio[1]))
+
+    def label(self):
+        parts = [self.network, self.preset]
+        if self.shown_batch is not None:
+            parts.append(f"b{self.shown_batch}")
+        if self.mode == "managed":
+            parts.append("managed")
+        else:
+            parts.append(self.formulation)
+            parts.append(ratio_str(self.ratio) if self.ratio else "-")
+        if self.mode == "estimate":
+            parts.append("(estimate)")
+        if self.gpu == "sim":
+            parts.append("(simulated GPU)")
+        return " ".join(parts)
+
+    def command(self, autotm, cache, iters, time_limit):
+        exe = autotm or "autotm"
+        size = ["--model", self.network, "--preset", self.preset]
+        if self.batch is not None:
+            size += ["--batch", str(self.batch)]
+        gpu = []
+        if self.gpu == "sim":
+            gpu = ["--gpu=sim"]
+        elif self.gpu == "cuda":
+            gpu = ["--gpu"]
+        emulate = ["--emulate", self.emulate] if (self.emulate and not self.gpu) else []
+        limit = ["--time-limit", f"{time_limit:g}"] if time_limit else []
+        if self.mode == "managed":
+            return ([exe, "run"] + size + gpu + ["--placement", "managed", "--cache", str(cache),
+                    "--iters", str(iters), "--warmup", "1", "--quiet", "-o", str(self.file), "--append"])
+        if self.mode == "estimate":
+            return ([exe, "plan", "--estimate"] + size + ["--ratio", ratio_str(self.ratio),
+                    "--formulation", self.formulation] + gpu + emulate + ["--cache", str(cache)] + limit
+                    + ["--results", str(self.file), "--append", "--quiet"])
+        return ([exe, "run"] + size + ["--ratio", ratio_str(self.ratio), "--formulation", self.formulation]
+                + gpu + emulate + ["--cache", str(cache), "--iters", str(iters), "--warmup", "1"] + limit
+                + ["--quiet", "-o", str(self.file), "--append"])
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _same_ratio(r, slow, fast):
+    """Is slow:fast (numbers from a file) the ratio r = (S, F)? Compared as fractions, 2:2 == 1:1."""
+    if not (_num(slow) and _num(fast)) or slow < 0 or fast < 0 or slow + fast <= 0:
+        return False
+    s, f = r
+    return abs(s * fast - f * slow) <= 1e-9 * max(1.0, s * fast, f * slow)
+
+
+class ResultsReader:
+    """Reads results files and says whether a run is already in one (warning once per older file)."""
+
+    def __init__(self):
+        self.warned = set()
+
+    def load(self, path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}: not a results file: invalid JSON at line {e.lineno}, column {e.colno} ({e.msg})")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DataError(f"{path}: cannot be read: {e}")
+        fmt = data.get("format") if isinstance(data, dict) else None
+        if fmt != RESULTS_FORMAT:
+            raise DataError(f"{path}: not a results file: format {json.dumps(fmt)}, expected \"{RESULTS_FORMAT}\" "
+                            "(move it away or give another --data)")
+        if not isinstance(data.get("runs", []), list):
+            raise DataError(f"{path}: not a results file: 'runs' is not a list")
+        return data
+
+    def _warn_old(self, path, why):
+        if str(path) not in self.warned:
+            self.warned.add(str(path))
+            say(f"warning: {path} {why}: its runs are not recognised as done and are run again "
+                f"(this driver reads version {RESULTS_VERSION}, with ratio_slow and ratio_fast)")
+
+    def contains(self, run):
+        data = self.load(run.file)
+        if data is None:
+            return False
+        runs = data.get("runs") or []
+        if run.gpu:
+            # never mix a simulated GPU's runs with a real one's in one file
+            want = run.gpu == "sim"
+            for r in runs:
+                if isinstance(r, dict) and isinstance(r.get("simulated"), bool) and r["simulated"] != want:
+                    raise DataError(
+                        f"{run.file}: holds {'simulated' if r['simulated'] else 'real'} GPU runs, and these are "
+                        f"{'simulated' if want else 'real'}: give another --data or --machine")
+        if run.mode == "managed":
+            return data.get("gpu_managed_runtime") is not None
+        version = data.get("version")
+        if not isinstance(version, int) or version < 2:
+            self._warn_old(run.file, f"is a version-{version} results file")
+            return False
+        estimated = run.mode == "estimate"
+        for r in runs:
+            if not isinstance(r, dict):
+                continue
+            if "ratio_slow" not in r or "ratio_fast" not in r:
+                self._warn_old(run.file, "has runs without ratio_slow/ratio_fast (an older version)")
+                continue
+            if r.get("formulation") != run.formulation:
+                continue
+            if bool(r.get("estimated_profile")) != estimated:
+                continue
+            if not estimated and r.get("actual_runtime") is None:
+                continue                      # planned, never run: not a measured run
+            if run.ratio is None:
+                if r["ratio_slow"] is None and r["ratio_fast"] is None:
+                    return True
+            elif _same_ratio(run.ratio, r["ratio_slow"], r["ratio_fast"]):
+                return True
+        return False
+
+
+# ---------------------------------------------------------------- options
+
+PRESET_HELP = {
+    "small": "every network sized to train a step on a 2-core, 24 GB machine",
+    "paper": "the paper's batch sizes: hundreds of GB, so give --estimate on a machine that cannot hold them",
+}
+
+
+def make_parser(prog, description, epilog, presets, default_networks, default_ratios, quick_text,
+                emulate=True, estimate=True, default_preset=None):
+    p = argparse.ArgumentParser(
+        prog=prog, description=description, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=list(presets), default=None, metavar="|".join(presets),
+                   help="size preset (default: %s): %s" % (
+                       default_preset or list(presets)[0], "; ".join(f"{k}: {v}" for k, v in presets.items())))
+    p.add_argument("--networks", type=parse_names, metavar="A,B,C",
+                   help="networks of the zoo (default: %s)" % ",".join(default_networks))
+    p.add_argument("--ratios", type=parse_ratios, metavar="S:F,...",
+                   help="slow:fast ratios, fast memory = the step's peak x F/(S+F) (default: %s)"
+                        % ",".join(ratio_str(r) for r in default_ratios))
+    p.add_argument("--quick", action="store_true", help=quick_text)
+    p.add_argument("--iters", type=positive_int, metavar="N",
+                   help="measured steps per run, after one warm-up step (default 3; 1 with --quick)")
+    if estimate:
+        p.add_argument("--estimate", action="store_true",
+                       help="plan only, from an estimated (roofline) profile: 'autotm plan --estimate "
+                            "--results FILE --append' records the prediction with actual_runtime null; "
+                            "for the paper's sizes on a machine that cannot run them")
+    if emulate:
+        p.add_argument("--emulate", default="optane", metavar="P",
+                       help="what the slow tier is made to behave like: optane (default), cxl, numa, a tier "
+                            "spec file, or none for the machine's real slow memory (PMM, CXL, a far node)")
+    p.add_argument("--force", action="store_true", help="run again (and append again) runs already in the data")
+    p.add_argument("--data", metavar="DIR", help="data folder (default: %s)" % (REPO / "data"))
+    p.add_argument("--machine", type=machine_name, metavar="NAME",
+                   help="subfolder of the data folder for this machine (default: %s, from the CPU model "
+                        "and count)" % default_machine())
+    p.add_argument("--cache", metavar="FILE", help="profile cache (default: DATA/MACHINE/profiles.json)")
+    p.add_argument("--autotm", metavar="PATH",
+                   help="the autotm binary (default: $AUTOTM, else build-release/cli/autotm or build/cli/autotm "
+                        "under the repository, else autotm on PATH)")
+    p.add_argument("--time-limit", type=positive_float, metavar="S",
+                   help="seconds each plan may take, passed to autotm (default: autotm's, 60)")
+    p.add_argument("--dry-run", action="store_true", help="print the command lines, run nothing")
+    p.add_argument("--stop-on-error", action="store_true", help="stop at the first failing run (default: go on)")
+    p.add_argument("--verbose", action="store_true", help="show autotm's own output of every run")
+    return p
+
+
+def finish_args(parser, args, quick_networks, quick_ratios, default_networks, default_ratios):
+    """Fill the defaults that depend on --quick; explicit options win over --quick."""
+    if args.networks is None:
+        args.networks = list(quick_networks if args.quick else default_networks)
+    if args.ratios is None:
+        args.ratios = list(quick_ratios if args.quick else default_ratios)
+    if args.iters is None:
+        args.iters = 1 if args.quick else 3
+    if getattr(args, "emulate", None) in ("none", ""):
+        args.emulate = None
+    elif getattr(args, "emulate", None) and not re.fullmatch(r"optane|cxl|numa", args.emulate):
+        if not Path(args.emulate).is_file():
+            parser.error(f"--emulate {args.emulate}: not optane, cxl, numa or none, and no such tier spec file")
+        args.emulate = str(Path(args.emulate).resolve())
+    args.data = Path(args.data).expanduser().resolve() if args.data else REPO / "data"
+    args.machine = args.machine or default_machine()
+    args.machine_dir = args.data / args.machine
+    args.cache = Path(args.cache).expanduser().resolve() if args.cache else args.machine_dir / "profiles.json"
+    return args
+
+
+def check_networks(parser, zoo, networks):
+    if zoo.networks is None:
+        return
+    bad = [n for n in networks if n not in zoo.networks]
+    if bad:
+        parser.error("unknown network%s %s; the zoo has: %s" % (
+            "s" if len(bad) > 1 else "", ", ".join(bad), ", ".join(sorted(zoo.networks))))
+
+
+def warn_big_preset(preset, estimate):
+    mem = mem_total_bytes()
+    if not estimate and preset in ("paper", "large") and mem is not None and mem < 512 * 2**30:
+        say(f"warning: the {preset} preset needs hundreds of GB for one step and this machine has "
+            f"{mem / 2**30:.0f} GiB: give --estimate to plan it without running it")
+
+
+# ---------------------------------------------------------------- the loop
+
+class _Signals:
+    """SIGINT and SIGTERM: let the running autotm call end, then stop."""
+
+    def __init__(self):
+        self.child = None
+        self.count = 0
+        self.signum = None
+
+    def handler(self, signum, frame):
+        self.count += 1
+        self.signum = self.signum or signum
+        child = self.child
+        if child is not None and child.poll() is None:
+            if self.count == 1 and signum == signal.SIGINT:
+                # Ctrl-C at a terminal reaches autotm too; a SIGINT to this process alone lets the call end
+                say("\ninterrupted: stopping after the current autotm call (Ctrl-C again to interrupt it)")
+            else:
+                say("\ninterrupted: interrupting the current autotm call")
+                try:
+                    child.send_signal(signal.SIGINT)
+                except OSError:
+                    pass
+            return
+        raise Interrupted()
+
+    def install(self):
+        signal.signal(signal.SIGINT, self.handler)
+        signal.signal(signal.SIGTERM, self.handler)
+
+
+def _tail(fh, n):
+    fh.seek(0)
+    lines = fh.read().decode("utf-8", errors="replace").splitlines()
+    return [l for l in lines if l.strip()][-n:]
+
+
+def _call(cmd, signals, verbose):
+    """Run one autotm call; returns (exit status, last lines of stderr, or of stdout when stderr is empty)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if verbose:
+            proc = subprocess.Popen(cmd, env=autotm_env(), stdout=sys.stderr, stderr=err)
+        else:
+            proc = subprocess.Popen(cmd, env=autotm_env(), stdout=out, stderr=err)
+        signals.child = proc
+        try:
+            while True:
+                try:
+                    rc = proc.wait()
+                    break
+                except InterruptedError:
+                    continue
+        finally:
+            signals.child = None
+        tail = _tail(err, 8)
+        if verbose:
+            for line in tail:
+                say("  " + line)
+        if not tail and not verbose:
+            tail = _tail(out, 8)
+    return rc, tail
+
+
+def _check_recorded(reader, run, warned):
+    """After a successful call, say (once per file) when its record cannot be found in the file."""
+    if str(run.file) in warned or str(run.file) in reader.warned:
+        return
+    try:
+        found = reader.contains(run)
+    except DataError as e:
+        found, why = False, str(e)
+    else:
+        why = "no run of this formulation, ratio and profile kind"
+    if not found:
+        warned.add(str(run.file))
+        say(f"warning: autotm ended well but {run.file} does not show the run ({why}): "
+            "it will be run again next time")
+
+
+def execute(name, args, runs, header_lines=()):
+    """Run (or skip, or print) every run, with progress and a summary; returns the exit status."""
+    # the same run asked twice (e.g. 1:0 among --ratios and the all-slow point) runs once
+    seen, unique = set(), []
+    for r in runs:
+        if r.identity() not in seen:
+            seen.add(r.identity())
+            unique.append(r)
+    runs = unique
+    n = len(runs)
+    reader = ResultsReader()
+    autotm = args.autotm_path
+    t_start = time.monotonic()
+
+    # what is in the data now, for the estimate of the time left
+    pending = 0
+    for r in runs:
+        try:
+            pending += args.force or not reader.contains(r)
+        except DataError:
+            pending += 1
+    say(f"{name}: {n} runs, {n - pending} already in the data, on {args.machine}")
+    say(f"  results in {args.machine_dir}; profile cache {args.cache}")
+    for line in header_lines:
+        say("  " + line)
+    say(f"  autotm: {autotm or 'not found'}")
+
+    if not args.dry_run:
+        for d in sorted({r.file.parent for r in runs} | {args.cache.parent}):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                say(f"error: cannot make the folder {d}: {e}")
+                return EXIT_FAILED
+
+    signals = _Signals()
+    signals.install()
+    done, skipped, failed, durations = 0, 0, [], []
+    file_errors, unrecognised = set(), set()
+    interrupted = False
+    width = len(str(n))
+    try:
+        for i, run in enumerate(runs, 1):
+            pos = f"{i:>{width}}/{n}"
+            try:
+                present = (not args.force) and reader.contains(run)
+            except DataError as e:
+                if str(e) in file_errors:
+                    say(f"[{pos}] {run.label()} ... not run: {run.file} cannot be read (above)")
+                    failed.append((run, None, []))
+                else:
+                    file_errors.add(str(e))
+                    say(f"[{pos}] {run.label()} ... not run: {e}")
+                    failed.append((run, None, [str(e)]))
+                if args.stop_on_error:
+                    break
+                pending -= 1
+                continue
+            if present:
+                say(f"skip {pos} {run.label()} (in data)")
+                skipped += 1
+                continue
+            cmd = run.command(autotm, args.cache, args.iters, args.time_limit)
+            if args.dry_run:
+                print("OMP_WAIT_POLICY=passive " + shlex.join(cmd), flush=True)
+                done += 1
+                continue
+            sys.stderr.write(f"[{pos}] {run.label()} ..." + ("\n" if args.verbose else " "))
+            sys.stderr.flush()
+            t0 = time.monotonic()
+            rc, tail = _call(cmd, signals, args.verbose)
+            dt = time.monotonic() - t0
+            pending -= 1
+            if rc != 0 and (signals.count or rc in (130, -signal.SIGINT, -signal.SIGTERM)):
+                say(f"interrupted after {fmt_seconds(dt)}")
+                interrupted = True
+                break
+            if rc == 0 and signals.count:
+                done += 1
+                say(f"{fmt_seconds(dt)} (done; stopping: interrupted)")
+                interrupted = True
+                break
+            durations.append(dt)
+            left = ""
+            if pending > 0:
+                left = f", {fmt_left(sum(durations) / len(durations) * pending)} left"
+            if rc == 0:
+                done += 1
+                say(f"{fmt_seconds(dt)}{left}")
+                _check_recorded(reader, run, unrecognised)
+            else:
+                why = f"exit {rc}" if rc > 0 else f"signal {-rc}"
+                say(f"FAILED ({why}) after {fmt_seconds(dt)}{left}")
+                for line in tail[-3:]:
+                    say("    " + line)
+                failed.append((run, cmd, tail))
+                if args.stop_on_error:
+                    say("stopping at the first failure (--stop-on-error)")
+                    break
+    except Interrupted:
+        interrupted = True
+        say("\ninterrupted")
+
+    total = time.monotonic() - t_start
+    say("")
+    if args.dry_run:
+        say(f"{name}: dry run: {done} to run, {skipped} in data, {len(failed)} unreadable, of {n}")
+    else:
+        say(f"{name}: {n} runs: {done} done, {skipped} skipped (in data), {len(failed)} failed"
+            f"{', interrupted' if interrupted else ''}, in {fmt_seconds(total)}")
+    for run, cmd, tail in failed:
+        if cmd is None and not tail:
+            continue                          # the same unreadable file as a run above
+        say(f"  failed: {run.label()}")
+        if cmd:
+            say("    " + "OMP_WAIT_POLICY=passive " + shlex.join(cmd))
+        for line in tail[-5:]:
+            say("    | " + line)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def main(name, parser, build, quick_networks, quick_ratios, default_networks, default_ratios,
+         validate=None, header=None):
+    """Parse the options, build the runs with build(args, zoo) and execute them."""
+    args = parser.parse_args()
+    finish_args(parser, args, quick_networks, quick_ratios, default_networks, default_ratios)
+    if validate:
+        validate(parser, args)
+    args.autotm_path = find_autotm(args.autotm, args.dry_run)
+    zoo = Zoo(args.autotm_path)
+    check_networks(parser, zoo, args.networks)
+    runs = build(args, zoo)
+    lines = header(args) if header else ()
+    try:
+        return execute(name, args, runs, lines)
+    except KeyboardInterrupt:
+        say("\ninterrupted")
+        return EXIT_INTERRUPTED

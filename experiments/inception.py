@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""inception.py -- Inception v4 over 18 memory ratios: Figure 10 (a, b, c).
+
+The static and synchronous ILPs at fast fractions f = 1, 3/4, 2/3, 1/2, 1/3,
+1/4, ..., 1/10, 1/20, 1/40, 1/60, 1/80, 1/100, 0 of the step's peak, written as
+slow:fast ratios (1-f):f in integers (f = 3/4 -> 1:3, 1/5 -> 4:1, 0 -> 1:0),
+plus one all-fast run. The results go into the same files as conventional.py's
+(DATA/MACHINE/cpu/NETWORK-PRESET.json): the runs the two share (8:1, 4:1 and 1:1
+static and synchronous, all-fast) run once.
+"""
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+FAST_FRACTIONS = ([Fraction(1), Fraction(3, 4), Fraction(2, 3)]
+                  + [Fraction(1, d) for d in (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 40, 60, 80, 100)]
+                  + [Fraction(0)])
+DEFAULT_RATIOS = [common.fraction_ratio(f) for f in FAST_FRACTIONS]
+# f = 1, 1/2, 1/5, and 0
+QUICK_RATIOS = [(0, 1), (1, 1), (4, 1), (1, 0)]
+FORMULATIONS = ("static", "synchronous")
+
+EPILOG = """\
+the 18 ratios (slow:fast) and their fast fractions:
+  %s
+--quick: tiny_cnn at 0:1, 1:1, 4:1 and 1:0 (and all-fast), --iters 1.
+
+data: DATA/MACHINE/cpu/NETWORK-PRESET.json, shared with conventional.py
+exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
+""" % "\n  ".join(
+    ", ".join(f"{common.ratio_str(r)} ({f})" for r, f in
+              zip(DEFAULT_RATIOS[i:i + 6], FAST_FRACTIONS[i:i + 6]))
+    for i in range(0, len(DEFAULT_RATIOS), 6))
+
+
+def build(args, zoo):
+    mode = "estimate" if args.estimate else "measure"
+    preset = args.preset or "small"
+    common.warn_big_preset(preset, args.estimate)
+    runs = []
+    for net in args.networks:
+        f = args.machine_dir / "cpu" / f"{net}-{preset}.json"
+        runs.append(common.Run(net, preset, f, "all-fast", (0, 1), mode, emulate=args.emulate))
+        for ratio in args.ratios:
+            for formulation in FORMULATIONS:
+                runs.append(common.Run(net, preset, f, formulation, ratio, mode, emulate=args.emulate))
+    return runs
+
+
+def main():
+    parser = common.make_parser(
+        "inception.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, common.PRESET_HELP,
+        ("inception_v4",), DEFAULT_RATIOS,
+        "CI: network tiny_cnn, ratios 0:1,1:1,4:1,1:0, --iters 1")
+    return common.main("inception", parser, build, ("tiny_cnn",), QUICK_RATIOS,
+                       ("inception_v4",), DEFAULT_RATIOS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

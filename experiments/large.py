@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""large.py -- the large networks, AutoTM against Memory Mode (2LM): Figure 8.
+
+VGG416, ResNet-200, Inception v4 and DenseNet-264 under the static and
+synchronous ILPs and under 2LM, fast memory used as a hardware cache in front of
+slow memory. The paper's sizes (about 650 GB a step, the 'large' preset) cannot
+run on a small machine, so the default preset is small with fast memory at a
+quarter of each step's footprint (--ratio 3:1); slow memory is emulated as
+Optane, and so is 2LM where the machine is not in Memory Mode
+('--formulation 2lm --ratio 3:1 --emulate optane' emulates a fast-memory cache of
+the limit's size in front of slow memory). Results:
+DATA/MACHINE/large/NETWORK-PRESET.json.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+NETWORKS = ("vgg416", "resnet200", "inception_v4", "densenet264")
+DEFAULT_RATIOS = [(3, 1)]
+FORMULATIONS = ("static", "synchronous", "2lm")
+PRESETS = {
+    "small": "every network sized to train a step on a 2-core, 24 GB machine",
+    "paper": "the paper's large sizes (autotm's 'large' preset, about 650 GB a step): give --estimate "
+             "on a machine that cannot hold them",
+    "large": "the same as paper",
+}
+
+EPILOG = """\
+runs, per network: static, synchronous and 2lm at every --ratios (default 3:1:
+fast memory a quarter of the step's footprint)
+--quick: tiny_cnn at 3:1, --iters 1.
+
+data: DATA/MACHINE/large/NETWORK-PRESET.json (PRESET small or large)
+exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
+"""
+
+
+def build(args, zoo):
+    mode = "estimate" if args.estimate else "measure"
+    preset = args.preset or "small"
+    if preset == "paper":
+        preset = "large"
+    common.warn_big_preset(preset, args.estimate)
+    runs = []
+    for net in args.networks:
+        f = args.machine_dir / "large" / f"{net}-{preset}.json"
+        for ratio in args.ratios:
+            for formulation in FORMULATIONS:
+                runs.append(common.Run(net, preset, f, formulation, ratio, mode, emulate=args.emulate))
+    return runs
+
+
+def main():
+    parser = common.make_parser(
+        "large.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, PRESETS, NETWORKS, DEFAULT_RATIOS,
+        "CI: network tiny_cnn, ratio 3:1, --iters 1")
+    return common.main("large", parser, build, ("tiny_cnn",), DEFAULT_RATIOS, NETWORKS, DEFAULT_RATIOS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

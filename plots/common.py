@@ -1,0 +1,650 @@
+"""Shared code of the figure scripts: loading and checking results files,
+choosing measured or predicted times, labels, layout and atomic saving.
+
+Data layout (written by the experiment drivers):
+
+    DATA/<machine>/cpu/<network>-<preset>.json          Figures 7, 9, 10, 11
+    DATA/<machine>/large/<network>-<preset>.json        Figure 8
+    DATA/<machine>/gpu/<network>-<preset>-b<batch>.json Figure 12
+
+Each file is one results document ("autotm-results", version 2) of one
+workload with its runs appended.  A run is identified by (formulation,
+ratio_slow, ratio_fast); when a file holds the same key twice the last one
+counts.  Ratios are slow:fast.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import textwrap
+from fractions import Fraction
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+FORMAT = "autotm-results"
+VERSION = 2
+
+# Which driver writes the data of each figure, and the folder it writes.
+DRIVERS = {
+    "fig7": ("experiments/conventional.py", "cpu"),
+    "fig8": ("experiments/large.py", "large"),
+    "fig9": ("experiments/conventional.py", "cpu"),
+    "fig10": ("experiments/inception.py", "cpu"),
+    "fig11": ("experiments/conventional.py", "cpu"),
+    "fig12": ("experiments/gpu.py", "gpu"),
+}
+
+# The order networks are shown in (the artifact's), others follow by name.
+NETWORK_ORDER = ["vgg19", "resnet200", "inception_v4", "densenet264",
+                 "vgg416", "test_vgg"]
+NETWORK_NAMES = {
+    "vgg16": "VGG16", "vgg19": "VGG19", "vgg416": "VGG416",
+    "resnet50": "ResNet-50", "resnet101": "ResNet-101",
+    "resnet152": "ResNet-152", "resnet200": "ResNet-200",
+    "inception_v4": "Inception v4",
+    "densenet121": "DenseNet-121", "densenet169": "DenseNet-169",
+    "densenet201": "DenseNet-201", "densenet264": "DenseNet-264",
+    "test_vgg": "test VGG", "tiny_cnn": "tiny CNN", "tiny_mlp": "tiny MLP",
+}
+
+FORMULATION_NAMES = {
+    "all-fast": "all fast", "all-slow": "all slow", "numa": "NUMA",
+    "static": "static", "synchronous": "synchronous",
+    "asynchronous": "asynchronous", "2lm": "2LM", "vdnn": "vDNN",
+    "managed": "cudaMallocManaged", "oracle": "oracle",
+}
+COLORS = {
+    "numa": "#8c8c8c", "static": "#1f77b4", "synchronous": "#ff7f0e",
+    "asynchronous": "#2ca02c", "2lm": "#9467bd", "oracle": "#d62728",
+    "all-fast": "#444444", "cost": "#6a3d9a",
+}
+PREDICTED_HATCH = "///"
+PNG_DPI = 150
+
+
+class PlotError(Exception):
+    """A problem with the input; the message names what and where."""
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def parser(fig, description):
+    """The argument parser every figure script shares."""
+    driver = DRIVERS[fig][0]
+    p = argparse.ArgumentParser(
+        prog=f"{fig}.py",
+        description=description,
+        epilog=f"The data comes from {driver} (or scripts/figures.sh). "
+               "Exit status: 0 drawn, 1 bad or missing data, 2 bad usage.")
+    p.add_argument("--data", default="data", metavar="DIR",
+                   help="the data folder (default: data)")
+    p.add_argument("--out", default="figures", metavar="DIR",
+                   help="where the PNG and PDF go (default: figures)")
+    p.add_argument("--machine", metavar="NAME",
+                   help="which machine subfolder of the data folder "
+                        "(default: the only one with data for this figure)")
+    p.add_argument("--preset", metavar="NAME",
+                   help="only workloads of this size preset (default: all)")
+    return p
+
+
+def ratio_list(text):
+    """argparse type of --ratios: 'S:F,S:F,...'."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            s, f = item.split(":")
+            key = norm_ratio(int(s), int(f))
+        except (ValueError, ZeroDivisionError):
+            raise argparse.ArgumentTypeError(
+                f"'{item}' is not a ratio S:F of whole numbers")
+        if key is None:
+            raise argparse.ArgumentTypeError(f"'{item}' is not a ratio")
+        out.append(key)
+    return out
+
+
+def positive_float(text):
+    """argparse type: a number above zero."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number")
+    return x
+
+
+def run_main(fig, names, parse, draw):
+    """Parse the command line, draw, save atomically; on a data error print
+    one line on stderr, leave no image of the figure behind and exit 1."""
+    args = parse.parse_args()
+    try:
+        figures = draw(args)
+        save_all(figures, args.out)
+    except PlotError as e:
+        remove_images(args.out, names)
+        print(f"{fig}: {e}", file=sys.stderr)
+        sys.exit(1)
+    except (KeyError, TypeError, ValueError, ArithmeticError,
+            AttributeError) as e:  # a field of the wrong type or missing
+        remove_images(args.out, names)
+        print(f"{fig}: malformed results under '{args.data}' "
+              f"({type(e).__name__}: {e})", file=sys.stderr)
+        sys.exit(1)
+    for name, _ in figures:
+        print(os.path.join(args.out, name + ".png"))
+        print(os.path.join(args.out, name + ".pdf"))
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def no_results(fig, data, sub, why=""):
+    driver = DRIVERS[fig][0]
+    where = os.path.join(data, "*", sub, "")
+    return PlotError(f"no results in {where}{why}; run {driver} "
+                     "(or scripts/figures.sh)")
+
+
+def machine_dir(fig, args, sub=None):
+    """The machine folder to read: --machine, or the only one holding
+    results for this figure."""
+    data = args.data
+    sub = sub or DRIVERS[fig][1]
+    driver = DRIVERS[fig][0]
+    if not os.path.isdir(data):
+        raise PlotError(f"no data folder '{data}'; run {driver} "
+                        "(or scripts/figures.sh), or give --data DIR")
+    machines = sorted(d for d in os.listdir(data)
+                      if os.path.isdir(os.path.join(data, d))
+                      and not d.startswith("."))
+    if not machines:
+        raise PlotError(f"data folder '{data}' is empty; run {driver} "
+                        "(or scripts/figures.sh)")
+    if args.machine is not None:
+        if args.machine not in machines:
+            raise PlotError(f"no machine '{args.machine}' in '{data}' "
+                            f"(there: {', '.join(machines)})")
+        return os.path.join(data, args.machine)
+    with_data = [m for m in machines if json_files(os.path.join(data, m, sub))]
+    if not with_data:
+        raise no_results(fig, data, sub)
+    if len(with_data) > 1:
+        raise PlotError(f"several machines in '{data}' have {sub}/ results "
+                        f"({', '.join(with_data)}); pick one with --machine")
+    return os.path.join(data, with_data[0])
+
+
+def json_files(folder):
+    if not os.path.isdir(folder):
+        return []
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith(".json")
+                  and os.path.isfile(os.path.join(folder, f)))
+
+
+def norm_ratio(s, f):
+    """A ratio S:F in lowest terms, as a tuple of ints (None: no ratio)."""
+    if s is None or f is None:
+        return None
+    fs, ff = Fraction(s), Fraction(f)
+    if fs < 0 or ff < 0 or (fs == 0 and ff == 0):
+        return None
+    if fs == 0:
+        return (0, 1)
+    if ff == 0:
+        return (1, 0)
+    q = (fs / ff).limit_denominator(10000)
+    return (q.numerator, q.denominator)
+
+
+def fast_fraction(key):
+    s, f = key
+    return f / (s + f)
+
+
+def ratio_label(key, long=True):
+    if key is None:
+        return "no ratio"
+    s, f = key
+    text = f"{s}:{f}"
+    if long and key == (1, 0):
+        text += " (all slow)"
+    elif long and key == (0, 1):
+        text += " (all fast)"
+    return text
+
+
+class Workload:
+    """One results file: the workload, its sizes and its runs by key."""
+
+    def __init__(self, path, doc):
+        self.path = path
+        self.doc = doc
+        wl = doc["workload"]
+        self.name = wl.get("name") or os.path.basename(path).split("-")[0]
+        self.batch = wl.get("batch")
+        self.preset = wl.get("preset")
+        self.image = wl.get("image")
+        self.io_size = doc.get("io_size")
+        self.default_alloc_size = doc.get("default_alloc_size")
+        self.gpu_managed_runtime = doc.get("gpu_managed_runtime")
+        self.machine = doc.get("machine") or {}
+        self.runs = {}  # key -> run, the last of each key wins
+        for i, run in enumerate(doc["runs"]):
+            if not isinstance(run, dict) or not isinstance(
+                    run.get("formulation"), str):
+                raise PlotError(f"{path}: run {i} has no formulation")
+            key = (run["formulation"],
+                   norm_ratio(run.get("ratio_slow"), run.get("ratio_fast")))
+            self.runs.pop(key, None)
+            self.runs[key] = run
+
+    # A short name, with the preset when several of a network are shown.
+    def title(self, with_preset=False, predicted=False):
+        name = NETWORK_NAMES.get(self.name, self.name)
+        bits = []
+        if with_preset and self.preset:
+            bits.append(f"preset {self.preset}")
+        if self.batch is not None:
+            bits.append(f"batch {self.batch}")
+        if self.image is not None:
+            bits.append(f"{self.image}×{self.image}")
+        if predicted:
+            bits.append("predicted")
+        return f"{name} ({', '.join(bits)})" if bits else name
+
+    def run(self, formulation, key):
+        return self.runs.get((formulation, key))
+
+    def of(self, formulation):
+        """Runs of a formulation, by ratio key."""
+        return {k[1]: r for k, r in self.runs.items() if k[0] == formulation}
+
+    def ratios(self, formulations, exclude_ends=False):
+        keys = {k[1] for k in self.runs if k[0] in formulations
+                and k[1] is not None}
+        if exclude_ends:
+            keys -= {(1, 0), (0, 1)}
+        return sorted(keys, key=fast_fraction)
+
+    def all_fast_note(self):
+        """Words for the subtitle when all fast is the synchronous 0:1 run."""
+        if self.of("all-fast") or self.all_fast() is None:
+            return None
+        return (f"{NETWORK_NAMES.get(self.name, self.name)}: all fast = "
+                "synchronous 0:1 run")
+
+    def all_fast(self):
+        """The all-fast baseline: an 'all-fast' run, else synchronous 0:1."""
+        runs = self.of("all-fast")
+        if runs:
+            return runs.get((0, 1)) or list(runs.values())[-1]
+        return self.run("synchronous", (0, 1))
+
+    def all_slow(self):
+        runs = self.of("all-slow")
+        if runs:
+            return runs.get((1, 0)) or list(runs.values())[-1]
+        return None
+
+
+def all_fast_notes(wls):
+    return [n for n in (w.all_fast_note() for w in wls) if n]
+
+
+def load(path):
+    """Read and check one results file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise PlotError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); "
+                        f"expected an '{FORMAT}' version {VERSION} document")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlotError(f"{path}: cannot read ({e})")
+    if not isinstance(doc, dict):
+        raise PlotError(f"{path}: a JSON {type(doc).__name__}, expected an "
+                        f"'{FORMAT}' version {VERSION} document")
+    if doc.get("format") != FORMAT:
+        raise PlotError(f"{path}: format is {doc.get('format')!r}, expected "
+                        f"'{FORMAT}' version {VERSION}")
+    if doc.get("version") != VERSION:
+        raise PlotError(f"{path}: '{FORMAT}' version {doc.get('version')!r}, "
+                        f"expected version {VERSION} (rerun the driver to "
+                        "rewrite it)")
+    if not isinstance(doc.get("workload"), dict):
+        raise PlotError(f"{path}: no 'workload' object")
+    if not isinstance(doc.get("runs"), list):
+        raise PlotError(f"{path}: no 'runs' list")
+    return Workload(path, doc)
+
+
+def load_dir(fig, args, sub=None):
+    """Every workload of the figure's folder (--preset filters)."""
+    sub = sub or DRIVERS[fig][1]
+    mdir = machine_dir(fig, args, sub)
+    files = json_files(os.path.join(mdir, sub))
+    if not files:
+        raise no_results(fig, args.data, sub,
+                         f" (machine {os.path.basename(mdir)})")
+    wls = [load(f) for f in files]
+    if args.preset is not None:
+        wls = [w for w in wls if w.preset == args.preset]
+        if not wls:
+            raise no_results(fig, args.data, sub,
+                             f" with preset '{args.preset}'")
+    wls.sort(key=network_sort_key)
+    return os.path.basename(mdir), wls
+
+
+def network_sort_key(w):
+    try:
+        i = NETWORK_ORDER.index(w.name)
+    except ValueError:
+        i = len(NETWORK_ORDER)
+    return (i, w.name, w.preset or "", w.batch or 0)
+
+
+def needs_preset(wls):
+    """Whether a network appears with several presets (then say which)."""
+    presets = {}
+    for w in wls:
+        presets.setdefault(w.name, set()).add(w.preset)
+    return any(len(p) > 1 for p in presets.values())
+
+
+# --------------------------------------------------------------------------
+# Times: measured, or predicted for a whole network when it was not run
+
+
+def is_num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) \
+        and math.isfinite(x)
+
+
+def run_name(run):
+    key = norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
+    f = run.get("formulation")
+    return f if key is None else f"{f} {ratio_label(key, long=False)}"
+
+
+def time_mode(wl, runs, fig):
+    """'actual' when every run was measured, else 'predicted' when every run
+    has a prediction (used for all runs of the network, consistently)."""
+    runs = [r for r in runs if r is not None]
+    if all(is_num(r.get("actual_runtime")) and r["actual_runtime"] > 0
+           for r in runs):
+        return "actual"
+    bad = [r for r in runs if not (is_num(r.get("predicted_runtime"))
+                                   and r["predicted_runtime"] > 0)]
+    if bad:
+        raise PlotError(
+            f"{wl.path}: {wl.name}: run '{run_name(bad[0])}' has neither a "
+            f"measured nor a predicted runtime; rerun {DRIVERS[fig][0]}")
+    return "predicted"
+
+
+def rtime(run, mode):
+    return run["actual_runtime" if mode == "actual" else "predicted_runtime"]
+
+
+def predicted_label(runs):
+    """Legend words for hatched (predicted) bars."""
+    if any(r.get("estimated_profile") for r in runs):
+        return "predicted (estimated profile)"
+    return "predicted (planned, not run)"
+
+
+# --------------------------------------------------------------------------
+# Describing what the data is: machine, presets, emulation
+
+
+def describe(wls, runs, extra=(), predicted=(), how="hatched"):
+    """The subtitle: machine, presets, and what was emulated, simulated or
+    estimated, from the workloads and the runs drawn.  PREDICTED: the
+    workloads drawn with predicted times (HOW says how they are marked)."""
+    parts = []
+    machines = []
+    for w in wls:
+        m = w.machine
+        text = m.get("cpu") or "unknown CPU"
+        if m.get("n_cpus") is not None:
+            n = m["n_cpus"]
+            text += f", {n} CPU{'s' if n != 1 else ''}"
+        if text not in machines:
+            machines.append(text)
+    parts.extend(machines)
+    presets = sorted({w.preset for w in wls if w.preset})
+    if presets:
+        parts.append(("preset " if len(presets) == 1 else "presets ")
+                     + ", ".join(presets))
+    devices, emul, slow_real = [], [], False
+    two_lm, simulated, estimated = set(), [], False
+    for r in runs:
+        if r is None:
+            continue
+        if r.get("estimated_profile") and not is_num(r.get("actual_runtime")):
+            estimated = True
+        backend = r.get("backend")
+        if r.get("memory_mode"):
+            two_lm.add(r["memory_mode"])
+        if r.get("simulated") or backend == "gpu-sim":
+            if r.get("emulation") and r["emulation"] not in simulated:
+                simulated.append(r["emulation"])
+            elif not simulated:
+                simulated.append("")
+            continue
+        if backend == "cuda":
+            d = r.get("device")
+            if d and "GPU: " + d not in devices:
+                devices.append("GPU: " + d)
+            continue
+        if backend == "cpu" or "emulated" in r:
+            if r.get("emulated") and r.get("emulation"):
+                e = r["emulation"].replace("+2lm", "")
+                if e and e not in emul:
+                    emul.append(e)
+            elif r.get("emulated") is False:
+                slow_real = True
+    parts.extend(devices)
+    if emul:
+        parts.append("slow memory: emulating " + ", ".join(emul))
+    if slow_real:
+        parts.append("slow memory: not emulated")
+    if "emulated" in two_lm:
+        parts.append("2LM emulated")
+    if "hardware" in two_lm:
+        parts.append("2LM on hardware (Memory Mode)")
+    if simulated:
+        links = ", ".join(s for s in simulated if s)
+        parts.append("simulated GPU: CPU kernels with an emulated "
+                     + (f"{links} " if links else "")
+                     + "host link, not GPU measurements")
+    if predicted:
+        names = ", ".join(dict.fromkeys(
+            NETWORK_NAMES.get(w.name, w.name) for w in predicted))
+        est = any(r.get("estimated_profile") for r in runs if r is not None
+                  and not is_num(r.get("actual_runtime")))
+        parts.append(f"{names}: predicted times"
+                     + (" (estimated profile)" if est else "")
+                     + f", not measured, {how}")
+    elif estimated:
+        parts.append("estimated profile: predicted times, not measured")
+    parts.extend(extra)
+    return " · ".join(parts)
+
+
+# --------------------------------------------------------------------------
+# Layout and saving
+
+
+def panel_title(ax, text, ncol, fig_width=10.0):
+    """A panel title, broken before its details when the panel is narrow."""
+    fits = fig_width / ncol * 10.5  # characters at 10.5 pt
+    if len(text) > fits and " (" in text:
+        head, tail = text.split(" (", 1)
+        text = head + "\n(" + tail
+    ax.set_title(text, fontsize=10.5)
+
+
+def grid(n):
+    if n <= 3:
+        return 1, n
+    if n == 4:
+        return 2, 2
+    if n <= 6:
+        return 2, 3
+    if n <= 9:
+        return 3, 3
+    return math.ceil(n / 4), 4
+
+
+def new_figure(width=10, height=7):
+    return Figure(figsize=(width, height))
+
+
+def panels(fig, n, sharey=False):
+    rows, cols = grid(n)
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
+    flat = [a for row in axes for a in row]
+    for a in flat[n:]:
+        a.set_visible(False)
+    return flat[:n], rows, cols
+
+
+def finish(fig, title, subtitle, handles=None, labels=None, ncol=None,
+           note=None):
+    """Title and subtitle on top, the legend below the panels (so it never
+    covers them), an optional note at the very bottom, then lay out."""
+    w, h = fig.get_size_inches()
+    chars = int(w * 13)  # characters per line of the 9 pt subtitle
+    sub = textwrap.wrap(subtitle, chars) if subtitle else []
+    top_in = 0.18 + 0.3 + 0.19 * len(sub) + 0.12
+    fig.text(0.5, 1 - 0.18 / h, title, ha="center", va="top",
+             fontsize=13, fontweight="bold")
+    if sub:
+        fig.text(0.5, 1 - (0.18 + 0.32) / h, "\n".join(sub), ha="center",
+                 va="top", fontsize=9, color="#333333", linespacing=1.3)
+    bottom_in = 0.1
+    note_lines = textwrap.wrap(note, chars) if note else []
+    if note_lines:
+        fig.text(0.5, 0.08 / h, "\n".join(note_lines), ha="center",
+                 va="bottom", fontsize=8, color="#555555", linespacing=1.3)
+        bottom_in += 0.17 * len(note_lines) + 0.05
+    if handles:
+        if ncol is None:
+            # as many columns as fit the width
+            chars = sum(len(h.get_label()) + 8 for h in handles)
+            nrow = math.ceil(chars / (w * 11.5))
+            ncol = math.ceil(len(handles) / nrow)
+        nrow = math.ceil(len(handles) / ncol)
+        fig.legend(handles, labels, loc="lower center", ncol=ncol,
+                   bbox_to_anchor=(0.5, bottom_in / h), frameon=False,
+                   fontsize=9, handlelength=2.2, columnspacing=1.6)
+        bottom_in += 0.24 * nrow + 0.12
+    fig.tight_layout(rect=(0, bottom_in / h, 1, 1 - top_in / h),
+                     h_pad=1.6, w_pad=1.2)
+
+
+def bar_handles(formulations, predicted_runs=None):
+    hs = [Patch(facecolor=COLORS[f], label=FORMULATION_NAMES.get(f, f))
+          for f in formulations]
+    if predicted_runs:
+        hs.append(Patch(facecolor="white", edgecolor="#444444",
+                        hatch=PREDICTED_HATCH,
+                        label=predicted_label(predicted_runs)))
+    return hs
+
+
+def save_all(figures, out):
+    """Write every figure as PNG and PDF under temporary names in OUT, then
+    rename them all into place; on failure nothing is left."""
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise PlotError(f"cannot make the output folder '{out}' ({e})")
+    temps = []
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        for name, fig in figures:
+            for ext in ("png", "pdf"):
+                fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.",
+                                           suffix=f".{ext}.tmp")
+                os.close(fd)
+                temps.append((tmp, os.path.join(out, f"{name}.{ext}")))
+                meta = {"CreationDate": None} if ext == "pdf" else {}
+                fig.savefig(tmp, format=ext, dpi=PNG_DPI, metadata=meta)
+                os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600
+        for tmp, final in temps:
+            os.replace(tmp, final)
+    except Exception as e:
+        for tmp, _ in temps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise PlotError(f"cannot write the images in '{out}' ({e})")
+
+
+def remove_images(out, names):
+    """After a failure, leave no (stale) image of the figure behind."""
+    for name in names:
+        for ext in ("png", "pdf"):
+            try:
+                os.unlink(os.path.join(out, f"{name}.{ext}"))
+            except OSError:
+                pass
+
+
+def fmt_bytes_unit(max_bytes):
+    """A unit (divisor, name) fitting values up to max_bytes."""
+    if max_bytes >= 0.5e9:
+        return 1e9, "GB"
+    if max_bytes >= 0.5e6:
+        return 1e6, "MB"
+    return 1e3, "kB"
+
+
+def bar_labels(ax, bars, values, fmt="{:.2f}×", fontsize=7.5):
+    for b, v in zip(bars, values):
+        if v is None or not is_num(v):
+            continue
+        ax.annotate(fmt.format(v), (b.get_x() + b.get_width() / 2,
+                                    b.get_height()),
+                    xytext=(0, 2), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=fontsize)
+
+
+def ref_line(ax, y, label, color="#444444", linestyle="--"):
+    """A horizontal reference line, named by a tick on the right edge (so
+    the name never covers a bar).  Call after the y limits are final."""
+    ax.axhline(y, color=color, linestyle=linestyle, linewidth=1.2, zorder=3)
+    twin = ax.twinx()
+    twin.set_ylim(ax.get_ylim())
+    twin.set_yscale(ax.get_yscale())
+    twin.set_yticks([y])
+    twin.set_yticklabels([label], fontsize=8, color=color)
+    twin.tick_params(axis="y", length=3, color=color)
+    twin.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    return twin
+
+
+def line_handle(label, color="#444444", linestyle="--", marker=None):
+    from matplotlib.lines import Line2D
+    return Line2D([], [], color=color, linestyle=linestyle, marker=marker,
+                  linewidth=1.2, label=label)

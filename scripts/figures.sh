@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# figures.sh -- run the experiments' missing runs and draw Figures 7 to 12
+#
+# usage: scripts/figures.sh [--quick] [--data DIR] [--out DIR] [--gpu sim|cuda] [DRIVER OPTIONS...]
+#
+# Runs experiments/conventional.py, inception.py, large.py and gpu.py (each runs
+# only what its data folder lacks), then every plot script plots/fig7.py ...
+# plots/fig12.py, and says how long each step took and where the figures are.
+#   --quick        the drivers' CI mode: tiny networks, one measured step, seconds in all
+#   --data DIR     the data folder (default: data under the repository)
+#   --out DIR      where the figures go (default: figures under the repository)
+#   --gpu MODE     sim (default: a simulated GPU) or cuda, for gpu.py only
+#   anything else  passed to every driver (--preset, --networks, --ratios, --iters, --estimate,
+#                  --force, --machine, --cache, --autotm, --time-limit, --dry-run, ...;
+#                  see 'experiments/conventional.py --help'); --machine also goes to the plots
+# With --estimate (plans only, no step measured) gpu.py and Figures 11 and 12 are left out:
+# they compare with measured steps (run figures.sh without --estimate, or the plot scripts, for
+# them). With --dry-run the drivers print their command lines, nothing runs and nothing is drawn.
+# It builds and installs nothing: without an autotm binary it says how to get one.
+# Exit status: 0 every step ok, 1 a step failed (or no binary), 2 bad usage, 130 interrupted.
+set -euo pipefail
+ATM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+
+usage() { sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+DATA="$ATM_ROOT/data"
+OUT="$ATM_ROOT/figures"
+QUICK=()
+GPU_ARGS=()
+PASS=()
+AUTOTM_ARG=""
+MACHINE_ARG=()
+ESTIMATE=0
+DRY_RUN=0
+need_value() {
+  if [ $# -lt 2 ] || [ -z "$2" ]; then
+    echo "figures.sh: $1 needs a value (try --help)" >&2
+    exit 2
+  fi
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --quick) QUICK=(--quick); shift ;;
+    --data) need_value "$@"; DATA=$2; shift 2 ;;
+    --data=*) DATA=${1#--data=}; shift ;;
+    --out) need_value "$@"; OUT=$2; shift 2 ;;
+    --out=*) OUT=${1#--out=}; shift ;;
+    --gpu) need_value "$@"; GPU_ARGS=(--gpu "$2"); shift 2 ;;
+    --gpu=*) GPU_ARGS=(--gpu "${1#--gpu=}"); shift ;;
+    --autotm) need_value "$@"; AUTOTM_ARG=$2; PASS+=("$1" "$2"); shift 2 ;;
+    --autotm=*) AUTOTM_ARG=${1#--autotm=}; PASS+=("$1"); shift ;;
+    --machine) need_value "$@"; MACHINE_ARG=(--machine "$2"); PASS+=("$1" "$2"); shift 2 ;;
+    --machine=*) MACHINE_ARG=(--machine "${1#--machine=}"); PASS+=("$1"); shift ;;
+    --estimate) ESTIMATE=1; PASS+=("$1"); shift ;;
+    --dry-run) DRY_RUN=1; PASS+=("$1"); shift ;;
+    *) PASS+=("$1"); shift ;;
+  esac
+done
+case "${GPU_ARGS[1]:-sim}" in
+  sim|cuda) ;;
+  *) echo "figures.sh: --gpu ${GPU_ARGS[1]}: expected sim or cuda" >&2; exit 2 ;;
+esac
+[ -x "$PYTHON" ] || { echo "figures.sh: $PYTHON not found (Debian's python3 with python3-matplotlib)" >&2; exit 1; }
+
+# the autotm binary, looked for as the drivers look for it
+find_autotm() {
+  local p
+  if [ -n "$AUTOTM_ARG" ]; then
+    [ -x "$AUTOTM_ARG" ] && { echo "$AUTOTM_ARG"; return 0; }
+    return 1
+  fi
+  if [ -n "${AUTOTM:-}" ]; then
+    command -v "$AUTOTM" 2>/dev/null && return 0
+    return 1
+  fi
+  for p in "$ATM_ROOT/build-release/cli/autotm" "$ATM_ROOT/build/cli/autotm"; do
+    [ -x "$p" ] && { echo "$p"; return 0; }
+  done
+  command -v autotm 2>/dev/null
+}
+if ! BIN=$(find_autotm) && [ "$DRY_RUN" -eq 0 ]; then
+  {
+    if [ -n "$AUTOTM_ARG" ]; then
+      echo "figures.sh: --autotm $AUTOTM_ARG: no such executable file."
+    elif [ -n "${AUTOTM:-}" ]; then
+      echo "figures.sh: AUTOTM=$AUTOTM: no such executable file."
+    else
+      echo "figures.sh: no autotm binary: looked for $ATM_ROOT/build-release/cli/autotm, $ATM_ROOT/build/cli/autotm and autotm on PATH (or give AUTOTM=PATH or --autotm PATH)."
+    fi
+    echo "Build it first: scripts/demo.sh (installs what it needs and builds build/cli/autotm), or"
+    echo "  cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release && cmake --build build-release -j"
+  } >&2
+  exit 1
+fi
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { s = b - a; if (s < 60) printf "%.1f s", s; else printf "%d min %d s", s / 60, s % 60 }'; }
+
+STEPS=()
+FAILED=()
+T_ALL=$(now)
+
+# step NAME COMMAND... -- run one step, note its time and outcome; stop at once when interrupted
+step() {
+  local name=$1 t0 rc=0
+  shift
+  echo >&2
+  echo "== $name" >&2
+  t0=$(now)
+  "$@" || rc=$?
+  if [ "$rc" -eq 130 ]; then
+    echo "figures.sh: interrupted during $name" >&2
+    exit 130
+  fi
+  if [ "$rc" -eq 0 ]; then
+    STEPS+=("$(printf '%-14s ok      %s' "$name" "$(elapsed "$t0")")")
+  else
+    STEPS+=("$(printf '%-14s FAILED  %s (exit %d)' "$name" "$(elapsed "$t0")" "$rc")")
+    FAILED+=("$name")
+  fi
+}
+
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+DRIVER_ARGS=(--data "$DATA" ${QUICK[@]+"${QUICK[@]}"} ${PASS[@]+"${PASS[@]}"})
+step conventional "$PYTHON" "$ATM_ROOT/experiments/conventional.py" "${DRIVER_ARGS[@]}"
+step inception "$PYTHON" "$ATM_ROOT/experiments/inception.py" "${DRIVER_ARGS[@]}"
+step large "$PYTHON" "$ATM_ROOT/experiments/large.py" "${DRIVER_ARGS[@]}"
+if [ "$ESTIMATE" -eq 1 ]; then
+  echo >&2
+  echo "== gpu: left out with --estimate (Figure 12 compares measured steps with the measured cudaMallocManaged baseline)" >&2
+else
+  step gpu "$PYTHON" "$ATM_ROOT/experiments/gpu.py" "${DRIVER_ARGS[@]}" ${GPU_ARGS[@]+"${GPU_ARGS[@]}"}
+fi
+
+if [ "$DRY_RUN" -eq 1 ]; then
+  echo >&2
+  echo "figures.sh: dry run: no figure drawn" >&2
+else
+  mkdir -p "$OUT"
+  for n in 7 8 9 10 11 12; do
+    script="$ATM_ROOT/plots/fig$n.py"
+    if [ "$ESTIMATE" -eq 1 ] && { [ "$n" -eq 11 ] || [ "$n" -eq 12 ]; }; then
+      echo >&2
+      echo "== fig$n: left out with --estimate (it compares with measured steps)" >&2
+      continue
+    fi
+    if [ ! -f "$script" ]; then
+      echo >&2
+      echo "== fig$n: $script is missing" >&2
+      STEPS+=("$(printf '%-14s FAILED  (no %s)' "fig$n" "plots/fig$n.py")")
+      FAILED+=("fig$n")
+      continue
+    fi
+    step "fig$n" "$PYTHON" "$script" --data "$DATA" --out "$OUT" ${MACHINE_ARG[@]+"${MACHINE_ARG[@]}"}
+  done
+fi
+
+echo >&2
+echo "figures.sh: steps, in $(elapsed "$T_ALL") in all:" >&2
+for s in "${STEPS[@]}"; do echo "  $s" >&2; done
+echo "data:    $DATA" >&2
+if [ "$DRY_RUN" -eq 0 ]; then
+  echo "figures: $OUT" >&2
+  (cd "$OUT" && ls -1 -- *.png *.pdf 2>/dev/null | sed 's/^/  /') >&2 || true
+fi
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "figures.sh: failed: ${FAILED[*]}" >&2
+  exit 1
+fi
