@@ -104,6 +104,28 @@ atm_status atm_opt_choose_algos(atm_plan *p, const atm_profile *prof)
 	return ATM_OK;
 }
 
+/* covering_config -- the configuration to price locations that no configuration has: a
+ * grouped node (concat's inputs, split's outputs are profiled together) whose members a
+ * baseline placed apart, e.g. first-touch NUMA. It is the configuration with the fewest slow
+ * groups that has every slow operand slow: a slow operand never makes a kernel faster, so the
+ * price errs on the slow side. false when there is none (a fast-only tensor in slow memory). */
+static bool covering_config(const atm_graph *g, int32_t k, const unsigned *cfg, uint32_t *mask)
+{
+	const atm_node *n = atm_graph_node(g, k);
+	int best_bits = 33;
+	for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
+		uint32_t c = atm_prof_config_at(g, k, i);
+		bool covers = true;
+		for (int op = 0; op < n->n_in + n->n_out && covers; op++)
+			covers = cfg[op] != ATM_LOC_SLOW || atm_prof_config_loc(g, k, c, op) == ATM_LOC_SLOW;
+		if (covers && __builtin_popcount(c) < best_bits) {
+			best_bits = __builtin_popcount(c);
+			*mask = c;
+		}
+	}
+	return best_bits < 33;
+}
+
 /* opt_kernel_time -- profile seconds of node k with its operands where cfg puts them: the
  * largest over that configuration and every one with a subset of its slow operands, since a
  * slow operand never makes a kernel faster and measured profiles have noise; t_fast is the
@@ -114,6 +136,8 @@ atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t 
 	uint32_t mask;
 	atm_prof_entry e;
 	atm_status rc = atm_prof_config_of(g, k, cfg, &mask);
+	if (rc == ATM_E_NOTFOUND && covering_config(g, k, cfg, &mask))
+		rc = ATM_OK;
 	/* other algorithms than the default are profiled (and chosen) with every operand fast */
 	if (rc < 0 || (rc = atm_profile_get_algo(prof, g, k, mask, mask ? 0 : algo, &e)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
