@@ -1,5 +1,4 @@
 /* tiers.c -- find the machine's memories with hwloc, choose fast and slow tiers, open them */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
