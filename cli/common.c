@@ -109,13 +109,16 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	}
 	atm_zoo_opts o = {0};
 	atm_status rc = zoo_sizes(src, &o);
+	if (rc == ATM_OK)
+		rc = atm_zoo_build(g, src->model, &o);
 	if (rc < 0)
 		return rc;
-	w->batch = o.batch;
+	/* the graph's own batch (its batched tensors'), as for a graph file */
+	w->batch = atm_graph_batch(*g);
 	w->image = o.image;
 	/* sizes from a preset (named, or small by default) unless --batch gave them */
 	w->preset = src->preset ? src->preset : src->batch ? NULL : "small";
-	return atm_zoo_build(g, src->model, &o);
+	return ATM_OK;
 }
 
 int cli_memory_option(cli_memory *mem, int opt, const char *arg)

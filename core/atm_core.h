@@ -373,6 +373,23 @@ typedef struct {
 
 typedef struct atm_schedule atm_schedule;
 
+/* Fast copies sit at multiples of this in the fast arena: the schedule's first fit places
+ * them there, the runtime's arena takes only such offsets, and the optimizer counts what a
+ * tensor takes there. 64 bytes: a cache line and a full AVX-512 vector. */
+#define ATM_ARENA_ALIGN 64
+
+/* atm_arena_align_up -- bytes rounded up to a multiple of ATM_ARENA_ALIGN */
+static inline int64_t atm_arena_align_up(int64_t bytes)
+{
+	return (bytes + ATM_ARENA_ALIGN - 1) / ATM_ARENA_ALIGN * ATM_ARENA_ALIGN;
+}
+
+/* atm_arena_align_down -- the arena a limit of bytes holds: a multiple of ATM_ARENA_ALIGN */
+static inline int64_t atm_arena_align_down(int64_t bytes)
+{
+	return bytes / ATM_ARENA_ALIGN * ATM_ARENA_ALIGN;
+}
+
 /* Per-step figures of a schedule. */
 typedef struct {
 	int64_t fast_peak_bytes;  /* most bytes of fast copies live at once */
@@ -657,6 +674,9 @@ const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
 #define ATM_FNV1A_INIT 1469598103934665603ull
 /* atm_fnv1a -- h extended by len bytes of data */
 uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* atm_now_s -- seconds on the monotonic clock, for intervals: timings, deadlines, progress */
+double atm_now_s(void);
 
 /* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
  * on other architectures), "unknown" when there is none */

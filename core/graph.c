@@ -61,13 +61,10 @@ static char *arena_strdup(atm_graph *g, const char *s)
 	return p;
 }
 
-/* hash_name -- FNV-1a */
+/* hash_name -- the slot a name starts looking from */
 static uint64_t hash_name(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return atm_fnv1a(ATM_FNV1A_INIT, s, strlen(s));
 }
 
 /* index_find -- id stored under name, or -1; names come from name_of(g, id) */

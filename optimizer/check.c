@@ -4,15 +4,6 @@
 
 #include "opt_internal.h"
 
-/* The arena aligns every fast copy to this, as core's first fit does. */
-#define ALIGN 64
-
-/* align_up -- v rounded up to the arena alignment */
-static int64_t align_up(int64_t v)
-{
-	return (v + ALIGN - 1) / ALIGN * ALIGN;
-}
-
 /* Live fast copies as [off, end) intervals sorted by offset: placing one over another, or
  * past the arena's end, is a plan the runtime could not run. */
 struct spans {
@@ -151,7 +142,7 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 		return atm_opt_predict_2lm(g, prof, info->fast_limit_bytes, out);
 	if ((rc = atm_schedule_new(&s, p)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
-	int64_t limit = info->fast_limit_bytes, arena = limit / ALIGN * ALIGN, fast = 0;
+	int64_t limit = info->fast_limit_bytes, arena = atm_arena_align_down(limit), fast = 0;
 	c.done = calloc((size_t)atm_plan_n_moves(p) + 1, sizeof *c.done);
 	if (!c.done) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory checking the plan");
@@ -172,20 +163,20 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 				             (long long)fast, x->name, (long long)limit);
 				goto done;
 			}
-			if (limit && ev->offset + align_up(x->bytes) > arena) {
+			if (limit && ev->offset + atm_arena_align_up(x->bytes) > arena) {
 				rc = atm_err(ATM_E_INFEASIBLE, "plan check: the fast copy of '%s' ends at %lld, "
 				             "past the arena of %lld bytes", x->name,
-				             (long long)(ev->offset + align_up(x->bytes)), (long long)arena);
+				             (long long)(ev->offset + atm_arena_align_up(x->bytes)), (long long)arena);
 				goto done;
 			}
-			if ((rc = spans_add(&sp, ev->offset, ev->offset + align_up(x->bytes), x->name)) < 0)
+			if ((rc = spans_add(&sp, ev->offset, ev->offset + atm_arena_align_up(x->bytes), x->name)) < 0)
 				goto done;
 			if (fast > out->fast_peak_bytes) {
 				out->fast_peak_bytes = fast;
 				out->fast_peak_node = ev->node;
 			}
-			if (ev->offset + align_up(x->bytes) > out->fast_arena_bytes)
-				out->fast_arena_bytes = ev->offset + align_up(x->bytes);
+			if (ev->offset + atm_arena_align_up(x->bytes) > out->fast_arena_bytes)
+				out->fast_arena_bytes = ev->offset + atm_arena_align_up(x->bytes);
 			break;
 		case ATM_EV_FREE:
 			if (ev->loc != ATM_LOC_FAST)

@@ -517,7 +517,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 {
 	struct build b = {.m = m};
 	struct cb cb = {.gap = -1, .bound = -DBL_MAX};
-	double *seed = NULL, constant = 0, t0 = opt_now_s();
+	double *seed = NULL, constant = 0, t0 = atm_now_s();
 	atm_status rc = ATM_OK;
 	int m0 = 0;
 	struct solution got = {0};
@@ -554,8 +554,8 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	r->n_rows = glp_get_num_rows(b.lp);
 	r->n_binaries = b.n_bin;
 	r->n_nonzeros = b.nnz;
-	r->creation_s = opt_now_s() - t0;
-	t0 = opt_now_s();
+	r->creation_s = atm_now_s() - t0;
+	t0 = atm_now_s();
 	if (!(seed = seed_vector(m, s, b.lp, m0))) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory seeding the solver");
 		goto done;
@@ -581,7 +581,7 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	 * one; keep some of the budget back for that, for polishing, and for the defragmentation
 	 * rounds that may follow (each builds, repairs and lays out the plan again) */
 	double reserve = m->o.time_limit_s * 0.15 < 10 ? m->o.time_limit_s * 0.15 : 10;
-	double left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
+	double left = m->o.time_limit_s - reserve - (atm_now_s() - t_start);
 	if (left < 0.05)
 		left = 0.05;
 	int msg = m->o.verbosity >= 2 ? GLP_MSG_ALL : m->o.verbosity == 1 ? GLP_MSG_ON : GLP_MSG_OFF;
@@ -594,20 +594,20 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	sp.meth = GLP_DUALP;
 	sp.presolve = m->o.no_seed ? GLP_OFF : GLP_ON;
 	sp.tm_lim = (int)(left * 1000);
-	double t_lp = opt_now_s();
+	double t_lp = atm_now_s();
 	int ret = m->o.no_seed ? 0 : glp_simplex(b.lp, &sp);
 	if (!m->o.no_seed && ret == 0 && glp_get_status(b.lp) == GLP_OPT) {
 		/* the presolver gives back a solution but not always a basis branch and bound
 		 * can start from: a warm pass without it is cheap and provides one */
 		sp.presolve = GLP_OFF;
-		left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
+		left = m->o.time_limit_s - reserve - (atm_now_s() - t_start);
 		sp.tm_lim = (int)((left > 0.05 ? left : 0.05) * 1000);
 		ret = glp_simplex(b.lp, &sp);
 	}
 	if (m->o.verbosity)
 		fprintf(stderr, "optimizer: model %d columns (%d binary), %d rows, %lld nonzeros built "
 		        "in %.2f s; root LP %.2f s\n", r->n_columns, r->n_binaries, r->n_rows,
-		        (long long)r->n_nonzeros, r->creation_s, opt_now_s() - t_lp);
+		        (long long)r->n_nonzeros, r->creation_s, atm_now_s() - t_lp);
 	if (ret == GLP_ETMLIM || (ret == 0 && glp_get_status(b.lp) != GLP_OPT && !m->o.no_seed)) {
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (lp time)" :
 		         "heuristic (lp failed)");
@@ -645,15 +645,15 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	ip.cov_cuts = GLP_ON;
 	ip.clq_cuts = large ? GLP_OFF : GLP_ON;
 	ip.mip_gap = m->o.mip_gap;
-	left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
+	left = m->o.time_limit_s - reserve - (atm_now_s() - t_start);
 	ip.tm_lim = (int)((left > 0.05 ? left : 0.05) * 1000);
 	ip.cb_func = callback;
 	ip.cb_info = &cb;
 	cb.seed = m->o.no_seed ? NULL : seed;
-	double t_bb = opt_now_s();
+	double t_bb = atm_now_s();
 	ret = glp_intopt(b.lp, &ip);
 	if (m->o.verbosity)
-		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", opt_now_s() - t_bb, ret);
+		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", atm_now_s() - t_bb, ret);
 	int st = glp_mip_status(b.lp);
 	if (cb.bound > -DBL_MAX / 2 && cb.bound / US > r->bound_s)
 		r->bound_s = cb.bound / US;
@@ -707,7 +707,7 @@ done:
 			r->ilp_objective_s = lp_objective(b.lp, x);
 		free(x);
 	}
-	r->solve_s = opt_now_s() - t0;
+	r->solve_s = atm_now_s() - t0;
 	opt_solution_free(&got);
 	free(seed);
 	glp_delete_prob(b.lp);

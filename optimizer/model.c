@@ -3,17 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "opt_internal.h"
-
-/* opt_now_s -- monotonic seconds */
-double opt_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Gates of one tensor while they are being made. */
 struct gbuf {
@@ -451,8 +442,8 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	}
 	/* the arena is the limit rounded down to the alignment */
 	for (int32_t s = 0; s < m->n_slots; s++)
-		m->limit[s] = slot_limit ? slot_limit[s] / OPT_ALIGN * OPT_ALIGN
-		                         : limit > 0 ? limit / OPT_ALIGN * OPT_ALIGN : INT64_MAX;
+		m->limit[s] = slot_limit ? atm_arena_align_down(slot_limit[s])
+		                         : limit > 0 ? atm_arena_align_down(limit) : INT64_MAX;
 	/* the distinct nodes touching each tensor, in schedule order (CSR) */
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(g, k);
@@ -488,7 +479,9 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 		struct tmodel *t = &m->t[x];
 		t->id = x;
 		t->bytes = a->bytes;
-		t->abytes = OPT_ALIGNED(a->bytes);
+		/* what it takes in the arena (ATM_ARENA_ALIGN): only fragmentation can then make a
+		 * plan not fit */
+		t->abytes = atm_arena_align_up(a->bytes);
 		t->persistent = atm_tensor_is_persistent(a);
 		t->first = t->persistent ? 0 : atm_liveness_first(lv, x);
 		t->last = t->persistent ? nn - 1 : atm_liveness_last(lv, x);

@@ -187,8 +187,8 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 		int64_t cut = ov[i].bytes;
 		if (cut < limit / 200)
 			cut = limit / 200;
-		if (cut < 64)
-			cut = 64;
+		if (cut < ATM_ARENA_ALIGN)
+			cut = ATM_ARENA_ALIGN;
 		cut <<= attempt < 4 ? attempt : 4;
 		for (int32_t s = ov[i].slot - reach; s <= ov[i].slot + 2; s++) {
 			if (s < 0 || s >= m->n_slots)
@@ -281,11 +281,11 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	bool fits = false;
 	struct overflow ov[MAX_OVERFLOWS];
 	int n_ov = 0;
-	double total_create = 0, total_solve = 0, t_plan = opt_now_s(), best_bound = -1;
+	double total_create = 0, total_solve = 0, t_plan = atm_now_s(), best_bound = -1;
 	bool lp_too_big = false;
 	struct ilp_result last_ir = {0};
 	for (int round = 0; round < o.max_rounds && !fits; round++) {
-		double t0 = opt_now_s();
+		double t0 = atm_now_s();
 		struct model *prev_m = m;
 		struct solution prev = sol;
 		sol = (struct solution){0};
@@ -330,7 +330,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			             (long long)limit, round, k, atm_graph_node(g, k)->name);
 			goto fail;
 		}
-		double create_s = opt_now_s() - t0, t1 = opt_now_s();
+		double create_s = atm_now_s() - t0, t1 = atm_now_s();
 		if (warm) {
 			sol = prev;
 		} else {
@@ -340,7 +340,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		}
 		/* the time limit bounds the whole plan, every round together: a round that starts
 		 * late gets the heuristic's share of what is left */
-		double left = o.time_limit_s - (opt_now_s() - t_plan);
+		double left = o.time_limit_s - (atm_now_s() - t_plan);
 		double budget = o.time_limit_s * 0.2 < 10 ? o.time_limit_s * 0.2 : 10;
 		if (budget > left * 0.5)
 			budget = left > 0 ? left * 0.5 : 0;
@@ -352,7 +352,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 			budget = floor_s;
 		if ((rc = opt_heuristic(m, &sol, budget, warm)) < 0)
 			goto fail;
-		double heur_s = opt_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
+		double heur_s = atm_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
 		if (o.verbosity)
 			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
@@ -362,7 +362,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		 * pinned tensors, which relaxes the model) */
 		if (!warm && round > 0)
 			best_bound = -1;
-		bool out_of_time = round > 0 && o.time_limit_s - (opt_now_s() - t_plan) < 1;
+		bool out_of_time = round > 0 && o.time_limit_s - (atm_now_s() - t_plan) < 1;
 		bool proved = best_bound > 0 && heur_cost - best_bound <= o.mip_gap * heur_cost;
 		if (lp_too_big || out_of_time || proved) {
 			/* the warm-started heuristic is already within the gap of an earlier round's

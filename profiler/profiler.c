@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -40,14 +39,6 @@ struct work {
 	struct task *tasks;
 	int64_t n_tasks;
 };
-
-/* now_s -- CLOCK_MONOTONIC in seconds */
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* build_work -- every distinct (signature, configuration) pair of g, in node order; on a
  * GPU (device_only) the all-fast configuration alone: kernels read device memory only */
@@ -260,7 +251,7 @@ struct run {
 /* draw -- the progress line on stderr, at most every PROGRESS_EVERY_S (and the last) */
 static void draw(const atm_prof *pr, struct run *st, bool last)
 {
-	double t = now_s();
+	double t = atm_now_s();
 	char a[32], b[32];
 	if (!pr->o.progress || (!last && t - st->last_draw < PROGRESS_EVERY_S))
 		return;
@@ -300,12 +291,12 @@ static atm_status time_algos(atm_prof *pr, atm_profile *p, int32_t node, uint32_
  * seconds, unless the last save was so recent that saving would dominate */
 static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
 {
-	double t = now_s();
+	double t = atm_now_s();
 	bool due = st->since_save >= pr->o.flush_configs || t - st->last_save >= pr->o.flush_s;
 	if (!due || t - st->last_save < SAVE_COST_FACTOR * st->save_cost)
 		return ATM_OK;
 	atm_status rc = atm_profile_save(p);
-	st->last_save = now_s();
+	st->last_save = atm_now_s();
 	st->save_cost = st->last_save - t;
 	st->since_save = 0;
 	return rc;
@@ -328,7 +319,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	struct task *todo = NULL;
 	atm_status rc;
 	memset(r, 0, sizeof *r);
-	st.t_start = now_s();
+	st.t_start = atm_now_s();
 	const atm_prof_machine *pm = atm_profile_machine(p), *mine = &pr->m;
 	if (strcmp(pm->cpu, mine->cpu) || pm->n_threads != mine->n_threads ||
 	    strcmp(pm->backend, mine->backend) || strcmp(pm->fast_tier, mine->fast_tier) ||
@@ -364,7 +355,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
 	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
 		goto done;
-	st.t_measure = st.last_save = st.last_draw = now_s();
+	st.t_measure = st.last_save = st.last_draw = atm_now_s();
 	for (int64_t i = 0; i < st.n_todo; i++) {
 		const struct task *t = &todo[i];
 		atm_prof_entry e;
@@ -423,7 +414,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	r->n_configs_measured = st.n_done;
 	r->n_configs_cached = st.n_cached;
 	r->estimated = pr->o.estimate;
-	r->seconds = now_s() - st.t_start;
+	r->seconds = atm_now_s() - st.t_start;
 done:
 	free(todo);
 	free(st.left);

@@ -206,25 +206,6 @@ static atm_status use_kernel(atm_kbench *kb, int32_t node)
 	return ATM_OK;
 }
 
-/* mix -- splitmix64: a fixed stream, so that every machine times the same data */
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* fill_f32 -- values in [0.125, 1): positive so that a variance input stays a
- * variance, small so that nothing overflows, never NaN or denormal (either
- * could send a kernel down a slow path the real run never takes) */
-static void fill_f32(float *p, int64_t n, uint64_t seed)
-{
-	uint64_t s = seed;
-	for (int64_t i = 0; i < n; i++)
-		p[i] = 0.125f + 0.875f * (float)((double)(mix(&s) >> 40) * 0x1p-24);
-}
-
 /* producer -- the node that writes tensor t, -1 when none (a graph input) */
 static int32_t producer(const atm_graph *g, int32_t t)
 {
@@ -278,7 +259,7 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, py->bytes, &y)) < 0 ||
 	    (rc = staging(kb, px->bytes)) < 0)
 		goto done;
-	fill_f32(kb->host, px->n_elems, seed);
+	atm_bk_fill_positive(kb->host, px->n_elems, seed);
 	if ((rc = bi->set(kb->b, xin, kb->host, px->bytes)) < 0)
 		goto done;
 	void *in[1] = {xin}, *out[2] = {y, buf};
@@ -319,7 +300,7 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 		rc = bi->alloc(kb->b, slow ? ATM_LOC_SLOW : ATM_LOC_FAST, kb->offset[first], x->bytes, slot);
 		if (rc < 0)
 			return atm_err_prefix(rc, "timing node '%s', tensor '%s': ", n->name, x->name);
-		uint64_t seed = kb->o.seed * 0x100000001b3ull + (uint64_t)t;
+		uint64_t seed = atm_bk_tensor_seed(kb->o.seed, t);
 		if (first < n->n_in && x->dtype != ATM_F32) {
 			if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
 				return rc;
@@ -329,7 +310,7 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 			if (first >= n->n_in)
 				memset(kb->host, 0, (size_t)x->bytes);
 			else
-				fill_f32(kb->host, x->n_elems, seed);
+				atm_bk_fill_positive(kb->host, x->n_elems, seed);
 			if ((rc = bi->set(kb->b, *slot, kb->host, x->bytes)) < 0)
 				return rc;
 		}
@@ -484,7 +465,7 @@ atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
 		atm_err_prefix(rc, "timing moves: ");
 		goto done;
 	}
-	fill_f32(kb->host, MOVE_BYTES / 4, kb->o.seed);
+	atm_bk_fill_positive(kb->host, MOVE_BYTES / 4, kb->o.seed);
 	if ((rc = bi->set(kb->b, f, kb->host, MOVE_BYTES)) < 0)
 		goto done;
 	memset(kb->host, 0, (size_t)MOVE_BYTES);

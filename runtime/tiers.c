@@ -491,7 +491,7 @@ static atm_tier *tier_new(atm_tier_topo *topo)
 		return NULL;
 	t->topo = topo;
 	t->fd = -1;
-	t->align = 64;
+	t->align = ATM_ARENA_ALIGN;
 	return t;
 }
 
