@@ -263,6 +263,12 @@ struct json_t; /* jansson's */
 /* atm_json_type_name -- "an object", "an array", "a string", "a number", "a boolean" or "null":
  * what a value is, for "expected X, got Y" messages */
 const char *atm_json_type_name(const struct json_t *v);
+/* atm_json_unknown_key -- the first key of object o that is not one of keys (NULL-terminated),
+ * NULL when every key is known; valid then holds keys, comma separated, for the message.
+ * Every reader of a JSON file refuses keys it does not know, so that a misspelt one is named
+ * rather than ignored. */
+const char *atm_json_unknown_key(const struct json_t *o, const char *const *keys, char *valid,
+                                 size_t len);
 
 /* Loading options: values for symbolic dimensions ("batch"). */
 typedef struct {

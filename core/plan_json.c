@@ -5,10 +5,12 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 #define PJ_FORMAT "autotm-plan"
 #define PJ_VERSION 1
+/* elements of a plan file: one line each, keys in the order written */
+#define PJ_DUMP (JSON_COMPACT | JSON_PRESERVE_ORDER)
 
 /* ---------------------------------------------------------------- digest */
 
@@ -49,47 +51,6 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 
 /* ---------------------------------------------------------------- writing */
 
-/* Text being built: the top level is indented, each tensor and move is one line. */
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
-
-static void add(struct text *t, const char *s)
-{
-	size_t n = strlen(s);
-	if (t->failed)
-		return;
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		char *b = realloc(t->buf, cap);
-		if (!b) {
-			t->failed = true;
-			return;
-		}
-		t->buf = b;
-		t->cap = cap;
-	}
-	memcpy(t->buf + t->len, s, n + 1);
-	t->len += n;
-}
-
-/* add_json -- v compactly, then release it */
-static void add_json(struct text *t, json_t *v)
-{
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
-	json_decref(v);
-	if (!s) {
-		t->failed = true;
-		return;
-	}
-	add(t, s);
-	free(s);
-}
-
 static json_t *real_or_null(double v)
 {
 	return v < 0 ? json_null() : json_real(v);
@@ -105,7 +66,7 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	const atm_graph *g = atm_plan_graph(p);
 	const atm_plan_info *info = atm_plan_info_get(p);
 	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
-	struct text t = {0};
+	atm_text t = {0};
 	char digest[17];
 	*out = NULL;
 	atm_graph_digest(g, digest);
@@ -115,14 +76,14 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	json_object_set_new(gr, "digest", json_string(digest));
 	json_object_set_new(gr, "n_tensors", json_integer(nt));
 	json_object_set_new(gr, "n_nodes", json_integer(nn));
-	add(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
-	add_json(&t, gr);
-	add(&t, ",\n  \"formulation\": ");
-	add_json(&t, json_string(info->formulation));
-	add(&t, ",\n  \"fast_limit_bytes\": ");
-	add_json(&t, json_integer(info->fast_limit_bytes));
-	add(&t, ",\n  \"predicted_runtime_s\": ");
-	add_json(&t, real_or_null(info->predicted_runtime_s));
+	atm_text_str(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
+	atm_text_json_new(&t, gr, PJ_DUMP);
+	atm_text_str(&t, ",\n  \"formulation\": ");
+	atm_text_json_new(&t, json_string(info->formulation), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"fast_limit_bytes\": ");
+	atm_text_json_new(&t, json_integer(info->fast_limit_bytes), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"predicted_runtime_s\": ");
+	atm_text_json_new(&t, real_or_null(info->predicted_runtime_s), PJ_DUMP);
 	json_t *solver = json_object();
 	json_object_set_new(solver, "status", json_string(info->solver_status));
 	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
@@ -135,23 +96,23 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 		                                        real_or_null(info->round_creation_s[i]), "solve_s",
 		                                        real_or_null(info->round_solve_s[i])));
 	json_object_set_new(solver, "rounds", rounds);
-	add(&t, ",\n  \"ratio\": ");
-	add_json(&t, info->ratio_slow + info->ratio_fast > 0
+	atm_text_str(&t, ",\n  \"ratio\": ");
+	atm_text_json_new(&t, info->ratio_slow + info->ratio_fast > 0
 	                 ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
-	                 : json_null());
-	add(&t, ",\n  \"estimated\": ");
-	add_json(&t, json_boolean(info->estimated));
-	add(&t, ",\n  \"solver\": ");
-	add_json(&t, solver);
-	add(&t, ",\n  \"tensors\": [");
+	                 : json_null(), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"estimated\": ");
+	atm_text_json_new(&t, json_boolean(info->estimated), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"solver\": ");
+	atm_text_json_new(&t, solver, PJ_DUMP);
+	atm_text_str(&t, ",\n  \"tensors\": [");
 	for (int32_t i = 0; i < nt; i++) {
 		json_t *o = json_object();
 		json_object_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name));
 		json_object_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))));
-		add(&t, i ? ",\n    " : "\n    ");
-		add_json(&t, o);
+		atm_text_str(&t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&t, o, PJ_DUMP);
 	}
-	add(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
+	atm_text_str(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
 	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
 		const atm_move *m = atm_plan_move(p, i);
 		json_t *o = json_object();
@@ -163,10 +124,10 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 		json_object_set_new(o, "mode", json_string(m->async ? "async" : "sync"));
 		if (m->async)
 			json_object_set_new(o, "until", json_integer(m->until));
-		add(&t, i ? ",\n    " : "\n    ");
-		add_json(&t, o);
+		atm_text_str(&t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&t, o, PJ_DUMP);
 	}
-	add(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
+	atm_text_str(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
 	/* algorithms other than the default, by node name (GPU plans) */
 	json_t *algos = json_object();
 	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
@@ -175,18 +136,13 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	if (!algos) {
 		t.failed = true;
 	} else if (json_object_size(algos)) {
-		add(&t, ",\n  \"algorithms\": ");
-		add_json(&t, algos); /* takes algos */
+		atm_text_str(&t, ",\n  \"algorithms\": ");
+		atm_text_json_new(&t, algos, PJ_DUMP); /* takes algos */
 	} else {
 		json_decref(algos);
 	}
-	add(&t, "\n}\n");
-	if (t.failed) {
-		free(t.buf);
-		return atm_err(ATM_E_NOMEM, "out of memory writing a plan");
-	}
-	*out = t.buf;
-	return ATM_OK;
+	atm_text_str(&t, "\n}\n");
+	return atm_text_finish(&t, out, NULL, "a plan");
 }
 
 atm_status atm_plan_save(const atm_plan *p, const char *path)
@@ -236,21 +192,9 @@ static atm_status parse_loc(const char *where, const char *s, unsigned *loc)
 /* check_keys -- every member of o is one of keys */
 static atm_status check_keys(json_t *o, const char *where, const char *const *keys)
 {
-	const char *k;
-	json_t *v;
-	json_object_foreach(o, k, v) {
-		bool known = false;
-		for (int i = 0; keys[i] && !known; i++)
-			known = !strcmp(k, keys[i]);
-		if (!known) {
-			char valid[256] = "";
-			for (int i = 0; keys[i]; i++)
-				snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s",
-				         i ? ", " : "", keys[i]);
-			return BAD("%s: unknown key \"%s\" (valid: %s)", where, k, valid);
-		}
-	}
-	return ATM_OK;
+	char valid[256];
+	const char *k = atm_json_unknown_key(o, keys, valid, sizeof valid);
+	return k ? BAD("%s: unknown key \"%s\" (valid: %s)", where, k, valid) : ATM_OK;
 }
 
 /* read_rounds -- the solver's "rounds": each defragmentation round's creation and solve time */

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 #define PF_FORMAT "autotm-profile"
 #define PF_VERSION 1
@@ -19,6 +19,8 @@
 /* Times keep this many significant digits, in memory and in the file alike,
  * so that a profile read back is the profile that was written. */
 #define TIME_DIGITS 10
+/* an element of the file on one line */
+#define PF_DUMP JSON_REAL_PRECISION(TIME_DIGITS)
 
 struct atm_profile {
 	char *path;          /* NULL: in memory only */
@@ -30,53 +32,6 @@ struct atm_profile {
 	bool has_moves, moves_dirty;
 	bool replace;        /* rebuild: the next save drops the file's entries of this machine */
 };
-
-/* ---------------------------------------------------------------- text */
-
-/* A growing string; a failed allocation is remembered and reported once. */
-struct sb {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
-
-/* sb_add -- append printf-style text */
-__attribute__((format(printf, 2, 3))) static void sb_add(struct sb *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (s->failed)
-		return;
-	for (;;) {
-		size_t room = s->cap - s->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(s->buf ? s->buf + s->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			s->failed = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			s->len += (size_t)n;
-			return;
-		}
-		size_t cap = s->cap ? s->cap : 256;
-		while (cap - s->len <= (size_t)n)
-			cap *= 2;
-		char *p = realloc(s->buf, cap);
-		if (!p) {
-			s->failed = true;
-			return;
-		}
-		s->buf = p;
-		s->cap = cap;
-	}
-}
-
-/* sb_str -- append s as-is (it may hold '%') */
-static void sb_str(struct sb *s, const char *str)
-{
-	sb_add(s, "%s", str);
-}
 
 /* ---------------------------------------------------------------- signatures */
 
@@ -98,71 +53,69 @@ static int one_if_zero(int32_t v)
 }
 
 /* sig_tensors -- "f32[8,3,64,64],f32[64]" */
-static void sig_tensors(struct sb *s, const atm_graph *g, int n, const int32_t *ids)
+static void sig_tensors(atm_text *s, const atm_graph *g, int n, const int32_t *ids)
 {
 	for (int i = 0; i < n; i++) {
 		const atm_tensor *t = atm_graph_tensor(g, ids[i]);
-		sb_add(s, "%s%s[", i ? "," : "", atm_dtype_name(t->dtype));
+		atm_text_add(s, "%s%s[", i ? "," : "", atm_dtype_name(t->dtype));
 		for (int d = 0; d < t->ndim; d++)
-			sb_add(s, "%s%lld", d ? "," : "", (long long)t->dims[d]);
-		sb_str(s, "]");
+			atm_text_add(s, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+		atm_text_str(s, "]");
 	}
 }
 
 /* sig_build -- op, the attributes that op reads (so that a field it ignores
  * cannot split identical kernels), then operand dtypes and shapes */
-static void sig_build(struct sb *s, const atm_graph *g, const atm_node *n)
+static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 {
 	const atm_attrs *a = &n->attrs;
 	char f[32];
-	sb_str(s, atm_op_name(n->op));
+	atm_text_str(s, atm_op_name(n->op));
 	switch (n->op) {
 	case ATM_OP_CONV_FWD:
 	case ATM_OP_CONV_BWD_DATA:
 	case ATM_OP_CONV_BWD_WEIGHTS:
-		sb_add(s, "/s%d,%d/p%d,%d,%d,%d", one_if_zero(a->stride[0]), one_if_zero(a->stride[1]),
+		atm_text_add(s, "/s%d,%d/p%d,%d,%d,%d", one_if_zero(a->stride[0]), one_if_zero(a->stride[1]),
 		       a->pad[0], a->pad[1], a->pad[2], a->pad[3]);
 		break;
 	case ATM_OP_MAXPOOL_FWD:
 	case ATM_OP_MAXPOOL_BWD:
 	case ATM_OP_AVGPOOL_FWD:
 	case ATM_OP_AVGPOOL_BWD:
-		sb_add(s, "/k%d,%d/s%d,%d/p%d,%d,%d,%d", a->kernel[0], a->kernel[1],
+		atm_text_add(s, "/k%d,%d/s%d,%d/p%d,%d,%d,%d", a->kernel[0], a->kernel[1],
 		       one_if_zero(a->stride[0]), one_if_zero(a->stride[1]), a->pad[0], a->pad[1],
 		       a->pad[2], a->pad[3]);
 		if (n->op == ATM_OP_AVGPOOL_FWD || n->op == ATM_OP_AVGPOOL_BWD)
-			sb_add(s, "/x%d", a->exclude_pad ? 1 : 0);
+			atm_text_add(s, "/x%d", a->exclude_pad ? 1 : 0);
 		break;
 	case ATM_OP_BN_FWD:
 	case ATM_OP_BN_BWD:
-		sb_add(s, "/e%s", float_str(a->epsilon, f, sizeof f));
+		atm_text_add(s, "/e%s", float_str(a->epsilon, f, sizeof f));
 		break;
 	case ATM_OP_CONCAT:
 	case ATM_OP_SPLIT:
-		sb_add(s, "/a%d", a->axis);
+		atm_text_add(s, "/a%d", a->axis);
 		break;
 	case ATM_OP_SGD:
-		sb_add(s, "/lr%s", float_str(a->lr, f, sizeof f));
+		atm_text_add(s, "/lr%s", float_str(a->lr, f, sizeof f));
 		break;
 	default:
 		break;
 	}
-	sb_str(s, "/");
+	atm_text_str(s, "/");
 	sig_tensors(s, g, n->n_in, n->in);
-	sb_str(s, "->");
+	atm_text_str(s, "->");
 	sig_tensors(s, g, n->n_out, n->out);
 }
 
 /* sig_alloc -- node's signature, malloc'd; NULL when out of memory */
 static char *sig_alloc(const atm_graph *g, const atm_node *n)
 {
-	struct sb s = {0};
+	atm_text s = {0};
+	char *sig = NULL;
 	sig_build(&s, g, n);
-	if (s.failed) {
-		free(s.buf);
-		return NULL;
-	}
-	return s.buf;
+	atm_text_finish(&s, &sig, NULL, "a kernel signature");
+	return sig;
 }
 
 /* atm_prof_signature -- node's signature into buf */
@@ -486,21 +439,9 @@ __attribute__((format(printf, 3, 4))) static atm_status bad(const struct where *
 /* only_fields -- every key of o is one of names (NULL-terminated) */
 static atm_status only_fields(const struct where *w, json_t *o, const char *const *names)
 {
-	const char *key;
-	json_t *v;
-	json_object_foreach(o, key, v) {
-		bool ok = false;
-		for (const char *const *n = names; *n; n++)
-			ok = ok || !strcmp(key, *n);
-		if (!ok) {
-			char valid[256] = "";
-			for (const char *const *n = names; *n; n++)
-				snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s",
-				         n == names ? "" : ", ", *n);
-			return bad(w, "", "unknown field '%s' (valid: %s)", key, valid);
-		}
-	}
-	return ATM_OK;
+	char valid[256];
+	const char *key = atm_json_unknown_key(o, names, valid, sizeof valid);
+	return key ? bad(w, "", "unknown field '%s' (valid: %s)", key, valid) : ATM_OK;
 }
 
 /* get_text -- a string field into buf; empty allowed when may_be_empty */
@@ -808,34 +749,16 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* sb_json -- v as JSON text (times to TIME_DIGITS digits), on one line */
-static void sb_json(struct sb *s, json_t *v)
+/* key_text -- a quoted key and its colon (signatures hold no quotes, but a file may) */
+static void key_text(atm_text *s, const char *key)
 {
-	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(TIME_DIGITS));
-	if (!t) {
-		s->failed = true;
-		return;
-	}
-	sb_str(s, t);
-	free(t);
-}
-
-/* sb_key -- a quoted key (signatures hold no quotes, but a file may) */
-static void sb_key(struct sb *s, const char *key)
-{
-	json_t *k = json_string(key);
-	if (!k) {
-		s->failed = true;
-		return;
-	}
-	sb_json(s, k);
-	json_decref(k);
-	sb_str(s, ": ");
+	atm_text_json_new(s, json_string(key), PF_DUMP);
+	atm_text_str(s, ": ");
 }
 
 /* emit_kernels -- one line per configuration, kernels in sorted order so that
  * the file diffs well and two saves of the same data are the same bytes */
-static void emit_kernels(struct sb *s, json_t *kernels)
+static void emit_kernels(atm_text *s, json_t *kernels)
 {
 	size_t n = json_object_size(kernels), i = 0;
 	const char **keys = malloc((n ? n : 1) * sizeof *keys);
@@ -848,51 +771,46 @@ static void emit_kernels(struct sb *s, json_t *kernels)
 	json_object_foreach(kernels, sig, cfgs)
 		keys[i++] = sig;
 	qsort(keys, n, sizeof *keys, cmp_str);
-	sb_str(s, "{");
+	atm_text_str(s, "{");
 	for (i = 0; i < n; i++) {
-		sb_str(s, i ? ",\n    " : "\n    ");
-		sb_key(s, keys[i]);
-		sb_str(s, "{");
+		atm_text_str(s, i ? ",\n    " : "\n    ");
+		key_text(s, keys[i]);
+		atm_text_str(s, "{");
 		const char *cfg;
 		json_t *e;
 		bool first = true;
 		json_object_foreach(json_object_get(kernels, keys[i]), cfg, e) {
-			sb_str(s, first ? "\n      " : ",\n      ");
+			atm_text_str(s, first ? "\n      " : ",\n      ");
 			first = false;
-			sb_key(s, cfg);
-			sb_json(s, e);
+			key_text(s, cfg);
+			atm_text_json(s, e, PF_DUMP);
 		}
-		sb_str(s, "\n    }");
+		atm_text_str(s, "\n    }");
 	}
-	sb_str(s, n ? "\n   }" : "}");
+	atm_text_str(s, n ? "\n   }" : "}");
 	free(keys);
 }
 
 /* emit_doc -- the cache file's text: the top level indented, one entry a line */
-static char *emit_doc(json_t *doc, size_t *len)
+static atm_status emit_doc(json_t *doc, char **text, size_t *len)
 {
-	struct sb s = {0};
+	atm_text s = {0};
 	size_t i;
 	json_t *sec;
-	sb_add(&s, "{\n \"format\": \"%s\",\n \"version\": %d,\n \"machines\": [", PF_FORMAT, PF_VERSION);
+	atm_text_add(&s, "{\n \"format\": \"%s\",\n \"version\": %d,\n \"machines\": [", PF_FORMAT, PF_VERSION);
 	json_array_foreach(json_object_get(doc, "machines"), i, sec) {
-		sb_str(&s, i ? ",\n  {\n   \"machine\": " : "\n  {\n   \"machine\": ");
-		sb_json(&s, json_object_get(sec, "machine"));
+		atm_text_str(&s, i ? ",\n  {\n   \"machine\": " : "\n  {\n   \"machine\": ");
+		atm_text_json(&s, json_object_get(sec, "machine"), PF_DUMP);
 		if (json_object_get(sec, "moves")) {
-			sb_str(&s, ",\n   \"moves\": ");
-			sb_json(&s, json_object_get(sec, "moves"));
+			atm_text_str(&s, ",\n   \"moves\": ");
+			atm_text_json(&s, json_object_get(sec, "moves"), PF_DUMP);
 		}
-		sb_str(&s, ",\n   \"kernels\": ");
+		atm_text_str(&s, ",\n   \"kernels\": ");
 		emit_kernels(&s, json_object_get(sec, "kernels"));
-		sb_str(&s, "\n  }");
+		atm_text_str(&s, "\n  }");
 	}
-	sb_str(&s, json_array_size(json_object_get(doc, "machines")) ? "\n ]\n}\n" : "]\n}\n");
-	if (s.failed) {
-		free(s.buf);
-		return NULL;
-	}
-	*len = s.len;
-	return s.buf;
+	atm_text_str(&s, json_array_size(json_object_get(doc, "machines")) ? "\n ]\n}\n" : "]\n}\n");
+	return atm_text_finish(&s, text, len, "the profile cache");
 }
 
 /* new_doc -- an empty cache document */
@@ -1262,10 +1180,8 @@ atm_status atm_profile_save(atm_profile *p)
 			}
 	if (p->moves_dirty)
 		json_object_set_new(sec, "moves", moves_json(&p->moves));
-	if (!(text = emit_doc(doc, &len))) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory saving %s", p->path);
+	if ((rc = emit_doc(doc, &text, &len)) < 0)
 		goto fail;
-	}
 	if ((rc = atm_write_file_atomic(p->path, text, len)) < 0)
 		goto fail;
 	/* the file now holds ours and everyone else's: take theirs in too */
