@@ -37,6 +37,12 @@ static const char profile_help[] =
 	"  --quiet           no progress on stderr\n"
 	"  -h, --help        this help\n";
 
+/* print_help -- autotm profile --help */
+static void print_help(void)
+{
+	fputs(profile_help, stdout);
+}
+
 /* machine_json -- the machine key as JSON */
 static json_t *machine_json(const atm_prof_machine *m)
 {
@@ -137,7 +143,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 	atm_err_clear();
 	if (err)
 		json_object_set_new(o, "estimate_error", error_json(err));
-	return cli_print_json(o);
+	return cli_print_json_new(o);
 }
 
 /* print_human -- the report for a person */
@@ -179,15 +185,23 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 		       err->step_fast_meas_s, err->step_slow_est_s, err->step_slow_meas_s);
 }
 
-/* cmd_profile -- autotm profile: parse, open the cache before any work, profile, report */
-int cmd_profile(int argc, char **argv)
+/* What autotm profile was asked to do. */
+struct profile_args {
+	cli_graph_source src;
+	cli_memory mem;
+	const char *cache;
+	int64_t reps;
+	bool estimate, rebuild, json, quiet;
+};
+
+/* parse_args -- the command line into a; -1 to go on, else the exit code */
+static int parse_args(int argc, char **argv, struct profile_args *a)
 {
-	enum { OPT_CACHE = CLI_OPT_FIRST_FREE, OPT_ESTIMATE, OPT_REBUILD, OPT_REPS, OPT_JSON,
-	       OPT_QUIET };
+	enum { OPT_ESTIMATE = CLI_OPT_FIRST_FREE, OPT_REBUILD, OPT_REPS, OPT_JSON, OPT_QUIET };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
-		{"cache", required_argument, NULL, OPT_CACHE},
+		{"cache", required_argument, NULL, CLI_OPT_CACHE},
 		{"estimate", no_argument, NULL, OPT_ESTIMATE},
 		{"rebuild", no_argument, NULL, OPT_REBUILD},
 		{"reps", required_argument, NULL, OPT_REPS},
@@ -196,115 +210,113 @@ int cmd_profile(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	cli_graph_source src = {0};
-	cli_memory mem = {0};
-	const char *cache = NULL;
-	char cache_buf[4096];
-	int64_t reps = 5;
-	atm_results_workload w;
-	bool estimate = false, rebuild = false, json = false, quiet = false;
-	atm_graph *g = NULL;
-	atm_prof *pr = NULL;
-	atm_profile *p = NULL;
-	atm_prof_report r;
-	atm_prof_error err;
-	atm_prof_machine m;
-	atm_status rc;
 	int opt;
 
+	a->reps = 5;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&src, opt, optarg);
+		int used = cli_graph_option(&a->src, opt, optarg);
 		if (!used)
-			used = cli_memory_option(&mem, opt, optarg);
+			used = cli_memory_option(&a->mem, opt, optarg);
 		if (used < 0)
 			return cli_fail("profile", ATM_E_USAGE);
 		if (used)
 			continue;
 		switch (opt) {
-		case OPT_CACHE:
-			cache = optarg;
+		case CLI_OPT_CACHE:
+			if (!optarg[0])
+				return cli_usage_error("profile", "--cache needs a file name");
+			a->cache = optarg;
 			break;
 		case OPT_ESTIMATE:
-			estimate = true;
+			a->estimate = true;
 			break;
 		case OPT_REBUILD:
-			rebuild = true;
+			a->rebuild = true;
 			break;
 		case OPT_REPS:
-			if (cli_parse_int("reps", optarg, 1, 1000, &reps) < 0)
+			if (cli_parse_int("reps", optarg, 1, 1000, &a->reps) < 0)
 				return cli_fail("profile", ATM_E_USAGE);
 			break;
 		case OPT_JSON:
-			json = true;
+			a->json = true;
 			break;
 		case OPT_QUIET:
-			quiet = true;
+			a->quiet = true;
 			break;
-		case 'h':
-			fputs(profile_help, stdout);
-			return 0;
-		case ':':
-			return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
+			return cli_other_option("profile", opt, argv, print_help);
 		}
 	}
 	if (optind < argc)
 		return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
-	if (cache && !cache[0])
-		return cli_usage_error("profile", "--cache needs a file name");
-
-	if (estimate && mem.gpu.mode)
+	if (a->estimate && a->mem.gpu.mode)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");
-	if ((rc = atm_job_gpu_resolve("profile", &mem, quiet)) < 0 ||
-	    (rc = cli_load_graph(&src, &g, &w)) < 0)
-		goto fail;
+	return -1;
+}
+
+/* open_cache -- the profile of pr's machine in the cache, opened (and checked writable)
+ * before anything is measured */
+static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, atm_profile **p)
+{
+	char buf[4096];
+	const char *cache = a->cache;
+	atm_prof_machine m;
+	atm_status rc;
 	if (!cache) {
-		if ((rc = atm_job_default_cache(cache_buf, sizeof cache_buf)) < 0)
-			goto fail;
-		cache = cache_buf;
+		if ((rc = atm_job_default_cache(buf, sizeof buf)) < 0)
+			return rc;
+		cache = buf;
 	}
-	atm_prof_opts o = {
-		.tiers = mem.tiers,
-		.emulate = mem.emulate,
-		.gpu = mem.gpu,
-		.reps = (int)reps,
-		.seed = 1,
-		.estimate = estimate,
-		.stop = cli_install_interrupt(),
-		.progress = !quiet && isatty(STDERR_FILENO),
-	};
-	/* the cache is opened (and checked writable) before anything is measured */
-	if ((rc = atm_prof_new(&pr, g, &o)) < 0)
-		goto fail;
 	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_profile_open(&p, cache, &m, rebuild)) < 0) {
-		if (rc == ATM_E_INPUT) {
-			char msg[2048];
-			snprintf(msg, sizeof msg, "%s", atm_errmsg());
-			atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);
-		}
-		goto fail;
+	if ((rc = atm_profile_open(p, cache, &m, a->rebuild)) == ATM_E_INPUT) {
+		char msg[2048];
+		snprintf(msg, sizeof msg, "%s", atm_errmsg());
+		atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);
 	}
-	if ((rc = atm_prof_run(pr, p, &r)) < 0)
+	return rc;
+}
+
+/* cmd_profile -- autotm profile: parse, open the cache before any work, profile, report */
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_args a = {0};
+	atm_results_workload w;
+	atm_graph *g = NULL;
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_report r;
+	atm_prof_error err;
+	atm_status rc;
+	int code = parse_args(argc, argv, &a);
+	if (code >= 0)
+		return code;
+	if ((rc = atm_job_gpu_resolve("profile", &a.mem, a.quiet)) < 0 ||
+	    (rc = cli_load_graph(&a.src, &g, &w)) < 0)
 		goto fail;
-	bool have_err = estimate && compare(p, g, &err);
-	if (json) {
-		if ((rc = print_json(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL)) < 0)
-			goto fail;
-	} else {
-		print_human(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL);
-	}
-	atm_profile_destroy(p);
-	atm_prof_destroy(pr);
-	atm_graph_destroy(g);
-	return 0;
+	atm_prof_opts o = {
+		.tiers = a.mem.tiers,
+		.emulate = a.mem.emulate,
+		.gpu = a.mem.gpu,
+		.reps = (int)a.reps,
+		.seed = 1,
+		.estimate = a.estimate,
+		.stop = cli_install_interrupt(),
+		.progress = !a.quiet && isatty(STDERR_FILENO),
+	};
+	if ((rc = atm_prof_new(&pr, g, &o)) < 0 || (rc = open_cache(&a, pr, &p)) < 0 ||
+	    (rc = atm_prof_run(pr, p, &r)) < 0)
+		goto fail;
+	bool have_err = a.estimate && compare(p, g, &err);
+	if (a.json)
+		rc = print_json(g, w.batch, (int)a.reps, pr, p, &r, have_err ? &err : NULL);
+	else
+		print_human(g, w.batch, (int)a.reps, pr, p, &r, have_err ? &err : NULL);
 fail:
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);
 	atm_graph_destroy(g);
-	return cli_fail("profile", rc);
+	return rc < 0 ? cli_fail("profile", rc) : 0;
 }

@@ -269,6 +269,10 @@ const char *atm_json_type_name(const struct json_t *v);
  * rather than ignored. */
 const char *atm_json_unknown_key(const struct json_t *o, const char *const *keys, char *valid,
                                  size_t len);
+/* atm_json_set_new -- obj[key] = v, stealing v as json_object_set_new does; a failure (obj or
+ * v NULL: an allocation that failed; or a failed set) clears *ok, so that a writer checks once
+ * at the end and never drops a field unnoticed */
+void atm_json_set_new(struct json_t *obj, const char *key, struct json_t *v, bool *ok);
 
 /* Loading options: values for symbolic dimensions ("batch"). */
 typedef struct {

@@ -34,8 +34,4 @@ void atm_text_json_new(atm_text *t, struct json_t *v, size_t flags);
  * text freed */
 atm_status atm_text_finish(atm_text *t, char **out, size_t *len, const char *what);
 
-/* atm_json_put -- obj[key] = v, stealing v; a failure (obj or v NULL: an allocation that
- * failed, or a failed set) clears *ok, so that a writer never drops a field unnoticed */
-void atm_json_put(struct json_t *obj, const char *key, struct json_t *v, bool *ok);
-
 #endif /* ATM_CORE_INTERNAL_H */

@@ -986,19 +986,19 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 	for (int i = 0; valid[i]; i++) {
 		const char *k = valid[i];
 		if (strcmp(k, "kernel") == 0)
-			atm_json_put(o, k, gj_ints(a->kernel, 2), ok);
+			atm_json_set_new(o, k, gj_ints(a->kernel, 2), ok);
 		else if (strcmp(k, "stride") == 0)
-			atm_json_put(o, k, gj_ints(stride, 2), ok);
+			atm_json_set_new(o, k, gj_ints(stride, 2), ok);
 		else if (strcmp(k, "pad") == 0)
-			atm_json_put(o, k, gj_ints(a->pad, 4), ok);
+			atm_json_set_new(o, k, gj_ints(a->pad, 4), ok);
 		else if (strcmp(k, "exclude_pad") == 0)
-			atm_json_put(o, k, json_boolean(a->exclude_pad), ok);
+			atm_json_set_new(o, k, json_boolean(a->exclude_pad), ok);
 		else if (strcmp(k, "axis") == 0)
-			atm_json_put(o, k, json_integer(a->axis), ok);
+			atm_json_set_new(o, k, json_integer(a->axis), ok);
 		else if (strcmp(k, "epsilon") == 0)
-			atm_json_put(o, k, gj_real(a->epsilon), ok);
+			atm_json_set_new(o, k, gj_real(a->epsilon), ok);
 		else if (strcmp(k, "lr") == 0)
-			atm_json_put(o, k, gj_real(a->lr), ok);
+			atm_json_set_new(o, k, gj_real(a->lr), ok);
 	}
 	return o;
 }
@@ -1018,18 +1018,18 @@ static json_t *gj_tensor_json(const atm_tensor *t, int64_t batch)
 		json_decref(shape);
 		return NULL;
 	}
-	atm_json_put(o, "id", json_integer(t->id), &ok);
-	atm_json_put(o, "name", json_string(t->name), &ok);
-	atm_json_put(o, "shape", shape, &ok);
-	atm_json_put(o, "dtype", json_string(atm_dtype_name(t->dtype)), &ok);
-	atm_json_put(o, "kind", json_string(atm_kind_name(t->kind)), &ok);
+	atm_json_set_new(o, "id", json_integer(t->id), &ok);
+	atm_json_set_new(o, "name", json_string(t->name), &ok);
+	atm_json_set_new(o, "shape", shape, &ok);
+	atm_json_set_new(o, "dtype", json_string(atm_dtype_name(t->dtype)), &ok);
+	atm_json_set_new(o, "kind", json_string(atm_kind_name(t->kind)), &ok);
 	if ((t->locations & ATM_LOC_ANY) != ATM_LOC_ANY) {
 		json_t *loc = json_array();
 		if (loc && (t->locations & ATM_LOC_FAST))
 			json_array_append_new(loc, json_string("fast"));
 		if (loc && (t->locations & ATM_LOC_SLOW))
 			json_array_append_new(loc, json_string("slow"));
-		atm_json_put(o, "locations", loc, &ok);
+		atm_json_set_new(o, "locations", loc, &ok);
 	}
 	if (!ok) {
 		json_decref(o);
@@ -1045,15 +1045,15 @@ static json_t *gj_node_json(const atm_node *n)
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	atm_json_put(o, "id", json_integer(n->id), &ok);
-	atm_json_put(o, "name", json_string(n->name), &ok);
-	atm_json_put(o, "op", json_string(atm_op_name(n->op)), &ok);
-	atm_json_put(o, "inputs", gj_ints(n->in, n->n_in), &ok);
-	atm_json_put(o, "outputs", gj_ints(n->out, n->n_out), &ok);
+	atm_json_set_new(o, "id", json_integer(n->id), &ok);
+	atm_json_set_new(o, "name", json_string(n->name), &ok);
+	atm_json_set_new(o, "op", json_string(atm_op_name(n->op)), &ok);
+	atm_json_set_new(o, "inputs", gj_ints(n->in, n->n_in), &ok);
+	atm_json_set_new(o, "outputs", gj_ints(n->out, n->n_out), &ok);
 	if (gj_op_attrs(n->op)[0])
-		atm_json_put(o, "attrs", gj_attrs_json(n, &ok), &ok);
+		atm_json_set_new(o, "attrs", gj_attrs_json(n, &ok), &ok);
 	if (n->workspace_bytes)
-		atm_json_put(o, "workspace_bytes", json_integer(n->workspace_bytes), &ok);
+		atm_json_set_new(o, "workspace_bytes", json_integer(n->workspace_bytes), &ok);
 	if (!ok) {
 		json_decref(o);
 		return NULL;

@@ -81,8 +81,8 @@ atm_status atm_text_finish(atm_text *t, char **out, size_t *len, const char *wha
 	return ATM_OK;
 }
 
-/* atm_json_put -- obj[key] = v (stolen), a failure remembered in *ok */
-void atm_json_put(json_t *obj, const char *key, json_t *v, bool *ok)
+/* atm_json_set_new -- obj[key] = v (stolen), a failure remembered in *ok */
+void atm_json_set_new(json_t *obj, const char *key, json_t *v, bool *ok)
 {
 	if (!obj || !v) {
 		json_decref(v);

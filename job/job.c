@@ -325,7 +325,7 @@ atm_status atm_job_write_results(atm_job *j)
 			.slow_read_gbps = r->slow_tier.read_gbps,
 			.slow_write_gbps = r->slow_tier.write_gbps,
 			.seed = o->seed,
-			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
+			.n_threads = r->n_threads,
 			.backend = r->backend,
 			.device = r->device,
 			.versions = r->versions,

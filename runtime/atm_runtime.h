@@ -105,6 +105,8 @@ typedef struct {
 	char backend[16];           /* "cpu", "cuda", "gpu-sim" */
 	char device[128];           /* the CPU model or the GPU's name */
 	char versions[128];         /* the kernel libraries' versions */
+	int n_threads;              /* threads the kernels ran on: the count a profile's machine
+	                             * key has, so that a run and its profile agree */
 	bool simulated;             /* the GPU was simulated: no GPU figure */
 	int64_t arena_bytes;        /* the fast arena's size (on a GPU: device memory taken) */
 } atm_exec_result;
