@@ -43,29 +43,15 @@ static void print_help(void)
 	fputs(profile_help, stdout);
 }
 
-/* machine_json -- the machine key as JSON */
-static json_t *machine_json(const atm_prof_machine *m)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "cpu", json_string(m->cpu));
-	json_object_set_new(o, "n_threads", json_integer(m->n_threads));
-	json_object_set_new(o, "backend", json_string(m->backend));
-	json_object_set_new(o, "fast_tier", json_string(m->fast_tier));
-	json_object_set_new(o, "slow_tier", json_string(m->slow_tier));
-	json_object_set_new(o, "emulation", json_string(m->emulation));
-	json_object_set_new(o, "estimated", json_boolean(m->estimated));
-	return o;
-}
-
 /* compare -- the estimated profile p against the measured one of the same
  * machine in the same cache; false when there is none to compare with */
 static bool compare(const atm_profile *p, const atm_graph *g, atm_prof_error *err)
 {
-	atm_prof_machine m = *atm_profile_machine(p);
+	atm_profile_machine m = *atm_profile_machine_get(p);
 	atm_profile *meas = NULL;
 	bool ok = false;
 	m.estimated = false;
-	if (atm_profile_path(p) && atm_profile_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
+	if (atm_profile_path(p) && atm_prof_cache_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
 		ok = atm_prof_compare(p, meas, g, err) == ATM_OK;
 	atm_profile_destroy(meas);
 	atm_err_clear();
@@ -117,7 +103,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 {
 	atm_prof_roofline rf;
 	json_t *o = json_object();
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	json_object_set_new(o, "graph", json_string(atm_graph_name(g)));
 	json_object_set_new(o, "batch", json_integer(batch));
 	json_object_set_new(o, "n_kernels", json_integer(r->n_kernels));
@@ -130,7 +116,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 	json_object_set_new(o, "reps", r->estimated ? json_null() : json_integer(reps));
 	json_object_set_new(o, "cache", json_string(atm_profile_path(p)));
 	json_object_set_new(o, "n_cache_entries", json_integer(atm_profile_n_entries(p)));
-	json_object_set_new(o, "machine", machine_json(atm_profile_machine(p)));
+	json_object_set_new(o, "machine", atm_profile_machine_json(atm_profile_machine_get(p)));
 	if (atm_profile_get_moves(p, &mv) == ATM_OK) {
 		json_t *m = json_object();
 		json_object_set_new(m, "to_fast_gbps", json_real(mv.to_fast_gbps));
@@ -150,9 +136,9 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_prof *pr,
                         const atm_profile *p, const atm_prof_report *r, const atm_prof_error *err)
 {
-	const atm_prof_machine *m = atm_profile_machine(p);
+	const atm_profile_machine *m = atm_profile_machine_get(p);
 	atm_prof_roofline rf;
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	printf("%s, batch %lld: %s profile\n", atm_graph_name(g), (long long)batch,
 	       r->estimated ? "estimated" : "measured");
 	printf("  kernels          %d (%d unique)\n", r->n_kernels, r->n_unique_kernels);
@@ -263,7 +249,7 @@ static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, a
 {
 	char buf[4096];
 	const char *cache = a->cache;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_status rc;
 	if (!cache) {
 		if ((rc = atm_job_default_cache(buf, sizeof buf)) < 0)
@@ -271,7 +257,7 @@ static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, a
 		cache = buf;
 	}
 	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_profile_open(p, cache, &m, a->rebuild)) == ATM_E_INPUT) {
+	if ((rc = atm_prof_cache_open(p, cache, &m, a->rebuild)) == ATM_E_INPUT) {
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
 		atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);

@@ -96,7 +96,7 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
                                  volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof)
 {
 	char cache_buf[4096];
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_report rep;
 	atm_status rc;
 	if (!cache) {
@@ -116,7 +116,8 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 	if ((rc = atm_prof_new(pr, g, &po)) < 0)
 		return rc;
 	atm_prof_get_machine(*pr, &m);
-	if ((rc = atm_profile_open(prof, cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
+	if ((rc = atm_prof_cache_open(prof, cache, &m, false)) < 0 ||
+	    (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
 		return rc;
 	if (!quiet && rep.n_configs_measured)
 		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", who,

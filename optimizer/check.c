@@ -66,13 +66,13 @@ static void spans_remove(struct spans *s, int64_t off)
 atm_status opt_best_algo(const atm_profile *prof, const atm_graph *g, int32_t k, int *algo,
                          double *t)
 {
-	atm_prof_entry e;
+	atm_profile_entry e;
 	atm_status rc = atm_profile_get(prof, g, k, 0, &e);
 	*algo = 0;
 	*t = e.min_s;
 	if (rc < 0)
 		return rc;
-	for (int a = 1; a < ATM_PROF_MAX_ALGOS; a++)
+	for (int a = 1; a < ATM_MAX_ALGOS; a++)
 		if (atm_profile_get_algo(prof, g, k, 0, a, &e) == ATM_OK &&
 		    e.scratch_bytes <= ATM_GPU_WORKSPACE_BYTES && e.min_s < *t) {
 			*t = e.min_s;
@@ -103,8 +103,8 @@ atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t 
                            const unsigned *cfg, int algo, double *t, double *t_fast)
 {
 	uint32_t mask;
-	atm_prof_entry e;
-	atm_status rc = atm_prof_config_of(g, k, cfg, &mask);
+	atm_profile_entry e;
+	atm_status rc = atm_node_config_of(g, k, cfg, &mask);
 	/* other algorithms than the default are profiled (and chosen) with every operand fast */
 	if (rc < 0 || (rc = atm_profile_get_algo(prof, g, k, mask, mask ? 0 : algo, &e)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
@@ -133,7 +133,7 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 	atm_schedule *s = NULL;
 	struct spans sp = {0};
 	struct clock c = {0};
-	atm_prof_moves mv = {0};
+	atm_profile_moves mv = {0};
 	bool have_moves = false;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
@@ -265,7 +265,7 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 	atm_plan *p = NULL;
 	atm_schedule *s = NULL;
 	atm_cache_model *cm = NULL;
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
 	out->fast_peak_node = -1;
@@ -291,7 +291,7 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 			if (ev->kind != ATM_EV_KERNEL)
 				continue;
 			const atm_node *n = atm_graph_node(g, ev->node);
-			atm_prof_entry e;
+			atm_profile_entry e;
 			if ((rc = atm_profile_get(prof, g, ev->node, 0, &e)) < 0) {
 				atm_err_prefix(rc, "2LM prediction: ");
 				goto done;

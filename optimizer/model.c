@@ -229,7 +229,7 @@ static int32_t phase_at(const struct tmodel *t, int32_t s)
  * noise the plan must not chase (the checker applies the same rule) */
 static atm_status closed_time(const struct model *m, int32_t k, uint32_t mask, double *t)
 {
-	atm_prof_entry e;
+	atm_profile_entry e;
 	atm_status rc = atm_profile_get(m->prof, m->g, k, mask, &e);
 	if (rc < 0)
 		return atm_err_prefix(rc, "run 'autotm profile' for this network first: ");
@@ -293,10 +293,10 @@ static atm_status build_node(struct model *m, int32_t k)
 	const atm_node *n = atm_graph_node(g, k);
 	struct nmodel *nm = &m->n[k];
 	int n_ops = n->n_in + n->n_out, n_units = 0;
-	uint32_t units[ATM_PROF_MAX_OPERANDS];
+	uint32_t units[ATM_CONFIG_MAX_OPERANDS];
 	/* on a GPU no operand group is free: every operand is forced into fast memory */
-	int n_all = m->o.device_only ? 1 : atm_prof_n_configs(g, k);
-	while ((1 << n_units) < n_all && n_units < ATM_PROF_MAX_OPERANDS)
+	int n_all = m->o.device_only ? 1 : atm_node_n_configs(g, k);
+	while ((1 << n_units) < n_all && n_units < ATM_CONFIG_MAX_OPERANDS)
 		n_units++;
 	bool *covered = calloc((size_t)n_ops + 1, sizeof *covered);
 	nm->forced = malloc(((size_t)n_ops + 1) * sizeof *nm->forced);
@@ -305,11 +305,11 @@ static atm_status build_node(struct model *m, int32_t k)
 		return atm_err(ATM_E_NOMEM, "out of memory building the model");
 	}
 	for (int u = 0; u < n_units; u++)
-		units[u] = atm_prof_config_at(g, k, 1 << u);
+		units[u] = atm_node_config_at(g, k, 1 << u);
 	/* operands in no group stay fast (a group with a fast-only tensor is never slow) */
 	for (int u = 0; u < n_units; u++)
 		for (int i = 0; i < n_ops; i++)
-			if (atm_prof_config_loc(g, k, units[u], i) == ATM_LOC_SLOW)
+			if (atm_node_config_loc(g, k, units[u], i) == ATM_LOC_SLOW)
 				covered[i] = true;
 	for (int i = 0; i < n_ops; i++) {
 		const struct tmodel *t = &m->t[operand(n, i)];
@@ -335,7 +335,7 @@ static atm_status build_node(struct model *m, int32_t k)
 			return atm_err(ATM_E_NOMEM, "out of memory building the model");
 		}
 		for (int i = 0; i < n_ops; i++) {
-			if (atm_prof_config_loc(g, k, units[u], i) != ATM_LOC_SLOW)
+			if (atm_node_config_loc(g, k, units[u], i) != ATM_LOC_SLOW)
 				continue;
 			const struct tmodel *t = &m->t[operand(n, i)];
 			fast |= t->cls == TC_FAST;
@@ -417,7 +417,7 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	m->n_nodes = nn;
 	m->n_tensors = ntn;
 	m->n_slots = 2 * nn + 1;
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	if ((rc = atm_profile_get_moves(prof, &mv)) < 0) {
 		atm_err_prefix(rc, "the profile has no copy bandwidths; run 'autotm profile' first: ");
 		goto fail;
@@ -505,7 +505,7 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	/* a grouped node's operands move together: one pinned member would pin them all */
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(g, k);
-		if (n->n_in + n->n_out <= ATM_PROF_MAX_OPERANDS)
+		if (n->n_in + n->n_out <= ATM_CONFIG_MAX_OPERANDS)
 			continue;
 		for (int i = 0; i < n->n_in + n->n_out; i++) {
 			struct tmodel *t = &m->t[i < n->n_in ? n->in[i] : n->out[i - n->n_in]];

@@ -76,7 +76,7 @@ struct forced {
 struct nmodel {
 	uint32_t base;          /* bits always set: groups holding a tensor fixed slow */
 	int n_free;
-	struct unit units[ATM_PROF_MAX_OPERANDS];
+	struct unit units[ATM_CONFIG_MAX_OPERANDS];
 	int n_forced;
 	struct forced *forced;
 	int n_cfg;              /* 1 << n_free */

@@ -225,7 +225,7 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 		return rc;
 	}
 	info->predicted_runtime_s = chk.predicted_s;
-	info->estimated = atm_profile_machine(prof)->estimated;
+	info->estimated = atm_profile_machine_get(prof)->estimated;
 	if (rep)
 		rep->objective_s = rep->heuristic_s = chk.predicted_s;
 	return ATM_OK;
@@ -448,7 +448,7 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
 		goto fail;
 	info->predicted_runtime_s = chk.predicted_s;
-	info->estimated = atm_profile_machine(prof)->estimated;
+	info->estimated = atm_profile_machine_get(prof)->estimated;
 	opt_model_destroy(m);
 	opt_solution_free(&sol);
 	free(slot_limit);

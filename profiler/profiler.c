@@ -19,7 +19,7 @@ struct atm_prof {
 	const atm_graph *g;
 	atm_prof_opts o;
 	atm_kbench *kb;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_roofline rf; /* estimating: the model, once calibrated */
 	bool have_rf;
 };
@@ -46,7 +46,7 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 {
 	int32_t nn = atm_graph_n_nodes(g);
 	json_t *sigs = json_object(), *pairs = json_object();
-	char sig[ATM_PROF_SIG_MAX], key[ATM_PROF_SIG_MAX + 32], name[32];
+	char sig[ATM_SIGNATURE_MAX], key[ATM_SIGNATURE_MAX + 32], name[32];
 	atm_prof_roofline rf;
 	int64_t cap = 0;
 	atm_status rc = ATM_OK;
@@ -55,7 +55,7 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 	if (!sigs || !pairs)
 		goto nomem;
 	for (int32_t k = 0; k < nn; k++) {
-		if ((rc = atm_prof_signature(g, k, sig, sizeof sig)) < 0)
+		if ((rc = atm_node_signature(g, k, sig, sizeof sig)) < 0)
 			goto fail;
 		json_t *u = json_object_get(sigs, sig);
 		if (!u) {
@@ -66,9 +66,9 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 		atm_prof_work pw;
 		if ((rc = atm_prof_kernel_work(g, k, &pw)) < 0)
 			goto fail;
-		for (int i = 0; i < (device_only ? 1 : atm_prof_n_configs(g, k)); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			snprintf(key, sizeof key, "%s %s", sig, atm_prof_config_name(g, k, c, name, sizeof name));
+		for (int i = 0; i < (device_only ? 1 : atm_node_n_configs(g, k)); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			snprintf(key, sizeof key, "%s %s", sig, atm_node_config_name(g, k, c, name, sizeof name));
 			if (json_object_get(pairs, key))
 				continue;
 			if (json_object_set_new(pairs, key, json_true()) < 0)
@@ -80,7 +80,7 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 					goto nomem;
 				w->tasks = t;
 			}
-			atm_prof_entry e;
+			atm_profile_entry e;
 			atm_prof_estimate(&rf, g, k, c, &e);
 			w->tasks[w->n_tasks++] = (struct task){k, c, (int32_t)json_integer_value(u), e.min_s};
 		}
@@ -156,7 +156,7 @@ void atm_prof_destroy(atm_prof *pr)
 }
 
 /* atm_prof_get_machine -- the machine key its entries will carry */
-void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m)
+void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m)
 {
 	*m = pr->m;
 }
@@ -209,7 +209,7 @@ static atm_status roofline_for(atm_prof *pr)
 
 /* estimate_moves -- a synchronous copy in the model: read and write at the
  * fast bandwidth, then what the slow side adds */
-static void estimate_moves(const atm_prof_roofline *rf, atm_prof_moves *m)
+static void estimate_moves(const atm_prof_roofline *rf, atm_profile_moves *m)
 {
 	double per_byte_fast = 1.0 / (rf->fast_gbps * 1e9);
 	double to_slow, to_fast;
@@ -274,8 +274,8 @@ static atm_status time_algos(atm_prof *pr, atm_profile *p, int32_t node, uint32_
 {
 	int n = 0;
 	atm_status rc = atm_kbench_algos(pr->kb, node, &n);
-	for (int a = 1; rc >= 0 && a < n && a < ATM_PROF_MAX_ALGOS; a++) {
-		atm_prof_entry e;
+	for (int a = 1; rc >= 0 && a < n && a < ATM_MAX_ALGOS; a++) {
+		atm_profile_entry e;
 		int64_t ws = 0;
 		if ((rc = atm_kbench_algo_workspace(pr->kb, node, a, &ws)) < 0)
 			break;
@@ -295,7 +295,7 @@ static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
 	bool due = st->since_save >= pr->o.flush_configs || t - st->last_save >= pr->o.flush_s;
 	if (!due || t - st->last_save < SAVE_COST_FACTOR * st->save_cost)
 		return ATM_OK;
-	atm_status rc = atm_profile_save(p);
+	atm_status rc = atm_prof_cache_save(p);
 	st->last_save = atm_now_s();
 	st->save_cost = st->last_save - t;
 	st->since_save = 0;
@@ -320,14 +320,14 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	atm_status rc;
 	memset(r, 0, sizeof *r);
 	st.t_start = atm_now_s();
-	const atm_prof_machine *pm = atm_profile_machine(p), *mine = &pr->m;
+	const atm_profile_machine *pm = atm_profile_machine_get(p), *mine = &pr->m;
 	if (strcmp(pm->cpu, mine->cpu) || pm->n_threads != mine->n_threads ||
 	    strcmp(pm->backend, mine->backend) || strcmp(pm->fast_tier, mine->fast_tier) ||
 	    strcmp(pm->slow_tier, mine->slow_tier) || strcmp(pm->emulation, mine->emulation) ||
 	    pm->estimated != mine->estimated)
 		return atm_err(ATM_E_USAGE, "atm_prof_run: the profile is of another machine than this "
 		               "profiler's (open it with the machine atm_prof_get_machine gives)");
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
 	atm_err_clear();
 	if ((rc = build_work(pr->g, pr->o.gpu.mode != NULL, &w)) < 0)
@@ -358,7 +358,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	st.t_measure = st.last_save = st.last_draw = atm_now_s();
 	for (int64_t i = 0; i < st.n_todo; i++) {
 		const struct task *t = &todo[i];
-		atm_prof_entry e;
+		atm_profile_entry e;
 		if (pr->o.stop && *pr->o.stop) {
 			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
 			             (long long)st.n_done, (long long)st.n_todo);
@@ -374,7 +374,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 			char name[32];
 			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",
 			               atm_graph_node(pr->g, t->node)->name,
-			               atm_prof_config_name(pr->g, t->node, t->config, name, sizeof name));
+			               atm_node_config_name(pr->g, t->node, t->config, name, sizeof name));
 			break;
 		}
 		st.n_done++;
@@ -398,7 +398,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	{
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
-		atm_status src = atm_profile_save(p);
+		atm_status src = atm_prof_cache_save(p);
 		if (rc >= 0)
 			rc = src;
 		else if (src >= 0 && atm_profile_path(p))

@@ -101,7 +101,7 @@ typedef struct {
 	/* waited_s -- emulation waits so far (kernels and copies, every thread) */
 	double (*waited_s)(const atm_backend *b);
 	/* machine -- fill the profile key: what makes kernel timings comparable */
-	void (*machine)(const atm_backend *b, atm_prof_machine *m);
+	void (*machine)(const atm_backend *b, atm_profile_machine *m);
 } atm_backend_i;
 
 struct atm_backend {

@@ -402,7 +402,7 @@ static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
 /* cpu_machine -- what makes these timings comparable. The thread count is
  * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
  * else the CPUs this process may run on. */
-static void cpu_machine(const atm_backend *b, atm_prof_machine *m)
+static void cpu_machine(const atm_backend *b, atm_profile_machine *m)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	const dnnl_version_t *v = dnnl_version();

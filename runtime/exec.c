@@ -447,7 +447,7 @@ static void describe_result(atm_exec *e)
 	snprintf(r->device, sizeof r->device, "%s", e->desc.device);
 	snprintf(r->versions, sizeof r->versions, "%s", e->desc.versions);
 	r->simulated = e->desc.simulated;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	e->b->iface->machine(e->b, &m);
 	r->n_threads = m.n_threads;
 	r->twolm_bytes = e->twolm ? e->opts.twolm_bytes : 0;

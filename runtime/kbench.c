@@ -120,7 +120,7 @@ void atm_kbench_destroy(atm_kbench *kb)
 }
 
 /* atm_kbench_machine -- the machine key of these timings */
-void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m)
+void atm_kbench_machine(const atm_kbench *kb, atm_profile_machine *m)
 {
 	kb->b->iface->machine(kb->b, m);
 }
@@ -365,14 +365,14 @@ atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int
 }
 
 /* atm_kbench_time -- warm-up and timed runs of node with its operands where config puts them */
-atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e)
+atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_profile_entry *e)
 {
 	return atm_kbench_time_algo(kb, node, config, 0, e);
 }
 
 /* atm_kbench_time_algo -- the same with one of node's algorithms */
 atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
-                                atm_prof_entry *e)
+                                atm_profile_entry *e)
 {
 	const atm_node *n = atm_graph_node(kb->g, node);
 	atm_status rc = ATM_OK;
@@ -381,14 +381,14 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 		return atm_err(ATM_E_USAGE, "atm_kbench_time: node %d is out of range (graph '%s' has %d "
 		               "nodes)", node, atm_graph_name(kb->g), atm_graph_n_nodes(kb->g));
 	int n_ops = n->n_in + n->n_out;
-	unsigned locs[2 * ATM_PROF_MAX_OPERANDS];
-	unsigned *lp = n_ops <= 2 * ATM_PROF_MAX_OPERANDS ? locs : calloc((size_t)n_ops, sizeof *lp);
+	unsigned locs[2 * ATM_CONFIG_MAX_OPERANDS];
+	unsigned *lp = n_ops <= 2 * ATM_CONFIG_MAX_OPERANDS ? locs : calloc((size_t)n_ops, sizeof *lp);
 	if (!lp)
 		return atm_err(ATM_E_NOMEM, "out of memory timing node '%s'", n->name);
 	for (int i = 0; i < n_ops; i++)
-		lp[i] = atm_prof_config_loc(kb->g, node, config, i);
+		lp[i] = atm_node_config_loc(kb->g, node, config, i);
 	uint32_t check;
-	if (atm_prof_config_of(kb->g, node, lp, &check) < 0) {
+	if (atm_node_config_of(kb->g, node, lp, &check) < 0) {
 		rc = atm_err_prefix(ATM_E_USAGE, "atm_kbench_time: ");
 		goto done;
 	}
@@ -450,7 +450,7 @@ static atm_status copy_s(atm_kbench *kb, unsigned to, void *dst, const void *src
 }
 
 /* atm_kbench_moves -- best of three synchronous copies each way after a warm-up */
-atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
+atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	void *f = NULL, *s = NULL;

@@ -368,7 +368,7 @@ static void test_plan_algorithms(void **state)
 	assert_null(strstr(a, "algorithms")); /* default algorithms: nothing written */
 	free(a);
 	assert_int_equal(atm_plan_set_algo(p, 1, 3), ATM_OK);
-	assert_int_equal(atm_plan_set_algo(p, 1, ATM_PROF_MAX_ALGOS), ATM_E_INPUT);
+	assert_int_equal(atm_plan_set_algo(p, 1, ATM_MAX_ALGOS), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "is not valid"));
 	assert_int_equal(atm_plan_set_algo(p, atm_graph_n_nodes(sm->g), 1), ATM_E_INPUT);
 	assert_int_equal(atm_plan_algo(p, 1), 3);
