@@ -68,14 +68,15 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
 	atm_text t = {0};
 	char digest[17];
+	bool ok = true; /* every field set: a failed allocation fails the dump, it drops nothing */
 	*out = NULL;
 	atm_graph_digest(g, digest);
 
 	json_t *gr = json_object();
-	json_object_set_new(gr, "name", json_string(atm_graph_name(g)));
-	json_object_set_new(gr, "digest", json_string(digest));
-	json_object_set_new(gr, "n_tensors", json_integer(nt));
-	json_object_set_new(gr, "n_nodes", json_integer(nn));
+	atm_json_set_new(gr, "name", json_string(atm_graph_name(g)), &ok);
+	atm_json_set_new(gr, "digest", json_string(digest), &ok);
+	atm_json_set_new(gr, "n_tensors", json_integer(nt), &ok);
+	atm_json_set_new(gr, "n_nodes", json_integer(nn), &ok);
 	atm_text_str(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
 	atm_text_json_new(&t, gr, PJ_DUMP);
 	atm_text_str(&t, ",\n  \"formulation\": ");
@@ -85,17 +86,19 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	atm_text_str(&t, ",\n  \"predicted_runtime_s\": ");
 	atm_text_json_new(&t, real_or_null(info->predicted_runtime_s), PJ_DUMP);
 	json_t *solver = json_object();
-	json_object_set_new(solver, "status", json_string(info->solver_status));
-	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
-	json_object_set_new(solver, "solve_s", real_or_null(info->solve_s));
-	json_object_set_new(solver, "mip_gap", real_or_null(info->mip_gap));
+	atm_json_set_new(solver, "status", json_string(info->solver_status), &ok);
+	atm_json_set_new(solver, "creation_s", real_or_null(info->creation_s), &ok);
+	atm_json_set_new(solver, "solve_s", real_or_null(info->solve_s), &ok);
+	atm_json_set_new(solver, "mip_gap", real_or_null(info->mip_gap), &ok);
 	/* each defragmentation round's times, so that a plan run later reports them */
 	json_t *rounds = json_array();
 	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++)
-		json_array_append_new(rounds, json_pack("{s:o, s:o}", "creation_s",
-		                                        real_or_null(info->round_creation_s[i]), "solve_s",
-		                                        real_or_null(info->round_solve_s[i])));
-	json_object_set_new(solver, "rounds", rounds);
+		if (json_array_append_new(rounds, json_pack("{s:o, s:o}", "creation_s",
+		                                            real_or_null(info->round_creation_s[i]),
+		                                            "solve_s",
+		                                            real_or_null(info->round_solve_s[i]))) < 0)
+			ok = false;
+	atm_json_set_new(solver, "rounds", rounds, &ok);
 	atm_text_str(&t, ",\n  \"ratio\": ");
 	atm_text_json_new(&t, info->ratio_slow + info->ratio_fast > 0
 	                 ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
@@ -107,8 +110,8 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	atm_text_str(&t, ",\n  \"tensors\": [");
 	for (int32_t i = 0; i < nt; i++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name));
-		json_object_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))));
+		atm_json_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name), &ok);
+		atm_json_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))), &ok);
 		atm_text_str(&t, i ? ",\n    " : "\n    ");
 		atm_text_json_new(&t, o, PJ_DUMP);
 	}
@@ -116,14 +119,15 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
 		const atm_move *m = atm_plan_move(p, i);
 		json_t *o = json_object();
-		json_object_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name));
-		json_object_set_new(o, "to", json_string(loc_name(m->to)));
-		json_object_set_new(o, "after", json_integer(m->after));
-		json_object_set_new(o, "after_node", m->after < 0 ? json_null()
-		                                                   : json_string(atm_graph_node(g, m->after)->name));
-		json_object_set_new(o, "mode", json_string(m->async ? "async" : "sync"));
+		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name), &ok);
+		atm_json_set_new(o, "to", json_string(loc_name(m->to)), &ok);
+		atm_json_set_new(o, "after", json_integer(m->after), &ok);
+		atm_json_set_new(o, "after_node", m->after < 0 ? json_null()
+		                                                : json_string(atm_graph_node(g, m->after)->name),
+		                 &ok);
+		atm_json_set_new(o, "mode", json_string(m->async ? "async" : "sync"), &ok);
 		if (m->async)
-			json_object_set_new(o, "until", json_integer(m->until));
+			atm_json_set_new(o, "until", json_integer(m->until), &ok);
 		atm_text_str(&t, i ? ",\n    " : "\n    ");
 		atm_text_json_new(&t, o, PJ_DUMP);
 	}
@@ -132,7 +136,8 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	json_t *algos = json_object();
 	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
 		if (atm_plan_algo(p, k))
-			json_object_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)));
+			atm_json_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)),
+			                 &ok);
 	if (!algos) {
 		t.failed = true;
 	} else if (json_object_size(algos)) {
@@ -142,6 +147,8 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 		json_decref(algos);
 	}
 	atm_text_str(&t, "\n}\n");
+	if (!ok)
+		t.failed = true;
 	return atm_text_finish(&t, out, NULL, "a plan");
 }
 
