@@ -339,9 +339,10 @@ int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
 
 atm_status cli_print_json_new(json_t *o)
 {
-	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	char *text = NULL;
+	atm_status rc = o ? atm_json_text(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER, &text) : ATM_E_NOMEM;
 	json_decref(o);
-	if (!text)
+	if (rc < 0)
 		return atm_err(ATM_E_NOMEM, "out of memory printing JSON");
 	printf("%s\n", text);
 	free(text);

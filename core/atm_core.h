@@ -269,6 +269,10 @@ const char *atm_json_type_name(const struct json_t *v);
  * rather than ignored. */
 const char *atm_json_unknown_key(const struct json_t *o, const char *const *keys, char *valid,
                                  size_t len);
+/* atm_json_text -- v as text (malloc'd; flags as json_dumps's), or ATM_E_NOMEM. Unlike
+ * json_dumps, which (jansson 2.14) can return an object with a key's text missing when an
+ * allocation fails, it gives the whole text or none. */
+atm_status atm_json_text(const struct json_t *v, size_t flags, char **text);
 /* atm_json_set_new -- obj[key] = v, stealing v as json_object_set_new does; a failure (obj or
  * v NULL: an allocation that failed; or a failed set) clears *ok, so that a writer checks once
  * at the end and never drops a field unnoticed */

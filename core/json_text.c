@@ -46,16 +46,21 @@ void atm_text_str(atm_text *t, const char *s)
 	atm_text_add(t, "%s", s);
 }
 
-/* atm_text_json -- append v on one line */
+/* text_bytes -- json_dump_callback's sink: append n bytes of buf */
+static int text_bytes(const char *buf, size_t n, void *data)
+{
+	atm_text *t = data;
+	atm_text_add(t, "%.*s", (int)n, buf);
+	return t->failed ? -1 : 0;
+}
+
+/* atm_text_json -- append v on one line. Through a callback rather than json_dumps: when an
+ * allocation fails while it writes an object's key, jansson 2.14 carries on without the key's
+ * text and returns the rest, while the callback's own record of the failure stays here. */
 void atm_text_json(atm_text *t, const json_t *v, size_t flags)
 {
-	char *s = v && !t->failed ? json_dumps(v, flags | JSON_ENCODE_ANY) : NULL;
-	if (!s) {
+	if (!v || t->failed || json_dump_callback(v, text_bytes, t, flags | JSON_ENCODE_ANY) < 0)
 		t->failed = true;
-		return;
-	}
-	atm_text_str(t, s);
-	free(s);
 }
 
 /* atm_text_json_new -- append v on one line and release it */
@@ -91,6 +96,14 @@ void atm_json_set_new(json_t *obj, const char *key, json_t *v, bool *ok)
 	}
 	if (json_object_set_new(obj, key, v) < 0)
 		*ok = false;
+}
+
+/* atm_json_text -- v as malloc'd text */
+atm_status atm_json_text(const json_t *v, size_t flags, char **text)
+{
+	atm_text t = {0};
+	atm_text_json(&t, v, flags);
+	return atm_text_finish(&t, text, NULL, "JSON");
 }
 
 /* atm_json_unknown_key -- the first key of o not in keys, and the valid ones for the message */

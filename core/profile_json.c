@@ -323,6 +323,9 @@ static atm_status parse_doc(const char *text, size_t len, const char *origin, js
 	if (len == 0)
 		return atm_err(ATM_E_INPUT, "%s: the file is empty, not a profile cache", origin);
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* jansson fails with no message at all when its first allocation fails */
+	if (!root && (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0]))
+		return atm_err(ATM_E_NOMEM, "out of memory reading %s", origin);
 	if (!root)
 		return atm_err(ATM_E_INPUT, "%s:%d:%d: %s", origin, jerr.line, jerr.column, jerr.text);
 	if ((rc = check_doc(root, origin)) < 0) {

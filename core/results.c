@@ -217,19 +217,21 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	return run;
 }
 
-/* document -- a whole results file holding one run; NULL when out of memory */
-static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
-                        const atm_run_measured *m)
+/* document -- a whole results file holding one run */
+static atm_status document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
+                           const atm_run_measured *m, json_t **out)
 {
 	const atm_graph *g = atm_plan_graph(p);
 	atm_graph_stats gs;
 	char digest[17], cpu[256];
 	bool ok = true;
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_graph_stats_compute(g, &gs)) < 0)
+		return rc;
 	json_t *doc = json_object(), *runs = json_array();
 	atm_graph_digest(g, digest);
 	atm_cpu_model(cpu, sizeof cpu);
-	if (atm_graph_stats_compute(g, &gs) < 0)
-		memset(&gs, 0, sizeof gs);
 	atm_json_set_new(doc, "format", json_string(RJ_FORMAT), &ok);
 	atm_json_set_new(doc, "version", json_integer(ATM_RESULTS_VERSION), &ok);
 	int64_t batch = w && w->batch ? w->batch : atm_graph_batch(g);
@@ -251,16 +253,18 @@ static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_resu
 	atm_json_set_new(doc, "runs", runs, &ok);
 	if (!ok) {
 		json_decref(doc);
-		return NULL;
+		return atm_err(ATM_E_NOMEM, "out of memory writing results");
 	}
-	return doc;
+	*out = doc;
+	return ATM_OK;
 }
 
 /* to_text -- doc as the file's text (borrowed: the caller releases doc) */
 static atm_status to_text(const json_t *doc, char **text)
 {
-	*text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-	return *text ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory writing results");
+	atm_status rc = atm_json_text(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	                                   JSON_REAL_PRECISION(10), text);
+	return rc < 0 ? atm_err(rc, "out of memory writing results") : ATM_OK;
 }
 
 /* load_results -- path's results document, checked to be this version's (ATM_E_INPUT when not) */
@@ -269,6 +273,9 @@ static atm_status load_results(const char *path, json_t **out)
 	json_error_t e;
 	json_t *old = json_load_file(path, 0, &e);
 	*out = NULL;
+	/* jansson fails with no message at all when its first allocation fails */
+	if (!old && (json_error_code(&e) == json_error_out_of_memory || !e.text[0]))
+		return atm_err(ATM_E_NOMEM, "out of memory reading %s", path);
 	if (!old)
 		return atm_err(ATM_E_INPUT, "%s: line %d: %s; not appending to a file that is not "
 		               "results JSON", path, e.line, e.text);
@@ -336,12 +343,12 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
                              const atm_results_workload *w, const atm_run_measured *m,
                              bool append)
 {
-	json_t *doc = document(p, s, w, m), *old = NULL;
+	json_t *doc = NULL, *old = NULL;
 	char *text = NULL, digest[17];
 	int fd = -1;
-	atm_status rc;
-	if (!doc)
-		return atm_err(ATM_E_NOMEM, "out of memory writing results");
+	atm_status rc = document(p, s, w, m, &doc);
+	if (rc < 0)
+		return rc;
 	/* held from the read to the rename: a second appender reads what the first wrote */
 	if (append && (rc = atm_file_lock(path, &fd)) < 0)
 		goto fail;

@@ -10,39 +10,9 @@
 
 #include "atm_zoo.h"
 #include "builder.h"
-
-/* Allocation failure injection: the test links with -Wl,--wrap=malloc (and calloc,
- * realloc), so every allocation made by the zoo, the core and this file comes
- * here; fail_after > 0 makes the fail_after-th one from now return NULL. */
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-static long fail_after;
-
-/* injected -- should this allocation fail? */
-static int injected(void)
-{
-	return fail_after > 0 && --fail_after == 0;
-}
-
-/* __wrap_malloc, __wrap_calloc, __wrap_realloc -- the allocator, failing on request */
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n)
-{
-	return injected() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_calloc(size_t n, size_t size)
-{
-	return injected() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n)
-{
-	return injected() ? NULL : __real_realloc(p, n);
-}
+/* every allocation of the zoo and the core (linked with --wrap=malloc and the others) */
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
 
 static const zb_spec spec = {.name = "t", .batch = 2, .n_classes = 10, .image = 16, .lr = 0.25f};
 
@@ -425,30 +395,29 @@ static void test_builder_new_rejects_batch(void **state)
 	zb_destroy(NULL);
 }
 
+/* build_tiny_cnn -- one whole build: a valid graph, or nothing built */
+static atm_status build_tiny_cnn(void *arg)
+{
+	atm_graph *g = NULL;
+	atm_status rc = atm_zoo_build(&g, "tiny_cnn", NULL);
+	(void)arg;
+	if (rc < 0) {
+		assert_null(g);
+		return rc;
+	}
+	rc = atm_graph_validate(g);
+	atm_graph_destroy(g);
+	return rc;
+}
+
 /* test_builder_allocation_failures -- every allocation of a whole build, failed in
  * turn: each failure is ATM_E_NOMEM, with nothing built and (ASan) nothing leaked */
 static void test_builder_allocation_failures(void **state)
 {
 	(void)state;
-	long k;
-	for (k = 1; k < 100000; k++) {
-		atm_graph *g = NULL;
-		fail_after = k;
-		atm_status rc = atm_zoo_build(&g, "tiny_cnn", NULL);
-		bool hit = fail_after == 0;
-		fail_after = 0;
-		if (!hit) {
-			print_message("tiny_cnn builds with %ld allocations\n", k - 1);
-			assert_int_equal(rc, ATM_OK);
-			assert_int_equal(atm_graph_validate(g), ATM_OK);
-			atm_graph_destroy(g);
-			break;
-		}
-		if (rc != ATM_E_NOMEM)
-			fail_msg("allocation %ld failed: status %d, '%s'", k, rc, atm_errmsg());
-		assert_null(g);
-	}
-	assert_true(k > 10); /* the build allocates: the wrappers are in place */
+	long n = alloc_fail_sweep("building tiny_cnn", build_tiny_cnn, NULL);
+	print_message("tiny_cnn builds with %ld allocations\n", n);
+	assert_true(n > 10); /* the build allocates: the wrappers are in place */
 }
 
 /* main -- builder tests on a fresh builder each, then the self-contained ones */
