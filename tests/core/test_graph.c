@@ -270,6 +270,20 @@ static void test_graph_sgd_only_updates_params(void **state)
 	expect_invalid(g, "sgd updates tensor 'x' in place, which must be a param", NULL);
 }
 
+/* test_graph_inplace_ops -- SGD writes its input 0 in place and no other op does: the
+ * schedule drops an SGD target's other copy, and nothing else's */
+static void test_graph_inplace_ops(void **state)
+{
+	(void)state;
+	int n = 0;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		n += atm_op_is_inplace((atm_op)op);
+	assert_int_equal(n, 1);
+	assert_true(atm_op_is_inplace(ATM_OP_SGD));
+	assert_false(atm_op_is_inplace(ATM_OP_RELU_FWD));
+	assert_false(atm_op_is_inplace(ATM_OP_ADD));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -289,6 +303,7 @@ int main(void)
 		T(test_graph_concat_and_split),
 		T(test_graph_batch_norm_and_loss),
 		T(test_graph_sgd_only_updates_params),
+		cmocka_unit_test(test_graph_inplace_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

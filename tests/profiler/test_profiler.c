@@ -15,6 +15,7 @@
 
 #include "atm_profiler.h"
 #include "atm_zoo.h"
+#include "common/small_graph.h"
 
 static char tmpdir[] = "/tmp/atm_prof_XXXXXX";
 
@@ -336,8 +337,19 @@ static void test_profiler_estimate_kept_apart_and_marked(void **state)
 	atm_profile *p = NULL;
 	atm_profile_machine m;
 	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	/* the model the run used: none before it runs, the given one after */
+	atm_prof_roofline used;
+	assert_int_equal(atm_prof_get_roofline(pr, &used), ATM_E_NOTFOUND);
 	atm_prof_get_machine(pr, &m);
 	assert_true(m.estimated);
+	atm_profile *mem = NULL;
+	atm_prof_report r2;
+	assert_int_equal(atm_profile_new(&mem, &m, NULL), ATM_OK);
+	assert_int_equal(atm_prof_run(pr, mem, &r2), ATM_OK);
+	atm_profile_destroy(mem);
+	assert_int_equal(atm_prof_get_roofline(pr, &used), ATM_OK);
+	assert_true(used.gflops[ATM_OP_CONV_FWD] == rf.gflops[ATM_OP_CONV_FWD]);
+	assert_true(used.slow_read_gbps == 29 && used.slow_write_gbps == 12 && used.emulated);
 	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), r.n_configs);
 	atm_profile_entry e;
@@ -428,6 +440,59 @@ static void test_profiler_calibrate(void **state)
 	assert_true(rf.slow_read_gbps == 1.5);
 }
 
+/* test_profiler_kernel_work -- FLOPs and bytes from the op and the shapes: multiply-adds count
+ * two, every operand is streamed once, an in-place update twice */
+static void test_profiler_kernel_work(void **state)
+{
+	(void)state;
+	struct small sm;
+	atm_prof_work w;
+	small_build(&sm);
+	/* fc: y[1,3] = x[1,4] w[3,4]^T + b[3] */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 0, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 1 * 12);
+	assert_true(w.traffic_bytes == 16 + 48 + 12 + 12);
+	assert_false(w.pointwise);
+	/* relu: an element each */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 1, &w), ATM_OK);
+	assert_true(w.flops == 3 && w.traffic_bytes == 24);
+	/* sgd.w: w -= lr * dw reads and writes w */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 6, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 12 && w.traffic_bytes == 48 * 3);
+	assert_int_equal(atm_prof_kernel_work(sm.g, 99, &w), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "node 99 is out of range"));
+	assert_true(w.flops == 0);
+	atm_graph_destroy(sm.g);
+	/* convolutions: 3x3 over 2 channels into 3, and 1x1 */
+	atm_graph *g = NULL;
+	int32_t x, k3, y3, k1, y1, id;
+	int64_t dx[] = {1, 2, 5, 5}, dk3[] = {3, 2, 3, 3}, dy3[] = {1, 3, 3, 3}, dk1[] = {3, 2, 1, 1},
+	        dy1[] = {1, 3, 5, 5};
+	assert_int_equal(atm_graph_new(&g, "convs"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 4, dx, ATM_KIND_INPUT, ATM_LOC_ANY,
+	                                      &x), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "k3", ATM_F32, 4, dk3, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &k3), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "y3", ATM_F32, 4, dy3, ATM_KIND_OUTPUT, ATM_LOC_ANY,
+	                                      &y3), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "k1", ATM_F32, 4, dk1, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &k1), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "y1", ATM_F32, 4, dy1, ATM_KIND_OUTPUT, ATM_LOC_ANY,
+	                                      &y1), 0);
+	assert_int_equal(atm_graph_add_node(g, "c3", ATM_OP_CONV_FWD, NULL, 2, (int32_t[]){x, k3}, 1, &y3,
+	                                    &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "c1", ATM_OP_CONV_FWD, NULL, 2, (int32_t[]){x, k1}, 1, &y1,
+	                                    &id), 0);
+	assert_int_equal(atm_prof_kernel_work(g, 0, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 27 * 18); /* 27 outputs, 2 x 3 x 3 products each */
+	assert_false(w.pointwise);
+	assert_int_equal(atm_prof_kernel_work(g, 1, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 75 * 2);
+	assert_true(w.pointwise);
+	assert_true(w.traffic_bytes == 4.0 * (50 + 6 + 75));
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
 		cmocka_unit_test(test_profiler_compare),
 		cmocka_unit_test(test_profiler_calibrate),
+		cmocka_unit_test(test_profiler_kernel_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
