@@ -109,6 +109,12 @@ typedef struct {
 /* cli_plan_option -- consume opt if it is a planning option, into jo; 1 consumed, 0 not,
  * <0 error */
 int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char *arg);
+/* cli_job_begin -- jo at the job's defaults for command who, and getopt at the start */
+void cli_job_begin(atm_job_opts *jo, const char *who);
+/* cli_job_option -- consume opt if it is a graph, memory or planning option of plan and run;
+ * 1 consumed, 0 not, <0 error */
+int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
+                   const char *arg);
 /* cli_plan_check -- after the options: at most one limit, and one unless the formulation or
  * a GPU needs none; ATM_E_USAGE saying which */
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given);

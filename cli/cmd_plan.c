@@ -195,17 +195,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	atm_status rc;
 	int opt;
 
-	atm_job_opts_default(jo);
-	jo->who = "plan";
+	cli_job_begin(jo, "plan");
 	jo->optimize = true;
-	optind = 1;
-	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&a->src, opt, optarg);
-		if (!used)
-			used = cli_memory_option(&jo->mem, opt, optarg);
-		if (!used)
-			used = cli_plan_option(jo, &given, opt, optarg);
+		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
 		if (used < 0)
 			return cli_fail("plan", ATM_E_USAGE);
 		if (used)

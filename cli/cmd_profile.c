@@ -243,21 +243,12 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	return -1;
 }
 
-/* open_cache -- the profile of pr's machine in the cache, opened (and checked writable)
- * before anything is measured */
+/* open_cache -- the cache opened before anything is measured; a corrupt one says how to start
+ * over */
 static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, atm_profile **p)
 {
-	char buf[4096];
-	const char *cache = a->cache;
-	atm_profile_machine m;
-	atm_status rc;
-	if (!cache) {
-		if ((rc = atm_job_default_cache(buf, sizeof buf)) < 0)
-			return rc;
-		cache = buf;
-	}
-	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_prof_cache_open(p, cache, &m, a->rebuild)) == ATM_E_INPUT) {
+	atm_status rc = atm_job_open_cache(pr, a->cache, a->rebuild, p);
+	if (rc == ATM_E_INPUT) {
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
 		atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);

@@ -144,16 +144,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	int64_t v, seed = 1, placement_seed = -1;
 	int opt;
 
-	atm_job_opts_default(jo);
-	jo->who = "run";
-	optind = 1;
-	opterr = 0;
+	cli_job_begin(jo, "run");
 	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&a->src, opt, optarg);
-		if (!used)
-			used = cli_memory_option(&jo->mem, opt, optarg);
-		if (!used)
-			used = cli_plan_option(jo, &given, opt, optarg);
+		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
 		if (used < 0)
 			return cli_fail("run", ATM_E_USAGE);
 		if (used)

@@ -269,6 +269,25 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	}
 }
 
+void cli_job_begin(atm_job_opts *jo, const char *who)
+{
+	atm_job_opts_default(jo);
+	jo->who = who;
+	optind = 1;
+	opterr = 0;
+}
+
+int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
+                   const char *arg)
+{
+	int used = cli_graph_option(src, opt, arg);
+	if (!used)
+		used = cli_memory_option(&jo->mem, opt, arg);
+	if (!used)
+		used = cli_plan_option(jo, given, opt, arg);
+	return used;
+}
+
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 {
 	if (given->ratio && given->limit)

@@ -218,6 +218,8 @@ const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
 /* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
 int32_t atm_graph_find_tensor(const atm_graph *g, const char *name);
+/* atm_graph_producer -- the first node that writes tensor, or -1 (an input, a parameter) */
+int32_t atm_graph_producer(const atm_graph *g, int32_t tensor);
 
 /* atm_tensor_is_persistent -- lives for the whole step (input, param, optimizer
  * state, constant, output) */

@@ -347,6 +347,18 @@ atm_status atm_graph_mark_batched(atm_graph *g, int32_t tensor)
 	return ATM_OK;
 }
 
+/* atm_graph_producer -- a scan of the schedule: callers ask once per tensor they set up */
+int32_t atm_graph_producer(const atm_graph *g, int32_t tensor)
+{
+	for (int32_t k = 0; k < g->n_nodes; k++) {
+		const atm_node *n = &g->nodes[k];
+		for (int i = 0; i < n->n_out; i++)
+			if (n->out[i] == tensor)
+				return k;
+	}
+	return -1;
+}
+
 int64_t atm_graph_batch(const atm_graph *g)
 {
 	for (int32_t t = 0; t < g->n_tensors; t++)

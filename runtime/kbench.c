@@ -206,18 +206,6 @@ static atm_status use_kernel(atm_kbench *kb, int32_t node)
 	return ATM_OK;
 }
 
-/* producer -- the node that writes tensor t, -1 when none (a graph input) */
-static int32_t producer(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_out; i++)
-			if (n->out[i] == t)
-				return k;
-	}
-	return -1;
-}
-
 /* staging -- the host buffer, at least bytes long */
 static atm_status staging(atm_kbench *kb, int64_t bytes)
 {
@@ -240,7 +228,7 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 {
 	const atm_tensor *x = atm_graph_tensor(kb->g, t);
 	const atm_backend_i *bi = kb->b->iface;
-	int32_t pk = producer(kb->g, t);
+	int32_t pk = atm_graph_producer(kb->g, t);
 	const atm_node *p = pk >= 0 ? atm_graph_node(kb->g, pk) : NULL;
 	atm_bk_kernel *k = NULL;
 	void *xin = NULL, *y = NULL;

@@ -39,17 +39,6 @@ static void *dev(int64_t bytes)
 	return p;
 }
 
-static int32_t producer(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_out; i++)
-			if (n->out[i] == t)
-				return k;
-	}
-	return -1;
-}
-
 /* Operands of one node on both sides: host copies for the CPU, device copies for the GPU. */
 struct io {
 	int n;
@@ -59,7 +48,7 @@ struct io {
 /* make_argmax -- the max-pooling forward of t's producer on each side from the same x */
 static void make_argmax(const atm_graph *g, int32_t t, void *host, void *devbuf, uint64_t seed)
 {
-	int32_t pk = producer(g, t);
+	int32_t pk = atm_graph_producer(g, t);
 	assert_true(pk >= 0 && atm_graph_node(g, pk)->op == ATM_OP_MAXPOOL_FWD);
 	const atm_node *p = atm_graph_node(g, pk);
 	const atm_tensor *x = atm_graph_tensor(g, p->in[0]), *y = atm_graph_tensor(g, p->out[0]);

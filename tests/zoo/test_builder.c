@@ -57,18 +57,6 @@ static int32_t node_named(const atm_graph *g, const char *name)
 	return -1;
 }
 
-/* producer -- index of the node that outputs tensor t, or -1 */
-static int32_t producer(const atm_graph *g, int32_t t)
-{
-	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
-		const atm_node *n = atm_graph_node(g, i);
-		for (int k = 0; k < n->n_out; k++)
-			if (n->out[k] == t)
-				return i;
-	}
-	return -1;
-}
-
 /* count_op -- how many nodes run op */
 static int count_op(const atm_graph *g, atm_op op)
 {
@@ -112,8 +100,8 @@ static void test_builder_fanout_accumulates(void **state)
 	assert_int_equal(n->out[0], sum);
 	assert_int_equal(atm_graph_tensor(g, sum)->kind, ATM_KIND_GRAD);
 	/* c is the later consumer, so its gradient comes first; the sum follows the second */
-	assert_int_equal(producer(g, p1), node_named(g, "c.bwd_data"));
-	assert_int_equal(producer(g, p2), node_named(g, "b.bwd_data"));
+	assert_int_equal(atm_graph_producer(g, p1), node_named(g, "c.bwd_data"));
+	assert_int_equal(atm_graph_producer(g, p2), node_named(g, "b.bwd_data"));
 	assert_int_equal(acc, node_named(g, "b.bwd_data") + 1);
 	/* the relu's backward reads the complete sum */
 	const atm_node *rb = atm_graph_node(g, node_named(g, "r.bwd"));
