@@ -17,20 +17,6 @@
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"
 
-static int setup(void **state)
-{
-	static struct small s;
-	small_build(&s);
-	*state = &s;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct small *s = *state;
-	atm_graph_destroy(s->g);
-	return 0;
-}
 
 /* expect_schedule_error -- schedule_new fails with code and a message holding frag */
 static void expect_schedule_error(const atm_plan *p, atm_status code, const char *frag)
@@ -512,7 +498,7 @@ static void test_plan_json_allocation_failures(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_plan_all_fast_matches_liveness),
 		T(test_plan_algorithms),

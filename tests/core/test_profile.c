@@ -16,20 +16,6 @@
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"
 
-static int setup(void **state)
-{
-	static struct small s;
-	small_build(&s);
-	*state = &s;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct small *s = *state;
-	atm_graph_destroy(s->g);
-	return 0;
-}
 
 /* machine -- a machine key; threads tell two apart */
 static atm_profile_machine machine(int n_threads)
@@ -236,7 +222,7 @@ static void test_profile_allocation_failures(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_profile_new_checks_the_machine),
 		T(test_profile_merge_and_read),
