@@ -2,18 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "atm_runtime.h"
 #include "atm_zoo.h"
 #include "kernels.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Bare kernels: every tensor in its own buffer, no plan, no events, no pools. */
 struct bare {
@@ -55,7 +47,7 @@ static int bare_new(struct bare *b, const atm_graph *g)
 
 static double bare_step(struct bare *b, const atm_graph *g)
 {
-	double t0 = now_s();
+	double t0 = atm_now_s();
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		for (int i = 0; i < n->n_in; i++)
@@ -67,7 +59,7 @@ static double bare_step(struct bare *b, const atm_graph *g)
 			exit(1);
 		}
 	}
-	return now_s() - t0;
+	return atm_now_s() - t0;
 }
 
 static void bare_free(struct bare *b, const atm_graph *g)

@@ -57,13 +57,13 @@ static atm_status profile(const struct opts *o, const atm_graph *g, atm_prof **p
 {
 	atm_prof_opts po = {.gpu = {.mode = o->gpu}, .seed = 1,
 	                    .progress = !o->quiet && isatty(STDERR_FILENO)};
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_report r;
 	atm_status rc;
 	if ((rc = atm_prof_new(pr, g, &po)) < 0)
 		return rc;
 	atm_prof_get_machine(*pr, &m);
-	if ((rc = atm_profile_open(p, o->cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *p, &r)) < 0)
+	if ((rc = atm_prof_cache_open(p, o->cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *p, &r)) < 0)
 		return rc;
 	if (!o->quiet && r.n_configs_measured)
 		fprintf(stderr, "bench_gpu: %s: profiled %lld kernels in %.1f s\n", atm_graph_name(g),

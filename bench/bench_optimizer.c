@@ -49,13 +49,13 @@ static atm_status open_profile(const struct opts *o, const atm_graph *g, bool es
 {
 	atm_prof_opts po = {.emulate = o->emulate, .seed = 1, .estimate = estimate,
 	                    .progress = !o->quiet && isatty(STDERR_FILENO)};
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_report r;
 	atm_status rc = atm_prof_new(pr, g, &po);
 	if (rc < 0)
 		return rc;
 	atm_prof_get_machine(*pr, &m);
-	if ((rc = atm_profile_open(p, o->cache, &m, false)) < 0)
+	if ((rc = atm_prof_cache_open(p, o->cache, &m, false)) < 0)
 		return rc;
 	if ((rc = atm_prof_run(*pr, *p, &r)) < 0)
 		return rc;

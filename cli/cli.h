@@ -34,7 +34,9 @@ typedef struct {
 enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_OPT_IMAGE,
        CLI_OPT_CLASSES, CLI_OPT_SLOW, CLI_OPT_FAST, CLI_OPT_PMEM_DIR, CLI_OPT_FSDAX,
        CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_GPU, CLI_OPT_GPU_MEMORY, CLI_OPT_GPU_DEVICE,
-       CLI_OPT_GPU_LINK, CLI_OPT_FIRST_FREE };
+       CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
+       CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
+       CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -85,6 +87,40 @@ typedef atm_job_memory cli_memory;
 /* cli_memory_option -- consume opt if it is a memory option; 1 consumed, 0 not, <0 error */
 int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 
+/* Planning options of the commands that run the optimizer (plan, run): the fast-memory
+ * limit, the formulation, the solver's limits, the profile cache. One parser reads them for
+ * both, so that an option reads the same in every command. */
+#define CLI_PLAN_OPTIONS                                              \
+	{"ratio", required_argument, NULL, CLI_OPT_RATIO},                \
+	{"dram-limit", required_argument, NULL, CLI_OPT_DRAM_LIMIT},      \
+	{"formulation", required_argument, NULL, CLI_OPT_FORMULATION},    \
+	{"cache", required_argument, NULL, CLI_OPT_CACHE},                \
+	{"mip-gap", required_argument, NULL, CLI_OPT_MIP_GAP},            \
+	{"time-limit", required_argument, NULL, CLI_OPT_TIME_LIMIT},      \
+	{"async-window", required_argument, NULL, CLI_OPT_ASYNC_WINDOW},  \
+	{"rounds", required_argument, NULL, CLI_OPT_ROUNDS},              \
+	{"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
+
+/* Which planning options were given (their values are in the job's options). */
+typedef struct {
+	bool ratio, limit, formulation;
+} cli_plan_given;
+
+/* cli_plan_option -- consume opt if it is a planning option, into jo; 1 consumed, 0 not,
+ * <0 error */
+int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char *arg);
+/* cli_job_begin -- jo at the job's defaults for command who, and getopt at the start */
+void cli_job_begin(atm_job_opts *jo, const char *who);
+/* cli_job_option -- consume opt if it is a graph, memory or planning option of plan and run;
+ * 1 consumed, 0 not, <0 error */
+int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
+                   const char *arg);
+/* cli_plan_check -- after the options: at most one limit, and one unless the formulation or
+ * a GPU needs none; ATM_E_USAGE saying which */
+atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given);
+/* cli_plan_help -- the planning options' help, with the optimizer's defaults */
+void cli_plan_help(FILE *f);
+
 /* cli_graph_option -- consume opt if it is a graph option; 1 consumed, 0 not, <0 error */
 int cli_graph_option(cli_graph_source *src, int opt, const char *arg);
 
@@ -92,8 +128,13 @@ int cli_graph_option(cli_graph_source *src, int opt, const char *arg);
  * (batch; a zoo model's preset and image); a message on failure */
 atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_results_workload *w);
 
-/* cli_parse_int -- a positive integer argument, or ATM_E_USAGE naming the option */
+/* cli_parse_int -- an integer argument from lo to hi, or ATM_E_USAGE naming the option */
 atm_status cli_parse_int(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out);
+/* cli_parse_fraction -- "0.01" or "1%": from 0 to below 1, or ATM_E_USAGE naming the option */
+atm_status cli_parse_fraction(const char *opt, const char *arg, double *out);
+/* cli_parse_seconds -- seconds above 0 (fractions too) up to max, or ATM_E_USAGE naming the
+ * option */
+atm_status cli_parse_seconds(const char *opt, const char *arg, double max, double *out);
 
 /* cli_fail -- print "autotm CMD: message" to stderr and return the exit code of rc */
 int cli_fail(const char *cmd, atm_status rc);
@@ -101,11 +142,22 @@ int cli_fail(const char *cmd, atm_status rc);
 /* cli_usage_error -- print a usage message and a pointer to --help; exit code 2 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* cli_print_json -- o on standard output, indented, then released */
-atm_status cli_print_json(json_t *o);
+/* cli_other_option -- what every command's option loop ends with: -h prints help and exits
+ * 0, a missing value or an unknown option is a usage error (2); the exit code */
+int cli_other_option(const char *cmd, int opt, char **argv, void (*help)(void));
+
+/* cli_print_json_new -- o on standard output, indented; steals o (released, NULL too: the
+ * ATM_E_NOMEM of an allocation that failed while it was built) */
+atm_status cli_print_json_new(json_t *o);
 
 /* cli_install_interrupt -- Ctrl-C sets the returned flag instead of killing the process */
 volatile sig_atomic_t *cli_install_interrupt(void);
+
+/* cli_job_main -- plan and run after their options: Ctrl-C ends the job cleanly from here on
+ * (jo->stop), the graph src names is loaded (jo->workload says its sizes), a job of it made
+ * and planned, then handed to then with arg; the exit code */
+int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
+                 atm_status (*then)(atm_job *j, void *arg), void *arg);
 
 int cmd_zoo(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -37,29 +37,21 @@ static const char profile_help[] =
 	"  --quiet           no progress on stderr\n"
 	"  -h, --help        this help\n";
 
-/* machine_json -- the machine key as JSON */
-static json_t *machine_json(const atm_prof_machine *m)
+/* print_help -- autotm profile --help */
+static void print_help(void)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "cpu", json_string(m->cpu));
-	json_object_set_new(o, "n_threads", json_integer(m->n_threads));
-	json_object_set_new(o, "backend", json_string(m->backend));
-	json_object_set_new(o, "fast_tier", json_string(m->fast_tier));
-	json_object_set_new(o, "slow_tier", json_string(m->slow_tier));
-	json_object_set_new(o, "emulation", json_string(m->emulation));
-	json_object_set_new(o, "estimated", json_boolean(m->estimated));
-	return o;
+	fputs(profile_help, stdout);
 }
 
 /* compare -- the estimated profile p against the measured one of the same
  * machine in the same cache; false when there is none to compare with */
 static bool compare(const atm_profile *p, const atm_graph *g, atm_prof_error *err)
 {
-	atm_prof_machine m = *atm_profile_machine(p);
+	atm_profile_machine m = *atm_profile_machine_get(p);
 	atm_profile *meas = NULL;
 	bool ok = false;
 	m.estimated = false;
-	if (atm_profile_path(p) && atm_profile_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
+	if (atm_profile_path(p) && atm_prof_cache_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
 		ok = atm_prof_compare(p, meas, g, err) == ATM_OK;
 	atm_profile_destroy(meas);
 	atm_err_clear();
@@ -111,7 +103,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 {
 	atm_prof_roofline rf;
 	json_t *o = json_object();
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	json_object_set_new(o, "graph", json_string(atm_graph_name(g)));
 	json_object_set_new(o, "batch", json_integer(batch));
 	json_object_set_new(o, "n_kernels", json_integer(r->n_kernels));
@@ -124,7 +116,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 	json_object_set_new(o, "reps", r->estimated ? json_null() : json_integer(reps));
 	json_object_set_new(o, "cache", json_string(atm_profile_path(p)));
 	json_object_set_new(o, "n_cache_entries", json_integer(atm_profile_n_entries(p)));
-	json_object_set_new(o, "machine", machine_json(atm_profile_machine(p)));
+	json_object_set_new(o, "machine", atm_profile_machine_json(atm_profile_machine_get(p)));
 	if (atm_profile_get_moves(p, &mv) == ATM_OK) {
 		json_t *m = json_object();
 		json_object_set_new(m, "to_fast_gbps", json_real(mv.to_fast_gbps));
@@ -137,16 +129,16 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 	atm_err_clear();
 	if (err)
 		json_object_set_new(o, "estimate_error", error_json(err));
-	return cli_print_json(o);
+	return cli_print_json_new(o);
 }
 
 /* print_human -- the report for a person */
 static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_prof *pr,
                         const atm_profile *p, const atm_prof_report *r, const atm_prof_error *err)
 {
-	const atm_prof_machine *m = atm_profile_machine(p);
+	const atm_profile_machine *m = atm_profile_machine_get(p);
 	atm_prof_roofline rf;
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	printf("%s, batch %lld: %s profile\n", atm_graph_name(g), (long long)batch,
 	       r->estimated ? "estimated" : "measured");
 	printf("  kernels          %d (%d unique)\n", r->n_kernels, r->n_unique_kernels);
@@ -179,15 +171,23 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 		       err->step_fast_meas_s, err->step_slow_est_s, err->step_slow_meas_s);
 }
 
-/* cmd_profile -- autotm profile: parse, open the cache before any work, profile, report */
-int cmd_profile(int argc, char **argv)
+/* What autotm profile was asked to do. */
+struct profile_args {
+	cli_graph_source src;
+	cli_memory mem;
+	const char *cache;
+	int64_t reps;
+	bool estimate, rebuild, json, quiet;
+};
+
+/* parse_args -- the command line into a; -1 to go on, else the exit code */
+static int parse_args(int argc, char **argv, struct profile_args *a)
 {
-	enum { OPT_CACHE = CLI_OPT_FIRST_FREE, OPT_ESTIMATE, OPT_REBUILD, OPT_REPS, OPT_JSON,
-	       OPT_QUIET };
+	enum { OPT_ESTIMATE = CLI_OPT_FIRST_FREE, OPT_REBUILD, OPT_REPS, OPT_JSON, OPT_QUIET };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
-		{"cache", required_argument, NULL, OPT_CACHE},
+		{"cache", required_argument, NULL, CLI_OPT_CACHE},
 		{"estimate", no_argument, NULL, OPT_ESTIMATE},
 		{"rebuild", no_argument, NULL, OPT_REBUILD},
 		{"reps", required_argument, NULL, OPT_REPS},
@@ -196,115 +196,104 @@ int cmd_profile(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	cli_graph_source src = {0};
-	cli_memory mem = {0};
-	const char *cache = NULL;
-	char cache_buf[4096];
-	int64_t reps = 5;
-	atm_results_workload w;
-	bool estimate = false, rebuild = false, json = false, quiet = false;
-	atm_graph *g = NULL;
-	atm_prof *pr = NULL;
-	atm_profile *p = NULL;
-	atm_prof_report r;
-	atm_prof_error err;
-	atm_prof_machine m;
-	atm_status rc;
 	int opt;
 
+	a->reps = 5;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&src, opt, optarg);
+		int used = cli_graph_option(&a->src, opt, optarg);
 		if (!used)
-			used = cli_memory_option(&mem, opt, optarg);
+			used = cli_memory_option(&a->mem, opt, optarg);
 		if (used < 0)
 			return cli_fail("profile", ATM_E_USAGE);
 		if (used)
 			continue;
 		switch (opt) {
-		case OPT_CACHE:
-			cache = optarg;
+		case CLI_OPT_CACHE:
+			if (!optarg[0])
+				return cli_usage_error("profile", "--cache needs a file name");
+			a->cache = optarg;
 			break;
 		case OPT_ESTIMATE:
-			estimate = true;
+			a->estimate = true;
 			break;
 		case OPT_REBUILD:
-			rebuild = true;
+			a->rebuild = true;
 			break;
 		case OPT_REPS:
-			if (cli_parse_int("reps", optarg, 1, 1000, &reps) < 0)
+			if (cli_parse_int("reps", optarg, 1, 1000, &a->reps) < 0)
 				return cli_fail("profile", ATM_E_USAGE);
 			break;
 		case OPT_JSON:
-			json = true;
+			a->json = true;
 			break;
 		case OPT_QUIET:
-			quiet = true;
+			a->quiet = true;
 			break;
-		case 'h':
-			fputs(profile_help, stdout);
-			return 0;
-		case ':':
-			return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
+			return cli_other_option("profile", opt, argv, print_help);
 		}
 	}
 	if (optind < argc)
 		return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
-	if (cache && !cache[0])
-		return cli_usage_error("profile", "--cache needs a file name");
-
-	if (estimate && mem.gpu.mode)
+	if (a->estimate && a->mem.gpu.mode)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");
-	if ((rc = atm_job_gpu_resolve("profile", &mem, quiet)) < 0 ||
-	    (rc = cli_load_graph(&src, &g, &w)) < 0)
-		goto fail;
-	if (!cache) {
-		if ((rc = atm_job_default_cache(cache_buf, sizeof cache_buf)) < 0)
-			goto fail;
-		cache = cache_buf;
+	return -1;
+}
+
+/* open_cache -- the cache opened before anything is measured; a corrupt one says how to start
+ * over */
+static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, atm_profile **p)
+{
+	atm_status rc = atm_job_open_cache(pr, a->cache, a->rebuild, p);
+	if (rc == ATM_E_INPUT) {
+		char msg[2048];
+		snprintf(msg, sizeof msg, "%s", atm_errmsg());
+		atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);
 	}
+	return rc;
+}
+
+/* cmd_profile -- autotm profile: parse, open the cache before any work, profile, report */
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_args a = {0};
+	atm_results_workload w;
+	atm_graph *g = NULL;
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_report r;
+	atm_prof_error err;
+	atm_status rc;
+	int code = parse_args(argc, argv, &a);
+	if (code >= 0)
+		return code;
+	if ((rc = atm_job_gpu_resolve("profile", &a.mem, a.quiet)) < 0 ||
+	    (rc = cli_load_graph(&a.src, &g, &w)) < 0)
+		goto fail;
 	atm_prof_opts o = {
-		.tiers = mem.tiers,
-		.emulate = mem.emulate,
-		.gpu = mem.gpu,
-		.reps = (int)reps,
+		.tiers = a.mem.tiers,
+		.emulate = a.mem.emulate,
+		.gpu = a.mem.gpu,
+		.reps = (int)a.reps,
 		.seed = 1,
-		.estimate = estimate,
+		.estimate = a.estimate,
 		.stop = cli_install_interrupt(),
-		.progress = !quiet && isatty(STDERR_FILENO),
+		.progress = !a.quiet && isatty(STDERR_FILENO),
 	};
-	/* the cache is opened (and checked writable) before anything is measured */
-	if ((rc = atm_prof_new(&pr, g, &o)) < 0)
+	if ((rc = atm_prof_new(&pr, g, &o)) < 0 || (rc = open_cache(&a, pr, &p)) < 0 ||
+	    (rc = atm_prof_run(pr, p, &r)) < 0)
 		goto fail;
-	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_profile_open(&p, cache, &m, rebuild)) < 0) {
-		if (rc == ATM_E_INPUT) {
-			char msg[2048];
-			snprintf(msg, sizeof msg, "%s", atm_errmsg());
-			atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);
-		}
-		goto fail;
-	}
-	if ((rc = atm_prof_run(pr, p, &r)) < 0)
-		goto fail;
-	bool have_err = estimate && compare(p, g, &err);
-	if (json) {
-		if ((rc = print_json(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL)) < 0)
-			goto fail;
-	} else {
-		print_human(g, w.batch, (int)reps, pr, p, &r, have_err ? &err : NULL);
-	}
-	atm_profile_destroy(p);
-	atm_prof_destroy(pr);
-	atm_graph_destroy(g);
-	return 0;
+	bool have_err = a.estimate && compare(p, g, &err);
+	if (a.json)
+		rc = print_json(g, w.batch, (int)a.reps, pr, p, &r, have_err ? &err : NULL);
+	else
+		print_human(g, w.batch, (int)a.reps, pr, p, &r, have_err ? &err : NULL);
 fail:
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);
 	atm_graph_destroy(g);
-	return cli_fail("profile", rc);
+	return rc < 0 ? cli_fail("profile", rc) : 0;
 }

@@ -19,6 +19,12 @@ static const char tiers_help[] =
 	"  --json            print one JSON object\n"
 	"  -h, --help        this help\n";
 
+/* print_help -- autotm tiers --help */
+static void print_help(void)
+{
+	fputs(tiers_help, stdout);
+}
+
 static json_t *desc_json(const atm_tier_desc *d)
 {
 	json_t *o = json_object();
@@ -78,13 +84,8 @@ int cmd_tiers(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
-		case 'h':
-			fputs(tiers_help, stdout);
-			return 0;
-		case ':':
-			return cli_usage_error("tiers", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_usage_error("tiers", "unknown option '%s'", argv[optind - 1]);
+			return cli_other_option("tiers", opt, argv, print_help);
 		}
 	}
 	if (optind < argc)
@@ -107,7 +108,7 @@ int cmd_tiers(int argc, char **argv)
 		json_object_set_new(o, "fast", desc_json(atm_tier_describe(fast)));
 		json_object_set_new(o, "slow", desc_json(atm_tier_describe(slow)));
 		json_object_set_new(o, "slow_reason", json_string(choice.why));
-		if ((rc = cli_print_json(o)) < 0)
+		if ((rc = cli_print_json_new(o)) < 0)
 			goto fail;
 	} else {
 		printf("NUMA nodes (hwloc)\n");

@@ -23,6 +23,12 @@ static const char zoo_help[] =
 	"  --export FILE     write the graph JSON to FILE ('-' for standard output)\n"
 	"  -h, --help        this help\n";
 
+/* print_help -- autotm zoo --help */
+static void print_help(void)
+{
+	fputs(zoo_help, stdout);
+}
+
 /* with_commas -- 143667240 -> "143,667,240" */
 static const char *with_commas(int64_t v, char *buf, size_t len)
 {
@@ -109,7 +115,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_graph_
 	json_object_set_new(o, "param_bytes", json_integer(s->param_bytes));
 	json_object_set_new(o, "total_bytes", json_integer(s->total_bytes));
 	json_object_set_new(o, "ops", ops);
-	return cli_print_json(o);
+	return cli_print_json_new(o);
 }
 
 static void print_text(const atm_graph *g, int64_t batch, const atm_graph_stats *s,
@@ -197,13 +203,8 @@ int cmd_zoo(int argc, char **argv)
 		case OPT_EXPORT:
 			export_path = optarg;
 			break;
-		case 'h':
-			fputs(zoo_help, stdout);
-			return 0;
-		case ':':
-			return cli_usage_error("zoo", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_usage_error("zoo", "unknown option '%s'", argv[optind - 1]);
+			return cli_other_option("zoo", opt, argv, print_help);
 		}
 	}
 	if (optind < argc)

@@ -1,5 +1,6 @@
 /* common.c -- option parsing, graph loading and error reporting shared by the subcommands */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,47 @@ atm_status cli_parse_int(const char *opt, const char *arg, int64_t lo, int64_t h
 	if (end == arg || *end || errno || v < lo || v > hi)
 		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected an integer from %lld to %lld",
 		               opt, arg, (long long)lo, (long long)hi);
+	*out = v;
+	return ATM_OK;
+}
+
+int cli_other_option(const char *cmd, int opt, char **argv, void (*help)(void))
+{
+	switch (opt) {
+	case 'h':
+		help();
+		return 0;
+	case ':':
+		return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+atm_status cli_parse_fraction(const char *opt, const char *arg, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end != arg && *end == '%' && !end[1]) {
+		v /= 100;
+		end++;
+	}
+	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v >= 1)
+		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a fraction from 0 to "
+		               "1 (0.01) or a percentage (1%%)", opt, arg);
+	*out = v;
+	return ATM_OK;
+}
+
+atm_status cli_parse_seconds(const char *opt, const char *arg, double max, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || errno || !isfinite(v) || v <= 0 || v > max)
+		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected seconds above 0 "
+		               "(at most %g)", opt, arg, max);
 	*out = v;
 	return ATM_OK;
 }
@@ -109,13 +151,16 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	}
 	atm_zoo_opts o = {0};
 	atm_status rc = zoo_sizes(src, &o);
+	if (rc == ATM_OK)
+		rc = atm_zoo_build(g, src->model, &o);
 	if (rc < 0)
 		return rc;
-	w->batch = o.batch;
+	/* the graph's own batch (its batched tensors'), as for a graph file */
+	w->batch = atm_graph_batch(*g);
 	w->image = o.image;
 	/* sizes from a preset (named, or small by default) unless --batch gave them */
 	w->preset = src->preset ? src->preset : src->batch ? NULL : "small";
-	return atm_zoo_build(g, src->model, &o);
+	return ATM_OK;
 }
 
 int cli_memory_option(cli_memory *mem, int opt, const char *arg)
@@ -177,6 +222,106 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	}
 }
 
+int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char *arg)
+{
+	atm_opt_options *o = &jo->opt;
+	int64_t v = 0;
+	switch (opt) {
+	case CLI_OPT_RATIO:
+		given->ratio = true;
+		return atm_opt_parse_ratio(arg, &jo->ratio_slow, &jo->ratio_fast) < 0 ? -1 : 1;
+	case CLI_OPT_DRAM_LIMIT:
+		given->limit = true;
+		if (atm_parse_bytes(arg, &jo->limit_bytes) < 0) {
+			atm_err_prefix(ATM_E_USAGE, "--dram-limit: ");
+			return -1;
+		}
+		return 1;
+	case CLI_OPT_FORMULATION:
+		given->formulation = true;
+		return atm_opt_formulation_from_name(arg, &jo->formulation) < 0 ? -1 : 1;
+	case CLI_OPT_CACHE:
+		if (!arg[0]) {
+			atm_err(ATM_E_USAGE, "--cache needs a file name");
+			return -1;
+		}
+		jo->cache = arg;
+		return 1;
+	case CLI_OPT_MIP_GAP:
+		return cli_parse_fraction("mip-gap", arg, &o->mip_gap) < 0 ? -1 : 1;
+	case CLI_OPT_TIME_LIMIT:
+		return cli_parse_seconds("time-limit", arg, 1e6, &o->time_limit_s) < 0 ? -1 : 1;
+	case CLI_OPT_ASYNC_WINDOW:
+		if (cli_parse_int("async-window", arg, 1, 64, &v) < 0)
+			return -1;
+		o->async_window = (int)v;
+		return 1;
+	case CLI_OPT_ROUNDS:
+		if (cli_parse_int("rounds", arg, 1, ATM_PLAN_MAX_ROUNDS, &v) < 0)
+			return -1;
+		o->max_rounds = (int)v;
+		return 1;
+	case CLI_OPT_VERBOSE:
+		o->verbosity = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void cli_job_begin(atm_job_opts *jo, const char *who)
+{
+	atm_job_opts_default(jo);
+	jo->who = who;
+	optind = 1;
+	opterr = 0;
+}
+
+int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
+                   const char *arg)
+{
+	int used = cli_graph_option(src, opt, arg);
+	if (!used)
+		used = cli_memory_option(&jo->mem, opt, arg);
+	if (!used)
+		used = cli_plan_option(jo, given, opt, arg);
+	return used;
+}
+
+atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
+{
+	if (given->ratio && given->limit)
+		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
+	if (!given->ratio && !given->limit && jo->formulation != ATM_OPT_ALL_FAST && !jo->mem.gpu.mode)
+		return atm_err(ATM_E_USAGE, "give the fast-memory limit with --ratio S:F or "
+		               "--dram-limit SIZE");
+	return ATM_OK;
+}
+
+void cli_plan_help(FILE *f)
+{
+	atm_opt_options d;
+	atm_opt_options_default(&d);
+	fprintf(f,
+	        "  --ratio S:F       slow:fast memory; fast = peak footprint * F / (S + F): 4:1 is a\n"
+	        "                    fifth, 0:1 all fast (no limit), 1:0 the least any plan needs\n"
+	        "  --dram-limit SIZE the fast-memory limit in bytes (K, M, G suffixes: 12G)\n"
+	        "  --formulation F   static, synchronous (default), asynchronous: the ILPs; all-fast,\n"
+	        "                    all-slow, numa (first touch), 2lm (fast memory as a cache of slow\n"
+	        "                    memory), vdnn (offload convolution inputs): baselines\n"
+	        "  --mip-gap G       stop when the plan is within G of the best possible (default\n"
+	        "                    %g; '%g%%' works too; 0 asks for the optimum)\n"
+	        "  --time-limit S    seconds the whole plan may take, all rounds (default %g); the\n"
+	        "                    best plan found by then is used\n"
+	        "  --async-window N  kernels before a use where an overlapped fetch may run (default %d)\n"
+	        "  --rounds N        solves for fragmentation before giving up (default %d, at most %d)\n"
+	        "  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
+	        "                    else ~/.cache/autotm/profiles.json)\n"
+	        "  --verbose         GLPK's progress on stderr\n",
+	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
+	        ATM_PLAN_MAX_ROUNDS);
+}
+
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig)
@@ -196,11 +341,27 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 	return &interrupted;
 }
 
-atm_status cli_print_json(json_t *o)
+int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
+                 atm_status (*then)(atm_job *j, void *arg), void *arg)
 {
-	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	atm_graph *g = NULL;
+	atm_job *j = NULL;
+	atm_status rc;
+	jo->stop = cli_install_interrupt();
+	if ((rc = cli_load_graph(src, &g, &jo->workload)) == ATM_OK &&
+	    (rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
+		rc = then(j, arg);
+	atm_job_destroy(j);
+	atm_graph_destroy(g);
+	return rc < 0 ? cli_fail(cmd, rc) : 0;
+}
+
+atm_status cli_print_json_new(json_t *o)
+{
+	char *text = NULL;
+	atm_status rc = o ? atm_json_text(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER, &text) : ATM_E_NOMEM;
 	json_decref(o);
-	if (!text)
+	if (rc < 0)
 		return atm_err(ATM_E_NOMEM, "out of memory printing JSON");
 	printf("%s\n", text);
 	free(text);

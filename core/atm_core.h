@@ -218,6 +218,8 @@ const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
 /* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
 int32_t atm_graph_find_tensor(const atm_graph *g, const char *name);
+/* atm_graph_producer -- the first node that writes tensor, or -1 (an input, a parameter) */
+int32_t atm_graph_producer(const atm_graph *g, int32_t tensor);
 
 /* atm_tensor_is_persistent -- lives for the whole step (input, param, optimizer
  * state, constant, output) */
@@ -263,6 +265,20 @@ struct json_t; /* jansson's */
 /* atm_json_type_name -- "an object", "an array", "a string", "a number", "a boolean" or "null":
  * what a value is, for "expected X, got Y" messages */
 const char *atm_json_type_name(const struct json_t *v);
+/* atm_json_unknown_key -- the first key of object o that is not one of keys (NULL-terminated),
+ * NULL when every key is known; valid then holds keys, comma separated, for the message.
+ * Every reader of a JSON file refuses keys it does not know, so that a misspelt one is named
+ * rather than ignored. */
+const char *atm_json_unknown_key(const struct json_t *o, const char *const *keys, char *valid,
+                                 size_t len);
+/* atm_json_text -- v as text (malloc'd; flags as json_dumps's), or ATM_E_NOMEM. Unlike
+ * json_dumps, which (jansson 2.14) can return an object with a key's text missing when an
+ * allocation fails, it gives the whole text or none. */
+atm_status atm_json_text(const struct json_t *v, size_t flags, char **text);
+/* atm_json_set_new -- obj[key] = v, stealing v as json_object_set_new does; a failure (obj or
+ * v NULL: an allocation that failed; or a failed set) clears *ok, so that a writer checks once
+ * at the end and never drops a field unnoticed */
+void atm_json_set_new(struct json_t *obj, const char *key, struct json_t *v, bool *ok);
 
 /* Loading options: values for symbolic dimensions ("batch"). */
 typedef struct {
@@ -342,7 +358,7 @@ atm_plan_info *atm_plan_info_of(atm_plan *p);
 const atm_plan_info *atm_plan_info_get(const atm_plan *p);
 
 /* atm_plan_set_algo -- node runs its algorithm algo (0, the default, unless a GPU profile
- * found a faster one; ATM_E_INPUT out of 0..ATM_PROF_MAX_ALGOS - 1) */
+ * found a faster one; ATM_E_INPUT out of 0..ATM_MAX_ALGOS - 1) */
 atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo);
 int atm_plan_algo(const atm_plan *p, int32_t node);
 
@@ -372,6 +388,23 @@ typedef struct {
 } atm_event;
 
 typedef struct atm_schedule atm_schedule;
+
+/* Fast copies sit at multiples of this in the fast arena: the schedule's first fit places
+ * them there, the runtime's arena takes only such offsets, and the optimizer counts what a
+ * tensor takes there. 64 bytes: a cache line and a full AVX-512 vector. */
+#define ATM_ARENA_ALIGN 64
+
+/* atm_arena_align_up -- bytes rounded up to a multiple of ATM_ARENA_ALIGN */
+static inline int64_t atm_arena_align_up(int64_t bytes)
+{
+	return (bytes + ATM_ARENA_ALIGN - 1) / ATM_ARENA_ALIGN * ATM_ARENA_ALIGN;
+}
+
+/* atm_arena_align_down -- the arena a limit of bytes holds: a multiple of ATM_ARENA_ALIGN */
+static inline int64_t atm_arena_align_down(int64_t bytes)
+{
+	return bytes / ATM_ARENA_ALIGN * ATM_ARENA_ALIGN;
+}
 
 /* Per-step figures of a schedule. */
 typedef struct {
@@ -410,39 +443,74 @@ atm_status atm_plan_save(const atm_plan *p, const char *path);
 /* atm_graph_digest -- 16 hex digits identifying the graph's structure and sizes */
 void atm_graph_digest(const atm_graph *g, char out[17]);
 
-/* ---------------------------------------------------------------- profiles */
+/* ---------------------------------------------------------------- kernel keys */
 
-/* A profile holds measured (or estimated) kernel times, keyed by the kernel's
- * signature (op, the attributes it reads, shapes, dtypes) and its IO
- * configuration, for one machine: timings from another CPU, thread count, tier
- * pair, emulation preset or backend are never mixed in. The optimizer reads it;
- * the profiler fills it. The cache file and its format: docs/profile.md.
- *
- *     atm_prof_machine m = {...};                  // atm_kbench_machine fills it
- *     atm_profile *p = NULL;
- *     atm_profile_open(&p, "profiles.json", &m, false);
- *     for (int i = 0; i < atm_prof_n_configs(g, node); i++) {
- *             uint32_t c = atm_prof_config_at(g, node, i);
- *             atm_prof_entry e;
- *             if (atm_profile_get(p, g, node, c, &e) < 0)  // names the kernel
- *                     fprintf(stderr, "%s\n", atm_errmsg());
- *     }
- *     atm_profile_destroy(p);
+/* Identical kernels (same op, attributes, shapes and dtypes) share a signature, and each
+ * kernel has IO configurations: where its operands are. A profile keys kernel times by both.
  *
  * An IO configuration is a mask over a node's operand groups: bit i set means
  * group i is in slow memory. A node has one group per operand (inputs, then
  * outputs: bit i is the i-th of them) unless it has more than
- * ATM_PROF_MAX_OPERANDS operands (a DenseNet concatenation of 64 inputs would
+ * ATM_CONFIG_MAX_OPERANDS operands (a DenseNet concatenation of 64 inputs would
  * have 2^65 configurations); then it has two groups, bit 0 for all its inputs
  * and bit 1 for all its outputs, which move together. A group holding a tensor
  * that may only live in fast memory never has its bit set, and operands that
- * are the same tensor share one location. atm_prof_config_loc and
- * atm_prof_config_of translate between masks and per-operand locations, so
+ * are the same tensor share one location. atm_node_config_loc and
+ * atm_node_config_of translate between masks and per-operand locations, so
  * that callers need not know the grouping. */
 
-#define ATM_PROF_MAX_OPERANDS 8
+#define ATM_CONFIG_MAX_OPERANDS 8
 /* A buffer this long holds the signature of any node of up to about 200 operands. */
-#define ATM_PROF_SIG_MAX 8192
+#define ATM_SIGNATURE_MAX 8192
+/* Kernels with several implementations (a GPU's convolution algorithms) are timed and
+ * planned per algorithm, 0 the default one. */
+#define ATM_MAX_ALGOS 16
+
+/* atm_node_signature -- the kernel signature of node (same for identical
+ * kernels), e.g. "conv_fwd/s1,1/p1,1,1,1/f32[8,3,64,64],f32[64,3,3,3]->f32[8,64,64,64]";
+ * ATM_E_USAGE when it does not fit in len bytes (ATM_SIGNATURE_MAX is plenty) */
+atm_status atm_node_signature(const atm_graph *g, int32_t node, char *buf, size_t len);
+/* atm_node_n_configs -- how many IO configurations node has: 2^k, k = its
+ * groups that may be slow, counting operands that are one tensor once */
+int atm_node_n_configs(const atm_graph *g, int32_t node);
+/* atm_node_config_at -- the i-th configuration's mask (i = 0: everything fast) */
+uint32_t atm_node_config_at(const atm_graph *g, int32_t node, int i);
+/* atm_node_config_loc -- ATM_LOC_FAST or ATM_LOC_SLOW: where operand (inputs
+ * then outputs) is in config */
+unsigned atm_node_config_loc(const atm_graph *g, int32_t node, uint32_t config, int operand);
+/* atm_node_config_of -- the configuration with these per-operand locations
+ * (inputs then outputs); ATM_E_NOTFOUND naming the node when the node has none
+ * (a fast-only tensor in slow memory, one tensor in two places, the inputs of a
+ * grouped node apart) */
+atm_status atm_node_config_of(const atm_graph *g, int32_t node, const unsigned *locs,
+                              uint32_t *config);
+/* atm_node_config_name -- "FS/F": F or S per input, '/', F or S per output; a
+ * grouped node's "S+/F+" means all its inputs slow, all its outputs fast */
+const char *atm_node_config_name(const atm_graph *g, int32_t node, uint32_t config, char *buf,
+                                 size_t len);
+
+/* ---------------------------------------------------------------- profiles */
+
+/* A profile holds measured (or estimated) kernel times, keyed by the kernel's
+ * signature and its IO configuration, for one machine: timings from another CPU,
+ * thread count, tier pair, emulation preset or backend are never mixed in. The
+ * optimizer reads it; the profiler fills it and keeps it in its on-disk cache
+ * (atm_prof_cache_open, atm_prof_cache_save: profiler/atm_profiler.h), whose file
+ * format is read and written here. The format: docs/profile.md.
+ *
+ *     atm_profile_machine m = {...};                  // atm_kbench_machine fills it
+ *     atm_profile *p = NULL;
+ *     atm_profile_new(&p, &m, NULL);                   // in memory; or atm_prof_cache_open
+ *     atm_profile_put(p, g, node, 0, &(atm_profile_entry){.min_s = 1e-3, .median_s = 1e-3,
+ *                                                         .count = 1});
+ *     for (int i = 0; i < atm_node_n_configs(g, node); i++) {
+ *             uint32_t c = atm_node_config_at(g, node, i);
+ *             atm_profile_entry e;
+ *             if (atm_profile_get(p, g, node, c, &e) < 0)  // names the kernel
+ *                     fprintf(stderr, "%s\n", atm_errmsg());
+ *     }
+ *     atm_profile_destroy(p);
+ */
 
 /* What makes timings comparable. Two profiles are of the same machine when
  * every field is equal. */
@@ -454,7 +522,7 @@ typedef struct {
 	char slow_tier[48];  /* "pmem-dir", "kmem-dax:2", ... */
 	char emulation[32];  /* preset or spec name; "" when the slow tier is real */
 	bool estimated;      /* a roofline estimate, nothing measured */
-} atm_prof_machine;
+} atm_profile_machine;
 
 /* One kernel in one configuration. */
 typedef struct {
@@ -463,87 +531,75 @@ typedef struct {
 	int32_t count;          /* timed runs (>= 1) */
 	int64_t scratch_bytes;  /* scratch the kernel asked for */
 	bool estimated;
-} atm_prof_entry;
+} atm_profile_entry;
 
 /* Moves between the tiers: bandwidths of synchronous copies (1e9 bytes/s). */
 typedef struct {
 	double to_fast_gbps;
 	double to_slow_gbps;
 	bool estimated;
-} atm_prof_moves;
+} atm_profile_moves;
 
 typedef struct atm_profile atm_profile;
 
-/* atm_prof_signature -- the kernel signature of node (same for identical
- * kernels), e.g. "conv_fwd/s1,1/p1,1,1,1/f32[8,3,64,64],f32[64,3,3,3]->f32[8,64,64,64]";
- * ATM_E_USAGE when it does not fit in len bytes (ATM_PROF_SIG_MAX is plenty) */
-atm_status atm_prof_signature(const atm_graph *g, int32_t node, char *buf, size_t len);
-/* atm_prof_n_configs -- how many IO configurations node has: 2^k, k = its
- * groups that may be slow, counting operands that are one tensor once */
-int atm_prof_n_configs(const atm_graph *g, int32_t node);
-/* atm_prof_config_at -- the i-th configuration's mask (i = 0: everything fast) */
-uint32_t atm_prof_config_at(const atm_graph *g, int32_t node, int i);
-/* atm_prof_config_loc -- ATM_LOC_FAST or ATM_LOC_SLOW: where operand (inputs
- * then outputs) is in config */
-unsigned atm_prof_config_loc(const atm_graph *g, int32_t node, uint32_t config, int operand);
-/* atm_prof_config_of -- the configuration with these per-operand locations
- * (inputs then outputs); ATM_E_NOTFOUND naming the node when the node has none
- * (a fast-only tensor in slow memory, one tensor in two places, the inputs of a
- * grouped node apart) */
-atm_status atm_prof_config_of(const atm_graph *g, int32_t node, const unsigned *locs,
-                              uint32_t *config);
-/* atm_prof_config_name -- "FS/F": F or S per input, '/', F or S per output; a
- * grouped node's "S+/F+" means all its inputs slow, all its outputs fast */
-const char *atm_prof_config_name(const atm_graph *g, int32_t node, uint32_t config, char *buf,
-                                 size_t len);
-
-/* atm_profile_open -- the profile of machine m in the cache file path (created
- * on the first save; NULL: in memory only). A corrupt cache is ATM_E_INPUT
- * naming the file and where it broke, and is never overwritten; with rebuild
- * the file's entries of this machine (or the whole file, when it is corrupt)
- * are dropped on purpose at the first save. A path whose folder takes no new
- * file is ATM_E_IO now, not after hours of profiling. */
-atm_status atm_profile_open(atm_profile **p, const char *path, const atm_prof_machine *m,
-                            bool rebuild);
+/* atm_profile_new -- an empty profile of machine m (ATM_E_USAGE naming a field that is empty
+ * or not terminated); path names the cache file it belongs to, in messages and
+ * atm_profile_path (NULL: in memory only) */
+atm_status atm_profile_new(atm_profile **p, const atm_profile_machine *m, const char *path);
 void atm_profile_destroy(atm_profile *p);
-const atm_prof_machine *atm_profile_machine(const atm_profile *p);
+/* atm_profile_machine_get -- the machine the profile is of */
+const atm_profile_machine *atm_profile_machine_get(const atm_profile *p);
 /* atm_profile_path -- the cache file, NULL when in memory only */
 const char *atm_profile_path(const atm_profile *p);
 /* atm_profile_n_entries -- kernel configurations held for this machine */
 int64_t atm_profile_n_entries(const atm_profile *p);
+/* atm_profile_machine_json -- machine m as a profile file writes it: a new reference, NULL
+ * when out of memory */
+struct json_t *atm_profile_machine_json(const atm_profile_machine *m);
 
 /* atm_profile_get -- node's time in config; ATM_E_NOTFOUND naming the kernel
  * and the configuration when it was never profiled */
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
-                           atm_prof_entry *out);
+                           atm_profile_entry *out);
 /* atm_profile_put -- record e (times >= 0, count >= 1) for node in config,
  * replacing what was there; times are kept to 10 significant digits, as saved */
 atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
-                           const atm_prof_entry *e);
-/* Kernels with several implementations (a GPU's convolution algorithms) keep each one's
- * time under its index: 0 is the default one, what atm_profile_get and atm_profile_put
- * mean; its workspace is the entry's scratch_bytes. */
-#define ATM_PROF_MAX_ALGOS 16
-/* The most workspace an algorithm of a GPU kernel may take: it lives in the device memory
- * kept back from plans (ATM_GPU_RESERVE_BYTES), not in the plan's limit. */
+                           const atm_profile_entry *e);
+/* Kernels with several implementations keep each one's time under its index: 0 is the
+ * default one, what atm_profile_get and atm_profile_put mean; its workspace is the entry's
+ * scratch_bytes. The most workspace an algorithm of a GPU kernel may take: it lives in the
+ * device memory kept back from plans (ATM_GPU_RESERVE_BYTES), not in the plan's limit. */
 #define ATM_GPU_WORKSPACE_BYTES ((int64_t)256 << 20)
 /* atm_profile_get_algo, atm_profile_put_algo -- node in config with algorithm algo
- * (0 to ATM_PROF_MAX_ALGOS - 1); ATM_E_NOTFOUND when never profiled */
+ * (0 to ATM_MAX_ALGOS - 1); ATM_E_NOTFOUND when never profiled */
 atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_t node,
-                                uint32_t config, int algo, atm_prof_entry *out);
+                                uint32_t config, int algo, atm_profile_entry *out);
 atm_status atm_profile_put_algo(atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
-                                int algo, const atm_prof_entry *e);
+                                int algo, const atm_profile_entry *e);
 /* atm_profile_has -- is node in config in the profile */
 bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config);
 /* Move bandwidths; ATM_E_NOTFOUND when never measured. */
-atm_status atm_profile_get_moves(const atm_profile *p, atm_prof_moves *out);
-atm_status atm_profile_set_moves(atm_profile *p, const atm_prof_moves *m);
-/* atm_profile_save -- merge the entries put since the last save into the file
- * atomically (temporary file + rename), under a lock on "PATH.lock", keeping
- * what another profiler wrote meanwhile, and take in that profiler's entries;
- * nothing to do for an in-memory profile. A file that became corrupt since it
- * was opened is ATM_E_INPUT and is left as it is. */
-atm_status atm_profile_save(atm_profile *p);
+atm_status atm_profile_get_moves(const atm_profile *p, atm_profile_moves *out);
+atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m);
+
+/* The cache file: one JSON document holding a section per machine. Reading and merging work
+ * on its text; the profiler's cache does the file's I/O, its lock and its atomic writes. */
+
+/* atm_profile_read_cache -- take in the section of p's machine from a cache file's text (NULL:
+ * no file yet), checked whole first: a broken one is ATM_E_INPUT naming p's path and where it
+ * broke, and nothing is taken. With rebuild nothing is taken either, a broken text is no
+ * error, and the next merge drops the section (the whole text when it is broken). */
+atm_status atm_profile_read_cache(atm_profile *p, const char *text, size_t len, bool rebuild);
+/* atm_profile_merge_cache -- *out (malloc'd, *out_len bytes): the cache file's text (NULL: no
+ * file yet) with everything p holds unsaved merged into its machine's section, every other
+ * section kept; p takes in what the text had of its machine. ATM_E_INPUT when the text is
+ * broken (unless a rebuild is pending). p stays unsaved until atm_profile_saved. */
+atm_status atm_profile_merge_cache(atm_profile *p, const char *text, size_t len, char **out,
+                                   size_t *out_len);
+/* atm_profile_unsaved -- entries or moves put since the last save, or a rebuild pending */
+bool atm_profile_unsaved(const atm_profile *p);
+/* atm_profile_saved -- the merged text is in the file: nothing is unsaved any more */
+void atm_profile_saved(atm_profile *p);
 
 /* ---------------------------------------------------------------- 2LM cache model */
 
@@ -657,6 +713,9 @@ const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
 #define ATM_FNV1A_INIT 1469598103934665603ull
 /* atm_fnv1a -- h extended by len bytes of data */
 uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* atm_now_s -- seconds on the monotonic clock, for intervals: timings, deadlines, progress */
+double atm_now_s(void);
 
 /* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
  * on other architectures), "unknown" when there is none */

@@ -1,4 +1,4 @@
-/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing, the CPU model */
+/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing, hashing, the clock, the CPU model */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atm_core.h"
@@ -230,6 +231,14 @@ uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 1099511628211ull;
 	return h;
+}
+
+/* atm_now_s -- CLOCK_MONOTONIC in seconds */
+double atm_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* atm_cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other

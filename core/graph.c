@@ -61,13 +61,10 @@ static char *arena_strdup(atm_graph *g, const char *s)
 	return p;
 }
 
-/* hash_name -- FNV-1a */
+/* hash_name -- the slot a name starts looking from */
 static uint64_t hash_name(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return atm_fnv1a(ATM_FNV1A_INIT, s, strlen(s));
 }
 
 /* index_find -- id stored under name, or -1; names come from name_of(g, id) */
@@ -348,6 +345,18 @@ atm_status atm_graph_mark_batched(atm_graph *g, int32_t tensor)
 		               g->n_tensors - 1);
 	g->tensors[tensor].batched = true;
 	return ATM_OK;
+}
+
+/* atm_graph_producer -- a scan of the schedule: callers ask once per tensor they set up */
+int32_t atm_graph_producer(const atm_graph *g, int32_t tensor)
+{
+	for (int32_t k = 0; k < g->n_nodes; k++) {
+		const atm_node *n = &g->nodes[k];
+		for (int i = 0; i < n->n_out; i++)
+			if (n->out[i] == tensor)
+				return k;
+	}
+	return -1;
 }
 
 int64_t atm_graph_batch(const atm_graph *g)

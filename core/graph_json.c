@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 #define GJ_FORMAT "autotm-graph"
 #define GJ_VERSION 1
@@ -133,16 +133,6 @@ static atm_status gj_expected(const char *where, const char *what, const json_t 
 	return gj_fail(where, "expected %s, got %s", what, gj_describe(v, d, sizeof d));
 }
 
-/* gj_join -- the names of a NULL-terminated list, comma separated */
-static const char *gj_join(const char *const *names, char *buf, size_t len)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (int i = 0; names[i] && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
-	return buf;
-}
-
 /* gj_sub -- path of a field below an element: "tensors[2] (\"x\").shape" */
 static const char *gj_sub(char *buf, size_t len, const char *where, const char *field)
 {
@@ -157,20 +147,12 @@ static const char *gj_sub(char *buf, size_t len, const char *where, const char *
 static atm_status gj_keys(const json_t *obj, const char *where, const char *what,
                           const char *context, const char *const *valid)
 {
-	const char *key;
-	json_t *val;
-	json_object_foreach((json_t *)obj, key, val) {
-		bool known = false;
-		for (int i = 0; valid[i] && !known; i++)
-			known = strcmp(key, valid[i]) == 0;
-		if (!known) {
-			char list[256], clip[80];
-			return gj_fail(where, "unknown %s \"%s\"%s (valid: %s)", what,
-			               gj_clip(key, 60, clip, sizeof clip), context,
-			               gj_join(valid, list, sizeof list));
-		}
-	}
-	return ATM_OK;
+	char list[256], clip[80];
+	const char *key = atm_json_unknown_key(obj, valid, list, sizeof list);
+	if (!key)
+		return ATM_OK;
+	return gj_fail(where, "unknown %s \"%s\"%s (valid: %s)", what, gj_clip(key, 60, clip, sizeof clip),
+	               context, list);
 }
 
 /* gj_need -- obj[key], or an error saying it is missing */
@@ -960,48 +942,9 @@ atm_status atm_graph_load(atm_graph **g, const char *path, const atm_graph_load_
 
 /* ---------------------------------------------------------------- writer */
 
-/* A growing text buffer; failed is set when an allocation failed. */
-typedef struct {
-	char *p;
-	size_t len, cap;
-	bool failed;
-} gj_buf;
-
-/* gj_puts -- append s */
-static void gj_puts(gj_buf *b, const char *s)
-{
-	size_t n = strlen(s);
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->failed = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n + 1);
-	b->len += n;
-}
-
-/* gj_put_json -- append v on one line ("a": 1, "b": [2, 3]); steals v */
-static atm_status gj_put_json(gj_buf *b, json_t *v)
-{
-	/* 9 significant digits: every float the writer emits was made exact at that precision */
-	char *s = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
-	            : NULL;
-	json_decref(v);
-	if (!s)
-		return atm_err(ATM_E_NOMEM, "out of memory writing graph JSON");
-	gj_puts(b, s);
-	free(s);
-	return ATM_OK;
-}
+/* Every element on one line; 9 significant digits: every float the writer emits was made
+ * exact at that precision */
+#define GJ_DUMP (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
 
 /* gj_real -- f as the JSON number with the fewest digits that reads back as f */
 static json_t *gj_real(float f)
@@ -1029,13 +972,6 @@ static json_t *gj_ints(const int32_t *v, int n)
 	return a;
 }
 
-/* gj_set -- obj[key] = v (stolen); clears *ok when v is NULL or the set fails */
-static void gj_set(json_t *obj, const char *key, json_t *v, bool *ok)
-{
-	if (!v || json_object_set_new(obj, key, v) < 0)
-		*ok = false;
-}
-
 /* gj_attrs_json -- the attrs node's op takes, with a stride of 0 written as the 1 it means */
 static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 {
@@ -1050,19 +986,19 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 	for (int i = 0; valid[i]; i++) {
 		const char *k = valid[i];
 		if (strcmp(k, "kernel") == 0)
-			gj_set(o, k, gj_ints(a->kernel, 2), ok);
+			atm_json_set_new(o, k, gj_ints(a->kernel, 2), ok);
 		else if (strcmp(k, "stride") == 0)
-			gj_set(o, k, gj_ints(stride, 2), ok);
+			atm_json_set_new(o, k, gj_ints(stride, 2), ok);
 		else if (strcmp(k, "pad") == 0)
-			gj_set(o, k, gj_ints(a->pad, 4), ok);
+			atm_json_set_new(o, k, gj_ints(a->pad, 4), ok);
 		else if (strcmp(k, "exclude_pad") == 0)
-			gj_set(o, k, json_boolean(a->exclude_pad), ok);
+			atm_json_set_new(o, k, json_boolean(a->exclude_pad), ok);
 		else if (strcmp(k, "axis") == 0)
-			gj_set(o, k, json_integer(a->axis), ok);
+			atm_json_set_new(o, k, json_integer(a->axis), ok);
 		else if (strcmp(k, "epsilon") == 0)
-			gj_set(o, k, gj_real(a->epsilon), ok);
+			atm_json_set_new(o, k, gj_real(a->epsilon), ok);
 		else if (strcmp(k, "lr") == 0)
-			gj_set(o, k, gj_real(a->lr), ok);
+			atm_json_set_new(o, k, gj_real(a->lr), ok);
 	}
 	return o;
 }
@@ -1082,18 +1018,18 @@ static json_t *gj_tensor_json(const atm_tensor *t, int64_t batch)
 		json_decref(shape);
 		return NULL;
 	}
-	gj_set(o, "id", json_integer(t->id), &ok);
-	gj_set(o, "name", json_string(t->name), &ok);
-	gj_set(o, "shape", shape, &ok);
-	gj_set(o, "dtype", json_string(atm_dtype_name(t->dtype)), &ok);
-	gj_set(o, "kind", json_string(atm_kind_name(t->kind)), &ok);
+	atm_json_set_new(o, "id", json_integer(t->id), &ok);
+	atm_json_set_new(o, "name", json_string(t->name), &ok);
+	atm_json_set_new(o, "shape", shape, &ok);
+	atm_json_set_new(o, "dtype", json_string(atm_dtype_name(t->dtype)), &ok);
+	atm_json_set_new(o, "kind", json_string(atm_kind_name(t->kind)), &ok);
 	if ((t->locations & ATM_LOC_ANY) != ATM_LOC_ANY) {
 		json_t *loc = json_array();
 		if (loc && (t->locations & ATM_LOC_FAST))
 			json_array_append_new(loc, json_string("fast"));
 		if (loc && (t->locations & ATM_LOC_SLOW))
 			json_array_append_new(loc, json_string("slow"));
-		gj_set(o, "locations", loc, &ok);
+		atm_json_set_new(o, "locations", loc, &ok);
 	}
 	if (!ok) {
 		json_decref(o);
@@ -1109,15 +1045,15 @@ static json_t *gj_node_json(const atm_node *n)
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	gj_set(o, "id", json_integer(n->id), &ok);
-	gj_set(o, "name", json_string(n->name), &ok);
-	gj_set(o, "op", json_string(atm_op_name(n->op)), &ok);
-	gj_set(o, "inputs", gj_ints(n->in, n->n_in), &ok);
-	gj_set(o, "outputs", gj_ints(n->out, n->n_out), &ok);
+	atm_json_set_new(o, "id", json_integer(n->id), &ok);
+	atm_json_set_new(o, "name", json_string(n->name), &ok);
+	atm_json_set_new(o, "op", json_string(atm_op_name(n->op)), &ok);
+	atm_json_set_new(o, "inputs", gj_ints(n->in, n->n_in), &ok);
+	atm_json_set_new(o, "outputs", gj_ints(n->out, n->n_out), &ok);
 	if (gj_op_attrs(n->op)[0])
-		gj_set(o, "attrs", gj_attrs_json(n, &ok), &ok);
+		atm_json_set_new(o, "attrs", gj_attrs_json(n, &ok), &ok);
 	if (n->workspace_bytes)
-		gj_set(o, "workspace_bytes", json_integer(n->workspace_bytes), &ok);
+		atm_json_set_new(o, "workspace_bytes", json_integer(n->workspace_bytes), &ok);
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -1130,7 +1066,7 @@ static json_t *gj_node_json(const atm_node *n)
  * (jansson's own indenting puts every number of every shape on its own line) */
 atm_status atm_graph_dump(const atm_graph *g, char **text)
 {
-	gj_buf b = {0};
+	atm_text b = {0};
 	atm_status rc = ATM_OK;
 	if (!text)
 		return atm_err(ATM_E_USAGE, "atm_graph_dump: text is NULL");
@@ -1139,20 +1075,16 @@ atm_status atm_graph_dump(const atm_graph *g, char **text)
 		return atm_err(ATM_E_USAGE, "atm_graph_dump: g is NULL");
 	int64_t batch = atm_graph_batch(g);
 
-	gj_puts(&b, "{\n  \"format\": \"" GJ_FORMAT "\",\n  \"version\": 1,\n  \"name\": ");
+	atm_text_str(&b, "{\n  \"format\": \"" GJ_FORMAT "\",\n  \"version\": 1,\n  \"name\": ");
 	json_t *name = json_string(atm_graph_name(g));
 	if (!name) {
 		rc = atm_err(ATM_E_INPUT, "the graph's name is not valid UTF-8, which JSON cannot hold");
 		goto fail;
 	}
-	if ((rc = gj_put_json(&b, name)) < 0)
-		goto fail;
-	if (batch > 0) {
-		char line[64];
-		snprintf(line, sizeof line, ",\n  \"parameters\": {\"batch\": %lld}", (long long)batch);
-		gj_puts(&b, line);
-	}
-	gj_puts(&b, ",\n  \"tensors\": [");
+	atm_text_json_new(&b, name, GJ_DUMP);
+	if (batch > 0)
+		atm_text_add(&b, ",\n  \"parameters\": {\"batch\": %lld}", (long long)batch);
+	atm_text_str(&b, ",\n  \"tensors\": [");
 	for (int32_t i = 0; i < atm_graph_n_tensors(g); i++) {
 		json_t *t = gj_tensor_json(atm_graph_tensor(g, i), batch);
 		if (!t) {
@@ -1160,11 +1092,10 @@ atm_status atm_graph_dump(const atm_graph *g, char **text)
 			             "name that is not valid UTF-8", i, atm_graph_tensor(g, i)->name);
 			goto fail;
 		}
-		gj_puts(&b, i ? ",\n    " : "\n    ");
-		if ((rc = gj_put_json(&b, t)) < 0)
-			goto fail;
+		atm_text_str(&b, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&b, t, GJ_DUMP);
 	}
-	gj_puts(&b, atm_graph_n_tensors(g) ? "\n  ],\n  \"nodes\": [" : "],\n  \"nodes\": [");
+	atm_text_str(&b, atm_graph_n_tensors(g) ? "\n  ],\n  \"nodes\": [" : "],\n  \"nodes\": [");
 	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
 		json_t *n = gj_node_json(atm_graph_node(g, i));
 		if (!n) {
@@ -1173,19 +1104,13 @@ atm_status atm_graph_dump(const atm_graph *g, char **text)
 			             atm_graph_node(g, i)->name);
 			goto fail;
 		}
-		gj_puts(&b, i ? ",\n    " : "\n    ");
-		if ((rc = gj_put_json(&b, n)) < 0)
-			goto fail;
+		atm_text_str(&b, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&b, n, GJ_DUMP);
 	}
-	gj_puts(&b, atm_graph_n_nodes(g) ? "\n  ]\n}\n" : "]\n}\n");
-	if (b.failed) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory writing graph '%s' as JSON", atm_graph_name(g));
-		goto fail;
-	}
-	*text = b.p;
-	return ATM_OK;
+	atm_text_str(&b, atm_graph_n_nodes(g) ? "\n  ]\n}\n" : "]\n}\n");
+	return atm_text_finish(&b, text, NULL, "a graph as JSON");
 fail:
-	free(b.p);
+	free(b.buf);
 	return rc;
 }
 

@@ -48,9 +48,9 @@ atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo)
 	if (!n)
 		return atm_err(ATM_E_INPUT, "node %d does not exist (valid: 0 to %d)", node,
 		               atm_graph_n_nodes(p->g) - 1);
-	if (algo < 0 || algo >= ATM_PROF_MAX_ALGOS)
+	if (algo < 0 || algo >= ATM_MAX_ALGOS)
 		return atm_err(ATM_E_INPUT, "node '%s': algorithm %d is not valid (0 to %d)", n->name, algo,
-		               ATM_PROF_MAX_ALGOS - 1);
+		               ATM_MAX_ALGOS - 1);
 	if (!p->algo) {
 		if (!algo)
 			return ATM_OK;

@@ -5,21 +5,19 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 #define PJ_FORMAT "autotm-plan"
 #define PJ_VERSION 1
+/* elements of a plan file: one line each, keys in the order written */
+#define PJ_DUMP (JSON_COMPACT | JSON_PRESERVE_ORDER)
 
 /* ---------------------------------------------------------------- digest */
 
-static void fnv(uint64_t *h, const void *data, size_t len)
+/* fnv_i64 -- h extended by v's bytes */
+static uint64_t fnv_i64(uint64_t h, int64_t v)
 {
-	*h = atm_fnv1a(*h, data, len);
-}
-
-static void fnv_i64(uint64_t *h, int64_t v)
-{
-	fnv(h, &v, sizeof v);
+	return atm_fnv1a(h, &v, sizeof v);
 }
 
 void atm_graph_digest(const atm_graph *g, char out[17])
@@ -27,72 +25,31 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 	uint64_t h = ATM_FNV1A_INIT;
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
 		const atm_tensor *x = atm_graph_tensor(g, t);
-		fnv(&h, x->name, strlen(x->name) + 1);
-		fnv_i64(&h, x->dtype);
-		fnv_i64(&h, x->kind);
-		fnv_i64(&h, x->locations);
+		h = atm_fnv1a(h, x->name, strlen(x->name) + 1);
+		h = fnv_i64(h, x->dtype);
+		h = fnv_i64(h, x->kind);
+		h = fnv_i64(h, x->locations);
 		for (int d = 0; d < x->ndim; d++)
-			fnv_i64(&h, x->dims[d]);
+			h = fnv_i64(h, x->dims[d]);
 	}
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		const atm_attrs *a = &n->attrs;
-		fnv_i64(&h, n->op);
+		h = fnv_i64(h, n->op);
 		for (int i = 0; i < n->n_in; i++)
-			fnv_i64(&h, n->in[i]);
-		fnv_i64(&h, -1);
+			h = fnv_i64(h, n->in[i]);
+		h = fnv_i64(h, -1);
 		for (int i = 0; i < n->n_out; i++)
-			fnv_i64(&h, n->out[i]);
+			h = fnv_i64(h, n->out[i]);
 		int32_t ints[] = {a->kernel[0], a->kernel[1], a->stride[0], a->stride[1], a->pad[0],
 		                  a->pad[1],    a->pad[2],    a->pad[3],    a->axis, a->exclude_pad};
-		fnv(&h, ints, sizeof ints);
-		fnv_i64(&h, n->workspace_bytes);
+		h = atm_fnv1a(h, ints, sizeof ints);
+		h = fnv_i64(h, n->workspace_bytes);
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 /* ---------------------------------------------------------------- writing */
-
-/* Text being built: the top level is indented, each tensor and move is one line. */
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
-
-static void add(struct text *t, const char *s)
-{
-	size_t n = strlen(s);
-	if (t->failed)
-		return;
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		char *b = realloc(t->buf, cap);
-		if (!b) {
-			t->failed = true;
-			return;
-		}
-		t->buf = b;
-		t->cap = cap;
-	}
-	memcpy(t->buf + t->len, s, n + 1);
-	t->len += n;
-}
-
-/* add_json -- v compactly, then release it */
-static void add_json(struct text *t, json_t *v)
-{
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
-	json_decref(v);
-	if (!s) {
-		t->failed = true;
-		return;
-	}
-	add(t, s);
-	free(s);
-}
 
 static json_t *real_or_null(double v)
 {
@@ -109,88 +66,90 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	const atm_graph *g = atm_plan_graph(p);
 	const atm_plan_info *info = atm_plan_info_get(p);
 	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
-	struct text t = {0};
+	atm_text t = {0};
 	char digest[17];
+	bool ok = true; /* every field set: a failed allocation fails the dump, it drops nothing */
 	*out = NULL;
 	atm_graph_digest(g, digest);
 
 	json_t *gr = json_object();
-	json_object_set_new(gr, "name", json_string(atm_graph_name(g)));
-	json_object_set_new(gr, "digest", json_string(digest));
-	json_object_set_new(gr, "n_tensors", json_integer(nt));
-	json_object_set_new(gr, "n_nodes", json_integer(nn));
-	add(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
-	add_json(&t, gr);
-	add(&t, ",\n  \"formulation\": ");
-	add_json(&t, json_string(info->formulation));
-	add(&t, ",\n  \"fast_limit_bytes\": ");
-	add_json(&t, json_integer(info->fast_limit_bytes));
-	add(&t, ",\n  \"predicted_runtime_s\": ");
-	add_json(&t, real_or_null(info->predicted_runtime_s));
+	atm_json_set_new(gr, "name", json_string(atm_graph_name(g)), &ok);
+	atm_json_set_new(gr, "digest", json_string(digest), &ok);
+	atm_json_set_new(gr, "n_tensors", json_integer(nt), &ok);
+	atm_json_set_new(gr, "n_nodes", json_integer(nn), &ok);
+	atm_text_str(&t, "{\n  \"format\": \"" PJ_FORMAT "\",\n  \"version\": 1,\n  \"graph\": ");
+	atm_text_json_new(&t, gr, PJ_DUMP);
+	atm_text_str(&t, ",\n  \"formulation\": ");
+	atm_text_json_new(&t, json_string(info->formulation), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"fast_limit_bytes\": ");
+	atm_text_json_new(&t, json_integer(info->fast_limit_bytes), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"predicted_runtime_s\": ");
+	atm_text_json_new(&t, real_or_null(info->predicted_runtime_s), PJ_DUMP);
 	json_t *solver = json_object();
-	json_object_set_new(solver, "status", json_string(info->solver_status));
-	json_object_set_new(solver, "creation_s", real_or_null(info->creation_s));
-	json_object_set_new(solver, "solve_s", real_or_null(info->solve_s));
-	json_object_set_new(solver, "mip_gap", real_or_null(info->mip_gap));
+	atm_json_set_new(solver, "status", json_string(info->solver_status), &ok);
+	atm_json_set_new(solver, "creation_s", real_or_null(info->creation_s), &ok);
+	atm_json_set_new(solver, "solve_s", real_or_null(info->solve_s), &ok);
+	atm_json_set_new(solver, "mip_gap", real_or_null(info->mip_gap), &ok);
 	/* each defragmentation round's times, so that a plan run later reports them */
 	json_t *rounds = json_array();
 	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++)
-		json_array_append_new(rounds, json_pack("{s:o, s:o}", "creation_s",
-		                                        real_or_null(info->round_creation_s[i]), "solve_s",
-		                                        real_or_null(info->round_solve_s[i])));
-	json_object_set_new(solver, "rounds", rounds);
-	add(&t, ",\n  \"ratio\": ");
-	add_json(&t, info->ratio_slow + info->ratio_fast > 0
+		if (json_array_append_new(rounds, json_pack("{s:o, s:o}", "creation_s",
+		                                            real_or_null(info->round_creation_s[i]),
+		                                            "solve_s",
+		                                            real_or_null(info->round_solve_s[i]))) < 0)
+			ok = false;
+	atm_json_set_new(solver, "rounds", rounds, &ok);
+	atm_text_str(&t, ",\n  \"ratio\": ");
+	atm_text_json_new(&t, info->ratio_slow + info->ratio_fast > 0
 	                 ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
-	                 : json_null());
-	add(&t, ",\n  \"estimated\": ");
-	add_json(&t, json_boolean(info->estimated));
-	add(&t, ",\n  \"solver\": ");
-	add_json(&t, solver);
-	add(&t, ",\n  \"tensors\": [");
+	                 : json_null(), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"estimated\": ");
+	atm_text_json_new(&t, json_boolean(info->estimated), PJ_DUMP);
+	atm_text_str(&t, ",\n  \"solver\": ");
+	atm_text_json_new(&t, solver, PJ_DUMP);
+	atm_text_str(&t, ",\n  \"tensors\": [");
 	for (int32_t i = 0; i < nt; i++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name));
-		json_object_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))));
-		add(&t, i ? ",\n    " : "\n    ");
-		add_json(&t, o);
+		atm_json_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name), &ok);
+		atm_json_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))), &ok);
+		atm_text_str(&t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&t, o, PJ_DUMP);
 	}
-	add(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
+	atm_text_str(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
 	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
 		const atm_move *m = atm_plan_move(p, i);
 		json_t *o = json_object();
-		json_object_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name));
-		json_object_set_new(o, "to", json_string(loc_name(m->to)));
-		json_object_set_new(o, "after", json_integer(m->after));
-		json_object_set_new(o, "after_node", m->after < 0 ? json_null()
-		                                                   : json_string(atm_graph_node(g, m->after)->name));
-		json_object_set_new(o, "mode", json_string(m->async ? "async" : "sync"));
+		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name), &ok);
+		atm_json_set_new(o, "to", json_string(loc_name(m->to)), &ok);
+		atm_json_set_new(o, "after", json_integer(m->after), &ok);
+		atm_json_set_new(o, "after_node", m->after < 0 ? json_null()
+		                                                : json_string(atm_graph_node(g, m->after)->name),
+		                 &ok);
+		atm_json_set_new(o, "mode", json_string(m->async ? "async" : "sync"), &ok);
 		if (m->async)
-			json_object_set_new(o, "until", json_integer(m->until));
-		add(&t, i ? ",\n    " : "\n    ");
-		add_json(&t, o);
+			atm_json_set_new(o, "until", json_integer(m->until), &ok);
+		atm_text_str(&t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(&t, o, PJ_DUMP);
 	}
-	add(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
+	atm_text_str(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
 	/* algorithms other than the default, by node name (GPU plans) */
 	json_t *algos = json_object();
 	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
 		if (atm_plan_algo(p, k))
-			json_object_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)));
+			atm_json_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)),
+			                 &ok);
 	if (!algos) {
 		t.failed = true;
 	} else if (json_object_size(algos)) {
-		add(&t, ",\n  \"algorithms\": ");
-		add_json(&t, algos); /* takes algos */
+		atm_text_str(&t, ",\n  \"algorithms\": ");
+		atm_text_json_new(&t, algos, PJ_DUMP); /* takes algos */
 	} else {
 		json_decref(algos);
 	}
-	add(&t, "\n}\n");
-	if (t.failed) {
-		free(t.buf);
-		return atm_err(ATM_E_NOMEM, "out of memory writing a plan");
-	}
-	*out = t.buf;
-	return ATM_OK;
+	atm_text_str(&t, "\n}\n");
+	if (!ok)
+		t.failed = true;
+	return atm_text_finish(&t, out, NULL, "a plan");
 }
 
 atm_status atm_plan_save(const atm_plan *p, const char *path)
@@ -240,21 +199,9 @@ static atm_status parse_loc(const char *where, const char *s, unsigned *loc)
 /* check_keys -- every member of o is one of keys */
 static atm_status check_keys(json_t *o, const char *where, const char *const *keys)
 {
-	const char *k;
-	json_t *v;
-	json_object_foreach(o, k, v) {
-		bool known = false;
-		for (int i = 0; keys[i] && !known; i++)
-			known = !strcmp(k, keys[i]);
-		if (!known) {
-			char valid[256] = "";
-			for (int i = 0; keys[i]; i++)
-				snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s",
-				         i ? ", " : "", keys[i]);
-			return BAD("%s: unknown key \"%s\" (valid: %s)", where, k, valid);
-		}
-	}
-	return ATM_OK;
+	char valid[256];
+	const char *k = atm_json_unknown_key(o, keys, valid, sizeof valid);
+	return k ? BAD("%s: unknown key \"%s\" (valid: %s)", where, k, valid) : ATM_OK;
 }
 
 /* read_rounds -- the solver's "rounds": each defragmentation round's creation and solve time */

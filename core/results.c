@@ -18,7 +18,8 @@ static json_t *num_or_null(double v)
 }
 
 /* io_counts -- AutoTM's kernel input/output counts from each kernel's configuration */
-static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, json_t *config)
+static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, json_t *config,
+                      bool *ok)
 {
 	int64_t n_in = 0, n_out = 0, n_fast_in = 0, n_fast_out = 0;
 	int64_t b_in = 0, b_out = 0, b_fast_in = 0, b_fast_out = 0;
@@ -31,7 +32,8 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
 		for (int k = 0; k < n->n_in + n->n_out; k++) {
 			bool is_in = k < n->n_in, fast = ev->cfg[k] == ATM_LOC_FAST;
 			int64_t bytes = atm_graph_tensor(g, is_in ? n->in[k] : n->out[k - n->n_in])->bytes;
-			json_array_append_new(is_in ? ins : outs, json_string(fast ? "fast" : "slow"));
+			if (json_array_append_new(is_in ? ins : outs, json_string(fast ? "fast" : "slow")) < 0)
+				*ok = false;
 			if (is_in) {
 				n_in++, b_in += bytes;
 				n_fast_in += fast, b_fast_in += fast ? bytes : 0;
@@ -40,191 +42,229 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
 				n_fast_out += fast, b_fast_out += fast ? bytes : 0;
 			}
 		}
-		json_object_set_new(c, "inputs", ins);
-		json_object_set_new(c, "outputs", outs);
-		json_object_set_new(config, n->name, c);
+		atm_json_set_new(c, "inputs", ins, ok);
+		atm_json_set_new(c, "outputs", outs, ok);
+		atm_json_set_new(config, n->name, c, ok);
 	}
-	json_object_set_new(run, "num_kernels", json_integer(atm_graph_n_nodes(g)));
-	json_object_set_new(run, "num_input_tensors", json_integer(n_in));
-	json_object_set_new(run, "num_output_tensors", json_integer(n_out));
-	json_object_set_new(run, "num_dram_input_tensors", json_integer(n_fast_in));
-	json_object_set_new(run, "num_dram_output_tensors", json_integer(n_fast_out));
-	json_object_set_new(run, "bytes_input_tensors", json_integer(b_in));
-	json_object_set_new(run, "bytes_output_tensors", json_integer(b_out));
-	json_object_set_new(run, "bytes_dram_input_tensors", json_integer(b_fast_in));
-	json_object_set_new(run, "bytes_dram_output_tensors", json_integer(b_fast_out));
+	atm_json_set_new(run, "num_kernels", json_integer(atm_graph_n_nodes(g)), ok);
+	atm_json_set_new(run, "num_input_tensors", json_integer(n_in), ok);
+	atm_json_set_new(run, "num_output_tensors", json_integer(n_out), ok);
+	atm_json_set_new(run, "num_dram_input_tensors", json_integer(n_fast_in), ok);
+	atm_json_set_new(run, "num_dram_output_tensors", json_integer(n_fast_out), ok);
+	atm_json_set_new(run, "bytes_input_tensors", json_integer(b_in), ok);
+	atm_json_set_new(run, "bytes_output_tensors", json_integer(b_out), ok);
+	atm_json_set_new(run, "bytes_dram_input_tensors", json_integer(b_fast_in), ok);
+	atm_json_set_new(run, "bytes_dram_output_tensors", json_integer(b_fast_out), ok);
 }
 
 /* move_counts -- AutoTM's move fields: plain fields count synchronous moves,
  * _pmem (to slow) and _dram (to fast) count both kinds, _async the overlapped */
-static void move_counts(const atm_schedule_stats *st, json_t *run)
+static void move_counts(const atm_schedule_stats *st, json_t *run, bool *ok)
 {
 	int64_t sync_fast = st->n_moves_to_fast - st->n_async_to_fast;
 	int64_t sync_slow = st->n_moves_to_slow - st->n_async_to_slow;
 	int64_t sync_b_fast = st->bytes_to_fast - st->bytes_async_to_fast;
 	int64_t sync_b_slow = st->bytes_to_slow - st->bytes_async_to_slow;
-	json_object_set_new(run, "num_move_nodes", json_integer(sync_fast + sync_slow));
-	json_object_set_new(run, "num_pmem_move_nodes", json_integer(st->n_moves_to_slow));
-	json_object_set_new(run, "num_dram_move_nodes", json_integer(st->n_moves_to_fast));
-	json_object_set_new(run, "bytes_moved", json_integer(sync_b_fast + sync_b_slow));
-	json_object_set_new(run, "bytes_moved_pmem", json_integer(st->bytes_to_slow));
-	json_object_set_new(run, "bytes_moved_dram", json_integer(st->bytes_to_fast));
-	json_object_set_new(run, "num_async_move_nodes",
-	                    json_integer(st->n_async_to_fast + st->n_async_to_slow));
-	json_object_set_new(run, "num_pmem_async_move_nodes", json_integer(st->n_async_to_slow));
-	json_object_set_new(run, "num_dram_async_move_nodes", json_integer(st->n_async_to_fast));
-	json_object_set_new(run, "bytes_async_moved",
-	                    json_integer(st->bytes_async_to_fast + st->bytes_async_to_slow));
-	json_object_set_new(run, "bytes_async_moved_pmem", json_integer(st->bytes_async_to_slow));
-	json_object_set_new(run, "bytes_async_moved_dram", json_integer(st->bytes_async_to_fast));
+	atm_json_set_new(run, "num_move_nodes", json_integer(sync_fast + sync_slow), ok);
+	atm_json_set_new(run, "num_pmem_move_nodes", json_integer(st->n_moves_to_slow), ok);
+	atm_json_set_new(run, "num_dram_move_nodes", json_integer(st->n_moves_to_fast), ok);
+	atm_json_set_new(run, "bytes_moved", json_integer(sync_b_fast + sync_b_slow), ok);
+	atm_json_set_new(run, "bytes_moved_pmem", json_integer(st->bytes_to_slow), ok);
+	atm_json_set_new(run, "bytes_moved_dram", json_integer(st->bytes_to_fast), ok);
+	atm_json_set_new(run, "num_async_move_nodes",
+	                 json_integer(st->n_async_to_fast + st->n_async_to_slow), ok);
+	atm_json_set_new(run, "num_pmem_async_move_nodes", json_integer(st->n_async_to_slow), ok);
+	atm_json_set_new(run, "num_dram_async_move_nodes", json_integer(st->n_async_to_fast), ok);
+	atm_json_set_new(run, "bytes_async_moved",
+	                 json_integer(st->bytes_async_to_fast + st->bytes_async_to_slow), ok);
+	atm_json_set_new(run, "bytes_async_moved_pmem", json_integer(st->bytes_async_to_slow), ok);
+	atm_json_set_new(run, "bytes_async_moved_dram", json_integer(st->bytes_async_to_fast), ok);
 }
 
-/* run_json -- one element of "runs" */
-static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
+/* solver_fields -- how the plan was found, and the limit and ratio it was found for */
+static void solver_fields(const atm_plan_info *info, json_t *run, bool *ok)
 {
-	const atm_graph *g = atm_plan_graph(p);
-	const atm_plan_info *info = atm_plan_info_get(p);
-	const atm_schedule_stats *st = atm_schedule_stats_get(s);
-	json_t *run = json_object(), *sizes = json_object(), *config = json_object();
 	char date[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	json_object_set_new(run, "formulation", json_string(info->formulation));
-	json_object_set_new(run, "date", json_string(date));
+	atm_json_set_new(run, "formulation", json_string(info->formulation), ok);
+	atm_json_set_new(run, "date", json_string(date), ok);
 	/* one entry per solve: several when the defragmentation loop solved again */
 	json_t *creation = json_array(), *solving = json_array();
-	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++) {
-		json_array_append_new(creation, json_real(info->round_creation_s[i]));
-		json_array_append_new(solving, json_real(info->round_solve_s[i]));
-	}
-	if (!info->n_rounds && info->creation_s >= 0) {
-		json_array_append_new(creation, json_real(info->creation_s));
-		json_array_append_new(solving, json_real(info->solve_s));
-	}
-	json_object_set_new(run, "creation_times", creation);
-	json_object_set_new(run, "optimization_times", solving);
-	json_object_set_new(run, "solver_status", json_string(info->solver_status));
-	json_object_set_new(run, "mip_gap", num_or_null(info->mip_gap));
-	json_object_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s));
-	json_object_set_new(run, "estimated_profile", json_boolean(info->estimated));
-	json_object_set_new(run, "actual_runtime", num_or_null(m ? m->actual_runtime_s : -1));
-	json_object_set_new(run, "mean_runtime", num_or_null(m ? m->mean_runtime_s : -1));
-	json_object_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0));
-	json_object_set_new(run, "dram_limit", info->fast_limit_bytes
-	                                           ? json_integer(info->fast_limit_bytes) : json_null());
-	/* AutoTM's ratio is S/F (null at 1:0); the exact pair and the fast fraction find every
-	 * point, all slow included */
+	for (int i = 0; i < info->n_rounds && i < ATM_PLAN_MAX_ROUNDS; i++)
+		if (json_array_append_new(creation, json_real(info->round_creation_s[i])) < 0 ||
+		    json_array_append_new(solving, json_real(info->round_solve_s[i])) < 0)
+			*ok = false;
+	if (!info->n_rounds && info->creation_s >= 0 &&
+	    (json_array_append_new(creation, json_real(info->creation_s)) < 0 ||
+	     json_array_append_new(solving, json_real(info->solve_s)) < 0))
+		*ok = false;
+	atm_json_set_new(run, "creation_times", creation, ok);
+	atm_json_set_new(run, "optimization_times", solving, ok);
+	atm_json_set_new(run, "solver_status", json_string(info->solver_status), ok);
+	atm_json_set_new(run, "mip_gap", num_or_null(info->mip_gap), ok);
+	atm_json_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s), ok);
+	atm_json_set_new(run, "estimated_profile", json_boolean(info->estimated), ok);
+}
+
+/* limit_fields -- the fast limit, and the ratio as AutoTM writes it (S/F, null at 1:0) and as
+ * the exact pair and the fast fraction, which find every point, all slow included */
+static void limit_fields(const atm_plan_info *info, json_t *run, bool *ok)
+{
 	bool has_ratio = info->ratio_slow + info->ratio_fast > 0;
-	json_object_set_new(run, "ratio", info->ratio_fast > 0 ? json_real(info->ratio_slow / info->ratio_fast)
-	                                                       : json_null());
-	json_object_set_new(run, "ratio_slow", has_ratio ? json_real(info->ratio_slow) : json_null());
-	json_object_set_new(run, "ratio_fast", has_ratio ? json_real(info->ratio_fast) : json_null());
-	json_object_set_new(run, "fast_fraction", has_ratio ? json_real(info->ratio_fast /
-	                                                                (info->ratio_slow + info->ratio_fast))
-	                                                    : json_null());
+	atm_json_set_new(run, "dram_limit", info->fast_limit_bytes
+	                                        ? json_integer(info->fast_limit_bytes) : json_null(), ok);
+	atm_json_set_new(run, "ratio", info->ratio_fast > 0 ? json_real(info->ratio_slow / info->ratio_fast)
+	                                                    : json_null(), ok);
+	atm_json_set_new(run, "ratio_slow", has_ratio ? json_real(info->ratio_slow) : json_null(), ok);
+	atm_json_set_new(run, "ratio_fast", has_ratio ? json_real(info->ratio_fast) : json_null(), ok);
+	atm_json_set_new(run, "fast_fraction",
+	                 has_ratio ? json_real(info->ratio_fast / (info->ratio_slow + info->ratio_fast))
+	                           : json_null(), ok);
+}
+
+/* memory_fields -- what the step placed and moved: sizes, configurations, moves, memory used
+ * (measured when m is there, else the schedule's) and AutoTM's estimate of the copies' time */
+static void memory_fields(const atm_schedule *s, const atm_graph *g, const atm_run_measured *m,
+                          json_t *run, bool *ok)
+{
+	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	json_t *sizes = json_object(), *config = json_object();
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
 		const atm_tensor *x = atm_graph_tensor(g, t);
 		if (!atm_tensor_is_persistent(x))
-			json_object_set_new(sizes, x->name, json_integer(x->bytes));
+			atm_json_set_new(sizes, x->name, json_integer(x->bytes), ok);
 	}
-	json_object_set_new(run, "tensor_size_map", sizes);
-	io_counts(s, g, run, config);
-	json_object_set_new(run, "config_map", config);
-	move_counts(st, run);
-	json_object_set_new(run, "fast_peak_bytes", json_integer(st->fast_peak_bytes));
-	json_object_set_new(run, "dram_alloc_size", json_integer(m ? m->dram_alloc_bytes
-	                                                           : st->fast_arena_bytes));
-	json_object_set_new(run, "pmem_alloc_size", json_integer(m ? m->pmem_alloc_bytes
-	                                                           : st->slow_peak_bytes));
+	atm_json_set_new(run, "tensor_size_map", sizes, ok);
+	io_counts(s, g, run, config, ok);
+	atm_json_set_new(run, "config_map", config, ok);
+	move_counts(st, run, ok);
+	atm_json_set_new(run, "fast_peak_bytes", json_integer(st->fast_peak_bytes), ok);
+	atm_json_set_new(run, "dram_alloc_size", json_integer(m ? m->dram_alloc_bytes
+	                                                        : st->fast_arena_bytes), ok);
+	atm_json_set_new(run, "pmem_alloc_size", json_integer(m ? m->pmem_alloc_bytes
+	                                                        : st->slow_peak_bytes), ok);
 	/* synchronous copies at the slow tier's speeds, as AutoTM estimated it */
 	int64_t sync_fast = st->bytes_to_fast - st->bytes_async_to_fast;
 	int64_t sync_slow = st->bytes_to_slow - st->bytes_async_to_slow;
 	bool speeds = m && m->slow_read_gbps > 0 && m->slow_write_gbps > 0;
-	json_object_set_new(run, "move_time",
-	                    speeds ? json_real((double)sync_fast / (m->slow_read_gbps * 1e9) +
-	                                       (double)sync_slow / (m->slow_write_gbps * 1e9))
-	                           : json_null());
-	if (m && m->kernel_s) {
+	atm_json_set_new(run, "move_time",
+	                 speeds ? json_real((double)sync_fast / (m->slow_read_gbps * 1e9) +
+	                                    (double)sync_slow / (m->slow_write_gbps * 1e9))
+	                        : json_null(), ok);
+}
+
+/* measured_fields -- what a run measured and where it ran */
+static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_t *run, bool *ok)
+{
+	if (m->kernel_s) {
 		json_t *kt = json_object();
 		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-			json_object_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_s[k]));
-		json_object_set_new(run, "kernel_times", kt);
+			atm_json_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_s[k]), ok);
+		atm_json_set_new(run, "kernel_times", kt, ok);
 	}
-	if (m) {
-		json_t *losses = json_array();
-		for (int i = 0; i < m->n_losses; i++)
-			json_array_append_new(losses, isfinite(m->losses[i]) ? json_real(m->losses[i])
-			                                                     : json_null());
-		json_object_set_new(run, "losses", losses);
-		json_object_set_new(run, "weights_checksum", m->weights_checksum
-		                                                 ? json_string(m->weights_checksum)
-		                                                 : json_null());
-		json_object_set_new(run, "emulated", json_boolean(m->emulated));
-		json_object_set_new(run, "emulation", m->emulation ? json_string(m->emulation)
-		                                                   : json_null());
-		json_object_set_new(run, "memory_mode", m->memory_mode ? json_string(m->memory_mode)
-		                                                       : json_null());
-		json_object_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s));
-		json_object_set_new(run, "move_wait_s", json_real(m->move_wait_s));
-		json_object_set_new(run, "tiers", json_pack("{s:s?, s:s?}", "fast", m->fast_tier,
-		                                            "slow", m->slow_tier));
-		json_object_set_new(run, "seed", json_integer((json_int_t)m->seed));
-		json_object_set_new(run, "n_threads", json_integer(m->n_threads));
-		json_object_set_new(run, "backend", json_string(m->backend ? m->backend : "cpu"));
-		json_object_set_new(run, "simulated", json_boolean(m->simulated));
-		if (m->device)
-			json_object_set_new(run, "device", json_string(m->device));
-		if (m->versions)
-			json_object_set_new(run, "versions", json_string(m->versions));
-		if (m->gpu_memory_bytes > 0)
-			json_object_set_new(run, "gpu_memory_limit", json_integer(m->gpu_memory_bytes));
-		if (m->backend && strcmp(m->backend, "cpu"))
-			json_object_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
-			                                                      : json_null());
+	json_t *losses = json_array();
+	for (int i = 0; i < m->n_losses; i++)
+		if (json_array_append_new(losses, isfinite(m->losses[i]) ? json_real(m->losses[i])
+		                                                         : json_null()) < 0)
+			*ok = false;
+	atm_json_set_new(run, "losses", losses, ok);
+	atm_json_set_new(run, "weights_checksum", m->weights_checksum ? json_string(m->weights_checksum)
+	                                                              : json_null(), ok);
+	atm_json_set_new(run, "emulated", json_boolean(m->emulated), ok);
+	atm_json_set_new(run, "emulation", m->emulation ? json_string(m->emulation) : json_null(), ok);
+	atm_json_set_new(run, "memory_mode", m->memory_mode ? json_string(m->memory_mode)
+	                                                    : json_null(), ok);
+	atm_json_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s), ok);
+	atm_json_set_new(run, "move_wait_s", json_real(m->move_wait_s), ok);
+	atm_json_set_new(run, "tiers", json_pack("{s:s?, s:s?}", "fast", m->fast_tier, "slow",
+	                                         m->slow_tier), ok);
+	atm_json_set_new(run, "seed", json_integer((json_int_t)m->seed), ok);
+	atm_json_set_new(run, "n_threads", json_integer(m->n_threads), ok);
+	atm_json_set_new(run, "backend", json_string(m->backend ? m->backend : "cpu"), ok);
+	atm_json_set_new(run, "simulated", json_boolean(m->simulated), ok);
+	if (m->device)
+		atm_json_set_new(run, "device", json_string(m->device), ok);
+	if (m->versions)
+		atm_json_set_new(run, "versions", json_string(m->versions), ok);
+	if (m->gpu_memory_bytes > 0)
+		atm_json_set_new(run, "gpu_memory_limit", json_integer(m->gpu_memory_bytes), ok);
+	if (m->backend && strcmp(m->backend, "cpu"))
+		atm_json_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
+		                                                     : json_null(), ok);
+}
+
+/* run_json -- one element of "runs"; NULL when out of memory */
+static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	const atm_plan_info *info = atm_plan_info_get(p);
+	bool ok = true;
+	json_t *run = json_object();
+	solver_fields(info, run, &ok);
+	atm_json_set_new(run, "actual_runtime", num_or_null(m ? m->actual_runtime_s : -1), &ok);
+	atm_json_set_new(run, "mean_runtime", num_or_null(m ? m->mean_runtime_s : -1), &ok);
+	atm_json_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0), &ok);
+	limit_fields(info, run, &ok);
+	memory_fields(s, g, m, run, &ok);
+	if (m)
+		measured_fields(g, m, run, &ok);
+	if (!ok) {
+		json_decref(run);
+		return NULL;
 	}
 	return run;
 }
 
 /* document -- a whole results file holding one run */
-static json_t *document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
-                        const atm_run_measured *m)
+static atm_status document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
+                           const atm_run_measured *m, json_t **out)
 {
 	const atm_graph *g = atm_plan_graph(p);
 	atm_graph_stats gs;
 	char digest[17], cpu[256];
+	bool ok = true;
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_graph_stats_compute(g, &gs)) < 0)
+		return rc;
 	json_t *doc = json_object(), *runs = json_array();
 	atm_graph_digest(g, digest);
 	atm_cpu_model(cpu, sizeof cpu);
-	if (atm_graph_stats_compute(g, &gs) < 0)
-		memset(&gs, 0, sizeof gs);
-	json_object_set_new(doc, "format", json_string(RJ_FORMAT));
-	json_object_set_new(doc, "version", json_integer(ATM_RESULTS_VERSION));
+	atm_json_set_new(doc, "format", json_string(RJ_FORMAT), &ok);
+	atm_json_set_new(doc, "version", json_integer(ATM_RESULTS_VERSION), &ok);
 	int64_t batch = w && w->batch ? w->batch : atm_graph_batch(g);
-	json_object_set_new(doc, "workload",
-	                    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "name", atm_graph_name(g),
-	                              "digest", digest, "n_params", (json_int_t)gs.n_params, "n_kernels",
-	                              (json_int_t)gs.n_kernels, "n_tensors", (json_int_t)gs.n_tensors,
-	                              "batch", (json_int_t)batch, "preset",
-	                              w && w->preset ? json_string(w->preset) : json_null(), "image",
-	                              w && w->image ? json_integer(w->image) : json_null()));
-	json_object_set_new(doc, "io_size", json_integer(gs.io_bytes));
-	json_object_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes));
-	json_object_set_new(doc, "gpu_managed_runtime", m && m->managed
-	                                                    ? json_real(m->actual_runtime_s)
-	                                                    : json_null());
-	json_object_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
-	                                              (int)sysconf(_SC_NPROCESSORS_ONLN)));
-	json_array_append_new(runs, run_json(p, s, m));
-	json_object_set_new(doc, "runs", runs);
-	return doc;
+	atm_json_set_new(doc, "workload",
+	                 json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "name", atm_graph_name(g),
+	                           "digest", digest, "n_params", (json_int_t)gs.n_params, "n_kernels",
+	                           (json_int_t)gs.n_kernels, "n_tensors", (json_int_t)gs.n_tensors,
+	                           "batch", (json_int_t)batch, "preset",
+	                           w && w->preset ? json_string(w->preset) : json_null(), "image",
+	                           w && w->image ? json_integer(w->image) : json_null()), &ok);
+	atm_json_set_new(doc, "io_size", json_integer(gs.io_bytes), &ok);
+	atm_json_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes), &ok);
+	atm_json_set_new(doc, "gpu_managed_runtime", m && m->managed ? json_real(m->actual_runtime_s)
+	                                                             : json_null(), &ok);
+	atm_json_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
+	                                           (int)sysconf(_SC_NPROCESSORS_ONLN)), &ok);
+	if (json_array_append_new(runs, run_json(p, s, m)) < 0)
+		ok = false;
+	atm_json_set_new(doc, "runs", runs, &ok);
+	if (!ok) {
+		json_decref(doc);
+		return atm_err(ATM_E_NOMEM, "out of memory writing results");
+	}
+	*out = doc;
+	return ATM_OK;
 }
 
-static atm_status to_text(json_t *doc, char **text)
+/* to_text -- doc as the file's text (borrowed: the caller releases doc) */
+static atm_status to_text(const json_t *doc, char **text)
 {
-	*text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-	json_decref(doc);
-	return *text ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory writing results");
+	atm_status rc = atm_json_text(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	                                   JSON_REAL_PRECISION(10), text);
+	return rc < 0 ? atm_err(rc, "out of memory writing results") : ATM_OK;
 }
 
 /* load_results -- path's results document, checked to be this version's (ATM_E_INPUT when not) */
@@ -233,6 +273,9 @@ static atm_status load_results(const char *path, json_t **out)
 	json_error_t e;
 	json_t *old = json_load_file(path, 0, &e);
 	*out = NULL;
+	/* jansson fails with no message at all when its first allocation fails */
+	if (!old && (json_error_code(&e) == json_error_out_of_memory || !e.text[0]))
+		return atm_err(ATM_E_NOMEM, "out of memory reading %s", path);
 	if (!old)
 		return atm_err(ATM_E_INPUT, "%s: line %d: %s; not appending to a file that is not "
 		               "results JSON", path, e.line, e.text);
@@ -300,12 +343,12 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
                              const atm_results_workload *w, const atm_run_measured *m,
                              bool append)
 {
-	json_t *doc = document(p, s, w, m), *old = NULL;
+	json_t *doc = NULL, *old = NULL;
 	char *text = NULL, digest[17];
 	int fd = -1;
-	atm_status rc;
-	if (!doc)
-		return atm_err(ATM_E_NOMEM, "out of memory writing results");
+	atm_status rc = document(p, s, w, m, &doc);
+	if (rc < 0)
+		return rc;
 	/* held from the read to the rename: a second appender reads what the first wrote */
 	if (append && (rc = atm_file_lock(path, &fd)) < 0)
 		goto fail;
@@ -315,16 +358,17 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
 		atm_graph_digest(atm_plan_graph(p), digest);
 		if ((rc = other_workload(path, old, atm_graph_name(atm_plan_graph(p)), digest)) < 0)
 			goto fail;
-		json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs"));
-		if (m && m->managed)
-			json_object_set(old, "gpu_managed_runtime",
-			                json_object_get(doc, "gpu_managed_runtime"));
+		if (json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs")) < 0 ||
+		    (m && m->managed && json_object_set(old, "gpu_managed_runtime",
+		                                        json_object_get(doc, "gpu_managed_runtime")) < 0)) {
+			rc = atm_err(ATM_E_NOMEM, "out of memory appending results to %s", path);
+			goto fail;
+		}
 		json_decref(doc);
 		doc = old;
 		old = NULL;
 	}
 	rc = to_text(doc, &text);
-	doc = NULL; /* to_text released it */
 	if (rc == ATM_OK)
 		rc = atm_write_file_atomic(path, text, strlen(text));
 fail:

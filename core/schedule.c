@@ -4,10 +4,6 @@
 
 #include "atm_core.h"
 
-/* Fast copies are placed at multiples of this, which keeps every tensor
- * cache-line and vector aligned wherever the plan puts it. */
-#define ARENA_ALIGN 64
-
 struct span {
 	int64_t off, len;
 };
@@ -40,11 +36,6 @@ struct atm_schedule {
 	atm_schedule_stats stats;
 };
 
-static int64_t align_up(int64_t v)
-{
-	return (v + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
-}
-
 static atm_status arena_init(struct arena *a)
 {
 	memset(a, 0, sizeof *a);
@@ -60,7 +51,7 @@ static atm_status arena_init(struct arena *a)
 /* arena_take -- first fit; -1 when no free span is large enough */
 static int64_t arena_take(struct arena *a, int64_t bytes)
 {
-	int64_t len = align_up(bytes);
+	int64_t len = atm_arena_align_up(bytes);
 	for (int32_t i = 0; i < a->n; i++) {
 		if (a->free[i].len < len)
 			continue;
@@ -82,7 +73,7 @@ static int64_t arena_take(struct arena *a, int64_t bytes)
 /* arena_give -- return a span, merging with its neighbours */
 static atm_status arena_give(struct arena *a, int64_t off, int64_t bytes)
 {
-	int64_t len = align_up(bytes);
+	int64_t len = atm_arena_align_up(bytes);
 	int32_t i = 0;
 	while (i < a->n && a->free[i].off < off)
 		i++;
@@ -385,7 +376,7 @@ static int span_cmp(const void *a, const void *b)
 static atm_status lay_by_size(struct walk *w)
 {
 	int64_t limit = w->limit;
-	if (!limit || w->arena.end <= limit / ARENA_ALIGN * ARENA_ALIGN)
+	if (!limit || w->arena.end <= atm_arena_align_down(limit))
 		return ATM_OK;
 	atm_schedule *s = w->s;
 	int32_t n_all = s->n_setup + s->n_ev, nt = atm_graph_n_tensors(w->g), n = 0;
@@ -406,7 +397,7 @@ static atm_status lay_by_size(struct walk *w)
 			continue;
 		if (ev->kind == ATM_EV_ALLOC) {
 			lv[n] = (struct life){ev, NULL, i, INT32_MAX,
-			                      align_up(atm_graph_tensor(w->g, ev->tensor)->bytes), 0};
+			                      atm_arena_align_up(atm_graph_tensor(w->g, ev->tensor)->bytes), 0};
 			open[ev->tensor] = n++;
 		} else if (open[ev->tensor] >= 0) {
 			lv[open[ev->tensor]].free = ev;
@@ -437,7 +428,7 @@ static atm_status lay_by_size(struct walk *w)
 		if (at + c->len > extent)
 			extent = at + c->len;
 	}
-	if (extent > limit / ARENA_ALIGN * ARENA_ALIGN)
+	if (extent > atm_arena_align_down(limit))
 		goto done;
 	for (int32_t i = 0; i < n; i++) {
 		lv[i].alloc->offset = lv[i].off;
@@ -459,7 +450,7 @@ static atm_status check_arena(struct walk *w)
 {
 	int64_t limit = w->limit;
 	atm_schedule *s = w->s;
-	int64_t arena = limit / ARENA_ALIGN * ARENA_ALIGN, fast = 0;
+	int64_t arena = atm_arena_align_down(limit), fast = 0;
 	if (!limit || w->arena.end <= arena)
 		return ATM_OK;
 	for (int32_t i = 0; i < s->n_setup + s->n_ev; i++) {
@@ -468,7 +459,7 @@ static atm_status check_arena(struct walk *w)
 			continue;
 		const atm_tensor *x = atm_graph_tensor(w->g, ev->tensor);
 		fast += ev->kind == ATM_EV_ALLOC ? x->bytes : -x->bytes;
-		if (ev->kind == ATM_EV_ALLOC && ev->offset + align_up(x->bytes) > arena)
+		if (ev->kind == ATM_EV_ALLOC && ev->offset + atm_arena_align_up(x->bytes) > arena)
 			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') tensor '%s' (%lld bytes) does not "
 			               "fit in the fast arena of %lld bytes for fragmentation (%lld bytes in "
 			               "use)", ev->node, node_name(w->g, ev->node), x->name,

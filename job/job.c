@@ -91,19 +91,28 @@ int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit)
 	return limit;
 }
 
+atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuild,
+                              atm_profile **prof)
+{
+	char buf[4096];
+	atm_profile_machine m;
+	atm_status rc;
+	*prof = NULL;
+	if (!cache) {
+		if ((rc = atm_job_default_cache(buf, sizeof buf)) < 0)
+			return rc;
+		cache = buf;
+	}
+	atm_prof_get_machine(pr, &m);
+	return atm_prof_cache_open(prof, cache, &m, rebuild);
+}
+
 atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
                                  const char *cache, bool estimate, bool quiet,
                                  volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof)
 {
-	char cache_buf[4096];
-	atm_prof_machine m;
 	atm_prof_report rep;
 	atm_status rc;
-	if (!cache) {
-		if ((rc = atm_job_default_cache(cache_buf, sizeof cache_buf)) < 0)
-			return rc;
-		cache = cache_buf;
-	}
 	atm_prof_opts po = {
 		.tiers = mem->tiers,
 		.emulate = mem->emulate,
@@ -113,10 +122,9 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 		.stop = stop,
 		.progress = !quiet && isatty(STDERR_FILENO),
 	};
-	if ((rc = atm_prof_new(pr, g, &po)) < 0)
-		return rc;
-	atm_prof_get_machine(*pr, &m);
-	if ((rc = atm_profile_open(prof, cache, &m, false)) < 0 || (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
+	if ((rc = atm_prof_new(pr, g, &po)) < 0 ||
+	    (rc = atm_job_open_cache(*pr, cache, false, prof)) < 0 ||
+	    (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
 		return rc;
 	if (!quiet && rep.n_configs_measured)
 		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", who,
@@ -325,7 +333,7 @@ atm_status atm_job_write_results(atm_job *j)
 			.slow_read_gbps = r->slow_tier.read_gbps,
 			.slow_write_gbps = r->slow_tier.write_gbps,
 			.seed = o->seed,
-			.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
+			.n_threads = r->n_threads,
 			.backend = r->backend,
 			.device = r->device,
 			.versions = r->versions,

@@ -4,15 +4,6 @@
 
 #include "opt_internal.h"
 
-/* The arena aligns every fast copy to this, as core's first fit does. */
-#define ALIGN 64
-
-/* align_up -- v rounded up to the arena alignment */
-static int64_t align_up(int64_t v)
-{
-	return (v + ALIGN - 1) / ALIGN * ALIGN;
-}
-
 /* Live fast copies as [off, end) intervals sorted by offset: placing one over another, or
  * past the arena's end, is a plan the runtime could not run. */
 struct spans {
@@ -75,13 +66,13 @@ static void spans_remove(struct spans *s, int64_t off)
 atm_status opt_best_algo(const atm_profile *prof, const atm_graph *g, int32_t k, int *algo,
                          double *t)
 {
-	atm_prof_entry e;
+	atm_profile_entry e;
 	atm_status rc = atm_profile_get(prof, g, k, 0, &e);
 	*algo = 0;
 	*t = e.min_s;
 	if (rc < 0)
 		return rc;
-	for (int a = 1; a < ATM_PROF_MAX_ALGOS; a++)
+	for (int a = 1; a < ATM_MAX_ALGOS; a++)
 		if (atm_profile_get_algo(prof, g, k, 0, a, &e) == ATM_OK &&
 		    e.scratch_bytes <= ATM_GPU_WORKSPACE_BYTES && e.min_s < *t) {
 			*t = e.min_s;
@@ -113,11 +104,11 @@ static bool covering_config(const atm_graph *g, int32_t k, const unsigned *cfg, 
 {
 	const atm_node *n = atm_graph_node(g, k);
 	int best_bits = 33;
-	for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-		uint32_t c = atm_prof_config_at(g, k, i);
+	for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+		uint32_t c = atm_node_config_at(g, k, i);
 		bool covers = true;
 		for (int op = 0; op < n->n_in + n->n_out && covers; op++)
-			covers = cfg[op] != ATM_LOC_SLOW || atm_prof_config_loc(g, k, c, op) == ATM_LOC_SLOW;
+			covers = cfg[op] != ATM_LOC_SLOW || atm_node_config_loc(g, k, c, op) == ATM_LOC_SLOW;
 		if (covers && __builtin_popcount(c) < best_bits) {
 			best_bits = __builtin_popcount(c);
 			*mask = c;
@@ -134,8 +125,8 @@ atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t 
                            const unsigned *cfg, int algo, double *t, double *t_fast)
 {
 	uint32_t mask;
-	atm_prof_entry e;
-	atm_status rc = atm_prof_config_of(g, k, cfg, &mask);
+	atm_profile_entry e;
+	atm_status rc = atm_node_config_of(g, k, cfg, &mask);
 	if (rc == ATM_E_NOTFOUND && covering_config(g, k, cfg, &mask))
 		rc = ATM_OK;
 	/* other algorithms than the default are profiled (and chosen) with every operand fast */
@@ -152,11 +143,131 @@ atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t 
 	return ATM_OK;
 }
 
-/* Where the walk stands: the main thread's clock and the copy channel's. */
-struct clock {
+/* Where the walk stands: fast memory in use and its copies' places, the main thread's clock
+ * and the copy channel's. */
+struct walk {
+	const atm_plan *p;
+	const atm_graph *g;
+	const atm_profile *prof;
+	const atm_opt_options *o;
+	int64_t limit, arena, fast;
+	struct spans sp;
 	double t, chan;
-	double *done; /* per move: when its copy ends */
+	double *done;            /* per move: when its copy ends */
+	atm_profile_moves mv;
+	bool have_moves;
+	atm_opt_check_result *out;
 };
+
+/* walk_alloc -- a fast copy placed: within the limit, inside the arena, over no other copy */
+static atm_status walk_alloc(struct walk *w, const atm_event *ev, const atm_tensor *x)
+{
+	atm_opt_check_result *out = w->out;
+	int64_t end = ev->offset + atm_arena_align_up(x->bytes);
+	atm_status rc;
+	w->fast += x->bytes;
+	if (w->limit && w->fast > w->limit)
+		return atm_err(ATM_E_INFEASIBLE, "plan check: after node %d fast memory would hold "
+		               "%lld bytes with '%s', over the limit of %lld", ev->node,
+		               (long long)w->fast, x->name, (long long)w->limit);
+	if (w->limit && end > w->arena)
+		return atm_err(ATM_E_INFEASIBLE, "plan check: the fast copy of '%s' ends at %lld, "
+		               "past the arena of %lld bytes", x->name, (long long)end,
+		               (long long)w->arena);
+	if ((rc = spans_add(&w->sp, ev->offset, end, x->name)) < 0)
+		return rc;
+	if (w->fast > out->fast_peak_bytes) {
+		out->fast_peak_bytes = w->fast;
+		out->fast_peak_node = ev->node;
+	}
+	if (end > out->fast_arena_bytes)
+		out->fast_arena_bytes = end;
+	return ATM_OK;
+}
+
+/* walk_kernel -- a kernel runs: its time in its configuration, its workspace within the limit */
+static atm_status walk_kernel(struct walk *w, const atm_event *ev)
+{
+	atm_opt_check_result *out = w->out;
+	double t = 0, tf = 0;
+	atm_status rc = opt_kernel_time(w->prof, w->g, ev->node, ev->cfg, atm_plan_algo(w->p, ev->node),
+	                                &t, &tf);
+	if (rc < 0)
+		return rc;
+	out->kernel_s += t;
+	out->all_fast_kernel_s += tf;
+	w->t += t;
+	int64_t ws = w->o && w->o->workspace_in_limit ? atm_graph_node(w->g, ev->node)->workspace_bytes
+	                                              : 0;
+	if (ws && w->limit && w->fast + ws > w->limit)
+		return atm_err(ATM_E_INFEASIBLE, "plan check: node %d ('%s') needs %lld bytes of "
+		               "workspace with %lld bytes of tensors in fast memory, over the "
+		               "limit of %lld", ev->node, atm_graph_node(w->g, ev->node)->name,
+		               (long long)ws, (long long)w->fast, (long long)w->limit);
+	if (w->fast + ws > out->fast_peak_bytes) {
+		out->fast_peak_bytes = w->fast + ws;
+		out->fast_peak_node = ev->node;
+	}
+	return ATM_OK;
+}
+
+/* walk_move -- a copy starts on the one copy channel, when the channel is free: a synchronous
+ * one holds the main thread until it ends */
+static atm_status walk_move(struct walk *w, const atm_event *ev, const atm_tensor *x)
+{
+	atm_opt_check_result *out = w->out;
+	const atm_move *m = atm_plan_move(w->p, ev->move);
+	atm_status rc;
+	if (!w->have_moves) {
+		if ((rc = atm_profile_get_moves(w->prof, &w->mv)) < 0)
+			return atm_err_prefix(rc, "plan check: ");
+		if (!(w->mv.to_fast_gbps > 0) || !(w->mv.to_slow_gbps > 0))
+			return atm_err(ATM_E_INPUT, "plan check: the profile's copy bandwidths must be "
+			               "positive");
+		w->have_moves = true;
+	}
+	double cost = (double)x->bytes /
+	              ((m->to == ATM_LOC_FAST ? w->mv.to_fast_gbps : w->mv.to_slow_gbps) * 1e9);
+	double start = w->t > w->chan ? w->t : w->chan;
+	out->n_moves++;
+	if (m->async) {
+		out->n_async_moves++;
+		w->done[ev->move] = start + cost;
+		w->chan = start + cost;
+	} else {
+		out->sync_move_s += start + cost - w->t;
+		w->t = start + cost;
+		w->chan = w->t;
+	}
+	return ATM_OK;
+}
+
+/* walk_event -- one event of the step */
+static atm_status walk_event(struct walk *w, const atm_event *ev)
+{
+	const atm_tensor *x = ev->tensor >= 0 ? atm_graph_tensor(w->g, ev->tensor) : NULL;
+	switch (ev->kind) {
+	case ATM_EV_ALLOC:
+		return ev->loc == ATM_LOC_FAST ? walk_alloc(w, ev, x) : ATM_OK;
+	case ATM_EV_FREE:
+		if (ev->loc == ATM_LOC_FAST) {
+			w->fast -= x->bytes;
+			spans_remove(&w->sp, ev->offset);
+		}
+		return ATM_OK;
+	case ATM_EV_KERNEL:
+		return walk_kernel(w, ev);
+	case ATM_EV_MOVE_START:
+		return walk_move(w, ev, x);
+	case ATM_EV_MOVE_WAIT:
+		if (atm_plan_move(w->p, ev->move)->async && w->done[ev->move] > w->t) {
+			w->out->async_wait_s += w->done[ev->move] - w->t;
+			w->t = w->done[ev->move];
+		}
+		return ATM_OK;
+	}
+	return ATM_OK;
+}
 
 atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
                          atm_opt_check_result *out)
@@ -164,10 +275,7 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 	const atm_graph *g = atm_plan_graph(p);
 	const atm_plan_info *info = atm_plan_info_get(p);
 	atm_schedule *s = NULL;
-	struct spans sp = {0};
-	struct clock c = {0};
-	atm_prof_moves mv = {0};
-	bool have_moves = false;
+	struct walk w = {.p = p, .g = g, .prof = prof, .o = o, .out = out};
 	atm_status rc;
 	memset(out, 0, sizeof *out);
 	out->fast_peak_node = -1;
@@ -175,114 +283,20 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 		return atm_opt_predict_2lm(g, prof, info->fast_limit_bytes, out);
 	if ((rc = atm_schedule_new(&s, p)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
-	int64_t limit = info->fast_limit_bytes, arena = limit / ALIGN * ALIGN, fast = 0;
-	c.done = calloc((size_t)atm_plan_n_moves(p) + 1, sizeof *c.done);
-	if (!c.done) {
+	w.limit = info->fast_limit_bytes;
+	w.arena = atm_arena_align_down(w.limit);
+	w.done = calloc((size_t)atm_plan_n_moves(p) + 1, sizeof *w.done);
+	if (!w.done)
 		rc = atm_err(ATM_E_NOMEM, "out of memory checking the plan");
-		goto done;
-	}
 	int32_t n_setup = atm_schedule_n_setup(s), n_ev = atm_schedule_n_events(s);
-	for (int32_t i = 0; i < n_setup + n_ev; i++) {
-		const atm_event *ev = i < n_setup ? atm_schedule_setup(s, i) : atm_schedule_event(s, i - n_setup);
-		const atm_tensor *x = ev->tensor >= 0 ? atm_graph_tensor(g, ev->tensor) : NULL;
-		switch (ev->kind) {
-		case ATM_EV_ALLOC:
-			if (ev->loc != ATM_LOC_FAST)
-				break;
-			fast += x->bytes;
-			if (limit && fast > limit) {
-				rc = atm_err(ATM_E_INFEASIBLE, "plan check: after node %d fast memory would hold "
-				             "%lld bytes with '%s', over the limit of %lld", ev->node,
-				             (long long)fast, x->name, (long long)limit);
-				goto done;
-			}
-			if (limit && ev->offset + align_up(x->bytes) > arena) {
-				rc = atm_err(ATM_E_INFEASIBLE, "plan check: the fast copy of '%s' ends at %lld, "
-				             "past the arena of %lld bytes", x->name,
-				             (long long)(ev->offset + align_up(x->bytes)), (long long)arena);
-				goto done;
-			}
-			if ((rc = spans_add(&sp, ev->offset, ev->offset + align_up(x->bytes), x->name)) < 0)
-				goto done;
-			if (fast > out->fast_peak_bytes) {
-				out->fast_peak_bytes = fast;
-				out->fast_peak_node = ev->node;
-			}
-			if (ev->offset + align_up(x->bytes) > out->fast_arena_bytes)
-				out->fast_arena_bytes = ev->offset + align_up(x->bytes);
-			break;
-		case ATM_EV_FREE:
-			if (ev->loc != ATM_LOC_FAST)
-				break;
-			fast -= x->bytes;
-			spans_remove(&sp, ev->offset);
-			break;
-		case ATM_EV_KERNEL: {
-			double t = 0, tf = 0;
-			if ((rc = opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t,
-			                          &tf)) < 0)
-				goto done;
-			out->kernel_s += t;
-			out->all_fast_kernel_s += tf;
-			c.t += t;
-			int64_t ws = o && o->workspace_in_limit ? atm_graph_node(g, ev->node)->workspace_bytes : 0;
-			if (ws && limit && fast + ws > limit) {
-				rc = atm_err(ATM_E_INFEASIBLE, "plan check: node %d ('%s') needs %lld bytes of "
-				             "workspace with %lld bytes of tensors in fast memory, over the "
-				             "limit of %lld", ev->node, atm_graph_node(g, ev->node)->name,
-				             (long long)ws, (long long)fast, (long long)limit);
-				goto done;
-			}
-			if (fast + ws > out->fast_peak_bytes) {
-				out->fast_peak_bytes = fast + ws;
-				out->fast_peak_node = ev->node;
-			}
-			break;
-		}
-		case ATM_EV_MOVE_START: {
-			const atm_move *m = atm_plan_move(p, ev->move);
-			if (!have_moves) {
-				if ((rc = atm_profile_get_moves(prof, &mv)) < 0) {
-					atm_err_prefix(rc, "plan check: ");
-					goto done;
-				}
-				if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0)) {
-					rc = atm_err(ATM_E_INPUT, "plan check: the profile's copy bandwidths must "
-					             "be positive");
-					goto done;
-				}
-				have_moves = true;
-			}
-			double cost = (double)x->bytes /
-			              ((m->to == ATM_LOC_FAST ? mv.to_fast_gbps : mv.to_slow_gbps) * 1e9);
-			/* one copy channel: a copy starts when the channel is free */
-			double start = c.t > c.chan ? c.t : c.chan;
-			out->n_moves++;
-			if (m->async) {
-				out->n_async_moves++;
-				c.done[ev->move] = start + cost;
-				c.chan = start + cost;
-			} else {
-				out->sync_move_s += start + cost - c.t;
-				c.t = start + cost;
-				c.chan = c.t;
-			}
-			break;
-		}
-		case ATM_EV_MOVE_WAIT:
-			if (atm_plan_move(p, ev->move)->async && c.done[ev->move] > c.t) {
-				out->async_wait_s += c.done[ev->move] - c.t;
-				c.t = c.done[ev->move];
-			}
-			break;
-		}
-	}
-	out->predicted_s = c.t > c.chan ? c.t : c.chan;
-	rc = ATM_OK;
-done:
-	free(c.done);
-	free(sp.off);
-	free(sp.end);
+	for (int32_t i = 0; rc == ATM_OK && i < n_setup + n_ev; i++)
+		rc = walk_event(&w, i < n_setup ? atm_schedule_setup(s, i)
+		                                : atm_schedule_event(s, i - n_setup));
+	if (rc == ATM_OK)
+		out->predicted_s = w.t > w.chan ? w.t : w.chan;
+	free(w.done);
+	free(w.sp.off);
+	free(w.sp.end);
 	atm_schedule_destroy(s);
 	if (rc < 0) {
 		int32_t keep = out->fast_peak_node;
@@ -298,7 +312,7 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 	atm_plan *p = NULL;
 	atm_schedule *s = NULL;
 	atm_cache_model *cm = NULL;
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
 	out->fast_peak_node = -1;
@@ -324,7 +338,7 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 			if (ev->kind != ATM_EV_KERNEL)
 				continue;
 			const atm_node *n = atm_graph_node(g, ev->node);
-			atm_prof_entry e;
+			atm_profile_entry e;
 			if ((rc = atm_profile_get(prof, g, ev->node, 0, &e)) < 0) {
 				atm_err_prefix(rc, "2LM prediction: ");
 				goto done;

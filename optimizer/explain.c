@@ -44,7 +44,7 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 	const atm_plan_info *info = atm_plan_info_get(p);
 	atm_opt_check_result chk;
 	atm_schedule *s = NULL;
-	atm_prof_moves mv = {0};
+	atm_profile_moves mv = {0};
 	char a[32], b[32], c[32], d[32], list[512];
 	atm_status rc = atm_opt_check(p, prof, o, &chk);
 	if (rc < 0)

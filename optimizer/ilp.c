@@ -512,22 +512,28 @@ static atm_status decode(const struct model *m, glp_prob *lp, struct solution *s
 	return ATM_OK;
 }
 
-atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_start,
-                         struct ilp_result *r)
+/* One solve: the GLPK problem of a model, the heuristic's placement as its seed, and the
+ * share of the plan's time limit it may take. */
+struct solve {
+	const struct model *m;
+	glp_prob *lp;
+	int m0;             /* the first memory row */
+	double *seed;       /* the heuristic's placement as GLPK's columns */
+	double seed_obj;    /* and its cost */
+	double t_start;     /* the plan's start: the time limit counts from there */
+	double reserve;     /* seconds kept back from GLPK */
+	int msg;            /* GLPK's message level */
+	struct ilp_result *r;
+};
+
+/* build_lp -- the GLPK problem of the model: columns of every movable tensor, rows of every
+ * node, the asynchronous moves and, under a limit, the memory slots */
+static atm_status build_lp(struct solve *v)
 {
+	const struct model *m = v->m;
 	struct build b = {.m = m};
-	struct cb cb = {.gap = -1, .bound = -DBL_MAX};
-	double *seed = NULL, constant = 0, t0 = opt_now_s();
-	atm_status rc = ATM_OK;
-	int m0 = 0;
-	struct solution got = {0};
-	memset(r, 0, sizeof *r);
-	r->gap = -1;
-	r->bound_s = -1;
-	r->ilp_objective_s = -1;
-	/* GLPK writes to the terminal unless told not to (restored below) */
-	int term = glp_term_out(m->o.verbosity ? GLP_ON : GLP_OFF);
-	b.lp = glp_create_prob();
+	double constant = 0;
+	b.lp = v->lp = glp_create_prob();
 	glp_set_obj_dir(b.lp, GLP_MIN);
 	/* the model writes its columns into the tmodel and nmodel it was built from */
 	struct model *mm = (struct model *)m;
@@ -541,96 +547,94 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	for (int32_t sl = 0; sl < m->n_slots; sl++)
 		limited |= m->limit[sl] != INT64_MAX;
 	if (limited)
-		memory_rows(&b, &m0);
+		memory_rows(&b, &v->m0);
 	glp_set_obj_coef(b.lp, 0, constant);
 	free(b.r.ind);
 	free(b.r.val);
 	free(b.d);
-	if (b.failed) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory building the model");
-		goto done;
-	}
-	r->n_columns = glp_get_num_cols(b.lp);
-	r->n_rows = glp_get_num_rows(b.lp);
-	r->n_binaries = b.n_bin;
-	r->n_nonzeros = b.nnz;
-	r->creation_s = opt_now_s() - t0;
-	t0 = opt_now_s();
-	if (!(seed = seed_vector(m, s, b.lp, m0))) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory seeding the solver");
-		goto done;
-	}
-	if ((rc = seed_check(b.lp, seed)) < 0)
-		goto done;
-	double seed_obj = opt_solution_cost(m, s);
-	snprintf(r->status, sizeof r->status, "heuristic");
-	if (!r->n_columns) {
-		/* nothing to place: the only placement is optimal */
-		snprintf(r->status, sizeof r->status, "optimal");
-		r->gap = 0;
-		goto done;
-	}
-	r->bound_s = floor_s(m);
-	if (!m->o.no_seed && seed_obj - r->bound_s <= m->o.mip_gap * seed_obj) {
-		/* the seed is as fast as the kernels allow, to within the gap */
-		r->gap = seed_obj > r->bound_s ? (seed_obj - r->bound_s) / seed_obj : 0;
-		snprintf(r->status, sizeof r->status, r->gap > 0 ? "within gap" : "optimal");
-		goto done;
-	}
-	/* GLPK checks its clock between subproblems and may run past its limit by the length of
-	 * one; keep some of the budget back for that, for polishing, and for the defragmentation
-	 * rounds that may follow (each builds, repairs and lays out the plan again) */
-	double reserve = m->o.time_limit_s * 0.15 < 10 ? m->o.time_limit_s * 0.15 : 10;
-	double left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
-	if (left < 0.05)
-		left = 0.05;
-	int msg = m->o.verbosity >= 2 ? GLP_MSG_ALL : m->o.verbosity == 1 ? GLP_MSG_ON : GLP_MSG_OFF;
-	glp_scale_prob(b.lp, GLP_SF_AUTO);
-	/* GLPK's MIP presolver renumbers columns, and the seed is given in ours; so presolve
-	 * the root relaxation with the LP presolver and branch on the original columns */
+	if (b.failed)
+		return atm_err(ATM_E_NOMEM, "out of memory building the model");
+	v->r->n_columns = glp_get_num_cols(b.lp);
+	v->r->n_rows = glp_get_num_rows(b.lp);
+	v->r->n_binaries = b.n_bin;
+	v->r->n_nonzeros = b.nnz;
+	return ATM_OK;
+}
+
+/* time_left_ms -- GLPK's time limit: what is left of the plan's, less the reserve */
+static int time_left_ms(const struct solve *v)
+{
+	double left = v->m->o.time_limit_s - v->reserve - (atm_now_s() - v->t_start);
+	return (int)((left > 0.05 ? left : 0.05) * 1000);
+}
+
+/* set_proved -- the seed is proved within the gap (optimal at 0): r's gap and status */
+static void set_proved(struct ilp_result *r, double gap)
+{
+	r->gap = gap > 0 ? gap : 0;
+	snprintf(r->status, sizeof r->status, r->gap > 0 ? "within gap" : "optimal");
+}
+
+/* root_lp -- the root relaxation. GLPK's MIP presolver renumbers columns, and the seed is given
+ * in ours; so the LP presolver presolves the root and branch and bound runs on the original
+ * columns. *stop when there is nothing to branch on: the relaxation proves the seed within the
+ * gap, or it failed (r's status says which); *bound the relaxation's objective */
+static atm_status root_lp(struct solve *v, double *bound, bool *stop)
+{
+	const struct model *m = v->m;
+	struct ilp_result *r = v->r;
 	glp_smcp sp;
+	*stop = false;
 	glp_init_smcp(&sp);
-	sp.msg_lev = msg;
+	sp.msg_lev = v->msg;
 	sp.meth = GLP_DUALP;
 	sp.presolve = m->o.no_seed ? GLP_OFF : GLP_ON;
-	sp.tm_lim = (int)(left * 1000);
-	double t_lp = opt_now_s();
-	int ret = m->o.no_seed ? 0 : glp_simplex(b.lp, &sp);
-	if (!m->o.no_seed && ret == 0 && glp_get_status(b.lp) == GLP_OPT) {
+	sp.tm_lim = time_left_ms(v);
+	double t_lp = atm_now_s();
+	int ret = m->o.no_seed ? 0 : glp_simplex(v->lp, &sp);
+	if (!m->o.no_seed && ret == 0 && glp_get_status(v->lp) == GLP_OPT) {
 		/* the presolver gives back a solution but not always a basis branch and bound
 		 * can start from: a warm pass without it is cheap and provides one */
 		sp.presolve = GLP_OFF;
-		left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
-		sp.tm_lim = (int)((left > 0.05 ? left : 0.05) * 1000);
-		ret = glp_simplex(b.lp, &sp);
+		sp.tm_lim = time_left_ms(v);
+		ret = glp_simplex(v->lp, &sp);
 	}
 	if (m->o.verbosity)
 		fprintf(stderr, "optimizer: model %d columns (%d binary), %d rows, %lld nonzeros built "
 		        "in %.2f s; root LP %.2f s\n", r->n_columns, r->n_binaries, r->n_rows,
-		        (long long)r->n_nonzeros, r->creation_s, opt_now_s() - t_lp);
-	if (ret == GLP_ETMLIM || (ret == 0 && glp_get_status(b.lp) != GLP_OPT && !m->o.no_seed)) {
+		        (long long)r->n_nonzeros, r->creation_s, atm_now_s() - t_lp);
+	if (ret == GLP_ETMLIM || (ret == 0 && glp_get_status(v->lp) != GLP_OPT && !m->o.no_seed)) {
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (lp time)" :
 		         "heuristic (lp failed)");
-		goto done;
+		*stop = true;
+		return ATM_OK;
 	}
-	if (ret) {
-		rc = atm_err(ATM_E_INTERNAL, "GLPK could not solve the root relaxation (code %d)", ret);
-		goto done;
+	if (ret)
+		return atm_err(ATM_E_INTERNAL, "GLPK could not solve the root relaxation (code %d)", ret);
+	if (m->o.no_seed)
+		return ATM_OK;
+	*bound = glp_get_obj_val(v->lp);
+	/* the relaxation already proves the seed within the gap: nothing to branch on */
+	double lp = *bound / US, gap = (v->seed_obj - lp) / (v->seed_obj > 0 ? v->seed_obj : 1);
+	if (gap <= m->o.mip_gap) {
+		r->bound_s = lp;
+		set_proved(r, gap);
+		*stop = true;
 	}
-	if (!m->o.no_seed) {
-		cb.bound = glp_get_obj_val(b.lp);
-		/* the relaxation already proves the seed within the gap: nothing to branch on */
-		double lp = cb.bound / US, gap = (seed_obj - lp) / (seed_obj > 0 ? seed_obj : 1);
-		if (gap <= m->o.mip_gap) {
-			r->bound_s = lp;
-			r->gap = gap > 0 ? gap : 0;
-			snprintf(r->status, sizeof r->status, r->gap > 0 ? "within gap" : "optimal");
-			goto done;
-		}
-	}
+	return ATM_OK;
+}
+
+/* branch_and_cut -- GLPK's search from the root, seeded with the heuristic's placement; s
+ * becomes GLPK's solution when that is no worse */
+static atm_status branch_and_cut(struct solve *v, struct cb *cb, struct solution *s)
+{
+	const struct model *m = v->m;
+	struct ilp_result *r = v->r;
+	struct solution got = {0};
 	glp_iocp ip;
+	atm_status rc;
 	glp_init_iocp(&ip);
-	ip.msg_lev = msg;
+	ip.msg_lev = v->msg;
 	ip.br_tech = GLP_BR_PCH;
 	ip.bt_tech = GLP_BT_BLB;
 	ip.presolve = m->o.no_seed ? GLP_ON : GLP_OFF;
@@ -645,36 +649,35 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	ip.cov_cuts = GLP_ON;
 	ip.clq_cuts = large ? GLP_OFF : GLP_ON;
 	ip.mip_gap = m->o.mip_gap;
-	left = m->o.time_limit_s - reserve - (opt_now_s() - t_start);
-	ip.tm_lim = (int)((left > 0.05 ? left : 0.05) * 1000);
+	ip.tm_lim = time_left_ms(v);
 	ip.cb_func = callback;
-	ip.cb_info = &cb;
-	cb.seed = m->o.no_seed ? NULL : seed;
-	double t_bb = opt_now_s();
-	ret = glp_intopt(b.lp, &ip);
+	ip.cb_info = cb;
+	cb->seed = m->o.no_seed ? NULL : v->seed;
+	double t_bb = atm_now_s();
+	int ret = glp_intopt(v->lp, &ip);
 	if (m->o.verbosity)
-		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", opt_now_s() - t_bb, ret);
-	int st = glp_mip_status(b.lp);
-	if (cb.bound > -DBL_MAX / 2 && cb.bound / US > r->bound_s)
-		r->bound_s = cb.bound / US;
+		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", atm_now_s() - t_bb, ret);
+	int st = glp_mip_status(v->lp);
+	if (cb->bound > -DBL_MAX / 2 && cb->bound / US > r->bound_s)
+		r->bound_s = cb->bound / US;
 	if (st != GLP_OPT && st != GLP_FEAS) {
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (time limit)" :
 		         st == GLP_NOFEAS ? "heuristic (no solution)" : "heuristic");
 		if (st == GLP_NOFEAS && !m->o.no_seed)
-			rc = atm_err(ATM_E_INTERNAL, "GLPK calls the model infeasible, yet the heuristic "
-			             "placement satisfies it");
-		goto done;
+			return atm_err(ATM_E_INTERNAL, "GLPK calls the model infeasible, yet the heuristic "
+			               "placement satisfies it");
+		return ATM_OK;
 	}
-	if ((rc = opt_solution_new(m, &got)) < 0)
-		goto done;
-	if ((rc = decode(m, b.lp, &got)) < 0)
-		goto done;
+	if ((rc = opt_solution_new(m, &got)) < 0 || (rc = decode(m, v->lp, &got)) < 0) {
+		opt_solution_free(&got);
+		return rc;
+	}
 	double obj = opt_solution_cost(m, &got);
 	if (ret == 0) {
 		r->gap = 0;
 		snprintf(r->status, sizeof r->status, "optimal");
 	} else {
-		r->gap = cb.gap;
+		r->gap = cb->gap;
 		/* stopping on the gap means it was within the tolerance then */
 		if (ret == GLP_EMIPGAP && (r->gap < 0 || r->gap > m->o.mip_gap))
 			r->gap = m->o.mip_gap;
@@ -683,34 +686,98 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	}
 	if (ret == 0 || ret == GLP_EMIPGAP)
 		r->bound_s = obj * (1 - (r->gap > 0 ? r->gap : 0));
-	if (obj <= seed_obj + 1e-12 * (1 + seed_obj)) {
+	if (obj <= v->seed_obj + 1e-12 * (1 + v->seed_obj)) {
 		memcpy(s->st, got.st, (size_t)m->n_phases);
 		memcpy(s->pinned, got.pinned, (size_t)m->n_tensors * sizeof *s->pinned);
-		r->improved = obj < seed_obj - 1e-12 * (1 + seed_obj);
+		r->improved = obj < v->seed_obj - 1e-12 * (1 + v->seed_obj);
 	}
 	if (r->gap < 0 && r->bound_s > 0)
 		r->gap = (obj - r->bound_s) / (obj > 0 ? obj : 1);
-done:
-	/* the round's plan, polished, priced by GLPK's own rows and objective: it must satisfy
-	 * every row (the memory rows among them) and its objective is the one the checker
-	 * recomputes from the profile */
-	if (rc == ATM_OK && (rc = opt_polish(m, s)) == ATM_OK && r->gap < 0 && r->bound_s > 0) {
+	opt_solution_free(&got);
+	return ATM_OK;
+}
+
+/* search -- from the seed to the solve's result: nothing to do, the seed proved within the gap
+ * of the kernels' floor or of the root relaxation, or branch and cut */
+static atm_status search(struct solve *v, struct solution *s)
+{
+	const struct model *m = v->m;
+	struct ilp_result *r = v->r;
+	struct cb cb = {.gap = -1, .bound = -DBL_MAX};
+	bool stop = false;
+	atm_status rc;
+	if (!(v->seed = seed_vector(m, s, v->lp, v->m0)))
+		return atm_err(ATM_E_NOMEM, "out of memory seeding the solver");
+	if ((rc = seed_check(v->lp, v->seed)) < 0)
+		return rc;
+	v->seed_obj = opt_solution_cost(m, s);
+	snprintf(r->status, sizeof r->status, "heuristic");
+	if (!r->n_columns) {
+		/* nothing to place: the only placement is optimal */
+		set_proved(r, 0);
+		return ATM_OK;
+	}
+	r->bound_s = floor_s(m);
+	if (!m->o.no_seed && v->seed_obj - r->bound_s <= m->o.mip_gap * v->seed_obj) {
+		/* the seed is as fast as the kernels allow, to within the gap */
+		set_proved(r, v->seed_obj > r->bound_s ? (v->seed_obj - r->bound_s) / v->seed_obj : 0);
+		return ATM_OK;
+	}
+	/* GLPK checks its clock between subproblems and may run past its limit by the length of
+	 * one; keep some of the budget back for that, for polishing, and for the defragmentation
+	 * rounds that may follow (each builds, repairs and lays out the plan again) */
+	v->reserve = m->o.time_limit_s * 0.15 < 10 ? m->o.time_limit_s * 0.15 : 10;
+	v->msg = m->o.verbosity >= 2 ? GLP_MSG_ALL : m->o.verbosity == 1 ? GLP_MSG_ON : GLP_MSG_OFF;
+	glp_scale_prob(v->lp, GLP_SF_AUTO);
+	if ((rc = root_lp(v, &cb.bound, &stop)) < 0 || stop)
+		return rc;
+	return branch_and_cut(v, &cb, s);
+}
+
+/* price -- the round's plan, polished, priced by GLPK's own rows and objective: it must
+ * satisfy every row (the memory rows among them) and its objective is the one the checker
+ * recomputes from the profile */
+static atm_status price(struct solve *v, struct solution *s)
+{
+	struct ilp_result *r = v->r;
+	atm_status rc = opt_polish(v->m, s);
+	if (rc == ATM_OK && r->gap < 0 && r->bound_s > 0) {
 		/* GLPK proved nothing of its own: the gap to the best bound known */
-		double fin = opt_solution_cost(m, s);
+		double fin = opt_solution_cost(v->m, s);
 		r->gap = fin > r->bound_s ? (fin - r->bound_s) / fin : 0;
 	}
 	if (rc == ATM_OK && r->n_columns) {
-		double *x = seed_vector(m, s, b.lp, m0);
+		double *x = seed_vector(v->m, s, v->lp, v->m0);
 		if (!x)
 			rc = atm_err(ATM_E_NOMEM, "out of memory pricing the plan");
-		else if ((rc = seed_check(b.lp, x)) == ATM_OK)
-			r->ilp_objective_s = lp_objective(b.lp, x);
+		else if ((rc = seed_check(v->lp, x)) == ATM_OK)
+			r->ilp_objective_s = lp_objective(v->lp, x);
 		free(x);
 	}
-	r->solve_s = opt_now_s() - t0;
-	opt_solution_free(&got);
-	free(seed);
-	glp_delete_prob(b.lp);
+	return rc;
+}
+
+atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_start,
+                         struct ilp_result *r)
+{
+	struct solve v = {.m = m, .t_start = t_start, .r = r};
+	double t0 = atm_now_s();
+	atm_status rc;
+	memset(r, 0, sizeof *r);
+	r->gap = -1;
+	r->bound_s = -1;
+	r->ilp_objective_s = -1;
+	/* GLPK writes to the terminal unless told not to (restored below) */
+	int term = glp_term_out(m->o.verbosity ? GLP_ON : GLP_OFF);
+	if ((rc = build_lp(&v)) == ATM_OK) {
+		r->creation_s = atm_now_s() - t0;
+		t0 = atm_now_s();
+		if ((rc = search(&v, s)) == ATM_OK)
+			rc = price(&v, s);
+		r->solve_s = atm_now_s() - t0;
+	}
+	free(v.seed);
+	glp_delete_prob(v.lp);
 	glp_term_out(term);
 	return rc;
 }

@@ -3,17 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "opt_internal.h"
-
-/* opt_now_s -- monotonic seconds */
-double opt_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Gates of one tensor while they are being made. */
 struct gbuf {
@@ -238,7 +229,7 @@ static int32_t phase_at(const struct tmodel *t, int32_t s)
  * noise the plan must not chase (the checker applies the same rule) */
 static atm_status closed_time(const struct model *m, int32_t k, uint32_t mask, double *t)
 {
-	atm_prof_entry e;
+	atm_profile_entry e;
 	atm_status rc = atm_profile_get(m->prof, m->g, k, mask, &e);
 	if (rc < 0)
 		return atm_err_prefix(rc, "run 'autotm profile' for this network first: ");
@@ -302,10 +293,10 @@ static atm_status build_node(struct model *m, int32_t k)
 	const atm_node *n = atm_graph_node(g, k);
 	struct nmodel *nm = &m->n[k];
 	int n_ops = n->n_in + n->n_out, n_units = 0;
-	uint32_t units[ATM_PROF_MAX_OPERANDS];
+	uint32_t units[ATM_CONFIG_MAX_OPERANDS];
 	/* on a GPU no operand group is free: every operand is forced into fast memory */
-	int n_all = m->o.device_only ? 1 : atm_prof_n_configs(g, k);
-	while ((1 << n_units) < n_all && n_units < ATM_PROF_MAX_OPERANDS)
+	int n_all = m->o.device_only ? 1 : atm_node_n_configs(g, k);
+	while ((1 << n_units) < n_all && n_units < ATM_CONFIG_MAX_OPERANDS)
 		n_units++;
 	bool *covered = calloc((size_t)n_ops + 1, sizeof *covered);
 	nm->forced = malloc(((size_t)n_ops + 1) * sizeof *nm->forced);
@@ -314,11 +305,11 @@ static atm_status build_node(struct model *m, int32_t k)
 		return atm_err(ATM_E_NOMEM, "out of memory building the model");
 	}
 	for (int u = 0; u < n_units; u++)
-		units[u] = atm_prof_config_at(g, k, 1 << u);
+		units[u] = atm_node_config_at(g, k, 1 << u);
 	/* operands in no group stay fast (a group with a fast-only tensor is never slow) */
 	for (int u = 0; u < n_units; u++)
 		for (int i = 0; i < n_ops; i++)
-			if (atm_prof_config_loc(g, k, units[u], i) == ATM_LOC_SLOW)
+			if (atm_node_config_loc(g, k, units[u], i) == ATM_LOC_SLOW)
 				covered[i] = true;
 	for (int i = 0; i < n_ops; i++) {
 		const struct tmodel *t = &m->t[operand(n, i)];
@@ -344,7 +335,7 @@ static atm_status build_node(struct model *m, int32_t k)
 			return atm_err(ATM_E_NOMEM, "out of memory building the model");
 		}
 		for (int i = 0; i < n_ops; i++) {
-			if (atm_prof_config_loc(g, k, units[u], i) != ATM_LOC_SLOW)
+			if (atm_node_config_loc(g, k, units[u], i) != ATM_LOC_SLOW)
 				continue;
 			const struct tmodel *t = &m->t[operand(n, i)];
 			fast |= t->cls == TC_FAST;
@@ -407,53 +398,32 @@ static int64_t pin_threshold(const atm_opt_options *o, const atm_liveness *lv)
 	return p < 65536 ? p : 65536;
 }
 
-atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profile *prof,
-                         atm_opt_formulation f, const atm_opt_options *o, int64_t limit,
-                         const int64_t *slot_limit)
+/* copy_speeds -- the profile's copy bandwidths, in bytes per second */
+static atm_status copy_speeds(struct model *m)
 {
-	int32_t nn = atm_graph_n_nodes(g), ntn = atm_graph_n_tensors(g);
-	atm_liveness *lv = NULL;
-	int32_t *tstart = NULL, *touch = NULL, *fill = NULL;
-	atm_status rc;
-	struct model *m = calloc(1, sizeof *m);
-	*out = NULL;
-	if (!m)
-		return atm_err(ATM_E_NOMEM, "out of memory building the model");
-	m->g = g;
-	m->prof = prof;
-	m->f = f;
-	m->o = *o;
-	m->n_nodes = nn;
-	m->n_tensors = ntn;
-	m->n_slots = 2 * nn + 1;
-	atm_prof_moves mv;
-	if ((rc = atm_profile_get_moves(prof, &mv)) < 0) {
-		atm_err_prefix(rc, "the profile has no copy bandwidths; run 'autotm profile' first: ");
-		goto fail;
-	}
-	if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0)) {
-		rc = atm_err(ATM_E_INPUT, "the profile's copy bandwidths must be positive (to fast %g "
-		             "GB/s, to slow %g GB/s)", mv.to_fast_gbps, mv.to_slow_gbps);
-		goto fail;
-	}
+	atm_profile_moves mv;
+	atm_status rc = atm_profile_get_moves(m->prof, &mv);
+	if (rc < 0)
+		return atm_err_prefix(rc, "the profile has no copy bandwidths; run 'autotm profile' "
+		                      "first: ");
+	if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0))
+		return atm_err(ATM_E_INPUT, "the profile's copy bandwidths must be positive (to fast %g "
+		               "GB/s, to slow %g GB/s)", mv.to_fast_gbps, mv.to_slow_gbps);
 	m->to_fast_bps = mv.to_fast_gbps * 1e9;
 	m->to_slow_bps = mv.to_slow_gbps * 1e9;
-	if ((rc = atm_liveness_new(&lv, g)) < 0)
-		goto fail;
-	m->t = calloc((size_t)(ntn ? ntn : 1), sizeof *m->t);
-	m->n = calloc((size_t)(nn ? nn : 1), sizeof *m->n);
-	m->limit = malloc((size_t)m->n_slots * sizeof *m->limit);
-	m->fixed = calloc((size_t)m->n_slots, sizeof *m->fixed);
-	tstart = calloc((size_t)ntn + 1, sizeof *tstart);
-	if (!m->t || !m->n || !m->limit || !m->fixed || !tstart) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory building the model");
-		goto fail;
-	}
-	/* the arena is the limit rounded down to the alignment */
-	for (int32_t s = 0; s < m->n_slots; s++)
-		m->limit[s] = slot_limit ? slot_limit[s] / OPT_ALIGN * OPT_ALIGN
-		                         : limit > 0 ? limit / OPT_ALIGN * OPT_ALIGN : INT64_MAX;
-	/* the distinct nodes touching each tensor, in schedule order (CSR) */
+	return ATM_OK;
+}
+
+/* touch_lists -- the distinct nodes touching each tensor, in schedule order (CSR: tensor x's
+ * are (*touch)[(*tstart)[x]] up to (*tstart)[x + 1]); the caller frees both */
+static atm_status touch_lists(const atm_graph *g, int32_t **tstart, int32_t **touch)
+{
+	int32_t nn = atm_graph_n_nodes(g), ntn = atm_graph_n_tensors(g);
+	int32_t *start = calloc((size_t)ntn + 1, sizeof *start), *fill = NULL, *t = NULL;
+	*tstart = start;
+	*touch = NULL;
+	if (!start)
+		return atm_err(ATM_E_NOMEM, "out of memory building the model");
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		for (int i = 0; i < n->n_in + n->n_out; i++) {
@@ -462,33 +432,45 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 			for (int j = 0; j < i; j++)
 				seen |= (j < n->n_in ? n->in[j] : n->out[j - n->n_in]) == x;
 			if (!seen)
-				tstart[x + 1]++;
+				start[x + 1]++;
 		}
 	}
 	for (int32_t x = 0; x < ntn; x++)
-		tstart[x + 1] += tstart[x];
-	touch = malloc((size_t)(tstart[ntn] ? tstart[ntn] : 1) * sizeof *touch);
+		start[x + 1] += start[x];
+	*touch = t = malloc((size_t)(start[ntn] ? start[ntn] : 1) * sizeof *t);
 	fill = malloc((size_t)(ntn ? ntn : 1) * sizeof *fill);
-	if (!touch || !fill) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory building the model");
-		goto fail;
+	if (!t || !fill) {
+		free(fill);
+		return atm_err(ATM_E_NOMEM, "out of memory building the model");
 	}
-	memcpy(fill, tstart, (size_t)ntn * sizeof *fill);
+	memcpy(fill, start, (size_t)ntn * sizeof *fill);
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		for (int i = 0; i < n->n_in + n->n_out; i++) {
 			int32_t x = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
-			if (fill[x] == tstart[x] || touch[fill[x] - 1] != k)
-				touch[fill[x]++] = k;
+			if (fill[x] == start[x] || t[fill[x] - 1] != k)
+				t[fill[x]++] = k;
 		}
 	}
-	int64_t pin = pin_threshold(o, lv);
-	for (int32_t x = 0; x < ntn; x++) {
+	free(fill);
+	return ATM_OK;
+}
+
+/* classify -- each tensor's life in slots and its class: fast-only, slow-only, pinned fast
+ * (small, or no limit) or movable; what is fixed in fast memory counts in every slot it spans */
+static void classify(struct model *m, const atm_liveness *lv, int64_t limit)
+{
+	const atm_graph *g = m->g;
+	int32_t nn = m->n_nodes;
+	int64_t pin = pin_threshold(&m->o, lv);
+	for (int32_t x = 0; x < m->n_tensors; x++) {
 		const atm_tensor *a = atm_graph_tensor(g, x);
 		struct tmodel *t = &m->t[x];
 		t->id = x;
 		t->bytes = a->bytes;
-		t->abytes = OPT_ALIGNED(a->bytes);
+		/* what it takes in the arena (ATM_ARENA_ALIGN): only fragmentation can then make a
+		 * plan not fit */
+		t->abytes = atm_arena_align_up(a->bytes);
 		t->persistent = atm_tensor_is_persistent(a);
 		t->first = t->persistent ? 0 : atm_liveness_first(lv, x);
 		t->last = t->persistent ? nn - 1 : atm_liveness_last(lv, x);
@@ -512,7 +494,7 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	/* a grouped node's operands move together: one pinned member would pin them all */
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(g, k);
-		if (n->n_in + n->n_out <= ATM_PROF_MAX_OPERANDS)
+		if (n->n_in + n->n_out <= ATM_CONFIG_MAX_OPERANDS)
 			continue;
 		for (int i = 0; i < n->n_in + n->n_out; i++) {
 			struct tmodel *t = &m->t[i < n->n_in ? n->in[i] : n->out[i - n->n_in]];
@@ -525,9 +507,47 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 				m->fixed[s] -= t->abytes;
 		}
 	}
-	if (o->workspace_in_limit)
+	if (m->o.workspace_in_limit)
 		for (int32_t k = 0; k < nn; k++)
 			m->fixed[SLOT_K(k)] += atm_graph_node(g, k)->workspace_bytes;
+}
+
+atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profile *prof,
+                         atm_opt_formulation f, const atm_opt_options *o, int64_t limit,
+                         const int64_t *slot_limit)
+{
+	int32_t nn = atm_graph_n_nodes(g), ntn = atm_graph_n_tensors(g);
+	atm_liveness *lv = NULL;
+	int32_t *tstart = NULL, *touch = NULL;
+	atm_status rc;
+	struct model *m = calloc(1, sizeof *m);
+	*out = NULL;
+	if (!m)
+		return atm_err(ATM_E_NOMEM, "out of memory building the model");
+	m->g = g;
+	m->prof = prof;
+	m->f = f;
+	m->o = *o;
+	m->n_nodes = nn;
+	m->n_tensors = ntn;
+	m->n_slots = 2 * nn + 1;
+	if ((rc = copy_speeds(m)) < 0 || (rc = atm_liveness_new(&lv, g)) < 0)
+		goto fail;
+	m->t = calloc((size_t)(ntn ? ntn : 1), sizeof *m->t);
+	m->n = calloc((size_t)(nn ? nn : 1), sizeof *m->n);
+	m->limit = malloc((size_t)m->n_slots * sizeof *m->limit);
+	m->fixed = calloc((size_t)m->n_slots, sizeof *m->fixed);
+	if (!m->t || !m->n || !m->limit || !m->fixed) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory building the model");
+		goto fail;
+	}
+	/* the arena is the limit rounded down to the alignment */
+	for (int32_t s = 0; s < m->n_slots; s++)
+		m->limit[s] = slot_limit ? atm_arena_align_down(slot_limit[s])
+		                         : limit > 0 ? atm_arena_align_down(limit) : INT64_MAX;
+	if ((rc = touch_lists(g, &tstart, &touch)) < 0)
+		goto fail;
+	classify(m, lv, limit);
 	for (int32_t x = 0; x < ntn; x++)
 		if (m->t[x].cls == TC_MOVABLE) {
 			if ((rc = build_chain(m, &m->t[x], touch + tstart[x], tstart[x + 1] - tstart[x])) < 0)
@@ -540,14 +560,12 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	if ((rc = build_floor(m)) < 0)
 		goto fail;
 	free(touch);
-	free(fill);
 	free(tstart);
 	atm_liveness_destroy(lv);
 	*out = m;
 	return ATM_OK;
 fail:
 	free(touch);
-	free(fill);
 	free(tstart);
 	atm_liveness_destroy(lv);
 	opt_model_destroy(m);

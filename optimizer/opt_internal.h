@@ -15,11 +15,6 @@ enum { ST_S = 0, ST_F, ST_B, N_ST };
 #define EDGE_TO(e) ((e) % N_ST)
 #define IS_FAST(st) ((st) != ST_S)
 
-/* Fast copies sit at multiples of this in the arena (core's first fit): the model counts
- * what they take there, so that only fragmentation can make a plan not fit. */
-#define OPT_ALIGN 64
-#define OPT_ALIGNED(b) (((b) + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN)
-
 /* Memory slots, in time order: M(-1) before node 0 (setup moves), then for every node k
  * K(k) while it runs and M(k) after the moves that follow it. */
 #define SLOT_K(k) (2 * (k) + 1)
@@ -81,7 +76,7 @@ struct forced {
 struct nmodel {
 	uint32_t base;          /* bits always set: groups holding a tensor fixed slow */
 	int n_free;
-	struct unit units[ATM_PROF_MAX_OPERANDS];
+	struct unit units[ATM_CONFIG_MAX_OPERANDS];
 	int n_forced;
 	struct forced *forced;
 	int n_cfg;              /* 1 << n_free */
@@ -143,8 +138,6 @@ bool opt_present_in_gate(int edge);
 /* opt_solution_to_plan -- initial locations and moves of s into p, in the order the schedule
  * needs (evictions before fetches, blocking before overlapped, at each node) */
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
-/* opt_now_s -- monotonic seconds */
-double opt_now_s(void);
 
 /* heuristic.c */
 /* opt_heuristic -- a feasible placement in budget_s: Lagrangian pricing, then per-tensor

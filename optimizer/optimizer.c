@@ -138,7 +138,7 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 	atm_plan_info_of(p)->fast_limit_bytes = limit;
 	if (rc < 0)
 		return atm_err_prefix(ATM_E_INTERNAL, "the optimizer made a plan core refuses: ");
-	int64_t arena = limit / 64 * 64, fast = 0;
+	int64_t arena = atm_arena_align_down(limit), fast = 0;
 	int32_t last_kernel = -1, n_setup = atm_schedule_n_setup(s);
 	for (int32_t i = 0; i < n_setup + atm_schedule_n_events(s); i++) {
 		const atm_event *ev = i < n_setup ? atm_schedule_setup(s, i) : atm_schedule_event(s, i - n_setup);
@@ -152,7 +152,7 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 			continue;
 		}
 		fast += b;
-		int64_t end = ev->offset + (b + 63) / 64 * 64, over = end - arena;
+		int64_t end = ev->offset + atm_arena_align_up(b), over = end - arena;
 		if (fast - limit > over)
 			over = fast - limit;
 		if (over <= 0 || *n_ov == MAX_OVERFLOWS)
@@ -187,8 +187,8 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 		int64_t cut = ov[i].bytes;
 		if (cut < limit / 200)
 			cut = limit / 200;
-		if (cut < 64)
-			cut = 64;
+		if (cut < ATM_ARENA_ALIGN)
+			cut = ATM_ARENA_ALIGN;
 		cut <<= attempt < 4 ? attempt : 4;
 		for (int32_t s = ov[i].slot - reach; s <= ov[i].slot + 2; s++) {
 			if (s < 0 || s >= m->n_slots)
@@ -225,218 +225,230 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 		return rc;
 	}
 	info->predicted_runtime_s = chk.predicted_s;
-	info->estimated = atm_profile_machine(prof)->estimated;
+	info->estimated = atm_profile_machine_get(prof)->estimated;
 	if (rep)
 		rep->objective_s = rep->heuristic_s = chk.predicted_s;
 	return ATM_OK;
 }
 
-atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
-                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
-                        atm_opt_report *rep)
-{
-	atm_opt_options o;
-	atm_opt_report local;
-	struct model *m = NULL;
-	struct solution sol = {0};
-	atm_plan *p = NULL;
-	int64_t *slot_limit = NULL, *bytes = NULL, need;
-	int32_t node;
-	atm_status rc;
-	*out = NULL;
-	if (!rep)
-		rep = &local;
-	memset(rep, 0, sizeof *rep);
-	rep->heuristic_s = -1;
-	if (o_in)
-		o = *o_in;
-	else
-		atm_opt_options_default(&o);
-	if (!g || !prof)
-		return atm_err(ATM_E_USAGE, "atm_opt_plan needs a graph and a profile");
-	if (f < 0 || f >= ATM_OPT_N_FORMULATIONS)
-		return atm_err(ATM_E_USAGE, "formulation %d does not exist", (int)f);
-	if (limit < 0)
-		return atm_err(ATM_E_USAGE, "fast limit %lld is not valid; expected bytes >= 0 (0: none)",
-		               (long long)limit);
-	if ((rc = check_options(&o)) < 0)
-		return rc;
-	if (!atm_opt_is_ilp(f))
-		return opt_baseline(out, g, prof, limit, f, &o);
-	if (limit == 0)
-		return plan_no_limit(out, g, prof, f, &o, rep);
-	if ((rc = atm_opt_min_limit(g, &o, &need, &node)) < 0)
-		return rc;
-	if (need > limit)
-		return opt_infeasible(g, limit, f, &o);
-	int32_t n_slots = 2 * atm_graph_n_nodes(g) + 1;
-	slot_limit = malloc((size_t)n_slots * sizeof *slot_limit);
-	bytes = malloc((size_t)n_slots * sizeof *bytes);
-	if (!slot_limit || !bytes) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory planning");
-		goto fail;
-	}
-	for (int32_t s = 0; s < n_slots; s++)
-		slot_limit[s] = limit;
-	bool fits = false;
+/* The defragmentation loop: each round solves the model under the slot limits, lays the plan
+ * out with first fit and, where the arena overflows, tightens the limits for the next. */
+struct defrag {
+	const atm_graph *g;
+	const atm_profile *prof;
+	atm_opt_formulation f;
+	atm_opt_options o;           /* pin_bytes drops to 0 when pinned tensors cannot fit */
+	int64_t limit;
+	int32_t n_slots;
+	int64_t *slot_limit, *bytes; /* per memory slot: this round's limit; scratch */
+	struct model *m;             /* this round's model and solution, the last round's */
+	struct solution sol;         /* until the next round starts */
+	atm_plan *p;
 	struct overflow ov[MAX_OVERFLOWS];
-	int n_ov = 0;
-	double total_create = 0, total_solve = 0, t_plan = opt_now_s(), best_bound = -1;
-	bool lp_too_big = false;
-	struct ilp_result last_ir = {0};
-	for (int round = 0; round < o.max_rounds && !fits; round++) {
-		double t0 = opt_now_s();
-		struct model *prev_m = m;
-		struct solution prev = sol;
-		sol = (struct solution){0};
-		atm_plan_destroy(p);
-		m = NULL;
-		p = NULL;
-		if ((rc = opt_model_new(&m, g, prof, f, &o, limit, slot_limit)) < 0) {
-			opt_model_destroy(prev_m);
-			opt_solution_free(&prev);
-			goto fail;
+	int n_ov;
+	double t_plan, best_bound, total_create, total_solve;
+	bool lp_too_big;             /* the relaxation ran out of time: later rounds skip GLPK */
+	struct ilp_result last_ir;
+	atm_opt_report *rep;
+};
+
+/* too_small -- the error for a round whose fixed tensors do not fit the limits at slot */
+static atm_status too_small(const struct defrag *d, int round, int64_t need, int32_t slot)
+{
+	int32_t k = slot > 0 ? (slot - 1) / 2 : 0;
+	char a[32], b[32];
+	if (round > 0)
+		return atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes "
+		               "for fragmentation: after %d rounds of tightening the limit around "
+		               "node %d ('%s'), the tensors that must be fast there no longer fit",
+		               (long long)d->limit, round, k, atm_graph_node(d->g, k)->name);
+	return atm_err(ATM_E_INFEASIBLE, "a fast limit of %s is too small for '%s' (%s%s): at node "
+	               "%d ('%s') %s must be in fast memory%s; the smallest limit that could work is "
+	               "about %s", atm_format_bytes(d->limit, a, sizeof a), atm_graph_name(d->g),
+	               atm_opt_formulation_name(d->f), d->o.device_only ? ", on a GPU" : "", k,
+	               atm_graph_node(d->g, k)->name, atm_format_bytes(need, b, sizeof b),
+	               d->o.device_only ? " (the kernels' operands, each from just before its use "
+	                                  "to just after)" : "",
+	               atm_format_bytes(need, b, sizeof b));
+}
+
+/* round_model -- this round's model under the slot limits; warm when it has the same gates
+ * as the last round's (only limits changed), whose placement is then the start */
+static atm_status round_model(struct defrag *d, int round, bool *warm)
+{
+	struct model *prev = d->m;
+	int64_t need;
+	int32_t slot;
+	atm_status rc;
+	d->m = NULL;
+	for (;;) {
+		if ((rc = opt_model_new(&d->m, d->g, d->prof, d->f, &d->o, d->limit, d->slot_limit)) < 0)
+			break;
+		*warm = prev && prev->n_phases == d->m->n_phases &&
+		        prev->pinned_bytes == d->m->pinned_bytes;
+		if (opt_min_fixed(d->m, &need, &slot) == ATM_OK)
+			break;
+		if (d->m->pinned_bytes == 0) {
+			rc = too_small(d, round, need, slot);
+			break;
 		}
-		/* the same gates (only limits changed): the last round's placement is the start */
-		bool warm = prev_m && prev_m->n_phases == m->n_phases &&
-		            prev_m->pinned_bytes == m->pinned_bytes;
-		opt_model_destroy(prev_m);
-		int32_t slot;
-		if (opt_min_fixed(m, &need, &slot) < 0) {
-			opt_solution_free(&prev);
-			if (m->pinned_bytes > 0) {
-				/* small tensors pinned for speed do not fit: place them too */
-				o.pin_bytes = 0;
-				round--;
-				continue;
-			}
-			int32_t k = slot > 0 ? (slot - 1) / 2 : 0;
-			if (round == 0) {
-				char a[32], b[32];
-				rc = atm_err(ATM_E_INFEASIBLE, "a fast limit of %s is too small for '%s' (%s%s): "
-				             "at node %d ('%s') %s must be in fast memory%s; the smallest limit "
-				             "that could work is about %s", atm_format_bytes(limit, a, sizeof a),
-				             atm_graph_name(g), atm_opt_formulation_name(f),
-				             o.device_only ? ", on a GPU" : "", k, atm_graph_node(g, k)->name,
-				             atm_format_bytes(need, b, sizeof b),
-				             o.device_only ? " (the kernels' operands, each from just before "
-				                             "its use to just after)" : "",
-				             atm_format_bytes(need, b, sizeof b));
-				goto fail;
-			}
-			rc = atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes "
-			             "for fragmentation: after %d rounds of tightening the limit around "
-			             "node %d ('%s'), the tensors that must be fast there no longer fit",
-			             (long long)limit, round, k, atm_graph_node(g, k)->name);
-			goto fail;
-		}
-		double create_s = opt_now_s() - t0, t1 = opt_now_s();
-		if (warm) {
-			sol = prev;
-		} else {
-			opt_solution_free(&prev);
-			if ((rc = opt_solution_new(m, &sol)) < 0)
-				goto fail;
-		}
-		/* the time limit bounds the whole plan, every round together: a round that starts
-		 * late gets the heuristic's share of what is left */
-		double left = o.time_limit_s - (opt_now_s() - t_plan);
-		double budget = o.time_limit_s * 0.2 < 10 ? o.time_limit_s * 0.2 : 10;
-		if (budget > left * 0.5)
-			budget = left > 0 ? left * 0.5 : 0;
-		/* on a GPU a round whose warm start cannot be repaired starts from the least-room
-		 * placement, which is slow until descent improves it: it always gets a little time
-		 * (5% of the limit, at most 2 s), which may overrun the limit by that much */
-		double floor_s = o.time_limit_s * 0.05 < 2 ? o.time_limit_s * 0.05 : 2;
-		if (o.device_only && budget < floor_s)
-			budget = floor_s;
-		if ((rc = opt_heuristic(m, &sol, budget, warm)) < 0)
-			goto fail;
-		double heur_s = opt_now_s() - t1, heur_cost = opt_solution_cost(m, &sol);
-		if (o.verbosity)
-			fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
-			        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
-		struct ilp_result ir = {0};
-		/* a tighter round's optimum is no better than a looser one's, so a bound proved in an
-		 * earlier round of the same model still bounds this one (not across a change of the
-		 * pinned tensors, which relaxes the model) */
-		if (!warm && round > 0)
-			best_bound = -1;
-		bool out_of_time = round > 0 && o.time_limit_s - (opt_now_s() - t_plan) < 1;
-		bool proved = best_bound > 0 && heur_cost - best_bound <= o.mip_gap * heur_cost;
-		if (lp_too_big || out_of_time || proved) {
-			/* the warm-started heuristic is already within the gap of an earlier round's
-			 * bound, or the same model's relaxation ran out of time last round and would
-			 * again, or the plan's time is spent: the heuristic's plan is this round's */
-			ir = last_ir;
-			ir.creation_s = ir.solve_s = 0;
-			ir.gap = ir.bound_s = ir.ilp_objective_s = -1;
-			snprintf(ir.status, sizeof ir.status, "%s", proved ? "within gap" :
-			         lp_too_big ? "heuristic (lp time)" : "heuristic (time limit)");
-			if ((rc = opt_polish(m, &sol)) < 0)
-				goto fail;
-		} else if ((rc = opt_ilp_solve(m, &sol, t_plan, &ir)) < 0) {
-			goto fail;
-		}
-		if (!strcmp(ir.status, "heuristic (lp time)"))
-			lp_too_big = true;
-		if (ir.bound_s > best_bound)
-			best_bound = ir.bound_s;
-		double obj = opt_solution_cost(m, &sol);
-		if (best_bound > 0 && obj > 0) {
-			double gap = (obj - best_bound) / obj;
-			if (ir.gap < 0 || gap < ir.gap) {
-				ir.gap = gap > 0 ? gap : 0;
-				ir.bound_s = best_bound;
-			}
-		}
-		last_ir = ir;
-		atm_opt_round *r = &rep->rounds[rep->n_rounds++];
-		r->fast_limit_bytes = limit;
-		for (int32_t s = 0; s < n_slots; s++)
-			if (slot_limit[s] < r->fast_limit_bytes)
-				r->fast_limit_bytes = slot_limit[s];
-		r->creation_s = create_s + ir.creation_s;
-		r->solve_s = heur_s + ir.solve_s;
-		r->objective_s = obj;
-		r->ilp_objective_s = ir.ilp_objective_s;
-		r->bound_s = ir.bound_s;
-		r->mip_gap = ir.gap;
-		snprintf(r->status, sizeof r->status, "%s", ir.status);
-		total_create += r->creation_s;
-		total_solve += r->solve_s;
-		rep->n_columns = ir.n_columns;
-		rep->n_rows = ir.n_rows;
-		rep->n_binaries = ir.n_binaries;
-		rep->n_nonzeros = ir.n_nonzeros;
-		rep->n_movable = m->n_movable;
-		rep->pinned_bytes = m->pinned_bytes;
-		rep->heuristic_s = heur_cost;
-		rep->objective_s = r->objective_s;
-		if ((rc = atm_plan_new(&p, g)) < 0 || (rc = opt_solution_to_plan(m, &sol, p)) < 0)
-			goto fail;
-		atm_plan_info *info = atm_plan_info_of(p);
-		snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(f));
-		info->fast_limit_bytes = limit;
-		if ((rc = fit_check(p, limit, ov, &n_ov)) < 0)
-			goto fail;
-		fits = r->fits = n_ov == 0;
-		if (!fits)
-			tighten(m, &sol, slot_limit, limit, ov, n_ov, round, bytes);
+		/* small tensors pinned for speed do not fit: place them too */
+		d->o.pin_bytes = 0;
+		opt_model_destroy(prev);
+		prev = d->m;
+		d->m = NULL;
 	}
-	if (!fits) {
-		int32_t k = ov[0].slot > 0 ? (ov[0].slot - 1) / 2 : 0;
-		rc = atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes for "
-		             "fragmentation after %d rounds of tightening the limit (first fit still "
-		             "overflows by %lld bytes at node %d, '%s'); try a larger limit or more "
-		             "rounds", (long long)limit, rep->n_rounds, (long long)ov[0].bytes, k,
-		             atm_graph_node(g, k)->name);
-		goto fail;
+	opt_model_destroy(prev);
+	return rc;
+}
+
+/* round_budget -- the heuristic's seconds: the time limit bounds the whole plan, every round
+ * together, so a round that starts late gets the heuristic's share of what is left */
+static double round_budget(const struct defrag *d)
+{
+	const atm_opt_options *o = &d->o;
+	double left = o->time_limit_s - (atm_now_s() - d->t_plan);
+	double budget = o->time_limit_s * 0.2 < 10 ? o->time_limit_s * 0.2 : 10;
+	if (budget > left * 0.5)
+		budget = left > 0 ? left * 0.5 : 0;
+	/* on a GPU a round whose warm start cannot be repaired starts from the least-room
+	 * placement, which is slow until descent improves it: it always gets a little time
+	 * (5% of the limit, at most 2 s), which may overrun the limit by that much */
+	double floor_s = o->time_limit_s * 0.05 < 2 ? o->time_limit_s * 0.05 : 2;
+	if (o->device_only && budget < floor_s)
+		budget = floor_s;
+	return budget;
+}
+
+/* round_solve -- GLPK from the heuristic's solution, or the heuristic's solution polished
+ * when GLPK cannot help this round; ir says which, with the best bound known */
+static atm_status round_solve(struct defrag *d, int round, bool warm, double heur_cost,
+                              struct ilp_result *ir)
+{
+	atm_status rc;
+	/* a tighter round's optimum is no better than a looser one's, so a bound proved in an
+	 * earlier round of the same model still bounds this one (not across a change of the
+	 * pinned tensors, which relaxes the model) */
+	if (!warm && round > 0)
+		d->best_bound = -1;
+	bool out_of_time = round > 0 && d->o.time_limit_s - (atm_now_s() - d->t_plan) < 1;
+	bool proved = d->best_bound > 0 && heur_cost - d->best_bound <= d->o.mip_gap * heur_cost;
+	if (d->lp_too_big || out_of_time || proved) {
+		/* the warm-started heuristic is already within the gap of an earlier round's
+		 * bound, or the same model's relaxation ran out of time last round and would
+		 * again, or the plan's time is spent: the heuristic's plan is this round's */
+		*ir = d->last_ir;
+		ir->creation_s = ir->solve_s = 0;
+		ir->gap = ir->bound_s = ir->ilp_objective_s = -1;
+		snprintf(ir->status, sizeof ir->status, "%s", proved ? "within gap" :
+		         d->lp_too_big ? "heuristic (lp time)" : "heuristic (time limit)");
+		if ((rc = opt_polish(d->m, &d->sol)) < 0)
+			return rc;
+	} else if ((rc = opt_ilp_solve(d->m, &d->sol, d->t_plan, ir)) < 0) {
+		return rc;
 	}
-	atm_plan_info *info = atm_plan_info_of(p);
+	if (!strcmp(ir->status, "heuristic (lp time)"))
+		d->lp_too_big = true;
+	if (ir->bound_s > d->best_bound)
+		d->best_bound = ir->bound_s;
+	double obj = opt_solution_cost(d->m, &d->sol);
+	if (d->best_bound > 0 && obj > 0) {
+		double gap = (obj - d->best_bound) / obj;
+		if (ir->gap < 0 || gap < ir->gap) {
+			ir->gap = gap > 0 ? gap : 0;
+			ir->bound_s = d->best_bound;
+		}
+	}
+	d->last_ir = *ir;
+	return ATM_OK;
+}
+
+/* round_record -- the round's figures into the report */
+static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir, double create_s,
+                                   double heur_s, double heur_cost)
+{
+	atm_opt_report *rep = d->rep;
+	atm_opt_round *r = &rep->rounds[rep->n_rounds++];
+	r->fast_limit_bytes = d->limit;
+	for (int32_t s = 0; s < d->n_slots; s++)
+		if (d->slot_limit[s] < r->fast_limit_bytes)
+			r->fast_limit_bytes = d->slot_limit[s];
+	r->creation_s = create_s + ir->creation_s;
+	r->solve_s = heur_s + ir->solve_s;
+	r->objective_s = opt_solution_cost(d->m, &d->sol);
+	r->ilp_objective_s = ir->ilp_objective_s;
+	r->bound_s = ir->bound_s;
+	r->mip_gap = ir->gap;
+	snprintf(r->status, sizeof r->status, "%s", ir->status);
+	d->total_create += r->creation_s;
+	d->total_solve += r->solve_s;
+	rep->n_columns = ir->n_columns;
+	rep->n_rows = ir->n_rows;
+	rep->n_binaries = ir->n_binaries;
+	rep->n_nonzeros = ir->n_nonzeros;
+	rep->n_movable = d->m->n_movable;
+	rep->pinned_bytes = d->m->pinned_bytes;
+	rep->heuristic_s = heur_cost;
+	rep->objective_s = r->objective_s;
+	return r;
+}
+
+/* defrag_round -- one round: model, heuristic, solve, plan, first fit; *fits when the plan
+ * fits the arena, else the limits are tightened where it overflowed */
+static atm_status defrag_round(struct defrag *d, int round, bool *fits)
+{
+	struct solution prev = d->sol;
+	double t0 = atm_now_s();
+	bool warm = false;
+	atm_status rc;
+	d->sol = (struct solution){0};
+	atm_plan_destroy(d->p);
+	d->p = NULL;
+	if ((rc = round_model(d, round, &warm)) < 0) {
+		opt_solution_free(&prev);
+		return rc;
+	}
+	double create_s = atm_now_s() - t0, t1 = atm_now_s();
+	if (warm) {
+		d->sol = prev;
+	} else {
+		opt_solution_free(&prev);
+		if ((rc = opt_solution_new(d->m, &d->sol)) < 0)
+			return rc;
+	}
+	if ((rc = opt_heuristic(d->m, &d->sol, round_budget(d), warm)) < 0)
+		return rc;
+	double heur_s = atm_now_s() - t1, heur_cost = opt_solution_cost(d->m, &d->sol);
+	if (d->o.verbosity)
+		fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
+		        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
+	struct ilp_result ir = {0};
+	if ((rc = round_solve(d, round, warm, heur_cost, &ir)) < 0)
+		return rc;
+	atm_opt_round *r = round_record(d, &ir, create_s, heur_s, heur_cost);
+	if ((rc = atm_plan_new(&d->p, d->g)) < 0 || (rc = opt_solution_to_plan(d->m, &d->sol, d->p)) < 0)
+		return rc;
+	atm_plan_info *info = atm_plan_info_of(d->p);
+	snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(d->f));
+	info->fast_limit_bytes = d->limit;
+	if ((rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
+		return rc;
+	*fits = r->fits = d->n_ov == 0;
+	if (!*fits)
+		tighten(d->m, &d->sol, d->slot_limit, d->limit, d->ov, d->n_ov, round, d->bytes);
+	return ATM_OK;
+}
+
+/* defrag_finish -- the plan that fit: every round's times, its status and its prediction */
+static atm_status defrag_finish(struct defrag *d)
+{
+	const atm_opt_report *rep = d->rep;
+	atm_plan_info *info = atm_plan_info_of(d->p);
 	const atm_opt_round *last = &rep->rounds[rep->n_rounds - 1];
-	info->creation_s = total_create;
-	info->solve_s = total_solve;
+	atm_opt_check_result chk;
+	atm_status rc;
+	info->creation_s = d->total_create;
+	info->solve_s = d->total_solve;
 	info->mip_gap = last->mip_gap;
 	snprintf(info->solver_status, sizeof info->solver_status, "%s", last->status);
 	info->n_rounds = rep->n_rounds;
@@ -444,22 +456,82 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		info->round_creation_s[i] = rep->rounds[i].creation_s;
 		info->round_solve_s[i] = rep->rounds[i].solve_s;
 	}
-	atm_opt_check_result chk;
-	if ((rc = atm_opt_check(p, prof, &o, &chk)) < 0)
-		goto fail;
+	if ((rc = atm_opt_check(d->p, d->prof, &d->o, &chk)) < 0)
+		return rc;
 	info->predicted_runtime_s = chk.predicted_s;
-	info->estimated = atm_profile_machine(prof)->estimated;
-	opt_model_destroy(m);
-	opt_solution_free(&sol);
-	free(slot_limit);
-	free(bytes);
-	*out = p;
+	info->estimated = atm_profile_machine_get(d->prof)->estimated;
 	return ATM_OK;
-fail:
-	opt_model_destroy(m);
-	opt_solution_free(&sol);
-	atm_plan_destroy(p);
-	free(slot_limit);
-	free(bytes);
+}
+
+/* defrag -- rounds until a plan fits the arena, or the rounds run out */
+static atm_status defrag(struct defrag *d)
+{
+	bool fits = false;
+	atm_status rc;
+	d->n_slots = 2 * atm_graph_n_nodes(d->g) + 1;
+	d->slot_limit = malloc((size_t)d->n_slots * sizeof *d->slot_limit);
+	d->bytes = malloc((size_t)d->n_slots * sizeof *d->bytes);
+	if (!d->slot_limit || !d->bytes)
+		return atm_err(ATM_E_NOMEM, "out of memory planning");
+	for (int32_t s = 0; s < d->n_slots; s++)
+		d->slot_limit[s] = d->limit;
+	d->t_plan = atm_now_s();
+	d->best_bound = -1;
+	for (int round = 0; round < d->o.max_rounds && !fits; round++)
+		if ((rc = defrag_round(d, round, &fits)) < 0)
+			return rc;
+	if (!fits) {
+		int32_t k = d->ov[0].slot > 0 ? (d->ov[0].slot - 1) / 2 : 0;
+		return atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %lld bytes for "
+		               "fragmentation after %d rounds of tightening the limit (first fit still "
+		               "overflows by %lld bytes at node %d, '%s'); try a larger limit or more "
+		               "rounds", (long long)d->limit, d->rep->n_rounds, (long long)d->ov[0].bytes,
+		               k, atm_graph_node(d->g, k)->name);
+	}
+	return defrag_finish(d);
+}
+
+atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                        atm_opt_report *rep)
+{
+	atm_opt_report local;
+	struct defrag d = {.g = g, .prof = prof, .f = f, .limit = limit, .rep = rep ? rep : &local};
+	int64_t need;
+	int32_t node;
+	atm_status rc;
+	*out = NULL;
+	memset(d.rep, 0, sizeof *d.rep);
+	d.rep->heuristic_s = -1;
+	if (o_in)
+		d.o = *o_in;
+	else
+		atm_opt_options_default(&d.o);
+	if (!g || !prof)
+		return atm_err(ATM_E_USAGE, "atm_opt_plan needs a graph and a profile");
+	if (f < 0 || f >= ATM_OPT_N_FORMULATIONS)
+		return atm_err(ATM_E_USAGE, "formulation %d does not exist", (int)f);
+	if (limit < 0)
+		return atm_err(ATM_E_USAGE, "fast limit %lld is not valid; expected bytes >= 0 (0: none)",
+		               (long long)limit);
+	if ((rc = check_options(&d.o)) < 0)
+		return rc;
+	if (!atm_opt_is_ilp(f))
+		return opt_baseline(out, g, prof, limit, f, &d.o);
+	if (limit == 0)
+		return plan_no_limit(out, g, prof, f, &d.o, d.rep);
+	if ((rc = atm_opt_min_limit(g, &d.o, &need, &node)) < 0)
+		return rc;
+	if (need > limit)
+		return opt_infeasible(g, limit, f, &d.o);
+	if ((rc = defrag(&d)) == ATM_OK) {
+		*out = d.p;
+		d.p = NULL;
+	}
+	opt_model_destroy(d.m);
+	opt_solution_free(&d.sol);
+	atm_plan_destroy(d.p);
+	free(d.slot_limit);
+	free(d.bytes);
 	return rc;
 }

@@ -6,10 +6,10 @@
  *     atm_prof *pr = NULL;
  *     atm_profile *p = NULL;
  *     atm_prof_report r;
- *     atm_prof_machine m;
+ *     atm_profile_machine m;
  *     if (atm_prof_new(&pr, g, &o) < 0) ...;          // opens the tiers; runs nothing yet
  *     atm_prof_get_machine(pr, &m);                   // what the timings will be comparable with
- *     if (atm_profile_open(&p, "profiles.json", &m, false) < 0) ...;  // checked before any work
+ *     if (atm_prof_cache_open(&p, "profiles.json", &m, false) < 0) ...;  // checked before any work
  *     if (atm_prof_run(pr, p, &r) < 0) ...;           // measures what p lacks, saves in batches
  *     printf("%lld configurations, %lld measured\n", (long long)r.n_configs,
  *            (long long)r.n_configs_measured);
@@ -68,7 +68,7 @@ typedef struct atm_prof atm_prof;
 atm_status atm_prof_new(atm_prof **pr, const atm_graph *g, const atm_prof_opts *o);
 void atm_prof_destroy(atm_prof *pr);
 /* atm_prof_get_machine -- the machine key of this run's timings (estimated when o->estimate) */
-void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m);
+void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m);
 /* atm_prof_run -- everything of g that p lacks, measured or estimated into p,
  * saved in batches and at the end. p's machine must be atm_prof_get_machine's.
  * ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
@@ -78,6 +78,25 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r);
 
 /* atm_prof_count -- kernels, unique kernels and configurations of g, nothing else */
 atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r);
+
+/* ---------------------------------------------------------------- the cache */
+
+/* The profile cache is one JSON file (docs/profile.md) that every profiler of the machine
+ * shares: one section per machine key, each kernel configuration measured once. */
+
+/* atm_prof_cache_open -- the profile of machine m in the cache file path (created on the
+ * first save; NULL: a profile in memory only, as atm_profile_new). A corrupt cache is
+ * ATM_E_INPUT naming the file and where it broke, and is never overwritten; with rebuild the
+ * file's entries of this machine (or the whole file, when it is corrupt) are dropped on
+ * purpose at the first save. A path whose folder takes no new file is ATM_E_IO now, not after
+ * hours of profiling. */
+atm_status atm_prof_cache_open(atm_profile **p, const char *path, const atm_profile_machine *m,
+                               bool rebuild);
+/* atm_prof_cache_save -- merge the entries put since the last save into p's file atomically
+ * (temporary file + rename), under a lock on "PATH.lock", keeping what another profiler wrote
+ * meanwhile, and take in that profiler's entries; nothing to do for an in-memory profile. A
+ * file that became corrupt since it was opened is ATM_E_INPUT and is left as it is. */
+atm_status atm_prof_cache_save(atm_profile *p);
 
 /* ---------------------------------------------------------------- roofline */
 
@@ -144,7 +163,7 @@ double atm_prof_roofline_s(const atm_prof_roofline *rf, atm_op op, const atm_pro
 /* atm_prof_estimate -- the estimated entry of node in config (estimated set,
  * count 1, min = median) */
 atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, int32_t node,
-                             uint32_t config, atm_prof_entry *e);
+                             uint32_t config, atm_profile_entry *e);
 
 /* How far an estimated profile is from a measured one on g's configurations. */
 typedef struct {

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -20,7 +19,7 @@ struct atm_prof {
 	const atm_graph *g;
 	atm_prof_opts o;
 	atm_kbench *kb;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_roofline rf; /* estimating: the model, once calibrated */
 	bool have_rf;
 };
@@ -41,21 +40,13 @@ struct work {
 	int64_t n_tasks;
 };
 
-/* now_s -- CLOCK_MONOTONIC in seconds */
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* build_work -- every distinct (signature, configuration) pair of g, in node order; on a
  * GPU (device_only) the all-fast configuration alone: kernels read device memory only */
 static atm_status build_work(const atm_graph *g, bool device_only, struct work *w)
 {
 	int32_t nn = atm_graph_n_nodes(g);
 	json_t *sigs = json_object(), *pairs = json_object();
-	char sig[ATM_PROF_SIG_MAX], key[ATM_PROF_SIG_MAX + 32], name[32];
+	char sig[ATM_SIGNATURE_MAX], key[ATM_SIGNATURE_MAX + 32], name[32];
 	atm_prof_roofline rf;
 	int64_t cap = 0;
 	atm_status rc = ATM_OK;
@@ -64,7 +55,7 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 	if (!sigs || !pairs)
 		goto nomem;
 	for (int32_t k = 0; k < nn; k++) {
-		if ((rc = atm_prof_signature(g, k, sig, sizeof sig)) < 0)
+		if ((rc = atm_node_signature(g, k, sig, sizeof sig)) < 0)
 			goto fail;
 		json_t *u = json_object_get(sigs, sig);
 		if (!u) {
@@ -75,9 +66,9 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 		atm_prof_work pw;
 		if ((rc = atm_prof_kernel_work(g, k, &pw)) < 0)
 			goto fail;
-		for (int i = 0; i < (device_only ? 1 : atm_prof_n_configs(g, k)); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			snprintf(key, sizeof key, "%s %s", sig, atm_prof_config_name(g, k, c, name, sizeof name));
+		for (int i = 0; i < (device_only ? 1 : atm_node_n_configs(g, k)); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			snprintf(key, sizeof key, "%s %s", sig, atm_node_config_name(g, k, c, name, sizeof name));
 			if (json_object_get(pairs, key))
 				continue;
 			if (json_object_set_new(pairs, key, json_true()) < 0)
@@ -89,7 +80,7 @@ static atm_status build_work(const atm_graph *g, bool device_only, struct work *
 					goto nomem;
 				w->tasks = t;
 			}
-			atm_prof_entry e;
+			atm_profile_entry e;
 			atm_prof_estimate(&rf, g, k, c, &e);
 			w->tasks[w->n_tasks++] = (struct task){k, c, (int32_t)json_integer_value(u), e.min_s};
 		}
@@ -165,7 +156,7 @@ void atm_prof_destroy(atm_prof *pr)
 }
 
 /* atm_prof_get_machine -- the machine key its entries will carry */
-void atm_prof_get_machine(const atm_prof *pr, atm_prof_machine *m)
+void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m)
 {
 	*m = pr->m;
 }
@@ -218,7 +209,7 @@ static atm_status roofline_for(atm_prof *pr)
 
 /* estimate_moves -- a synchronous copy in the model: read and write at the
  * fast bandwidth, then what the slow side adds */
-static void estimate_moves(const atm_prof_roofline *rf, atm_prof_moves *m)
+static void estimate_moves(const atm_prof_roofline *rf, atm_profile_moves *m)
 {
 	double per_byte_fast = 1.0 / (rf->fast_gbps * 1e9);
 	double to_slow, to_fast;
@@ -260,7 +251,7 @@ struct run {
 /* draw -- the progress line on stderr, at most every PROGRESS_EVERY_S (and the last) */
 static void draw(const atm_prof *pr, struct run *st, bool last)
 {
-	double t = now_s();
+	double t = atm_now_s();
 	char a[32], b[32];
 	if (!pr->o.progress || (!last && t - st->last_draw < PROGRESS_EVERY_S))
 		return;
@@ -283,8 +274,8 @@ static atm_status time_algos(atm_prof *pr, atm_profile *p, int32_t node, uint32_
 {
 	int n = 0;
 	atm_status rc = atm_kbench_algos(pr->kb, node, &n);
-	for (int a = 1; rc >= 0 && a < n && a < ATM_PROF_MAX_ALGOS; a++) {
-		atm_prof_entry e;
+	for (int a = 1; rc >= 0 && a < n && a < ATM_MAX_ALGOS; a++) {
+		atm_profile_entry e;
 		int64_t ws = 0;
 		if ((rc = atm_kbench_algo_workspace(pr->kb, node, a, &ws)) < 0)
 			break;
@@ -300,12 +291,12 @@ static atm_status time_algos(atm_prof *pr, atm_profile *p, int32_t node, uint32_
  * seconds, unless the last save was so recent that saving would dominate */
 static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
 {
-	double t = now_s();
+	double t = atm_now_s();
 	bool due = st->since_save >= pr->o.flush_configs || t - st->last_save >= pr->o.flush_s;
 	if (!due || t - st->last_save < SAVE_COST_FACTOR * st->save_cost)
 		return ATM_OK;
-	atm_status rc = atm_profile_save(p);
-	st->last_save = now_s();
+	atm_status rc = atm_prof_cache_save(p);
+	st->last_save = atm_now_s();
 	st->save_cost = st->last_save - t;
 	st->since_save = 0;
 	return rc;
@@ -328,15 +319,15 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	struct task *todo = NULL;
 	atm_status rc;
 	memset(r, 0, sizeof *r);
-	st.t_start = now_s();
-	const atm_prof_machine *pm = atm_profile_machine(p), *mine = &pr->m;
+	st.t_start = atm_now_s();
+	const atm_profile_machine *pm = atm_profile_machine_get(p), *mine = &pr->m;
 	if (strcmp(pm->cpu, mine->cpu) || pm->n_threads != mine->n_threads ||
 	    strcmp(pm->backend, mine->backend) || strcmp(pm->fast_tier, mine->fast_tier) ||
 	    strcmp(pm->slow_tier, mine->slow_tier) || strcmp(pm->emulation, mine->emulation) ||
 	    pm->estimated != mine->estimated)
 		return atm_err(ATM_E_USAGE, "atm_prof_run: the profile is of another machine than this "
 		               "profiler's (open it with the machine atm_prof_get_machine gives)");
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
 	atm_err_clear();
 	if ((rc = build_work(pr->g, pr->o.gpu.mode != NULL, &w)) < 0)
@@ -364,10 +355,10 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
 	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
 		goto done;
-	st.t_measure = st.last_save = st.last_draw = now_s();
+	st.t_measure = st.last_save = st.last_draw = atm_now_s();
 	for (int64_t i = 0; i < st.n_todo; i++) {
 		const struct task *t = &todo[i];
-		atm_prof_entry e;
+		atm_profile_entry e;
 		if (pr->o.stop && *pr->o.stop) {
 			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
 			             (long long)st.n_done, (long long)st.n_todo);
@@ -383,7 +374,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 			char name[32];
 			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",
 			               atm_graph_node(pr->g, t->node)->name,
-			               atm_prof_config_name(pr->g, t->node, t->config, name, sizeof name));
+			               atm_node_config_name(pr->g, t->node, t->config, name, sizeof name));
 			break;
 		}
 		st.n_done++;
@@ -407,7 +398,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	{
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
-		atm_status src = atm_profile_save(p);
+		atm_status src = atm_prof_cache_save(p);
 		if (rc >= 0)
 			rc = src;
 		else if (src >= 0 && atm_profile_path(p))
@@ -423,7 +414,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	r->n_configs_measured = st.n_done;
 	r->n_configs_cached = st.n_cached;
 	r->estimated = pr->o.estimate;
-	r->seconds = now_s() - st.t_start;
+	r->seconds = atm_now_s() - st.t_start;
 done:
 	free(todo);
 	free(st.left);

@@ -176,7 +176,7 @@ double atm_prof_roofline_s(const atm_prof_roofline *rf, atm_op op, const atm_pro
 
 /* atm_prof_estimate -- the model for node in config, as an estimated entry */
 atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, int32_t node,
-                             uint32_t config, atm_prof_entry *e)
+                             uint32_t config, atm_profile_entry *e)
 {
 	const atm_node *n = atm_graph_node(g, node);
 	atm_prof_work w;
@@ -191,7 +191,7 @@ atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, in
 		bool is_in = i < n->n_in;
 		int64_t b = atm_graph_tensor(g, is_in ? n->in[i] : n->out[i - n->n_in])->bytes;
 		bool inplace = is_in && i == 0 && atm_op_is_inplace(n->op);
-		if (atm_prof_config_loc(g, node, config, i) == ATM_LOC_SLOW) {
+		if (atm_node_config_loc(g, node, config, i) == ATM_LOC_SLOW) {
 			if (is_in)
 				sr += b;
 			if (!is_in || inplace)
@@ -444,8 +444,8 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 {
 	atm_kbench_opts ko = *o;
 	atm_kbench *kb = NULL;
-	atm_prof_machine m;
-	atm_prof_entry e, t;
+	atm_profile_machine m;
+	atm_profile_entry e, t;
 	atm_prof_work w;
 	struct cal c;
 	atm_status rc;
@@ -522,7 +522,7 @@ static int cmp_double(const void *a, const void *b)
 /* config_all -- node's configuration with every operand that may be slow in slow memory */
 static uint32_t config_all(const atm_graph *g, int32_t node)
 {
-	return atm_prof_config_at(g, node, atm_prof_n_configs(g, node) - 1);
+	return atm_node_config_at(g, node, atm_node_n_configs(g, node) - 1);
 }
 
 /* atm_prof_compare -- absolute percentage errors of est against meas over g's configurations */
@@ -539,16 +539,16 @@ atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, con
 		return atm_err(ATM_E_NOMEM, "out of memory comparing profiles");
 	/* each distinct (signature, configuration) once: the first node that has it */
 	int64_t n = 0;
-	char sig[ATM_PROF_SIG_MAX];
+	char sig[ATM_SIGNATURE_MAX];
 	json_t *done = json_object();
 	for (int32_t k = 0; k < atm_graph_n_nodes(g) && done; k++) {
-		atm_prof_entry a, b;
-		if ((rc = atm_prof_signature(g, k, sig, sizeof sig)) < 0)
+		atm_profile_entry a, b;
+		if ((rc = atm_node_signature(g, k, sig, sizeof sig)) < 0)
 			goto fail;
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			char key[ATM_PROF_SIG_MAX + 32], name[32];
-			snprintf(key, sizeof key, "%s %s", sig, atm_prof_config_name(g, k, c, name, sizeof name));
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			char key[ATM_SIGNATURE_MAX + 32], name[32];
+			snprintf(key, sizeof key, "%s %s", sig, atm_node_config_name(g, k, c, name, sizeof name));
 			if (json_object_get(done, key))
 				continue;
 			json_object_set_new(done, key, json_true());
@@ -557,7 +557,7 @@ atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, con
 				continue;
 			ape[n++] = fabs(a.min_s - b.min_s) / b.min_s * 100.0;
 		}
-		atm_prof_entry a0, b0, a1, b1;
+		atm_profile_entry a0, b0, a1, b1;
 		if (atm_profile_get(est, g, k, 0, &a0) == ATM_OK &&
 		    atm_profile_get(meas, g, k, 0, &b0) == ATM_OK) {
 			out->step_fast_est_s += a0.min_s;

@@ -105,6 +105,8 @@ typedef struct {
 	char backend[16];           /* "cpu", "cuda", "gpu-sim" */
 	char device[128];           /* the CPU model or the GPU's name */
 	char versions[128];         /* the kernel libraries' versions */
+	int n_threads;              /* threads the kernels ran on: the count a profile's machine
+	                             * key has, so that a run and its profile agree */
 	bool simulated;             /* the GPU was simulated: no GPU figure */
 	int64_t arena_bytes;        /* the fast arena's size (on a GPU: device memory taken) */
 } atm_exec_result;
@@ -145,10 +147,10 @@ typedef struct atm_kbench atm_kbench;
 atm_status atm_kbench_new(atm_kbench **kb, const atm_graph *g, const atm_kbench_opts *o);
 void atm_kbench_destroy(atm_kbench *kb);
 /* atm_kbench_time -- node with its operands in slow memory where config says
- * (atm_prof_config_loc; ATM_E_USAGE when config is not one of node's); fills
+ * (atm_node_config_loc; ATM_E_USAGE when config is not one of node's); fills
  * e (min, median, count, scratch). The node's kernel is kept for the next
  * call, so time all configurations of a node one after another. */
-atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e);
+atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_profile_entry *e);
 /* atm_kbench_algos -- how many implementations node has here (a GPU's convolution
  * algorithms, deterministic ones only; 1 elsewhere) */
 atm_status atm_kbench_algos(atm_kbench *kb, int32_t node, int *n);
@@ -157,12 +159,12 @@ atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int
 /* atm_kbench_time_algo -- atm_kbench_time with implementation algo; e->scratch_bytes is its
  * workspace */
 atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
-                                atm_prof_entry *e);
+                                atm_profile_entry *e);
 /* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
-atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m);
+atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m);
 /* atm_kbench_machine -- what the timings are comparable with: CPU model,
  * OpenMP threads, oneDNN version, tier kinds and nodes, emulation name */
-void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m);
+void atm_kbench_machine(const atm_kbench *kb, atm_profile_machine *m);
 /* atm_kbench_tiers -- the fast and slow tiers it opened (the slow one says
  * what it emulates) */
 void atm_kbench_tiers(const atm_kbench *kb, atm_tier_desc *fast, atm_tier_desc *slow);

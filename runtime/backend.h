@@ -101,7 +101,7 @@ typedef struct {
 	/* waited_s -- emulation waits so far (kernels and copies, every thread) */
 	double (*waited_s)(const atm_backend *b);
 	/* machine -- fill the profile key: what makes kernel timings comparable */
-	void (*machine)(const atm_backend *b, atm_prof_machine *m);
+	void (*machine)(const atm_backend *b, atm_profile_machine *m);
 } atm_backend_i;
 
 struct atm_backend {
@@ -128,5 +128,36 @@ atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
 atm_status atm_backend_cuda_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_cuda_probe -- name, free and total memory of CUDA device */
 atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info);
+
+/* ---------------------------------------------------------------- data */
+
+/* The data the executor trains on and the kernel timer times come from one fixed stream,
+ * the same on every machine (unlike rand()): a step's result and a kernel's timing do not
+ * depend on where they ran. */
+
+/* atm_bk_mix -- splitmix64: the next value of stream s */
+static inline uint64_t atm_bk_mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* atm_bk_tensor_seed -- the stream of tensor t's data under seed (the FNV-1a prime spreads
+ * neighbouring seeds apart) */
+static inline uint64_t atm_bk_tensor_seed(uint64_t seed, int32_t t)
+{
+	return seed * 0x100000001b3ull + (uint64_t)t;
+}
+
+/* atm_bk_fill_positive -- n values in [0.125, 1) from stream seed: positive so that a
+ * variance input stays a variance, small so that nothing overflows, never NaN or denormal
+ * (either could send a kernel down a slow path the real run never takes) */
+static inline void atm_bk_fill_positive(float *p, int64_t n, uint64_t seed)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(&seed) >> 40) * 0x1p-24);
+}
 
 #endif /* ATM_RUNTIME_BACKEND_H */

@@ -230,7 +230,7 @@ static atm_status cpu_arena_new(atm_backend *b, int64_t bytes)
 		               atm_format_bytes(c->sim_bytes, l, sizeof l));
 	atm_pool_destroy(c->arena);
 	c->arena = NULL;
-	return atm_pool_arena_new(&c->arena, c->fast, bytes > 0 ? bytes : 64);
+	return atm_pool_arena_new(&c->arena, c->fast, bytes > 0 ? bytes : ATM_ARENA_ALIGN);
 }
 
 static atm_status cpu_alloc(atm_backend *b, unsigned loc, int64_t offset, int64_t bytes, void **ptr)
@@ -347,20 +347,13 @@ static atm_status cpu_emulate(atm_backend *b, int64_t read_bytes, int64_t writte
 
 /* ---------------------------------------------------------------- timing and description */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static atm_status cpu_mark(atm_backend *b, int32_t slot)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (slot < 0 || slot >= c->n_marks)
 		return atm_err(ATM_E_INTERNAL, "timing mark %d was not reserved (%d are)", slot,
 		               c->n_marks);
-	c->marks[slot] = now_s();
+	c->marks[slot] = atm_now_s();
 	return ATM_OK;
 }
 
@@ -409,7 +402,7 @@ static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
 /* cpu_machine -- what makes these timings comparable. The thread count is
  * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
  * else the CPUs this process may run on. */
-static void cpu_machine(const atm_backend *b, atm_prof_machine *m)
+static void cpu_machine(const atm_backend *b, atm_profile_machine *m)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	const dnnl_version_t *v = dnnl_version();

@@ -177,7 +177,7 @@ static atm_status get_text(json_t *root, const char *origin, const char *key, bo
 atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, atm_emu_spec *out)
 {
 	static const char *const known[] = {"name", "read_gbps", "write_gbps", "latency_ns",
-	                                    "fast_gbps", "source"};
+	                                    "fast_gbps", "source", NULL};
 	atm_status rc = ATM_OK;
 	json_error_t jerr;
 	atm_emu_spec s;
@@ -203,19 +203,11 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 		             origin, atm_json_type_name(root));
 		goto fail;
 	}
-	const char *key;
-	json_t *v;
-	json_object_foreach(root, key, v) {
-		bool ok = false;
-		for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-			ok |= strcmp(key, known[i]) == 0;
-		if (!ok) {
-			rc = atm_err(ATM_E_INPUT,
-			             "%s: unknown field '%s' (valid: name, read_gbps, write_gbps, latency_ns, "
-			             "fast_gbps, source)",
-			             origin, key);
-			goto fail;
-		}
+	char valid[128];
+	const char *key = atm_json_unknown_key(root, known, valid, sizeof valid);
+	if (key) {
+		rc = atm_err(ATM_E_INPUT, "%s: unknown field '%s' (valid: %s)", origin, key, valid);
+		goto fail;
 	}
 	if ((rc = get_text(root, origin, "name", true, s.name, sizeof s.name)) < 0 ||
 	    (rc = get_number(root, origin, "read_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.read_gbps)) < 0 ||

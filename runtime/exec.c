@@ -2,7 +2,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 
@@ -26,28 +25,12 @@ struct atm_exec {
 	atm_exec_result result;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---------------------------------------------------------------- data */
-
-/* splitmix64 -- the same stream on every machine, unlike rand() */
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /* uniform -- in [-1, 1) */
 static float uniform(uint64_t *s)
 {
-	return (float)((double)(mix(s) >> 11) * 0x1p-53 * 2.0 - 1.0);
+	return (float)((double)(atm_bk_mix(s) >> 11) * 0x1p-53 * 2.0 - 1.0);
 }
 
 /* How a parameter is used decides how it starts: weights He-uniform,
@@ -86,7 +69,7 @@ static enum init init_of(const atm_graph *g, int32_t t)
 static void fill(const atm_graph *g, int32_t t, float *data, uint64_t seed)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
-	uint64_t s = seed * 0x100000001b3ull + (uint64_t)t;
+	uint64_t s = atm_bk_tensor_seed(seed, t);
 	int64_t n = x->n_elems;
 	switch (init_of(g, t)) {
 	case INIT_WEIGHT: {
@@ -104,7 +87,7 @@ static void fill(const atm_graph *g, int32_t t, float *data, uint64_t seed)
 		int64_t rows = x->dims[0], cols = n / rows;
 		memset(data, 0, (size_t)x->bytes);
 		for (int64_t r = 0; r < rows; r++)
-			data[r * cols + (int64_t)(mix(&s) % (uint64_t)cols)] = 1.0f;
+			data[r * cols + (int64_t)(atm_bk_mix(&s) % (uint64_t)cols)] = 1.0f;
 		break;
 	}
 	case INIT_ONE:
@@ -210,9 +193,9 @@ static atm_status do_move_wait(atm_exec *e, const atm_event *ev)
 {
 	if (!atm_plan_move(e->plan, ev->move)->async)
 		return ATM_OK;
-	double t0 = now_s();
+	double t0 = atm_now_s();
 	atm_status rc = e->b->iface->copy_wait(e->b, ev->move);
-	e->move_wait_s += now_s() - t0;
+	e->move_wait_s += atm_now_s() - t0;
 	return rc < 0 ? atm_err_prefix(rc, "move %d: ", ev->move) : ATM_OK;
 }
 
@@ -297,7 +280,7 @@ static atm_status open_memory(atm_exec *e)
 	    (rc = e->b->iface->reserve(e->b, atm_plan_n_moves(e->plan),
 	                               2 * atm_graph_n_nodes(e->g))) < 0)
 		return rc;
-	e->result.arena_bytes = arena ? arena : 64;
+	e->result.arena_bytes = arena ? arena : ATM_ARENA_ALIGN;
 	if (e->opts.twolm_bytes > 0) {
 		if (!e->opts.emulate)
 			return atm_err(ATM_E_USAGE, "emulating 2LM needs an emulated slow tier (--emulate) "
@@ -464,6 +447,9 @@ static void describe_result(atm_exec *e)
 	snprintf(r->device, sizeof r->device, "%s", e->desc.device);
 	snprintf(r->versions, sizeof r->versions, "%s", e->desc.versions);
 	r->simulated = e->desc.simulated;
+	atm_profile_machine m;
+	e->b->iface->machine(e->b, &m);
+	r->n_threads = m.n_threads;
 	r->twolm_bytes = e->twolm ? e->opts.twolm_bytes : 0;
 	r->emulated = e->desc.slow.emulated;
 	if (r->emulated) {
@@ -488,9 +474,9 @@ atm_status atm_exec_run(atm_exec *e)
 	e->b->iface->reset_high_water(e->b);
 	for (int it = 0; it < total; it++) {
 		double w0 = e->b->iface->waited_s(e->b);
-		double t0 = now_s();
+		double t0 = atm_now_s();
 		rc = step(e);
-		double dt = now_s() - t0;
+		double dt = atm_now_s() - t0;
 		if (rc < 0)
 			return rc;
 		kernel_times(e);

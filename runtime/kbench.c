@@ -120,7 +120,7 @@ void atm_kbench_destroy(atm_kbench *kb)
 }
 
 /* atm_kbench_machine -- the machine key of these timings */
-void atm_kbench_machine(const atm_kbench *kb, atm_prof_machine *m)
+void atm_kbench_machine(const atm_kbench *kb, atm_profile_machine *m)
 {
 	kb->b->iface->machine(kb->b, m);
 }
@@ -206,37 +206,6 @@ static atm_status use_kernel(atm_kbench *kb, int32_t node)
 	return ATM_OK;
 }
 
-/* mix -- splitmix64: a fixed stream, so that every machine times the same data */
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* fill_f32 -- values in [0.125, 1): positive so that a variance input stays a
- * variance, small so that nothing overflows, never NaN or denormal (either
- * could send a kernel down a slow path the real run never takes) */
-static void fill_f32(float *p, int64_t n, uint64_t seed)
-{
-	uint64_t s = seed;
-	for (int64_t i = 0; i < n; i++)
-		p[i] = 0.125f + 0.875f * (float)((double)(mix(&s) >> 40) * 0x1p-24);
-}
-
-/* producer -- the node that writes tensor t, -1 when none (a graph input) */
-static int32_t producer(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_out; i++)
-			if (n->out[i] == t)
-				return k;
-	}
-	return -1;
-}
-
 /* staging -- the host buffer, at least bytes long */
 static atm_status staging(atm_kbench *kb, int64_t bytes)
 {
@@ -259,7 +228,7 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 {
 	const atm_tensor *x = atm_graph_tensor(kb->g, t);
 	const atm_backend_i *bi = kb->b->iface;
-	int32_t pk = producer(kb->g, t);
+	int32_t pk = atm_graph_producer(kb->g, t);
 	const atm_node *p = pk >= 0 ? atm_graph_node(kb->g, pk) : NULL;
 	atm_bk_kernel *k = NULL;
 	void *xin = NULL, *y = NULL;
@@ -278,7 +247,7 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, py->bytes, &y)) < 0 ||
 	    (rc = staging(kb, px->bytes)) < 0)
 		goto done;
-	fill_f32(kb->host, px->n_elems, seed);
+	atm_bk_fill_positive(kb->host, px->n_elems, seed);
 	if ((rc = bi->set(kb->b, xin, kb->host, px->bytes)) < 0)
 		goto done;
 	void *in[1] = {xin}, *out[2] = {y, buf};
@@ -319,7 +288,7 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 		rc = bi->alloc(kb->b, slow ? ATM_LOC_SLOW : ATM_LOC_FAST, kb->offset[first], x->bytes, slot);
 		if (rc < 0)
 			return atm_err_prefix(rc, "timing node '%s', tensor '%s': ", n->name, x->name);
-		uint64_t seed = kb->o.seed * 0x100000001b3ull + (uint64_t)t;
+		uint64_t seed = atm_bk_tensor_seed(kb->o.seed, t);
 		if (first < n->n_in && x->dtype != ATM_F32) {
 			if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
 				return rc;
@@ -329,7 +298,7 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 			if (first >= n->n_in)
 				memset(kb->host, 0, (size_t)x->bytes);
 			else
-				fill_f32(kb->host, x->n_elems, seed);
+				atm_bk_fill_positive(kb->host, x->n_elems, seed);
 			if ((rc = bi->set(kb->b, *slot, kb->host, x->bytes)) < 0)
 				return rc;
 		}
@@ -384,14 +353,14 @@ atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int
 }
 
 /* atm_kbench_time -- warm-up and timed runs of node with its operands where config puts them */
-atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_prof_entry *e)
+atm_status atm_kbench_time(atm_kbench *kb, int32_t node, uint32_t config, atm_profile_entry *e)
 {
 	return atm_kbench_time_algo(kb, node, config, 0, e);
 }
 
 /* atm_kbench_time_algo -- the same with one of node's algorithms */
 atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
-                                atm_prof_entry *e)
+                                atm_profile_entry *e)
 {
 	const atm_node *n = atm_graph_node(kb->g, node);
 	atm_status rc = ATM_OK;
@@ -400,14 +369,14 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 		return atm_err(ATM_E_USAGE, "atm_kbench_time: node %d is out of range (graph '%s' has %d "
 		               "nodes)", node, atm_graph_name(kb->g), atm_graph_n_nodes(kb->g));
 	int n_ops = n->n_in + n->n_out;
-	unsigned locs[2 * ATM_PROF_MAX_OPERANDS];
-	unsigned *lp = n_ops <= 2 * ATM_PROF_MAX_OPERANDS ? locs : calloc((size_t)n_ops, sizeof *lp);
+	unsigned locs[2 * ATM_CONFIG_MAX_OPERANDS];
+	unsigned *lp = n_ops <= 2 * ATM_CONFIG_MAX_OPERANDS ? locs : calloc((size_t)n_ops, sizeof *lp);
 	if (!lp)
 		return atm_err(ATM_E_NOMEM, "out of memory timing node '%s'", n->name);
 	for (int i = 0; i < n_ops; i++)
-		lp[i] = atm_prof_config_loc(kb->g, node, config, i);
+		lp[i] = atm_node_config_loc(kb->g, node, config, i);
 	uint32_t check;
-	if (atm_prof_config_of(kb->g, node, lp, &check) < 0) {
+	if (atm_node_config_of(kb->g, node, lp, &check) < 0) {
 		rc = atm_err_prefix(ATM_E_USAGE, "atm_kbench_time: ");
 		goto done;
 	}
@@ -469,7 +438,7 @@ static atm_status copy_s(atm_kbench *kb, unsigned to, void *dst, const void *src
 }
 
 /* atm_kbench_moves -- best of three synchronous copies each way after a warm-up */
-atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
+atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	void *f = NULL, *s = NULL;
@@ -484,7 +453,7 @@ atm_status atm_kbench_moves(atm_kbench *kb, atm_prof_moves *m)
 		atm_err_prefix(rc, "timing moves: ");
 		goto done;
 	}
-	fill_f32(kb->host, MOVE_BYTES / 4, kb->o.seed);
+	atm_bk_fill_positive(kb->host, MOVE_BYTES / 4, kb->o.seed);
 	if ((rc = bi->set(kb->b, f, kb->host, MOVE_BYTES)) < 0)
 		goto done;
 	memset(kb->host, 0, (size_t)MOVE_BYTES);

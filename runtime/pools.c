@@ -8,7 +8,6 @@
 
 /* Offsets in the arena are multiples of this: every tensor starts on a cache
  * line and a full AVX-512 vector, as the kernels expect. */
-#define ARENA_ALIGN 64
 
 /* One live allocation; the table is kept sorted by address so frees, range
  * checks and the first-fit search in an fsdax mapping are binary searches or
@@ -198,9 +197,9 @@ static atm_status alloc_at(atm_pool *p, int64_t offset, int64_t bytes, void **pt
 		               atm_tier_describe(p->tier)->name);
 	if (bytes <= 0)
 		return atm_err(ATM_E_USAGE, "fast arena: cannot place %lld bytes", (long long)bytes);
-	if (offset < 0 || offset % ARENA_ALIGN)
+	if (offset < 0 || offset % ATM_ARENA_ALIGN)
 		return atm_err(ATM_E_USAGE, "fast arena: offset %lld is not a non-negative multiple of %d",
-		               (long long)offset, ARENA_ALIGN);
+		               (long long)offset, ATM_ARENA_ALIGN);
 	/* written as a subtraction so a huge request cannot overflow the check */
 	if (offset >= p->limit_bytes || bytes > p->limit_bytes - offset)
 		return atm_err(ATM_E_NOSPACE,

@@ -1,5 +1,4 @@
 /* tiers.c -- find the machine's memories with hwloc, choose fast and slow tiers, open them */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -492,7 +491,7 @@ static atm_tier *tier_new(atm_tier_topo *topo)
 		return NULL;
 	t->topo = topo;
 	t->fd = -1;
-	t->align = 64;
+	t->align = ATM_ARENA_ALIGN;
 	return t;
 }
 

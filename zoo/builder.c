@@ -232,16 +232,6 @@ void zb_destroy(zb *b)
 	free(b);
 }
 
-atm_status zb_status(const zb *b)
-{
-	return b->status;
-}
-
-const atm_graph *zb_graph(const zb *b)
-{
-	return b->g;
-}
-
 const char *zb_namef(char *buf, const char *fmt, ...)
 {
 	va_list ap;

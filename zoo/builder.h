@@ -44,10 +44,6 @@ typedef struct zb zb;
 atm_status zb_new(zb **b, const zb_spec *spec);
 /* zb_destroy -- frees the builder and, unless zb_finish handed it out, its graph */
 void zb_destroy(zb *b);
-/* zb_status -- the first failure so far (ATM_OK if none) */
-atm_status zb_status(const zb *b);
-/* zb_graph -- the graph being built (owned by the builder until zb_finish) */
-const atm_graph *zb_graph(const zb *b);
 
 /* Forward layers. Each returns the id of the layer's output, or -1 after a
  * failure (this call's or an earlier one's). Spatial layers take NCHW tensors;

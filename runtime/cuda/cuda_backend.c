@@ -485,7 +485,7 @@ static double cu_waited_s(const atm_backend *b)
 
 /* ---------------------------------------------------------------- description */
 
-static void cu_machine(const atm_backend *b, atm_prof_machine *m)
+static void cu_machine(const atm_backend *b, atm_profile_machine *m)
 {
 	struct cuda_ctx *c = ctx_of(b);
 	int drv = 0, rt = 0;

@@ -26,21 +26,21 @@ static void fill_cache(const atm_graph *g)
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL, *syn = NULL;
 	atm_prof_opts po = {.seed = 1};
-	atm_prof_machine m;
+	atm_profile_machine m;
 	assert_int_equal(atm_prof_new(&pr, g, &po), ATM_OK);
 	atm_prof_get_machine(pr, &m);
-	assert_int_equal(atm_profile_open(&p, cache, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, cache, &m, false), ATM_OK);
 	assert_int_equal(synth_profile(g, &syn), ATM_OK);
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			atm_prof_entry e;
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			atm_profile_entry e;
 			assert_int_equal(atm_profile_get(syn, g, k, c, &e), ATM_OK);
 			e.estimated = false;
 			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
 		}
-	assert_int_equal(atm_profile_set_moves(p, &(atm_prof_moves){4, 2, false}), ATM_OK);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(p, &(atm_profile_moves){4, 2, false}), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(syn);
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);

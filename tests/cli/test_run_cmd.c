@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_optimizer.h"
 #include "common/cli_harness.h"
 
 /* run -- autotm ARGS; exit code, stderr in err (caller frees) */
@@ -111,10 +112,23 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	(void)state;
 	char args[1024];
 	json_t *ref = results("--model tiny_mlp --iters 2", "ref.json");
+	/* the planning options read as plan reads them: a gap in percent, fractional seconds */
 	snprintf(args, sizeof args, "--model tiny_mlp --ratio 4:1 --formulation asynchronous "
-	         "--emulate optane --iters 2 --cache %s/prof.json", cli_tmpdir);
+	         "--emulate optane --iters 2 --cache %s/prof.json --mip-gap 1%% --time-limit 20.5 "
+	         "--async-window 3 --rounds 4", cli_tmpdir);
 	json_t *doc = results(args, "opt.json");
 	json_t *r = first_run(doc);
+	/* the run's thread count is the one its profile's machine key has */
+	char path[512];
+	json_error_t jerr;
+	snprintf(path, sizeof path, "%s/prof.json", cli_tmpdir);
+	json_t *prof = json_load_file(path, 0, &jerr);
+	assert_non_null(prof);
+	json_t *machine = json_object_get(json_array_get(json_object_get(prof, "machines"), 0), "machine");
+	assert_true(json_integer_value(json_object_get(machine, "n_threads")) >= 1);
+	assert_int_equal(json_integer_value(json_object_get(r, "n_threads")),
+	                 json_integer_value(json_object_get(machine, "n_threads")));
+	json_decref(prof);
 	assert_string_equal(str(r, "formulation"), "asynchronous");
 	assert_true(json_real_value(json_object_get(r, "predicted_runtime")) > 0);
 	assert_true(json_real_value(json_object_get(r, "ratio")) == 4.0);
@@ -140,6 +154,19 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	cli_expect(2, "not both", "run --model tiny_mlp --ratio 4:1 --placement all-fast");
 	cli_expect(2, "--ratio S:F or --dram-limit", "run --model tiny_mlp --formulation static");
 	cli_expect(2, "synchronous", "run --model tiny_mlp --ratio 4:1 --formulation fast");
+	cli_expect(2, "--mip-gap '2' is not valid", "run --model tiny_mlp --ratio 4:1 --mip-gap 2");
+	cli_expect(2, "--time-limit '0' is not valid", "run --model tiny_mlp --ratio 4:1 --time-limit 0");
+	cli_expect(2, "--rounds '99' is not valid", "run --model tiny_mlp --ratio 4:1 --rounds 99");
+	/* the help gives the optimizer's own defaults */
+	struct cli_result h = cli_run("run --help");
+	assert_int_equal(h.code, 0);
+	char want[64];
+	atm_opt_options d;
+	atm_opt_options_default(&d);
+	snprintf(want, sizeof want, "(default %g)", d.time_limit_s);
+	assert_non_null(strstr(h.out, want));
+	assert_non_null(strstr(h.out, "--async-window N"));
+	cli_release(&h);
 }
 
 static void test_run_cmd_append_adds_runs(void **state)

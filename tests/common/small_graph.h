@@ -63,4 +63,21 @@ static inline void small_build(struct small *s)
 	assert_int_equal(atm_graph_validate(g), ATM_OK);
 }
 
+/* small_setup, small_teardown -- a cmocka fixture: a fresh small graph per test in *state (a
+ * struct small) */
+__attribute__((unused)) static int small_setup(void **state)
+{
+	static struct small s;
+	small_build(&s);
+	*state = &s;
+	return 0;
+}
+
+__attribute__((unused)) static int small_teardown(void **state)
+{
+	struct small *s = *state;
+	atm_graph_destroy(s->g);
+	return 0;
+}
+
 #endif /* ATM_TEST_SMALL_GRAPH_H */

@@ -270,6 +270,34 @@ static void test_graph_sgd_only_updates_params(void **state)
 	expect_invalid(g, "sgd updates tensor 'x' in place, which must be a param", NULL);
 }
 
+/* test_graph_producer -- the node that writes a tensor; -1 for inputs and for ids out of range */
+static void test_graph_producer(void **state)
+{
+	atm_graph *g = *state;
+	int32_t x = t1(g, "x", 3, ATM_KIND_INPUT), y = t1(g, "y", 3, ATM_KIND_ACTIVATION);
+	int32_t z = t1(g, "z", 3, ATM_KIND_ACTIVATION), id;
+	assert_int_equal(atm_graph_add_node(g, "r1", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "r2", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &z, &id), 0);
+	assert_int_equal(atm_graph_producer(g, y), 0);
+	assert_int_equal(atm_graph_producer(g, z), 1);
+	assert_int_equal(atm_graph_producer(g, x), -1);
+	assert_int_equal(atm_graph_producer(g, 99), -1);
+}
+
+/* test_graph_inplace_ops -- SGD writes its input 0 in place and no other op does: the
+ * schedule drops an SGD target's other copy, and nothing else's */
+static void test_graph_inplace_ops(void **state)
+{
+	(void)state;
+	int n = 0;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		n += atm_op_is_inplace((atm_op)op);
+	assert_int_equal(n, 1);
+	assert_true(atm_op_is_inplace(ATM_OP_SGD));
+	assert_false(atm_op_is_inplace(ATM_OP_RELU_FWD));
+	assert_false(atm_op_is_inplace(ATM_OP_ADD));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -289,6 +317,8 @@ int main(void)
 		T(test_graph_concat_and_split),
 		T(test_graph_batch_norm_and_loss),
 		T(test_graph_sgd_only_updates_params),
+		T(test_graph_producer),
+		cmocka_unit_test(test_graph_inplace_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,20 +11,6 @@
 
 #include "common/small_graph.h"
 
-static int setup(void **state)
-{
-	static struct small s;
-	small_build(&s);
-	*state = &s;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct small *s = *state;
-	atm_graph_destroy(s->g);
-	return 0;
-}
 
 static void test_liveness_ranges(void **state)
 {
@@ -114,11 +100,12 @@ static void test_liveness_empty_graph(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_liveness_ranges, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_liveness_footprint_curve, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_liveness_workspace_counts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_liveness_stats, setup, teardown),
+		T(test_liveness_ranges),
+		T(test_liveness_footprint_curve),
+		T(test_liveness_workspace_counts),
+		T(test_liveness_stats),
 		cmocka_unit_test(test_liveness_empty_graph),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

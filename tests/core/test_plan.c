@@ -3,29 +3,20 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "atm_core.h"
 
+/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
 #include "common/small_graph.h"
 
-static int setup(void **state)
-{
-	static struct small s;
-	small_build(&s);
-	*state = &s;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct small *s = *state;
-	atm_graph_destroy(s->g);
-	return 0;
-}
 
 /* expect_schedule_error -- schedule_new fails with code and a message holding frag */
 static void expect_schedule_error(const atm_plan *p, atm_status code, const char *frag)
@@ -368,7 +359,7 @@ static void test_plan_algorithms(void **state)
 	assert_null(strstr(a, "algorithms")); /* default algorithms: nothing written */
 	free(a);
 	assert_int_equal(atm_plan_set_algo(p, 1, 3), ATM_OK);
-	assert_int_equal(atm_plan_set_algo(p, 1, ATM_PROF_MAX_ALGOS), ATM_E_INPUT);
+	assert_int_equal(atm_plan_set_algo(p, 1, ATM_MAX_ALGOS), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "is not valid"));
 	assert_int_equal(atm_plan_set_algo(p, atm_graph_n_nodes(sm->g), 1), ATM_E_INPUT);
 	assert_int_equal(atm_plan_algo(p, 1), 3);
@@ -393,9 +384,121 @@ static void test_plan_algorithms(void **state)
 	atm_plan_destroy(q);
 }
 
+/* test_plan_schedule_setup -- the persistent tensors are set up before the first step, each
+ * once, in the tier the plan starts it in; nothing else is */
+static void test_plan_schedule_setup(void **state)
+{
+	struct small *sm = *state;
+	for (unsigned loc = ATM_LOC_FAST; loc <= ATM_LOC_SLOW; loc++) {
+		atm_plan *p = NULL;
+		atm_schedule *s = NULL;
+		bool seen[16] = {false};
+		int64_t bytes = 0;
+		assert_int_equal(atm_plan_uniform(&p, sm->g, loc), ATM_OK);
+		assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+		assert_int_equal(atm_schedule_n_setup(s), 5);
+		for (int32_t i = 0; i < atm_schedule_n_setup(s); i++) {
+			const atm_event *ev = atm_schedule_setup(s, i);
+			assert_non_null(ev);
+			assert_int_equal(ev->kind, ATM_EV_ALLOC);
+			assert_int_equal(ev->node, -1);
+			assert_int_equal(ev->loc, loc);
+			assert_true(atm_tensor_is_persistent(atm_graph_tensor(sm->g, ev->tensor)));
+			assert_false(seen[ev->tensor]);
+			seen[ev->tensor] = true;
+			if (loc == ATM_LOC_FAST)
+				assert_int_equal(ev->offset % ATM_ARENA_ALIGN, 0);
+			bytes += atm_graph_tensor(sm->g, ev->tensor)->bytes;
+		}
+		assert_int_equal(bytes, 92);
+		const atm_schedule_stats *st = atm_schedule_stats_get(s);
+		assert_int_equal(loc == ATM_LOC_FAST ? st->persistent_fast_bytes : st->persistent_slow_bytes,
+		                 92);
+		assert_null(atm_schedule_setup(s, -1));
+		assert_null(atm_schedule_setup(s, atm_schedule_n_setup(s)));
+		atm_schedule_destroy(s);
+		atm_plan_destroy(p);
+	}
+}
+
+/* test_plan_save_round_trip -- a saved plan loads back as the same plan; a folder that takes
+ * no file is ATM_E_IO naming it, and nothing is left behind */
+static void test_plan_save_round_trip(void **state)
+{
+	struct small *sm = *state;
+	char dir[] = "/tmp/atm-plan-XXXXXX", path[64], *a = NULL, *b = NULL;
+	atm_plan *p = NULL, *q = NULL;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/p.json", dir);
+	assert_int_equal(atm_plan_random(&p, sm->g, 3), ATM_OK);
+	atm_plan_info_of(p)->ratio_slow = 4;
+	atm_plan_info_of(p)->ratio_fast = 1;
+	assert_int_equal(atm_plan_save(p, path), ATM_OK);
+	assert_int_equal(atm_plan_load(&q, sm->g, path), ATM_OK);
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_int_equal(atm_plan_dump(q, &b), ATM_OK);
+	assert_string_equal(a, b);
+	assert_true(atm_plan_info_get(q)->ratio_slow == 4);
+	/* saving again replaces the file whole */
+	atm_plan_info_of(p)->fast_limit_bytes = 4096;
+	assert_int_equal(atm_plan_save(p, path), ATM_OK);
+	atm_plan_destroy(q);
+	assert_int_equal(atm_plan_load(&q, sm->g, path), ATM_OK);
+	assert_int_equal(atm_plan_info_get(q)->fast_limit_bytes, 4096);
+	assert_int_equal(atm_plan_save(p, "/nonexistent-atm/p.json"), ATM_E_IO);
+	assert_non_null(strstr(atm_errmsg(), "/nonexistent-atm"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	free(a);
+	free(b);
+	atm_plan_destroy(p);
+	atm_plan_destroy(q);
+}
+
+/* A plan to write whole, and the text it must give. */
+struct dump_case {
+	const atm_plan *p;
+	const char *want;
+};
+
+/* dump_once -- one dump, the whole text or nothing */
+static atm_status dump_once(void *arg)
+{
+	const struct dump_case *c = arg;
+	char *text = (char *)1;
+	atm_status rc = atm_plan_dump(c->p, &text);
+	if (rc < 0)
+		assert_null(text);
+	else
+		assert_string_equal(text, c->want);
+	free(rc < 0 ? NULL : text);
+	return rc;
+}
+
+/* test_plan_json_allocation_failures -- every allocation of a plan's dump failed in turn: each
+ * is ATM_E_NOMEM with no text and (ASan) nothing leaked, never a text with a field missing */
+static void test_plan_json_allocation_failures(void **state)
+{
+	struct small *sm = *state;
+	atm_plan *p = NULL;
+	char *want = NULL;
+	assert_int_equal(atm_plan_random(&p, sm->g, 11), ATM_OK);
+	atm_plan_info *info = atm_plan_info_of(p);
+	info->n_rounds = 2;
+	info->ratio_slow = 1;
+	info->ratio_fast = 1;
+	assert_int_equal(atm_plan_set_algo(p, 0, 2), ATM_OK);
+	assert_true(atm_plan_n_moves(p) > 0);
+	assert_int_equal(atm_plan_dump(p, &want), ATM_OK);
+	struct dump_case c = {p, want};
+	assert_true(alloc_fail_sweep("atm_plan_dump", dump_once, &c) > 10);
+	free(want);
+	atm_plan_destroy(p);
+}
+
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_plan_all_fast_matches_liveness),
 		T(test_plan_algorithms),
@@ -408,6 +511,9 @@ int main(void)
 		T(test_plan_random_plans_are_valid_and_stable),
 		T(test_plan_json_round_trip),
 		T(test_plan_json_rejects_mismatches),
+		T(test_plan_schedule_setup),
+		T(test_plan_save_round_trip),
+		T(test_plan_json_allocation_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

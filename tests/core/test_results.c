@@ -14,6 +14,9 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
 #include "common/small_graph.h"
 
 struct fx {
@@ -249,6 +252,74 @@ static void test_results_plan_file_keeps_ratio_and_rounds(void **state)
 	assert_null(q);
 }
 
+/* A results write to sweep: the fixture, whether it appends, and what the file must hold. */
+struct write_case {
+	struct fx *f;
+	bool append;
+	json_t *want;     /* the document written with no allocation failing, dates dropped */
+	char *before;     /* appending: the file's text before, which a failed append keeps */
+};
+
+/* without_dates -- doc with every run's date dropped (they differ from second to second) */
+static json_t *without_dates(json_t *doc)
+{
+	size_t i;
+	json_t *run;
+	json_array_foreach(json_object_get(doc, "runs"), i, run)
+		json_object_del(run, "date");
+	return doc;
+}
+
+/* write_once -- one write: the whole document, or (appending) the file as it was */
+static atm_status write_once(void *arg)
+{
+	struct write_case *c = arg;
+	atm_results_workload w = {.preset = "small", .batch = 1, .image = 32};
+	atm_status rc = atm_results_write(c->f->path, c->f->p, c->f->s, &w, &measured, c->append);
+	long left = alloc_fail_pause();
+	if (rc == ATM_OK && c->want) {
+		json_t *got = without_dates(load(c->f->path));
+		if (!json_equal(got, c->want))
+			fail_msg("the results written differ from those written without failures");
+		json_decref(got);
+	}
+	if (rc < 0 && c->before) {
+		char *now = NULL;
+		size_t len;
+		assert_int_equal(atm_read_file(c->f->path, &now, &len), ATM_OK);
+		assert_string_equal(now, c->before);
+		free(now);
+	}
+	alloc_fail_resume(left);
+	return rc;
+}
+
+/* test_results_allocation_failures -- every allocation of a results write (jansson's and the
+ * core's) failed in turn: each is ATM_E_NOMEM, leaks nothing (ASan) and, when appending, leaves
+ * the file as it was; the write that succeeds holds every field */
+static void test_results_allocation_failures(void **state)
+{
+	struct fx *f = *state;
+	struct write_case c = {.f = f};
+	size_t len;
+	set_ratio(f, 4, 1);
+	assert_int_equal(write_once(&c), ATM_OK);
+	c.want = without_dates(load(f->path));
+	assert_int_equal(unlink(f->path), 0);
+	assert_true(alloc_fail_sweep("atm_results_write", write_once, &c) > 10);
+	json_decref(c.want);
+	/* appending to that file */
+	c = (struct write_case){.f = f, .append = true};
+	assert_int_equal(atm_read_file(f->path, &c.before, &len), ATM_OK);
+	/* it reads the file first: autotm's own allocations only (jansson's parser cannot take a
+	 * failing allocator), and a failure never loses what the file held */
+	assert_true(alloc_fail_sweep_own("atm_results_write (append)", write_once, &c) > 3);
+	json_t *d = load(f->path);
+	assert_int_equal(json_array_size(json_object_get(d, "runs")), 2);
+	json_decref(d);
+	free(c.before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +329,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_results_concurrent_appends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_plan_file_keeps_ratio_and_rounds, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_results_allocation_failures, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

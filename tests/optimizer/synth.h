@@ -21,7 +21,7 @@ static inline double synth_time(const atm_graph *g, int32_t k, uint32_t config)
 		int32_t x = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
 		double b = (double)atm_graph_tensor(g, x)->bytes;
 		t += b / SYNTH_FAST_BPS;
-		if (atm_prof_config_loc(g, k, config, i) == ATM_LOC_SLOW)
+		if (atm_node_config_loc(g, k, config, i) == ATM_LOC_SLOW)
 			t += b / SYNTH_SLOW_BPS - b / SYNTH_FAST_BPS;
 	}
 	return t;
@@ -30,19 +30,19 @@ static inline double synth_time(const atm_graph *g, int32_t k, uint32_t config)
 /* synth_profile -- an in-memory profile of every configuration of every node of g */
 static inline atm_status synth_profile(const atm_graph *g, atm_profile **out)
 {
-	atm_prof_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
+	atm_profile_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
 	                      .fast_tier = "dram:0", .slow_tier = "synthetic", .estimated = true};
 	atm_profile *p = NULL;
-	atm_status rc = atm_profile_open(&p, NULL, &m, false);
+	atm_status rc = atm_profile_new(&p, &m, NULL);
 	for (int32_t k = 0; rc == ATM_OK && k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; rc == ATM_OK && i < atm_prof_n_configs(g, k); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
+		for (int i = 0; rc == ATM_OK && i < atm_node_n_configs(g, k); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
 			double t = synth_time(g, k, c);
-			atm_prof_entry e = {.min_s = t, .median_s = t, .count = 1, .estimated = true};
+			atm_profile_entry e = {.min_s = t, .median_s = t, .count = 1, .estimated = true};
 			rc = atm_profile_put(p, g, k, c, &e);
 		}
 	if (rc == ATM_OK)
-		rc = atm_profile_set_moves(p, &(atm_prof_moves){.to_fast_gbps = 4, .to_slow_gbps = 2,
+		rc = atm_profile_set_moves(p, &(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2,
 		                                                .estimated = true});
 	if (rc < 0) {
 		atm_profile_destroy(p);

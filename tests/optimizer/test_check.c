@@ -117,18 +117,18 @@ static void test_check_async_copy_stalls(void **state)
 {
 	struct fix *f = *state;
 	const atm_graph *g = f->s.g;
-	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile_machine m = *atm_profile_machine_get(f->prof);
 	atm_profile *slow = NULL;
-	assert_int_equal(atm_profile_open(&slow, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_new(&slow, &m, NULL), ATM_OK);
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t cfg = atm_prof_config_at(g, k, i);
-			atm_prof_entry e;
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t cfg = atm_node_config_at(g, k, i);
+			atm_profile_entry e;
 			assert_int_equal(atm_profile_get(f->prof, g, k, cfg, &e), ATM_OK);
 			assert_int_equal(atm_profile_put(slow, g, k, cfg, &e), ATM_OK);
 		}
 	/* 12 bytes at 1 kB/s: 12 ms, far longer than fc and relu */
-	assert_int_equal(atm_profile_set_moves(slow, &(atm_prof_moves){1e-6, 1e-6, true}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(slow, &(atm_profile_moves){1e-6, 1e-6, true}), ATM_OK);
 	atm_plan *p = labels_prefetched(f);
 	atm_opt_check_result c;
 	assert_int_equal(atm_opt_check(p, slow, NULL, &c), ATM_OK);
@@ -189,19 +189,19 @@ static void test_check_slow_never_faster(void **state)
 {
 	struct fix *f = *state;
 	const atm_graph *g = f->s.g;
-	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile_machine m = *atm_profile_machine_get(f->prof);
 	atm_profile *noisy = NULL;
-	assert_int_equal(atm_profile_open(&noisy, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_new(&noisy, &m, NULL), ATM_OK);
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t cfg = atm_prof_config_at(g, k, i);
-			atm_prof_entry e;
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t cfg = atm_node_config_at(g, k, i);
+			atm_profile_entry e;
 			assert_int_equal(atm_profile_get(f->prof, g, k, cfg, &e), ATM_OK);
 			if (cfg)
 				e.min_s = e.median_s = synth_time(g, k, 0) / 2; /* "faster" when slow */
 			assert_int_equal(atm_profile_put(noisy, g, k, cfg, &e), ATM_OK);
 		}
-	assert_int_equal(atm_profile_set_moves(noisy, &(atm_prof_moves){4, 2, true}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(noisy, &(atm_profile_moves){4, 2, true}), ATM_OK);
 	atm_plan *p = NULL;
 	atm_opt_check_result c;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
@@ -222,11 +222,11 @@ static void test_check_slow_never_faster(void **state)
 static void test_check_missing_profile(void **state)
 {
 	struct fix *f = *state;
-	atm_prof_machine m = *atm_profile_machine(f->prof);
+	atm_profile_machine m = *atm_profile_machine_get(f->prof);
 	atm_profile *empty = NULL;
 	atm_plan *p = NULL;
 	atm_opt_check_result c;
-	assert_int_equal(atm_profile_open(&empty, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_new(&empty, &m, NULL), ATM_OK);
 	assert_int_equal(atm_plan_uniform(&p, f->s.g, ATM_LOC_FAST), ATM_OK);
 	assert_int_equal(atm_opt_check(p, empty, NULL, &c), ATM_E_NOTFOUND);
 	assert_non_null(strstr(atm_errmsg(), "plan check: "));

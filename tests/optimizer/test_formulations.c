@@ -286,18 +286,18 @@ static void test_formulations_bad_options(void **state)
 static void test_formulations_profile_gaps(void **state)
 {
 	struct net *n = &((struct net *)*state)[0];
-	atm_prof_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
+	atm_profile_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
 	                      .fast_tier = "dram:0", .slow_tier = "synthetic"};
 	atm_profile *empty = NULL;
 	atm_plan *p = NULL;
 	atm_opt_options o;
 	atm_opt_options_default(&o);
-	assert_int_equal(atm_profile_open(&empty, NULL, &m, false), ATM_OK);
+	assert_int_equal(atm_profile_new(&empty, &m, NULL), ATM_OK);
 	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
 	                 ATM_E_NOTFOUND);
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "autotm profile"));
-	if (atm_profile_set_moves(empty, &(atm_prof_moves){4, 2, false}) < 0)
+	if (atm_profile_set_moves(empty, &(atm_profile_moves){4, 2, false}) < 0)
 		fail_msg("%s", atm_errmsg());
 	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
 	                 ATM_E_NOTFOUND);

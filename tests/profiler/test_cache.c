@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_profiler.h"
 #include "common/small_graph.h"
 
 static char tmpdir[] = "/tmp/atm_cache_XXXXXX";
@@ -42,9 +43,9 @@ static const char *path_of(const char *name, char *buf, size_t len)
 }
 
 /* machine -- the machine key the tests profile for */
-static atm_prof_machine machine(void)
+static atm_profile_machine machine(void)
 {
-	atm_prof_machine m = {.cpu = "Test CPU 9000", .n_threads = 2, .backend = "cpu-test-1.0",
+	atm_profile_machine m = {.cpu = "Test CPU 9000", .n_threads = 2, .backend = "cpu-test-1.0",
 	                      .fast_tier = "dram:0", .slow_tier = "pmem-dir", .emulation = "optane"};
 	return m;
 }
@@ -66,9 +67,9 @@ static int64_t fill(atm_profile *p, const atm_graph *g)
 {
 	int64_t n = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			atm_prof_entry e = {.min_s = value(k, c), .median_s = 2 * value(k, c), .count = 3,
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			atm_profile_entry e = {.min_s = value(k, c), .median_s = 2 * value(k, c), .count = 3,
 			                    .scratch_bytes = k * 64};
 			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
 			n++;
@@ -82,22 +83,22 @@ static void test_cache_round_trip(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *p = NULL, *q = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("round.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), 0);
 	int64_t n = fill(p, s.g);
-	atm_prof_moves mv = {.to_fast_gbps = 7.25, .to_slow_gbps = 3.5};
+	atm_profile_moves mv = {.to_fast_gbps = 7.25, .to_slow_gbps = 3.5};
 	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	/* what comes back is bit for bit what a get gave before the save */
-	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&q, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(q), n);
 	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
-		for (int i = 0; i < atm_prof_n_configs(s.g, k); i++) {
-			uint32_t c = atm_prof_config_at(s.g, k, i);
-			atm_prof_entry a, b;
+		for (int i = 0; i < atm_node_n_configs(s.g, k); i++) {
+			uint32_t c = atm_node_config_at(s.g, k, i);
+			atm_profile_entry a, b;
 			assert_int_equal(atm_profile_get(p, s.g, k, c, &a), ATM_OK);
 			assert_int_equal(atm_profile_get(q, s.g, k, c, &b), ATM_OK);
 			assert_true(a.min_s == b.min_s && a.median_s == b.median_s);
@@ -106,7 +107,7 @@ static void test_cache_round_trip(void **state)
 			assert_int_equal(b.scratch_bytes, k * 64);
 			assert_false(b.estimated);
 		}
-	atm_prof_moves back;
+	atm_profile_moves back;
 	assert_int_equal(atm_profile_get_moves(q, &back), ATM_OK);
 	assert_true(back.to_fast_gbps == 7.25 && back.to_slow_gbps == 3.5);
 	atm_profile_destroy(q);
@@ -134,18 +135,18 @@ static void test_cache_algorithms(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *p = NULL, *q = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("algos.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
-	atm_prof_entry d = {.min_s = 2e-3, .median_s = 2e-3, .count = 1, .scratch_bytes = 0};
-	atm_prof_entry f = {.min_s = 1e-3, .median_s = 1e-3, .count = 1, .scratch_bytes = 4096};
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
+	atm_profile_entry d = {.min_s = 2e-3, .median_s = 2e-3, .count = 1, .scratch_bytes = 0};
+	atm_profile_entry f = {.min_s = 1e-3, .median_s = 1e-3, .count = 1, .scratch_bytes = 4096};
 	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &d), ATM_OK);
 	assert_int_equal(atm_profile_put_algo(p, s.g, 0, 0, 2, &f), ATM_OK);
-	assert_int_equal(atm_profile_put_algo(p, s.g, 0, 0, ATM_PROF_MAX_ALGOS, &f), ATM_E_USAGE);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
-	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_OK);
-	atm_prof_entry e;
+	assert_int_equal(atm_profile_put_algo(p, s.g, 0, 0, ATM_MAX_ALGOS, &f), ATM_E_USAGE);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&q, path, &m, false), ATM_OK);
+	atm_profile_entry e;
 	assert_int_equal(atm_profile_get_algo(q, s.g, 0, 0, 2, &e), ATM_OK);
 	assert_true(e.min_s == 1e-3 && e.scratch_bytes == 4096);
 	assert_int_equal(atm_profile_get(q, s.g, 0, 0, &e), ATM_OK);
@@ -162,7 +163,7 @@ static void test_cache_algorithms(void **state)
 	assert_non_null(at);
 	at[1] = '0';
 	assert_int_equal(atm_write_file_atomic(path, text, len), ATM_OK);
-	assert_int_equal(atm_profile_open(&q, path, &m, false), ATM_E_INPUT);
+	assert_int_equal(atm_prof_cache_open(&q, path, &m, false), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "not a configuration name"));
 	assert_null(q);
 	free(text);
@@ -174,17 +175,17 @@ static void test_cache_identical_kernels_share_entries(void **state)
 	(void)state;
 	struct small s, t;
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	small_build(&t);
-	assert_int_equal(atm_profile_open(&p, NULL, &m, false), ATM_OK);
-	atm_prof_entry e = {.min_s = 1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_profile_new(&p, &m, NULL), ATM_OK);
+	atm_profile_entry e = {.min_s = 1, .median_s = 1, .count = 1};
 	assert_int_equal(atm_profile_put(p, s.g, 6, 0, &e), ATM_OK);
 	/* the same kernel in another graph is the same entry */
 	assert_true(atm_profile_has(p, t.g, 6, 0));
 	/* sgd.b updates another shape than sgd.w: another kernel */
 	assert_false(atm_profile_has(p, s.g, 7, 0));
-	assert_int_equal(atm_profile_save(p), ATM_OK); /* in memory: nothing to write */
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK); /* in memory: nothing to write */
 	atm_profile_destroy(p);
 	atm_graph_destroy(s.g);
 	atm_graph_destroy(t.g);
@@ -196,11 +197,11 @@ static void test_cache_missing_kernel_named(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
-	assert_int_equal(atm_profile_open(&p, path_of("missing.json", path, sizeof path), &m, false),
+	assert_int_equal(atm_prof_cache_open(&p, path_of("missing.json", path, sizeof path), &m, false),
 	                 ATM_OK);
-	atm_prof_entry e = {.min_s = 1};
+	atm_profile_entry e = {.min_s = 1};
 	assert_int_equal(atm_profile_get(p, s.g, 5, 0x3, &e), ATM_E_NOTFOUND);
 	assert_true(e.min_s == 0 && e.count == 0);
 	const char *msg = atm_errmsg();
@@ -209,7 +210,7 @@ static void test_cache_missing_kernel_named(void **state)
 	assert_non_null(strstr(msg, "Test CPU 9000"));
 	assert_non_null(strstr(msg, "emulating optane"));
 	assert_non_null(strstr(msg, "autotm profile"));
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	assert_int_equal(atm_profile_get_moves(p, &mv), ATM_E_NOTFOUND);
 	assert_non_null(strstr(atm_errmsg(), "move bandwidths"));
 	/* a configuration the node does not have is a caller's mistake */
@@ -224,16 +225,16 @@ static void test_cache_bad_entries_refused(void **state)
 	(void)state;
 	struct small s;
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
-	assert_int_equal(atm_profile_open(&p, NULL, &m, false), ATM_OK);
-	atm_prof_entry neg = {.min_s = -1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_profile_new(&p, &m, NULL), ATM_OK);
+	atm_profile_entry neg = {.min_s = -1, .median_s = 1, .count = 1};
 	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &neg), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), "min_s <= median_s"));
-	atm_prof_entry est = {.min_s = 1, .median_s = 1, .count = 1, .estimated = true};
+	atm_profile_entry est = {.min_s = 1, .median_s = 1, .count = 1, .estimated = true};
 	assert_int_equal(atm_profile_put(p, s.g, 0, 0, &est), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), "an estimated entry in a measured profile"));
-	atm_prof_moves mv = {.to_fast_gbps = 0, .to_slow_gbps = 1};
+	atm_profile_moves mv = {.to_fast_gbps = 0, .to_slow_gbps = 1};
 	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_E_USAGE);
 	assert_int_equal(atm_profile_n_entries(p), 0);
 	atm_profile_destroy(p);
@@ -246,14 +247,14 @@ static void test_cache_machines_kept_apart(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("machines.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	int64_t n = fill(p, s.g);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(p);
-	atm_prof_machine other[6];
+	atm_profile_machine other[6];
 	for (int i = 0; i < 6; i++)
 		other[i] = machine();
 	snprintf(other[0].emulation, sizeof other[0].emulation, "cxl");
@@ -263,24 +264,24 @@ static void test_cache_machines_kept_apart(void **state)
 	snprintf(other[4].backend, sizeof other[4].backend, "cpu-onednn-3.0.0");
 	other[5].estimated = true;
 	for (int i = 0; i < 6; i++) {
-		assert_int_equal(atm_profile_open(&p, path, &other[i], false), ATM_OK);
+		assert_int_equal(atm_prof_cache_open(&p, path, &other[i], false), ATM_OK);
 		assert_int_equal(atm_profile_n_entries(p), 0);
 		assert_false(atm_profile_has(p, s.g, 0, 0));
 		if (i == 5) {
 			/* an estimated profile lives beside the measured one */
-			atm_prof_entry e = {.min_s = 5, .median_s = 5, .count = 1, .estimated = true};
+			atm_profile_entry e = {.min_s = 5, .median_s = 5, .count = 1, .estimated = true};
 			assert_int_equal(atm_profile_put(p, s.g, 0, 0, &e), ATM_OK);
-			assert_int_equal(atm_profile_save(p), ATM_OK);
+			assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 		}
 		atm_profile_destroy(p);
 	}
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), n);
-	atm_prof_entry e;
+	atm_profile_entry e;
 	assert_int_equal(atm_profile_get(p, s.g, 0, 0, &e), ATM_OK);
 	assert_true(near(e.min_s, value(0, 0)) && !e.estimated);
 	atm_profile_destroy(p);
-	assert_int_equal(atm_profile_open(&p, path, &other[5], false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &other[5], false), ATM_OK);
 	assert_int_equal(atm_profile_get(p, s.g, 0, 0, &e), ATM_OK);
 	assert_true(e.min_s == 5 && e.estimated);
 	atm_profile_destroy(p);
@@ -294,10 +295,10 @@ static void corrupt(const char *text, const char *frag)
 	char path[512], *back = NULL;
 	size_t len;
 	atm_profile *p = (atm_profile *)&len;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	path_of("corrupt.json", path, sizeof path);
 	assert_int_equal(atm_write_file_atomic(path, text, strlen(text)), ATM_OK);
-	atm_status rc = atm_profile_open(&p, path, &m, false);
+	atm_status rc = atm_prof_cache_open(&p, path, &m, false);
 	if (rc != ATM_E_INPUT || !strstr(atm_errmsg(), frag) || !strstr(atm_errmsg(), path))
 		fail_msg("'%s': status %d, message '%s' (want '%s')", text, rc, atm_errmsg(), frag);
 	assert_null(p);
@@ -357,35 +358,35 @@ static void test_cache_rebuild_replaces_corrupt(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("rebuild.json", path, sizeof path);
 	const char *junk = "{\"format\": \"autotm-profile\", \"vers";
 	assert_int_equal(atm_write_file_atomic(path, junk, strlen(junk)), ATM_OK);
-	assert_int_equal(atm_profile_open(&p, path, &m, true), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, true), ATM_OK);
 	int64_t n = fill(p, s.g);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(p);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), n);
 	atm_profile_destroy(p);
 	/* on a sound file, rebuild drops this machine's entries and keeps the others' */
-	atm_prof_machine other = machine();
+	atm_profile_machine other = machine();
 	other.n_threads = 1;
-	assert_int_equal(atm_profile_open(&p, path, &other, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &other, false), ATM_OK);
 	fill(p, s.g);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(p);
-	assert_int_equal(atm_profile_open(&p, path, &m, true), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, true), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), 0);
-	atm_prof_entry e = {.min_s = 9, .median_s = 9, .count = 1};
+	atm_profile_entry e = {.min_s = 9, .median_s = 9, .count = 1};
 	assert_int_equal(atm_profile_put(p, s.g, 1, 0, &e), ATM_OK);
-	assert_int_equal(atm_profile_save(p), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(p);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), 1);
 	atm_profile_destroy(p);
-	assert_int_equal(atm_profile_open(&p, path, &other, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &other, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), n);
 	atm_profile_destroy(p);
 	atm_graph_destroy(s.g);
@@ -398,14 +399,14 @@ static void test_cache_corrupted_later_not_overwritten(void **state)
 	char path[512], *back = NULL;
 	size_t len;
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("later.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	fill(p, s.g);
 	const char *junk = "not json at all";
 	assert_int_equal(atm_write_file_atomic(path, junk, strlen(junk)), ATM_OK);
-	assert_int_equal(atm_profile_save(p), ATM_E_INPUT);
+	assert_int_equal(atm_prof_cache_save(p), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "became corrupt"));
 	assert_non_null(strstr(atm_errmsg(), path));
 	assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
@@ -420,18 +421,19 @@ static void test_cache_unwritable_path_refused_at_open(void **state)
 	(void)state;
 	char path[512];
 	atm_profile *p = (atm_profile *)path;
-	atm_prof_machine m = machine();
-	assert_int_equal(atm_profile_open(&p, "/nonexistent/autotm/profiles.json", &m, false), ATM_E_IO);
+	atm_profile_machine m = machine();
+	assert_int_equal(atm_prof_cache_open(&p, "/nonexistent/autotm/profiles.json", &m, false),
+	                 ATM_E_IO);
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "/nonexistent/autotm/profiles.json"));
 	/* a folder that is a file */
 	path_of("plain", path, sizeof path);
 	assert_int_equal(atm_write_file_atomic(path, "x", 1), ATM_OK);
 	path_of("plain/profiles.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_E_IO);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), "Not a directory"));
 	/* a cache that is a folder */
-	assert_int_equal(atm_profile_open(&p, tmpdir, &m, false), ATM_E_IO);
+	assert_int_equal(atm_prof_cache_open(&p, tmpdir, &m, false), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), "directory"));
 }
 
@@ -441,20 +443,20 @@ static int writer(const char *path, int half)
 {
 	struct small s;
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	int bad = 0;
 	small_build(&s);
-	if (atm_profile_open(&p, path, &m, false) < 0)
+	if (atm_prof_cache_open(&p, path, &m, false) < 0)
 		return 1;
 	int i = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
-		for (int j = 0; j < atm_prof_n_configs(s.g, k); j++, i++) {
+		for (int j = 0; j < atm_node_n_configs(s.g, k); j++, i++) {
 			if (i % 2 != half)
 				continue;
-			uint32_t c = atm_prof_config_at(s.g, k, j);
-			atm_prof_entry e = {.min_s = value(k, c), .median_s = value(k, c), .count = 1};
+			uint32_t c = atm_node_config_at(s.g, k, j);
+			atm_profile_entry e = {.min_s = value(k, c), .median_s = value(k, c), .count = 1};
 			bad |= atm_profile_put(p, s.g, k, c, &e) < 0;
-			bad |= atm_profile_save(p) < 0;
+			bad |= atm_prof_cache_save(p) < 0;
 		}
 	atm_profile_destroy(p);
 	atm_graph_destroy(s.g);
@@ -481,14 +483,14 @@ static void test_cache_concurrent_writers_lose_nothing(void **state)
 	}
 	struct small s;
 	atm_profile *p = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	int64_t n = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(s.g); k++)
-		for (int j = 0; j < atm_prof_n_configs(s.g, k); j++, n++) {
-			atm_prof_entry e;
-			uint32_t c = atm_prof_config_at(s.g, k, j);
+		for (int j = 0; j < atm_node_n_configs(s.g, k); j++, n++) {
+			atm_profile_entry e;
+			uint32_t c = atm_node_config_at(s.g, k, j);
 			if (atm_profile_get(p, s.g, k, c, &e) < 0)
 				fail_msg("lost: %s", atm_errmsg());
 			assert_true(near(e.min_s, value(k, c)));
@@ -504,16 +506,16 @@ static void test_cache_save_takes_in_others_entries(void **state)
 	struct small s;
 	char path[512];
 	atm_profile *a = NULL, *b = NULL;
-	atm_prof_machine m = machine();
+	atm_profile_machine m = machine();
 	small_build(&s);
 	path_of("others.json", path, sizeof path);
-	assert_int_equal(atm_profile_open(&a, path, &m, false), ATM_OK);
-	assert_int_equal(atm_profile_open(&b, path, &m, false), ATM_OK);
-	atm_prof_entry e = {.min_s = 1, .median_s = 1, .count = 1};
+	assert_int_equal(atm_prof_cache_open(&a, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&b, path, &m, false), ATM_OK);
+	atm_profile_entry e = {.min_s = 1, .median_s = 1, .count = 1};
 	assert_int_equal(atm_profile_put(a, s.g, 0, 0, &e), ATM_OK);
 	assert_int_equal(atm_profile_put(b, s.g, 1, 0, &e), ATM_OK);
-	assert_int_equal(atm_profile_save(a), ATM_OK);
-	assert_int_equal(atm_profile_save(b), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(a), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(b), ATM_OK);
 	assert_true(atm_profile_has(b, s.g, 0, 0));
 	assert_int_equal(atm_profile_n_entries(b), 2);
 	atm_profile_destroy(a);

@@ -65,7 +65,7 @@ static void test_kbench_machine_key(void **state)
 	atm_graph *g = relu_graph(64);
 	atm_kbench *kb = NULL;
 	atm_kbench_opts o = {.emulate = "optane", .reps = 2};
-	atm_prof_machine m;
+	atm_profile_machine m;
 	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
 	atm_kbench_machine(kb, &m);
 	assert_true(m.cpu[0] != '\0');
@@ -115,7 +115,7 @@ static void test_kbench_slow_operands_wait_like_a_run(void **state)
 	atm_graph *g = relu_graph(n);
 	atm_kbench *kb = NULL;
 	atm_kbench_opts o = {.emulate = spec_file(spec, sizeof spec), .reps = 2};
-	atm_prof_entry e;
+	atm_profile_entry e;
 	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
 	/* each run waits at least for the slow bytes the executor would count */
 	const double want[4] = {0, wait_s(b, 0), wait_s(0, b), wait_s(b, b)};
@@ -151,7 +151,7 @@ static void test_kbench_in_place_writes_its_slow_input(void **state)
 	                                    &id), 0);
 	atm_kbench *kb = NULL;
 	atm_kbench_opts o = {.emulate = spec_file(spec, sizeof spec), .reps = 1};
-	atm_prof_entry e;
+	atm_profile_entry e;
 	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
 	/* w slow: read and written back; dw slow: read only */
 	assert_int_equal(atm_kbench_time(kb, 0, 1, &e), ATM_OK);
@@ -186,9 +186,9 @@ static void test_kbench_max_pooling_backward(void **state)
 	atm_kbench_opts o = {.reps = 1};
 	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
 	for (int32_t k = 0; k < 2; k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			atm_prof_entry e;
-			assert_int_equal(atm_kbench_time(kb, k, atm_prof_config_at(g, k, i), &e), ATM_OK);
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			atm_profile_entry e;
+			assert_int_equal(atm_kbench_time(kb, k, atm_node_config_at(g, k, i), &e), ATM_OK);
 			assert_true(e.min_s > 0 && isfinite(e.min_s) && e.count == 1);
 		}
 	atm_kbench_destroy(kb);
@@ -218,7 +218,7 @@ static void test_kbench_moves(void **state)
 	atm_graph *g = relu_graph(16);
 	atm_kbench *kb = NULL;
 	atm_kbench_opts o = {.emulate = spec_file(spec, sizeof spec)};
-	atm_prof_moves m;
+	atm_profile_moves m;
 	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
 	assert_int_equal(atm_kbench_moves(kb, &m), ATM_OK);
 	/* a copy takes at least the wait the emulator adds to it */

@@ -15,6 +15,7 @@
 
 #include "atm_profiler.h"
 #include "atm_zoo.h"
+#include "common/small_graph.h"
 
 static char tmpdir[] = "/tmp/atm_prof_XXXXXX";
 
@@ -58,12 +59,12 @@ static atm_status profile(const atm_graph *g, const char *path, const atm_prof_o
 {
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_status rc = atm_prof_new(&pr, g, o);
 	if (rc < 0)
 		return rc;
 	atm_prof_get_machine(pr, &m);
-	if ((rc = atm_profile_open(&p, path, &m, false)) == ATM_OK)
+	if ((rc = atm_prof_cache_open(&p, path, &m, false)) == ATM_OK)
 		rc = atm_prof_run(pr, p, r);
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);
@@ -110,25 +111,25 @@ static void test_profiler_incremental(void **state)
 	/* another network: only what the first did not have */
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	atm_prof_report c;
 	assert_int_equal(atm_prof_new(&pr, cnn, &o), ATM_OK);
 	atm_prof_get_machine(pr, &m);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), 168);
 	assert_int_equal(atm_prof_count(cnn, &c), ATM_OK);
 	int64_t have = 0;
 	char seen[16384] = "\n";
 	for (int32_t k = 0; k < atm_graph_n_nodes(cnn); k++) {
-		char sig[ATM_PROF_SIG_MAX], line[ATM_PROF_SIG_MAX + 2];
-		assert_int_equal(atm_prof_signature(cnn, k, sig, sizeof sig), ATM_OK);
+		char sig[ATM_SIGNATURE_MAX], line[ATM_SIGNATURE_MAX + 2];
+		assert_int_equal(atm_node_signature(cnn, k, sig, sizeof sig), ATM_OK);
 		snprintf(line, sizeof line, "\n%s\n", sig);
 		if (strstr(seen, line))
 			continue;
 		assert_true(strlen(seen) + strlen(sig) + 2 < sizeof seen);
 		strcat(strcat(seen, sig), "\n");
-		for (int i = 0; i < atm_prof_n_configs(cnn, k); i++)
-			have += atm_profile_has(p, cnn, k, atm_prof_config_at(cnn, k, i));
+		for (int i = 0; i < atm_node_n_configs(cnn, k); i++)
+			have += atm_profile_has(p, cnn, k, atm_node_config_at(cnn, k, i));
 	}
 	assert_int_equal(atm_prof_run(pr, p, &r), ATM_OK);
 	assert_int_equal(r.n_configs, c.n_configs);
@@ -137,9 +138,9 @@ static void test_profiler_incremental(void **state)
 	assert_int_equal(atm_profile_n_entries(p), 168 + c.n_configs - have);
 	/* every configuration of every node can be looked up */
 	for (int32_t k = 0; k < atm_graph_n_nodes(cnn); k++)
-		for (int i = 0; i < atm_prof_n_configs(cnn, k); i++) {
-			atm_prof_entry e;
-			assert_int_equal(atm_profile_get(p, cnn, k, atm_prof_config_at(cnn, k, i), &e), ATM_OK);
+		for (int i = 0; i < atm_node_n_configs(cnn, k); i++) {
+			atm_profile_entry e;
+			assert_int_equal(atm_profile_get(p, cnn, k, atm_node_config_at(cnn, k, i), &e), ATM_OK);
 			assert_true(e.min_s > 0 && e.min_s <= e.median_s && e.count == 1 && !e.estimated);
 		}
 	atm_profile_destroy(p);
@@ -185,10 +186,10 @@ static void test_profiler_interrupt_keeps_measured(void **state)
 	/* everything measured before the stop is in the file */
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
 	atm_prof_get_machine(pr, &m);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), r.n_configs_measured);
 	/* and a second run measures the rest only */
 	w.stop = 0;
@@ -248,7 +249,7 @@ static void test_profiler_estimate_monotone(void **state)
 		x = add(g, "x", ATM_F32, 1, &n, ATM_KIND_INPUT);
 		y = add(g, "y", ATM_F32, 1, &n, ATM_KIND_ACTIVATION);
 		assert_int_equal(atm_graph_add_node(g, "r", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, &id), 0);
-		atm_prof_entry e;
+		atm_profile_entry e;
 		assert_int_equal(atm_prof_estimate(&rf, g, 0, 0, &e), ATM_OK);
 		assert_true(e.min_s > last_relu);
 		last_relu = e.min_s;
@@ -265,7 +266,7 @@ static void test_profiler_estimate_monotone(void **state)
 		y = add(g, "y", ATM_F32, 4, xd, ATM_KIND_ACTIVATION);
 		assert_int_equal(atm_graph_add_node(g, "c", ATM_OP_CONV_FWD, &a, 2, (int32_t[]){x, w}, 1, &y,
 		                                    &id), 0);
-		atm_prof_entry e;
+		atm_profile_entry e;
 		assert_int_equal(atm_prof_estimate(&rf, g, 0, 0, &e), ATM_OK);
 		assert_true(e.min_s > last_conv);
 		assert_true(e.estimated && e.count == 1 && e.min_s == e.median_s);
@@ -286,17 +287,17 @@ static void test_profiler_estimate_slow_never_faster(void **state)
 		rf.slow_write_gbps = emulated ? 12 : 1;
 		rf.ref_fast_gbps = emulated ? 100 : rf.fast_gbps;
 		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-			atm_prof_entry fast, e;
+			atm_profile_entry fast, e;
 			assert_int_equal(atm_prof_estimate(&rf, g, k, 0, &fast), ATM_OK);
-			int n = atm_prof_n_configs(g, k);
+			int n = atm_node_n_configs(g, k);
 			for (int i = 1; i < n; i++) {
-				uint32_t c = atm_prof_config_at(g, k, i);
+				uint32_t c = atm_node_config_at(g, k, i);
 				assert_int_equal(atm_prof_estimate(&rf, g, k, c, &e), ATM_OK);
 				assert_true(e.min_s >= fast.min_s);
 				/* more slow operands never make it faster either */
 				for (int j = 1; j < n; j++) {
-					uint32_t d = atm_prof_config_at(g, k, j);
-					atm_prof_entry more;
+					uint32_t d = atm_node_config_at(g, k, j);
+					atm_profile_entry more;
 					if ((d & c) != c)
 						continue;
 					assert_int_equal(atm_prof_estimate(&rf, g, k, d, &more), ATM_OK);
@@ -305,7 +306,7 @@ static void test_profiler_estimate_slow_never_faster(void **state)
 			}
 			/* emulation waits for every slow byte; real slow memory may hide
 			 * behind the compute of a convolution */
-			uint32_t all = atm_prof_config_at(g, k, n - 1);
+			uint32_t all = atm_node_config_at(g, k, n - 1);
 			assert_int_equal(atm_prof_estimate(&rf, g, k, all, &e), ATM_OK);
 			if (emulated)
 				assert_true(e.min_s > fast.min_s);
@@ -334,22 +335,33 @@ static void test_profiler_estimate_kept_apart_and_marked(void **state)
 	assert_int_equal(r.n_configs_measured, r.n_configs);
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL;
-	atm_prof_machine m;
+	atm_profile_machine m;
 	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	/* the model the run used: none before it runs, the given one after */
+	atm_prof_roofline used;
+	assert_int_equal(atm_prof_get_roofline(pr, &used), ATM_E_NOTFOUND);
 	atm_prof_get_machine(pr, &m);
 	assert_true(m.estimated);
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	atm_profile *mem = NULL;
+	atm_prof_report r2;
+	assert_int_equal(atm_profile_new(&mem, &m, NULL), ATM_OK);
+	assert_int_equal(atm_prof_run(pr, mem, &r2), ATM_OK);
+	atm_profile_destroy(mem);
+	assert_int_equal(atm_prof_get_roofline(pr, &used), ATM_OK);
+	assert_true(used.gflops[ATM_OP_CONV_FWD] == rf.gflops[ATM_OP_CONV_FWD]);
+	assert_true(used.slow_read_gbps == 29 && used.slow_write_gbps == 12 && used.emulated);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), r.n_configs);
-	atm_prof_entry e;
+	atm_profile_entry e;
 	assert_int_equal(atm_profile_get(p, g, 0, 0, &e), ATM_OK);
 	assert_true(e.estimated);
-	atm_prof_moves mv;
+	atm_profile_moves mv;
 	assert_int_equal(atm_profile_get_moves(p, &mv), ATM_OK);
 	assert_true(mv.estimated && mv.to_fast_gbps > mv.to_slow_gbps);
 	atm_profile_destroy(p);
 	/* the measured profile of the same machine does not see them */
 	m.estimated = false;
-	assert_int_equal(atm_profile_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(atm_profile_n_entries(p), 0);
 	assert_int_equal(atm_profile_get(p, g, 0, 0, &e), ATM_E_NOTFOUND);
 	atm_profile_destroy(p);
@@ -361,22 +373,22 @@ static void test_profiler_compare(void **state)
 {
 	(void)state;
 	atm_graph *g = zoo("tiny_mlp", 8);
-	atm_prof_machine m = {.cpu = "c", .n_threads = 1, .backend = "b", .fast_tier = "f",
+	atm_profile_machine m = {.cpu = "c", .n_threads = 1, .backend = "b", .fast_tier = "f",
 	                      .slow_tier = "s"};
-	atm_prof_machine me = m;
+	atm_profile_machine me = m;
 	atm_profile *meas = NULL, *est = NULL;
 	me.estimated = true;
-	assert_int_equal(atm_profile_open(&meas, NULL, &m, false), ATM_OK);
-	assert_int_equal(atm_profile_open(&est, NULL, &me, false), ATM_OK);
+	assert_int_equal(atm_profile_new(&meas, &m, NULL), ATM_OK);
+	assert_int_equal(atm_profile_new(&est, &me, NULL), ATM_OK);
 	atm_prof_error err;
 	assert_int_equal(atm_prof_compare(est, meas, g, &err), ATM_E_NOTFOUND);
 	assert_non_null(strstr(atm_errmsg(), "share no configuration of graph 'tiny_mlp'"));
 	/* estimates twice the measurement on node 0, half on node 1, exact elsewhere */
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		for (int i = 0; i < atm_prof_n_configs(g, k); i++) {
-			uint32_t c = atm_prof_config_at(g, k, i);
-			atm_prof_entry a = {.min_s = 1e-3, .median_s = 1e-3, .count = 1};
-			atm_prof_entry b = a;
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			uint32_t c = atm_node_config_at(g, k, i);
+			atm_profile_entry a = {.min_s = 1e-3, .median_s = 1e-3, .count = 1};
+			atm_profile_entry b = a;
 			b.estimated = true;
 			b.min_s = b.median_s = k == 0 ? 2e-3 : k == 1 ? 0.5e-3 : 1e-3;
 			if (atm_profile_has(meas, g, k, c))
@@ -386,16 +398,16 @@ static void test_profiler_compare(void **state)
 		}
 	assert_int_equal(atm_prof_compare(est, meas, g, &err), ATM_OK);
 	assert_int_equal(err.n_configs, 168);
-	int n0 = atm_prof_n_configs(g, 0), n1 = atm_prof_n_configs(g, 1);
+	int n0 = atm_node_n_configs(g, 0), n1 = atm_node_n_configs(g, 1);
 	assert_true(fabs(err.mean_ape - (100.0 * n0 + 50.0 * n1) / 168) < 1e-9);
 	assert_true(err.median_ape == 0);
 	/* steps sum every node: relu1 and relu2 are one kernel, so both are halved */
-	char s0[ATM_PROF_SIG_MAX], s1[ATM_PROF_SIG_MAX], sk[ATM_PROF_SIG_MAX];
+	char s0[ATM_SIGNATURE_MAX], s1[ATM_SIGNATURE_MAX], sk[ATM_SIGNATURE_MAX];
 	double diff = 0;
-	assert_int_equal(atm_prof_signature(g, 0, s0, sizeof s0), ATM_OK);
-	assert_int_equal(atm_prof_signature(g, 1, s1, sizeof s1), ATM_OK);
+	assert_int_equal(atm_node_signature(g, 0, s0, sizeof s0), ATM_OK);
+	assert_int_equal(atm_node_signature(g, 1, s1, sizeof s1), ATM_OK);
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		assert_int_equal(atm_prof_signature(g, k, sk, sizeof sk), ATM_OK);
+		assert_int_equal(atm_node_signature(g, k, sk, sizeof sk), ATM_OK);
 		diff += !strcmp(sk, s0) ? 1e-3 : !strcmp(sk, s1) ? -0.5e-3 : 0;
 	}
 	assert_true(err.step_fast_meas_s > 0 && err.step_slow_meas_s > 0);
@@ -428,6 +440,59 @@ static void test_profiler_calibrate(void **state)
 	assert_true(rf.slow_read_gbps == 1.5);
 }
 
+/* test_profiler_kernel_work -- FLOPs and bytes from the op and the shapes: multiply-adds count
+ * two, every operand is streamed once, an in-place update twice */
+static void test_profiler_kernel_work(void **state)
+{
+	(void)state;
+	struct small sm;
+	atm_prof_work w;
+	small_build(&sm);
+	/* fc: y[1,3] = x[1,4] w[3,4]^T + b[3] */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 0, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 1 * 12);
+	assert_true(w.traffic_bytes == 16 + 48 + 12 + 12);
+	assert_false(w.pointwise);
+	/* relu: an element each */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 1, &w), ATM_OK);
+	assert_true(w.flops == 3 && w.traffic_bytes == 24);
+	/* sgd.w: w -= lr * dw reads and writes w */
+	assert_int_equal(atm_prof_kernel_work(sm.g, 6, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 12 && w.traffic_bytes == 48 * 3);
+	assert_int_equal(atm_prof_kernel_work(sm.g, 99, &w), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "node 99 is out of range"));
+	assert_true(w.flops == 0);
+	atm_graph_destroy(sm.g);
+	/* convolutions: 3x3 over 2 channels into 3, and 1x1 */
+	atm_graph *g = NULL;
+	int32_t x, k3, y3, k1, y1, id;
+	int64_t dx[] = {1, 2, 5, 5}, dk3[] = {3, 2, 3, 3}, dy3[] = {1, 3, 3, 3}, dk1[] = {3, 2, 1, 1},
+	        dy1[] = {1, 3, 5, 5};
+	assert_int_equal(atm_graph_new(&g, "convs"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 4, dx, ATM_KIND_INPUT, ATM_LOC_ANY,
+	                                      &x), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "k3", ATM_F32, 4, dk3, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &k3), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "y3", ATM_F32, 4, dy3, ATM_KIND_OUTPUT, ATM_LOC_ANY,
+	                                      &y3), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "k1", ATM_F32, 4, dk1, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &k1), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "y1", ATM_F32, 4, dy1, ATM_KIND_OUTPUT, ATM_LOC_ANY,
+	                                      &y1), 0);
+	assert_int_equal(atm_graph_add_node(g, "c3", ATM_OP_CONV_FWD, NULL, 2, (int32_t[]){x, k3}, 1, &y3,
+	                                    &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "c1", ATM_OP_CONV_FWD, NULL, 2, (int32_t[]){x, k1}, 1, &y1,
+	                                    &id), 0);
+	assert_int_equal(atm_prof_kernel_work(g, 0, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 27 * 18); /* 27 outputs, 2 x 3 x 3 products each */
+	assert_false(w.pointwise);
+	assert_int_equal(atm_prof_kernel_work(g, 1, &w), ATM_OK);
+	assert_true(w.flops == 2.0 * 75 * 2);
+	assert_true(w.pointwise);
+	assert_true(w.traffic_bytes == 4.0 * (50 + 6 + 75));
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
 		cmocka_unit_test(test_profiler_compare),
 		cmocka_unit_test(test_profiler_calibrate),
+		cmocka_unit_test(test_profiler_kernel_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

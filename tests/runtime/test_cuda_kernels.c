@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "atm_zoo.h"
+#include "backend.h"
 #include "cuda_kernels.h"
 #include "kernels.h"
 
@@ -20,22 +21,6 @@
 
 static atm_cuda_ctx *ctx;
 static atm_cpu *cpu;
-
-/* mix -- splitmix64 */
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* fill -- values in [0.125, 1): positive (a variance input stays one), never zero */
-static void fill(float *p, int64_t n, uint64_t seed)
-{
-	for (int64_t i = 0; i < n; i++)
-		p[i] = 0.125f + 0.875f * (float)((double)(mix(&seed) >> 40) * 0x1p-24);
-}
 
 /* host -- zeroed host memory, 64-byte aligned as the CPU kernels want */
 static void *host_buf(int64_t bytes)
@@ -54,17 +39,6 @@ static void *dev(int64_t bytes)
 	return p;
 }
 
-static int32_t producer(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_out; i++)
-			if (n->out[i] == t)
-				return k;
-	}
-	return -1;
-}
-
 /* Operands of one node on both sides: host copies for the CPU, device copies for the GPU. */
 struct io {
 	int n;
@@ -74,12 +48,12 @@ struct io {
 /* make_argmax -- the max-pooling forward of t's producer on each side from the same x */
 static void make_argmax(const atm_graph *g, int32_t t, void *host, void *devbuf, uint64_t seed)
 {
-	int32_t pk = producer(g, t);
+	int32_t pk = atm_graph_producer(g, t);
 	assert_true(pk >= 0 && atm_graph_node(g, pk)->op == ATM_OP_MAXPOOL_FWD);
 	const atm_node *p = atm_graph_node(g, pk);
 	const atm_tensor *x = atm_graph_tensor(g, p->in[0]), *y = atm_graph_tensor(g, p->out[0]);
 	float *hx = host_buf(x->bytes), *hy = host_buf(y->bytes);
-	fill(hx, x->n_elems, seed);
+	atm_bk_fill_positive(hx, x->n_elems, seed);
 	atm_kernel *ck = NULL;
 	assert_int_equal(atm_kernel_new(&ck, cpu, g, pk), ATM_OK);
 	void *scratch = host_buf(atm_kernel_scratch_bytes(ck));
@@ -136,7 +110,7 @@ static int check_node(const atm_graph *g, int32_t k)
 		if (x->dtype == ATM_I32) {
 			make_argmax(g, t, host[i], devp[i], seed);
 		} else {
-			fill(host[i], x->n_elems, seed);
+			atm_bk_fill_positive(host[i], x->n_elems, seed);
 			assert_int_equal(cudaMemcpy(devp[i], host[i], (size_t)x->bytes, cudaMemcpyHostToDevice),
 			                 cudaSuccess);
 		}

@@ -227,12 +227,12 @@ static void test_gpu_algorithm_choice(void **state)
 	int32_t k = 0;
 	while (atm_graph_node(g, k)->op != ATM_OP_CONV_FWD)
 		k++;
-	atm_prof_entry e;
+	atm_profile_entry e;
 	assert_int_equal(atm_profile_get(prof, g, k, 0, &e), ATM_OK);
 	double t0 = e.min_s;
-	atm_prof_entry faster = {.min_s = t0 / 2, .median_s = t0 / 2, .count = 1,
+	atm_profile_entry faster = {.min_s = t0 / 2, .median_s = t0 / 2, .count = 1,
 	                         .scratch_bytes = 1 << 20, .estimated = true};
-	atm_prof_entry too_big = {.min_s = t0 / 4, .median_s = t0 / 4, .count = 1,
+	atm_profile_entry too_big = {.min_s = t0 / 4, .median_s = t0 / 4, .count = 1,
 	                          .scratch_bytes = ATM_GPU_WORKSPACE_BYTES + 1, .estimated = true};
 	assert_int_equal(atm_profile_put_algo(prof, g, k, 0, 1, &faster), ATM_OK);
 	assert_int_equal(atm_profile_put_algo(prof, g, k, 0, 2, &too_big), ATM_OK);

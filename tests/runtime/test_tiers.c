@@ -308,6 +308,50 @@ static void test_tiers_slow_falls_back_to_pmem_dir(void **state)
 	atm_tier_topo_destroy(topo);
 }
 
+/* test_tiers_fsdax_map_and_copy -- an fsdax tier is one mapping, taken whole by one pool at a
+ * time; atm_tier_copy writes into it (non-temporal stores) and into a heap tier alike */
+static void test_tiers_fsdax_map_and_copy(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL, *fast = NULL;
+	char path[192];
+	void *base = NULL, *again = NULL;
+	int64_t bytes = 0, n = 0;
+	snprintf(path, sizeof path, "%s/pool", tmp);
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "fsdax", .fsdax_path = path, .slow_bytes = 8 << 20};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	assert_true(atm_tier_is_mapping(slow));
+	assert_int_equal(atm_tier_map_acquire(slow, &base, &bytes), ATM_OK);
+	assert_non_null(base);
+	assert_true(bytes >= 8 << 20);
+	/* one pool at a time */
+	assert_int_equal(atm_tier_map_acquire(slow, &again, &n), ATM_E_USAGE);
+	static unsigned char src[1 << 16];
+	for (size_t i = 0; i < sizeof src; i++)
+		src[i] = (unsigned char)(i * 13 + 1);
+	/* an odd offset and length: the copy routine handles the ragged ends */
+	atm_tier_copy(slow, (char *)base + 3, src, sizeof src - 5);
+	assert_memory_equal((char *)base + 3, src, sizeof src - 5);
+	atm_tier_map_release(slow);
+	assert_int_equal(atm_tier_map_acquire(slow, &again, &n), ATM_OK);
+	assert_ptr_equal(again, base);
+	atm_tier_map_release(slow);
+	/* a heap tier is no mapping: it copies with memcpy and has nothing to acquire */
+	assert_int_equal(atm_tier_open_fast(&fast, topo, &(atm_tier_opts){0}), ATM_OK);
+	assert_false(atm_tier_is_mapping(fast));
+	assert_int_equal(atm_tier_map_acquire(fast, &again, &n), ATM_E_USAGE);
+	void *dst = NULL;
+	assert_int_equal(atm_tier_alloc(fast, sizeof src, &dst), ATM_OK);
+	atm_tier_copy(fast, dst, src, sizeof src);
+	assert_memory_equal(dst, src, sizeof src);
+	atm_tier_free(fast, dst, sizeof src);
+	atm_tier_destroy(fast);
+	atm_tier_destroy(slow);
+	atm_tier_topo_destroy(topo);
+}
+
 static void test_tiers_default_pmem_dir_is_created(void **state)
 {
 	(void)state;
@@ -738,6 +782,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tiers_fast_bound_to_node),
 		cmocka_unit_test(test_tiers_bad_fast_choice),
 		cmocka_unit_test_setup_teardown(test_tiers_slow_falls_back_to_pmem_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_fsdax_map_and_copy, setup, teardown),
 		cmocka_unit_test(test_tiers_default_pmem_dir_is_created),
 		cmocka_unit_test_setup_teardown(test_tiers_missing_pmem_dir_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_pmem_dir_under_a_file_is_io, setup, teardown),

@@ -1,0 +1,111 @@
+/* signature.c -- a kernel's signature: its op, the attributes that op reads, its operands' dtypes and shapes */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_internal.h"
+
+/* float_str -- the shortest decimal that reads back as f ("1e-05", not 9.99999975e-06) */
+static const char *float_str(float f, char *buf, size_t len)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, len, "%.*g", prec, (double)f);
+		if (strtof(buf, NULL) == f)
+			break;
+	}
+	return buf;
+}
+
+/* one_if_zero -- a stride of 0 means 1 */
+static int one_if_zero(int32_t v)
+{
+	return v ? v : 1;
+}
+
+/* sig_tensors -- "f32[8,3,64,64],f32[64]" */
+static void sig_tensors(atm_text *s, const atm_graph *g, int n, const int32_t *ids)
+{
+	for (int i = 0; i < n; i++) {
+		const atm_tensor *t = atm_graph_tensor(g, ids[i]);
+		atm_text_add(s, "%s%s[", i ? "," : "", atm_dtype_name(t->dtype));
+		for (int d = 0; d < t->ndim; d++)
+			atm_text_add(s, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+		atm_text_str(s, "]");
+	}
+}
+
+/* sig_build -- op, the attributes that op reads (so that a field it ignores
+ * cannot split identical kernels), then operand dtypes and shapes */
+static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
+{
+	const atm_attrs *a = &n->attrs;
+	char f[32];
+	atm_text_str(s, atm_op_name(n->op));
+	switch (n->op) {
+	case ATM_OP_CONV_FWD:
+	case ATM_OP_CONV_BWD_DATA:
+	case ATM_OP_CONV_BWD_WEIGHTS:
+		atm_text_add(s, "/s%d,%d/p%d,%d,%d,%d", one_if_zero(a->stride[0]), one_if_zero(a->stride[1]),
+		       a->pad[0], a->pad[1], a->pad[2], a->pad[3]);
+		break;
+	case ATM_OP_MAXPOOL_FWD:
+	case ATM_OP_MAXPOOL_BWD:
+	case ATM_OP_AVGPOOL_FWD:
+	case ATM_OP_AVGPOOL_BWD:
+		atm_text_add(s, "/k%d,%d/s%d,%d/p%d,%d,%d,%d", a->kernel[0], a->kernel[1],
+		       one_if_zero(a->stride[0]), one_if_zero(a->stride[1]), a->pad[0], a->pad[1],
+		       a->pad[2], a->pad[3]);
+		if (n->op == ATM_OP_AVGPOOL_FWD || n->op == ATM_OP_AVGPOOL_BWD)
+			atm_text_add(s, "/x%d", a->exclude_pad ? 1 : 0);
+		break;
+	case ATM_OP_BN_FWD:
+	case ATM_OP_BN_BWD:
+		atm_text_add(s, "/e%s", float_str(a->epsilon, f, sizeof f));
+		break;
+	case ATM_OP_CONCAT:
+	case ATM_OP_SPLIT:
+		atm_text_add(s, "/a%d", a->axis);
+		break;
+	case ATM_OP_SGD:
+		atm_text_add(s, "/lr%s", float_str(a->lr, f, sizeof f));
+		break;
+	default:
+		break;
+	}
+	atm_text_str(s, "/");
+	sig_tensors(s, g, n->n_in, n->in);
+	atm_text_str(s, "->");
+	sig_tensors(s, g, n->n_out, n->out);
+}
+
+/* atm_node_signature_alloc -- n's signature, malloc'd; NULL when out of memory */
+char *atm_node_signature_alloc(const atm_graph *g, const atm_node *n)
+{
+	atm_text s = {0};
+	char *sig = NULL;
+	sig_build(&s, g, n);
+	atm_text_finish(&s, &sig, NULL, "a kernel signature");
+	return sig;
+}
+
+/* atm_node_signature -- node's signature into buf */
+atm_status atm_node_signature(const atm_graph *g, int32_t node, char *buf, size_t len)
+{
+	const atm_node *n = atm_graph_node(g, node);
+	if (len)
+		buf[0] = '\0';
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_node_signature: node %d is out of range (graph '%s' has "
+		               "%d nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
+	char *s = atm_node_signature_alloc(g, n);
+	if (!s)
+		return atm_err(ATM_E_NOMEM, "out of memory making the signature of node '%s'", n->name);
+	size_t need = strlen(s) + 1;
+	if (need > len) {
+		free(s);
+		return atm_err(ATM_E_USAGE, "the signature of node '%s' needs %zu bytes, the buffer has %zu",
+		               n->name, need, len);
+	}
+	memcpy(buf, s, need);
+	free(s);
+	return ATM_OK;
+}

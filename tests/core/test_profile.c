@@ -1,0 +1,233 @@
+/* test_profile.c -- a profile in memory and its cache file's text: unsaved entries, reading a machine's section, merging into a file of many machines, allocation failures */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atm_core.h"
+/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
+#include "common/small_graph.h"
+
+
+/* machine -- a machine key; threads tell two apart */
+static atm_profile_machine machine(int n_threads)
+{
+	atm_profile_machine m = {.cpu = "Test CPU", .n_threads = n_threads, .backend = "cpu-test",
+	                         .fast_tier = "dram:0", .slow_tier = "pmem-dir"};
+	return m;
+}
+
+/* fill -- every configuration of every node of g into p, at times scaled by scale */
+static int64_t fill(atm_profile *p, const atm_graph *g, double scale)
+{
+	int64_t n = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
+			double t = scale * (k + 1) * (i + 1) * 1e-4;
+			atm_profile_entry e = {.min_s = t, .median_s = t, .count = 1};
+			assert_int_equal(atm_profile_put(p, g, k, atm_node_config_at(g, k, i), &e), ATM_OK);
+			n++;
+		}
+	atm_profile_moves mv = {.to_fast_gbps = 10 * scale, .to_slow_gbps = 5 * scale};
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
+	return n;
+}
+
+/* test_profile_new_checks_the_machine -- an empty or unterminated field is refused by name */
+static void test_profile_new_checks_the_machine(void **state)
+{
+	(void)state;
+	atm_profile *p = (atm_profile *)1;
+	atm_profile_machine m = machine(2);
+	m.backend[0] = '\0';
+	assert_int_equal(atm_profile_new(&p, &m, NULL), ATM_E_USAGE);
+	assert_null(p);
+	assert_non_null(strstr(atm_errmsg(), "backend is empty"));
+	m = machine(0);
+	assert_int_equal(atm_profile_new(&p, &m, NULL), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "0 threads"));
+	m = machine(2);
+	assert_int_equal(atm_profile_new(&p, &m, "cache.json"), ATM_OK);
+	assert_string_equal(atm_profile_path(p), "cache.json");
+	assert_int_equal(atm_profile_machine_get(p)->n_threads, 2);
+	assert_false(atm_profile_unsaved(p));
+	atm_profile_destroy(p);
+	atm_profile_destroy(NULL);
+}
+
+/* test_profile_merge_and_read -- what is merged into a cache text reads back in another profile
+ * of the machine, each machine's section apart; once saved nothing is unsaved */
+static void test_profile_merge_and_read(void **state)
+{
+	struct small *sm = *state;
+	atm_profile_machine m2 = machine(2), m4 = machine(4);
+	atm_profile *a = NULL, *b = NULL, *c = NULL;
+	char *t1 = NULL, *t2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	assert_int_equal(atm_profile_new(&a, &m2, "c.json"), ATM_OK);
+	int64_t n = fill(a, sm->g, 1);
+	assert_true(atm_profile_unsaved(a));
+	assert_int_equal(atm_profile_merge_cache(a, NULL, 0, &t1, &l1), ATM_OK);
+	assert_int_equal(strlen(t1), l1);
+	assert_true(atm_profile_unsaved(a)); /* until the text is in the file */
+	atm_profile_saved(a);
+	assert_false(atm_profile_unsaved(a));
+	/* another machine merges into that text: both sections are kept */
+	assert_int_equal(atm_profile_new(&b, &m4, "c.json"), ATM_OK);
+	fill(b, sm->g, 2);
+	assert_int_equal(atm_profile_merge_cache(b, t1, l1, &t2, &l2), ATM_OK);
+	json_error_t e;
+	json_t *doc = json_loadb(t2, l2, 0, &e);
+	assert_non_null(doc);
+	assert_int_equal(json_array_size(json_object_get(doc, "machines")), 2);
+	json_decref(doc);
+	/* a fresh profile of the first machine reads its own section only */
+	assert_int_equal(atm_profile_new(&c, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(c, t2, l2, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), n);
+	atm_profile_entry got;
+	assert_int_equal(atm_profile_get(c, sm->g, 0, 0, &got), ATM_OK);
+	assert_true(got.min_s == 1e-4);
+	atm_profile_moves mv;
+	assert_int_equal(atm_profile_get_moves(c, &mv), ATM_OK);
+	assert_true(mv.to_fast_gbps == 10);
+	/* no text (no file yet) is an empty profile; with rebuild the next merge drops the section */
+	atm_profile_destroy(c);
+	assert_int_equal(atm_profile_new(&c, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(c, NULL, 0, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), 0);
+	assert_int_equal(atm_profile_read_cache(c, t2, l2, true), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), 0);
+	assert_true(atm_profile_unsaved(c));
+	free(t1);
+	t1 = NULL;
+	assert_int_equal(atm_profile_merge_cache(c, t2, l2, &t1, &l1), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), 0);
+	atm_profile_destroy(c);
+	assert_int_equal(atm_profile_new(&c, &m4, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(c, t1, l1, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), n); /* the other machine's section stays */
+	free(t1);
+	free(t2);
+	atm_profile_destroy(a);
+	atm_profile_destroy(b);
+	atm_profile_destroy(c);
+}
+
+/* test_profile_broken_text_refused -- a broken cache text is ATM_E_INPUT naming the file and
+ * where; nothing is taken and a merge onto it refuses too, unless rebuilding */
+static void test_profile_broken_text_refused(void **state)
+{
+	struct small *sm = *state;
+	static const char *const bad[][2] = {
+		{"", "the file is empty"},
+		{"{\"format\": \"autotm-profile\", \"vers", "c.json:1:"},
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [], \"x\": 1}",
+		 "unknown field 'x'"},
+		{"{\"format\": \"autotm-profile\", \"version\": 9, \"machines\": []}", "version"},
+	};
+	atm_profile_machine m = machine(2);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		atm_profile *p = NULL;
+		char *out = (char *)1;
+		size_t len = 1;
+		assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+		fill(p, sm->g, 1);
+		assert_int_equal(atm_profile_read_cache(p, bad[i][0], strlen(bad[i][0]), false),
+		                 ATM_E_INPUT);
+		if (!strstr(atm_errmsg(), bad[i][1]) || strncmp(atm_errmsg(), "c.json", 6))
+			fail_msg("message '%s' lacks '%s'", atm_errmsg(), bad[i][1]);
+		assert_int_equal(atm_profile_merge_cache(p, bad[i][0], strlen(bad[i][0]), &out, &len),
+		                 ATM_E_INPUT);
+		assert_null(out);
+		assert_true(atm_profile_unsaved(p));
+		atm_profile_destroy(p);
+	}
+}
+
+/* A merge to sweep and the text it must give. */
+struct merge_case {
+	const atm_graph *g;
+	const char *onto; /* the file's text, or NULL */
+	const char *want;
+};
+
+/* merge_once -- one merge of a filled profile: the whole text, or nothing and still unsaved */
+static atm_status merge_once(void *arg)
+{
+	const struct merge_case *c = arg;
+	atm_profile_machine m = machine(2);
+	atm_profile *p = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	long left = alloc_fail_pause();
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	fill(p, c->g, 1);
+	alloc_fail_resume(left);
+	atm_status rc = atm_profile_merge_cache(p, c->onto, c->onto ? strlen(c->onto) : 0, &text,
+	                                        &len);
+	left = alloc_fail_pause();
+	if (rc == ATM_OK)
+		assert_string_equal(text, c->want);
+	else
+		assert_true(text == NULL && atm_profile_unsaved(p));
+	free(text);
+	atm_profile_destroy(p);
+	alloc_fail_resume(left);
+	return rc;
+}
+
+/* test_profile_allocation_failures -- every allocation of a merge failed in turn: each is
+ * ATM_E_NOMEM, leaves the profile unsaved and (ASan) leaks nothing; never a text with an
+ * entry missing */
+static void test_profile_allocation_failures(void **state)
+{
+	struct small *sm = *state;
+	atm_profile_machine m4 = machine(4);
+	atm_profile *p = NULL, *q = NULL;
+	char *fresh = NULL, *other = NULL, *onto = NULL;
+	size_t len;
+	struct merge_case c = {.g = sm->g};
+	assert_int_equal(atm_profile_new(&q, &m4, "c.json"), ATM_OK);
+	fill(q, sm->g, 3);
+	assert_int_equal(atm_profile_merge_cache(q, NULL, 0, &other, &len), ATM_OK);
+	atm_profile_machine m = machine(2);
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	fill(p, sm->g, 1);
+	assert_int_equal(atm_profile_merge_cache(p, NULL, 0, &fresh, &len), ATM_OK);
+	c.want = fresh;
+	/* the first save of a cache file: jansson's allocations and autotm's */
+	assert_true(alloc_fail_sweep("atm_profile_merge_cache", merge_once, &c) > 10);
+	/* onto a file another machine wrote: it is parsed, so autotm's allocations only */
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	fill(p, sm->g, 1);
+	assert_int_equal(atm_profile_merge_cache(p, other, strlen(other), &onto, &len), ATM_OK);
+	c = (struct merge_case){.g = sm->g, .onto = other, .want = onto};
+	assert_true(alloc_fail_sweep_own("atm_profile_merge_cache (onto a file)", merge_once, &c) > 3);
+	free(fresh);
+	free(other);
+	free(onto);
+	atm_profile_destroy(p);
+	atm_profile_destroy(q);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_profile_new_checks_the_machine),
+		T(test_profile_merge_and_read),
+		T(test_profile_broken_text_refused),
+		T(test_profile_allocation_failures),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
