@@ -326,7 +326,28 @@ class Run:
             parts.append("(simulated GPU)")
         return " ".join(parts)
 
-    def command(self, autotm, cache, iters, time_limit):
+    # CPU runs of these are planned once and the plan run again on a repeat (a GPU run's plan
+    # is made with the run, which is what gives it its oracle time)
+    REUSED = ("static", "synchronous", "asynchronous")
+
+    def plan_file(self, plans_dir):
+        """Where this run's plan is kept for repeats; None when it is not reused."""
+        if self.mode != "measure" or self.gpu or self.formulation not in self.REUSED:
+            return None
+        s, f = self.ratio
+        return Path(plans_dir) / f"{self.file.stem}-{self.formulation}-{s}x{f}.json"
+
+    def plan_command(self, autotm, cache, time_limit, plan):
+        """autotm plan ... -o PLAN: the plan a repeat runs again."""
+        size = ["--model", self.network, "--preset", self.preset]
+        if self.batch is not None:
+            size += ["--batch", str(self.batch)]
+        emulate = ["--emulate", self.emulate] if self.emulate else []
+        limit = ["--time-limit", f"{time_limit:g}"] if time_limit else []
+        return ([autotm or "autotm", "plan"] + size + ["--ratio", ratio_str(self.ratio), "--formulation",
+                self.formulation] + emulate + ["--cache", str(cache)] + limit + ["-o", str(plan), "--quiet"])
+
+    def command(self, autotm, cache, iters, time_limit, plan=None):
         exe = autotm or "autotm"
         size = ["--model", self.network, "--preset", self.preset]
         if self.batch is not None:
@@ -345,6 +366,9 @@ class Run:
             return ([exe, "plan", "--estimate"] + size + ["--ratio", ratio_str(self.ratio),
                     "--formulation", self.formulation] + gpu + emulate + ["--cache", str(cache)] + limit
                     + ["--results", str(self.file), "--append", "--quiet"])
+        if plan is not None:
+            return ([exe, "run"] + size + ["--placement", str(plan)] + emulate + ["--iters", str(iters),
+                    "--warmup", "1", "--quiet", "-o", str(self.file), "--append"])
         return ([exe, "run"] + size + ["--ratio", ratio_str(self.ratio), "--formulation", self.formulation]
                 + gpu + emulate + ["--cache", str(cache), "--iters", str(iters), "--warmup", "1"] + limit
                 + ["--quiet", "-o", str(self.file), "--append"])
@@ -393,9 +417,13 @@ class ResultsReader:
                 f"(this driver reads version {RESULTS_VERSION}, with ratio_slow and ratio_fast)")
 
     def contains(self, run):
+        return self.count(run) > 0
+
+    def count(self, run):
+        """How many times the run is in its file (the managed baseline: 0 or 1)."""
         data = self.load(run.file)
         if data is None:
-            return False
+            return 0
         runs = data.get("runs") or []
         if run.gpu:
             # never mix a simulated GPU's runs with a real one's in one file
@@ -406,12 +434,13 @@ class ResultsReader:
                         f"{run.file}: holds {'simulated' if r['simulated'] else 'real'} GPU runs, and these are "
                         f"{'simulated' if want else 'real'}: give another --data or --machine")
         if run.mode == "managed":
-            return data.get("gpu_managed_runtime") is not None
+            return int(data.get("gpu_managed_runtime") is not None)
         version = data.get("version")
         if not isinstance(version, int) or version < 2:
             self._warn_old(run.file, f"is a version-{version} results file")
-            return False
+            return 0
         estimated = run.mode == "estimate"
+        found = 0
         for r in runs:
             if not isinstance(r, dict):
                 continue
@@ -425,11 +454,10 @@ class ResultsReader:
             if not estimated and r.get("actual_runtime") is None:
                 continue                      # planned, never run: not a measured run
             if run.ratio is None:
-                if r["ratio_slow"] is None and r["ratio_fast"] is None:
-                    return True
+                found += r["ratio_slow"] is None and r["ratio_fast"] is None
             elif _same_ratio(run.ratio, r["ratio_slow"], r["ratio_fast"]):
-                return True
-        return False
+                found += 1
+        return found
 
 
 # ---------------------------------------------------------------- options
@@ -465,7 +493,13 @@ def make_parser(prog, description, epilog, presets, default_networks, default_ra
         p.add_argument("--emulate", default="optane", metavar="P",
                        help="what the slow tier is made to behave like: optane (default), cxl, numa, a tier "
                             "spec file, or none for the machine's real slow memory (PMM, CXL, a far node)")
-    p.add_argument("--force", action="store_true", help="run again (and append again) runs already in the data")
+    p.add_argument("--repeat", type=positive_int, metavar="N", default=1,
+                   help="measure each run N times in all (default 1): runs already in the data count, so "
+                        "a later --repeat 3 adds what is missing; the static, synchronous and asynchronous "
+                        "plans are made once (DATA/MACHINE/plans/) and run again, so a repeat costs the "
+                        "steps only; the figures draw the median with the fastest and slowest")
+    p.add_argument("--force", action="store_true",
+                   help="run again (and append again) runs already in the data, --repeat times")
     p.add_argument("--data", metavar="DIR", help="data folder (default: %s)" % (REPO / "data"))
     p.add_argument("--machine", type=machine_name, metavar="NAME",
                    help="subfolder of the data folder for this machine (default: %s, from the CPU model "
@@ -608,26 +642,37 @@ def execute(name, args, runs, header_lines=()):
             seen.add(r.identity())
             unique.append(r)
     runs = unique
-    n = len(runs)
     reader = ResultsReader()
     autotm = args.autotm_path
     t_start = time.monotonic()
+    plans_dir = args.machine_dir / "plans"
 
-    # what is in the data now, for the estimate of the time left
-    pending = 0
+    # what the data holds now: each run is wanted --repeat times (a plan alone or the managed
+    # baseline once), and what is missing becomes one task per autotm run
+    tasks, in_data, n_runs = [], [], len(runs)
     for r in runs:
+        want = 1 if r.mode in ("estimate", "managed") else args.repeat
         try:
-            pending += args.force or not reader.contains(r)
-        except DataError:
-            pending += 1
-    say(f"{name}: {n} runs, {n - pending} already in the data, on {args.machine}")
+            have = 0 if args.force else reader.count(r)
+        except DataError as e:
+            tasks.append((r, 0, want, e))
+            continue
+        if have >= want:
+            in_data.append(r)
+        tasks += [(r, k, want, None) for k in range(have, want)]
+    n = len(tasks)
+    pending = sum(1 for t in tasks if t[3] is None)
+    say(f"{name}: {n_runs} runs{f' x {args.repeat}' if args.repeat > 1 else ''}, "
+        f"{len(in_data)} complete in the data, {pending} autotm runs to go, on {args.machine}")
     say(f"  results in {args.machine_dir}; profile cache {args.cache}")
     for line in header_lines:
         say("  " + line)
     say(f"  autotm: {autotm or 'not found'}")
+    for r in in_data:
+        say(f"skip {r.label()} (in data)")
 
     if not args.dry_run:
-        for d in sorted({r.file.parent for r in runs} | {args.cache.parent}):
+        for d in sorted({r.file.parent for r in runs} | {args.cache.parent, plans_dir}):
             try:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -636,40 +681,42 @@ def execute(name, args, runs, header_lines=()):
 
     signals = _Signals()
     signals.install()
-    done, skipped, failed, durations = 0, 0, [], []
+    done, skipped, failed, durations = 0, len(in_data), [], []
     file_errors, unrecognised = set(), set()
     interrupted = False
     width = len(str(n))
     try:
-        for i, run in enumerate(runs, 1):
+        for i, (run, k, want, error) in enumerate(tasks, 1):
             pos = f"{i:>{width}}/{n}"
-            try:
-                present = (not args.force) and reader.contains(run)
-            except DataError as e:
-                if str(e) in file_errors:
-                    say(f"[{pos}] {run.label()} ... not run: {run.file} cannot be read (above)")
+            label = run.label() + (f" (run {k + 1} of {want})" if want > 1 else "")
+            if error is not None:
+                if str(error) in file_errors:
+                    say(f"[{pos}] {label} ... not run: {run.file} cannot be read (above)")
                     failed.append((run, None, []))
                 else:
-                    file_errors.add(str(e))
-                    say(f"[{pos}] {run.label()} ... not run: {e}")
-                    failed.append((run, None, [str(e)]))
+                    file_errors.add(str(error))
+                    say(f"[{pos}] {label} ... not run: {error}")
+                    failed.append((run, None, [str(error)]))
                 if args.stop_on_error:
                     break
-                pending -= 1
                 continue
-            if present:
-                say(f"skip {pos} {run.label()} (in data)")
-                skipped += 1
-                continue
-            cmd = run.command(autotm, args.cache, args.iters, args.time_limit)
+            plan = run.plan_file(plans_dir)
+            cmds = []
+            if plan is not None and (not plan.exists() or (args.force and k == 0)):
+                cmds.append(run.plan_command(autotm, args.cache, args.time_limit, plan))
+            cmds.append(run.command(autotm, args.cache, args.iters, args.time_limit, plan))
             if args.dry_run:
-                print("OMP_WAIT_POLICY=passive " + shlex.join(cmd), flush=True)
+                for cmd in cmds:
+                    print("OMP_WAIT_POLICY=passive " + shlex.join(cmd), flush=True)
                 done += 1
                 continue
-            sys.stderr.write(f"[{pos}] {run.label()} ..." + ("\n" if args.verbose else " "))
+            sys.stderr.write(f"[{pos}] {label} ..." + ("\n" if args.verbose else " "))
             sys.stderr.flush()
             t0 = time.monotonic()
-            rc, tail = _call(cmd, signals, args.verbose)
+            for cmd in cmds:
+                rc, tail = _call(cmd, signals, args.verbose)
+                if rc != 0:
+                    break
             dt = time.monotonic() - t0
             pending -= 1
             if rc != 0 and (signals.count or rc in (130, -signal.SIGINT, -signal.SIGTERM)):
@@ -705,10 +752,10 @@ def execute(name, args, runs, header_lines=()):
     total = time.monotonic() - t_start
     say("")
     if args.dry_run:
-        say(f"{name}: dry run: {done} to run, {skipped} in data, {len(failed)} unreadable, of {n}")
+        say(f"{name}: dry run: {done} to run, {skipped} runs in data, {len(failed)} unreadable, of {n_runs}")
     else:
-        say(f"{name}: {n} runs: {done} done, {skipped} skipped (in data), {len(failed)} failed"
-            f"{', interrupted' if interrupted else ''}, in {fmt_seconds(total)}")
+        say(f"{name}: {n_runs} runs: {done} autotm runs done, {skipped} runs complete in the data, "
+            f"{len(failed)} failed{', interrupted' if interrupted else ''}, in {fmt_seconds(total)}")
     for run, cmd, tail in failed:
         if cmd is None and not tail:
             continue                          # the same unreadable file as a run above

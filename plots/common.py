@@ -9,8 +9,9 @@ Data layout (written by the experiment drivers):
 
 Each file is one results document ("autotm-results", version 2) of one
 workload with its runs appended.  A run is identified by (formulation,
-ratio_slow, ratio_fast); when a file holds the same key twice the last one
-counts.  Ratios are slow:fast.
+ratio_slow, ratio_fast).  A key run several times (the drivers' --repeat) is
+drawn at the median of its measured step times, with the fastest and slowest
+as an error bar: this is how noise between runs shows.  Ratios are slow:fast.
 """
 
 import argparse
@@ -243,15 +244,19 @@ class Workload:
         self.default_alloc_size = doc.get("default_alloc_size")
         self.gpu_managed_runtime = doc.get("gpu_managed_runtime")
         self.machine = doc.get("machine") or {}
-        self.runs = {}  # key -> run, the last of each key wins
+        self.runs = {}  # key -> run: the last of each key, at the median step
+        repeats = {}
         for i, run in enumerate(doc["runs"]):
             if not isinstance(run, dict) or not isinstance(
                     run.get("formulation"), str):
                 raise PlotError(f"{path}: run {i} has no formulation")
             key = (run["formulation"],
                    norm_ratio(run.get("ratio_slow"), run.get("ratio_fast")))
+            repeats.setdefault(key, []).append(run)
             self.runs.pop(key, None)
             self.runs[key] = run
+        for key, runs in repeats.items():
+            self.runs[key] = median_run(runs)
 
     # A short name, with the preset when several of a network are shown.
     def title(self, with_preset=False, predicted=False):
@@ -300,6 +305,50 @@ class Workload:
         if runs:
             return runs.get((1, 0)) or list(runs.values())[-1]
         return None
+
+
+def median_run(runs):
+    """The last of a key's runs, its step time the median of the measured
+    ones; '_steps' keeps them all (for spread() and the subtitle)."""
+    steps = sorted(r["actual_runtime"] for r in runs
+                   if is_num(r.get("actual_runtime")) and r["actual_runtime"] > 0)
+    run = dict(runs[-1])
+    if steps:
+        mid = len(steps) // 2
+        run["actual_runtime"] = steps[mid] if len(steps) % 2 else \
+            (steps[mid - 1] + steps[mid]) / 2
+    run["_steps"] = steps
+    return run
+
+
+def spread(num, run, mode):
+    """Error bar of num / (the run's time): (below, above) the median's value,
+    from the fastest and slowest of the run's repeats; (0, 0) for one run or
+    predicted times."""
+    steps = run.get("_steps") or []
+    if mode != "actual" or len(steps) < 2:
+        return (0.0, 0.0)
+    mid = num / run["actual_runtime"]
+    return (max(0.0, mid - num / steps[-1]), max(0.0, num / steps[0] - mid))
+
+
+def err_kw(errs):
+    """bar() keywords for error bars from spread() pairs; none when flat."""
+    if not any(lo or hi for lo, hi in errs):
+        return {}
+    return {"yerr": [[lo for lo, _ in errs], [hi for _, hi in errs]],
+            "error_kw": {"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"}}
+
+
+def repeats_note(runs):
+    """Subtitle words when points are medians of several runs."""
+    counts = [len(r.get("_steps") or []) for r in runs if r is not None]
+    counts = [n for n in counts if n > 1]
+    if not counts:
+        return None
+    lo, hi = min(counts), max(counts)
+    n = f"{lo}" if lo == hi else f"{lo} to {hi}"
+    return f"median of {n} runs each, bars from fastest to slowest"
 
 
 def all_fast_notes(wls):
@@ -484,6 +533,9 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched"):
                      + f", not measured, {how}")
     elif estimated:
         parts.append("estimated profile: predicted times, not measured")
+    note = repeats_note(runs)
+    if note:
+        parts.append(note)
     parts.extend(extra)
     return " · ".join(parts)
 

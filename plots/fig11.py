@@ -75,15 +75,19 @@ def draw(args):
                            linestyle=":", zorder=1)
             ax.axhline(0, color="#333333", linewidth=0.9, zorder=1)
             for m, f in enumerate(FORMULATIONS):
-                xs, ys = [], []
+                xs, ys, bars_err = [], [], []
                 for x, k in enumerate(keys):
                     r = w.run(f, k)
                     e = error(r) if r else None
                     if e is not None:
                         xs.append(x + (m - (n - 1) / 2) * width)
                         ys.append(e)
+                        # error = 100 (p / a - 1): its spread is p's ratio's, scaled
+                        lo, hi = c.spread(r["predicted_runtime"], r, "actual")
+                        bars_err.append((100 * lo, 100 * hi))
                 if xs:
                     ax.bar(xs, ys, width, color=c.COLORS[f], zorder=2,
+                           **c.err_kw(bars_err),
                            edgecolor="white", linewidth=0.4)
             ax.set_xticks(range(len(keys)))
             many = len(keys) > 10

@@ -41,10 +41,11 @@ def draw(args):
                 f"asynchronous run; run {driver}")
         runs = [r for r in (sync, asyn) if r is not None]
         mode = c.time_mode(w, runs, FIG)
-        values = {}
+        values, errs = {}, {}
         for f, r in (("synchronous", sync), ("asynchronous", asyn)):
             if r is not None:
                 values[f] = managed / c.rtime(r, mode)
+                errs[f] = c.spread(managed, r, mode)
         oracle = sync.get("oracle_time") if sync is not None else None
         if c.is_num(oracle) and oracle > 0:
             values["oracle"] = managed / oracle
@@ -52,14 +53,14 @@ def draw(args):
         if mode == "predicted":
             predicted.append(w)
             predicted_runs += runs
-        groups.append((w, label, values, mode))
+        groups.append((w, label, values, errs, mode))
 
     fig = c.new_figure(10, 6.5)
     ax = fig.subplots()
     n = len(BARS)
     width = 0.8 / n
     top = 1.0
-    for x, (w, label, values, mode) in enumerate(groups):
+    for x, (w, label, values, errs, mode) in enumerate(groups):
         for j, f in enumerate(BARS):
             if f not in values:
                 continue
@@ -69,6 +70,7 @@ def draw(args):
                                           and f != "oracle") else None
             b = ax.bar(x + (j - (n - 1) / 2) * width, v, width,
                        color=c.COLORS[f], hatch=hatch,
+                       **c.err_kw([errs.get(f, (0.0, 0.0))]),
                        edgecolor="#333333" if hatch else "white",
                        linewidth=0.6)
             c.bar_labels(ax, b, [v])

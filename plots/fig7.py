@@ -45,7 +45,7 @@ def draw(args):
         width = 0.8 / n
         top = 1.0
         for j, f in enumerate(FORMULATIONS):
-            xs, ys = [], []
+            xs, ys, errs = [], [], []
             for x, k in enumerate(ratios):
                 r = w.run(f, k)
                 if r is None:
@@ -53,9 +53,10 @@ def draw(args):
                 mine.append(r)
                 xs.append(x + (j - (n - 1) / 2) * width)
                 ys.append(base / c.rtime(r, mode))
+                errs.append(c.spread(base, r, mode))
             if not xs:
                 continue
-            ax.bar(xs, ys, width, color=c.COLORS[f],
+            ax.bar(xs, ys, width, color=c.COLORS[f], **c.err_kw(errs),
                    hatch=c.PREDICTED_HATCH if mode == "predicted" else None,
                    edgecolor="white" if mode == "actual" else "#333333",
                    linewidth=0.6)

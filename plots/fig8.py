@@ -70,6 +70,7 @@ def draw(args):
             top = max(top, sp)
             b = ax.bar(x + (j - (n - 1) / 2) * width, sp, width,
                        color=c.COLORS[FORMULATIONS[j]],
+                       **c.err_kw([c.spread(t0, r, mode)]),
                        hatch=(c.PREDICTED_HATCH if mode == "predicted"
                               else None),
                        edgecolor="white" if mode == "actual" else "#333333",

@@ -53,6 +53,7 @@ def draw(args):
             predicted_runs += [fast] + [runs[k] for k in keys]
         xs = range(len(keys))
         bars = ax.bar(xs, perf, 0.6, color=c.COLORS[FORMULATION],
+                      **c.err_kw([c.spread(t0, runs[k], mode) for k in keys]),
                       hatch=c.PREDICTED_HATCH if mode == "predicted" else None,
                       edgecolor="white" if mode == "actual" else "#333333",
                       linewidth=0.6, zorder=2)

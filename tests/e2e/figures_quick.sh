@@ -28,10 +28,11 @@ trap 'rm -rf "$T"' EXIT
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 FAIL=()
 
-# 1. the whole pipeline, quick: every driver, then every figure
+# 1. the whole pipeline, quick: every driver (each run twice: a repeat runs the plan made for
+# the first again), then every figure
 rc=0
-AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --data "$T/data" --out "$T/figs" \
-  >"$T/figures.log" 2>&1 || rc=$?
+AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --repeat 2 --data "$T/data" \
+  --out "$T/figs" >"$T/figures.log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   FAIL+=("scripts/figures.sh --quick exited $rc; its last lines:")
   while IFS= read -r line; do FAIL+=("    $line"); done < <(tail -n 25 "$T/figures.log")
