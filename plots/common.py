@@ -373,8 +373,8 @@ def load(path):
                         f"'{FORMAT}' version {VERSION}")
     if doc.get("version") != VERSION:
         raise PlotError(f"{path}: '{FORMAT}' version {doc.get('version')!r}, "
-                        f"expected version {VERSION} (rerun the driver to "
-                        "rewrite it)")
+                        f"expected version {VERSION} (move it out of the data "
+                        "folder and rerun its driver)")
     if not isinstance(doc.get("workload"), dict):
         raise PlotError(f"{path}: no 'workload' object")
     if not isinstance(doc.get("runs"), list):
