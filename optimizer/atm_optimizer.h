@@ -58,7 +58,7 @@ typedef struct {
 	                        * heuristic alone) */
 	int verbosity;         /* 0 quiet, 1 GLPK's progress, 2 GLPK's full log */
 	int async_window;      /* kernels before a use where an asynchronous fetch may overlap (default 2) */
-	int max_rounds;        /* defragmentation rounds before giving up (default 8, at most
+	int max_rounds;        /* defragmentation rounds before giving up (default and at most
 	                        * ATM_PLAN_MAX_ROUNDS) */
 	int64_t pin_bytes;     /* tensors up to this size stay in fast memory, out of the model
 	                        * (default -1: min(64 KiB, peak / 4096); 0: none) */

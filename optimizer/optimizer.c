@@ -38,7 +38,7 @@ void atm_opt_options_default(atm_opt_options *o)
 	o->mip_gap = 0.01;
 	o->time_limit_s = 60;
 	o->async_window = 2;
-	o->max_rounds = 8;
+	o->max_rounds = ATM_PLAN_MAX_ROUNDS; /* tight limits need them: Inception v4 at 79:1 took 15 */
 	o->pin_bytes = -1;
 }
 
