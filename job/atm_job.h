@@ -116,7 +116,7 @@ atm_status atm_job_gpu_resolve(const char *who, atm_job_memory *mem, bool quiet)
 int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit);
 
 /* atm_job_open_cache -- the profile of pr's machine in cache (NULL: the default), opened (and
- * checked writable) before anything is measured; with rebuild its entries start over */
+ * read whole) before anything is measured; with rebuild its entries start over */
 atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuild,
                               atm_profile **prof);
 

@@ -205,6 +205,42 @@ static void test_plan_cmd_infeasible_limit(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_plan_cmd_refuses_outputs_before_solving -- a plan or results path that cannot take
+ * what plan writes is refused before the plan is made (nothing printed, nothing written): a
+ * folder, an empty name, --append onto a file that is not results */
+static void test_plan_cmd_refuses_outputs_before_solving(void **state)
+{
+	char junk[512], *back = NULL;
+	size_t len = 0;
+	(void)state;
+	const char *plan = "plan --model tiny_mlp --ratio 4:1 --quiet --cache";
+	struct cli_result r = cli_run("%s %s -o %s", plan, cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s %s -o ''", plan, cache);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "empty"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s %s --results %s", plan, cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	snprintf(junk, sizeof junk, "%s/junk.json", cli_tmpdir);
+	assert_int_equal(atm_write_file_atomic(junk, "[1, 2", 5), ATM_OK);
+	r = cli_run("%s %s --results %s --append", plan, cache, junk);
+	assert_int_equal(r.code, 3);
+	assert_non_null(strstr(r.err, "not results JSON"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	assert_int_equal(atm_read_file(junk, &back, &len), ATM_OK);
+	assert_string_equal(back, "[1, 2");
+	free(back);
+}
+
 /* test_plan_cmd_bad_usage -- exit 2 with a message naming what is wrong */
 static void test_plan_cmd_bad_usage(void **state)
 {
@@ -233,6 +269,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
+		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
 		cmocka_unit_test(test_plan_cmd_json_summary),
 		cmocka_unit_test(test_plan_cmd_results_record),
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -263,6 +265,82 @@ static void test_run_cmd_faults(void **state)
 	cli_expect(3, "another version of graph 'tiny_mlp'", "%s", args);
 }
 
+/* test_run_cmd_device_outputs -- outputs that are devices are written through, never
+ * replaced by a regular file: -o and --export onto a character device (the null device's
+ * numbers, made with mknod by root; skipped elsewhere); a profile cache that is a device is
+ * refused and left as it is */
+static void test_run_cmd_device_outputs(void **state)
+{
+	char dev[512];
+	struct stat st;
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	snprintf(dev, sizeof dev, "%s/dev-null", cli_tmpdir);
+	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+	struct cli_result r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --quiet -o %s", dev);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	r = cli_run("zoo --model tiny_mlp --export %s", dev);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	cli_expect(3, "is a character device", "profile --model tiny_mlp --batch 2 --reps 1 --quiet "
+	           "--cache %s --rebuild", dev);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_int_equal(unlink(dev), 0);
+}
+
+/* test_run_cmd_refuses_results_before_training -- a results path that cannot take the run
+ * is refused before anything trains (nothing on standard output, where the run's summary goes):
+ * a folder, an empty name, and --append onto a corrupt, truncated, foreign or other-version
+ * file, each left as it was */
+static void test_run_cmd_refuses_results_before_training(void **state)
+{
+	static const struct {
+		const char *name, *text, *msg;
+		int code;
+	} bad[] = {
+		{"corrupt.json", "{\"format\": \"autotm-results\", \"version\": 2, \"runs\": [}",
+		 "not results JSON", 3},
+		{"truncated.json", "{\"format\": \"autotm-results\", \"vers", "not results JSON", 3},
+		{"foreign.json", "{\"name\": \"something else\"}", "is not a results file", 3},
+		{"old.json", "{\"format\": \"autotm-results\", \"version\": 1, \"runs\": []}",
+		 "version 1", 3},
+	};
+	const char *slow = "run --model tiny_mlp --iters 1000000 --quiet";
+	char path[512];
+	(void)state;
+	struct cli_result r = cli_run("%s -o %s", slow, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s -o ''", slow);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "empty"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", cli_tmpdir, bad[i].name);
+		assert_int_equal(atm_write_file_atomic(path, bad[i].text, strlen(bad[i].text)), ATM_OK);
+		r = cli_run("%s -o %s --append", slow, path);
+		if (r.code != bad[i].code || !strstr(r.err, bad[i].msg) || r.out[0])
+			fail_msg("--append onto %s: exit %d, stderr '%s', stdout '%s'", bad[i].name, r.code,
+			         r.err, r.out);
+		cli_release(&r);
+		char *back = NULL;
+		size_t len = 0;
+		assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
+		assert_string_equal(back, bad[i].text);
+		free(back);
+	}
+}
+
 static void test_run_cmd_interrupt_writes_nothing(void **state)
 {
 	(void)state;
@@ -315,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_placement_seed),
 		cmocka_unit_test(test_run_cmd_results_workload_and_ratio),
 		cmocka_unit_test(test_run_cmd_faults),
+		cmocka_unit_test(test_run_cmd_device_outputs),
+		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
