@@ -53,7 +53,8 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 
 static json_t *real_or_null(double v)
 {
-	return v < 0 ? json_null() : json_real(v);
+	/* JSON has no infinity: a time that is not a number is not known */
+	return v < 0 || !isfinite(v) ? json_null() : json_real(v);
 }
 
 static const char *loc_name(unsigned loc)

@@ -245,6 +245,7 @@ static atm_status optimize(atm_job *j)
 	atm_status rc;
 	int64_t limit = o->limit_bytes;
 	oo.device_only = o->mem.gpu.mode != NULL; /* a GPU's kernels read device memory only */
+	oo.stop = o->stop;
 	if (o->ratio_slow + o->ratio_fast > 0 &&
 	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)
 		return rc;
