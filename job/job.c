@@ -192,7 +192,9 @@ static atm_status builtin_plan(const atm_graph *g, const char *spec, uint64_t se
 		return atm_plan_uniform(p, g, ATM_LOC_SLOW);
 	if (!strcmp(spec, "random"))
 		return atm_plan_random(p, g, seed);
-	if (access(spec, F_OK) != 0)
+	/* a word that names no placement is a usage error; a path (it has a '/' or a '.') is a
+	 * plan file, missing or not: exit 6 when it is not there, as for --graph */
+	if (access(spec, F_OK) != 0 && !strpbrk(spec, "/."))
 		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random, "
 		               "managed (with --gpu) nor an existing plan file", spec);
 	return atm_plan_load(p, g, spec);

@@ -245,11 +245,25 @@ static void test_run_cmd_faults(void **state)
 	(void)state;
 	char args[1024], plan[512];
 	cli_expect(2, "neither all-fast, all-slow, random", "run --model tiny_mlp --placement sideways");
+	/* a missing plan file is a missing file (6), as a missing --graph is */
+	cli_expect(6, "/nonexistent/plan.json", "run --model tiny_mlp --placement /nonexistent/plan.json");
+	cli_expect(6, "No such file", "run --graph /nonexistent/graph.json");
+	cli_expect(6, "No such file", "run --model tiny_mlp --placement missing-plan.json");
+	/* devices are refused at once, not read to the size limit */
+	cli_expect(3, "/dev/zero: it is a character device", "run --graph /dev/zero");
+	cli_expect(3, "/dev/zero: it is a character device", "run --model tiny_mlp --placement /dev/zero");
 	cli_expect(2, "optane", "run --model tiny_mlp --emulate floppy");
 	cli_expect(5, "node", "run --model tiny_mlp --slow numa:7");
 	cli_expect(6, "/nonexistent/dir", "run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir");
 	cli_expect(2, "--iters '0' is not valid", "run --model tiny_mlp --iters 0");
 	cli_expect(2, "--append needs -o", "run --model tiny_mlp --append");
+	/* --slow-size 0 is the default its help and messages name: no cap */
+	struct cli_result r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --quiet --slow pmem-dir "
+	                              "--slow-size 0");
+	if (r.code != 0)
+		fail_msg("--slow-size 0: exit %d, %s", r.code, r.err);
+	cli_release(&r);
+	cli_expect(2, "--slow-size", "run --model tiny_mlp --slow-size -1");
 	cli_expect(6, "/nonexistent/dir/r.json", "run --model tiny_mlp -o /nonexistent/dir/r.json");
 	/* a plan made for another batch is refused */
 	snprintf(plan, sizeof plan, "%s/plan.json", cli_tmpdir);

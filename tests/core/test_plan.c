@@ -342,6 +342,16 @@ static void test_plan_json_rejects_mismatches(void **state)
 	                              "\"mode\":\"async\"}]");
 	expect_load_error(sm->g, b, "moves[0]: missing \"until\"");
 	free(b);
+	/* the rules of the whole step, named with the file too: a dead tensor moved, a tensor
+	 * that does not come back to where it started */
+	b = edit(a, "\"moves\": []", "\"moves\": [{\"tensor\":\"y\",\"to\":\"fast\",\"after\":3,"
+	                              "\"mode\":\"sync\"}]");
+	expect_load_error(sm->g, b, "move 0: tensor 'y' is not live after node 3");
+	free(b);
+	b = edit(a, "\"moves\": []", "\"moves\": [{\"tensor\":\"w\",\"to\":\"fast\",\"after\":0,"
+	                              "\"mode\":\"sync\"}]");
+	expect_load_error(sm->g, b, "tensor 'w' starts the step in slow memory but ends it");
+	free(b);
 	free(a);
 	atm_plan_destroy(p);
 }
