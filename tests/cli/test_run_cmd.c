@@ -377,6 +377,43 @@ static void test_run_cmd_interrupt_writes_nothing(void **state)
 	free(err);
 }
 
+/* test_run_cmd_signal_ends_emulated_wait -- SIGINT or SIGTERM in the middle of an emulated
+ * wait of most of a minute (a 300000-sample batch in a tier of 1 MB/s, the slowest a spec may
+ * be) ends the run at once with exit 130; a spec below that is refused by name, and one
+ * whose slow tier is faster than its fast one is run with a warning */
+static void test_run_cmd_signal_ends_emulated_wait(void **state)
+{
+	static const int sigs[] = {SIGINT, SIGTERM};
+	char spec[512];
+	(void)state;
+	snprintf(spec, sizeof spec, "%s/slowest.json", cli_tmpdir);
+	const char *slowest = "{\"name\": \"slowest\", \"read_gbps\": 0.001, \"write_gbps\": 0.001, "
+	                      "\"latency_ns\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, slowest, strlen(slowest)), ATM_OK);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		pid_t pid = cli_spawn("run --model tiny_mlp --batch 300000 --placement all-slow "
+		                      "--emulate %s --iters 3 -o %s/never.json", spec, cli_tmpdir);
+		sleep(2);
+		kill(pid, sigs[i]);
+		int code = cli_wait_within(pid, 20);
+		if (code != 130)
+			fail_msg("signal %d: exit %d, not 130 within 20 s", sigs[i], code);
+	}
+	char never[512];
+	snprintf(never, sizeof never, "%s/never.json", cli_tmpdir);
+	assert_int_not_equal(access(never, F_OK), 0);
+	const char *below = "{\"name\": \"x\", \"read_gbps\": 1e-12, \"write_gbps\": 1, "
+	                    "\"latency_ns\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, below, strlen(below)), ATM_OK);
+	cli_expect(3, "'read_gbps' = 1e-12 GB/s is not a memory", "run --model tiny_mlp --placement "
+	           "all-slow --emulate %s", spec);
+	const char *faster = "{\"name\": \"quick\", \"read_gbps\": 300, \"write_gbps\": 300, "
+	                     "\"latency_ns\": 100, \"fast_gbps\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, faster, strlen(faster)), ATM_OK);
+	cli_expect(0, "warning: tier spec 'quick'", "run --model tiny_mlp --batch 2 --iters 1 "
+	           "--placement all-slow --emulate %s", spec);
+}
+
 static void test_run_cmd_tiers(void **state)
 {
 	(void)state;
@@ -410,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_device_outputs),
 		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
+		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
