@@ -155,11 +155,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bench_usage_error("bench_exec", "unexpected argument '%s'", argv[optind]);
-	for (const char *s = models; bench_split(&s, name, sizeof name);) {
-		const atm_zoo_model *zm;
-		if (atm_zoo_find(name, &zm) < 0)
-			return bench_usage_error("bench_exec", "--models: %s", atm_errmsg());
-	}
+	int code = bench_models_known("bench_exec", models);
+	if (code >= 0)
+		return code;
 	printf("executor overhead, all-fast, small presets, best of %lld steps each\n", rounds);
 	for (const char *s = models; bench_split(&s, name, sizeof name);)
 		if (bench(name, (int)rounds) < 0) {

@@ -234,12 +234,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bench_usage_error(prog, "unexpected argument '%s'", argv[optind]);
-	char mname[64];
-	for (const char *s = o.models; bench_split(&s, mname, sizeof mname);) {
-		const atm_zoo_model *zm;
-		if (atm_zoo_find(mname, &zm) < 0)
-			return bench_usage_error(prog, "--models: %s", atm_errmsg());
-	}
+	int code = bench_models_known(prog, o.models);
+	if (code >= 0)
+		return code;
 	if (!o.preset)
 		o.preset = strcmp(o.gpu, "sim") ? "gpu" : "small";
 	atm_gpu_info gi;

@@ -160,11 +160,9 @@ static int check_lists(const struct opts *o)
 	char buf[64];
 	double rs, rf;
 	atm_opt_formulation f;
-	const atm_zoo_model *zm;
 	atm_zoo_preset_sizes ps;
-	for (const char *s = o->models; strcmp(o->models, "all") && bench_split(&s, buf, sizeof buf);)
-		if (atm_zoo_find(buf, &zm) < 0)
-			return bench_usage_error(prog, "--models: %s", atm_errmsg()), -1;
+	if (bench_models_known(prog, o->models) >= 0)
+		return -1;
 	for (const char *s = o->presets; bench_split(&s, buf, sizeof buf);)
 		if (atm_zoo_preset("vgg19", buf, &ps) < 0)
 			return bench_usage_error(prog, "--presets: %s", atm_errmsg()), -1;

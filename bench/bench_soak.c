@@ -149,7 +149,6 @@ static int parse(int argc, char **argv, struct opts *o)
 		{NULL, 0, NULL, 0},
 	};
 	const char *prog = "bench_soak";
-	char name[64];
 	int opt;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -169,12 +168,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return bench_usage_error(prog, "unexpected argument '%s'", argv[optind]);
-	for (const char *s = o->models; bench_split(&s, name, sizeof name);) {
-		const atm_zoo_model *zm;
-		if (atm_zoo_find(name, &zm) < 0)
-			return bench_usage_error(prog, "--models: %s", atm_errmsg());
-	}
-	return -1;
+	return bench_models_known(prog, o->models);
 }
 
 int main(int argc, char **argv)

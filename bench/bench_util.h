@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atm_zoo.h"
+
 /* bench_split -- the next comma-separated item of *s into buf, false at the end */
 static inline bool bench_split(const char **s, char *buf, size_t len)
 {
@@ -85,6 +87,19 @@ __attribute__((unused)) static bool bench_real(const char *prog, const char *opt
 	}
 	*out = x;
 	return true;
+}
+
+/* bench_models_known -- every network of the comma-separated list is the zoo's ("all" stands
+ * for every one): -1; else a usage error naming the one that is not, and its exit code */
+__attribute__((unused)) static int bench_models_known(const char *prog, const char *list)
+{
+	char name[64];
+	for (const char *s = list; strcmp(list, "all") && bench_split(&s, name, sizeof name);) {
+		const atm_zoo_model *zm;
+		if (atm_zoo_find(name, &zm) < 0)
+			return bench_usage_error(prog, "--models: %s", atm_errmsg());
+	}
+	return -1;
 }
 
 #endif /* ATM_BENCH_UTIL_H */

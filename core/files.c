@@ -92,32 +92,41 @@ static atm_status write_through(const char *path, const char *data, size_t len)
 	return rc;
 }
 
-/* output_kind -- how path (already resolved) takes a write: 0 a new or regular file (*st
- * filled when it exists, *exists), 1 written through (a character device, a pipe); a folder,
- * a block device and a socket are refused */
-static atm_status output_kind(const char *path, const char *asked, struct stat *st, bool *exists,
-                              int *through)
+/* Where a write to a path lands and how it is made. */
+struct output {
+	char *target;   /* the path, or the end of its chain of links (malloc'd) */
+	struct stat st; /* the target's, when it exists */
+	bool exists;
+	bool through;   /* a character device or a pipe: written in place */
+};
+
+/* output_open -- how path takes a write: a new or regular file is replaced, a character
+ * device or a pipe written through; a folder, an empty name, a block device and a socket are
+ * refused. o->target is the caller's to free (also on failure: NULL then) */
+static atm_status output_open(const char *path, struct output *o)
 {
-	*exists = false;
-	*through = 0;
+	memset(o, 0, sizeof *o);
 	if (!path[0])
 		return atm_err(ATM_E_USAGE, "the output path is empty; give a file name");
-	if (stat(path, st) < 0) {
+	atm_status rc = resolve_links(path, &o->target);
+	if (rc < 0)
+		return rc;
+	if (stat(o->target, &o->st) < 0) {
 		if (errno == ENOENT)
 			return ATM_OK;
-		return atm_err(ATM_E_IO, "cannot write %s: %s", asked, strerror(errno));
+		return atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
 	}
-	*exists = true;
-	if (S_ISREG(st->st_mode))
+	o->exists = true;
+	if (S_ISREG(o->st.st_mode))
 		return ATM_OK;
-	if (S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode)) {
-		*through = 1;
+	if (S_ISCHR(o->st.st_mode) || S_ISFIFO(o->st.st_mode)) {
+		o->through = true;
 		return ATM_OK;
 	}
-	if (S_ISDIR(st->st_mode))
-		return atm_err(ATM_E_USAGE, "%s is a folder; give a file name in it", asked);
+	if (S_ISDIR(o->st.st_mode))
+		return atm_err(ATM_E_USAGE, "%s is a folder; give a file name in it", path);
 	return atm_err(ATM_E_USAGE, "%s is %s; autotm writes regular files, character devices "
-	               "and pipes only", asked, special_kind(st->st_mode));
+	               "and pipes only", path, special_kind(o->st.st_mode));
 }
 
 /* replace_file -- data into a temporary file beside target, then renamed over it; an
@@ -174,43 +183,34 @@ fail:
 
 atm_status atm_write_file_atomic(const char *path, const char *data, size_t len)
 {
-	char *target = NULL;
-	struct stat st;
-	bool exists;
-	int through;
-	atm_status rc = resolve_links(path, &target);
-	if (rc < 0)
-		return rc;
-	if ((rc = output_kind(target, path, &st, &exists, &through)) == ATM_OK)
-		rc = through ? write_through(path, data, len)
-		             : replace_file(target, path, exists ? &st : NULL, data, len);
-	free(target);
+	struct output o;
+	atm_status rc = output_open(path, &o);
+	if (rc == ATM_OK)
+		rc = o.through ? write_through(path, data, len)
+		               : replace_file(o.target, path, o.exists ? &o.st : NULL, data, len);
+	free(o.target);
 	return rc;
 }
 
 atm_status atm_check_writable(const char *path)
 {
-	char *target = NULL, *tmp = NULL;
-	struct stat st;
-	bool exists;
-	int through;
-	atm_status rc = resolve_links(path, &target);
+	struct output o;
+	char *tmp = NULL;
+	atm_status rc = output_open(path, &o);
 	if (rc < 0)
-		return rc;
-	if ((rc = output_kind(target, path, &st, &exists, &through)) < 0)
 		goto done;
-	if (through) {
-		if (access(target, W_OK) < 0)
+	if (o.through) {
+		if (access(o.target, W_OK) < 0)
 			rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
 		goto done;
 	}
 	/* the folder must take the temporary file a write renames over path */
-	size_t plen = strlen(target);
+	size_t plen = strlen(o.target);
 	if (!(tmp = malloc(plen + 16))) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory checking %s", path);
 		goto done;
 	}
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", target);
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", o.target);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
@@ -220,7 +220,7 @@ atm_status atm_check_writable(const char *path)
 	unlink(tmp);
 done:
 	free(tmp);
-	free(target);
+	free(o.target);
 	return rc;
 }
 

@@ -33,7 +33,7 @@
 /* A target: its corpus folder, entry point, loader, the statuses a bad seed may get, and
  * how many valid and invalid seeds its corpus must at least hold. */
 struct target {
-	const char *name;
+	const char *name, *test; /* the corpus folder; the test's name */
 	int (*one)(const uint8_t *data, size_t size);
 	atm_status (*load)(const char *data, size_t len, const char *origin);
 	atm_status bad[2];
@@ -42,12 +42,12 @@ struct target {
 };
 
 static const struct target targets[] = {
-	{"graph", fuzz_graph_one, fuzz_graph_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 4, 20},
-	{"plan", fuzz_plan_one, fuzz_plan_load, {ATM_E_INPUT, ATM_E_INFEASIBLE}, true, 4, 10},
-	{"profile", fuzz_profile_one, fuzz_profile_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
-	{"tierspec", fuzz_tierspec_one, fuzz_tierspec_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
+	{"graph", "test_fuzz_corpus_graph", fuzz_graph_one, fuzz_graph_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 4, 20},
+	{"plan", "test_fuzz_corpus_plan", fuzz_plan_one, fuzz_plan_load, {ATM_E_INPUT, ATM_E_INFEASIBLE}, true, 4, 10},
+	{"profile", "test_fuzz_corpus_profile", fuzz_profile_one, fuzz_profile_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
+	{"tierspec", "test_fuzz_corpus_tierspec", fuzz_tierspec_one, fuzz_tierspec_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 	/* the results loader reads a file: its messages name that file */
-	{"results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
+	{"results", "test_fuzz_corpus_results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
 };
 
 /* name_cmp -- qsort order of file names */
@@ -124,44 +124,17 @@ static void replay(const struct target *t)
 		         n_bad, t->min_ok, t->min_bad);
 }
 
-static void test_fuzz_corpus_graph(void **state)
+/* test_fuzz_corpus -- the corpus of the target the state names */
+static void test_fuzz_corpus(void **state)
 {
-	(void)state;
-	replay(&targets[0]);
-}
-
-static void test_fuzz_corpus_plan(void **state)
-{
-	(void)state;
-	replay(&targets[1]);
-}
-
-static void test_fuzz_corpus_profile(void **state)
-{
-	(void)state;
-	replay(&targets[2]);
-}
-
-static void test_fuzz_corpus_tierspec(void **state)
-{
-	(void)state;
-	replay(&targets[3]);
-}
-
-static void test_fuzz_corpus_results(void **state)
-{
-	(void)state;
-	replay(&targets[4]);
+	replay(*state);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fuzz_corpus_graph),
-		cmocka_unit_test(test_fuzz_corpus_plan),
-		cmocka_unit_test(test_fuzz_corpus_profile),
-		cmocka_unit_test(test_fuzz_corpus_tierspec),
-		cmocka_unit_test(test_fuzz_corpus_results),
-	};
+	struct CMUnitTest tests[sizeof targets / sizeof targets[0]];
+	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+		tests[i] = (struct CMUnitTest){.name = targets[i].test, .test_func = test_fuzz_corpus,
+		                               .initial_state = (void *)&targets[i]};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
