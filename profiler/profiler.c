@@ -134,7 +134,7 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
 	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
-	                      .reps = pr->o.reps, .seed = pr->o.seed};
+	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
 	if ((rc = atm_kbench_new(&pr->kb, g, &ko)) < 0)
 		goto fail;
 	atm_kbench_machine(pr->kb, &pr->m);

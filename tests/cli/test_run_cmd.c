@@ -379,8 +379,8 @@ static void test_run_cmd_interrupt_writes_nothing(void **state)
 
 /* test_run_cmd_signal_ends_emulated_wait -- SIGINT or SIGTERM in the middle of an emulated
  * wait of most of a minute (a 300000-sample batch in a tier of 1 MB/s, the slowest a spec may
- * be) ends the run at once with exit 130; a spec below that is refused by name, and one
- * whose slow tier is faster than its fast one is run with a warning */
+ * be) ends the run, or a profile, at once with exit 130; a spec below that is refused by name,
+ * and one whose slow tier is faster than its fast one is run with a warning */
 static void test_run_cmd_signal_ends_emulated_wait(void **state)
 {
 	static const int sigs[] = {SIGINT, SIGTERM};
@@ -402,6 +402,12 @@ static void test_run_cmd_signal_ends_emulated_wait(void **state)
 	char never[512];
 	snprintf(never, sizeof never, "%s/never.json", cli_tmpdir);
 	assert_int_not_equal(access(never, F_OK), 0);
+	/* the profiler times kernels with the same waits: Ctrl-C ends them too */
+	pid_t pid = cli_spawn("profile --model tiny_mlp --batch 300000 --emulate %s --cache "
+	                      "%s/slowest-profile.json", spec, cli_tmpdir);
+	sleep(2);
+	kill(pid, SIGINT);
+	assert_int_equal(cli_wait_within(pid, 20), 130);
 	const char *below = "{\"name\": \"x\", \"read_gbps\": 1e-12, \"write_gbps\": 1, "
 	                    "\"latency_ns\": 100}";
 	assert_int_equal(atm_write_file_atomic(spec, below, strlen(below)), ATM_OK);
