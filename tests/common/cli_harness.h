@@ -95,6 +95,12 @@ __attribute__((format(printf, 1, 2), unused)) static pid_t cli_spawn(const char 
 	va_end(ap);
 	snprintf(cmd, sizeof cmd, "exec %s %s >%s/spawn.out 2>%s/spawn.err", cli_autotm, args,
 	         cli_tmpdir, cli_tmpdir);
+	/* no text of an earlier process may be taken for this one's */
+	for (int i = 0; i < 2; i++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/spawn.%s", cli_tmpdir, i ? "err" : "out");
+		unlink(path);
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
