@@ -1,10 +1,12 @@
 /* bench_exec.c -- executor overhead: the executor's all-fast step against the same oneDNN kernels called back to back */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atm_runtime.h"
 #include "atm_zoo.h"
+#include "bench_util.h"
 #include "kernels.h"
 
 /* Bare kernels: every tensor in its own buffer, no plan, no events, no pools. */
@@ -119,13 +121,46 @@ static int bench(const char *model, int rounds)
 	return 0;
 }
 
+static const char usage[] =
+	"usage: bench_exec [--rounds N] [--models LIST]\n"
+	"\n"
+	"Executor overhead: for every network (small preset), the executor's all-fast step\n"
+	"against the same oneDNN kernels called back to back with no executor, in the same\n"
+	"process, alternating the two, and the best of N steps of each.\n"
+	"Defaults: 5 rounds; vgg19,resnet50,resnet200 (comma separated; 'autotm zoo' lists\n"
+	"the networks).\n";
+
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 5;
-	const char *models[] = {"vgg19", "resnet50", "resnet200"};
-	printf("executor overhead, all-fast, small presets, best of %d steps each\n", rounds);
-	for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
-		if (bench(models[i], rounds) < 0) {
+	static const struct option longopts[] = {
+		{"rounds", required_argument, NULL, 'r'},
+		{"models", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *models = "vgg19,resnet50,resnet200";
+	long long rounds = 5;
+	char name[64];
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'r') {
+			if (!bench_int("bench_exec", "rounds", optarg, 1, 1000000, &rounds))
+				return 2;
+		} else if (opt == 'm') {
+			models = optarg;
+		} else {
+			return bench_other_option("bench_exec", opt, optind, argv, usage);
+		}
+	}
+	if (optind < argc)
+		return bench_usage_error("bench_exec", "unexpected argument '%s'", argv[optind]);
+	int code = bench_models_known("bench_exec", models);
+	if (code >= 0)
+		return code;
+	printf("executor overhead, all-fast, small presets, best of %lld steps each\n", rounds);
+	for (const char *s = models; bench_split(&s, name, sizeof name);)
+		if (bench(name, (int)rounds) < 0) {
 			fprintf(stderr, "bench_exec: %s\n", atm_errmsg());
 			return 1;
 		}

@@ -1,4 +1,5 @@
 /* bench_gpu.c -- Figure 12 as a benchmark: synchronous, asynchronous and vDNN plans against cudaMallocManaged and the oracle on a GPU */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,52 +176,67 @@ int main(int argc, char **argv)
 	struct opts o = {.gpu = "cuda", .models = "vgg19,resnet200,inception_v4,densenet264",
 	                 .preset = NULL, .cache = "/tmp/autotm-bench-gpu-profiles.json",
 	                 .fraction = 0.5, .time_limit = 30, .iters = 5};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--quiet")) {
-			o.quiet = true;
-			continue;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
-			return 0;
-		}
-		if (!v) {
-			fprintf(stderr, "bench_gpu: %s needs a value\n%s", a, usage);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--gpu"))
-			o.gpu = v;
-		else if (!strcmp(a, "--models"))
-			o.models = v;
-		else if (!strcmp(a, "--preset"))
-			o.preset = v;
-		else if (!strcmp(a, "--cache"))
-			o.cache = v;
-		else if (!strcmp(a, "--batch"))
-			o.batch = atoll(v);
-		else if (!strcmp(a, "--fraction"))
-			o.fraction = atof(v);
-		else if (!strcmp(a, "--time-limit"))
-			o.time_limit = atof(v);
-		else if (!strcmp(a, "--iters"))
-			o.iters = atoi(v);
-		else if (!strcmp(a, "--gpu-memory")) {
-			if (atm_parse_bytes(v, &o.memory) < 0) {
-				fprintf(stderr, "bench_gpu: --gpu-memory: %s\n", atm_errmsg());
+	static const struct option longopts[] = {
+		{"gpu", required_argument, NULL, 'G'},
+		{"models", required_argument, NULL, 'm'},
+		{"preset", required_argument, NULL, 'p'},
+		{"batch", required_argument, NULL, 'b'},
+		{"fraction", required_argument, NULL, 'f'},
+		{"gpu-memory", required_argument, NULL, 'M'},
+		{"iters", required_argument, NULL, 'i'},
+		{"time-limit", required_argument, NULL, 't'},
+		{"cache", required_argument, NULL, 'c'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *prog = "bench_gpu";
+	long long n = 0;
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'G':
+			if (strcmp(optarg, "cuda") && strcmp(optarg, "sim"))
+				return bench_usage_error(prog, "--gpu '%s' is not valid; expected cuda or sim",
+				                         optarg);
+			o.gpu = optarg;
+			break;
+		case 'm': o.models = optarg; break;
+		case 'p': o.preset = optarg; break;
+		case 'c': o.cache = optarg; break;
+		case 'q': o.quiet = true; break;
+		case 'b':
+			if (!bench_int(prog, "batch", optarg, 1, 1000000, &n))
 				return 2;
-			}
-		} else {
-			fprintf(stderr, "bench_gpu: unknown option '%s'\n%s", a, usage);
-			return 2;
+			o.batch = n;
+			break;
+		case 'i':
+			if (!bench_int(prog, "iters", optarg, 1, 1000000, &n))
+				return 2;
+			o.iters = (int)n;
+			break;
+		case 'f':
+			if (!bench_real(prog, "fraction", optarg, 0, true, 1, &o.fraction))
+				return 2;
+			break;
+		case 't':
+			if (!bench_real(prog, "time-limit", optarg, 0, true, 1e6, &o.time_limit))
+				return 2;
+			break;
+		case 'M':
+			if (atm_parse_bytes(optarg, &o.memory) < 0)
+				return bench_usage_error(prog, "--gpu-memory: %s", atm_errmsg());
+			break;
+		default:
+			return bench_other_option(prog, opt, optind, argv, usage);
 		}
 	}
-	if ((strcmp(o.gpu, "cuda") && strcmp(o.gpu, "sim")) || !(o.fraction > 0 && o.fraction <= 1) ||
-	    o.iters < 1 || o.batch < 0) {
-		fprintf(stderr, "bench_gpu: --gpu is cuda or sim, --fraction in (0, 1], --iters >= 1\n");
-		return 2;
-	}
+	if (optind < argc)
+		return bench_usage_error(prog, "unexpected argument '%s'", argv[optind]);
+	int code = bench_models_known(prog, o.models);
+	if (code >= 0)
+		return code;
 	if (!o.preset)
 		o.preset = strcmp(o.gpu, "sim") ? "gpu" : "small";
 	atm_gpu_info gi;

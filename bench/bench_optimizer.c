@@ -1,4 +1,5 @@
 /* bench_optimizer.c -- the ILP formulations on the zoo: model size, creation and solve time, final gap, predicted step */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,29 @@ done:
 	return rc;
 }
 
+/* check_lists -- every name of the list options is one autotm knows; -1 (with a message)
+ * when not */
+static int check_lists(const struct opts *o)
+{
+	const char *prog = "bench_optimizer";
+	char buf[64];
+	double rs, rf;
+	atm_opt_formulation f;
+	atm_zoo_preset_sizes ps;
+	if (bench_models_known(prog, o->models) >= 0)
+		return -1;
+	for (const char *s = o->presets; bench_split(&s, buf, sizeof buf);)
+		if (atm_zoo_preset("vgg19", buf, &ps) < 0)
+			return bench_usage_error(prog, "--presets: %s", atm_errmsg()), -1;
+	for (const char *s = o->ratios; bench_split(&s, buf, sizeof buf);)
+		if (atm_opt_parse_ratio(buf, &rs, &rf) < 0)
+			return bench_usage_error(prog, "--ratios: %s", atm_errmsg()), -1;
+	for (const char *s = o->forms; bench_split(&s, buf, sizeof buf);)
+		if (atm_opt_formulation_from_name(buf, &f) < 0)
+			return bench_usage_error(prog, "--formulations: %s", atm_errmsg()), -1;
+	return 0;
+}
+
 /* main -- options, then one table over presets and networks */
 int main(int argc, char **argv)
 {
@@ -164,52 +188,50 @@ int main(int argc, char **argv)
 		.time_limit = 60,
 		.gap = 0.01,
 	};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--quiet")) {
-			o.quiet = true;
-			continue;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
-			return 0;
-		}
-		if (!v) {
-			fprintf(stderr, "bench_optimizer: '%s' needs a value or is unknown\n%s", a, usage);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--estimate-small"))
-			o.estimate_small = v;
-		else if (!strcmp(a, "--models"))
-			o.models = v;
-		else if (!strcmp(a, "--presets"))
-			o.presets = v;
-		else if (!strcmp(a, "--ratios"))
-			o.ratios = v;
-		else if (!strcmp(a, "--formulations"))
-			o.forms = v;
-		else if (!strcmp(a, "--cache"))
-			o.cache = v;
-		else if (!strcmp(a, "--emulate"))
-			o.emulate = strcmp(v, "none") ? v : NULL;
-		else if (!strcmp(a, "--time-limit"))
-			o.time_limit = atof(v);
-		else if (!strcmp(a, "--mip-gap"))
-			o.gap = atof(v);
-		else {
-			fprintf(stderr, "bench_optimizer: unknown option '%s'\n%s", a, usage);
-			return 2;
-		}
-	}
-	char mbuf[64], pbuf[32];
-	for (const char *ms = o.models; strcmp(o.models, "all") && bench_split(&ms, mbuf, sizeof mbuf);) {
-		const atm_zoo_model *zm;
-		if (atm_zoo_find(mbuf, &zm) < 0) {
-			fprintf(stderr, "bench_optimizer: %s\n", atm_errmsg());
-			return 2;
+	static const struct option longopts[] = {
+		{"models", required_argument, NULL, 'm'},
+		{"presets", required_argument, NULL, 'p'},
+		{"ratios", required_argument, NULL, 'r'},
+		{"formulations", required_argument, NULL, 'f'},
+		{"time-limit", required_argument, NULL, 't'},
+		{"mip-gap", required_argument, NULL, 'g'},
+		{"cache", required_argument, NULL, 'c'},
+		{"emulate", required_argument, NULL, 'e'},
+		{"estimate-small", required_argument, NULL, 's'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *prog = "bench_optimizer";
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'm': o.models = optarg; break;
+		case 'p': o.presets = optarg; break;
+		case 'r': o.ratios = optarg; break;
+		case 'f': o.forms = optarg; break;
+		case 'c': o.cache = optarg; break;
+		case 'e': o.emulate = strcmp(optarg, "none") ? optarg : NULL; break;
+		case 's': o.estimate_small = optarg; break;
+		case 'q': o.quiet = true; break;
+		case 't':
+			if (!bench_real(prog, "time-limit", optarg, 0, true, 1e6, &o.time_limit))
+				return 2;
+			break;
+		case 'g':
+			if (!bench_real(prog, "mip-gap", optarg, 0, false, 0.999, &o.gap))
+				return 2;
+			break;
+		default:
+			return bench_other_option(prog, opt, optind, argv, usage);
 		}
 	}
+	if (optind < argc)
+		return bench_usage_error(prog, "unexpected argument '%s'", argv[optind]);
+	if (check_lists(&o) < 0)
+		return 2;
+	char pbuf[32];
 	printf("ILP formulations on the zoo: time limit %.0f s per plan, MIP gap %.2f%%, slow tier "
 	       "emulating %s; '*' marks a plan over 60 s or above a 1%% gap\n\n", o.time_limit,
 	       o.gap * 100, o.emulate ? o.emulate : "nothing");

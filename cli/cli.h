@@ -74,7 +74,8 @@ typedef atm_job_memory cli_memory;
 	"  --fast TIER       fast memory: auto (default), memkind, numa:N\n"                         \
 	"  --pmem-dir DIR    directory of the pmem-dir slow tier (default " ATM_TIER_DEFAULT_PMEM_DIR ")\n" \
 	"  --fsdax FILE      map FILE with libpmem2 as the slow tier (an fsdax mount's file)\n"      \
-	"  --slow-size SIZE  cap of the pmem-dir tier, or size of the fsdax file (e.g. 8G)\n"       \
+	"  --slow-size SIZE  cap of the pmem-dir tier, or size of the fsdax file (e.g. 8G; 0,\n"  \
+	"                    the default: no cap, the fsdax file's own size)\n"                  \
 	"  --emulate P       make the slow tier behave like optane, cxl or numa memory, or like\n"  \
 	"                    a JSON tier spec file (see the README)\n"                              \
 	"  --gpu[=cuda|sim]  on a GPU: fast memory is its device memory, slow memory pinned host\n" \

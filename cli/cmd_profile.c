@@ -270,7 +270,7 @@ int cmd_profile(int argc, char **argv)
 	int code = parse_args(argc, argv, &a);
 	if (code >= 0)
 		return code;
-	if ((rc = atm_job_gpu_resolve("profile", &a.mem, a.quiet)) < 0 ||
+	if ((rc = atm_job_memory_resolve("profile", &a.mem, a.quiet)) < 0 ||
 	    (rc = cli_load_graph(&a.src, &g, &w)) < 0)
 		goto fail;
 	atm_prof_opts o = {

@@ -179,6 +179,11 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 		mem->tiers.fsdax_path = arg;
 		return 1;
 	case CLI_OPT_SLOW_SIZE:
+		/* 0: no cap on a pmem-dir tier, the file's own size for fsdax */
+		if (!strcmp(arg, "0")) {
+			mem->tiers.slow_bytes = 0;
+			return 1;
+		}
 		if (atm_parse_bytes(arg, &mem->tiers.slow_bytes) < 0) {
 			atm_err_prefix(ATM_E_USAGE, "--slow-size: ");
 			return -1;

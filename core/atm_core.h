@@ -524,6 +524,14 @@ typedef struct {
 	bool estimated;      /* a roofline estimate, nothing measured */
 } atm_profile_machine;
 
+/* What a profile may hold, so that any sum of its times and move times stays finite: a
+ * kernel time above ATM_PROFILE_MAX_S (a day)
+ * is no measurement, a move bandwidth below ATM_PROFILE_MIN_GBPS (1 kB/s) or above
+ * ATM_PROFILE_MAX_GBPS (100 TB/s) no memory's. */
+#define ATM_PROFILE_MAX_S 86400.0
+#define ATM_PROFILE_MIN_GBPS 1e-6
+#define ATM_PROFILE_MAX_GBPS 1e5
+
 /* One kernel in one configuration. */
 typedef struct {
 	double min_s;

@@ -13,47 +13,162 @@
 
 #include "atm_core.h"
 
-atm_status atm_write_file_atomic(const char *path, const char *data, size_t len)
+/* Symbolic links followed before a path is given up as a loop, as the kernel's limit. */
+#define MAX_LINKS 40
+
+/* resolve_links -- the path a write to path lands on: path itself, or the end of the chain
+ * of symbolic links it starts (which need not exist yet), so that rewriting a linked file
+ * keeps the link and changes its target. *out is malloc'd. */
+static atm_status resolve_links(const char *path, char **out)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	int fd = -1;
-	atm_status rc = ATM_OK;
-	if (!tmp)
-		return atm_err(ATM_E_NOMEM, "out of memory writing %s", path);
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
-		goto fail;
+	char *cur = strdup(path);
+	*out = NULL;
+	for (int hops = 0; cur; hops++) {
+		struct stat st;
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode)) {
+			*out = cur;
+			return ATM_OK;
+		}
+		if (hops == MAX_LINKS) {
+			free(cur);
+			return atm_err(ATM_E_IO, "cannot write %s: too many levels of symbolic links", path);
+		}
+		char target[4096];
+		ssize_t n = readlink(cur, target, sizeof target - 1);
+		if (n < 0) {
+			atm_status rc = atm_err(ATM_E_IO, "cannot follow the link %s: %s", cur,
+			                        strerror(errno));
+			free(cur);
+			return rc;
+		}
+		target[n] = '\0';
+		const char *slash = strrchr(cur, '/');
+		size_t dir = target[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+		char *next = malloc(dir + (size_t)n + 1);
+		if (next) {
+			memcpy(next, cur, dir);
+			memcpy(next + dir, target, (size_t)n + 1);
+		}
+		free(cur);
+		cur = next;
 	}
-	/* mkstemp creates 0600; results and caches are ordinary files a user shares */
-	mode_t mask = umask(0);
-	umask(mask);
-	(void)fchmod(fd, 0666 & ~mask);
+	return atm_err(ATM_E_NOMEM, "out of memory resolving %s", path);
+}
+
+/* special_kind -- what a path that is no regular file is, for messages */
+static const char *special_kind(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a folder" : S_ISCHR(mode) ? "a character device" :
+	       S_ISBLK(mode) ? "a block device" : S_ISFIFO(mode) ? "a pipe" :
+	       S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+/* write_all -- len bytes to fd; path names it in messages */
+static atm_status write_all(int fd, const char *path, const char *data, size_t len)
+{
 	for (size_t done = 0; done < len;) {
 		ssize_t w = write(fd, data + done, len - done);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			rc = atm_err(errno == ENOSPC ? ATM_E_NOSPACE : ATM_E_IO, "cannot write %s: %s",
-			             path, strerror(errno));
-			goto fail;
-		}
+		if (w < 0)
+			return atm_err(errno == ENOSPC ? ATM_E_NOSPACE : ATM_E_IO, "cannot write %s: %s",
+			               path, strerror(errno));
 		done += (size_t)w;
 	}
+	return ATM_OK;
+}
+
+/* write_through -- a character device or a pipe (/dev/null, a terminal, a shell's process
+ * substitution) is written in place: replacing it by rename would put a regular file where
+ * the device was */
+static atm_status write_through(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+	atm_status rc = write_all(fd, path, data, len);
+	if (close(fd) < 0 && rc == ATM_OK)
+		rc = atm_err(ATM_E_IO, "cannot close %s: %s", path, strerror(errno));
+	return rc;
+}
+
+/* Where a write to a path lands and how it is made. */
+struct output {
+	char *target;   /* the path, or the end of its chain of links (malloc'd) */
+	struct stat st; /* the target's, when it exists */
+	bool exists;
+	bool through;   /* a character device or a pipe: written in place */
+};
+
+/* output_open -- how path takes a write: a new or regular file is replaced, a character
+ * device or a pipe written through; a folder, an empty name, a block device and a socket are
+ * refused. o->target is the caller's to free (also on failure: NULL then) */
+static atm_status output_open(const char *path, struct output *o)
+{
+	memset(o, 0, sizeof *o);
+	if (!path[0])
+		return atm_err(ATM_E_USAGE, "the output path is empty; give a file name");
+	atm_status rc = resolve_links(path, &o->target);
+	if (rc < 0)
+		return rc;
+	if (stat(o->target, &o->st) < 0) {
+		if (errno == ENOENT)
+			return ATM_OK;
+		return atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+	}
+	o->exists = true;
+	if (S_ISREG(o->st.st_mode))
+		return ATM_OK;
+	if (S_ISCHR(o->st.st_mode) || S_ISFIFO(o->st.st_mode)) {
+		o->through = true;
+		return ATM_OK;
+	}
+	if (S_ISDIR(o->st.st_mode))
+		return atm_err(ATM_E_USAGE, "%s is a folder; give a file name in it", path);
+	return atm_err(ATM_E_USAGE, "%s is %s; autotm writes regular files, character devices "
+	               "and pipes only", path, special_kind(o->st.st_mode));
+}
+
+/* replace_file -- data into a temporary file beside target, then renamed over it; an
+ * existing target's permissions (and, where allowed, owner) carry over to the new file */
+static atm_status replace_file(const char *target, const char *asked, const struct stat *old,
+                               const char *data, size_t len)
+{
+	size_t plen = strlen(target);
+	char *tmp = malloc(plen + 16);
+	atm_status rc = ATM_OK;
+	int fd = -1;
+	if (!tmp)
+		return atm_err(ATM_E_NOMEM, "out of memory writing %s", asked);
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", target);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = atm_err(ATM_E_IO, "cannot write %s: %s", asked, strerror(errno));
+		goto fail;
+	}
+	if (old) {
+		(void)fchmod(fd, old->st_mode & 07777);
+		(void)fchown(fd, old->st_uid, old->st_gid);
+	} else {
+		/* mkstemp creates 0600; results and caches are ordinary files a user shares */
+		mode_t mask = umask(0);
+		umask(mask);
+		(void)fchmod(fd, 0666 & ~mask);
+	}
+	if ((rc = write_all(fd, asked, data, len)) < 0)
+		goto fail;
 	if (fsync(fd) < 0 && errno != EINVAL) {
-		rc = atm_err(ATM_E_IO, "cannot flush %s: %s", path, strerror(errno));
+		rc = atm_err(ATM_E_IO, "cannot flush %s: %s", asked, strerror(errno));
 		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		rc = atm_err(ATM_E_IO, "cannot close %s: %s", path, strerror(errno));
+		rc = atm_err(ATM_E_IO, "cannot close %s: %s", asked, strerror(errno));
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, path) < 0) {
-		rc = atm_err(ATM_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+	if (rename(tmp, target) < 0) {
+		rc = atm_err(ATM_E_IO, "cannot rename %s to %s: %s", tmp, target, strerror(errno));
 		goto fail;
 	}
 	free(tmp);
@@ -66,23 +181,47 @@ fail:
 	return rc;
 }
 
+atm_status atm_write_file_atomic(const char *path, const char *data, size_t len)
+{
+	struct output o;
+	atm_status rc = output_open(path, &o);
+	if (rc == ATM_OK)
+		rc = o.through ? write_through(path, data, len)
+		               : replace_file(o.target, path, o.exists ? &o.st : NULL, data, len);
+	free(o.target);
+	return rc;
+}
+
 atm_status atm_check_writable(const char *path)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	if (!tmp)
-		return atm_err(ATM_E_NOMEM, "out of memory checking %s", path);
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+	struct output o;
+	char *tmp = NULL;
+	atm_status rc = output_open(path, &o);
+	if (rc < 0)
+		goto done;
+	if (o.through) {
+		if (access(o.target, W_OK) < 0)
+			rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+		goto done;
+	}
+	/* the folder must take the temporary file a write renames over path */
+	size_t plen = strlen(o.target);
+	if (!(tmp = malloc(plen + 16))) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory checking %s", path);
+		goto done;
+	}
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", o.target);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
-		atm_status rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
-		free(tmp);
-		return rc;
+		rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+		goto done;
 	}
 	close(fd);
 	unlink(tmp);
+done:
 	free(tmp);
-	return ATM_OK;
+	free(o.target);
+	return rc;
 }
 
 /* Refuse files larger than this: no graph, plan or profile comes near it. */
@@ -92,12 +231,20 @@ atm_status atm_check_writable(const char *path)
  * lock on it would lock a file about to vanish */
 atm_status atm_file_lock(const char *path, int *fd)
 {
-	size_t n = strlen(path) + sizeof ".lock";
-	char *lp = malloc(n);
+	char *target = NULL;
 	*fd = -1;
-	if (!lp)
+	/* two links to one file share its lock */
+	atm_status rc0 = resolve_links(path, &target);
+	if (rc0 < 0)
+		return rc0;
+	size_t n = strlen(target) + sizeof ".lock";
+	char *lp = malloc(n);
+	if (!lp) {
+		free(target);
 		return atm_err(ATM_E_NOMEM, "out of memory locking %s", path);
-	snprintf(lp, n, "%s.lock", path);
+	}
+	snprintf(lp, n, "%s.lock", target);
+	free(target);
 	int f = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (f < 0) {
 		atm_status rc = atm_err(ATM_E_IO, "cannot open the lock file %s: %s", lp, strerror(errno));
@@ -134,8 +281,22 @@ atm_status atm_read_file(const char *path, char **data, size_t *len)
 	*len = 0;
 	if (fd < 0)
 		return atm_err(ATM_E_IO, "cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		rc = atm_err(ATM_E_IO, "cannot read %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
 		rc = atm_err(ATM_E_IO, "cannot read %s: it is a directory", path);
+		goto fail;
+	}
+	/* a device never ends (/dev/zero) or is no file at all; a pipe is read to its end */
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		rc = atm_err(ATM_E_INPUT, "cannot read %s: it is %s, not a file", path,
+		             special_kind(st.st_mode));
+		goto fail;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MAX_FILE_BYTES) {
+		rc = atm_err(ATM_E_INPUT, "%s is larger than %zu bytes", path, MAX_FILE_BYTES);
 		goto fail;
 	}
 	for (;;) {

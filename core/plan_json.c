@@ -53,7 +53,8 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 
 static json_t *real_or_null(double v)
 {
-	return v < 0 ? json_null() : json_real(v);
+	/* JSON has no infinity: a time that is not a number is not known */
+	return v < 0 || !isfinite(v) ? json_null() : json_real(v);
 }
 
 static const char *loc_name(unsigned loc)
@@ -438,6 +439,17 @@ static atm_status read_algos(json_t *root, atm_plan *p)
 	return ATM_OK;
 }
 
+/* check_rules -- the rules a plan's moves keep across the step (a move of a dead tensor, a
+ * tensor that ends the step elsewhere than it starts, a layout that overflows its limit), as
+ * the schedule checks them: here, so that the message names the file */
+static atm_status check_rules(const atm_plan *p)
+{
+	atm_schedule *s = NULL;
+	atm_status rc = atm_schedule_new(&s, p);
+	atm_schedule_destroy(s);
+	return rc;
+}
+
 atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *data, size_t len,
                                 const char *origin)
 {
@@ -452,7 +464,8 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 	if ((rc = atm_plan_new(&p, g)) < 0)
 		goto fail;
 	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
-	    (rc = read_moves(root, p)) < 0 || (rc = read_algos(root, p)) < 0) {
+	    (rc = read_moves(root, p)) < 0 || (rc = read_algos(root, p)) < 0 ||
+	    (rc = check_rules(p)) < 0) {
 		atm_err_prefix(rc, "%s: ", origin);
 		goto fail;
 	}

@@ -177,11 +177,11 @@ atm_status atm_profile_put_algo(atm_profile *p, const atm_graph *g, int32_t node
 	char *sig = NULL, cfg[ATM_CONFIG_NAME_MAX];
 	json_t *o = NULL;
 	atm_status rc;
-	if (!(e->min_s >= 0) || !isfinite(e->min_s) || !(e->median_s >= e->min_s) ||
-	    !isfinite(e->median_s) || e->count < 1 || e->scratch_bytes < 0)
-		return atm_err(ATM_E_USAGE, "atm_profile_put: node %d: times must be finite with 0 <= "
-		               "min_s <= median_s, count >= 1 (got %g, %g, %d)", node, e->min_s,
-		               e->median_s, e->count);
+	if (!(e->min_s >= 0) || !(e->median_s >= e->min_s) || !(e->median_s <= ATM_PROFILE_MAX_S) ||
+	    e->count < 1 || e->scratch_bytes < 0)
+		return atm_err(ATM_E_USAGE, "atm_profile_put: node %d: times must be 0 <= min_s <= "
+		               "median_s <= %g s, count >= 1 (got %g, %g, %d)", node, ATM_PROFILE_MAX_S,
+		               e->min_s, e->median_s, e->count);
 	if (e->estimated != p->m.estimated)
 		return atm_err(ATM_E_USAGE, "atm_profile_put: an %s entry in a %s profile",
 		               e->estimated ? "estimated" : "measured",
@@ -226,9 +226,10 @@ atm_status atm_profile_get_moves(const atm_profile *p, atm_profile_moves *out)
 /* atm_profile_set_moves -- record the move bandwidths */
 atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 {
-	if (!(m->to_fast_gbps > 0) || !(m->to_slow_gbps > 0) || !isfinite(m->to_fast_gbps) ||
-	    !isfinite(m->to_slow_gbps))
-		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: bandwidths must be above 0 (got %g, %g)",
+	if (!(m->to_fast_gbps >= ATM_PROFILE_MIN_GBPS) || !(m->to_fast_gbps <= ATM_PROFILE_MAX_GBPS) ||
+	    !(m->to_slow_gbps >= ATM_PROFILE_MIN_GBPS) || !(m->to_slow_gbps <= ATM_PROFILE_MAX_GBPS))
+		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: bandwidths must be from %g to %g "
+		               "GB/s (got %g, %g)", ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS,
 		               m->to_fast_gbps, m->to_slow_gbps);
 	if (m->estimated != p->m.estimated)
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: %s bandwidths in a %s profile",

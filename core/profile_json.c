@@ -61,6 +61,8 @@ __attribute__((format(printf, 3, 4))) static atm_status bad(const struct where *
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (!w->at[0] && !field[0])
+		return atm_err(ATM_E_INPUT, "%s: %s", w->path, msg);
 	return atm_err(ATM_E_INPUT, "%s: %s%s%s: %s", w->path, w->at, w->at[0] && field[0] ? "." : "",
 	               field, msg);
 }
@@ -104,9 +106,9 @@ static atm_status get_bool(const struct where *w, json_t *o, const char *key, bo
 	return ATM_OK;
 }
 
-/* get_number -- a finite number >= lo (> lo when strict) */
+/* get_number -- a number from lo to hi */
 static atm_status get_number(const struct where *w, json_t *o, const char *key, double lo,
-                             bool strict, double *out)
+                             double hi, double *out)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v)
@@ -114,8 +116,10 @@ static atm_status get_number(const struct where *w, json_t *o, const char *key, 
 	if (!json_is_number(v))
 		return bad(w, key, "must be a number, not %s", atm_json_type_name(v));
 	double x = json_number_value(v);
-	if (!isfinite(x) || x < lo || (strict && x == lo))
-		return bad(w, key, "must be %s %g, not %g", strict ? "above" : "at least", lo, x);
+	if (!(x >= lo))
+		return bad(w, key, "must be at least %g, not %g", lo, x);
+	if (!(x <= hi))
+		return bad(w, key, "must be at most %g, not %g", hi, x);
 	*out = x;
 	return ATM_OK;
 }
@@ -170,8 +174,10 @@ static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_move
 	if (!json_is_object(o))
 		return bad(w, "", "must be an object, not %s", atm_json_type_name(o));
 	if ((rc = only_fields(w, o, fields)) < 0 ||
-	    (rc = get_number(w, o, "to_fast_gbps", 0, true, &mv->to_fast_gbps)) < 0 ||
-	    (rc = get_number(w, o, "to_slow_gbps", 0, true, &mv->to_slow_gbps)) < 0 ||
+	    (rc = get_number(w, o, "to_fast_gbps", ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS,
+	                     &mv->to_fast_gbps)) < 0 ||
+	    (rc = get_number(w, o, "to_slow_gbps", ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS,
+	                     &mv->to_slow_gbps)) < 0 ||
 	    (rc = get_bool(w, o, "estimated", false, &mv->estimated)) < 0)
 		return rc;
 	return ATM_OK;
@@ -190,8 +196,8 @@ static atm_status parse_entry(const struct where *w, json_t *o, bool machine_est
 		return bad(w, "", "must be an object {\"min_s\", \"median_s\", \"count\", "
 		           "\"scratch_bytes\"}, not %s", atm_json_type_name(o));
 	if ((rc = only_fields(w, o, fields)) < 0 ||
-	    (rc = get_number(w, o, "min_s", 0, false, &e->min_s)) < 0 ||
-	    (rc = get_number(w, o, "median_s", 0, false, &e->median_s)) < 0 ||
+	    (rc = get_number(w, o, "min_s", 0, ATM_PROFILE_MAX_S, &e->min_s)) < 0 ||
+	    (rc = get_number(w, o, "median_s", 0, ATM_PROFILE_MAX_S, &e->median_s)) < 0 ||
 	    (rc = get_integer(w, o, "count", 1, INT32_MAX, &count)) < 0 ||
 	    (rc = get_integer(w, o, "scratch_bytes", 0, ATM_MAX_BYTES, &scratch)) < 0 ||
 	    (rc = get_bool(w, o, "estimated", false, &e->estimated)) < 0)

@@ -271,8 +271,15 @@ static atm_status to_text(const json_t *doc, char **text)
 static atm_status load_results(const char *path, json_t **out)
 {
 	json_error_t e;
-	json_t *old = json_load_file(path, 0, &e);
+	char *text = NULL;
+	size_t len = 0;
 	*out = NULL;
+	/* through atm_read_file: its limits (a device, an endless file) hold here too */
+	atm_status rc = atm_read_file(path, &text, &len);
+	if (rc < 0)
+		return rc;
+	json_t *old = json_loadb(text, len, 0, &e);
+	free(text);
 	/* jansson fails with no message at all when its first allocation fails */
 	if (!old && (json_error_code(&e) == json_error_out_of_memory || !e.text[0]))
 		return atm_err(ATM_E_NOMEM, "out of memory reading %s", path);

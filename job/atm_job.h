@@ -107,16 +107,18 @@ const atm_exec_result *atm_job_exec_result(const atm_job *j);
  * ~/.cache/autotm/profiles.json, its folders made when missing */
 atm_status atm_job_default_cache(char *buf, size_t len);
 
-/* atm_job_gpu_resolve -- with mem->gpu.mode: check the GPU is there (ATM_E_UNSUPPORTED when
- * not) and fill in the device memory a plan may use; says which on stderr unless quiet */
-atm_status atm_job_gpu_resolve(const char *who, atm_job_memory *mem, bool quiet);
+/* atm_job_memory_resolve -- with mem->gpu.mode: check the GPU is there (ATM_E_UNSUPPORTED when
+ * not) and fill in the device memory a plan may use; says which on stderr unless quiet. With
+ * mem->emulate: the preset or tier spec is read now (a bad one is refused before any work),
+ * with a warning unless quiet when its slow tier is no slower than its fast one */
+atm_status atm_job_memory_resolve(const char *who, atm_job_memory *mem, bool quiet);
 
 /* atm_job_fast_limit -- the limit a plan is made for: on a GPU its device memory unless limit
  * asks for less; limit itself elsewhere */
 int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit);
 
 /* atm_job_open_cache -- the profile of pr's machine in cache (NULL: the default), opened (and
- * checked writable) before anything is measured; with rebuild its entries start over */
+ * read whole) before anything is measured; with rebuild its entries start over */
 atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuild,
                               atm_profile **prof);
 

@@ -58,10 +58,28 @@ atm_status atm_job_default_cache(char *buf, size_t len)
 	return ATM_OK;
 }
 
-atm_status atm_job_gpu_resolve(const char *who, atm_job_memory *mem, bool quiet)
+/* check_emulation -- mem's tier spec read and checked; a warning when it emulates nothing */
+static atm_status check_emulation(const char *who, const atm_job_memory *mem, bool quiet)
+{
+	atm_emu_spec spec;
+	char why[256];
+	atm_status rc = atm_emu_spec_resolve(mem->emulate, &spec);
+	if (rc < 0)
+		return atm_err_prefix(rc, "--emulate: ");
+	if (!quiet && atm_emu_spec_warning(&spec, why, sizeof why))
+		fprintf(stderr, "autotm %s: warning: %s\n", who, why);
+	return ATM_OK;
+}
+
+atm_status atm_job_memory_resolve(const char *who, atm_job_memory *mem, bool quiet)
 {
 	atm_gpu_info info;
 	char a[32], f[32];
+	if (mem->emulate && !mem->gpu.mode) {
+		atm_status rc = check_emulation(who, mem, quiet);
+		if (rc < 0)
+			return rc;
+	}
 	if (!mem->gpu.mode) {
 		if (mem->gpu.memory_bytes || mem->gpu.link || mem->gpu.device)
 			return atm_err(ATM_E_USAGE, "--gpu-memory, --gpu-device and --gpu-link need --gpu");
@@ -153,7 +171,7 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 		rc = atm_err(ATM_E_USAGE, "an estimated profile prices a plan: it needs the optimizer "
 		             "(--ratio or --dram-limit, --formulation)");
 	else
-		rc = atm_job_gpu_resolve(j->who, &j->o.mem, o->quiet);
+		rc = atm_job_memory_resolve(j->who, &j->o.mem, o->quiet);
 	if (rc == ATM_OK && o->results_path)
 		rc = atm_results_check(o->results_path, g, o->append);
 	if (rc < 0) {
@@ -192,7 +210,9 @@ static atm_status builtin_plan(const atm_graph *g, const char *spec, uint64_t se
 		return atm_plan_uniform(p, g, ATM_LOC_SLOW);
 	if (!strcmp(spec, "random"))
 		return atm_plan_random(p, g, seed);
-	if (access(spec, F_OK) != 0)
+	/* a word that names no placement is a usage error; a path (it has a '/' or a '.') is a
+	 * plan file, missing or not: exit 6 when it is not there, as for --graph */
+	if (access(spec, F_OK) != 0 && !strpbrk(spec, "/."))
 		return atm_err(ATM_E_USAGE, "--placement '%s' is neither all-fast, all-slow, random, "
 		               "managed (with --gpu) nor an existing plan file", spec);
 	return atm_plan_load(p, g, spec);
@@ -245,6 +265,7 @@ static atm_status optimize(atm_job *j)
 	atm_status rc;
 	int64_t limit = o->limit_bytes;
 	oo.device_only = o->mem.gpu.mode != NULL; /* a GPU's kernels read device memory only */
+	oo.stop = o->stop;
 	if (o->ratio_slow + o->ratio_fast > 0 &&
 	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)
 		return rc;

@@ -24,6 +24,7 @@
 #ifndef ATM_OPTIMIZER_H
 #define ATM_OPTIMIZER_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "atm_core.h"
@@ -68,6 +69,9 @@ typedef struct {
 	bool device_only;      /* a GPU: every kernel reads and writes fast (device) memory only,
 	                        * so a tensor in slow (host) memory is fetched before its use; the
 	                        * profile holds each kernel's all-fast configuration alone */
+	volatile sig_atomic_t *stop; /* set (by a signal handler) to end the plan: the heuristic
+	                              * and GLPK stop within a fraction of a second and atm_opt_plan
+	                              * returns ATM_E_INTERRUPTED (NULL: never) */
 } atm_opt_options;
 
 /* atm_opt_options_default -- the defaults above */
@@ -101,13 +105,14 @@ typedef struct {
 /* atm_opt_plan -- a plan of g under fast_limit_bytes (0: no limit) with formulation f, priced
  * by prof. ILP formulations build a model, seed GLPK with a heuristic plan, solve within
  * o->time_limit_s to o->mip_gap, and fall back to the heuristic plan when GLPK finds nothing
- * better (solver_status says so). The plan is laid out with first fit; when it does not fit the
- * arena for fragmentation, the limit is tightened around the nodes that overflow and the model
- * solved again, each round recorded in rep and in the plan's info. The plan's predicted runtime
+ * better or fails (a model it cannot solve numerically: solver_status says so). The plan is
+ * laid out with first fit; when it does not fit the arena for fragmentation, the limit is
+ * tightened around the nodes that overflow and the model solved again, each round recorded in
+ * rep and in the plan's info. The plan's predicted runtime
  * is atm_opt_check's. Errors: ATM_E_INFEASIBLE when no plan fits (the message names the node
  * and the smallest limit that could work), ATM_E_NOTFOUND for a kernel configuration or move
- * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options.
- * rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
+ * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options,
+ * ATM_E_INTERRUPTED when o->stop was set. rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
 atm_status atm_opt_plan(atm_plan **plan, const atm_graph *g, const atm_profile *prof,
                         int64_t fast_limit_bytes, atm_opt_formulation f, const atm_opt_options *o,
                         atm_opt_report *rep);

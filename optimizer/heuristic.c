@@ -552,7 +552,7 @@ static atm_status group_flips(struct heur *h, double deadline)
 		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 	}
 	double cost = opt_solution_cost(m, h->s);
-	for (int32_t k = 0; k < m->n_nodes && atm_now_s() < deadline; k++) {
+	for (int32_t k = 0; k < m->n_nodes && !opt_past(m, deadline); k++) {
 		const struct nmodel *nm = &m->n[k];
 		for (int u = 0; u < nm->n_free; u++) {
 			const struct unit *un = &nm->units[u];
@@ -631,10 +631,10 @@ static atm_status priced(struct heur *h, double deadline, struct rank *order, in
 	}
 	double g = slow_cost_per_byte(m);
 	h->priced = true;
-	for (int it = 0; it < 40 && atm_now_s() < deadline; it++) {
+	for (int it = 0; it < 40 && !opt_past(m, deadline); it++) {
 		for (int32_t s = 0; s < m->n_slots; s++)
 			h->pre[s + 1] = h->pre[s] + lambda[s];
-		for (int32_t i = 0; i < n_order && atm_now_s() < deadline; i++)
+		for (int32_t i = 0; i < n_order && !opt_past(m, deadline); i++)
 			improve(h, order[i].x, -1);
 		bool over = false;
 		double step = g / (2 + it / 2.0);
@@ -826,12 +826,12 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 	}
 	double cost = opt_solution_cost(m, s);
 	for (int round = 0; round < 8; round++) {
-		for (int32_t i = 0; i < n_order && atm_now_s() < deadline; i++)
+		for (int32_t i = 0; i < n_order && !opt_past(m, deadline); i++)
 			improve(&h, order[i].x, -1);
 		if ((rc = group_flips(&h, deadline)) < 0)
 			goto done;
 		double now = opt_solution_cost(m, s);
-		if (!(now < cost - 1e-9 * cost) || atm_now_s() >= deadline)
+		if (!(now < cost - 1e-9 * cost) || opt_past(m, deadline))
 			break;
 		cost = now;
 	}

@@ -1,6 +1,7 @@
 /* ilp.c -- the placement model as a GLPK mixed-integer program: columns, rows, seeded branch and cut */
 #include <float.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 /* Objective in microseconds and memory in KiB keep the coefficients within a few orders of
  * magnitude of 1, which GLPK's tolerances assume. */
 #define US 1e6
+/* How often GLPK reports its progress (milliseconds): the terminal hook that hears it is where
+ * a Ctrl-C ends a long simplex */
+#define GLPK_OUT_MS 100
 /* binary columns above which branch and cut runs without Gomory and clique cuts */
 #define LARGE_MODEL_BINARIES 20000
 #define KIB (1.0 / 1024.0)
@@ -462,13 +466,18 @@ struct cb {
 	const double *seed;
 	bool seeded;
 	double gap, bound;
+	volatile sig_atomic_t *stop;
 };
 
-/* callback -- hand GLPK the heuristic's placement once, and follow the gap */
+/* callback -- hand GLPK the heuristic's placement once, follow the gap, stop on Ctrl-C */
 static void callback(glp_tree *tree, void *info)
 {
 	struct cb *c = info;
 	int reason = glp_ios_reason(tree);
+	if (c->stop && *c->stop) {
+		glp_ios_terminate(tree);
+		return;
+	}
 	if (reason == GLP_IHEUR && c->seed && !c->seeded) {
 		c->seeded = true;
 		glp_ios_heur_sol(tree, c->seed);
@@ -516,7 +525,9 @@ static atm_status decode(const struct model *m, glp_prob *lp, struct solution *s
  * share of the plan's time limit it may take. */
 struct solve {
 	const struct model *m;
-	glp_prob *lp;
+	glp_prob *lp;       /* NULL once GLPK has been abandoned (see guarded) */
+	jmp_buf escape;     /* where GLPK's hooks jump to */
+	bool interrupted;   /* the terminal hook jumped: Ctrl-C */
 	int m0;             /* the first memory row */
 	double *seed;       /* the heuristic's placement as GLPK's columns */
 	double seed_obj;    /* and its cost */
@@ -568,6 +579,55 @@ static int time_left_ms(const struct solve *v)
 	return (int)((left > 0.05 ? left : 0.05) * 1000);
 }
 
+/* on_glpk_error -- GLPK's assertions (a model it cannot solve numerically) would abort the
+ * process: jump back to guarded instead */
+static void on_glpk_error(void *info)
+{
+	struct solve *v = info;
+	longjmp(v->escape, 1);
+}
+
+/* on_glpk_output -- every line GLPK prints (the simplex reports every GLPK_OUT_MS): jump back
+ * to guarded on Ctrl-C, else pass it to stderr when the user asked for GLPK's output (stdout
+ * is the command's: plan --json) */
+static int on_glpk_output(void *info, const char *s)
+{
+	struct solve *v = info;
+	if (v->m->o.stop && *v->m->o.stop) {
+		v->interrupted = true;
+		longjmp(v->escape, 1);
+	}
+	if (v->m->o.verbosity)
+		fputs(s, stderr);
+	return 1; /* GLPK itself prints nothing */
+}
+
+/* guarded -- step(v) with GLPK's hooks set. GLPK cannot be returned to from a hook, so when
+ * one jumps, everything GLPK holds is freed (glp_free_env, as its error hook's documentation
+ * asks), v->lp is gone, and the round goes on from the heuristic's plan: ATM_E_INTERRUPTED
+ * on Ctrl-C, else ATM_OK with r's status saying the solver failed. */
+static atm_status guarded(struct solve *v, atm_status (*step)(struct solve *v, void *arg),
+                          void *arg)
+{
+	glp_error_hook(on_glpk_error, v);
+	glp_term_hook(on_glpk_output, v);
+	glp_term_out(GLP_ON);
+	if (setjmp(v->escape)) {
+		glp_free_env();
+		v->lp = NULL;
+		if (v->interrupted)
+			return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
+		snprintf(v->r->status, sizeof v->r->status, "heuristic (solver failed)");
+		if (v->m->o.verbosity)
+			fprintf(stderr, "optimizer: GLPK failed on this model; the heuristic's plan stands\n");
+		return ATM_OK;
+	}
+	atm_status rc = step(v, arg);
+	glp_term_hook(NULL, NULL);
+	glp_error_hook(NULL, NULL);
+	return rc;
+}
+
 /* set_proved -- the seed is proved within the gap (optimal at 0): r's gap and status */
 static void set_proved(struct ilp_result *r, double gap)
 {
@@ -587,6 +647,8 @@ static atm_status root_lp(struct solve *v, double *bound, bool *stop)
 	*stop = false;
 	glp_init_smcp(&sp);
 	sp.msg_lev = v->msg;
+	sp.out_frq = GLPK_OUT_MS;
+	sp.out_dly = 0;
 	sp.meth = GLP_DUALP;
 	sp.presolve = m->o.no_seed ? GLP_OFF : GLP_ON;
 	sp.tm_lim = time_left_ms(v);
@@ -603,14 +665,17 @@ static atm_status root_lp(struct solve *v, double *bound, bool *stop)
 		fprintf(stderr, "optimizer: model %d columns (%d binary), %d rows, %lld nonzeros built "
 		        "in %.2f s; root LP %.2f s\n", r->n_columns, r->n_binaries, r->n_rows,
 		        (long long)r->n_nonzeros, r->creation_s, atm_now_s() - t_lp);
-	if (ret == GLP_ETMLIM || (ret == 0 && glp_get_status(v->lp) != GLP_OPT && !m->o.no_seed)) {
+	/* a relaxation GLPK cannot solve (its presolver calls a model with extreme times
+	 * infeasible, a basis goes singular): the heuristic's plan stands */
+	if (ret || (glp_get_status(v->lp) != GLP_OPT && !m->o.no_seed)) {
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (lp time)" :
 		         "heuristic (lp failed)");
+		if (m->o.verbosity && ret && ret != GLP_ETMLIM)
+			fprintf(stderr, "optimizer: GLPK could not solve the root relaxation (code %d); "
+			        "the heuristic's plan stands\n", ret);
 		*stop = true;
 		return ATM_OK;
 	}
-	if (ret)
-		return atm_err(ATM_E_INTERNAL, "GLPK could not solve the root relaxation (code %d)", ret);
 	if (m->o.no_seed)
 		return ATM_OK;
 	*bound = glp_get_obj_val(v->lp);
@@ -650,22 +715,27 @@ static atm_status branch_and_cut(struct solve *v, struct cb *cb, struct solution
 	ip.clq_cuts = large ? GLP_OFF : GLP_ON;
 	ip.mip_gap = m->o.mip_gap;
 	ip.tm_lim = time_left_ms(v);
+	ip.out_frq = GLPK_OUT_MS;
+	ip.out_dly = 0;
 	ip.cb_func = callback;
 	ip.cb_info = cb;
 	cb->seed = m->o.no_seed ? NULL : v->seed;
+	cb->stop = m->o.stop;
 	double t_bb = atm_now_s();
 	int ret = glp_intopt(v->lp, &ip);
 	if (m->o.verbosity)
 		fprintf(stderr, "optimizer: branch and cut %.2f s (GLPK code %d)\n", atm_now_s() - t_bb, ret);
+	if (ret == GLP_ESTOP && m->o.stop && *m->o.stop)
+		return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
 	int st = glp_mip_status(v->lp);
 	if (cb->bound > -DBL_MAX / 2 && cb->bound / US > r->bound_s)
 		r->bound_s = cb->bound / US;
 	if (st != GLP_OPT && st != GLP_FEAS) {
+		/* GLPK calling the seeded model infeasible is GLPK's numerics failing, since the
+		 * heuristic's placement satisfies every row: that plan stands */
 		snprintf(r->status, sizeof r->status, ret == GLP_ETMLIM ? "heuristic (time limit)" :
+		         st == GLP_NOFEAS && !m->o.no_seed ? "heuristic (solver failed)" :
 		         st == GLP_NOFEAS ? "heuristic (no solution)" : "heuristic");
-		if (st == GLP_NOFEAS && !m->o.no_seed)
-			return atm_err(ATM_E_INTERNAL, "GLPK calls the model infeasible, yet the heuristic "
-			               "placement satisfies it");
 		return ATM_OK;
 	}
 	if ((rc = opt_solution_new(m, &got)) < 0 || (rc = decode(m, v->lp, &got)) < 0) {
@@ -697,6 +767,25 @@ static atm_status branch_and_cut(struct solve *v, struct cb *cb, struct solution
 	return ATM_OK;
 }
 
+/* What GLPK is given to do under guarded: the root relaxation, then branch and cut. */
+struct glpk_work {
+	struct cb *cb;
+	struct solution *s;
+};
+
+/* solve_glpk -- scale, the root relaxation and, unless it settles the round, branch and cut
+ * (arg: a glpk_work) */
+static atm_status solve_glpk(struct solve *v, void *arg)
+{
+	struct glpk_work *w = arg;
+	bool stop = false;
+	atm_status rc;
+	glp_scale_prob(v->lp, GLP_SF_AUTO);
+	if ((rc = root_lp(v, &w->cb->bound, &stop)) < 0 || stop)
+		return rc;
+	return branch_and_cut(v, w->cb, w->s);
+}
+
 /* search -- from the seed to the solve's result: nothing to do, the seed proved within the gap
  * of the kernels' floor or of the root relaxation, or branch and cut */
 static atm_status search(struct solve *v, struct solution *s)
@@ -704,7 +793,6 @@ static atm_status search(struct solve *v, struct solution *s)
 	const struct model *m = v->m;
 	struct ilp_result *r = v->r;
 	struct cb cb = {.gap = -1, .bound = -DBL_MAX};
-	bool stop = false;
 	atm_status rc;
 	if (!(v->seed = seed_vector(m, s, v->lp, v->m0)))
 		return atm_err(ATM_E_NOMEM, "out of memory seeding the solver");
@@ -727,11 +815,11 @@ static atm_status search(struct solve *v, struct solution *s)
 	 * one; keep some of the budget back for that, for polishing, and for the defragmentation
 	 * rounds that may follow (each builds, repairs and lays out the plan again) */
 	v->reserve = m->o.time_limit_s * 0.15 < 10 ? m->o.time_limit_s * 0.15 : 10;
-	v->msg = m->o.verbosity >= 2 ? GLP_MSG_ALL : m->o.verbosity == 1 ? GLP_MSG_ON : GLP_MSG_OFF;
-	glp_scale_prob(v->lp, GLP_SF_AUTO);
-	if ((rc = root_lp(v, &cb.bound, &stop)) < 0 || stop)
-		return rc;
-	return branch_and_cut(v, &cb, s);
+	/* progress messages at least: they are what calls the terminal hook during a long simplex
+	 * (which prints them only when asked) */
+	v->msg = m->o.verbosity >= 2 ? GLP_MSG_ALL : GLP_MSG_ON;
+	struct glpk_work w = {.cb = &cb, .s = s};
+	return guarded(v, solve_glpk, &w);
 }
 
 /* price -- the round's plan, polished, priced by GLPK's own rows and objective: it must
@@ -746,7 +834,7 @@ static atm_status price(struct solve *v, struct solution *s)
 		double fin = opt_solution_cost(v->m, s);
 		r->gap = fin > r->bound_s ? (fin - r->bound_s) / fin : 0;
 	}
-	if (rc == ATM_OK && r->n_columns) {
+	if (rc == ATM_OK && r->n_columns && v->lp) {
 		double *x = seed_vector(v->m, s, v->lp, v->m0);
 		if (!x)
 			rc = atm_err(ATM_E_NOMEM, "out of memory pricing the plan");
@@ -767,7 +855,8 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 	r->gap = -1;
 	r->bound_s = -1;
 	r->ilp_objective_s = -1;
-	/* GLPK writes to the terminal unless told not to (restored below) */
+	/* GLPK writes to the terminal unless told not to (restored below); while it solves, its
+	 * output goes through guarded's hook instead */
 	int term = glp_term_out(m->o.verbosity ? GLP_ON : GLP_OFF);
 	if ((rc = build_lp(&v)) == ATM_OK) {
 		r->creation_s = atm_now_s() - t0;
@@ -777,7 +866,8 @@ atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_sta
 		r->solve_s = atm_now_s() - t0;
 	}
 	free(v.seed);
-	glp_delete_prob(v.lp);
+	if (v.lp)
+		glp_delete_prob(v.lp);
 	glp_term_out(term);
 	return rc;
 }

@@ -140,6 +140,9 @@ bool opt_present_in_gate(int edge);
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
 
 /* heuristic.c */
+/* opt_past -- the deadline (atm_now_s's clock) has passed, or the plan was interrupted: what
+ * the heuristic's loops ask before each step */
+bool opt_past(const struct model *m, double deadline);
 /* opt_heuristic -- a feasible placement in budget_s: Lagrangian pricing, then per-tensor
  * shortest paths under the limits (warm: start from s as it is, repaired) */
 atm_status opt_heuristic(const struct model *m, struct solution *s, double budget_s, bool warm);

@@ -463,6 +463,19 @@ static atm_status defrag_finish(struct defrag *d)
 	return ATM_OK;
 }
 
+bool opt_past(const struct model *m, double deadline)
+{
+	return (m->o.stop && *m->o.stop) || atm_now_s() >= deadline;
+}
+
+/* interrupted -- ATM_E_INTERRUPTED when the plan's stop flag is set */
+static atm_status interrupted(const struct defrag *d, int round)
+{
+	if (!d->o.stop || !*d->o.stop)
+		return ATM_OK;
+	return atm_err(ATM_E_INTERRUPTED, "planning interrupted in round %d", round + 1);
+}
+
 /* defrag -- rounds until a plan fits the arena, or the rounds run out */
 static atm_status defrag(struct defrag *d)
 {
@@ -478,7 +491,8 @@ static atm_status defrag(struct defrag *d)
 	d->t_plan = atm_now_s();
 	d->best_bound = -1;
 	for (int round = 0; round < d->o.max_rounds && !fits; round++)
-		if ((rc = defrag_round(d, round, &fits)) < 0)
+		if ((rc = interrupted(d, round)) < 0 || (rc = defrag_round(d, round, &fits)) < 0 ||
+		    (rc = interrupted(d, round)) < 0)
 			return rc;
 	if (!fits) {
 		int32_t k = d->ov[0].slot > 0 ? (d->ov[0].slot - 1) / 2 : 0;

@@ -9,7 +9,7 @@
  *     atm_profile_machine m;
  *     if (atm_prof_new(&pr, g, &o) < 0) ...;          // opens the tiers; runs nothing yet
  *     atm_prof_get_machine(pr, &m);                   // what the timings will be comparable with
- *     if (atm_prof_cache_open(&p, "profiles.json", &m, false) < 0) ...;  // checked before any work
+ *     if (atm_prof_cache_open(&p, "profiles.json", &m, false) < 0) ...;  // read and checked whole
  *     if (atm_prof_run(pr, p, &r) < 0) ...;           // measures what p lacks, saves in batches
  *     printf("%lld configurations, %lld measured\n", (long long)r.n_configs,
  *            (long long)r.n_configs_measured);
@@ -71,7 +71,8 @@ void atm_prof_destroy(atm_prof *pr);
 void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m);
 /* atm_prof_run -- everything of g that p lacks, measured or estimated into p,
  * saved in batches and at the end. p's machine must be atm_prof_get_machine's.
- * ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
+ * When there is something to measure (or to save), p's file must take a write first: ATM_E_IO
+ * then, before any measuring. ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
  * another failure also saves what was measured before it. r says what was
  * done, after a failure too: its counts are what the cache gained. */
 atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r);
@@ -88,8 +89,9 @@ atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r);
  * first save; NULL: a profile in memory only, as atm_profile_new). A corrupt cache is
  * ATM_E_INPUT naming the file and where it broke, and is never overwritten; with rebuild the
  * file's entries of this machine (or the whole file, when it is corrupt) are dropped on
- * purpose at the first save. A path whose folder takes no new file is ATM_E_IO now, not after
- * hours of profiling. */
+ * purpose at the first save. Nothing is written, nor checked writable: a complete cache on
+ * read-only storage is used as it is (atm_prof_run asks whether the file can be written
+ * before it measures anything, not after hours of profiling). */
 atm_status atm_prof_cache_open(atm_profile **p, const char *path, const atm_profile_machine *m,
                                bool rebuild);
 /* atm_prof_cache_save -- merge the entries put since the last save into p's file atomically

@@ -29,8 +29,9 @@ atm_status atm_prof_cache_open(atm_profile **out, const char *path, const atm_pr
 		return rc;
 	if (!path)
 		goto done;
-	/* the folder must take the temporary file of every save: find out now */
-	if ((rc = atm_check_writable(path)) < 0 || (rc = read_text(path, &text, &len)) < 0)
+	/* whether the folder takes the file of a save is asked when there is something to save
+	 * (atm_prof_run, before it measures): a complete cache on read-only storage is used as is */
+	if ((rc = read_text(path, &text, &len)) < 0)
 		goto fail;
 	if ((rc = atm_profile_read_cache(p, text, len, rebuild)) < 0) {
 		if (rc == ATM_E_INPUT)

@@ -134,7 +134,7 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
 	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
-	                      .reps = pr->o.reps, .seed = pr->o.seed};
+	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
 	if ((rc = atm_kbench_new(&pr->kb, g, &ko)) < 0)
 		goto fail;
 	atm_kbench_machine(pr->kb, &pr->m);
@@ -353,6 +353,10 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		st.n_unique_done += st.left[u] == 0;
 	/* a node's configurations one after another: its kernel is built once */
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
+	/* what is measured must have somewhere to go: find out before measuring for hours */
+	if ((st.n_todo || need_moves || atm_profile_unsaved(p)) && atm_profile_path(p) &&
+	    (rc = atm_check_writable(atm_profile_path(p))) < 0)
+		goto done;
 	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
 		goto done;
 	st.t_measure = st.last_save = st.last_draw = atm_now_s();
@@ -398,10 +402,12 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	{
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
+		/* say "saved" only of a save that wrote something */
+		bool to_save = atm_profile_unsaved(p) && atm_profile_path(p);
 		atm_status src = atm_prof_cache_save(p);
 		if (rc >= 0)
 			rc = src;
-		else if (src >= 0 && atm_profile_path(p))
+		else if (src >= 0 && to_save && st.n_done > 0)
 			atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
 			        (long long)st.n_done, atm_profile_path(p));
 		else

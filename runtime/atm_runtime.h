@@ -138,6 +138,7 @@ typedef struct {
 	atm_gpu_opts gpu;     /* as atm_exec_opts.gpu */
 	int reps;             /* timed runs after one warm-up; 0: 5 */
 	uint64_t seed;
+	volatile sig_atomic_t *stop; /* set (by a signal handler): emulation waits end early */
 } atm_kbench_opts;
 
 typedef struct atm_kbench atm_kbench;

@@ -114,6 +114,7 @@ typedef struct {
 	atm_tier_opts tiers;  /* cpu: which memories are fast and slow */
 	const char *emulate;  /* cpu: NULL, a preset or a tier spec */
 	atm_gpu_opts gpu;     /* gpu.mode NULL: the CPU */
+	volatile sig_atomic_t *stop; /* set (by a signal handler): emulated waits end early */
 } atm_backend_opts;
 
 /* atm_backend_open -- the backend o names, its memories open (no arena

@@ -548,6 +548,7 @@ atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 		    (rc = atm_emu_new(&c->emu, &spec, c->topo, c->sim ? 0 : spec.fast_gbps)) < 0 ||
 		    (!c->sim && (rc = atm_tier_set_emulation(c->slow, &spec)) < 0))
 			goto fail;
+		atm_emu_set_stop(c->emu, o->stop);
 	}
 	if ((rc = atm_cpu_new(&c->cpu)) < 0 || (rc = mover_start(c)) < 0)
 		goto fail;

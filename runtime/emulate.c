@@ -1,5 +1,4 @@
 /* emulate.c -- make a slow tier that is really DRAM behave like Optane, CXL or a far socket */
-#include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -84,6 +83,7 @@ struct atm_emu {
 	double fast_gbps;
 	const char *fast_source;
 	_Atomic int64_t waited_ns; /* the mover thread and the executor both wait */
+	volatile sig_atomic_t *stop;
 };
 
 /* atm_emu_preset -- copy a preset */
@@ -128,9 +128,9 @@ static void field_near(const char *text, size_t len, size_t pos, char *field, si
 	}
 }
 
-/* get_number -- a required field in (0, max] */
+/* get_number -- a required field in [min, max] (min 0: above 0) */
 static atm_status get_number(json_t *root, const char *origin, const char *key, const char *unit,
-                             double max, double *out)
+                             double min, double max, double *out)
 {
 	json_t *v = json_object_get(root, key);
 	if (!v)
@@ -141,6 +141,9 @@ static atm_status get_number(json_t *root, const char *origin, const char *key, 
 	double x = json_number_value(v);
 	if (!isfinite(x) || x <= 0)
 		return atm_err(ATM_E_INPUT, "%s: field '%s' must be above 0 %s, not %g", origin, key, unit, x);
+	if (x < min)
+		return atm_err(ATM_E_INPUT, "%s: field '%s' = %g %s is not a memory (at least %g)", origin,
+		               key, x, unit, min);
 	if (x > max)
 		return atm_err(ATM_E_INPUT, "%s: field '%s' = %g %s is not a memory (at most %g)", origin,
 		               key, x, unit, max);
@@ -210,13 +213,17 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 		goto fail;
 	}
 	if ((rc = get_text(root, origin, "name", true, s.name, sizeof s.name)) < 0 ||
-	    (rc = get_number(root, origin, "read_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.read_gbps)) < 0 ||
-	    (rc = get_number(root, origin, "write_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.write_gbps)) < 0 ||
-	    (rc = get_number(root, origin, "latency_ns", "ns", ATM_EMU_MAX_LATENCY_NS, &s.latency_ns)) < 0 ||
+	    (rc = get_number(root, origin, "read_gbps", "GB/s", ATM_EMU_MIN_GBPS, ATM_EMU_MAX_GBPS,
+	                     &s.read_gbps)) < 0 ||
+	    (rc = get_number(root, origin, "write_gbps", "GB/s", ATM_EMU_MIN_GBPS, ATM_EMU_MAX_GBPS,
+	                     &s.write_gbps)) < 0 ||
+	    (rc = get_number(root, origin, "latency_ns", "ns", 0, ATM_EMU_MAX_LATENCY_NS,
+	                     &s.latency_ns)) < 0 ||
 	    (rc = get_text(root, origin, "source", false, s.source, sizeof s.source)) < 0)
 		goto fail;
 	if (json_object_get(root, "fast_gbps") &&
-	    (rc = get_number(root, origin, "fast_gbps", "GB/s", ATM_EMU_MAX_GBPS, &s.fast_gbps)) < 0)
+	    (rc = get_number(root, origin, "fast_gbps", "GB/s", ATM_EMU_MIN_GBPS, ATM_EMU_MAX_GBPS,
+	                     &s.fast_gbps)) < 0)
 		goto fail;
 	if (!s.fast_gbps)
 		s.fast_gbps = ATM_EMU_REFERENCE_FAST_GBPS;
@@ -251,6 +258,18 @@ atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out)
 	if (strchr(tierspec, '/') || (n > 5 && strcmp(tierspec + n - 5, ".json") == 0))
 		return atm_emu_spec_load(tierspec, out);
 	return atm_emu_preset(tierspec, out);
+}
+
+/* atm_emu_spec_warning -- the slow tier no slower than the fast one: emulation adds nothing */
+bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len)
+{
+	double fast = spec->fast_gbps > 0 ? spec->fast_gbps : ATM_EMU_REFERENCE_FAST_GBPS;
+	if (spec->read_gbps < fast || spec->write_gbps < fast)
+		return false;
+	snprintf(buf, len, "tier spec '%s': its slow tier (read %g, write %g GB/s) is no slower "
+	         "than its fast tier (%g GB/s), so emulating it adds no time", spec->name,
+	         spec->read_gbps, spec->write_gbps, fast);
+	return true;
 }
 
 /* now_ns -- CLOCK_MONOTONIC in nanoseconds */
@@ -294,10 +313,10 @@ atm_status atm_emu_new(atm_emu **out, const atm_emu_spec *spec, const atm_tier_t
                        double fast_gbps)
 {
 	*out = NULL;
-	if (!(spec->read_gbps > 0) || !(spec->write_gbps > 0) || spec->read_gbps > ATM_EMU_MAX_GBPS ||
-	    spec->write_gbps > ATM_EMU_MAX_GBPS)
-		return atm_err(ATM_E_USAGE, "emulation spec '%s': bandwidths must be in (0, %g] GB/s",
-		               spec->name, ATM_EMU_MAX_GBPS);
+	if (!(spec->read_gbps >= ATM_EMU_MIN_GBPS) || !(spec->write_gbps >= ATM_EMU_MIN_GBPS) ||
+	    !(spec->read_gbps <= ATM_EMU_MAX_GBPS) || !(spec->write_gbps <= ATM_EMU_MAX_GBPS))
+		return atm_err(ATM_E_USAGE, "emulation spec '%s': bandwidths must be from %g to %g GB/s",
+		               spec->name, ATM_EMU_MIN_GBPS, ATM_EMU_MAX_GBPS);
 	if (!(fast_gbps >= 0) || fast_gbps > ATM_EMU_MAX_GBPS)
 		return atm_err(ATM_E_USAGE, "fast-tier bandwidth %g GB/s is out of range", fast_gbps);
 	atm_emu *e = calloc(1, sizeof *e);
@@ -327,6 +346,12 @@ void atm_emu_destroy(atm_emu *e)
 	free(e);
 }
 
+/* atm_emu_set_stop -- the flag that ends waits early */
+void atm_emu_set_stop(atm_emu *e, volatile sig_atomic_t *stop)
+{
+	e->stop = stop;
+}
+
 /* atm_emu_get_spec -- the spec it emulates */
 const atm_emu_spec *atm_emu_get_spec(const atm_emu *e)
 {
@@ -354,7 +379,14 @@ double atm_emu_extra_s(const atm_emu *e, int64_t read_bytes, int64_t written_byt
 	double w = written_bytes > 0 ? (double)written_bytes : 0;
 	double slow = r / (e->spec.read_gbps * 1e9) + w / (e->spec.write_gbps * 1e9);
 	double fast = (r + w) / (e->fast_gbps * 1e9);
-	return slow > fast ? slow - fast : 0;
+	double extra = slow > fast ? slow - fast : 0;
+	return extra < ATM_EMU_MAX_WAIT_S ? extra : ATM_EMU_MAX_WAIT_S;
+}
+
+/* stopped -- the wait's stop flag is set */
+static bool stopped(const atm_emu *e)
+{
+	return e->stop && *e->stop;
 }
 
 /* atm_emu_wait -- block for the extra time: sleep most of it, spin the end */
@@ -368,20 +400,25 @@ atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, d
 	double extra = atm_emu_extra_s(e, read_bytes, written_bytes);
 	if (extra <= 0)
 		return ATM_OK;
-	/* whole nanoseconds, rounded up, so the wait is never shorter than asked */
+	/* whole nanoseconds, rounded up, so the wait is never shorter than asked; extra is at
+	 * most ATM_EMU_MAX_WAIT_S, which a 64-bit count of nanoseconds holds */
+	const int64_t slice = (int64_t)(ATM_EMU_WAIT_SLICE_S * 1e9);
 	int64_t start = now_ns(), deadline = start + (int64_t)ceil(extra * 1e9), t;
-	if (deadline - start > SPIN_NS) {
-		int64_t wake = deadline - SPIN_NS;
+	/* absolute times, so a signal's EINTR sleeps the rest of the slice after a look at the
+	 * stop flag; slices so that a flag set by another thread's signal is seen too */
+	while (!stopped(e) && deadline - (t = now_ns()) > SPIN_NS) {
+		int64_t wake = deadline - SPIN_NS < t + slice ? deadline - SPIN_NS : t + slice;
 		struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
-		/* absolute time, so a signal's EINTR just sleeps the rest */
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	while ((t = now_ns()) < deadline)
+	while ((t = now_ns()) < deadline && !stopped(e))
 		;
 	atomic_fetch_add(&e->waited_ns, t - start);
 	if (waited_s)
 		*waited_s = (double)(t - start) * 1e-9;
+	if (t < deadline)
+		return atm_err(ATM_E_INTERRUPTED, "interrupted in an emulated wait (%.3f s of %.3f s)",
+		               (double)(t - start) * 1e-9, extra);
 	return ATM_OK;
 }
 

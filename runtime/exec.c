@@ -271,7 +271,8 @@ static atm_status open_memory(atm_exec *e)
 	/* a GPU's arena is what the step's layout uses: the limit may be the whole device,
 	 * part of which the CUDA context and the libraries take once they start */
 	int64_t arena = limit && !e->opts.gpu.mode ? limit : st->fast_arena_bytes;
-	atm_backend_opts bo = {.tiers = e->opts.tiers, .emulate = e->opts.emulate, .gpu = e->opts.gpu};
+	atm_backend_opts bo = {.tiers = e->opts.tiers, .emulate = e->opts.emulate, .gpu = e->opts.gpu,
+	                       .stop = e->opts.stop};
 	atm_status rc;
 	if ((rc = atm_backend_open(&e->b, &bo)) < 0)
 		return rc;

@@ -74,7 +74,8 @@ atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench
 		goto fail;
 	}
 	/* the same backend, memories and emulation as the executor's */
-	atm_backend_opts bo = {.tiers = kb->o.tiers, .emulate = kb->o.emulate, .gpu = kb->o.gpu};
+	atm_backend_opts bo = {.tiers = kb->o.tiers, .emulate = kb->o.emulate, .gpu = kb->o.gpu,
+	                       .stop = kb->o.stop};
 	if ((rc = atm_backend_open(&kb->b, &bo)) < 0 || (rc = kb->b->iface->reserve(kb->b, 0, 2)) < 0)
 		goto fail;
 	kb->b->iface->describe(kb->b, &kb->desc);

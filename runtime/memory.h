@@ -39,6 +39,7 @@
 #ifndef ATM_RUNTIME_MEMORY_H
 #define ATM_RUNTIME_MEMORY_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -241,6 +242,7 @@ typedef struct atm_emu_spec {
 } atm_emu_spec;
 
 /* Reasonable bounds for a tier spec: beyond them it is a typo, not a memory. */
+#define ATM_EMU_MIN_GBPS 0.001    /* 1 MB/s: slower than that is not memory but storage */
 #define ATM_EMU_MAX_GBPS 10000.0  /* 10 TB/s: above any memory made so far */
 #define ATM_EMU_MAX_LATENCY_NS 1e6 /* 1 ms: slower than that is storage */
 /* The DRAM of a 2-socket Cascade Lake socket (six channels of DDR4-2666/2933):
@@ -261,6 +263,9 @@ atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out);
 /* atm_emu_spec_resolve -- a preset name, or a path to a JSON tier spec (it
  * contains a '/' or ends in ".json") */
 atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out);
+/* atm_emu_spec_warning -- when spec's slow tier is no slower than its fast one (reads and
+ * writes at least fast_gbps), so that emulating it adds no time: true, and why in buf */
+bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len);
 
 /* Waits for the time slow bytes would take beyond what they take at the fast
  * tier's bandwidth. Safe to use from several threads at once. */
@@ -272,6 +277,9 @@ typedef struct atm_emu atm_emu;
 atm_status atm_emu_new(atm_emu **e, const atm_emu_spec *spec, const atm_tier_topo *topo,
                        double fast_gbps);
 void atm_emu_destroy(atm_emu *e);
+/* atm_emu_set_stop -- a flag (set by a signal handler) that ends every wait early with
+ * ATM_E_INTERRUPTED; NULL: waits run their course */
+void atm_emu_set_stop(atm_emu *e, volatile sig_atomic_t *stop);
 
 const atm_emu_spec *atm_emu_get_spec(const atm_emu *e);
 double atm_emu_fast_gbps(const atm_emu *e);
@@ -280,10 +288,14 @@ const char *atm_emu_fast_source(const atm_emu *e);
 /* atm_emu_extra_s -- seconds read_bytes and written_bytes of slow memory take
  * beyond the same bytes at the fast bandwidth; never negative */
 double atm_emu_extra_s(const atm_emu *e, int64_t read_bytes, int64_t written_bytes);
-/* atm_emu_wait -- wait atm_emu_extra_s (nanosleep, then a spin on
- * CLOCK_MONOTONIC for the last stretch); waited_s (may be NULL) gets the time
- * really waited */
+/* atm_emu_wait -- wait atm_emu_extra_s (sleeps of at most ATM_EMU_WAIT_SLICE_S, then a
+ * spin on CLOCK_MONOTONIC for the last stretch), ended early with ATM_E_INTERRUPTED when
+ * the stop flag is set; waited_s (may be NULL) gets the time really waited */
 atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, double *waited_s);
+/* A wait checks its stop flag this often (seconds), and lasts at most ATM_EMU_MAX_WAIT_S (a
+ * year: what any byte count at the slowest spec takes fits a 64-bit count of nanoseconds). */
+#define ATM_EMU_WAIT_SLICE_S 0.05
+#define ATM_EMU_MAX_WAIT_S (365.0 * 86400)
 /* atm_emu_total_waited_s -- everything waited so far, to report emulation overhead */
 double atm_emu_total_waited_s(const atm_emu *e);
 

@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
-# fuzz.sh -- fuzz the graph JSON loader for a bounded time: scripts/fuzz.sh [SECONDS] (default 60)
+# fuzz.sh -- fuzz every loader for a bounded time: scripts/fuzz.sh [SECONDS] [TARGET...]
 #
-# Builds fuzz/fuzz_graph with clang in build-fuzz/ (ATM_FUZZ=ON; installs clang and
-# libFuzzer through apt when they are missing), runs it on a copy of fuzz/corpus
-# with the format's dictionary, and leaves what it found under fuzz/artifacts/:
-#   crashes/     inputs that crashed, leaked, hung or broke the round trip;
-#                reproduce one with: build-fuzz/fuzz/fuzz_graph FILE
+# Targets (fuzz/fuzz_TARGET.c, seeds in fuzz/corpus/TARGET, dictionary fuzz/TARGET.dict):
+#   graph     graph JSON files (--graph)          plan      plan files (--placement FILE)
+#   profile   profile caches (--cache)            tierspec  tier specs (--emulate FILE)
+#   results   results files --append reads
+# Each named target (default: all) runs SECONDS (default 60) one after another. Builds them with
+# clang in build-fuzz/ (ATM_FUZZ=ON; installs clang and libFuzzer through apt when they are
+# missing) and leaves what they found under fuzz/artifacts/TARGET/:
+#   crashes/     inputs that crashed, leaked, hung or broke a loader's promise;
+#                reproduce one with: build-fuzz/fuzz/fuzz_TARGET FILE
 #   new-corpus/  inputs that reach code the seeds do not; copy the useful ones into
-#                fuzz/corpus (keep it under 100 files) so the test suite replays them
-# Environment: ATM_FUZZ_BUILD (build folder, default build-fuzz), ATM_FUZZ_JOBS
-# (parallel fuzzing processes, default 1).
+#                fuzz/corpus/TARGET so that the test suite replays them
+# and prints how many inputs each target ran. Environment: ATM_FUZZ_BUILD (build folder,
+# default build-fuzz), ATM_FUZZ_JOBS (parallel fuzzing processes per target, default 1).
 set -euo pipefail
 
+all_targets=(graph plan profile tierspec results)
 secs=${1:-60}
 case $secs in
 '' | *[!0-9]*)
-	echo "usage: $0 [SECONDS]   (a whole number of seconds, default 60)" >&2
+	echo "usage: $0 [SECONDS] [TARGET...]   (whole seconds per target, default 60;" \
+		"targets: ${all_targets[*]})" >&2
 	exit 2
 	;;
 esac
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+	case " ${all_targets[*]} " in
+	*" $t "*) ;;
+	*)
+		echo "fuzz.sh: unknown target '$t' (valid: ${all_targets[*]})" >&2
+		exit 2
+		;;
+	esac
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${ATM_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${ATM_FUZZ_JOBS:-1}
-art=$root/fuzz/artifacts
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -43,35 +60,45 @@ if ! have_libfuzzer; then
 fi
 
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DATM_FUZZ=ON -DATM_TESTS=OFF \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo >"$tmp/configure.log" || { cat "$tmp/configure.log" >&2; exit 1; }
-cmake --build "$build" --target fuzz_graph -j "$(nproc)"
-fuzzer=$build/fuzz/fuzz_graph
+	-DATM_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$tmp/configure.log" ||
+	{ cat "$tmp/configure.log" >&2; exit 1; }
+cmake --build "$build" --target "${targets[@]/#/fuzz_}" -j "$(nproc)"
 
-mkdir -p "$art/crashes" "$art/new-corpus" "$tmp/work" "$tmp/merged"
-cp "$root"/fuzz/corpus/* "$tmp/work/"
-cp "$root"/fuzz/corpus/* "$tmp/merged/"
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-fork="$jobs" -ignore_crashes=1)
-
-touch "$tmp/start"
-echo "fuzz.sh: fuzzing for ${secs}s ($jobs process(es)); crashes go to $art/crashes/" >&2
-status=0
-"$fuzzer" "$tmp/work" -dict="$root/fuzz/graph.dict" -max_total_time="$secs" -timeout=10 \
-	-rss_limit_mb=4096 -max_len=16384 -artifact_prefix="$art/crashes/" -print_final_stats=1 \
-	"${parallel[@]}" || status=$?
-
-# keep only the inputs that add coverage beyond the seeds
-"$fuzzer" -merge=1 "$tmp/merged" "$tmp/work" >"$tmp/merge.log" 2>&1 || true
-n_new=0
-for f in "$tmp/merged"/*; do
-	if [ ! -e "$root/fuzz/corpus/$(basename "$f")" ]; then
-		cp "$f" "$art/new-corpus/"
-		n_new=$((n_new + 1))
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+	fuzzer=$build/fuzz/fuzz_$t
+	art=$root/fuzz/artifacts/$t
+	work=$tmp/$t/work
+	merged=$tmp/$t/merged
+	mkdir -p "$art/crashes" "$art/new-corpus" "$work" "$merged"
+	cp "$root/fuzz/corpus/$t"/* "$work/"
+	cp "$root/fuzz/corpus/$t"/* "$merged/"
+	touch "$tmp/$t/start"
+	echo "fuzz.sh: fuzzing $t for ${secs}s ($jobs process(es)); crashes go to $art/crashes/" >&2
+	status=0
+	"$fuzzer" "$work" -dict="$root/fuzz/$t.dict" -max_total_time="$secs" -timeout=10 \
+		-rss_limit_mb=4096 -max_len=16384 -artifact_prefix="$art/crashes/" -print_final_stats=1 \
+		"${parallel[@]}" 2>"$tmp/$t/log" || status=$?
+	tail -n 40 "$tmp/$t/log" >&2
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/$t/log" | tail -n 1)
+	# keep only the inputs that add coverage beyond the seeds
+	"$fuzzer" -merge=1 "$merged" "$work" >"$tmp/$t/merge.log" 2>&1 || true
+	n_new=0
+	for f in "$merged"/*; do
+		if [ ! -e "$root/fuzz/corpus/$t/$(basename "$f")" ]; then
+			cp "$f" "$art/new-corpus/"
+			n_new=$((n_new + 1))
+		fi
+	done
+	n_crash=$(find "$art/crashes" -type f -newer "$tmp/$t/start" | wc -l)
+	summary+=("$t: ${execs:-?} inputs in ${secs}s, $n_new new in $art/new-corpus, $n_crash new crash(es)")
+	if [ "$status" -ne 0 ] || [ "$n_crash" -gt 0 ]; then
+		echo "fuzz.sh: $t found a problem (exit $status); see $art/crashes" >&2
+		failed=1
 	fi
 done
-n_crash=$(find "$art/crashes" -type f -newer "$tmp/start" | wc -l)
-echo "fuzz.sh: $n_new new input(s) in $art/new-corpus, $n_crash new file(s) in $art/crashes" >&2
-if [ "$status" -ne 0 ] || [ "$n_crash" -gt 0 ]; then
-	echo "fuzz.sh: the fuzzer found a problem (exit $status); see $art/crashes" >&2
-	exit 1
-fi
+printf 'fuzz.sh: %s\n' "${summary[@]}" >&2
+exit $failed

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -18,10 +19,10 @@
 
 static char cache[600];
 
-/* fill_cache -- this machine's measured-profile section of a cache in the scratch folder,
- * filled with the synthetic times for every configuration of g, so that autotm plan finds
- * everything and profiles nothing */
-static void fill_cache(const atm_graph *g)
+/* fill_cache_at -- this machine's measured-profile section of the cache at path, filled with
+ * the synthetic times for every configuration of g, so that autotm plan finds everything and
+ * profiles nothing; with slow_s > 0 every configuration but all-fast takes slow_s */
+static void fill_cache_at(const atm_graph *g, const char *path, double slow_s)
 {
 	atm_prof *pr = NULL;
 	atm_profile *p = NULL, *syn = NULL;
@@ -29,7 +30,7 @@ static void fill_cache(const atm_graph *g)
 	atm_profile_machine m;
 	assert_int_equal(atm_prof_new(&pr, g, &po), ATM_OK);
 	atm_prof_get_machine(pr, &m);
-	assert_int_equal(atm_prof_cache_open(&p, cache, &m, false), ATM_OK);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
 	assert_int_equal(synth_profile(g, &syn), ATM_OK);
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
 		for (int i = 0; i < atm_node_n_configs(g, k); i++) {
@@ -37,6 +38,8 @@ static void fill_cache(const atm_graph *g)
 			atm_profile_entry e;
 			assert_int_equal(atm_profile_get(syn, g, k, c, &e), ATM_OK);
 			e.estimated = false;
+			if (slow_s > 0 && i > 0)
+				e.min_s = e.median_s = slow_s;
 			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
 		}
 	assert_int_equal(atm_profile_set_moves(p, &(atm_profile_moves){4, 2, false}), ATM_OK);
@@ -44,6 +47,12 @@ static void fill_cache(const atm_graph *g)
 	atm_profile_destroy(syn);
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);
+}
+
+/* fill_cache -- the synthetic times into the scratch folder's cache */
+static void fill_cache(const atm_graph *g)
+{
+	fill_cache_at(g, cache, -1);
 }
 
 static int setup(void **state)
@@ -205,6 +214,132 @@ static void test_plan_cmd_infeasible_limit(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_plan_cmd_refuses_outputs_before_solving -- a plan or results path that cannot take
+ * what plan writes is refused before the plan is made (nothing printed, nothing written): a
+ * folder, an empty name, --append onto a file that is not results */
+static void test_plan_cmd_refuses_outputs_before_solving(void **state)
+{
+	char junk[512], *back = NULL;
+	size_t len = 0;
+	(void)state;
+	const char *plan = "plan --model tiny_mlp --ratio 4:1 --quiet --cache";
+	struct cli_result r = cli_run("%s %s -o %s", plan, cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s %s -o ''", plan, cache);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "empty"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s %s --results %s", plan, cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	snprintf(junk, sizeof junk, "%s/junk.json", cli_tmpdir);
+	assert_int_equal(atm_write_file_atomic(junk, "[1, 2", 5), ATM_OK);
+	r = cli_run("%s %s --results %s --append", plan, cache, junk);
+	assert_int_equal(r.code, 3);
+	assert_non_null(strstr(r.err, "not results JSON"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	assert_int_equal(atm_read_file(junk, &back, &len), ATM_OK);
+	assert_string_equal(back, "[1, 2");
+	free(back);
+}
+
+/* test_plan_cmd_extreme_times -- a cache whose times no sum could hold is refused by name
+ * (not an abort inside GLPK); times at the largest a cache holds plan in every formulation, the
+ * heuristic's plan standing where GLPK cannot solve the model, and the plan file written */
+static void test_plan_cmd_extreme_times(void **state)
+{
+	char huge[600], slow[600], plan[600], *text = NULL;
+	size_t len = 0;
+	atm_graph *g = NULL;
+	(void)state;
+	snprintf(huge, sizeof huge, "%s/huge.json", cli_tmpdir);
+	snprintf(slow, sizeof slow, "%s/slow.json", cli_tmpdir);
+	snprintf(plan, sizeof plan, "%s/extreme-plan.json", cli_tmpdir);
+	assert_int_equal(atm_read_file(cache, &text, &len), ATM_OK);
+	/* every time of the synthetic cache's first entries at 1e308 */
+	for (char *at = text; (at = strstr(at, "_s\": ")) != NULL;) {
+		at += 5;
+		size_t n = strspn(at, "0123456789.e-+");
+		if (n >= 5) {
+			memcpy(at, "1e308", 5);
+			memset(at + 5, ' ', n - 5);
+		}
+	}
+	assert_int_equal(atm_write_file_atomic(huge, text, len), ATM_OK);
+	free(text);
+	cli_expect(3, "must be at most 86400", "plan --model tiny_mlp --ratio 4:1 --cache %s", huge);
+	atm_zoo_opts o = {.batch = 8};
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", &o), ATM_OK);
+	fill_cache_at(g, slow, ATM_PROFILE_MAX_S);
+	atm_graph_destroy(g);
+	static const char *const forms[] = {"static", "synchronous", "asynchronous"};
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --formulation %s "
+		                              "--cache %s -o %s --json --quiet", forms[i], slow, plan);
+		if (r.code != 0)
+			fail_msg("%s: exit %d: %s", forms[i], r.code, r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		assert_non_null(j);
+		double predicted = json_number_value(json_object_get(j, "predicted_runtime_s"));
+		assert_true(predicted > 0 && predicted < 1e12);
+		json_decref(j);
+		cli_release(&r);
+		json_t *p = json_load_file(plan, 0, NULL);
+		assert_non_null(p);
+		assert_true(json_is_number(json_object_get(p, "predicted_runtime_s")));
+		json_decref(p);
+	}
+}
+
+/* test_plan_cmd_interrupt_while_solving -- Ctrl-C in the middle of a long GLPK solve (an exact
+ * asynchronous plan of resnet200 with a 300 s limit, its kernels at the synthetic times, so that
+ * the model is the same on every machine and build) ends it at once with exit 130, claiming no
+ * save of anything and writing no plan; SIGTERM the same */
+static void test_plan_cmd_interrupt_while_solving(void **state)
+{
+	static const int sigs[] = {SIGINT, SIGTERM};
+	char big[600], path[600];
+	atm_zoo_preset_sizes ps;
+	atm_graph *g = NULL;
+	(void)state;
+	snprintf(big, sizeof big, "%s/resnet200.json", cli_tmpdir);
+	assert_int_equal(atm_zoo_preset("resnet200", "small", &ps), ATM_OK);
+	atm_zoo_opts o = {.batch = ps.batch[0], .image = ps.image};
+	assert_int_equal(atm_zoo_build(&g, "resnet200", &o), ATM_OK);
+	fill_cache_at(g, big, -1);
+	atm_graph_destroy(g);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		pid_t pid = cli_spawn("plan --model resnet200 --formulation asynchronous --ratio 8:1 "
+		                      "--mip-gap 0 --time-limit 300 --verbose --cache %s -o %s/never.json",
+		                      big, cli_tmpdir);
+		/* GLPK's progress: the solve is under way */
+		if (!cli_wait_for_text("spawn.err", " obj = ", 300)) {
+			cli_wait_within(pid, 0);
+			fail_msg("the plan never reached GLPK");
+		}
+		kill(pid, sigs[i]);
+		int code = cli_wait_within(pid, 30);
+		char *err = NULL;
+		size_t len = 0;
+		snprintf(path, sizeof path, "%s/spawn.err", cli_tmpdir);
+		assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
+		bool ok = code == 130 && strstr(err, "interrupted") && !strstr(err, "saved");
+		if (!ok)
+			fail_msg("signal %d: exit %d, stderr ends '%s'", sigs[i], code,
+			         len > 400 ? err + len - 400 : err);
+		free(err);
+		snprintf(path, sizeof path, "%s/never.json", cli_tmpdir);
+		assert_int_not_equal(access(path, F_OK), 0);
+	}
+}
+
 /* test_plan_cmd_bad_usage -- exit 2 with a message naming what is wrong */
 static void test_plan_cmd_bad_usage(void **state)
 {
@@ -233,6 +368,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
+		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
+		cmocka_unit_test(test_plan_cmd_extreme_times),
+		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
 		cmocka_unit_test(test_plan_cmd_json_summary),
 		cmocka_unit_test(test_plan_cmd_results_record),
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),

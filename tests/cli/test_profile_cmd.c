@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -141,6 +143,99 @@ static void test_profile_cmd_bad_usage(void **state)
 	cli_release(&r);
 }
 
+/* test_profile_cmd_cache_link_and_mode -- a cache reached through a symbolic link stays a
+ * link when a profile adds to it (its target takes the entries), and a read-only cache keeps
+ * its permissions */
+static void test_profile_cmd_cache_link_and_mode(void **state)
+{
+	char target[512], link[512];
+	struct stat st;
+	(void)state;
+	snprintf(target, sizeof target, "%s/target.json", cli_tmpdir);
+	snprintf(link, sizeof link, "%s/link.json", cli_tmpdir);
+	json_decref(report("--model tiny_mlp --batch 2 --reps 1", "target.json"));
+	assert_int_equal(symlink("target.json", link), 0);
+	assert_int_equal(chmod(target, 0444), 0);
+	json_t *j = report("--model tiny_mlp --batch 3 --reps 1", "link.json");
+	assert_true(num(j, "n_configs_measured") > 0);
+	json_decref(j);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(stat(target, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0444);
+	/* the target holds both batches now */
+	j = report("--model tiny_mlp --batch 3 --reps 1", "target.json");
+	assert_int_equal(num(j, "n_configs_measured"), 0);
+	json_decref(j);
+	j = report("--model tiny_mlp --batch 2 --reps 1", "target.json");
+	assert_int_equal(num(j, "n_configs_measured"), 0);
+	json_decref(j);
+}
+
+/* as_other_user -- autotm ARGS as a user the scratch folder's modes apply to (root runs it as
+ * nobody through setpriv); its exit code, stderr into err; -1 when that cannot be done */
+static int as_other_user(const char *args, char **err)
+{
+	char cmd[4096], path[512];
+	size_t len;
+	const char *as = "";
+	*err = NULL;
+	if (geteuid() == 0) {
+		if (system("command -v setpriv >/dev/null 2>&1") != 0)
+			return -1;
+		as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+	}
+	snprintf(path, sizeof path, "%s/other.err", cli_tmpdir);
+	snprintf(cmd, sizeof cmd, "%s%s %s >/dev/null 2>%s", as, cli_autotm, args, path);
+	int status = system(cmd);
+	assert_int_equal(atm_read_file(path, err, &len), ATM_OK);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* test_profile_cmd_read_only_cache -- a complete cache in a folder its user may not write is
+ * used as it is by profile and plan (nothing to measure, nothing written); one that lacks
+ * kernels is refused before anything is measured */
+static void test_profile_cmd_read_only_cache(void **state)
+{
+	char ro[512], pmem[512], opts[1600], args[2048], *err = NULL;
+	(void)state;
+	snprintf(ro, sizeof ro, "%s/ro", cli_tmpdir);
+	snprintf(pmem, sizeof pmem, "%s/pmem", cli_tmpdir);
+	assert_int_equal(mkdir(ro, 0755), 0);
+	assert_int_equal(mkdir(pmem, 0777), 0);
+	assert_int_equal(chmod(pmem, 0777), 0);
+	snprintf(opts, sizeof opts, "--model tiny_mlp --batch 2 --cache %s/c.json --pmem-dir %s", ro,
+	         pmem);
+	struct cli_result r = cli_run("profile %s --reps 1 --quiet", opts);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	assert_int_equal(chmod(ro, 0555), 0);
+	assert_int_equal(chmod(cli_tmpdir, 0755), 0);
+	snprintf(args, sizeof args, "profile %s --reps 1 --quiet", opts);
+	int code = as_other_user(args, &err);
+	if (code == -1) {
+		assert_int_equal(chmod(cli_tmpdir, 0700), 0);
+		skip(); /* root without setpriv: no user the folder's mode stops */
+	}
+	assert_int_equal(code, 0);
+	free(err);
+	snprintf(args, sizeof args, "plan %s --ratio 4:1 --quiet", opts);
+	code = as_other_user(args, &err);
+	if (code != 0)
+		fail_msg("plan on a read-only cache: exit %d, %s", code, err);
+	free(err);
+	/* another batch has kernels to measure, and nowhere to keep them */
+	snprintf(args, sizeof args, "profile --model tiny_mlp --batch 5 --cache %s/c.json "
+	         "--pmem-dir %s --reps 1 --quiet", ro, pmem);
+	code = as_other_user(args, &err);
+	assert_int_equal(code, 6);
+	assert_non_null(strstr(err, "c.json"));
+	free(err);
+	assert_int_equal(chmod(cli_tmpdir, 0700), 0);
+	assert_int_equal(chmod(ro, 0755), 0);
+}
+
 static void test_profile_cmd_default_cache_location(void **state)
 {
 	(void)state;
@@ -194,6 +289,8 @@ int main(void)
 		cmocka_unit_test(test_profile_cmd_estimate_compared),
 		cmocka_unit_test(test_profile_cmd_corrupt_cache),
 		cmocka_unit_test(test_profile_cmd_bad_usage),
+		cmocka_unit_test(test_profile_cmd_cache_link_and_mode),
+		cmocka_unit_test(test_profile_cmd_read_only_cache),
 		cmocka_unit_test(test_profile_cmd_default_cache_location),
 		cmocka_unit_test(test_profile_cmd_progress_on_terminal),
 	};

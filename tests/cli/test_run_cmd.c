@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,11 +245,25 @@ static void test_run_cmd_faults(void **state)
 	(void)state;
 	char args[1024], plan[512];
 	cli_expect(2, "neither all-fast, all-slow, random", "run --model tiny_mlp --placement sideways");
+	/* a missing plan file is a missing file (6), as a missing --graph is */
+	cli_expect(6, "/nonexistent/plan.json", "run --model tiny_mlp --placement /nonexistent/plan.json");
+	cli_expect(6, "No such file", "run --graph /nonexistent/graph.json");
+	cli_expect(6, "No such file", "run --model tiny_mlp --placement missing-plan.json");
+	/* devices are refused at once, not read to the size limit */
+	cli_expect(3, "/dev/zero: it is a character device", "run --graph /dev/zero");
+	cli_expect(3, "/dev/zero: it is a character device", "run --model tiny_mlp --placement /dev/zero");
 	cli_expect(2, "optane", "run --model tiny_mlp --emulate floppy");
 	cli_expect(5, "node", "run --model tiny_mlp --slow numa:7");
 	cli_expect(6, "/nonexistent/dir", "run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir");
 	cli_expect(2, "--iters '0' is not valid", "run --model tiny_mlp --iters 0");
 	cli_expect(2, "--append needs -o", "run --model tiny_mlp --append");
+	/* --slow-size 0 is the default its help and messages name: no cap */
+	struct cli_result r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --quiet --slow pmem-dir "
+	                              "--slow-size 0");
+	if (r.code != 0)
+		fail_msg("--slow-size 0: exit %d, %s", r.code, r.err);
+	cli_release(&r);
+	cli_expect(2, "--slow-size", "run --model tiny_mlp --slow-size -1");
 	cli_expect(6, "/nonexistent/dir/r.json", "run --model tiny_mlp -o /nonexistent/dir/r.json");
 	/* a plan made for another batch is refused */
 	snprintf(plan, sizeof plan, "%s/plan.json", cli_tmpdir);
@@ -261,6 +277,82 @@ static void test_run_cmd_faults(void **state)
 	assert_int_equal(atm_write_file_atomic(plan, bad_plan, strlen(bad_plan)), ATM_OK);
 	snprintf(args, sizeof args, "run --model tiny_mlp --placement %s", plan);
 	cli_expect(3, "another version of graph 'tiny_mlp'", "%s", args);
+}
+
+/* test_run_cmd_device_outputs -- outputs that are devices are written through, never
+ * replaced by a regular file: -o and --export onto a character device (the null device's
+ * numbers, made with mknod by root; skipped elsewhere); a profile cache that is a device is
+ * refused and left as it is */
+static void test_run_cmd_device_outputs(void **state)
+{
+	char dev[512];
+	struct stat st;
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	snprintf(dev, sizeof dev, "%s/dev-null", cli_tmpdir);
+	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+	struct cli_result r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --quiet -o %s", dev);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	r = cli_run("zoo --model tiny_mlp --export %s", dev);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	cli_expect(3, "is a character device", "profile --model tiny_mlp --batch 2 --reps 1 --quiet "
+	           "--cache %s --rebuild", dev);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_int_equal(unlink(dev), 0);
+}
+
+/* test_run_cmd_refuses_results_before_training -- a results path that cannot take the run
+ * is refused before anything trains (nothing on standard output, where the run's summary goes):
+ * a folder, an empty name, and --append onto a corrupt, truncated, foreign or other-version
+ * file, each left as it was */
+static void test_run_cmd_refuses_results_before_training(void **state)
+{
+	static const struct {
+		const char *name, *text, *msg;
+		int code;
+	} bad[] = {
+		{"corrupt.json", "{\"format\": \"autotm-results\", \"version\": 2, \"runs\": [}",
+		 "not results JSON", 3},
+		{"truncated.json", "{\"format\": \"autotm-results\", \"vers", "not results JSON", 3},
+		{"foreign.json", "{\"name\": \"something else\"}", "is not a results file", 3},
+		{"old.json", "{\"format\": \"autotm-results\", \"version\": 1, \"runs\": []}",
+		 "version 1", 3},
+	};
+	const char *slow = "run --model tiny_mlp --iters 1000000 --quiet";
+	char path[512];
+	(void)state;
+	struct cli_result r = cli_run("%s -o %s", slow, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	r = cli_run("%s -o ''", slow);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "empty"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", cli_tmpdir, bad[i].name);
+		assert_int_equal(atm_write_file_atomic(path, bad[i].text, strlen(bad[i].text)), ATM_OK);
+		r = cli_run("%s -o %s --append", slow, path);
+		if (r.code != bad[i].code || !strstr(r.err, bad[i].msg) || r.out[0])
+			fail_msg("--append onto %s: exit %d, stderr '%s', stdout '%s'", bad[i].name, r.code,
+			         r.err, r.out);
+		cli_release(&r);
+		char *back = NULL;
+		size_t len = 0;
+		assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
+		assert_string_equal(back, bad[i].text);
+		free(back);
+	}
 }
 
 static void test_run_cmd_interrupt_writes_nothing(void **state)
@@ -283,6 +375,49 @@ static void test_run_cmd_interrupt_writes_nothing(void **state)
 	assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
 	assert_non_null(strstr(err, "interrupted"));
 	free(err);
+}
+
+/* test_run_cmd_signal_ends_emulated_wait -- SIGINT or SIGTERM in the middle of an emulated
+ * wait of most of a minute (a 300000-sample batch in a tier of 1 MB/s, the slowest a spec may
+ * be) ends the run, or a profile, at once with exit 130; a spec below that is refused by name,
+ * and one whose slow tier is faster than its fast one is run with a warning */
+static void test_run_cmd_signal_ends_emulated_wait(void **state)
+{
+	static const int sigs[] = {SIGINT, SIGTERM};
+	char spec[512];
+	(void)state;
+	snprintf(spec, sizeof spec, "%s/slowest.json", cli_tmpdir);
+	const char *slowest = "{\"name\": \"slowest\", \"read_gbps\": 0.001, \"write_gbps\": 0.001, "
+	                      "\"latency_ns\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, slowest, strlen(slowest)), ATM_OK);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		pid_t pid = cli_spawn("run --model tiny_mlp --batch 300000 --placement all-slow "
+		                      "--emulate %s --iters 3 -o %s/never.json", spec, cli_tmpdir);
+		sleep(2);
+		kill(pid, sigs[i]);
+		int code = cli_wait_within(pid, 20);
+		if (code != 130)
+			fail_msg("signal %d: exit %d, not 130 within 20 s", sigs[i], code);
+	}
+	char never[512];
+	snprintf(never, sizeof never, "%s/never.json", cli_tmpdir);
+	assert_int_not_equal(access(never, F_OK), 0);
+	/* the profiler times kernels with the same waits: Ctrl-C ends them too */
+	pid_t pid = cli_spawn("profile --model tiny_mlp --batch 300000 --emulate %s --cache "
+	                      "%s/slowest-profile.json", spec, cli_tmpdir);
+	sleep(2);
+	kill(pid, SIGINT);
+	assert_int_equal(cli_wait_within(pid, 20), 130);
+	const char *below = "{\"name\": \"x\", \"read_gbps\": 1e-12, \"write_gbps\": 1, "
+	                    "\"latency_ns\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, below, strlen(below)), ATM_OK);
+	cli_expect(3, "'read_gbps' = 1e-12 GB/s is not a memory", "run --model tiny_mlp --placement "
+	           "all-slow --emulate %s", spec);
+	const char *faster = "{\"name\": \"quick\", \"read_gbps\": 300, \"write_gbps\": 300, "
+	                     "\"latency_ns\": 100, \"fast_gbps\": 100}";
+	assert_int_equal(atm_write_file_atomic(spec, faster, strlen(faster)), ATM_OK);
+	cli_expect(0, "warning: tier spec 'quick'", "run --model tiny_mlp --batch 2 --iters 1 "
+	           "--placement all-slow --emulate %s", spec);
 }
 
 static void test_run_cmd_tiers(void **state)
@@ -315,7 +450,10 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_placement_seed),
 		cmocka_unit_test(test_run_cmd_results_workload_and_ratio),
 		cmocka_unit_test(test_run_cmd_faults),
+		cmocka_unit_test(test_run_cmd_device_outputs),
+		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
+		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

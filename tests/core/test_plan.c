@@ -334,14 +334,25 @@ static void test_plan_json_rejects_mismatches(void **state)
 	b = edit(a, "{\"name\":\"x\",\"location\":\"slow\"},", "");
 	expect_load_error(sm->g, b, "\"tensors\" lists 11 tensors but graph 'small' has 12");
 	free(b);
-	b = edit(a, "\"moves\": []", "\"moves\": [{\"tensor\":\"zz\",\"to\":\"fast\",\"after\":0,"
-	                              "\"mode\":\"sync\"}]");
-	expect_load_error(sm->g, b, "moves[0]: graph 'small' has no tensor 'zz'");
-	free(b);
-	b = edit(a, "\"moves\": []", "\"moves\": [{\"tensor\":\"r\",\"to\":\"fast\",\"after\":2,"
-	                              "\"mode\":\"async\"}]");
-	expect_load_error(sm->g, b, "moves[0]: missing \"until\"");
-	free(b);
+	/* moves refused one by one, then by the rules of the whole step, the file named too: a
+	 * dead tensor moved, a tensor that does not come back to where it started */
+	static const char *const moves[][2] = {
+		{"{\"tensor\":\"zz\",\"to\":\"fast\",\"after\":0,\"mode\":\"sync\"}",
+		 "moves[0]: graph 'small' has no tensor 'zz'"},
+		{"{\"tensor\":\"r\",\"to\":\"fast\",\"after\":2,\"mode\":\"async\"}",
+		 "moves[0]: missing \"until\""},
+		{"{\"tensor\":\"y\",\"to\":\"fast\",\"after\":3,\"mode\":\"sync\"}",
+		 "move 0: tensor 'y' is not live after node 3"},
+		{"{\"tensor\":\"w\",\"to\":\"fast\",\"after\":0,\"mode\":\"sync\"}",
+		 "tensor 'w' starts the step in slow memory but ends it"},
+	};
+	for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++) {
+		char list[160];
+		snprintf(list, sizeof list, "\"moves\": [%s]", moves[i][0]);
+		b = edit(a, "\"moves\": []", list);
+		expect_load_error(sm->g, b, moves[i][1]);
+		free(b);
+	}
 	free(a);
 	atm_plan_destroy(p);
 }

@@ -1,4 +1,5 @@
 /* test_profile.c -- a profile in memory and its cache file's text: unsaved entries, reading a machine's section, merging into a file of many machines, allocation failures */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,6 +134,20 @@ static void test_profile_broken_text_refused(void **state)
 		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [], \"x\": 1}",
 		 "unknown field 'x'"},
 		{"{\"format\": \"autotm-profile\", \"version\": 9, \"machines\": []}", "version"},
+		/* the whole file of the wrong type: no empty place in the message */
+		{"[]", "c.json: a profile cache is a JSON object"},
+		/* times no sum can hold, bandwidths no memory has */
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"kernels\": "
+		 "{\"relu_fwd/f32[1]->f32[1]\": {\"F/F\": {\"min_s\": 1e308, \"median_s\": 1e308, "
+		 "\"count\": 1, \"scratch_bytes\": 0}}}}]}",
+		 "[\"F/F\"].min_s: must be at most 86400, not 1e+308"},
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"moves\": "
+		 "{\"to_fast_gbps\": 1e-300, \"to_slow_gbps\": 1}, \"kernels\": {}}]}",
+		 "moves.to_fast_gbps: must be at least 1e-06, not 1e-300"},
 	};
 	atm_profile_machine m = machine(2);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -151,6 +166,34 @@ static void test_profile_broken_text_refused(void **state)
 		assert_true(atm_profile_unsaved(p));
 		atm_profile_destroy(p);
 	}
+}
+
+/* test_profile_bounds -- entries and bandwidths a sum cannot overflow on, at the call too:
+ * the largest time is taken, one past it, an infinity or a NaN is ATM_E_USAGE */
+static void test_profile_bounds(void **state)
+{
+	struct small *sm = *state;
+	atm_profile_machine m = machine(2);
+	atm_profile *p = NULL;
+	assert_int_equal(atm_profile_new(&p, &m, NULL), ATM_OK);
+	atm_profile_entry e = {.min_s = ATM_PROFILE_MAX_S, .median_s = ATM_PROFILE_MAX_S, .count = 1};
+	uint32_t c = atm_node_config_at(sm->g, 0, 0);
+	assert_int_equal(atm_profile_put(p, sm->g, 0, c, &e), ATM_OK);
+	const double bad[] = {ATM_PROFILE_MAX_S * 1.5, 1e308, INFINITY, NAN};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		e.min_s = 0;
+		e.median_s = bad[i];
+		assert_int_equal(atm_profile_put(p, sm->g, 0, c, &e), ATM_E_USAGE);
+		assert_non_null(strstr(atm_errmsg(), "median_s <= 86400 s"));
+	}
+	atm_profile_moves mv = {.to_fast_gbps = ATM_PROFILE_MIN_GBPS, .to_slow_gbps = ATM_PROFILE_MAX_GBPS};
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
+	mv.to_fast_gbps = 1e-300;
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_E_USAGE);
+	mv.to_fast_gbps = 1;
+	mv.to_slow_gbps = INFINITY;
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_E_USAGE);
+	atm_profile_destroy(p);
 }
 
 /* A merge to sweep and the text it must give. */
@@ -227,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_profile_new_checks_the_machine),
 		T(test_profile_merge_and_read),
 		T(test_profile_broken_text_refused),
+		T(test_profile_bounds),
 		T(test_profile_allocation_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_corpus.c -- replays every seed of fuzz/corpus through the fuzz target, built by the ordinary compiler */
+/* test_corpus.c -- replays every seed of fuzz/corpus/TARGET through its fuzz target, built by the ordinary compiler */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,17 +12,43 @@
 
 #include "atm_core.h"
 
-/* The target itself: it aborts on a broken promise (a crash fails this test too). */
+/* The targets themselves, each entry point renamed: they abort on a broken promise (a crash
+ * fails this test too). */
+#define LLVMFuzzerTestOneInput fuzz_graph_one
 #include "../../fuzz/fuzz_graph.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_plan_one
+#include "../../fuzz/fuzz_plan.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_profile_one
+#include "../../fuzz/fuzz_profile.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_tierspec_one
+#include "../../fuzz/fuzz_tierspec.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_results_one
+#include "../../fuzz/fuzz_results.c"
+#undef LLVMFuzzerTestOneInput
 
-/* corpus_dir -- fuzz/corpus of the source tree (ATM_SOURCE_DIR is set by ctest) */
-static void corpus_dir(char *buf, size_t len)
-{
-	const char *src = getenv("ATM_SOURCE_DIR");
-	if (!src)
-		fail_msg("ATM_SOURCE_DIR is not set; run the test through ctest");
-	snprintf(buf, len, "%s/fuzz/corpus", src);
-}
+/* A target: its corpus folder, entry point, loader, the statuses a bad seed may get, and
+ * how many valid and invalid seeds its corpus must at least hold. */
+struct target {
+	const char *name, *test; /* the corpus folder; the test's name */
+	int (*one)(const uint8_t *data, size_t size);
+	atm_status (*load)(const char *data, size_t len, const char *origin);
+	atm_status bad[2];
+	bool names_origin; /* a refusal's message starts with the seed's name */
+	int min_ok, min_bad;
+};
+
+static const struct target targets[] = {
+	{"graph", "test_fuzz_corpus_graph", fuzz_graph_one, fuzz_graph_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 4, 20},
+	{"plan", "test_fuzz_corpus_plan", fuzz_plan_one, fuzz_plan_load, {ATM_E_INPUT, ATM_E_INFEASIBLE}, true, 4, 10},
+	{"profile", "test_fuzz_corpus_profile", fuzz_profile_one, fuzz_profile_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
+	{"tierspec", "test_fuzz_corpus_tierspec", fuzz_tierspec_one, fuzz_tierspec_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
+	/* the results loader reads a file: its messages name that file */
+	{"results", "test_fuzz_corpus_results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
+};
 
 /* name_cmp -- qsort order of file names */
 static int name_cmp(const void *a, const void *b)
@@ -30,7 +56,7 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* corpus_files -- the file names of the corpus, sorted (caller frees each and the array) */
+/* corpus_files -- the file names in dir, sorted (caller frees each and the array) */
 static char **corpus_files(const char *dir, int *n)
 {
 	DIR *d = opendir(dir);
@@ -55,48 +81,60 @@ static char **corpus_files(const char *dir, int *n)
 	return names;
 }
 
-static void test_fuzz_corpus_replays(void **state)
+/* replay -- every seed of target t's corpus (fuzz/corpus/NAME of the source tree, which ctest
+ * names in ATM_SOURCE_DIR) through its entry point; seeds say in their names whether they are
+ * valid ("ok-"), invalid ("bad-"), or what a fuzzer found ("found-", either) */
+static void replay(const struct target *t)
 {
 	char dir[1024], path[2048];
+	const char *src = getenv("ATM_SOURCE_DIR");
 	int n = 0, n_ok = 0, n_bad = 0;
-	char **names;
-	corpus_dir(dir, sizeof dir);
-	names = corpus_files(dir, &n);
+	if (!src)
+		fail_msg("ATM_SOURCE_DIR is not set; run the test through ctest");
+	snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", src, t->name);
+	char **names = corpus_files(dir, &n);
 	for (int i = 0; i < n; i++) {
 		char *data = NULL;
 		size_t len = 0;
-		atm_graph *g = NULL;
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
 		if (atm_read_file(path, &data, &len) != ATM_OK)
 			fail_msg("%s", atm_errmsg());
-		LLVMFuzzerTestOneInput((const uint8_t *)data, len);
-
-		/* seeds say in their name whether they are valid */
-		atm_status rc = atm_graph_load_buffer(&g, data, len, names[i], NULL);
+		t->one((const uint8_t *)data, len);
+		atm_status rc = t->load(data, len, names[i]);
 		if (strncmp(names[i], "ok-", 3) == 0) {
 			if (rc != ATM_OK)
-				fail_msg("valid seed %s does not load: %s", names[i], atm_errmsg());
+				fail_msg("%s: valid seed %s is refused: %s", t->name, names[i], atm_errmsg());
 			n_ok++;
 		} else if (strncmp(names[i], "bad-", 4) == 0) {
-			if (rc != ATM_E_INPUT)
-				fail_msg("invalid seed %s gave status %d, not ATM_E_INPUT", names[i], rc);
-			assert_int_equal(strncmp(atm_errmsg(), names[i], strlen(names[i])), 0);
+			if (rc != t->bad[0] && rc != t->bad[1])
+				fail_msg("%s: invalid seed %s gave status %d (%s)", t->name, names[i], rc,
+				         atm_errmsg());
+			if (t->names_origin && strncmp(atm_errmsg(), names[i], strlen(names[i])))
+				fail_msg("%s: the message for %s does not name it: %s", t->name, names[i],
+				         atm_errmsg());
 			n_bad++;
 		}
-		atm_graph_destroy(g);
 		free(data);
 		free(names[i]);
 	}
 	free(names);
 	/* an empty or misplaced corpus must not pass silently */
-	assert_true(n_ok >= 4);
-	assert_true(n_bad >= 20);
+	if (n_ok < t->min_ok || n_bad < t->min_bad)
+		fail_msg("%s: %d valid and %d invalid seeds; at least %d and %d expected", t->name, n_ok,
+		         n_bad, t->min_ok, t->min_bad);
+}
+
+/* test_fuzz_corpus -- the corpus of the target the state names */
+static void test_fuzz_corpus(void **state)
+{
+	replay(*state);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fuzz_corpus_replays),
-	};
+	struct CMUnitTest tests[sizeof targets / sizeof targets[0]];
+	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+		tests[i] = (struct CMUnitTest){.name = targets[i].test, .test_func = test_fuzz_corpus,
+		                               .initial_state = (void *)&targets[i]};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test_formulations.c -- the ILP formulations: ordering, more memory never slower, checker agreement, solver practice */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -231,6 +232,28 @@ static void test_formulations_time_limit_still_plans(void **state)
 	atm_plan_destroy(p);
 }
 
+/* test_formulations_stop -- a stop flag set (Ctrl-C) ends every ILP formulation with
+ * ATM_E_INTERRUPTED and no plan; a clear one changes nothing */
+static void test_formulations_stop(void **state)
+{
+	struct net *n = &((struct net *)*state)[1];
+	volatile sig_atomic_t stop = 1;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.stop = &stop;
+	const atm_opt_formulation fs[] = {ATM_OPT_STATIC, ATM_OPT_SYNCHRONOUS, ATM_OPT_ASYNCHRONOUS};
+	for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+		atm_plan *p = (atm_plan *)&stop;
+		assert_int_equal(atm_opt_plan(&p, n->g, n->prof, ratio_limit(n->g, 4, 1), fs[i], &o, NULL),
+		                 ATM_E_INTERRUPTED);
+		assert_null(p);
+		assert_non_null(strstr(atm_errmsg(), "interrupted"));
+	}
+	stop = 0;
+	atm_opt_report rep;
+	atm_plan_destroy(checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep));
+}
+
 /* test_formulations_plan_json_round_trip -- a plan survives its JSON with its figures */
 static void test_formulations_plan_json_round_trip(void **state)
 {
@@ -314,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_formulations_asynchronous_overlaps),
 		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
 		cmocka_unit_test(test_formulations_time_limit_still_plans),
+		cmocka_unit_test(test_formulations_stop),
 		cmocka_unit_test(test_formulations_plan_json_round_trip),
 		cmocka_unit_test(test_formulations_bad_options),
 		cmocka_unit_test(test_formulations_profile_gaps),

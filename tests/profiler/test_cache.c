@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -416,25 +417,113 @@ static void test_cache_corrupted_later_not_overwritten(void **state)
 	atm_graph_destroy(s.g);
 }
 
-static void test_cache_unwritable_path_refused_at_open(void **state)
+/* test_cache_unwritable_path_refused_before_measuring -- a cache file no save could write is
+ * refused by atm_prof_run before it measures anything, naming the path; a path that cannot even
+ * be read (under a file, a folder) is refused at open */
+static void test_cache_unwritable_path_refused_before_measuring(void **state)
 {
 	(void)state;
 	char path[512];
+	struct small s;
+	atm_prof *pr = NULL;
+	atm_prof_report r;
 	atm_profile *p = (atm_profile *)path;
-	atm_profile_machine m = machine();
+	atm_profile_machine m;
+	small_build(&s);
+	assert_int_equal(atm_prof_new(&pr, s.g, &(atm_prof_opts){.seed = 1, .reps = 1}), ATM_OK);
+	atm_prof_get_machine(pr, &m);
 	assert_int_equal(atm_prof_cache_open(&p, "/nonexistent/autotm/profiles.json", &m, false),
-	                 ATM_E_IO);
-	assert_null(p);
+	                 ATM_OK);
+	assert_int_equal(atm_prof_run(pr, p, &r), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), "/nonexistent/autotm/profiles.json"));
+	assert_int_equal(r.n_configs_measured, 0);
+	assert_int_equal(atm_profile_n_entries(p), 0);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(s.g);
 	/* a folder that is a file */
 	path_of("plain", path, sizeof path);
 	assert_int_equal(atm_write_file_atomic(path, "x", 1), ATM_OK);
 	path_of("plain/profiles.json", path, sizeof path);
 	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_E_IO);
+	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "Not a directory"));
 	/* a cache that is a folder */
 	assert_int_equal(atm_prof_cache_open(&p, tmpdir, &m, false), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), "directory"));
+}
+
+/* use_read_only -- a child process that cannot write folder ro (root gives up its rights for
+ * nobody's first): opens the complete cache in it and profiles the small graph, which
+ * measures nothing; 0 when that worked and nothing was written */
+static int use_read_only(const char *ro, const char *pmem, const char *cache)
+{
+	struct small s;
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_prof_report r;
+	atm_profile_machine m;
+	if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+		return 2;
+	if (access(ro, W_OK) == 0)
+		return 3; /* the folder is writable after all: the test would prove nothing */
+	small_build(&s);
+	atm_prof_opts o = {.seed = 1, .reps = 1, .tiers = {.pmem_dir = pmem}};
+	int code = 0;
+	if (atm_prof_new(&pr, s.g, &o) < 0 || (atm_prof_get_machine(pr, &m), 0) ||
+	    atm_prof_cache_open(&p, cache, &m, false) < 0 || atm_prof_run(pr, p, &r) < 0)
+		code = 1;
+	else if (r.n_configs_measured != 0)
+		code = 4;
+	if (code == 1)
+		fprintf(stderr, "%s\n", atm_errmsg());
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(s.g);
+	return code;
+}
+
+/* test_cache_complete_on_read_only_storage -- a cache that already holds everything a graph
+ * needs is used from a folder nobody may write to: nothing is measured, written or probed */
+static void test_cache_complete_on_read_only_storage(void **state)
+{
+	(void)state;
+	char ro[512], pmem[512], cache[512];
+	struct small s;
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_profile_machine m;
+	path_of("ro", ro, sizeof ro);
+	path_of("pmem", pmem, sizeof pmem);
+	path_of("ro/profiles.json", cache, sizeof cache);
+	assert_int_equal(mkdir(ro, 0755), 0);
+	assert_int_equal(mkdir(pmem, 0777), 0);
+	assert_int_equal(chmod(pmem, 0777), 0);
+	assert_int_equal(chmod(tmpdir, 0755), 0);
+	small_build(&s);
+	atm_prof_opts o = {.seed = 1, .reps = 1, .tiers = {.pmem_dir = pmem}};
+	assert_int_equal(atm_prof_new(&pr, s.g, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_prof_cache_open(&p, cache, &m, false), ATM_OK);
+	fill(p, s.g);
+	assert_int_equal(atm_profile_set_moves(p, &(atm_profile_moves){4, 2, false}), ATM_OK);
+	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(s.g);
+	assert_int_equal(chmod(cache, 0444), 0);
+	assert_int_equal(chmod(ro, 0555), 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(use_read_only(ro, pmem, cache));
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(chmod(ro, 0755), 0);
+	assert_int_equal(chmod(tmpdir, 0700), 0);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 3)
+		skip(); /* a user no folder mode stops */
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* writer -- a child process: put the configurations of the small graph whose
@@ -535,7 +624,8 @@ int main(void)
 		cmocka_unit_test(test_cache_corrupt_refused_untouched),
 		cmocka_unit_test(test_cache_rebuild_replaces_corrupt),
 		cmocka_unit_test(test_cache_corrupted_later_not_overwritten),
-		cmocka_unit_test(test_cache_unwritable_path_refused_at_open),
+		cmocka_unit_test(test_cache_unwritable_path_refused_before_measuring),
+		cmocka_unit_test(test_cache_complete_on_read_only_storage),
 		cmocka_unit_test(test_cache_concurrent_writers_lose_nothing),
 		cmocka_unit_test(test_cache_save_takes_in_others_entries),
 	};

@@ -202,6 +202,25 @@ static void test_profiler_interrupt_keeps_measured(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_profiler_interrupt_before_anything_claims_no_save -- a run stopped before it measured
+ * anything says so, and claims no save of a file it never wrote */
+static void test_profiler_interrupt_before_anything_claims_no_save(void **state)
+{
+	(void)state;
+	char path[512];
+	atm_graph *g = zoo("tiny_mlp", 2);
+	snprintf(path, sizeof path, "%s/never.json", tmpdir);
+	volatile sig_atomic_t stop = 1;
+	atm_prof_opts o = {.reps = 1, .stop = &stop};
+	atm_prof_report r;
+	assert_int_equal(profile(g, path, &o, &r), ATM_E_INTERRUPTED);
+	assert_non_null(strstr(atm_errmsg(), "interrupted after 0 of"));
+	assert_null(strstr(atm_errmsg(), "saved"));
+	assert_int_equal(r.n_configs_measured, 0);
+	assert_int_not_equal(access(path, F_OK), 0);
+	atm_graph_destroy(g);
+}
+
 /* ---------------------------------------------------------------- estimates */
 
 static void test_profiler_estimate_monotone(void **state)
@@ -499,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_counts),
 		cmocka_unit_test(test_profiler_incremental),
 		cmocka_unit_test(test_profiler_interrupt_keeps_measured),
+		cmocka_unit_test(test_profiler_interrupt_before_anything_claims_no_save),
 		cmocka_unit_test(test_profiler_estimate_monotone),
 		cmocka_unit_test(test_profiler_estimate_slow_never_faster),
 		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
