@@ -340,15 +340,16 @@ def err_kw(errs):
             "error_kw": {"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"}}
 
 
-def repeats_note(runs):
-    """Subtitle words when points are medians of several runs."""
+def repeats_note(runs, bars=True):
+    """Subtitle words when points are medians of several runs (with error bars
+    from the fastest to the slowest when the figure draws them)."""
     counts = [len(r.get("_steps") or []) for r in runs if r is not None]
     counts = [n for n in counts if n > 1]
     if not counts:
         return None
     lo, hi = min(counts), max(counts)
     n = f"{lo}" if lo == hi else f"{lo} to {hi}"
-    return f"median of {n} runs each, bars from fastest to slowest"
+    return f"median of {n} runs each" + (", bars from fastest to slowest" if bars else "")
 
 
 def all_fast_notes(wls):
@@ -462,7 +463,7 @@ def predicted_label(runs):
 # Describing what the data is: machine, presets, emulation
 
 
-def describe(wls, runs, extra=(), predicted=(), how="hatched"):
+def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
     """The subtitle: machine, presets, and what was emulated, simulated or
     estimated, from the workloads and the runs drawn.  PREDICTED: the
     workloads drawn with predicted times (HOW says how they are marked)."""
@@ -533,7 +534,7 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched"):
                      + f", not measured, {how}")
     elif estimated:
         parts.append("estimated profile: predicted times, not measured")
-    note = repeats_note(runs)
+    note = repeats_note(runs, bars)
     if note:
         parts.append(note)
     parts.extend(extra)

@@ -67,7 +67,7 @@ def draw(args):
     foot = w.default_alloc_size / div
     how = "dashed lines" if predicted else ""
     sub = c.describe([w], used, c.all_fast_notes([w]),
-                     predicted=predicted, how=how)
+                     predicted=predicted, how=how, bars=False)
     name = w.title()
     xlabel = (f"fast-memory limit ({unit})" if not args.add_io_size else
               f"fast-memory limit + always-live bytes ({unit})")
@@ -187,7 +187,7 @@ def draw(args):
     ax.set_ylim(0, max(max(moved) / mdiv * 1.12, 1e-9))
     frame(ax, f"bytes moved per step ({munit})", label_at="top")
     c.finish(fig, f"{name}: data moved by synchronous AutoTM (Figure 10c)",
-             c.describe([w], [r for _, r in series["synchronous"]]),
+             c.describe([w], [r for _, r in series["synchronous"]], bars=False),
              handles, [h.get_label() for h in handles])
     figures.append(("fig10c", fig))
     return figures
