@@ -1,4 +1,4 @@
-/* bench_optimizer.c -- the ILP formulations on the zoo: model size, creation and solve time, final gap, predicted step */
+/* bench_optimizer.c -- the ILP formulations on the zoo, each solver side by side: model size, creation and solve time, final gap, predicted step */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,18 +12,24 @@
 
 static const char usage[] =
 	"usage: bench_optimizer [--models LIST] [--presets LIST] [--ratios LIST]\n"
-	"                       [--formulations LIST] [--time-limit S] [--mip-gap G]\n"
-	"                       [--cache FILE] [--emulate P] [--estimate-small LIST] [--quiet]\n"
+	"                       [--formulations LIST] [--solver LIST] [--time-limit S]\n"
+	"                       [--mip-gap G] [--cache FILE] [--emulate P]\n"
+	"                       [--estimate-small LIST] [--quiet]\n"
 	"\n"
 	"For every network and preset, profiles what the cache lacks (small presets\n"
 	"measured, paper presets estimated; --estimate-small estimates the small presets\n"
 	"of the networks it lists too, or of all with 'all'), then plans each ratio with\n"
-	"each formulation and prints one row per plan: model size, creation and solve\n"
-	"seconds (all defragmentation rounds together) and their total, rounds, final gap\n"
-	"and status, and the predicted step against all fast. Lists are comma separated; --models all is the whole zoo.\n"
+	"each formulation and each solver and prints one row per plan: model size,\n"
+	"creation and solve seconds (all defragmentation rounds together) and their\n"
+	"total, rounds, final gap and status, and the predicted step against all fast.\n"
+	"The solvers of --solver (glpk, cbc, auto) plan the same models one after the\n"
+	"other, a row each, so that glpk,cbc compares them side by side; each solver\n"
+	"gets its own summary line. Lists are comma separated; --models all is the\n"
+	"whole zoo.\n"
 	"Defaults: vgg19, resnet200, inception_v4, densenet264 (the paper's networks);\n"
-	"small,paper; 8:1,4:1,1:1; synchronous,asynchronous; 60 s for each plan; 0.01;\n"
-	"the cache /tmp/autotm-bench-profiles.json; --emulate optane.\n";
+	"small,paper; 8:1,4:1,1:1; synchronous,asynchronous; auto (CBC when this build\n"
+	"has it, else GLPK: what autotm plan uses); 60 s for each plan; 0.01; the cache\n"
+	"/tmp/autotm-bench-profiles.json; --emulate optane.\n";
 
 /* listed -- name is in the comma-separated list (or the list is "all") */
 static bool listed(const char *list, const char *name)
@@ -38,10 +44,13 @@ static bool listed(const char *list, const char *name)
 }
 
 struct opts {
-	const char *models, *presets, *ratios, *forms, *cache, *emulate;
+	const char *models, *presets, *ratios, *forms, *cache, *emulate, *solver_list;
 	double time_limit, gap;
 	const char *estimate_small;
 	bool quiet;
+	/* --solver resolved to what this build runs, each once, in the order given */
+	atm_opt_solver solvers[ATM_OPT_N_SOLVERS];
+	int n_solvers;
 };
 
 /* open_profile -- the profile of g on this machine, everything g needs in it */
@@ -67,12 +76,44 @@ static atm_status open_profile(const struct opts *o, const atm_graph *g, bool es
 	return ATM_OK;
 }
 
+/* One solver's summary over every plan. */
 struct totals {
 	int n, met;
 	double worst_solve, worst_gap;
 };
 
-/* bench_one -- every ratio and formulation of one network and preset */
+/* print_row -- one plan of one solver: the model, the times, the gap and the prediction
+ * against all fast (fast_s); counted into tot */
+static void print_row(const char *model, const char *preset, int64_t batch, bool estimate,
+                      const char *ratio, atm_opt_formulation form, const char *form_name,
+                      atm_opt_solver solver, const atm_plan_info *info, const atm_opt_report *rep,
+                      double fast_s, struct totals *tot)
+{
+	double create = 0, solve = 0;
+	for (int i = 0; i < rep->n_rounds; i++) {
+		create += rep->rounds[i].creation_s;
+		solve += rep->rounds[i].solve_s;
+	}
+	double gap = info->mip_gap, whole = create + solve;
+	bool met = whole <= 60 && gap >= 0 && gap <= 0.01 + 1e-9;
+	tot->n++;
+	tot->met += met;
+	if (whole > tot->worst_solve)
+		tot->worst_solve = whole;
+	if (gap > tot->worst_gap || gap < 0)
+		tot->worst_gap = gap < 0 ? 1 : gap;
+	printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %-6s | %7d | %7d | %7d | %6.2f | %7.2f "
+	       "| %6.2f | %2d | %6.2f%% | %-22s | %9.4f | %6.3f |%s\n",
+	       model, preset, (long long)batch, estimate ? "est" : "meas", ratio,
+	       form == ATM_OPT_SYNCHRONOUS ? "sync" : form == ATM_OPT_ASYNCHRONOUS ? "async" : form_name,
+	       atm_opt_solver_name(solver), rep->n_columns, rep->n_rows, rep->n_binaries, create,
+	       solve, whole, rep->n_rounds, gap < 0 ? -1.0 : gap * 100, info->solver_status,
+	       info->predicted_runtime_s, info->predicted_runtime_s / fast_s, met ? "" : " *");
+	fflush(stdout);
+}
+
+/* bench_one -- every ratio, formulation and solver of one network and preset; tot has one
+ * entry per solver of o */
 static atm_status bench_one(const struct opts *o, const char *model, const char *preset,
                             struct totals *tot)
 {
@@ -103,45 +144,30 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 			goto done;
 		for (const char *fs = o->forms; bench_split(&fs, fbuf, sizeof fbuf);) {
 			atm_opt_formulation form;
-			atm_opt_options oo;
-			atm_opt_report rep;
-			atm_plan *p = NULL;
 			if ((rc = atm_opt_formulation_from_name(fbuf, &form)) < 0)
 				goto done;
-			atm_opt_options_default(&oo);
-			oo.time_limit_s = o->time_limit;
-			oo.mip_gap = o->gap;
-			rc = atm_opt_plan(&p, g, prof, limit, form, &oo, &rep);
-			if (rc < 0) {
-				printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %s |\n", model, preset,
-				       (long long)ps.batch[0], estimate ? "est" : "meas", rbuf, fbuf, atm_errmsg());
-				fflush(stdout);
-				rc = ATM_OK;
-				continue;
+			/* the same model, solver after solver: rows side by side */
+			for (int k = 0; k < o->n_solvers; k++) {
+				atm_opt_options oo;
+				atm_opt_report rep;
+				atm_plan *p = NULL;
+				atm_opt_options_default(&oo);
+				oo.time_limit_s = o->time_limit;
+				oo.mip_gap = o->gap;
+				oo.solver = o->solvers[k];
+				rc = atm_opt_plan(&p, g, prof, limit, form, &oo, &rep);
+				if (rc < 0) {
+					printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %-6s | %s |\n", model,
+					       preset, (long long)ps.batch[0], estimate ? "est" : "meas", rbuf, fbuf,
+					       atm_opt_solver_name(o->solvers[k]), atm_errmsg());
+					fflush(stdout);
+					rc = ATM_OK;
+					continue;
+				}
+				print_row(model, preset, ps.batch[0], estimate, rbuf, form, fbuf, o->solvers[k],
+				          atm_plan_info_get(p), &rep, fc.predicted_s, &tot[k]);
+				atm_plan_destroy(p);
 			}
-			const atm_plan_info *info = atm_plan_info_get(p);
-			double create = 0, solve = 0;
-			for (int i = 0; i < rep.n_rounds; i++) {
-				create += rep.rounds[i].creation_s;
-				solve += rep.rounds[i].solve_s;
-			}
-			double gap = info->mip_gap, whole = create + solve;
-			bool met = whole <= 60 && gap >= 0 && gap <= 0.01 + 1e-9;
-			tot->n++;
-			tot->met += met;
-			if (whole > tot->worst_solve)
-				tot->worst_solve = whole;
-			if (gap > tot->worst_gap || gap < 0)
-				tot->worst_gap = gap < 0 ? 1 : gap;
-			printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %7d | %7d | %7d | %6.2f | %7.2f "
-			       "| %6.2f | %2d | %6.2f%% | %-22s | %9.4f | %6.3f |%s\n",
-			       model, preset, (long long)ps.batch[0], estimate ? "est" : "meas", rbuf,
-			       form == ATM_OPT_SYNCHRONOUS ? "sync" : form == ATM_OPT_ASYNCHRONOUS ? "async" : fbuf,
-			       rep.n_columns, rep.n_rows, rep.n_binaries, create, solve, whole, rep.n_rounds,
-			       gap < 0 ? -1.0 : gap * 100, info->solver_status, info->predicted_runtime_s,
-			       info->predicted_runtime_s / fc.predicted_s, met ? "" : " *");
-			fflush(stdout);
-			atm_plan_destroy(p);
 		}
 	}
 done:
@@ -150,6 +176,33 @@ done:
 	atm_prof_destroy(pr);
 	atm_graph_destroy(g);
 	return rc;
+}
+
+/* check_solvers -- --solver's names into o->solvers, each resolved to the solver this build
+ * runs for it and kept once; -1 to go on, else the exit code (with a message): 2 for a name
+ * that is no solver, 5 for one this build lacks, as autotm's */
+static int check_solvers(const char *prog, struct opts *o)
+{
+	char buf[64];
+	o->n_solvers = 0;
+	for (const char *s = o->solver_list; bench_split(&s, buf, sizeof buf);) {
+		atm_opt_solver want, got;
+		atm_status rc;
+		if (atm_opt_solver_from_name(buf, &want) < 0)
+			return bench_usage_error(prog, "--solver: %s", atm_errmsg());
+		if ((rc = atm_opt_solver_resolve(want, &got)) < 0) {
+			fprintf(stderr, "%s: --solver: %s\n", prog, atm_errmsg());
+			return atm_exit_code(rc);
+		}
+		bool seen = false;
+		for (int i = 0; i < o->n_solvers; i++)
+			seen |= o->solvers[i] == got;
+		if (!seen)
+			o->solvers[o->n_solvers++] = got;
+	}
+	if (!o->n_solvers)
+		return bench_usage_error(prog, "--solver needs at least one of glpk, cbc, auto");
+	return -1;
 }
 
 /* check_lists -- every name of the list options is one autotm knows; -1 (with a message)
@@ -183,6 +236,7 @@ int main(int argc, char **argv)
 		.presets = "small,paper",
 		.ratios = "8:1,4:1,1:1",
 		.forms = "synchronous,asynchronous",
+		.solver_list = "auto",
 		.cache = "/tmp/autotm-bench-profiles.json",
 		.emulate = "optane",
 		.time_limit = 60,
@@ -193,6 +247,7 @@ int main(int argc, char **argv)
 		{"presets", required_argument, NULL, 'p'},
 		{"ratios", required_argument, NULL, 'r'},
 		{"formulations", required_argument, NULL, 'f'},
+		{"solver", required_argument, NULL, 'S'},
 		{"time-limit", required_argument, NULL, 't'},
 		{"mip-gap", required_argument, NULL, 'g'},
 		{"cache", required_argument, NULL, 'c'},
@@ -211,6 +266,7 @@ int main(int argc, char **argv)
 		case 'p': o.presets = optarg; break;
 		case 'r': o.ratios = optarg; break;
 		case 'f': o.forms = optarg; break;
+		case 'S': o.solver_list = optarg; break;
 		case 'c': o.cache = optarg; break;
 		case 'e': o.emulate = strcmp(optarg, "none") ? optarg : NULL; break;
 		case 's': o.estimate_small = optarg; break;
@@ -231,29 +287,38 @@ int main(int argc, char **argv)
 		return bench_usage_error(prog, "unexpected argument '%s'", argv[optind]);
 	if (check_lists(&o) < 0)
 		return 2;
+	int code = check_solvers(prog, &o);
+	if (code >= 0)
+		return code;
 	char pbuf[32];
-	printf("ILP formulations on the zoo: time limit %.0f s per plan, MIP gap %.2f%%, slow tier "
-	       "emulating %s; '*' marks a plan over 60 s or above a 1%% gap\n\n", o.time_limit,
-	       o.gap * 100, o.emulate ? o.emulate : "nothing");
-	printf("| network      | preset| batch | prof | ratio | form  | columns |    rows | "
+	printf("ILP formulations on the zoo with ");
+	for (int k = 0; k < o.n_solvers; k++)
+		printf("%s%s (%s)", k ? ", " : "", atm_opt_solver_name(o.solvers[k]),
+		       atm_opt_solver_version(o.solvers[k]));
+	printf(": time limit %.0f s per plan, MIP gap %.2f%%, slow tier emulating %s; '*' marks a "
+	       "plan over 60 s or above a 1%% gap\n\n", o.time_limit, o.gap * 100,
+	       o.emulate ? o.emulate : "nothing");
+	printf("| network      | preset| batch | prof | ratio | form  | solver | columns |    rows | "
 	       "binary  | create |   solve |  total | rd |    gap  | status                 | "
 	       "predict s | /fast  |\n");
-	printf("|--------------|-------|-------|------|-------|-------|---------|---------|"
+	printf("|--------------|-------|-------|------|-------|-------|--------|---------|---------|"
 	       "---------|--------|---------|--------|----|---------|------------------------|"
 	       "----------|--------|\n");
-	struct totals tot = {0};
+	struct totals tot[ATM_OPT_N_SOLVERS] = {{0}};
 	for (const char *ps = o.presets; bench_split(&ps, pbuf, sizeof pbuf);)
 		for (int i = 0; i < atm_zoo_n_models(); i++) {
 			const char *name = atm_zoo_model_at(i)->name;
 			if (!listed(o.models, name))
 				continue;
-			if (bench_one(&o, name, pbuf, &tot) < 0) {
+			if (bench_one(&o, name, pbuf, tot) < 0) {
 				fprintf(stderr, "bench_optimizer: %s (%s): %s\n", name, pbuf, atm_errmsg());
 				return atm_exit_code(-1);
 			}
 		}
-	printf("\n%d of %d plans within 60 s and a 1%% gap; slowest %.1f s (creation + solve, all "
-	       "rounds), largest final gap %.2f%%\n", tot.met, tot.n, tot.worst_solve,
-	       tot.worst_gap * 100);
+	printf("\n");
+	for (int k = 0; k < o.n_solvers; k++)
+		printf("%s: %d of %d plans within 60 s and a 1%% gap; slowest %.1f s (creation + solve, "
+		       "all rounds), largest final gap %.2f%%\n", atm_opt_solver_name(o.solvers[k]),
+		       tot[k].met, tot[k].n, tot[k].worst_solve, tot[k].worst_gap * 100);
 	return 0;
 }

@@ -36,7 +36,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_GPU, CLI_OPT_GPU_MEMORY, CLI_OPT_GPU_DEVICE,
        CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
-       CLI_OPT_FIRST_FREE };
+       CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -89,8 +89,8 @@ typedef atm_job_memory cli_memory;
 int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 
 /* Planning options of the commands that run the optimizer (plan, run): the fast-memory
- * limit, the formulation, the solver's limits, the profile cache. One parser reads them for
- * both, so that an option reads the same in every command. */
+ * limit, the formulation, the solver and its limits, the profile cache. One parser reads them
+ * for both, so that an option reads the same in every command. */
 #define CLI_PLAN_OPTIONS                                              \
 	{"ratio", required_argument, NULL, CLI_OPT_RATIO},                \
 	{"dram-limit", required_argument, NULL, CLI_OPT_DRAM_LIMIT},      \
@@ -100,6 +100,8 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 	{"time-limit", required_argument, NULL, CLI_OPT_TIME_LIMIT},      \
 	{"async-window", required_argument, NULL, CLI_OPT_ASYNC_WINDOW},  \
 	{"rounds", required_argument, NULL, CLI_OPT_ROUNDS},              \
+	{"solver", required_argument, NULL, CLI_OPT_SOLVER},              \
+	{"threads", required_argument, NULL, CLI_OPT_THREADS},            \
 	{"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
 
 /* Which planning options were given (their values are in the job's options). */
@@ -121,6 +123,9 @@ int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *give
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given);
 /* cli_plan_help -- the planning options' help, with the optimizer's defaults */
 void cli_plan_help(FILE *f);
+/* cli_solver_version -- the version of the solver named name built in ("CBC 2.10.8"); ""
+ * when this build lacks it or knows no such name */
+const char *cli_solver_version(const char *name);
 
 /* cli_graph_option -- consume opt if it is a graph option; 1 consumed, 0 not, <0 error */
 int cli_graph_option(cli_graph_source *src, int opt, const char *arg);

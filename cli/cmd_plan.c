@@ -14,22 +14,26 @@
 
 static const char plan_help_head[] =
 	"usage: autotm plan --model NAME (--ratio S:F | --dram-limit SIZE) [--formulation F]\n"
-	"                   [-o plan.json] [--explain] [--json] [--cache FILE] [--estimate]\n"
+	"                   [--solver glpk|cbc] [-o plan.json] [--explain] [--json]\n"
+	"                   [--cache FILE] [--estimate] [--write-model FILE.mps|FILE.lp]\n"
 	"       autotm plan --graph FILE ...\n"
 	"\n"
 	"Decides where every tensor of a network's training step lives, fast or slow\n"
 	"memory, and when it moves, so that the step fits a fast-memory limit and runs as\n"
-	"fast as the profile predicts it can. The ILP formulations are solved with GLPK,\n"
-	"seeded with a heuristic plan so that a time-limited solve always returns one;\n"
-	"plans that first-fit fragments are solved again with the limit tightened where\n"
-	"they overflow. Kernel times come from the profile cache ('autotm profile');\n"
-	"what it lacks is profiled first (measured, or with --estimate estimated).\n"
+	"fast as the profile predicts it can. The ILP formulations are solved with GLPK\n"
+	"or CBC (--solver), seeded with a heuristic plan so that a time-limited solve\n"
+	"always returns one; plans that first-fit fragments are solved again with the\n"
+	"limit tightened where they overflow. Kernel times come from the profile cache\n"
+	"('autotm profile'); what it lacks is profiled first (measured, or with\n"
+	"--estimate estimated).\n"
 	"\n"
 	"options:\n" CLI_GRAPH_HELP;
 
 static const char plan_help_tail[] =
 	"  -o FILE           write the plan JSON to FILE (atomically; 'autotm run --placement\n"
 	"                    FILE' runs it)\n"
+	"  --write-model FILE  write the ILP (the final round's) to FILE, MPS when it ends in\n"
+	"                    .mps, CPLEX LP when in .lp, for any solver to read\n"
 	"  --results FILE    also write the plan's prediction as a results record (actual\n"
 	"                    times null; the README's results format), e.g. for a network\n"
 	"                    planned with --estimate that this machine cannot run\n"
@@ -70,11 +74,17 @@ static json_t *round_json(const atm_opt_round *r)
 	return x;
 }
 
-/* solver_json -- how the plan was found: the solver's figures, each round, the model */
-static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep)
+/* solver_json -- how the plan was found: the solver and its figures, each round, the model
+ * (and the file it was written to) */
+static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep,
+                           const char *model_file)
 {
 	bool ok = true;
 	json_t *solver = json_object(), *rounds = json_array(), *model = json_object();
+	const char *version = cli_solver_version(info->solver);
+	/* null for a baseline: no solver ran */
+	atm_json_set_new(solver, "name", info->solver[0] ? json_string(info->solver) : json_null(), &ok);
+	atm_json_set_new(solver, "version", version[0] ? json_string(version) : json_null(), &ok);
 	atm_json_set_new(solver, "status", json_string(info->solver_status), &ok);
 	atm_json_set_new(solver, "mip_gap", info->mip_gap < 0 ? json_null() : json_real(info->mip_gap), &ok);
 	atm_json_set_new(solver, "creation_s", info->creation_s < 0 ? json_null()
@@ -94,6 +104,7 @@ static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep)
 	atm_json_set_new(solver, "model", model, &ok);
 	atm_json_set_new(solver, "heuristic_s", rep->heuristic_s < 0 ? json_null()
 	                                                           : json_real(rep->heuristic_s), &ok);
+	atm_json_set_new(solver, "model_file", model_file ? json_string(model_file) : json_null(), &ok);
 	if (!ok) {
 		json_decref(solver);
 		return NULL;
@@ -104,7 +115,8 @@ static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep)
 /* print_json -- what the plan is and how it was found, as one JSON object */
 static atm_status print_json(const atm_graph *g, int64_t batch, const atm_plan *p,
                              const atm_opt_report *rep, const atm_opt_check_result *chk,
-                             double ratio_s, double ratio_f, const char *out)
+                             double ratio_s, double ratio_f, const char *out,
+                             const char *model_file)
 {
 	const atm_plan_info *info = atm_plan_info_get(p);
 	bool ok = true;
@@ -125,7 +137,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_plan *
 	atm_json_set_new(moves, "n", json_integer(chk->n_moves), &ok);
 	atm_json_set_new(moves, "n_async", json_integer(chk->n_async_moves), &ok);
 	atm_json_set_new(o, "moves", moves, &ok);
-	atm_json_set_new(o, "solver", solver_json(info, rep), &ok);
+	atm_json_set_new(o, "solver", solver_json(info, rep, model_file), &ok);
 	atm_json_set_new(o, "output", out ? json_string(out) : json_null(), &ok);
 	if (!ok) {
 		json_decref(o);
@@ -136,10 +148,17 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_plan *
 
 /* print_human -- the plan in a few lines */
 static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
-                        const atm_opt_report *rep, const atm_opt_check_result *chk, const char *out)
+                        const atm_opt_report *rep, const atm_opt_check_result *chk, const char *out,
+                        const char *model_file)
 {
 	const atm_plan_info *info = atm_plan_info_get(p);
-	char a[32], b[32];
+	const char *version = cli_solver_version(info->solver);
+	char a[32], b[32], who[64] = "";
+	/* "cbc (CBC 2.10.8): " -- which solver ran, when one did */
+	if (info->solver[0] && version[0])
+		snprintf(who, sizeof who, "%s (%s): ", info->solver, version);
+	else if (info->solver[0])
+		snprintf(who, sizeof who, "%s: ", info->solver);
 	printf("%s, batch %lld: %s plan, fast limit %s\n", atm_graph_name(g), (long long)batch,
 	       info->formulation, info->fast_limit_bytes ? atm_format_bytes(info->fast_limit_bytes, a, sizeof a)
 	                                                 : "none");
@@ -150,8 +169,8 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  fast memory      peak %s, arena %s\n", atm_format_bytes(chk->fast_peak_bytes, a, sizeof a),
 	       atm_format_bytes(chk->fast_arena_bytes, b, sizeof b));
 	if (rep->n_rounds) {
-		printf("  solver           %s, gap %.2f%%, model %.2f s, solve %.2f s, %d round%s\n",
-		       info->solver_status, info->mip_gap >= 0 ? 100 * info->mip_gap : -1.0, info->creation_s,
+		printf("  solver           %s%s, gap %.2f%%, model %.2f s, solve %.2f s, %d round%s\n",
+		       who, info->solver_status, info->mip_gap >= 0 ? 100 * info->mip_gap : -1.0, info->creation_s,
 		       info->solve_s, rep->n_rounds, rep->n_rounds == 1 ? "" : "s");
 		printf("  model            %d columns (%d binary), %d rows, %lld nonzeros; %d tensors "
 		       "placed, %s kept fast\n", rep->n_columns, rep->n_binaries, rep->n_rows,
@@ -160,6 +179,8 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 	} else {
 		printf("  solver           %s\n", info->solver_status);
 	}
+	if (model_file)
+		printf("  model file       %s\n", model_file);
 	if (out)
 		printf("  plan             %s\n", out);
 }
@@ -172,11 +193,31 @@ struct plan_args {
 	bool explain, json;
 };
 
+/* model_file_ok -- --write-model FILE: a suffix that names the format, an ILP to write and a
+ * folder that takes the file; -1 to go on, else the exit code */
+static int model_file_ok(const char *path, const atm_job_opts *jo)
+{
+	size_t n = strlen(path);
+	atm_status rc;
+	bool mps = n > 4 && !strcmp(path + n - 4, ".mps"), lp = n > 3 && !strcmp(path + n - 3, ".lp");
+	if (!mps && !lp)
+		return cli_usage_error("plan", "--write-model '%s' names no model format; give a file "
+		                       "ending in .mps (MPS) or .lp (CPLEX LP)", path);
+	if (!atm_opt_is_ilp(jo->formulation))
+		return cli_usage_error("plan", "--write-model writes an integer program; the %s "
+		                       "formulation has none (give static, synchronous or asynchronous)",
+		                       atm_opt_formulation_name(jo->formulation));
+	/* like -o: a model built after minutes must have somewhere to go */
+	if ((rc = atm_check_writable(path)) < 0)
+		return cli_fail("plan", rc);
+	return -1;
+}
+
 /* parse_args -- the command line into a; -1 to go on, else the exit code */
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	enum { OPT_EXPLAIN = CLI_OPT_FIRST_FREE, OPT_JSON, OPT_ESTIMATE, OPT_QUIET, OPT_RESULTS,
-	       OPT_APPEND };
+	       OPT_APPEND, OPT_WRITE_MODEL };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -187,6 +228,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"results", required_argument, NULL, OPT_RESULTS},
 		{"append", no_argument, NULL, OPT_APPEND},
+		{"write-model", required_argument, NULL, OPT_WRITE_MODEL},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -222,6 +264,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_APPEND:
 			jo->append = true;
 			break;
+		case OPT_WRITE_MODEL:
+			jo->opt.write_model = optarg;
+			break;
 		case 'o':
 			a->out = optarg;
 			break;
@@ -238,6 +283,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	/* a plan found after minutes must have somewhere to go */
 	if (a->out && (rc = atm_check_writable(a->out)) < 0)
 		return cli_fail("plan", rc);
+	if (jo->opt.write_model)
+		return model_file_ok(jo->opt.write_model, jo);
 	return -1;
 }
 
@@ -259,9 +306,9 @@ static atm_status report(atm_job *j, void *arg)
 		return rc;
 	if (a->json)
 		return print_json(g, jo->workload.batch, p, rep, chk, jo->ratio_slow, jo->ratio_fast,
-		                  a->out);
+		                  a->out, jo->opt.write_model);
 	if (!a->explain) {
-		print_human(g, jo->workload.batch, p, rep, chk, a->out);
+		print_human(g, jo->workload.batch, p, rep, chk, a->out, jo->opt.write_model);
 		if (jo->results_path)
 			printf("  results          %s (the plan's prediction; nothing ran)\n",
 			       jo->results_path);

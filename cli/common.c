@@ -266,6 +266,18 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 			return -1;
 		o->max_rounds = (int)v;
 		return 1;
+	case CLI_OPT_SOLVER:
+		/* the name alone here; whether this build has it is the job's first check */
+		if (atm_opt_solver_from_name(arg, &o->solver) < 0) {
+			atm_err_prefix(ATM_E_USAGE, "--solver: ");
+			return -1;
+		}
+		return 1;
+	case CLI_OPT_THREADS:
+		if (cli_parse_int("threads", arg, 0, 1024, &v) < 0)
+			return -1;
+		o->threads = (int)v;
+		return 1;
 	case CLI_OPT_VERBOSE:
 		o->verbosity = 1;
 		return 1;
@@ -303,10 +315,25 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 	return ATM_OK;
 }
 
+const char *cli_solver_version(const char *name)
+{
+	/* by name, not atm_opt_solver_from_name: a plan from another build may name a solver this
+	 * one lacks, and that is no error to record */
+	for (int s = ATM_OPT_SOLVER_AUTO + 1; s < ATM_OPT_N_SOLVERS; s++)
+		if (!strcmp(name, atm_opt_solver_name((atm_opt_solver)s))) {
+			const char *v = atm_opt_solver_version((atm_opt_solver)s);
+			return v ? v : "";
+		}
+	return "";
+}
+
 void cli_plan_help(FILE *f)
 {
 	atm_opt_options d;
+	atm_opt_solver best = ATM_OPT_SOLVER_GLPK;
 	atm_opt_options_default(&d);
+	/* what auto stands for in this build; a failure leaves GLPK, which is always built */
+	(void)atm_opt_solver_resolve(ATM_OPT_SOLVER_AUTO, &best);
 	fprintf(f,
 	        "  --ratio S:F       slow:fast memory; fast = peak footprint * F / (S + F): 4:1 is a\n"
 	        "                    fifth, 0:1 all fast (no limit), 1:0 the least any plan needs\n"
@@ -320,11 +347,15 @@ void cli_plan_help(FILE *f)
 	        "                    best plan found by then is used\n"
 	        "  --async-window N  kernels before a use where an overlapped fetch may run (default %d)\n"
 	        "  --rounds N        solves for fragmentation before giving up (default %d, at most %d)\n"
+	        "  --solver S        the ILP solver: glpk, cbc (COIN-OR CBC, when built with it) or\n"
+	        "                    auto (default: the best this build has, here %s)\n"
+	        "  --threads N       solver threads (CBC's; GLPK uses one); 0, the default, is one\n"
+	        "                    per core autotm may run on\n"
 	        "  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
 	        "                    else ~/.cache/autotm/profiles.json)\n"
-	        "  --verbose         GLPK's progress on stderr\n",
+	        "  --verbose         the solver's progress on stderr\n",
 	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
-	        ATM_PLAN_MAX_ROUNDS);
+	        ATM_PLAN_MAX_ROUNDS, atm_opt_solver_name(best));
 }
 
 static volatile sig_atomic_t interrupted;

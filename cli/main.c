@@ -31,6 +31,24 @@ static void usage(FILE *f)
 	        "system error, 7 out of memory, 8 not found, 130 interrupted.\n");
 }
 
+/* print_version -- autotm's version and the ILP solvers built in, and which one --solver auto
+ * picks */
+static void print_version(void)
+{
+	atm_opt_solver best = ATM_OPT_SOLVER_GLPK;
+	const char *sep = "";
+	printf("autotm %s\nsolvers: ", ATM_VERSION);
+	for (int s = ATM_OPT_SOLVER_AUTO + 1; s < ATM_OPT_N_SOLVERS; s++) {
+		const char *v = atm_opt_solver_version((atm_opt_solver)s);
+		if (v && v[0]) {
+			printf("%s%s", sep, v);
+			sep = ", ";
+		}
+	}
+	(void)atm_opt_solver_resolve(ATM_OPT_SOLVER_AUTO, &best);
+	printf(" (--solver auto: %s)\n", atm_opt_solver_name(best));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -50,7 +68,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("autotm %s\n", ATM_VERSION);
+		print_version();
 		return 0;
 	}
 	for (int i = 0; i < N_COMMANDS; i++)

@@ -333,6 +333,7 @@ typedef struct {
 	double creation_s, solve_s; /* < 0: not solved; over all rounds */
 	double mip_gap;             /* < 0: unknown */
 	char solver_status[32];
+	char solver[16];            /* the ILP solver that made it: "glpk", "cbc" ("": none) */
 	bool estimated;             /* priced with an estimated (roofline) profile, not a measured one */
 	double ratio_slow, ratio_fast; /* the slow:fast ratio the limit came from; both 0: none */
 	/* one entry per solve (results' creation_times and optimization_times); 0: not solved */

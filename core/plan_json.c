@@ -87,6 +87,9 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	atm_text_str(&t, ",\n  \"predicted_runtime_s\": ");
 	atm_text_json_new(&t, real_or_null(info->predicted_runtime_s), PJ_DUMP);
 	json_t *solver = json_object();
+	/* which solver made the plan; null for baselines and built-in placements */
+	atm_json_set_new(solver, "name", info->solver[0] ? json_string(info->solver) : json_null(),
+	                 &ok);
 	atm_json_set_new(solver, "status", json_string(info->solver_status), &ok);
 	atm_json_set_new(solver, "creation_s", real_or_null(info->creation_s), &ok);
 	atm_json_set_new(solver, "solve_s", real_or_null(info->solve_s), &ok);
@@ -318,6 +321,13 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 			return rc;
 		snprintf(info->solver_status, sizeof info->solver_status, "%s",
 		         v ? json_string_value(v) : "");
+		/* "name" came with the choice of solver: plans written before lack it */
+		if ((rc = get(gr, "solver", "name", JSON_STRING, true, &v)) < 0)
+			return rc;
+		if (v && strlen(json_string_value(v)) >= sizeof info->solver)
+			return BAD("solver: \"name\" '%.40s' is too long for a solver's name (at most %zu "
+			           "characters)", json_string_value(v), sizeof info->solver - 1);
+		snprintf(info->solver, sizeof info->solver, "%s", v ? json_string_value(v) : "");
 		if ((rc = read_rounds(gr, info)) < 0)
 			return rc;
 	}

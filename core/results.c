@@ -102,6 +102,8 @@ static void solver_fields(const atm_plan_info *info, json_t *run, bool *ok)
 		*ok = false;
 	atm_json_set_new(run, "creation_times", creation, ok);
 	atm_json_set_new(run, "optimization_times", solving, ok);
+	/* an optional field of version 2 (added later): readers of older files find it absent */
+	atm_json_set_new(run, "solver", info->solver[0] ? json_string(info->solver) : json_null(), ok);
 	atm_json_set_new(run, "solver_status", json_string(info->solver_status), ok);
 	atm_json_set_new(run, "mip_gap", num_or_null(info->mip_gap), ok);
 	atm_json_set_new(run, "predicted_runtime", num_or_null(info->predicted_runtime_s), ok);

@@ -374,6 +374,18 @@ class Run:
                 + ["--quiet", "-o", str(self.file), "--append"])
 
 
+def grid(args, folder, preset, formulations, before=(), after=()):
+    """The runs of every network: the (formulation, ratio) pairs of BEFORE, each of FORMULATIONS
+    at each of --ratios, then AFTER, into DATA/MACHINE/FOLDER/NETWORK-PRESET.json."""
+    mode = "estimate" if args.estimate else "measure"
+    pairs = list(before) + [(f, r) for r in args.ratios for f in formulations] + list(after)
+    runs = []
+    for net in args.networks:
+        file = args.machine_dir / folder / f"{net}-{preset}.json"
+        runs += [Run(net, preset, file, f, r, mode, emulate=args.emulate) for f, r in pairs]
+    return runs
+
+
 def _num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 

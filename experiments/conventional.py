@@ -34,23 +34,11 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 
 
 def build(args, zoo):
-    mode = "estimate" if args.estimate else "measure"
     preset = args.preset or "small"
     common.warn_big_preset(preset, args.estimate)
-    runs = []
-    for net in args.networks:
-        f = args.machine_dir / "cpu" / f"{net}-{preset}.json"
-
-        def add(formulation, ratio):
-            runs.append(common.Run(net, preset, f, formulation, ratio, mode, emulate=args.emulate))
-
-        add("all-fast", (0, 1))
-        add("all-slow", (1, 0))
-        for ratio in args.ratios:
-            for formulation in FORMULATIONS:
-                add(formulation, ratio)
-        add("synchronous", (1, 0))
-    return runs
+    return common.grid(args, "cpu", preset, FORMULATIONS,
+                       before=[("all-fast", (0, 1)), ("all-slow", (1, 0))],
+                       after=[("synchronous", (1, 0))])
 
 
 def main():

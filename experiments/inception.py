@@ -38,17 +38,9 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 
 
 def build(args, zoo):
-    mode = "estimate" if args.estimate else "measure"
     preset = args.preset or "small"
     common.warn_big_preset(preset, args.estimate)
-    runs = []
-    for net in args.networks:
-        f = args.machine_dir / "cpu" / f"{net}-{preset}.json"
-        runs.append(common.Run(net, preset, f, "all-fast", (0, 1), mode, emulate=args.emulate))
-        for ratio in args.ratios:
-            for formulation in FORMULATIONS:
-                runs.append(common.Run(net, preset, f, formulation, ratio, mode, emulate=args.emulate))
-    return runs
+    return common.grid(args, "cpu", preset, FORMULATIONS, before=[("all-fast", (0, 1))])
 
 
 def main():

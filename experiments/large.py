@@ -39,18 +39,11 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 
 
 def build(args, zoo):
-    mode = "estimate" if args.estimate else "measure"
     preset = args.preset or "small"
     if preset == "paper":
         preset = "large"
     common.warn_big_preset(preset, args.estimate)
-    runs = []
-    for net in args.networks:
-        f = args.machine_dir / "large" / f"{net}-{preset}.json"
-        for ratio in args.ratios:
-            for formulation in FORMULATIONS:
-                runs.append(common.Run(net, preset, f, formulation, ratio, mode, emulate=args.emulate))
-    return runs
+    return common.grid(args, "large", preset, FORMULATIONS)
 
 
 def main():

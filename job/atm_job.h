@@ -50,7 +50,7 @@ typedef struct {
 	atm_opt_formulation formulation;
 	double ratio_slow, ratio_fast; /* the limit as slow:fast; both 0: limit_bytes */
 	int64_t limit_bytes;       /* without a ratio; 0: none (on a GPU: the device memory) */
-	atm_opt_options opt;       /* solver limits, window, rounds */
+	atm_opt_options opt;       /* the solver, its threads and limits, window, rounds */
 	const char *placement;     /* without optimize: all-fast, all-slow, random, managed (GPU)
 	                            * or a plan file; NULL: all-fast */
 	uint64_t placement_seed;   /* of the random placement */
@@ -73,9 +73,11 @@ typedef struct atm_job atm_job;
 /* atm_job_opts_default -- synchronous, no limit, the optimizer's defaults, 5 steps after 1 */
 void atm_job_opts_default(atm_job_opts *o);
 
-/* atm_job_new -- a job for g (borrowed: it must outlive j). With a GPU the device is probed
- * (ATM_E_UNSUPPORTED with the reason when there is none) and the plan's limit capped at its
- * memory; a results path is checked (atm_results_check) before any work. */
+/* atm_job_new -- a job for g (borrowed: it must outlive j). With optimize, the solver
+ * (o->opt.solver) must be built in (ATM_E_UNSUPPORTED naming the package when not). With a
+ * GPU the device is probed (ATM_E_UNSUPPORTED with the reason when there is none) and the
+ * plan's limit capped at its memory; a results path is checked (atm_results_check) before
+ * any work. */
 atm_status atm_job_new(atm_job **j, const atm_graph *g, const atm_job_opts *o);
 void atm_job_destroy(atm_job *j);
 

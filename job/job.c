@@ -150,6 +150,17 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 	return ATM_OK;
 }
 
+/* check_solver -- the solver a plan asks for is built in, before anything is profiled: a
+ * build without CBC refuses --solver cbc now (ATM_E_UNSUPPORTED naming the package), not
+ * after minutes of profiling */
+static atm_status check_solver(const atm_job_opts *o)
+{
+	atm_opt_solver s;
+	if (!o->optimize)
+		return ATM_OK;
+	return atm_opt_solver_resolve(o->opt.solver, &s);
+}
+
 atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 {
 	atm_job *j = calloc(1, sizeof *j);
@@ -171,6 +182,8 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 		rc = atm_err(ATM_E_USAGE, "an estimated profile prices a plan: it needs the optimizer "
 		             "(--ratio or --dram-limit, --formulation)");
 	else
+		rc = check_solver(o);
+	if (rc == ATM_OK)
 		rc = atm_job_memory_resolve(j->who, &j->o.mem, o->quiet);
 	if (rc == ATM_OK && o->results_path)
 		rc = atm_results_check(o->results_path, g, o->append);

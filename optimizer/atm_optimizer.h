@@ -1,4 +1,4 @@
-/* atm_optimizer.h -- tensor placement: ILP formulations on GLPK, baseline policies, the plan checker.
+/* atm_optimizer.h -- tensor placement: ILP formulations on GLPK or CBC, baseline policies, the plan checker.
  *
  * Usage:
  *
@@ -49,15 +49,34 @@ typedef enum {
 const char *atm_opt_formulation_name(atm_opt_formulation f);
 /* atm_opt_formulation_from_name -- ATM_E_USAGE listing the valid names when unknown */
 atm_status atm_opt_formulation_from_name(const char *s, atm_opt_formulation *out);
-/* atm_opt_is_ilp -- static, synchronous and asynchronous are solved by GLPK */
+/* atm_opt_is_ilp -- static, synchronous and asynchronous are solved as integer programs */
 bool atm_opt_is_ilp(atm_opt_formulation f);
+
+/* The integer-programming solver behind the ILP formulations. */
+typedef enum {
+	ATM_OPT_SOLVER_AUTO = 0, /* the best this build has: CBC when built with it, else GLPK */
+	ATM_OPT_SOLVER_GLPK,     /* GNU GLPK: always built */
+	ATM_OPT_SOLVER_CBC,      /* COIN-OR CBC (Clp's LP): built when coinor-libcbc-dev is found */
+	ATM_OPT_N_SOLVERS
+} atm_opt_solver;
+
+/* atm_opt_solver_name -- "auto", "glpk", "cbc" */
+const char *atm_opt_solver_name(atm_opt_solver s);
+/* atm_opt_solver_from_name -- ATM_E_USAGE listing the valid names when unknown */
+atm_status atm_opt_solver_from_name(const char *s, atm_opt_solver *out);
+/* atm_opt_solver_resolve -- the solver s stands for in this build (auto: the best available),
+ * or ATM_E_UNSUPPORTED naming the package to build with when s is not built in */
+atm_status atm_opt_solver_resolve(atm_opt_solver s, atm_opt_solver *out);
+/* atm_opt_solver_version -- the library's version text ("GLPK 5.0", "CBC 2.10.8"; "" when
+ * not built in) */
+const char *atm_opt_solver_version(atm_opt_solver s);
 
 typedef struct {
 	double mip_gap;        /* relative gap at which the search stops (default 0.01; 0: optimal) */
 	double time_limit_s;   /* wall-clock limit of the whole plan, every defragmentation round
 	                        * together (default 60; a round that starts after it uses the
 	                        * heuristic alone) */
-	int verbosity;         /* 0 quiet, 1 GLPK's progress, 2 GLPK's full log */
+	int verbosity;         /* 0 quiet, 1 the solver's progress, 2 its full log */
 	int async_window;      /* kernels before a use where an asynchronous fetch may overlap (default 2) */
 	int max_rounds;        /* defragmentation rounds before giving up (default and at most
 	                        * ATM_PLAN_MAX_ROUNDS) */
@@ -65,7 +84,14 @@ typedef struct {
 	                        * (default -1: min(64 KiB, peak / 4096); 0: none) */
 	bool workspace_in_limit; /* count kernels' workspace against the limit (the CPU runtime
 	                          * keeps scratch outside the arena, so default false) */
-	bool no_seed;          /* do not hand GLPK the heuristic's plan (for tests and comparisons) */
+	bool no_seed;          /* do not hand the solver the heuristic's plan (for tests and
+	                        * comparisons) */
+	atm_opt_solver solver; /* default ATM_OPT_SOLVER_AUTO */
+	int threads;           /* solver threads (CBC; GLPK has one): 0, the default, is one per
+	                        * core the process may run on */
+	const char *write_model; /* write each round's model here, MPS (".mps") or CPLEX LP (".lp"),
+	                          * replaced atomically: the file holds the final round's (NULL:
+	                          * none) */
 	bool device_only;      /* a GPU: every kernel reads and writes fast (device) memory only,
 	                        * so a tensor in slow (host) memory is fetched before its use; the
 	                        * profile holds each kernel's all-fast configuration alone */
@@ -82,9 +108,9 @@ typedef struct {
 	int64_t fast_limit_bytes;    /* the tightest per-node limit the round used */
 	double creation_s, solve_s;  /* model building; heuristic + LP + branch and bound */
 	double objective_s;          /* the round's plan as the model prices it */
-	double ilp_objective_s;      /* the same plan priced by GLPK's objective (< 0: GLPK was
-	                              * not run this round) */
-	double bound_s;              /* best lower bound GLPK proved (< 0: none) */
+	double ilp_objective_s;      /* the same plan priced by the model's objective (< 0: no
+	                              * solver was run this round) */
+	double bound_s;              /* best lower bound proved (< 0: none) */
 	double mip_gap;              /* final relative gap (< 0: unknown) */
 	char status[32];             /* "optimal", "within gap", "time-limit", "heuristic", ... */
 	bool fits;                   /* the plan fitted the fast arena (first fit) */
@@ -98,21 +124,23 @@ typedef struct {
 	int64_t pinned_bytes;        /* bytes of tensors kept in fast memory out of the model */
 	double objective_s;          /* the final plan's step time as the model prices it */
 	double heuristic_s;          /* the heuristic incumbent's step time (< 0: none) */
+	char solver[16];             /* the solver that ran: "glpk", "cbc" ("" for baselines) */
 	int n_rounds;
 	atm_opt_round rounds[ATM_PLAN_MAX_ROUNDS];
 } atm_opt_report;
 
 /* atm_opt_plan -- a plan of g under fast_limit_bytes (0: no limit) with formulation f, priced
- * by prof. ILP formulations build a model, seed GLPK with a heuristic plan, solve within
- * o->time_limit_s to o->mip_gap, and fall back to the heuristic plan when GLPK finds nothing
- * better or fails (a model it cannot solve numerically: solver_status says so). The plan is
+ * by prof. ILP formulations build a model, seed the solver (o->solver) with a heuristic plan,
+ * solve within o->time_limit_s to o->mip_gap, and fall back to the heuristic plan when the
+ * solver finds nothing better or fails (a model it cannot solve numerically: solver_status says so). The plan is
  * laid out with first fit; when it does not fit the arena for fragmentation, the limit is
  * tightened around the nodes that overflow and the model solved again, each round recorded in
  * rep and in the plan's info. The plan's predicted runtime
  * is atm_opt_check's. Errors: ATM_E_INFEASIBLE when no plan fits (the message names the node
  * and the smallest limit that could work), ATM_E_NOTFOUND for a kernel configuration or move
  * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options,
- * ATM_E_INTERRUPTED when o->stop was set. rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
+ * ATM_E_INTERRUPTED when o->stop was set, ATM_E_UNSUPPORTED when o->solver is not built in,
+ * ATM_E_IO when o->write_model cannot be written. rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
 atm_status atm_opt_plan(atm_plan **plan, const atm_graph *g, const atm_profile *prof,
                         int64_t fast_limit_bytes, atm_opt_formulation f, const atm_opt_options *o,
                         atm_opt_report *rep);

@@ -35,7 +35,6 @@ struct gate {
 	int32_t at;
 	uint16_t edges;         /* allowed: bit EDGE(from, to) */
 	double cost[N_EDGES];   /* seconds of copying (sync: blocking; async: on the channel) */
-	int32_t col[N_EDGES];   /* GLPK column, 0 none */
 };
 
 enum { TC_MOVABLE = 0, TC_FAST, TC_SLOW };
@@ -51,7 +50,6 @@ struct tmodel {
 	int64_t abytes;         /* what it takes in the arena: bytes rounded up to its alignment */
 	int32_t first, last;    /* nodes of its life */
 	int32_t slot_lo, slot_hi;
-	int32_t h_col;          /* persistent movable: column "home in fast memory, never moves" */
 	int32_t n_gates;        /* also the number of phases */
 	struct gate *gates;
 	int32_t *ph_lo, *ph_hi; /* slots of each phase (empty when lo > hi) */
@@ -82,7 +80,6 @@ struct nmodel {
 	int n_cfg;              /* 1 << n_free */
 	double *time;           /* per free-unit configuration: seconds (< 0: not profiled) */
 	bool has_async;         /* some tensor may copy while this node runs */
-	int32_t z_col, y_col;   /* first configuration column; max(kernel, copies) column */
 	int algo;               /* device_only: the profiled algorithm the kernel runs (0: default) */
 };
 
@@ -150,17 +147,35 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 atm_status opt_polish(const struct model *m, struct solution *s);
 
 /* ilp.c */
+/* How a round's solve ended; the text (opt_ilp_status_text) is what plans and results say. */
+enum ilp_status {
+	ILP_OPTIMAL,
+	ILP_WITHIN_GAP,
+	ILP_TIME_LIMIT,         /* the solver's plan, out of time before proving the gap */
+	ILP_STOPPED,
+	ILP_HEURISTIC,          /* the heuristic's plan: the solver found nothing better */
+	ILP_HEUR_LP_TIME,       /* ... the root relaxation did not finish in time */
+	ILP_HEUR_LP_FAILED,     /* ... the root relaxation could not be solved */
+	ILP_HEUR_FAILED,        /* ... the solver failed */
+	ILP_HEUR_TIME_LIMIT,    /* ... out of time before the solver found a plan */
+	ILP_HEUR_NO_SOLUTION,   /* ... the solver found none */
+	ILP_N_STATUS
+};
+const char *opt_ilp_status_text(enum ilp_status s);
+
 struct ilp_result {
 	int n_columns, n_rows, n_binaries;
 	int64_t n_nonzeros;
 	double creation_s, solve_s, bound_s, gap;
-	double ilp_objective_s; /* the final (polished) s as GLPK's objective prices it (< 0: none) */
-	char status[32];
-	bool improved;          /* GLPK's solution replaced the seed */
+	double ilp_objective_s; /* the final (polished) s as the program's objective prices it
+	                         * (< 0: none) */
+	enum ilp_status st;     /* its text: opt_ilp_status_text */
+	char solver[16];        /* the backend that ran */
+	bool improved;          /* the solver's solution replaced the seed */
 };
-/* opt_ilp_solve -- build the GLPK model of m, seed it with s, solve within the time left since
- * t_start; s becomes the better of the seed and GLPK's solution, polished, and is checked
- * against every row of the model */
+/* opt_ilp_solve -- build the program of m (written to o.write_model when set), seed the solver
+ * (o.solver) with s, solve within the time left since t_start; s becomes the better of the
+ * seed and the solver's solution, polished, and is checked against every row of the program */
 atm_status opt_ilp_solve(const struct model *m, struct solution *s, double t_start,
                          struct ilp_result *r);
 

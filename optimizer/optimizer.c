@@ -1,9 +1,11 @@
 /* optimizer.c -- atm_opt_plan: options, the infeasibility message, solving rounds and the defragmentation loop */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "milp.h"
 #include "opt_internal.h"
 
 static const char *const names[ATM_OPT_N_FORMULATIONS] = {
@@ -57,9 +59,29 @@ static atm_status check_options(const atm_opt_options *o)
 	if (o->max_rounds < 1 || o->max_rounds > ATM_PLAN_MAX_ROUNDS)
 		return atm_err(ATM_E_USAGE, "defragmentation rounds %d is not valid; expected 1 to %d",
 		               o->max_rounds, ATM_PLAN_MAX_ROUNDS);
+	if (o->threads < 0 || o->threads > 1024)
+		return atm_err(ATM_E_USAGE, "solver threads %d is not valid; expected 0 (one per core) "
+		               "to 1024", o->threads);
+	if (o->write_model && milp_write_check(o->write_model) < 0)
+		return ATM_E_USAGE;
 	if (o->pin_bytes < -1)
 		return atm_err(ATM_E_USAGE, "pin size %lld is not valid; expected -1 (default), 0 "
 		               "(none) or a byte count", (long long)o->pin_bytes);
+	return ATM_OK;
+}
+
+/* resolve_solver -- o's solver made concrete (auto: the best built in), and threads counted:
+ * ATM_E_UNSUPPORTED before any work when it is not built in */
+static atm_status resolve_solver(atm_opt_options *o, atm_opt_report *rep)
+{
+	atm_status rc = atm_opt_solver_resolve(o->solver, &o->solver);
+	if (rc < 0)
+		return rc;
+	snprintf(rep->solver, sizeof rep->solver, "%s", atm_opt_solver_name(o->solver));
+	if (o->threads <= 0) {
+		cpu_set_t set;
+		o->threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+	}
 	return ATM_OK;
 }
 
@@ -340,14 +362,13 @@ static atm_status round_solve(struct defrag *d, int round, bool warm, double heu
 		*ir = d->last_ir;
 		ir->creation_s = ir->solve_s = 0;
 		ir->gap = ir->bound_s = ir->ilp_objective_s = -1;
-		snprintf(ir->status, sizeof ir->status, "%s", proved ? "within gap" :
-		         d->lp_too_big ? "heuristic (lp time)" : "heuristic (time limit)");
+		ir->st = proved ? ILP_WITHIN_GAP : d->lp_too_big ? ILP_HEUR_LP_TIME : ILP_HEUR_TIME_LIMIT;
 		if ((rc = opt_polish(d->m, &d->sol)) < 0)
 			return rc;
 	} else if ((rc = opt_ilp_solve(d->m, &d->sol, d->t_plan, ir)) < 0) {
 		return rc;
 	}
-	if (!strcmp(ir->status, "heuristic (lp time)"))
+	if (ir->st == ILP_HEUR_LP_TIME)
 		d->lp_too_big = true;
 	if (ir->bound_s > d->best_bound)
 		d->best_bound = ir->bound_s;
@@ -379,7 +400,7 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
 	r->ilp_objective_s = ir->ilp_objective_s;
 	r->bound_s = ir->bound_s;
 	r->mip_gap = ir->gap;
-	snprintf(r->status, sizeof r->status, "%s", ir->status);
+	snprintf(r->status, sizeof r->status, "%s", opt_ilp_status_text(ir->st));
 	d->total_create += r->creation_s;
 	d->total_solve += r->solve_s;
 	rep->n_columns = ir->n_columns;
@@ -390,6 +411,8 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
 	rep->pinned_bytes = d->m->pinned_bytes;
 	rep->heuristic_s = heur_cost;
 	rep->objective_s = r->objective_s;
+	if (ir->solver[0])
+		snprintf(rep->solver, sizeof rep->solver, "%s", ir->solver);
 	return r;
 }
 
@@ -451,6 +474,7 @@ static atm_status defrag_finish(struct defrag *d)
 	info->solve_s = d->total_solve;
 	info->mip_gap = last->mip_gap;
 	snprintf(info->solver_status, sizeof info->solver_status, "%s", last->status);
+	snprintf(info->solver, sizeof info->solver, "%s", rep->solver);
 	info->n_rounds = rep->n_rounds;
 	for (int i = 0; i < rep->n_rounds; i++) {
 		info->round_creation_s[i] = rep->rounds[i].creation_s;
@@ -529,6 +553,8 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		return atm_err(ATM_E_USAGE, "fast limit %lld is not valid; expected bytes >= 0 (0: none)",
 		               (long long)limit);
 	if ((rc = check_options(&d.o)) < 0)
+		return rc;
+	if (atm_opt_is_ilp(f) && (rc = resolve_solver(&d.o, d.rep)) < 0)
 		return rc;
 	if (!atm_opt_is_ilp(f))
 		return opt_baseline(out, g, prof, limit, f, &d.o);

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # deps.sh -- install the Debian packages autotm builds and runs with (sourced by the other scripts)
 
+# coinor-libcbc-dev: the CBC solver backend (--solver cbc, and what --solver auto picks); a
+# build without it plans with GLPK alone
 ATM_PACKAGES=(
   build-essential cmake pkg-config
-  libjansson-dev libcmocka-dev libglpk-dev libmemkind-dev libpmem2-dev libhwloc-dev libdnnl-dev
+  libjansson-dev libcmocka-dev libglpk-dev coinor-libcbc-dev libmemkind-dev libpmem2-dev
+  libhwloc-dev libdnnl-dev
   python3-matplotlib
 )
 

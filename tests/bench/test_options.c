@@ -62,6 +62,7 @@ static void test_options_help(void **state)
 	}
 	/* nothing measured: no figure such as bench_exec's "1e30 s" of zero steps */
 	expect("bench_exec", "--help", 0, "--rounds N", "");
+	expect("bench_optimizer", "--help", 0, "--solver LIST", "");
 }
 
 /* test_options_refused -- an unknown option, a missing value, a stray argument and a bad
@@ -84,6 +85,8 @@ static void test_options_refused(void **state)
 		{"bench_optimizer", "--mip-gap 2", "--mip-gap '2' is not valid"},
 		{"bench_optimizer", "--ratios 4-1", "--ratios: ratio '4-1' is not valid"},
 		{"bench_optimizer", "--formulations best", "--formulations: unknown formulation 'best'"},
+		{"bench_optimizer", "--solver glpk,nosuch", "--solver: unknown solver 'nosuch'"},
+		{"bench_optimizer", "--solver ''", "--solver needs at least one of"},
 		{"bench_optimizer", "--presets huge", "--presets: "},
 		{"bench_optimizer", "--models nonet", "--models: "},
 		{"bench_gpu", "--frobnicate", "unknown option"},

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_optimizer.h"
 #include "atm_profiler.h"
 #include "atm_zoo.h"
 #include "common/cli_harness.h"
@@ -159,6 +160,126 @@ static void test_plan_cmd_json_summary(void **state)
 	assert_true(json_real_value(json_object_get(solver, "mip_gap")) <= 0.02 + 1e-12);
 	json_decref(j);
 	cli_release(&r);
+}
+
+/* solver_name -- a plan --json summary's solver.name (NULL when null) */
+static const char *solver_name(json_t *summary)
+{
+	return json_string_value(json_object_get(json_object_get(summary, "solver"), "name"));
+}
+
+/* test_plan_cmd_solver_choice -- --solver glpk always plans and says so in the summary and the
+ * plan file; --solver cbc plans with CBC in a build that has it, and in one without it is
+ * refused before any work with exit 5 and the package to install; a baseline names none */
+static void test_plan_cmd_solver_choice(void **state)
+{
+	(void)state;
+	char path[700];
+	atm_opt_solver cbc;
+	bool have_cbc = atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &cbc) == ATM_OK;
+	static const char *const names[] = {"glpk", "cbc"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/solver-%s.json", cli_tmpdir, names[i]);
+		unlink(path);
+		if (i == 1 && !have_cbc) {
+			struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --solver cbc --cache "
+			                              "%s -o %s --json", cache, path);
+			if (r.code != 5 || !strstr(r.err, "coinor-libcbc-dev"))
+				fail_msg("--solver cbc without CBC: exit %d (want 5), stderr '%s'", r.code, r.err);
+			/* refused before planning: nothing printed, no plan written */
+			assert_string_equal(r.out, "");
+			assert_int_not_equal(access(path, F_OK), 0);
+			cli_release(&r);
+			continue;
+		}
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --solver %s --threads 1 "
+		                              "--cache %s -o %s --json --quiet", names[i], cache, path);
+		if (r.code)
+			fail_msg("--solver %s: exit %d: %s", names[i], r.code, r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		if (!j)
+			fail_msg("not JSON: %s", r.out);
+		assert_non_null(solver_name(j));
+		assert_string_equal(solver_name(j), names[i]);
+		/* the version of the library that solved it */
+		const char *version = json_string_value(json_object_get(json_object_get(j, "solver"),
+		                                                        "version"));
+		assert_non_null(version);
+		assert_non_null(strstr(version, i ? "CBC" : "GLPK"));
+		json_decref(j);
+		cli_release(&r);
+		/* the plan file keeps it, and its summary line names it */
+		json_t *p = json_load_file(path, 0, NULL);
+		assert_non_null(p);
+		assert_string_equal(solver_name(p), names[i]);
+		json_decref(p);
+		r = cli_run("plan --model tiny_mlp --ratio 4:1 --solver %s --cache %s --quiet", names[i],
+		            cache);
+		char want[64];
+		snprintf(want, sizeof want, "solver           %s (", names[i]);
+		if (r.code || !strstr(r.out, want))
+			fail_msg("--solver %s: exit %d, no '%s' in '%s'", names[i], r.code, want, r.out);
+		cli_release(&r);
+	}
+	/* a baseline: no solver ran, and the summary says so with null */
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --formulation numa --cache %s "
+	                              "--json --quiet", cache);
+	if (r.code)
+		fail_msg("numa: exit %d: %s", r.code, r.err);
+	json_t *j = json_loads(r.out, 0, NULL);
+	assert_non_null(j);
+	assert_true(json_is_null(json_object_get(json_object_get(j, "solver"), "name")));
+	json_decref(j);
+	cli_release(&r);
+}
+
+/* test_plan_cmd_write_model -- --write-model writes the final round's model as MPS or CPLEX
+ * LP by its suffix and the summaries name the file; another suffix, a baseline (no model) or
+ * a folder that cannot take it is refused before planning */
+static void test_plan_cmd_write_model(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *suffix, *text;
+	} kinds[] = {{"mps", "ROWS"}, {"lp", "inimize"}};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		char path[700], *text = NULL;
+		size_t len = 0;
+		snprintf(path, sizeof path, "%s/model.%s", cli_tmpdir, kinds[i].suffix);
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --solver glpk --cache %s "
+		                              "--write-model %s --json --quiet", cache, path);
+		if (r.code)
+			fail_msg("--write-model %s: exit %d: %s", path, r.code, r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		assert_non_null(j);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(j, "solver"),
+		                                                      "model_file")), path);
+		json_decref(j);
+		cli_release(&r);
+		assert_int_equal(atm_read_file(path, &text, &len), ATM_OK);
+		if (!strstr(text, kinds[i].text))
+			fail_msg("%s lacks '%s'", path, kinds[i].text);
+		free(text);
+	}
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --cache %s --write-model "
+	                              "%s/x.txt", cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "--write-model"));
+	assert_non_null(strstr(r.err, ".mps"));
+	assert_non_null(strstr(r.err, ".lp"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	cli_expect(2, "the numa formulation has none", "plan --model tiny_mlp --ratio 4:1 "
+	           "--formulation numa --cache %s --write-model %s/x.lp", cache, cli_tmpdir);
+	r = cli_run("plan --model tiny_mlp --ratio 4:1 --cache %s --write-model %s/no/such/x.mps",
+	            cache, cli_tmpdir);
+	assert_int_equal(r.code, 6);
+	assert_non_null(strstr(r.err, "cannot write"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+	/* run plans but writes no model */
+	cli_expect(2, "unknown option '--write-model'", "run --model tiny_mlp --ratio 4:1 "
+	           "--write-model %s/x.lp", cli_tmpdir);
 }
 
 /* test_plan_cmd_explain_and_baselines -- the timeline names nodes and moves; baselines plan too */
@@ -316,9 +437,10 @@ static void test_plan_cmd_interrupt_while_solving(void **state)
 	fill_cache_at(g, big, -1);
 	atm_graph_destroy(g);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		/* GLPK by name: its progress line is what says the solve is under way */
 		pid_t pid = cli_spawn("plan --model resnet200 --formulation asynchronous --ratio 8:1 "
-		                      "--mip-gap 0 --time-limit 300 --verbose --cache %s -o %s/never.json",
-		                      big, cli_tmpdir);
+		                      "--mip-gap 0 --time-limit 300 --solver glpk --verbose --cache %s "
+		                      "-o %s/never.json", big, cli_tmpdir);
 		/* GLPK's progress: the solve is under way */
 		if (!cli_wait_for_text("spawn.err", " obj = ", 300)) {
 			cli_wait_within(pid, 0);
@@ -353,14 +475,30 @@ static void test_plan_cmd_bad_usage(void **state)
 	cli_expect(2, "--time-limit '0' is not valid", "plan --model tiny_mlp --ratio 4:1 --time-limit 0");
 	cli_expect(2, "unknown option '--frobnicate'", "plan --model tiny_mlp --frobnicate");
 	cli_expect(2, "--dram-limit: '0' is not a byte size", "plan --model tiny_mlp --dram-limit 0");
+	struct cli_result s = cli_run("plan --model tiny_mlp --ratio 4:1 --solver nosuch");
+	if (s.code != 2 || !strstr(s.err, "'nosuch'") || !strstr(s.err, "glpk") ||
+	    !strstr(s.err, "cbc"))
+		fail_msg("--solver nosuch: exit %d (want 2), stderr '%s' (want the valid names)", s.code,
+		         s.err);
+	cli_release(&s);
+	cli_expect(2, "--threads '-1' is not valid", "plan --model tiny_mlp --ratio 4:1 --threads -1");
 	cli_expect(2, "2lm caches slow memory", "plan --model tiny_mlp --ratio 0:1 --formulation 2lm "
 	           "--cache %s --quiet", cache);
 	struct cli_result r = cli_run("plan --help");
 	assert_int_equal(r.code, 0);
 	assert_non_null(strstr(r.out, "--formulation F"));
+	assert_non_null(strstr(r.out, "or CBC (--solver)"));
+	assert_non_null(strstr(r.out, "--solver S"));
+	assert_non_null(strstr(r.out, "--write-model FILE"));
 	cli_release(&r);
 	r = cli_run("--help");
 	assert_non_null(strstr(r.out, "plan"));
+	cli_release(&r);
+	/* the version names the solvers built in: GLPK always */
+	r = cli_run("--version");
+	assert_int_equal(r.code, 0);
+	assert_non_null(strstr(r.out, "solvers: GLPK "));
+	assert_non_null(strstr(r.out, "--solver auto: "));
 	cli_release(&r);
 }
 
@@ -372,6 +510,8 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_extreme_times),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
 		cmocka_unit_test(test_plan_cmd_json_summary),
+		cmocka_unit_test(test_plan_cmd_solver_choice),
+		cmocka_unit_test(test_plan_cmd_write_model),
 		cmocka_unit_test(test_plan_cmd_results_record),
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),
 		cmocka_unit_test(test_plan_cmd_infeasible_limit),

@@ -79,11 +79,13 @@ static void test_run_cmd_results_have_autotm_fields(void **state)
 		"num_dram_input_tensors", "num_dram_output_tensors", "bytes_input_tensors",
 		"bytes_output_tensors", "bytes_dram_input_tensors", "bytes_dram_output_tensors",
 		"dram_alloc_size", "pmem_alloc_size", "move_time", "kernel_times", "losses",
-		"weights_checksum", "emulated", "formulation", "tiers"};
+		"weights_checksum", "emulated", "formulation", "tiers", "solver"};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		if (!json_object_get(r, fields[i]))
 			fail_msg("run lacks %s", fields[i]);
 	assert_string_equal(str(r, "formulation"), "random");
+	/* a built-in placement: no solver made it */
+	assert_true(json_is_null(json_object_get(r, "solver")));
 	assert_int_equal(json_array_size(json_object_get(r, "losses")), 3);
 	assert_true(json_real_value(json_object_get(r, "actual_runtime")) > 0);
 	assert_true(json_integer_value(json_object_get(r, "num_pmem_move_nodes")) > 0);
@@ -114,10 +116,11 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	(void)state;
 	char args[1024];
 	json_t *ref = results("--model tiny_mlp --iters 2", "ref.json");
-	/* the planning options read as plan reads them: a gap in percent, fractional seconds */
+	/* the planning options read as plan reads them: a gap in percent, fractional seconds, the
+	 * solver and its threads */
 	snprintf(args, sizeof args, "--model tiny_mlp --ratio 4:1 --formulation asynchronous "
 	         "--emulate optane --iters 2 --cache %s/prof.json --mip-gap 1%% --time-limit 20.5 "
-	         "--async-window 3 --rounds 4", cli_tmpdir);
+	         "--async-window 3 --rounds 4 --solver glpk --threads 1", cli_tmpdir);
 	json_t *doc = results(args, "opt.json");
 	json_t *r = first_run(doc);
 	/* the run's thread count is the one its profile's machine key has */
@@ -132,6 +135,7 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	                 json_integer_value(json_object_get(machine, "n_threads")));
 	json_decref(prof);
 	assert_string_equal(str(r, "formulation"), "asynchronous");
+	assert_string_equal(str(r, "solver"), "glpk");
 	assert_true(json_real_value(json_object_get(r, "predicted_runtime")) > 0);
 	assert_true(json_real_value(json_object_get(r, "ratio")) == 4.0);
 	assert_true(json_integer_value(json_object_get(r, "dram_limit")) > 0);
@@ -146,6 +150,7 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	doc = results(args, "2lm.json");
 	r = first_run(doc);
 	assert_string_equal(str(r, "formulation"), "2lm");
+	assert_true(json_is_null(json_object_get(r, "solver"))); /* a baseline: no solver ran */
 	if (!strcmp(str(r, "memory_mode"), "emulated"))
 		assert_non_null(strstr(str(r, "emulation"), "+2lm"));
 	else
@@ -159,6 +164,14 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	cli_expect(2, "--mip-gap '2' is not valid", "run --model tiny_mlp --ratio 4:1 --mip-gap 2");
 	cli_expect(2, "--time-limit '0' is not valid", "run --model tiny_mlp --ratio 4:1 --time-limit 0");
 	cli_expect(2, "--rounds '99' is not valid", "run --model tiny_mlp --ratio 4:1 --rounds 99");
+	cli_expect(2, "unknown solver 'gurobi'", "run --model tiny_mlp --ratio 4:1 --solver gurobi");
+	cli_expect(2, "--threads 'x' is not valid", "run --model tiny_mlp --ratio 4:1 --threads x");
+	/* a build without CBC refuses it before profiling, with the package to install (a build
+	 * with it plans with it: test_plan_cmd) */
+	atm_opt_solver cbc;
+	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &cbc) < 0)
+		cli_expect(5, "coinor-libcbc-dev", "run --model tiny_mlp --ratio 4:1 --solver cbc "
+		           "--cache %s/never.json", cli_tmpdir);
 	/* the help gives the optimizer's own defaults */
 	struct cli_result h = cli_run("run --help");
 	assert_int_equal(h.code, 0);
@@ -168,6 +181,9 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	snprintf(want, sizeof want, "(default %g)", d.time_limit_s);
 	assert_non_null(strstr(h.out, want));
 	assert_non_null(strstr(h.out, "--async-window N"));
+	assert_non_null(strstr(h.out, "--solver S"));
+	assert_non_null(strstr(h.out, "--threads N"));
+	assert_null(strstr(h.out, "--write-model")); /* plan's alone */
 	cli_release(&h);
 }
 

@@ -279,6 +279,9 @@ static void test_plan_json_round_trip(void **state)
 	assert_string_equal(a, b);
 	assert_int_equal(atm_plan_n_moves(q), atm_plan_n_moves(p));
 	assert_int_equal(atm_plan_info_get(q)->fast_limit_bytes, 4096);
+	/* no solver made a random plan: its name is null and reads back empty */
+	assert_non_null(strstr(a, "\"solver\": {\"name\":null,"));
+	assert_string_equal(atm_plan_info_get(q)->solver, "");
 	free(a);
 	free(b);
 	atm_plan_destroy(p);
@@ -306,6 +309,45 @@ static char *edit(const char *a, const char *from, const char *to)
 	strcpy(out + head, to);
 	strcat(out, at + strlen(from));
 	return out;
+}
+
+/* test_plan_json_solver_name -- the solver that made a plan is kept through its file; a plan
+ * written before solvers had names (no "name") loads with none; a name that is not a string
+ * or too long for one is refused */
+static void test_plan_json_solver_name(void **state)
+{
+	struct small *sm = *state;
+	atm_plan *p = NULL, *q = NULL;
+	char *a = NULL, *b = NULL, *c;
+	assert_int_equal(atm_plan_random(&p, sm->g, 5), ATM_OK);
+	snprintf(atm_plan_info_of(p)->solver, sizeof atm_plan_info_of(p)->solver, "cbc");
+	snprintf(atm_plan_info_of(p)->solver_status, sizeof atm_plan_info_of(p)->solver_status,
+	         "optimal");
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_non_null(strstr(a, "\"solver\": {\"name\":\"cbc\",\"status\":\"optimal\""));
+	assert_int_equal(atm_plan_load_buffer(&q, sm->g, a, strlen(a), "p.json"), ATM_OK);
+	assert_string_equal(atm_plan_info_get(q)->solver, "cbc");
+	assert_string_equal(atm_plan_info_get(q)->solver_status, "optimal");
+	assert_int_equal(atm_plan_dump(q, &b), ATM_OK);
+	assert_string_equal(a, b);
+	atm_plan_destroy(q);
+	q = NULL;
+	/* as written before: the key absent */
+	c = edit(a, "\"name\":\"cbc\",", "");
+	assert_int_equal(atm_plan_load_buffer(&q, sm->g, c, strlen(c), "old.json"), ATM_OK);
+	assert_string_equal(atm_plan_info_get(q)->solver, "");
+	assert_string_equal(atm_plan_info_get(q)->solver_status, "optimal");
+	atm_plan_destroy(q);
+	free(c);
+	c = edit(a, "\"name\":\"cbc\"", "\"name\":3");
+	expect_load_error(sm->g, c, "solver: \"name\" must be a string");
+	free(c);
+	c = edit(a, "\"name\":\"cbc\"", "\"name\":\"a-solver-with-a-long-name\"");
+	expect_load_error(sm->g, c, "too long");
+	free(c);
+	free(a);
+	free(b);
+	atm_plan_destroy(p);
 }
 
 static void test_plan_json_rejects_mismatches(void **state)
@@ -521,6 +563,7 @@ int main(void)
 		T(test_plan_rejects_impossible_moves),
 		T(test_plan_random_plans_are_valid_and_stable),
 		T(test_plan_json_round_trip),
+		T(test_plan_json_solver_name),
 		T(test_plan_json_rejects_mismatches),
 		T(test_plan_schedule_setup),
 		T(test_plan_save_round_trip),

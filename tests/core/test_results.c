@@ -97,6 +97,8 @@ static void test_results_version2_fields(void **state)
 	assert_true(json_number_value(json_object_get(r, "fast_fraction")) == 0.2);
 	assert_true(json_number_value(json_object_get(r, "actual_runtime")) == 0.5);
 	assert_true(json_is_string(json_object_get(r, "date")));
+	/* a uniform plan: no solver made it */
+	assert_true(json_is_null(json_object_get(r, "solver")));
 	json_decref(d);
 }
 
@@ -208,7 +210,7 @@ static void test_results_concurrent_appends(void **state)
 	json_decref(d);
 }
 
-/* a plan file keeps the ratio and each round's times, so a run of it reports them */
+/* a plan file keeps the ratio, each round's times and the solver, so a run of it reports them */
 static void test_results_plan_file_keeps_ratio_and_rounds(void **state)
 {
 	struct fx *f = *state;
@@ -217,6 +219,7 @@ static void test_results_plan_file_keeps_ratio_and_rounds(void **state)
 	info->n_rounds = 2;
 	info->round_creation_s[0] = 0.25, info->round_solve_s[0] = 1.5;
 	info->round_creation_s[1] = 0.125, info->round_solve_s[1] = 0.75;
+	snprintf(info->solver, sizeof info->solver, "glpk");
 	char plan_path[160];
 	snprintf(plan_path, sizeof plan_path, "%s/p.json", f->dir);
 	assert_int_equal(atm_plan_save(f->p, plan_path), ATM_OK);
@@ -227,12 +230,14 @@ static void test_results_plan_file_keeps_ratio_and_rounds(void **state)
 	assert_true(qi->ratio_slow == 8 && qi->ratio_fast == 1);
 	assert_int_equal(qi->n_rounds, 2);
 	assert_true(qi->round_solve_s[1] == 0.75 && qi->round_creation_s[0] == 0.25);
+	assert_string_equal(qi->solver, "glpk");
 	assert_int_equal(atm_schedule_new(&s, q), ATM_OK);
 	assert_int_equal(atm_results_write(f->path, q, s, NULL, &measured, false), ATM_OK);
 	json_t *d = load(f->path), *r = run_at(d, 0);
 	assert_true(json_number_value(json_object_get(r, "ratio")) == 8.0);
 	assert_int_equal(json_array_size(json_object_get(r, "optimization_times")), 2);
 	assert_true(json_number_value(json_array_get(json_object_get(r, "creation_times"), 1)) == 0.125);
+	assert_string_equal(json_string_value(json_object_get(r, "solver")), "glpk");
 	json_decref(d);
 	atm_schedule_destroy(s);
 	atm_plan_destroy(q);

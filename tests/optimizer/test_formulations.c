@@ -5,10 +5,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <glpk.h>
+#include <unistd.h>
 
 #include "atm_optimizer.h"
 #include "atm_zoo.h"
@@ -20,6 +24,16 @@ struct net {
 };
 
 static struct net nets[2]; /* tiny_mlp, tiny_cnn */
+
+/* the solver every test of the group runs with: the suite runs once per solver built in */
+static atm_opt_solver solver;
+
+/* options -- the defaults, with the group's solver */
+static void options(atm_opt_options *o)
+{
+	atm_opt_options_default(o);
+	o->solver = solver;
+}
 
 static int setup(void **state)
 {
@@ -80,11 +94,14 @@ static atm_plan *checked_plan(const struct net *n, int64_t limit, atm_opt_formul
 		if (r->bound_s > 0 && r->mip_gap >= 0)
 			assert_true(r->mip_gap <= (r->objective_s - r->bound_s) / r->objective_s + 1e-9);
 	}
-	/* GLPK's own objective at the final plan is the checker's runtime, to rounding */
+	/* the solver that ran is the one asked for, and it is recorded */
+	assert_string_equal(rep->solver, atm_opt_solver_name(solver));
+	assert_string_equal(info->solver, atm_opt_solver_name(solver));
+	/* the program's own objective at the final plan is the checker's runtime, to rounding */
 	const atm_opt_round *last = &rep->rounds[rep->n_rounds - 1];
 	if (last->ilp_objective_s >= 0 &&
 	    fabs(last->ilp_objective_s - chk.predicted_s) > 1e-9 * (1 + chk.predicted_s))
-		fail_msg("%s: the checker says %.12f s, GLPK's objective %.12f s",
+		fail_msg("%s: the checker says %.12f s, the program's objective %.12f s",
 		         atm_opt_formulation_name(f), chk.predicted_s, last->ilp_objective_s);
 	assert_int_equal(info->n_rounds, rep->n_rounds);
 	assert_true(info->creation_s >= 0 && info->solve_s >= 0);
@@ -94,7 +111,7 @@ static atm_plan *checked_plan(const struct net *n, int64_t limit, atm_opt_formul
 static atm_opt_options exact(void)
 {
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	o.mip_gap = 0;
 	o.time_limit_s = 30;
 	return o;
@@ -110,7 +127,7 @@ static void order_at(const struct net *n, int64_t limit, const atm_opt_options *
 		atm_plan *p = checked_plan(n, limit, (atm_opt_formulation)f, o, &rep);
 		obj[f] = rep.rounds[0].objective_s;
 		gap[f] = rep.rounds[0].mip_gap;
-		assert_true(rep.rounds[rep.n_rounds - 1].ilp_objective_s > 0); /* GLPK priced it */
+		assert_true(rep.rounds[rep.n_rounds - 1].ilp_objective_s > 0); /* the program priced it */
 		assert_true(gap[f] >= 0 && gap[f] <= o->mip_gap + 1e-12);
 		atm_plan_destroy(p);
 	}
@@ -173,7 +190,7 @@ static void test_formulations_asynchronous_overlaps(void **state)
 {
 	struct net *n = &((struct net *)*state)[0];
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	o.time_limit_s = 20;
 	atm_opt_report rep;
 	atm_plan *p = checked_plan(n, ratio_limit(n->g, 8, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep);
@@ -196,7 +213,7 @@ static void test_formulations_no_limit_is_all_fast(void **state)
 	struct net *n = &((struct net *)*state)[1];
 	atm_plan *p = NULL;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	atm_opt_check_result chk;
 	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 0, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
 	for (int32_t t = 0; t < atm_graph_n_tensors(n->g); t++)
@@ -214,7 +231,7 @@ static void test_formulations_time_limit_still_plans(void **state)
 {
 	struct net *n = &((struct net *)*state)[1];
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	o.time_limit_s = 0.001;
 	o.mip_gap = 0;
 	atm_opt_report rep;
@@ -239,7 +256,7 @@ static void test_formulations_stop(void **state)
 	struct net *n = &((struct net *)*state)[1];
 	volatile sig_atomic_t stop = 1;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	o.stop = &stop;
 	const atm_opt_formulation fs[] = {ATM_OPT_STATIC, ATM_OPT_SYNCHRONOUS, ATM_OPT_ASYNCHRONOUS};
 	for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
@@ -259,7 +276,7 @@ static void test_formulations_plan_json_round_trip(void **state)
 {
 	struct net *n = &((struct net *)*state)[0];
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	atm_opt_report rep;
 	atm_plan *p = checked_plan(n, ratio_limit(n->g, 2, 1), ATM_OPT_SYNCHRONOUS, &o, &rep), *q = NULL;
 	char *text = NULL;
@@ -281,20 +298,20 @@ static void test_formulations_bad_options(void **state)
 	struct net *n = &((struct net *)*state)[0];
 	atm_plan *p = (atm_plan *)1;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	o.mip_gap = 1.5;
 	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "MIP gap 1.5"));
-	atm_opt_options_default(&o);
+	options(&o);
 	o.time_limit_s = 0;
 	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), "time limit"));
-	atm_opt_options_default(&o);
+	options(&o);
 	o.max_rounds = ATM_PLAN_MAX_ROUNDS + 1;
 	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, 4096, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), "rounds"));
-	atm_opt_options_default(&o);
+	options(&o);
 	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, -5, ATM_OPT_STATIC, &o, NULL), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), "fast limit -5"));
 	atm_opt_formulation f;
@@ -314,7 +331,7 @@ static void test_formulations_profile_gaps(void **state)
 	atm_profile *empty = NULL;
 	atm_plan *p = NULL;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
+	options(&o);
 	assert_int_equal(atm_profile_new(&empty, &m, NULL), ATM_OK);
 	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
 	                 ATM_E_NOTFOUND);
@@ -326,6 +343,88 @@ static void test_formulations_profile_gaps(void **state)
 	                 ATM_E_NOTFOUND);
 	assert_non_null(strstr(atm_errmsg(), "autotm profile"));
 	atm_profile_destroy(empty);
+}
+
+/* test_formulations_write_model -- the model written to MPS and to LP format, read back by
+ * GLPK and solved to optimality, has the optimal plan's runtime as its optimum (objective in
+ * microseconds, its constant included) */
+static void test_formulations_write_model(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	const char *files[] = {"atm_test_model.mps", "atm_test_model.lp"};
+	for (int i = 0; i < 2; i++) {
+		atm_opt_options o = exact();
+		o.write_model = files[i];
+		atm_opt_report rep;
+		atm_plan *p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_SYNCHRONOUS, &o, &rep);
+		assert_string_equal(rep.rounds[rep.n_rounds - 1].status, "optimal");
+		glp_prob *lp = glp_create_prob();
+		glp_term_out(GLP_OFF);
+		int read = i == 0 ? glp_read_mps(lp, GLP_MPS_FILE, NULL, files[i])
+		                  : glp_read_lp(lp, NULL, files[i]);
+		assert_int_equal(read, 0);
+		assert_int_equal(glp_get_num_cols(lp), rep.n_columns);
+		assert_int_equal(glp_get_num_rows(lp), rep.n_rows);
+		glp_iocp ip;
+		glp_init_iocp(&ip);
+		ip.presolve = GLP_ON;
+		ip.msg_lev = GLP_MSG_OFF;
+		assert_int_equal(glp_intopt(lp, &ip), 0);
+		assert_int_equal(glp_mip_status(lp), GLP_OPT);
+		double opt_s = glp_mip_obj_val(lp) / 1e6;
+		double plan_s = atm_plan_info_get(p)->predicted_runtime_s;
+		if (fabs(opt_s - plan_s) > 1e-9 * (1 + plan_s))
+			fail_msg("%s: the written model's optimum is %.12f s, the plan %.12f s", files[i],
+			         opt_s, plan_s);
+		glp_delete_prob(lp);
+		atm_plan_destroy(p);
+		unlink(files[i]);
+	}
+	/* a name that is neither: refused before any work */
+	atm_opt_options o = exact();
+	o.write_model = "model.txt";
+	atm_plan *p = NULL;
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, ratio_limit(n->g, 4, 1),
+	                              ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), ".mps"));
+	assert_null(p);
+}
+
+/* test_formulations_solver_names -- names, auto, and a solver this build lacks */
+static void test_formulations_solver_names(void **state)
+{
+	(void)state;
+	atm_opt_solver s, r;
+	assert_int_equal(atm_opt_solver_from_name("gurobi", &s), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "unknown solver 'gurobi'; valid: auto"));
+	assert_int_equal(atm_opt_solver_from_name("cbc", &s), ATM_OK);
+	assert_int_equal(s, ATM_OPT_SOLVER_CBC);
+	assert_int_equal(atm_opt_solver_resolve(ATM_OPT_SOLVER_GLPK, &r), ATM_OK);
+	assert_int_equal(r, ATM_OPT_SOLVER_GLPK);
+	assert_non_null(strstr(atm_opt_solver_version(ATM_OPT_SOLVER_GLPK), "GLPK"));
+	assert_int_equal(atm_opt_solver_resolve(ATM_OPT_SOLVER_AUTO, &r), ATM_OK);
+	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK) {
+		assert_int_equal(r, ATM_OPT_SOLVER_CBC); /* auto takes the best built in */
+		assert_non_null(strstr(atm_opt_solver_version(ATM_OPT_SOLVER_CBC), "CBC"));
+	} else {
+		assert_int_equal(atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s), ATM_E_UNSUPPORTED);
+		assert_non_null(strstr(atm_errmsg(), "coinor-libcbc-dev"));
+		assert_int_equal(r, ATM_OPT_SOLVER_GLPK);
+		assert_string_equal(atm_opt_solver_version(ATM_OPT_SOLVER_CBC), "");
+	}
+}
+
+/* group_setup -- the networks, with the solver of the group run next */
+static int setup_glpk(void **state)
+{
+	solver = ATM_OPT_SOLVER_GLPK;
+	return setup(state);
+}
+
+static int setup_cbc(void **state)
+{
+	solver = ATM_OPT_SOLVER_CBC;
+	return setup(state);
 }
 
 int main(void)
@@ -341,8 +440,17 @@ int main(void)
 		cmocka_unit_test(test_formulations_plan_json_round_trip),
 		cmocka_unit_test(test_formulations_bad_options),
 		cmocka_unit_test(test_formulations_profile_gaps),
+		cmocka_unit_test(test_formulations_write_model),
+		cmocka_unit_test(test_formulations_solver_names),
 	};
 	if (getenv("ATM_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("ATM_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	/* every test once per solver this build has */
+	int failed = cmocka_run_group_tests_name("glpk", tests, setup_glpk, teardown);
+	atm_opt_solver s;
+	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK)
+		failed += cmocka_run_group_tests_name("cbc", tests, setup_cbc, teardown);
+	else
+		printf("cbc: not built in, its group skipped\n");
+	return failed;
 }

@@ -1,0 +1,272 @@
+/* solve_cbc.c -- the CBC backend: COIN-OR branch and cut (Clp's simplex at the root), run in a
+ * child process.
+ *
+ * CBC's C interface has no way to stop a solve from outside and prints to stdout. So the solve
+ * runs in a forked child that writes its answer into shared memory: Ctrl-C and an overrun of
+ * the time limit end it at once (SIGKILL), a crash inside CBC leaves the heuristic's plan
+ * standing, and its log goes to stderr (or nowhere), never into the command's stdout.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <Cbc_C_Interface.h>
+
+#include "milp.h"
+
+/* seconds past the deadline before the child is ended: CBC checks its clock between nodes */
+#define OVERRUN_S 2.0
+/* how often the parent looks at the child and the stop flag */
+#define POLL_NS 10000000L
+
+/* What the child hands back, followed by n_cols values of x. */
+struct answer {
+	int done;               /* the child got to the end */
+	int status, secondary;  /* Cbc_status, Cbc_secondaryStatus */
+	int optimal, infeasible, has_x;
+	double obj, bound;      /* CBC's, without the objective's constant */
+	double x[];
+};
+
+static const char *cbc_version(void)
+{
+	static char v[32];
+	snprintf(v, sizeof v, "CBC %s", Cbc_getVersion());
+	return v;
+}
+
+/* big -- CBC's infinity for ours */
+static double big(double v)
+{
+	return isinf(v) ? (v > 0 ? DBL_MAX : -DBL_MAX) : v;
+}
+
+/* p's matrix by column, as Clp and CBC take it, with their infinities */
+struct csc {
+	CoinBigIndex *cs;
+	int *ri;
+	double *rv, *clo, *chi, *rlo, *rhi;
+};
+
+static void csc_free(struct csc *c)
+{
+	free(c->cs);
+	free(c->ri);
+	free(c->rv);
+	free(c->clo);
+	free(c->chi);
+	free(c->rlo);
+	free(c->rhi);
+}
+
+/* csc_of -- p by column; false when out of memory */
+static bool csc_of(const struct milp *p, struct csc *c)
+{
+	c->cs = calloc((size_t)p->n_cols + 1, sizeof *c->cs);
+	c->ri = malloc(((size_t)p->n_nz + 1) * sizeof *c->ri);
+	c->rv = malloc(((size_t)p->n_nz + 1) * sizeof *c->rv);
+	c->clo = malloc(((size_t)p->n_cols + 1) * sizeof *c->clo);
+	c->chi = malloc(((size_t)p->n_cols + 1) * sizeof *c->chi);
+	c->rlo = malloc(((size_t)p->n_rows + 1) * sizeof *c->rlo);
+	c->rhi = malloc(((size_t)p->n_rows + 1) * sizeof *c->rhi);
+	CoinBigIndex *fill = malloc(((size_t)p->n_cols + 1) * sizeof *fill);
+	if (!c->cs || !c->ri || !c->rv || !c->clo || !c->chi || !c->rlo || !c->rhi || !fill) {
+		free(fill);
+		return false;
+	}
+	for (int64_t e = 0; e < p->n_nz; e++)
+		c->cs[p->ind[e] + 1]++;
+	for (int32_t j = 0; j < p->n_cols; j++) {
+		c->cs[j + 1] += c->cs[j];
+		c->clo[j] = big(p->col_lo[j]);
+		c->chi[j] = big(p->col_hi[j]);
+	}
+	memcpy(fill, c->cs, ((size_t)p->n_cols + 1) * sizeof *fill);
+	for (int32_t i = 0; i < p->n_rows; i++) {
+		c->rlo[i] = big(p->row_lo[i]);
+		c->rhi[i] = big(p->row_hi[i]);
+		for (int64_t e = p->row_start[i]; e < p->row_start[i + 1]; e++) {
+			CoinBigIndex k = fill[p->ind[e]]++;
+			c->ri[k] = i;
+			c->rv[k] = p->val[e];
+		}
+	}
+	free(fill);
+	return true;
+}
+
+/* set -- a CBC parameter from a number */
+static void set(Cbc_Model *cm, const char *name, double v)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%.10g", v);
+	Cbc_setParameter(cm, name, buf);
+}
+
+/* child -- load, solve and answer; runs in the forked process and never returns */
+static void child(const struct milp *p, const struct milp_params *par, struct answer *a)
+{
+	/* CBC prints on stdout: that is the command's (plan --json), so the log goes to stderr
+	 * when asked for, else nowhere */
+	int null = open("/dev/null", O_WRONLY);
+	if (null >= 0) {
+		dup2(par->verbosity ? STDERR_FILENO : null, STDOUT_FILENO);
+		if (!par->verbosity)
+			dup2(null, STDERR_FILENO);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a child ended at the deadline keeps its log */
+	struct csc c = {0};
+	if (!csc_of(p, &c))
+		_exit(3);
+	Cbc_Model *cm = Cbc_newModel();
+	Cbc_loadProblem(cm, p->n_cols, p->n_rows, c.cs, c.ri, c.rv, c.clo, c.chi, p->obj, c.rlo, c.rhi);
+	csc_free(&c);
+	for (int32_t j = 0; j < p->n_cols; j++)
+		if (p->col_int[j])
+			Cbc_setInteger(cm, j);
+	/* CBC checks its clock between steps, some of them long (a feasibility pump pass over a
+	 * large model takes seconds): it is given less than the parent waits for */
+	double left = (par->deadline - atm_now_s()) * 0.9;
+	Cbc_setParameter(cm, "timeMode", "elapsed");
+	set(cm, "seconds", left > 0.05 ? left : 0.05);
+	set(cm, "ratioGap", par->gap);
+	set(cm, "threads", par->threads > 1 ? par->threads : 0);
+	set(cm, "log", par->verbosity >= 2 ? 3 : par->verbosity);
+	if (!par->presolve)
+		Cbc_setParameter(cm, "preprocess", "off");
+	if (par->start) {
+		int *idx = malloc(((size_t)p->n_cols + 1) * sizeof *idx);
+		if (!idx)
+			_exit(3);
+		for (int32_t j = 0; j < p->n_cols; j++)
+			idx[j] = j;
+		Cbc_setMIPStartI(cm, p->n_cols, idx, par->start);
+		free(idx);
+		/* with a start the pump's first solution is rarely better, and on large models
+		 * it takes most of the time */
+		Cbc_setParameter(cm, "feas", "off");
+	}
+	Cbc_solve(cm);
+	a->status = Cbc_status(cm);
+	a->secondary = Cbc_secondaryStatus(cm);
+	a->optimal = Cbc_isProvenOptimal(cm);
+	a->infeasible = Cbc_isProvenInfeasible(cm);
+	a->bound = Cbc_getBestPossibleObjValue(cm);
+	const double *x = Cbc_bestSolution(cm);
+	if (x) {
+		memcpy(a->x, x, (size_t)p->n_cols * sizeof *x);
+		a->obj = Cbc_getObjValue(cm);
+		a->has_x = 1;
+	}
+	a->done = 1;
+	fflush(stdout);
+	_exit(0);
+}
+
+/* wait_child -- the child's end: ATM_E_INTERRUPTED (it is killed) when the stop flag is set;
+ * *killed when it overran the deadline and was ended */
+static atm_status wait_child(pid_t pid, const struct milp_params *par, int *wstatus, bool *killed)
+{
+	struct timespec nap = {0, POLL_NS};
+	*killed = false;
+	for (;;) {
+		pid_t r = waitpid(pid, wstatus, WNOHANG);
+		if (r == pid)
+			return ATM_OK;
+		if (r < 0 && errno != EINTR)
+			return atm_err(ATM_E_INTERNAL, "waiting for the CBC process: %s", strerror(errno));
+		bool stop = par->stop && *par->stop;
+		if (stop || atm_now_s() > par->deadline + OVERRUN_S) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
+				;
+			if (stop)
+				return atm_err(ATM_E_INTERRUPTED, "planning interrupted while CBC was solving");
+			*killed = true;
+			return ATM_OK;
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* read_answer -- out from the child's answer */
+static void read_answer(const struct milp *p, const struct answer *a, struct milp_out *out)
+{
+	if (a->bound > -1e30 && a->bound < 1e30)
+		out->bound = a->bound + p->obj_const;
+	if (a->has_x) {
+		memcpy(out->x, a->x, (size_t)p->n_cols * sizeof *out->x);
+		out->has_x = true;
+		out->obj = a->obj + p->obj_const;
+		if (out->bound > -1e300)
+			out->gap = fmax(0, (out->obj - out->bound) / (fabs(out->obj) > 0 ? fabs(out->obj) : 1));
+	}
+	if (a->status == 2) {
+		out->status = MILP_FAILED;
+	} else if (a->infeasible && !a->has_x) {
+		out->status = MILP_INFEASIBLE;
+	} else if (a->optimal && a->has_x) {
+		out->status = out->gap > 1e-9 ? MILP_WITHIN_GAP : MILP_OPTIMAL;
+	} else if (a->has_x) {
+		/* secondary 2: stopped on the gap; 4: on time */
+		out->status = a->secondary == 2 ? MILP_WITHIN_GAP : a->secondary == 4 ? MILP_TIME_LIMIT
+		            : MILP_STOPPED;
+	} else {
+		/* out of time with nothing: before the root relaxation gave a bound, or after */
+		out->status = out->bound > -1e300 ? MILP_NO_SOLUTION : MILP_LP_TIME;
+	}
+}
+
+/* cbc_solve -- p solved by CBC in a child process (see the top of the file) */
+static atm_status cbc_solve(const struct milp *p, const struct milp_params *par,
+                            struct milp_out *out)
+{
+	size_t size = sizeof(struct answer) + ((size_t)p->n_cols + 1) * sizeof(double);
+	struct answer *a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return atm_err(ATM_E_NOMEM, "out of memory for CBC's answer (%zu bytes)", size);
+	double t0 = atm_now_s();
+	fflush(NULL); /* what is buffered is the parent's to write, not the child's too */
+	pid_t pid = fork();
+	if (pid < 0) {
+		munmap(a, size);
+		return atm_err(ATM_E_NOMEM, "cannot start the CBC process: %s", strerror(errno));
+	}
+	if (pid == 0)
+		child(p, par, a);
+	int ws = 0;
+	bool killed = false;
+	atm_status rc = wait_child(pid, par, &ws, &killed);
+	if (rc == ATM_OK) {
+		if (a->done && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+			read_answer(p, a, out);
+		} else {
+			/* ended before it answered: nothing of what it proved survives, so a model
+			 * whose search overran is treated as one whose relaxation did */
+			out->status = killed ? MILP_LP_TIME : MILP_FAILED;
+			if (par->verbosity)
+				fprintf(stderr, "optimizer: CBC %s after %.1f s; the heuristic's plan stands\n",
+				        killed ? "overran the time limit and was ended" :
+				        WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "failed", atm_now_s() - t0);
+		}
+	}
+	if (par->verbosity)
+		fprintf(stderr, "optimizer: CBC %.2f s\n", atm_now_s() - t0);
+	munmap(a, size);
+	return rc;
+}
+
+const struct milp_solver milp_cbc = {
+	.name = "cbc",
+	.version = cbc_version,
+	.solve = cbc_solve,
+};

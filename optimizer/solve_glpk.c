@@ -1,0 +1,320 @@
+/* solve_glpk.c -- the GLPK backend: the root relaxation by dual simplex, then seeded branch and cut */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glpk.h>
+
+#include "milp.h"
+
+/* How often GLPK reports its progress (milliseconds): the terminal hook that hears it is where
+ * a Ctrl-C ends a long simplex */
+#define GLPK_OUT_MS 100
+/* binary columns above which branch and cut runs without Gomory and clique cuts */
+#define LARGE_MODEL_BINARIES 20000
+
+static const char *glpk_version(void)
+{
+	static char v[32];
+	snprintf(v, sizeof v, "GLPK %s", glp_version());
+	return v;
+}
+
+/* load -- p as a GLPK problem (columns and rows 1-based) */
+static glp_prob *load(const struct milp *p)
+{
+	glp_prob *lp = glp_create_prob();
+	int *ia = malloc(((size_t)p->n_nz + 1) * sizeof *ia);
+	int *ja = malloc(((size_t)p->n_nz + 1) * sizeof *ja);
+	if (!ia || !ja) {
+		free(ia);
+		free(ja);
+		glp_delete_prob(lp);
+		return NULL;
+	}
+	glp_set_obj_dir(lp, GLP_MIN);
+	glp_set_obj_coef(lp, 0, p->obj_const);
+	if (p->n_cols)
+		glp_add_cols(lp, p->n_cols);
+	for (int32_t j = 0; j < p->n_cols; j++) {
+		double lo = p->col_lo[j], hi = p->col_hi[j];
+		if (p->col_int[j])
+			glp_set_col_kind(lp, j + 1, GLP_BV);
+		else
+			glp_set_col_bnds(lp, j + 1, lo == hi ? GLP_FX : isinf(hi) ? GLP_LO : GLP_DB, lo,
+			                 isinf(hi) ? 0 : hi);
+		glp_set_obj_coef(lp, j + 1, p->obj[j]);
+	}
+	if (p->n_rows)
+		glp_add_rows(lp, p->n_rows);
+	for (int32_t i = 0; i < p->n_rows; i++) {
+		double lo = p->row_lo[i], hi = p->row_hi[i];
+		int type = isinf(lo) && isinf(hi) ? GLP_FR : lo == hi ? GLP_FX : isinf(hi) ? GLP_LO :
+		           isinf(lo) ? GLP_UP : GLP_DB;
+		glp_set_row_bnds(lp, i + 1, type, isinf(lo) ? 0 : lo, isinf(hi) ? 0 : hi);
+		for (int64_t e = p->row_start[i]; e < p->row_start[i + 1]; e++) {
+			ia[e + 1] = i + 1;
+			ja[e + 1] = p->ind[e] + 1;
+		}
+	}
+	glp_load_matrix(lp, (int)p->n_nz, ia, ja, p->val - 1);
+	free(ia);
+	free(ja);
+	return lp;
+}
+
+struct cb {
+	const double *seed; /* 1-based, as GLPK's columns */
+	bool seeded;
+	double gap, bound;
+	volatile sig_atomic_t *stop;
+};
+
+/* callback -- hand GLPK the start once, follow the gap, stop on Ctrl-C */
+static void callback(glp_tree *tree, void *info)
+{
+	struct cb *c = info;
+	int reason = glp_ios_reason(tree);
+	if (c->stop && *c->stop) {
+		glp_ios_terminate(tree);
+		return;
+	}
+	if (reason == GLP_IHEUR && c->seed && !c->seeded) {
+		c->seeded = true;
+		glp_ios_heur_sol(tree, c->seed);
+	}
+	/* GLPK tests the gap and the time limit just before GLP_IPREPRO: what it sees there is
+	 * what it stopped on, give or take the last subproblem */
+	if (reason == GLP_IPREPRO || reason == GLP_ISELECT || reason == GLP_IBINGO ||
+	    reason == GLP_IHEUR) {
+		int best = glp_ios_best_node(tree);
+		if (best)
+			c->bound = glp_ios_node_bound(tree, best);
+		double gap = glp_ios_mip_gap(tree);
+		if (gap < DBL_MAX)
+			c->gap = gap;
+	}
+}
+
+/* One GLPK solve. */
+struct run {
+	const struct milp *p;
+	const struct milp_params *par;
+	struct milp_out *out;
+	glp_prob *lp;       /* NULL once GLPK has been abandoned (see guarded) */
+	jmp_buf escape;     /* where GLPK's hooks jump to */
+	bool interrupted;   /* the terminal hook jumped: Ctrl-C */
+	int msg;            /* GLPK's message level */
+	struct cb cb;
+};
+
+/* time_left_ms -- GLPK's time limit: what is left until the deadline */
+static int time_left_ms(const struct run *v)
+{
+	double left = v->par->deadline - atm_now_s();
+	return (int)((left > 0.05 ? left : 0.05) * 1000);
+}
+
+/* on_glpk_error -- GLPK's assertions (a model it cannot solve numerically) would abort the
+ * process: jump back to guarded instead */
+static void on_glpk_error(void *info)
+{
+	struct run *v = info;
+	longjmp(v->escape, 1);
+}
+
+/* on_glpk_output -- every line GLPK prints (the simplex reports every GLPK_OUT_MS): jump back
+ * to guarded on Ctrl-C, else pass it to stderr when the user asked for the solver's output
+ * (stdout is the command's: plan --json) */
+static int on_glpk_output(void *info, const char *s)
+{
+	struct run *v = info;
+	if (v->par->stop && *v->par->stop) {
+		v->interrupted = true;
+		longjmp(v->escape, 1);
+	}
+	if (v->par->verbosity)
+		fputs(s, stderr);
+	return 1; /* GLPK itself prints nothing */
+}
+
+/* root_lp -- the root relaxation. GLPK's MIP presolver renumbers columns, and the start is
+ * given in ours; so the LP presolver presolves the root and branch and bound runs on the
+ * original columns. *stop when there is nothing to branch on: the relaxation proves the start
+ * within the gap, or it failed (out's status says which) */
+static void root_lp(struct run *v, bool *stop)
+{
+	const struct milp_params *par = v->par;
+	struct milp_out *out = v->out;
+	bool seeded = par->start != NULL;
+	glp_smcp sp;
+	*stop = false;
+	glp_init_smcp(&sp);
+	sp.msg_lev = v->msg;
+	sp.out_frq = GLPK_OUT_MS;
+	sp.out_dly = 0;
+	sp.meth = GLP_DUALP;
+	sp.presolve = seeded ? GLP_ON : GLP_OFF;
+	sp.tm_lim = time_left_ms(v);
+	double t_lp = atm_now_s();
+	int ret = seeded ? glp_simplex(v->lp, &sp) : 0;
+	if (seeded && ret == 0 && glp_get_status(v->lp) == GLP_OPT) {
+		/* the presolver gives back a solution but not always a basis branch and bound
+		 * can start from: a warm pass without it is cheap and provides one */
+		sp.presolve = GLP_OFF;
+		sp.tm_lim = time_left_ms(v);
+		ret = glp_simplex(v->lp, &sp);
+	}
+	out->root_s = atm_now_s() - t_lp;
+	if (par->verbosity)
+		fprintf(stderr, "optimizer: GLPK root LP %.2f s\n", out->root_s);
+	/* a relaxation GLPK cannot solve (its presolver calls a model with extreme times
+	 * infeasible, a basis goes singular): the start stands */
+	if (ret || (seeded && glp_get_status(v->lp) != GLP_OPT)) {
+		out->status = ret == GLP_ETMLIM ? MILP_LP_TIME : MILP_LP_FAILED;
+		if (par->verbosity && ret && ret != GLP_ETMLIM)
+			fprintf(stderr, "optimizer: GLPK could not solve the root relaxation (code %d); "
+			        "the heuristic's plan stands\n", ret);
+		*stop = true;
+		return;
+	}
+	if (!seeded)
+		return;
+	out->bound = glp_get_obj_val(v->lp);
+	v->cb.bound = out->bound;
+	/* the relaxation already proves the start within the gap: nothing to branch on */
+	double start = milp_objective(v->p, par->start);
+	double gap = (start - out->bound) / (start > 0 ? start : 1);
+	if (gap <= par->gap) {
+		out->status = gap > 0 ? MILP_WITHIN_GAP : MILP_OPTIMAL;
+		out->gap = gap > 0 ? gap : 0;
+		*stop = true;
+	}
+}
+
+/* branch_and_cut -- GLPK's search from the root, seeded with the start */
+static atm_status branch_and_cut(struct run *v)
+{
+	const struct milp_params *par = v->par;
+	struct milp_out *out = v->out;
+	glp_iocp ip;
+	glp_init_iocp(&ip);
+	ip.msg_lev = v->msg;
+	ip.br_tech = GLP_BR_PCH;
+	ip.bt_tech = GLP_BT_BLB;
+	ip.presolve = par->presolve ? GLP_ON : GLP_OFF;
+	ip.binarize = GLP_OFF;
+	ip.fp_heur = GLP_ON;
+	/* Gomory and clique cuts pay on small models; on large ones GLPK spends tens of seconds
+	 * building the conflict graph and separating at the root, past its own time limit, and
+	 * they do not close the gap there */
+	bool large = v->p->n_bin > LARGE_MODEL_BINARIES;
+	ip.gmi_cuts = large ? GLP_OFF : GLP_ON;
+	ip.mir_cuts = GLP_ON;
+	ip.cov_cuts = GLP_ON;
+	ip.clq_cuts = large ? GLP_OFF : GLP_ON;
+	ip.mip_gap = par->gap;
+	ip.tm_lim = time_left_ms(v);
+	ip.out_frq = GLPK_OUT_MS;
+	ip.out_dly = 0;
+	ip.cb_func = callback;
+	ip.cb_info = &v->cb;
+	double t_bb = atm_now_s();
+	int ret = glp_intopt(v->lp, &ip);
+	if (par->verbosity)
+		fprintf(stderr, "optimizer: GLPK branch and cut %.2f s (code %d)\n", atm_now_s() - t_bb,
+		        ret);
+	if (ret == GLP_ESTOP && par->stop && *par->stop)
+		return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
+	int st = glp_mip_status(v->lp);
+	if (v->cb.bound > -DBL_MAX / 2 && v->cb.bound > out->bound)
+		out->bound = v->cb.bound;
+	if (st != GLP_OPT && st != GLP_FEAS) {
+		out->status = ret == GLP_ETMLIM ? MILP_NO_SOLUTION : st == GLP_NOFEAS ? MILP_INFEASIBLE :
+		              MILP_FAILED;
+		return ATM_OK;
+	}
+	for (int32_t j = 0; j < v->p->n_cols; j++)
+		out->x[j] = glp_mip_col_val(v->lp, j + 1);
+	out->has_x = true;
+	out->obj = glp_mip_obj_val(v->lp);
+	out->gap = ret == 0 ? 0 : v->cb.gap;
+	out->status = ret == 0 ? MILP_OPTIMAL : ret == GLP_EMIPGAP ? MILP_WITHIN_GAP :
+	              ret == GLP_ETMLIM ? MILP_TIME_LIMIT : MILP_STOPPED;
+	return ATM_OK;
+}
+
+/* steps -- scale, the root relaxation and, unless it settles the solve, branch and cut */
+static atm_status steps(struct run *v)
+{
+	bool stop = false;
+	glp_scale_prob(v->lp, GLP_SF_AUTO);
+	root_lp(v, &stop);
+	return stop ? ATM_OK : branch_and_cut(v);
+}
+
+/* guarded -- steps with GLPK's hooks set. GLPK cannot be returned to from a hook, so when one
+ * jumps, everything GLPK holds is freed (glp_free_env, as its error hook's documentation asks)
+ * and the solve ends: ATM_E_INTERRUPTED on Ctrl-C, else MILP_FAILED. (v lives in the caller's
+ * frame, so what the hooks change in it is still there after the jump.) */
+static atm_status guarded(struct run *v)
+{
+	glp_error_hook(on_glpk_error, v);
+	glp_term_hook(on_glpk_output, v);
+	glp_term_out(GLP_ON);
+	if (setjmp(v->escape)) {
+		glp_free_env();
+		v->lp = NULL;
+		if (v->interrupted)
+			return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
+		v->out->status = MILP_FAILED;
+		v->out->has_x = false;
+		if (v->par->verbosity)
+			fprintf(stderr, "optimizer: GLPK failed on this model; the heuristic's plan stands\n");
+		return ATM_OK;
+	}
+	atm_status rc = steps(v);
+	glp_term_hook(NULL, NULL);
+	glp_error_hook(NULL, NULL);
+	return rc;
+}
+
+/* glpk_solve -- p loaded into GLPK and solved under guarded */
+static atm_status glpk_solve(const struct milp *p, const struct milp_params *par,
+                             struct milp_out *out)
+{
+	struct run v = {.p = p, .par = par, .out = out, .cb = {.gap = -1, .bound = -DBL_MAX}};
+	double *seed1 = NULL;
+	/* GLPK writes to the terminal unless told not to (restored below); while it solves, its
+	 * output goes through the hook instead */
+	int term = glp_term_out(par->verbosity ? GLP_ON : GLP_OFF);
+	if (par->start) {
+		if (!(seed1 = malloc(((size_t)p->n_cols + 1) * sizeof *seed1))) {
+			glp_term_out(term);
+			return atm_err(ATM_E_NOMEM, "out of memory seeding GLPK");
+		}
+		seed1[0] = 0;
+		memcpy(seed1 + 1, par->start, (size_t)p->n_cols * sizeof *seed1);
+	}
+	v.cb.seed = seed1;
+	v.cb.stop = par->stop;
+	/* progress messages at least: they are what calls the terminal hook during a long simplex
+	 * (which prints them only when asked) */
+	v.msg = par->verbosity >= 2 ? GLP_MSG_ALL : GLP_MSG_ON;
+	atm_status rc = (v.lp = load(p)) ? guarded(&v)
+	                : atm_err(ATM_E_NOMEM, "out of memory loading the model into GLPK");
+	if (v.lp)
+		glp_delete_prob(v.lp);
+	glp_term_out(term);
+	free(seed1);
+	return rc;
+}
+
+const struct milp_solver milp_glpk = {
+	.name = "glpk",
+	.version = glpk_version,
+	.solve = glpk_solve,
+};
