@@ -13,7 +13,6 @@ struct atm_job {
 	const atm_graph *g;
 	const char *who;
 	int64_t limit;         /* the plan's fast limit */
-	atm_prof *pr;
 	atm_profile *prof;
 	atm_plan *plan;
 	bool planned;          /* by the optimizer: rep and chk hold */
@@ -202,7 +201,6 @@ void atm_job_destroy(atm_job *j)
 	atm_exec_destroy(j->exec);
 	atm_plan_destroy(j->plan);
 	atm_profile_destroy(j->prof);
-	atm_prof_destroy(j->pr);
 	free(j);
 }
 
@@ -283,8 +281,14 @@ static atm_status optimize(atm_job *j)
 	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)
 		return rc;
 	j->limit = atm_job_fast_limit(&o->mem, limit);
-	if ((rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->quiet,
-	                                o->stop, &j->pr, &j->prof)) < 0 ||
+	/* the profiler's backend (its tiers, fast arena, scratch and kernels) is closed before
+	 * anything else: none of its memory stays while the step runs, and two backends with
+	 * live memkind kinds in one process have crashed memkind's allocator under load */
+	atm_prof *pr = NULL;
+	rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->quiet, o->stop,
+	                           &pr, &j->prof);
+	atm_prof_destroy(pr);
+	if (rc < 0 ||
 	    (rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
 	    (rc = atm_opt_check(j->plan, j->prof, &oo, &j->chk)) < 0)
 		return rc;

@@ -34,7 +34,9 @@ rc=0
 AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --repeat 2 --data "$T/data" \
   --out "$T/figs" >"$T/figures.log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
-  FAIL+=("scripts/figures.sh --quick exited $rc; its last lines:")
+  FAIL+=("scripts/figures.sh --quick exited $rc; the runs that failed, then its last lines:")
+  # a driver's summary names each failed run with its command and the end of its stderr
+  while IFS= read -r line; do FAIL+=("    $line"); done < <(grep -E -A 7 '^  failed: ' "$T/figures.log" | head -n 60)
   while IFS= read -r line; do FAIL+=("    $line"); done < <(tail -n 25 "$T/figures.log")
 fi
 for name in fig7 fig8 fig9 fig10a fig10b fig10c fig11 fig12; do
