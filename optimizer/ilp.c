@@ -566,10 +566,15 @@ static atm_status outcome(struct solve *v, struct milp_out *out, struct solution
 		r->st = ILP_HEUR_FAILED;
 		return ATM_OK;
 	case MILP_INFEASIBLE:
-		/* a seeded model the solver calls infeasible is its numerics failing, since the
-		 * heuristic's placement satisfies every row: that plan stands */
-		r->st = m->o.no_seed ? ILP_HEUR_NO_SOLUTION : ILP_HEUR_FAILED;
-		return ATM_OK;
+		if (m->o.no_seed) {
+			r->st = ILP_HEUR_NO_SOLUTION;
+			return ATM_OK;
+		}
+		/* search checked that the seed satisfies every row and bound */
+		return atm_err(ATM_E_INTERNAL, "%s called the model infeasible, but the heuristic's "
+		               "placement satisfies every row and bound: a fault of the solver or of "
+		               "the model given to it (write it with 'autotm plan --write-model F.mps' "
+		               "to look, and plan with another --solver meanwhile)", v->solver->name);
 	case MILP_NO_SOLUTION:
 		r->st = ILP_HEUR_TIME_LIMIT;
 		return ATM_OK;

@@ -58,9 +58,9 @@ enum milp_status {
 	MILP_NO_SOLUTION,    /* out of time (or stopped) before any solution */
 	MILP_LP_TIME,        /* the root relaxation did not finish in time */
 	MILP_LP_FAILED,      /* the root relaxation could not be solved */
-	MILP_FAILED,         /* the solver failed: numerics, a crash, or it called the seeded model
-	                      * infeasible */
-	MILP_INFEASIBLE,     /* no solution exists (only without a start) */
+	MILP_FAILED,         /* the solver failed: numerics or a crash */
+	MILP_INFEASIBLE,     /* it proved that no solution exists (with a feasible start given,
+	                      * a fault the caller reports) */
 	MILP_STOPPED,        /* stopped for another reason, with a solution x */
 };
 

@@ -197,12 +197,16 @@ typedef struct {
 	int64_t extent_bytes;     /* arena: highest end offset placed since then; heap: high water */
 	int64_t n_live;
 	int64_t n_allocs;         /* allocations ever made */
+	int64_t n_reused;         /* heap: allocations served by a block a tensor gave back */
+	int64_t spare_bytes;      /* heap: bytes of given-back blocks kept for reuse */
 } atm_pool_stats;
 
 /* atm_pool_arena_new -- one block of limit_bytes from t, allocated now */
 atm_status atm_pool_arena_new(atm_pool **p, atm_tier *t, int64_t limit_bytes);
 /* atm_pool_heap_new -- per-tensor allocations from t, at most limit_bytes in
- * use (0: no cap but the tier's) */
+ * use (0: no cap but the tier's). Freed blocks are kept and reused for tensors of the same
+ * footprint (no page faults again in later steps); they go back to the tier on destroy, or
+ * when the tier is full. */
 atm_status atm_pool_heap_new(atm_pool **p, atm_tier *t, int64_t limit_bytes);
 /* atm_pool_destroy -- releases every live allocation and the pool's memory */
 void atm_pool_destroy(atm_pool *p);

@@ -1,4 +1,11 @@
-/* pools.c -- a fixed fast arena with caller-given offsets, per-tensor slow heaps, accounting, copies */
+/* pools.c -- a fixed fast arena with caller-given offsets, per-tensor slow heaps, accounting, copies
+ *
+ * A heap keeps the blocks its tensors gave back and hands them out again to tensors of the same
+ * footprint, as the original's pre-allocated pools did: every training step allocates the same
+ * tensors, so from the second step on no block comes from the tier and no page is faulted in
+ * again (memkind returns freed extents of a PMEM kind to the file, and their pages fault on
+ * the next touch: about 13,000 faults a step for an all-slow VGG19). The spare blocks go back
+ * to the tier when the pool is destroyed, or when the tier is full. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,7 +35,10 @@ struct atm_pool {
 	int64_t limit_bytes;   /* arena: size; heap: cap (0 none) */
 	rec *recs;
 	size_t n_recs, cap_recs;
-	int64_t in_use_bytes, high_water_bytes, extent_bytes, n_allocs;
+	rec *spare;            /* heap from a kind: blocks given back, kept for reuse */
+	size_t n_spare, cap_spare;
+	int64_t spare_bytes;
+	int64_t in_use_bytes, high_water_bytes, extent_bytes, n_allocs, n_reused;
 };
 
 /* round_up -- x up to a multiple of a (a power of two); x is far below INT64_MAX */
@@ -125,19 +135,61 @@ fail:
 	return rc;
 }
 
-/* atm_pool_destroy -- give every live allocation and the block back to the tier */
+/* release_spare -- every spare block back to the tier */
+static void release_spare(atm_pool *p)
+{
+	for (size_t i = 0; i < p->n_spare; i++)
+		atm_tier_free(p->tier, p->spare[i].ptr, p->spare[i].footprint);
+	p->n_spare = 0;
+	p->spare_bytes = 0;
+}
+
+/* take_spare -- a spare block of exactly footprint bytes, removed from the spares; NULL when none */
+static char *take_spare(atm_pool *p, int64_t footprint)
+{
+	for (size_t i = p->n_spare; i-- > 0;)
+		if (p->spare[i].footprint == footprint) {
+			char *at = p->spare[i].ptr;
+			p->spare[i] = p->spare[--p->n_spare];
+			p->spare_bytes -= footprint;
+			return at;
+		}
+	return NULL;
+}
+
+/* keep_spare -- keep a freed block for reuse; back to the tier when it cannot be tracked */
+static void keep_spare(atm_pool *p, char *ptr, int64_t footprint)
+{
+	if (p->n_spare == p->cap_spare) {
+		size_t cap = p->cap_spare ? p->cap_spare * 2 : 64;
+		rec *r = realloc(p->spare, cap * sizeof *r);
+		if (!r) {
+			atm_tier_free(p->tier, ptr, footprint);
+			return;
+		}
+		p->spare = r;
+		p->cap_spare = cap;
+	}
+	p->spare[p->n_spare++] = (rec){ptr, footprint, footprint};
+	p->spare_bytes += footprint;
+}
+
+/* atm_pool_destroy -- give every live allocation, the spare blocks and the block back to the tier */
 void atm_pool_destroy(atm_pool *p)
 {
 	if (!p)
 		return;
-	if (!p->arena && !p->mapping)
+	if (!p->arena && !p->mapping) {
 		for (size_t i = 0; i < p->n_recs; i++)
 			atm_tier_free(p->tier, p->recs[i].ptr, p->recs[i].footprint);
+		release_spare(p);
+	}
 	if (p->mapping)
 		atm_tier_map_release(p->tier);
 	else if (p->arena && p->base)
 		atm_tier_free(p->tier, p->base, p->size);
 	free(p->recs);
+	free(p->spare);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -270,9 +322,18 @@ static atm_status alloc(atm_pool *p, int64_t bytes, void **ptr)
 			               "%s: no space for %lld bytes (%s): %s in use, largest free gap %s",
 			               d->name, (long long)bytes, fmt(bytes, a, sizeof a),
 			               fmt(p->in_use_bytes, b, sizeof b), fmt(largest, c, sizeof c));
+	} else if ((at = take_spare(p, footprint))) {
+		p->n_reused++;
+		i = lower_bound(p, at);
 	} else {
 		void *q;
-		if ((rc = atm_tier_alloc(p->tier, footprint, &q)) < 0) {
+		rc = atm_tier_alloc(p->tier, footprint, &q);
+		if (rc == ATM_E_NOSPACE && p->n_spare) {
+			/* the spares of other sizes hold what the tier lacks */
+			release_spare(p);
+			rc = atm_tier_alloc(p->tier, footprint, &q);
+		}
+		if (rc < 0) {
 			if (rc == ATM_E_NOSPACE)
 				return atm_err(ATM_E_NOSPACE, "%s: no space for %lld bytes (%s): %s in use",
 				               d->name, (long long)bytes, fmt(bytes, a, sizeof a),
@@ -310,7 +371,7 @@ static atm_status pool_free(atm_pool *p, void *ptr)
 	p->n_recs--;
 	p->in_use_bytes -= r.footprint;
 	if (!p->arena && !p->mapping)
-		atm_tier_free(p->tier, r.ptr, r.footprint);
+		keep_spare(p, r.ptr, r.footprint);
 	return ATM_OK;
 }
 
@@ -388,6 +449,8 @@ void atm_pool_get_stats(const atm_pool *p, atm_pool_stats *out)
 	out->extent_bytes = p->extent_bytes;
 	out->n_live = (int64_t)p->n_recs;
 	out->n_allocs = p->n_allocs;
+	out->n_reused = p->n_reused;
+	out->spare_bytes = p->spare_bytes;
 	pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
 }
 
