@@ -328,6 +328,45 @@ static void test_pools_pmem_kind_full_is_nospace(void **state)
 	atm_tier_destroy(slow);
 }
 
+/* a heap hands a freed block out again to a tensor of the same footprint (a later step's), and
+ * keeps it for that size while other sizes come from the tier */
+static void test_pools_heap_reuses_freed_blocks(void **state)
+{
+	fixture *f = *state;
+	atm_tier *slow = open_pmem(f, 16 * MIB);
+	atm_pool *h = NULL;
+	void *a = NULL, *b = NULL, *c = NULL, *big = NULL;
+	atm_pool_stats s;
+	assert_int_equal(atm_pool_heap_new(&h, slow, 0), ATM_OK);
+	assert_int_equal(atm_pool_alloc(h, 3 * MIB, &a), ATM_OK);
+	assert_int_equal(atm_pool_alloc(h, 2 * MIB, &b), ATM_OK);
+	assert_int_equal(atm_pool_free(h, a), ATM_OK);
+	assert_int_equal(atm_pool_free(h, b), ATM_OK);
+	atm_pool_get_stats(h, &s);
+	assert_int_equal(s.in_use_bytes, 0);
+	assert_int_equal(s.spare_bytes, 5 * MIB);
+	/* the same sizes again: the same blocks, nothing from the tier */
+	assert_int_equal(atm_pool_alloc(h, 2 * MIB - 100, &c), ATM_OK); /* rounds up to 2 MiB */
+	assert_ptr_equal(c, b);
+	assert_int_equal(atm_pool_alloc(h, 3 * MIB, &a), ATM_OK);
+	atm_pool_get_stats(h, &s);
+	assert_int_equal(s.n_reused, 2);
+	assert_int_equal(s.spare_bytes, 0);
+	assert_int_equal(s.in_use_bytes, 5 * MIB);
+	fill(a, 3 * MIB, 7);
+	check(a, 3 * MIB, 7);
+	/* a size no spare has comes from the tier; the spares stay for their sizes */
+	assert_int_equal(atm_pool_free(h, a), ATM_OK);
+	assert_int_equal(atm_pool_alloc(h, MIB, &big), ATM_OK);
+	assert_ptr_not_equal(big, a);
+	atm_pool_get_stats(h, &s);
+	assert_int_equal(s.spare_bytes, 3 * MIB);
+	assert_int_equal(s.in_use_bytes, 3 * MIB);
+	atm_pool_destroy(h);
+	atm_tier_destroy(slow);
+	assert_int_equal(n_entries(f->dir), 0);
+}
+
 static void test_pools_free_errors(void **state)
 {
 	fixture *f = *state;
@@ -577,6 +616,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_pools_heap_pmem_dir_write_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_heap_cap_is_nospace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_pmem_kind_full_is_nospace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pools_heap_reuses_freed_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_free_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_fsdax_file_heap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pools_fsdax_errors, setup, teardown),
