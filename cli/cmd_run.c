@@ -1,4 +1,5 @@
 /* cmd_run.c -- autotm run: execute one training step plan for real and write the results JSON */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ static const char run_help_tail[] =
 	"                    tier; needs --placement all-slow and --emulate\n"
 	"  -o FILE           write the results JSON to FILE (atomically)\n"
 	"  --append          add this run to FILE's runs when FILE holds the same workload\n"
+	"  --explain[=N]     with the planning options: where the step's time went against the\n"
+	"                    prediction: kernels and the rest (moves, waits, allocation, faults),\n"
+	"                    and the N kernels (default 10) the prediction missed most\n"
 	"  --quiet           no progress on stderr\n"
 	"  -h, --help        this help\n";
 
@@ -92,10 +96,88 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 struct run_args {
 	cli_graph_source src;
 	atm_job_opts jo;
+	int explain; /* kernels to list with --explain; 0: no explanation */
 };
 
+/* A kernel of the step, for --explain. */
+struct miss {
+	int32_t node;
+	double pred, meas;
+	int n_slow, n_ops; /* operands in slow memory, of all */
+};
+
+/* cmp_miss -- the largest |measured - predicted| first */
+static int cmp_miss(const void *a, const void *b)
+{
+	const struct miss *x = a, *y = b;
+	double dx = fabs(x->meas - x->pred), dy = fabs(y->meas - y->pred);
+	return dx < dy ? 1 : dx > dy ? -1 : (x->node > y->node) - (x->node < y->node);
+}
+
+/* print_explain -- where the measured step went against the plan's prediction */
+static atm_status print_explain(const atm_job *j, int top)
+{
+	const atm_graph *g = atm_job_graph(j);
+	const atm_exec_result *r = atm_job_exec_result(j);
+	const double *pred = atm_job_kernel_predictions(j);
+	double step = atm_plan_info_get(atm_job_plan_get(j))->predicted_runtime_s;
+	int32_t n = atm_graph_n_nodes(g);
+	atm_schedule *s = NULL;
+	atm_status rc;
+	struct miss *ms = calloc((size_t)n + 1, sizeof *ms);
+	if (!ms)
+		return atm_err(ATM_E_NOMEM, "out of memory explaining the run");
+	if ((rc = atm_schedule_new(&s, atm_job_plan_get(j))) < 0) {
+		free(ms);
+		return rc;
+	}
+	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
+		const atm_event *ev = atm_schedule_event(s, i);
+		if (ev->kind != ATM_EV_KERNEL)
+			continue;
+		const atm_node *nd = atm_graph_node(g, ev->node);
+		struct miss *m = &ms[ev->node];
+		m->n_ops = nd->n_in + nd->n_out;
+		for (int k = 0; k < m->n_ops; k++)
+			m->n_slow += ev->cfg[k] == ATM_LOC_SLOW;
+	}
+	atm_schedule_destroy(s);
+	double kp = 0, km = 0;
+	for (int32_t k = 0; k < n; k++) {
+		ms[k].node = k;
+		ms[k].pred = pred[k];
+		ms[k].meas = r->kernel_s[k];
+		kp += pred[k];
+		km += r->kernel_s[k];
+	}
+	double actual = r->actual_runtime_s;
+	printf("explain: predicted step %.6f s, measured %.6f s (%+.1f%%)\n", step, actual,
+	       (step / actual - 1) * 100);
+	printf("  %-16s %12s %12s %12s\n", "", "predicted", "measured", "missed");
+	printf("  %-16s %10.6f s %10.6f s %+10.6f s\n", "kernels", kp, km, km - kp);
+	printf("  %-16s %10.6f s %10.6f s %+10.6f s  (moves, waits, allocation, faults)\n",
+	       "outside kernels", step - kp, actual - km, (actual - km) - (step - kp));
+	qsort(ms, (size_t)n, sizeof *ms, cmp_miss);
+	if (top > n)
+		top = n;
+	printf("  the %d kernels missed most (measured: the fastest of the measured steps):\n", top);
+	printf("    %-32s %-18s %6s %12s %12s %9s\n", "node", "op", "slow", "predicted", "measured",
+	       "missed");
+	for (int i = 0; i < top; i++) {
+		const struct miss *m = &ms[i];
+		const atm_node *nd = atm_graph_node(g, m->node);
+		char slow[16];
+		snprintf(slow, sizeof slow, "%d/%d", m->n_slow, m->n_ops);
+		printf("    %-32.32s %-18.18s %6s %10.6f s %10.6f s %+8.1f%%\n", nd->name,
+		       atm_op_name(nd->op), slow, m->pred, m->meas,
+		       m->pred > 0 ? (m->meas / m->pred - 1) * 100 : 0.0);
+	}
+	free(ms);
+	return ATM_OK;
+}
+
 /* check_args -- the options that only make sense together; -1 to go on, else the exit code */
-static int check_args(atm_job_opts *jo, const cli_plan_given *given)
+static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_explain)
 {
 	if (jo->append && !jo->results_path)
 		return cli_usage_error("run", "--append needs -o FILE");
@@ -111,6 +193,10 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given)
 		                       "a GPU: give --gpu");
 	if (jo->mem.gpu.allow_oversubscribe && !managed)
 		return cli_usage_error("run", "--allow-oversubscribe applies to --placement managed");
+	if (a_explain && !jo->optimize)
+		return cli_usage_error("run", "--explain compares the run with the optimizer's "
+		                       "prediction: give the planning options (--ratio, --dram-limit, "
+		                       "--formulation)");
 	if (jo->mem.gpu.mode && jo->twolm_bytes)
 		return cli_usage_error("run", "--2lm emulates a CPU's Memory Mode; it does not apply with "
 		                       "--gpu");
@@ -121,7 +207,7 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given)
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
-	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB };
+	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -135,6 +221,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"2lm", required_argument, NULL, OPT_2LM},
 		{"allow-oversubscribe", no_argument, NULL, OPT_OVERSUB},
+		{"explain", optional_argument, NULL, OPT_EXPLAIN},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -186,6 +273,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_OVERSUB:
 			jo->mem.gpu.allow_oversubscribe = true;
 			break;
+		case OPT_EXPLAIN:
+			v = 10;
+			if (optarg && cli_parse_int("explain", optarg, 1, 1000000, &v) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			a->explain = (int)v;
+			break;
 		case 'o':
 			jo->results_path = optarg;
 			break;
@@ -197,7 +290,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
 	jo->seed = (uint64_t)seed;
 	jo->placement_seed = (uint64_t)(placement_seed >= 0 ? placement_seed : seed);
-	return check_args(jo, &given);
+	return check_args(jo, &given, a->explain > 0);
 }
 
 /* execute -- run the planned job for real, print what it measured and write the results
@@ -210,6 +303,8 @@ static atm_status execute(atm_job *j, void *arg)
 		return rc;
 	print_summary(atm_job_graph(j), a->jo.workload.batch, atm_job_plan_get(j),
 	              atm_job_exec_result(j));
+	if (a->explain && (rc = print_explain(j, a->explain)) < 0)
+		return rc;
 	if (!a->jo.results_path)
 		return ATM_OK;
 	if ((rc = atm_job_write_results(j)) < 0)

@@ -197,6 +197,34 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 		                                                     : json_null(), ok);
 }
 
+/* prediction_fields -- where the prediction missed: each kernel's predicted time beside the
+ * measured one (kernel_times), and the step split into its kernels and the rest (moves, waits,
+ * allocation, page faults) as predicted and as measured */
+static void prediction_fields(const atm_graph *g, const atm_plan_info *info,
+                              const atm_run_measured *m, json_t *run, bool *ok)
+{
+	json_t *kt = json_object();
+	double pred = 0, meas = 0;
+	bool all = true;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		atm_json_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_pred_s[k]), ok);
+		pred += m->kernel_pred_s[k];
+		if (m->kernel_s && m->kernel_s[k] >= 0)
+			meas += m->kernel_s[k];
+		else
+			all = false;
+	}
+	atm_json_set_new(run, "predicted_kernel_times", kt, ok);
+	double step = info->predicted_runtime_s, actual = m->actual_runtime_s;
+	if (!all || !(step > 0) || !(actual > 0))
+		return;
+	atm_json_set_new(run, "prediction",
+	                 json_pack("{s:f, s:{s:f, s:f}, s:{s:f, s:f}}", "step_error",
+	                           (step - actual) / actual, "kernels", "predicted_s", pred,
+	                           "measured_s", meas, "outside_kernels", "predicted_s", step - pred,
+	                           "measured_s", actual - meas), ok);
+}
+
 /* run_json -- one element of "runs"; NULL when out of memory */
 static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
 {
@@ -212,6 +240,8 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	memory_fields(s, g, m, run, &ok);
 	if (m)
 		measured_fields(g, m, run, &ok);
+	if (m && m->kernel_pred_s)
+		prediction_fields(g, info, m, run, &ok);
 	if (!ok) {
 		json_decref(run);
 		return NULL;

@@ -98,6 +98,9 @@ const atm_plan *atm_job_plan_get(const atm_job *j);
 /* the optimizer's report and check of the plan; NULL unless the optimizer made it */
 const atm_opt_report *atm_job_report(const atm_job *j);
 const atm_opt_check_result *atm_job_check(const atm_job *j);
+/* atm_job_kernel_predictions -- per node, its kernel's predicted time in the plan (the
+ * checker's); NULL when the optimizer did not plan the job */
+const double *atm_job_kernel_predictions(const atm_job *j);
 /* the profile the plan was priced with; NULL unless the optimizer made it */
 const atm_profile *atm_job_profile(const atm_job *j);
 /* what the run measured; NULL before atm_job_execute */

@@ -18,6 +18,7 @@ struct atm_job {
 	bool planned;          /* by the optimizer: rep and chk hold */
 	atm_opt_report rep;
 	atm_opt_check_result chk;
+	double *kernel_pred_s; /* per node: the kernel's predicted time (with chk) */
 	double oracle_s;       /* GPU: every kernel at its fastest, no moves; < 0 unknown */
 	const char *memory_mode; /* 2LM: "hardware" or "emulated"; NULL otherwise */
 	int64_t twolm_bytes;
@@ -201,6 +202,7 @@ void atm_job_destroy(atm_job *j)
 	atm_exec_destroy(j->exec);
 	atm_plan_destroy(j->plan);
 	atm_profile_destroy(j->prof);
+	free(j->kernel_pred_s);
 	free(j);
 }
 
@@ -288,9 +290,12 @@ static atm_status optimize(atm_job *j)
 	rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->quiet, o->stop,
 	                           &pr, &j->prof);
 	atm_prof_destroy(pr);
-	if (rc < 0 ||
-	    (rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
-	    (rc = atm_opt_check(j->plan, j->prof, &oo, &j->chk)) < 0)
+	if (rc < 0)
+		return rc;
+	if (!(j->kernel_pred_s = calloc((size_t)atm_graph_n_nodes(j->g) + 1, sizeof *j->kernel_pred_s)))
+		return atm_err(ATM_E_NOMEM, "out of memory planning '%s'", atm_graph_name(j->g));
+	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
+	    (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
 		return rc;
 	j->planned = true;
 	atm_plan_info *info = atm_plan_info_of(j->plan);
@@ -356,6 +361,7 @@ atm_status atm_job_write_results(atm_job *j)
 			.mean_runtime_s = r->mean_runtime_s,
 			.n_iters = r->n_iters,
 			.kernel_s = r->kernel_s,
+			.kernel_pred_s = atm_job_kernel_predictions(j),
 			.n_losses = r->n_losses,
 			.losses = r->losses,
 			.weights_checksum = r->weights_checksum,
@@ -416,6 +422,11 @@ const atm_opt_report *atm_job_report(const atm_job *j)
 const atm_opt_check_result *atm_job_check(const atm_job *j)
 {
 	return j->planned ? &j->chk : NULL;
+}
+
+const double *atm_job_kernel_predictions(const atm_job *j)
+{
+	return j->planned ? j->kernel_pred_s : NULL;
 }
 
 const atm_profile *atm_job_profile(const atm_job *j)

@@ -189,6 +189,12 @@ typedef struct {
  * It shares no code with the ILP. o may be NULL (defaults). */
 atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
                          atm_opt_check_result *out);
+/* atm_opt_check_nodes -- atm_opt_check, and each node's predicted kernel time (its profile time
+ * in the configuration the schedule gives it; for 2lm plans with its cache misses) in node_s,
+ * an array of atm_graph_n_nodes doubles (NULL: not wanted) */
+atm_status atm_opt_check_nodes(const atm_plan *p, const atm_profile *prof,
+                               const atm_opt_options *o, atm_opt_check_result *out,
+                               double *node_s);
 
 /* atm_opt_predict_2lm -- a step of g with every tensor that may be slow in slow memory behind
  * a cache of cache_bytes (core's tensor-granularity LRU model, as the executor emulates it):

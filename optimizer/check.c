@@ -157,6 +157,7 @@ struct walk {
 	atm_profile_moves mv;
 	bool have_moves;
 	atm_opt_check_result *out;
+	double *node_s;          /* per node: its kernel's predicted time (may be NULL) */
 };
 
 /* walk_alloc -- a fast copy placed: within the limit, inside the arena, over no other copy */
@@ -196,6 +197,8 @@ static atm_status walk_kernel(struct walk *w, const atm_event *ev)
 		return rc;
 	out->kernel_s += t;
 	out->all_fast_kernel_s += tf;
+	if (w->node_s)
+		w->node_s[ev->node] += t;
 	w->t += t;
 	int64_t ws = w->o && w->o->workspace_in_limit ? atm_graph_node(w->g, ev->node)->workspace_bytes
 	                                              : 0;
@@ -269,18 +272,30 @@ static atm_status walk_event(struct walk *w, const atm_event *ev)
 	return ATM_OK;
 }
 
+static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64_t cache_bytes,
+                              atm_opt_check_result *out, double *node_s);
+
 atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
                          atm_opt_check_result *out)
+{
+	return atm_opt_check_nodes(p, prof, o, out, NULL);
+}
+
+atm_status atm_opt_check_nodes(const atm_plan *p, const atm_profile *prof,
+                               const atm_opt_options *o, atm_opt_check_result *out,
+                               double *node_s)
 {
 	const atm_graph *g = atm_plan_graph(p);
 	const atm_plan_info *info = atm_plan_info_get(p);
 	atm_schedule *s = NULL;
-	struct walk w = {.p = p, .g = g, .prof = prof, .o = o, .out = out};
+	struct walk w = {.p = p, .g = g, .prof = prof, .o = o, .out = out, .node_s = node_s};
 	atm_status rc;
 	memset(out, 0, sizeof *out);
 	out->fast_peak_node = -1;
+	if (node_s)
+		memset(node_s, 0, (size_t)atm_graph_n_nodes(g) * sizeof *node_s);
 	if (!strcmp(info->formulation, "2lm"))
-		return atm_opt_predict_2lm(g, prof, info->fast_limit_bytes, out);
+		return predict_2lm(g, prof, info->fast_limit_bytes, out, node_s);
 	if ((rc = atm_schedule_new(&s, p)) < 0)
 		return atm_err_prefix(rc, "plan check: ");
 	w.limit = info->fast_limit_bytes;
@@ -308,6 +323,13 @@ atm_status atm_opt_check(const atm_plan *p, const atm_profile *prof, const atm_o
 
 atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int64_t cache_bytes,
                                atm_opt_check_result *out)
+{
+	return predict_2lm(g, prof, cache_bytes, out, NULL);
+}
+
+/* predict_2lm -- atm_opt_predict_2lm, and each node's kernel with its misses in node_s */
+static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64_t cache_bytes,
+                              atm_opt_check_result *out, double *node_s)
 {
 	atm_plan *p = NULL;
 	atm_schedule *s = NULL;
@@ -362,6 +384,8 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 			kernel += e.min_s;
 			miss += extra;
 			t += e.min_s + extra;
+			if (node_s)
+				node_s[ev->node] = e.min_s + extra; /* the second step's stays */
 		}
 		out->predicted_s = t;
 		out->kernel_s = out->all_fast_kernel_s = kernel;

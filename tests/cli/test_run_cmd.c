@@ -143,7 +143,22 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	/* the placement the optimizer chose trains bitwise like all-fast */
 	assert_string_equal(str(r, "weights_checksum"), str(first_run(ref), "weights_checksum"));
 	assert_true(json_is_null(json_object_get(r, "memory_mode")));
+	/* each kernel's predicted time beside its measured one, and the step split */
+	assert_int_equal(json_object_size(json_object_get(r, "predicted_kernel_times")),
+	                 json_object_size(json_object_get(r, "kernel_times")));
+	assert_true(json_is_number(json_object_get(json_object_get(r, "prediction"), "step_error")));
 	json_decref(doc);
+	/* --explain prints where the step went against the prediction */
+	struct cli_result ex = cli_run("run --model tiny_mlp --ratio 4:1 --emulate optane --iters 2 "
+	                               "--quiet --cache %s/prof.json --explain=3", cli_tmpdir);
+	assert_int_equal(ex.code, 0);
+	assert_non_null(strstr(ex.out, "explain: predicted step"));
+	assert_non_null(strstr(ex.out, "outside kernels"));
+	assert_non_null(strstr(ex.out, "the 3 kernels missed most"));
+	cli_release(&ex);
+	cli_expect(2, "--explain compares the run with the optimizer's prediction",
+	           "run --model tiny_mlp --explain");
+	cli_expect(2, "--explain '0' is not valid", "run --model tiny_mlp --ratio 4:1 --explain=0");
 	/* the 2lm baseline: without Memory Mode a cache is emulated, and the results say which */
 	snprintf(args, sizeof args, "--model tiny_mlp --ratio 4:1 --formulation 2lm "
 	         "--emulate optane --iters 2 --cache %s/prof.json", cli_tmpdir);

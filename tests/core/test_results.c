@@ -128,6 +128,53 @@ static void test_results_all_slow_ratio_and_none(void **state)
 	json_decref(d);
 }
 
+/* a run with the plan's per-kernel predictions: each kernel's predicted time beside its measured
+ * one, and the step split into kernels and the rest, predicted and measured */
+static void test_results_prediction_fields(void **state)
+{
+	struct fx *f = *state;
+	int32_t n = atm_graph_n_nodes(f->sm.g);
+	double *meas = calloc((size_t)n, sizeof *meas), *pred = calloc((size_t)n, sizeof *pred);
+	double sum_m = 0, sum_p = 0;
+	for (int32_t k = 0; k < n; k++) {
+		meas[k] = 0.01 * (k + 1);
+		pred[k] = 0.008 * (k + 1);
+		sum_m += meas[k];
+		sum_p += pred[k];
+	}
+	atm_plan_info_of(f->p)->predicted_runtime_s = sum_p + 0.05;
+	atm_run_measured m = measured;
+	m.actual_runtime_s = sum_m + 0.2;
+	m.kernel_s = meas;
+	m.kernel_pred_s = pred;
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &m, false), ATM_OK);
+	/* without predictions (a placement the optimizer did not make): no such fields */
+	m.kernel_pred_s = NULL;
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &m, true), ATM_OK);
+	json_t *d = load(f->path);
+	json_t *r = run_at(d, 0);
+	json_t *kt = json_object_get(r, "predicted_kernel_times");
+	assert_int_equal(json_object_size(kt), (size_t)n);
+	for (int32_t k = 0; k < n; k++)
+		assert_true(json_number_value(json_object_get(kt, atm_graph_node(f->sm.g, k)->name)) ==
+		            pred[k]);
+	json_t *pr = json_object_get(r, "prediction");
+	double step = sum_p + 0.05, actual = sum_m + 0.2;
+	assert_float_equal(json_number_value(json_object_get(pr, "step_error")),
+	                   (step - actual) / actual, 1e-12);
+	json_t *kn = json_object_get(pr, "kernels"), *out = json_object_get(pr, "outside_kernels");
+	assert_float_equal(json_number_value(json_object_get(kn, "predicted_s")), sum_p, 1e-12);
+	assert_float_equal(json_number_value(json_object_get(kn, "measured_s")), sum_m, 1e-12);
+	assert_float_equal(json_number_value(json_object_get(out, "predicted_s")), 0.05, 1e-12);
+	assert_float_equal(json_number_value(json_object_get(out, "measured_s")), 0.2, 1e-12);
+	r = run_at(d, 1);
+	assert_null(json_object_get(r, "predicted_kernel_times"));
+	assert_null(json_object_get(r, "prediction"));
+	json_decref(d);
+	free(meas);
+	free(pred);
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "w");
@@ -330,6 +377,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_results_version2_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_all_slow_ratio_and_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_prediction_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_append_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_concurrent_appends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_plan_file_keeps_ratio_and_rounds, setup,
