@@ -132,6 +132,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
 	static const struct option longopts[] = {
 		{"rounds", required_argument, NULL, 'r'},
 		{"models", required_argument, NULL, 'm'},

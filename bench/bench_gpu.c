@@ -173,6 +173,7 @@ done:
 
 int main(int argc, char **argv)
 {
+	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
 	struct opts o = {.gpu = "cuda", .models = "vgg19,resnet200,inception_v4,densenet264",
 	                 .preset = NULL, .cache = "/tmp/autotm-bench-gpu-profiles.json",
 	                 .fraction = 0.5, .time_limit = 30, .iters = 5};

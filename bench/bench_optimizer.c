@@ -7,6 +7,7 @@
 
 #include "atm_optimizer.h"
 #include "atm_profiler.h"
+#include "atm_runtime.h"
 #include "atm_zoo.h"
 #include "bench_util.h"
 
@@ -231,6 +232,7 @@ static int check_lists(const struct opts *o)
 /* main -- options, then one table over presets and networks */
 int main(int argc, char **argv)
 {
+	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
 	struct opts o = {
 		.models = "vgg19,resnet200,inception_v4,densenet264",
 		.presets = "small,paper",

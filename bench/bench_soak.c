@@ -173,6 +173,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
+	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
 	struct opts o = {.models = "tiny_cnn,tiny_mlp,test_vgg", .placements = 100, .first = 1,
 	                 .batch = 2, .seed = 1, .steps = 2};
 	int code = parse(argc, argv, &o);

@@ -51,6 +51,7 @@ static void print_version(void)
 
 int main(int argc, char **argv)
 {
+	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
 	if (argc < 2) {
 		usage(stderr);
 		return atm_exit_code(ATM_E_USAGE);

@@ -113,6 +113,14 @@ typedef struct {
 
 typedef struct atm_exec atm_exec;
 
+/* atm_openmp_passive -- call first in main(argv): unless the environment chose an
+ * OMP_WAIT_POLICY, the program runs again (execv of /proc/self/exe) with passive waiting.
+ * libgomp, oneDNN's threading, reads the policy when it loads, and its default spins idle
+ * workers: they then take the cores from the mover thread (an asynchronous move waited a
+ * whole scheduler slice behind them) and from everything else on a busy machine. Returns
+ * when the policy was chosen already, or when the exec failed (the program goes on). */
+void atm_openmp_passive(char **argv);
+
 /* atm_exec_new -- open the tiers, lay out the plan's step, build every kernel and
  * allocate the persistent tensors. p (and its graph) must outlive e. Errors:
  * a plan that contradicts its graph (ATM_E_INPUT), a fast limit it exceeds

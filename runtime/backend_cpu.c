@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "kernels.h"
@@ -512,6 +513,13 @@ static const atm_backend_i cpu_iface = {
 };
 
 /* atm_backend_cpu_new -- tiers, pools and emulation as o says, a oneDNN engine, the mover */
+/* atm_openmp_passive -- see atm_runtime.h */
+void atm_openmp_passive(char **argv)
+{
+	if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
+		execv("/proc/self/exe", argv); /* on failure carry on, spinning */
+}
+
 atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 {
 	atm_status rc;

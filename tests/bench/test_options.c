@@ -53,7 +53,8 @@ static void expect(const char *prog, const char *args, int code, const char *out
 static void test_options_help(void **state)
 {
 	(void)state;
-	static const char *const progs[] = {"bench_exec", "bench_optimizer", "bench_gpu"};
+	static const char *const progs[] = {"bench_exec", "bench_optimizer", "bench_gpu",
+	                                    "bench_predict"};
 	for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
 		char want[64];
 		snprintf(want, sizeof want, "usage: %s", progs[i]);
@@ -89,6 +90,13 @@ static void test_options_refused(void **state)
 		{"bench_optimizer", "--solver ''", "--solver needs at least one of"},
 		{"bench_optimizer", "--presets huge", "--presets: "},
 		{"bench_optimizer", "--models nonet", "--models: "},
+		{"bench_predict", "--frobnicate", "unknown option"},
+		{"bench_predict", "--iters 0", "--iters '0' is not valid"},
+		{"bench_predict", "--ratios 4:1,x", "--ratios: ratio 'x' is not valid"},
+		{"bench_predict", "--formulations best", "--formulations: unknown formulation 'best'"},
+		{"bench_predict", "--models nonet", "--models: "},
+		{"bench_predict", "--preset huge", "--preset: "},
+		{"bench_predict", "extra", "unexpected argument 'extra'"},
 		{"bench_gpu", "--frobnicate", "unknown option"},
 		{"bench_gpu", "--gpu tpu", "--gpu 'tpu' is not valid"},
 		{"bench_gpu", "--fraction 2", "--fraction '2' is not valid"},

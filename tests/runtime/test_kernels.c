@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "atm_core.h"
+#include "atm_runtime.h"
 #include "kernels.h"
 #include "runtime/reference.h"
 
@@ -1118,13 +1119,9 @@ static void test_kernels_destroy_null(void **state)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	/* libgomp (oneDNN's threading) reads OMP_WAIT_POLICY when it loads, before
-	 * main. Its default spins waiting workers, and on a busy 2-core machine
-	 * (ctest -j, parallel builds) each tiny primitive then costs a scheduler
-	 * time slice: this suite went from 0.3 s to 20 s. So unless the caller chose
-	 * a policy, run again with passive waiting; the numbers do not change. */
-	if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
-		execv("/proc/self/exe", argv); /* on failure carry on, only slower */
+	/* with spinning workers on a busy 2-core machine (ctest -j, parallel builds) each tiny
+	 * primitive cost a scheduler time slice: this suite went from 0.3 s to 20 s */
+	atm_openmp_passive(argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_kernels_conv_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_bwd_data_fd, reseed),
