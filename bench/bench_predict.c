@@ -12,7 +12,8 @@
 
 static const char usage[] =
 	"usage: bench_predict [--models LIST] [--preset P] [--ratios LIST] [--formulations LIST]\n"
-	"                     [--iters N] [--emulate P] [--cache FILE] [-o FILE] [--quiet]\n"
+	"                     [--iters N] [--time-limit S] [--emulate P] [--cache FILE]\n"
+	"                     [-o FILE] [--quiet]\n"
 	"\n"
 	"For every network: profiles what the cache lacks, then plans and runs each\n"
 	"formulation at each ratio (all-fast once: it has no ratio) and prints the\n"
@@ -24,7 +25,8 @@ static const char usage[] =
 	"most 1.10x all-fast (geomean). -o appends every run to a results file per\n"
 	"network (FILE-NETWORK.json) for 'autotm run --explain'-style reading.\n"
 	"Defaults: vgg19,resnet200,inception_v4,densenet264; small; 8:1,4:1,1:1;\n"
-	"all-fast,all-slow,numa,static,synchronous,asynchronous; 5 steps; optane;\n"
+	"all-fast,all-slow,numa,static,synchronous,asynchronous; 5 steps; the\n"
+	"optimizer's time limit (60 s) for each plan; optane;\n"
 	"/tmp/autotm-bench-predict-profiles.json.\n";
 
 #define MAX_RATIOS 8
@@ -33,6 +35,7 @@ static const char usage[] =
 struct opts {
 	const char *models, *preset, *ratios, *forms, *emulate, *cache, *out;
 	int iters;
+	double time_limit; /* 0: the optimizer's */
 	bool quiet;
 };
 
@@ -63,6 +66,8 @@ static bool run_one(const struct opts *o, const atm_graph *g, const atm_zoo_pres
 	jo.cache = o->cache;
 	jo.iters = o->iters;
 	jo.quiet = true;
+	if (o->time_limit > 0)
+		jo.opt.time_limit_s = o->time_limit;
 	jo.workload = (atm_results_workload){.preset = o->preset, .batch = ps->batch[0],
 	                                     .image = ps->image};
 	if (o->out) {
@@ -211,6 +216,7 @@ int main(int argc, char **argv)
 		{"ratios", required_argument, NULL, 'r'},
 		{"formulations", required_argument, NULL, 'f'},
 		{"iters", required_argument, NULL, 'n'},
+		{"time-limit", required_argument, NULL, 't'},
 		{"emulate", required_argument, NULL, 'e'},
 		{"cache", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
@@ -243,6 +249,10 @@ int main(int argc, char **argv)
 			if (!bench_int("bench_predict", "iters", optarg, 1, 1000, &v))
 				return 2;
 			o.iters = (int)v;
+			break;
+		case 't':
+			if (!bench_real("bench_predict", "time-limit", optarg, 0, true, 86400, &o.time_limit))
+				return 2;
 			break;
 		default:
 			return bench_other_option("bench_predict", opt, optind, argv, usage);
