@@ -144,6 +144,20 @@ static atm_status bench_net(const struct opts *o, const char *model, struct net 
 	return ATM_OK;
 }
 
+/* geomean -- the geomean measured slowdown against all-fast of formulation fi at ratio ri over
+ * the networks that ran both; 0 when none did */
+static double geomean(const struct net *nets, int n_nets, int ri, int fi)
+{
+	double logs = 0;
+	int k = 0;
+	for (int i = 0; i < n_nets; i++)
+		if (nets[i].fast > 0 && nets[i].actual[ri][fi] > 0) {
+			logs += log(nets[i].actual[ri][fi] / nets[i].fast);
+			k++;
+		}
+	return k ? exp(logs / k) : 0;
+}
+
 /* print_slowdowns -- geomean measured slowdown against all-fast per ratio and formulation,
  * and asynchronous against synchronous per network */
 static void print_slowdowns(const struct opts *o, const struct net *nets, int n_nets)
@@ -162,29 +176,15 @@ static void print_slowdowns(const struct opts *o, const struct net *nets, int n_
 		printf("  %-5s", rbuf);
 		int fi = 0;
 		for (const char *fs = o->forms; fi < nf && bench_split(&fs, fbuf, sizeof fbuf); fi++) {
-			double logs = 0;
-			int k = 0;
-			for (int i = 0; i < n_nets; i++)
-				if (nets[i].fast > 0 && nets[i].actual[ri][fi] > 0) {
-					logs += log(nets[i].actual[ri][fi] / nets[i].fast);
-					k++;
-				}
-			if (k)
-				printf("  %s %.3fx", fbuf, exp(logs / k));
+			double g = geomean(nets, n_nets, ri, fi);
+			if (g > 0)
+				printf("  %s %.3fx", fbuf, g);
 		}
 		printf("\n");
-		if (!strcmp(rbuf, "4:1") && sync >= 0) {
-			double logs = 0;
-			int k = 0;
-			for (int i = 0; i < n_nets; i++)
-				if (nets[i].fast > 0 && nets[i].actual[ri][sync] > 0) {
-					logs += log(nets[i].actual[ri][sync] / nets[i].fast);
-					k++;
-				}
-			if (k)
-				printf("        target: synchronous at 4:1 <= 1.10x: %.3fx, %s\n", exp(logs / k),
-				       exp(logs / k) <= 1.10 ? "met" : "NOT met");
-		}
+		double g = sync >= 0 && !strcmp(rbuf, "4:1") ? geomean(nets, n_nets, ri, sync) : 0;
+		if (g > 0)
+			printf("        target: synchronous at 4:1 <= 1.10x: %.3fx, %s\n", g,
+			       g <= 1.10 ? "met" : "NOT met");
 	}
 	if (sync < 0 || async < 0)
 		return;
