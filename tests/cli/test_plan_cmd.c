@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -419,16 +421,80 @@ static void test_plan_cmd_extreme_times(void **state)
 	}
 }
 
-/* test_plan_cmd_interrupt_while_solving -- Ctrl-C in the middle of a long GLPK solve (an exact
+/* survivors -- processes whose command line holds text (a CBC child left behind would hold the
+ * cache path its parent was started with) */
+static int survivors(const char *text)
+{
+	int n = 0;
+	char path[300];
+	DIR *d = opendir("/proc");
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		char buf[4096];
+		size_t len = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[len] = '\0';
+		n += strstr(buf, text) != NULL;
+	}
+	closedir(d);
+	return n;
+}
+
+/* interrupt_solve -- plan big with solver, send sig once marker is on stderr (and settle_s
+ * later), and expect exit 130 at once, no claim of a save, no plan written and no process of
+ * the solve left */
+static void interrupt_solve(const char *big, const char *solver, const char *marker,
+                            double settle_s, int sig)
+{
+	char path[600];
+	pid_t pid = cli_spawn("plan --model resnet200 --formulation asynchronous --ratio 8:1 "
+	                      "--mip-gap 0 --time-limit 300 --solver %s --verbose --cache %s "
+	                      "-o %s/never.json", solver, big, cli_tmpdir);
+	if (!cli_wait_for_text("spawn.err", marker, 300)) {
+		cli_wait_within(pid, 0);
+		fail_msg("the plan never reached %s", solver);
+	}
+	usleep((useconds_t)(settle_s * 1e6));
+	kill(pid, sig);
+	int code = cli_wait_within(pid, 30);
+	char *err = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/spawn.err", cli_tmpdir);
+	assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
+	bool ok = code == 130 && strstr(err, "interrupted") && !strstr(err, "saved");
+	if (!ok)
+		fail_msg("%s, signal %d: exit %d, stderr ends '%s'", solver, sig, code,
+		         len > 400 ? err + len - 400 : err);
+	free(err);
+	snprintf(path, sizeof path, "%s/never.json", cli_tmpdir);
+	assert_int_not_equal(access(path, F_OK), 0);
+	for (int i = 0; i < 100 && survivors(big); i++)
+		usleep(20000);
+	if (survivors(big))
+		fail_msg("%s, signal %d: a process of the solve outlived autotm", solver, sig);
+}
+
+/* test_plan_cmd_interrupt_while_solving -- Ctrl-C in the middle of a long solve (an exact
  * asynchronous plan of resnet200 with a 300 s limit, its kernels at the synthetic times, so that
  * the model is the same on every machine and build) ends it at once with exit 130, claiming no
- * save of anything and writing no plan; SIGTERM the same */
+ * save of anything and writing no plan; SIGTERM the same. With GLPK (its progress line says the
+ * solve is under way) and, where the build has it, with CBC, whose solving child is ended too. */
 static void test_plan_cmd_interrupt_while_solving(void **state)
 {
 	static const int sigs[] = {SIGINT, SIGTERM};
-	char big[600], path[600];
+	char big[600];
 	atm_zoo_preset_sizes ps;
 	atm_graph *g = NULL;
+	atm_opt_solver cbc;
 	(void)state;
 	snprintf(big, sizeof big, "%s/resnet200.json", cli_tmpdir);
 	assert_int_equal(atm_zoo_preset("resnet200", "small", &ps), ATM_OK);
@@ -436,29 +502,12 @@ static void test_plan_cmd_interrupt_while_solving(void **state)
 	assert_int_equal(atm_zoo_build(&g, "resnet200", &o), ATM_OK);
 	fill_cache_at(g, big, -1);
 	atm_graph_destroy(g);
+	bool with_cbc = atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &cbc) == ATM_OK;
+	atm_err_clear();
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		/* GLPK by name: its progress line is what says the solve is under way */
-		pid_t pid = cli_spawn("plan --model resnet200 --formulation asynchronous --ratio 8:1 "
-		                      "--mip-gap 0 --time-limit 300 --solver glpk --verbose --cache %s "
-		                      "-o %s/never.json", big, cli_tmpdir);
-		/* GLPK's progress: the solve is under way */
-		if (!cli_wait_for_text("spawn.err", " obj = ", 300)) {
-			cli_wait_within(pid, 0);
-			fail_msg("the plan never reached GLPK");
-		}
-		kill(pid, sigs[i]);
-		int code = cli_wait_within(pid, 30);
-		char *err = NULL;
-		size_t len = 0;
-		snprintf(path, sizeof path, "%s/spawn.err", cli_tmpdir);
-		assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
-		bool ok = code == 130 && strstr(err, "interrupted") && !strstr(err, "saved");
-		if (!ok)
-			fail_msg("signal %d: exit %d, stderr ends '%s'", sigs[i], code,
-			         len > 400 ? err + len - 400 : err);
-		free(err);
-		snprintf(path, sizeof path, "%s/never.json", cli_tmpdir);
-		assert_int_not_equal(access(path, F_OK), 0);
+		interrupt_solve(big, "glpk", " obj = ", 0, sigs[i]);
+		if (with_cbc)
+			interrupt_solve(big, "cbc", "solving with cbc", 1.0, sigs[i]);
 	}
 }
 
