@@ -146,9 +146,9 @@ static atm_status print_explain(const atm_job *j, int top)
 	for (int32_t k = 0; k < n; k++) {
 		ms[k].node = k;
 		ms[k].pred = pred[k];
-		ms[k].meas = r->kernel_s[k];
+		ms[k].meas = r->step_kernel_s[k];
 		kp += pred[k];
-		km += r->kernel_s[k];
+		km += r->step_kernel_s[k];
 	}
 	double actual = r->actual_runtime_s;
 	printf("explain: predicted step %.6f s, measured %.6f s (%+.1f%%)\n", step, actual,
@@ -160,7 +160,7 @@ static atm_status print_explain(const atm_job *j, int top)
 	qsort(ms, (size_t)n, sizeof *ms, cmp_miss);
 	if (top > n)
 		top = n;
-	printf("  the %d kernels missed most (measured: the fastest of the measured steps):\n", top);
+	printf("  the %d kernels missed most (measured: in the fastest step):\n", top);
 	printf("    %-32s %-18s %6s %12s %12s %9s\n", "node", "op", "slow", "predicted", "measured",
 	       "missed");
 	for (int i = 0; i < top; i++) {

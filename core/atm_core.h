@@ -657,6 +657,7 @@ typedef struct {
 	double mean_runtime_s;
 	int n_iters;
 	const double *kernel_s;  /* per node */
+	const double *step_kernel_s; /* per node: its time in the fastest step (NULL: unknown) */
 	const double *kernel_pred_s; /* per node: the plan's predicted kernel time (NULL: unknown) */
 	int n_losses;
 	const float *losses;     /* per step, warm-up first */

@@ -166,6 +166,12 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 			atm_json_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_s[k]), ok);
 		atm_json_set_new(run, "kernel_times", kt, ok);
 	}
+	if (m->step_kernel_s) {
+		json_t *st = json_object();
+		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+			atm_json_set_new(st, atm_graph_node(g, k)->name, num_or_null(m->step_kernel_s[k]), ok);
+		atm_json_set_new(run, "step_kernel_times", st, ok);
+	}
 	json_t *losses = json_array();
 	for (int i = 0; i < m->n_losses; i++)
 		if (json_array_append_new(losses, isfinite(m->losses[i]) ? json_real(m->losses[i])
@@ -198,19 +204,20 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 }
 
 /* prediction_fields -- where the prediction missed: each kernel's predicted time beside the
- * measured one (kernel_times), and the step split into its kernels and the rest (moves, waits,
- * allocation, page faults) as predicted and as measured */
+ * measured ones (kernel_times, step_kernel_times), and the step split into its kernels and the
+ * rest (moves, waits, allocation, page faults) as predicted and as measured in the fastest step */
 static void prediction_fields(const atm_graph *g, const atm_plan_info *info,
                               const atm_run_measured *m, json_t *run, bool *ok)
 {
 	json_t *kt = json_object();
 	double pred = 0, meas = 0;
+	const double *in_step = m->step_kernel_s ? m->step_kernel_s : m->kernel_s;
 	bool all = true;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		atm_json_set_new(kt, atm_graph_node(g, k)->name, num_or_null(m->kernel_pred_s[k]), ok);
 		pred += m->kernel_pred_s[k];
-		if (m->kernel_s && m->kernel_s[k] >= 0)
-			meas += m->kernel_s[k];
+		if (in_step && in_step[k] >= 0)
+			meas += in_step[k];
 		else
 			all = false;
 	}

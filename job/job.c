@@ -361,6 +361,7 @@ atm_status atm_job_write_results(atm_job *j)
 			.mean_runtime_s = r->mean_runtime_s,
 			.n_iters = r->n_iters,
 			.kernel_s = r->kernel_s,
+			.step_kernel_s = r->step_kernel_s,
 			.kernel_pred_s = atm_job_kernel_predictions(j),
 			.n_losses = r->n_losses,
 			.losses = r->losses,

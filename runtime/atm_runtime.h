@@ -91,6 +91,7 @@ typedef struct {
 	const float *losses;       /* every step's loss, the warm-up first */
 	char weights_checksum[17]; /* FNV-1a of every parameter's bytes after the last step */
 	const double *kernel_s;    /* per node: fastest measured time, emulation waits included */
+	const double *step_kernel_s; /* per node: its time in the fastest measured step */
 	atm_schedule_stats moves;  /* moves and bytes of one step, persistent bytes, arena size */
 	int64_t fast_high_water_bytes; /* arena extent actually used */
 	int64_t slow_high_water_bytes;

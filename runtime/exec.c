@@ -19,7 +19,7 @@ struct atm_exec {
 	void **in_ptrs, **out_ptrs;  /* per kernel call, sized for the widest node */
 	void *host;                  /* host staging for tensor bytes: the largest persistent tensor */
 	int64_t host_bytes;
-	double *kernel_s, *step_kernel_s;
+	double *kernel_s, *step_kernel_s, *best_kernel_s; /* min per node; this step; fastest step */
 	float *losses;
 	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
 	atm_exec_result result;
@@ -380,8 +380,9 @@ atm_status atm_exec_new(atm_exec **out, const atm_plan *p, const atm_exec_opts *
 	e->slow_ptr = calloc((size_t)(nt ? nt : 1), sizeof *e->slow_ptr);
 	e->kernel_s = calloc((size_t)nn + 1, sizeof *e->kernel_s);
 	e->step_kernel_s = calloc((size_t)nn + 1, sizeof *e->step_kernel_s);
+	e->best_kernel_s = calloc((size_t)nn + 1, sizeof *e->best_kernel_s);
 	e->losses = calloc((size_t)(e->opts.iters + e->opts.warmup), sizeof *e->losses);
-	if (!e->fast_ptr || !e->slow_ptr || !e->kernel_s || !e->step_kernel_s ||
+	if (!e->fast_ptr || !e->slow_ptr || !e->kernel_s || !e->step_kernel_s || !e->best_kernel_s ||
 	    !e->losses) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory creating the executor");
 		goto fail;
@@ -492,8 +493,10 @@ atm_status atm_exec_run(atm_exec *e)
 		sum += dt;
 		emu_sum += e->b->iface->waited_s(e->b) - w0;
 		wait_sum += e->move_wait_s;
-		if (dt < r->actual_runtime_s)
+		if (dt < r->actual_runtime_s) {
 			r->actual_runtime_s = dt;
+			memcpy(e->best_kernel_s, e->step_kernel_s, (size_t)nn * sizeof *e->best_kernel_s);
+		}
 		for (int32_t k = 0; k < nn; k++)
 			if (e->step_kernel_s[k] < e->kernel_s[k])
 				e->kernel_s[k] = e->step_kernel_s[k];
@@ -505,6 +508,7 @@ atm_status atm_exec_run(atm_exec *e)
 	r->move_wait_s = r->n_iters ? wait_sum / r->n_iters : 0;
 	r->losses = e->losses;
 	r->kernel_s = e->kernel_s;
+	r->step_kernel_s = e->best_kernel_s;
 	if ((rc = checksum(e, r->weights_checksum)) < 0)
 		return rc;
 	r->moves = *atm_schedule_stats_get(e->sched);
@@ -546,6 +550,7 @@ void atm_exec_destroy(atm_exec *e)
 	free(e->slow_ptr);
 	free(e->kernel_s);
 	free(e->step_kernel_s);
+	free(e->best_kernel_s);
 	free(e->losses);
 	free(e);
 }

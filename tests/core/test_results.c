@@ -129,15 +129,18 @@ static void test_results_all_slow_ratio_and_none(void **state)
 }
 
 /* a run with the plan's per-kernel predictions: each kernel's predicted time beside its measured
- * one, and the step split into kernels and the rest, predicted and measured */
+ * ones, and the step split into kernels (as timed in the fastest step, not the per-kernel
+ * minimums over all steps) and the rest, predicted and measured */
 static void test_results_prediction_fields(void **state)
 {
 	struct fx *f = *state;
 	int32_t n = atm_graph_n_nodes(f->sm.g);
 	double *meas = calloc((size_t)n, sizeof *meas), *pred = calloc((size_t)n, sizeof *pred);
+	double *mins = calloc((size_t)n, sizeof *mins);
 	double sum_m = 0, sum_p = 0;
 	for (int32_t k = 0; k < n; k++) {
 		meas[k] = 0.01 * (k + 1);
+		mins[k] = 0.009 * (k + 1);
 		pred[k] = 0.008 * (k + 1);
 		sum_m += meas[k];
 		sum_p += pred[k];
@@ -145,7 +148,8 @@ static void test_results_prediction_fields(void **state)
 	atm_plan_info_of(f->p)->predicted_runtime_s = sum_p + 0.05;
 	atm_run_measured m = measured;
 	m.actual_runtime_s = sum_m + 0.2;
-	m.kernel_s = meas;
+	m.kernel_s = mins;
+	m.step_kernel_s = meas;
 	m.kernel_pred_s = pred;
 	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &m, false), ATM_OK);
 	/* without predictions (a placement the optimizer did not make): no such fields */
@@ -155,9 +159,12 @@ static void test_results_prediction_fields(void **state)
 	json_t *r = run_at(d, 0);
 	json_t *kt = json_object_get(r, "predicted_kernel_times");
 	assert_int_equal(json_object_size(kt), (size_t)n);
-	for (int32_t k = 0; k < n; k++)
-		assert_true(json_number_value(json_object_get(kt, atm_graph_node(f->sm.g, k)->name)) ==
-		            pred[k]);
+	json_t *st = json_object_get(r, "step_kernel_times");
+	for (int32_t k = 0; k < n; k++) {
+		const char *name = atm_graph_node(f->sm.g, k)->name;
+		assert_true(json_number_value(json_object_get(kt, name)) == pred[k]);
+		assert_true(json_number_value(json_object_get(st, name)) == meas[k]);
+	}
 	json_t *pr = json_object_get(r, "prediction");
 	double step = sum_p + 0.05, actual = sum_m + 0.2;
 	assert_float_equal(json_number_value(json_object_get(pr, "step_error")),
@@ -172,6 +179,7 @@ static void test_results_prediction_fields(void **state)
 	assert_null(json_object_get(r, "prediction"));
 	json_decref(d);
 	free(meas);
+	free(mins);
 	free(pred);
 }
 
