@@ -129,27 +129,35 @@ atm_status milp_check(const struct milp *p, const double *x, const char *who)
 
 /* Columns and rows are named by kind-less numbers, 1-based as solvers print them: x1.., r1... */
 
-/* by_column -- the matrix transposed: column j's (row, value) pairs at cs[j]..cs[j + 1] */
-static bool by_column(const struct milp *p, int64_t **cs, int32_t **ri, double **rv)
+void milp_csc_free(struct milp_csc *c)
 {
-	*cs = calloc((size_t)p->n_cols + 1, sizeof **cs);
-	*ri = malloc(((size_t)p->n_nz + 1) * sizeof **ri);
-	*rv = malloc(((size_t)p->n_nz + 1) * sizeof **rv);
+	free(c->cs);
+	free(c->ri);
+	free(c->rv);
+	memset(c, 0, sizeof *c);
+}
+
+bool milp_by_column(const struct milp *p, struct milp_csc *c)
+{
+	c->cs = calloc((size_t)p->n_cols + 1, sizeof *c->cs);
+	c->ri = malloc(((size_t)p->n_nz + 1) * sizeof *c->ri);
+	c->rv = malloc(((size_t)p->n_nz + 1) * sizeof *c->rv);
 	int64_t *fill = malloc(((size_t)p->n_cols + 1) * sizeof *fill);
-	if (!*cs || !*ri || !*rv || !fill) {
+	if (!c->cs || !c->ri || !c->rv || !fill) {
 		free(fill);
+		milp_csc_free(c);
 		return false;
 	}
 	for (int64_t e = 0; e < p->n_nz; e++)
-		(*cs)[p->ind[e] + 1]++;
+		c->cs[p->ind[e] + 1]++;
 	for (int32_t j = 0; j < p->n_cols; j++)
-		(*cs)[j + 1] += (*cs)[j];
-	memcpy(fill, *cs, ((size_t)p->n_cols + 1) * sizeof *fill);
+		c->cs[j + 1] += c->cs[j];
+	memcpy(fill, c->cs, ((size_t)p->n_cols + 1) * sizeof *fill);
 	for (int32_t i = 0; i < p->n_rows; i++)
 		for (int64_t e = p->row_start[i]; e < p->row_start[i + 1]; e++) {
 			int64_t k = fill[p->ind[e]]++;
-			(*ri)[k] = i;
-			(*rv)[k] = p->val[e];
+			c->ri[k] = i;
+			c->rv[k] = p->val[e];
 		}
 	free(fill);
 	return true;
@@ -160,11 +168,12 @@ static bool by_column(const struct milp *p, int64_t **cs, int32_t **ri, double *
  * CPLEX read). */
 static bool write_mps(const struct milp *p, FILE *f)
 {
-	int64_t *cs = NULL;
-	int32_t *ri = NULL;
-	double *rv = NULL;
-	bool ok = by_column(p, &cs, &ri, &rv);
+	struct milp_csc c;
+	bool ok = milp_by_column(p, &c);
 	if (ok) {
+		const int64_t *cs = c.cs;
+		const int32_t *ri = c.ri;
+		const double *rv = c.rv;
 		fprintf(f, "NAME autotm FREE\nROWS\n N obj\n"); /* FREE: COIN reads it as free MPS */
 		for (int32_t i = 0; i < p->n_rows; i++) {
 			double lo = p->row_lo[i], hi = p->row_hi[i];
@@ -211,10 +220,8 @@ static bool write_mps(const struct milp *p, FILE *f)
 			}
 		}
 		fprintf(f, "ENDATA\n");
+		milp_csc_free(&c);
 	}
-	free(cs);
-	free(ri);
-	free(rv);
 	return ok;
 }
 
@@ -232,16 +239,22 @@ static bool write_lp(const struct milp *p, FILE *f)
 {
 	fprintf(f, "\\ autotm placement model: objective in microseconds, memory in KiB\n"
 	        "Minimize\n obj:");
+	/* the objective's nonzero terms, written as a row's */
 	int32_t *all = malloc(((size_t)p->n_cols + 1) * sizeof *all);
-	if (!all)
+	double *coef = malloc(((size_t)p->n_cols + 1) * sizeof *coef);
+	if (!all || !coef) {
+		free(all);
+		free(coef);
 		return false;
+	}
 	int32_t n = 0;
 	for (int32_t j = 0; j < p->n_cols; j++)
-		if (p->obj[j] != 0)
+		if (p->obj[j] != 0) {
+			coef[n] = p->obj[j];
 			all[n++] = j;
-	for (int32_t k = 0; k < n; k++)
-		fprintf(f, "%s %s %.17g x%d", k && k % 6 == 0 ? "\n " : "", p->obj[all[k]] < 0 ? "-" : "+",
-		        fabs(p->obj[all[k]]), all[k] + 1);
+		}
+	lp_terms(f, all, coef, n);
+	free(coef);
 	if (p->obj_const != 0 || !n)
 		fprintf(f, " %s %.17g", p->obj_const < 0 ? "-" : "+", fabs(p->obj_const));
 	fprintf(f, "\nSubject To\n");
@@ -275,10 +288,16 @@ static bool write_lp(const struct milp *p, FILE *f)
 	return true;
 }
 
+/* ends_with -- path ends in suffix, with a name before it */
+static bool ends_with(const char *path, const char *suffix)
+{
+	size_t len = strlen(path), n = strlen(suffix);
+	return len > n && !strcmp(path + len - n, suffix);
+}
+
 atm_status milp_write_check(const char *path)
 {
-	size_t len = strlen(path);
-	if ((len > 4 && !strcmp(path + len - 4, ".mps")) || (len > 3 && !strcmp(path + len - 3, ".lp")))
+	if (ends_with(path, ".mps") || ends_with(path, ".lp"))
 		return ATM_OK;
 	return atm_err(ATM_E_USAGE, "cannot write the model to '%s': the name must end in .mps "
 	               "(free MPS) or .lp (CPLEX LP)", path);
@@ -286,8 +305,7 @@ atm_status milp_write_check(const char *path)
 
 atm_status milp_write(const struct milp *p, const char *path)
 {
-	size_t len = strlen(path);
-	bool mps = len > 4 && !strcmp(path + len - 4, ".mps");
+	bool mps = ends_with(path, ".mps");
 	atm_status rc = milp_write_check(path);
 	if (rc < 0)
 		return rc;

@@ -39,6 +39,15 @@ int32_t milp_col(struct milp *p, double lo, double hi, double obj, bool binary);
 /* milp_row -- a new row lo <= sum val[i] x[ind[i]] <= hi (entries with distinct columns) */
 void milp_row(struct milp *p, const int32_t *ind, const double *val, int32_t n, double lo,
               double hi);
+/* The matrix by column: column j's rows and values at ri/rv[cs[j] .. cs[j + 1]). */
+struct milp_csc {
+	int64_t *cs;
+	int32_t *ri;
+	double *rv;
+};
+/* milp_by_column -- p's matrix transposed; false when out of memory (nothing to free then) */
+bool milp_by_column(const struct milp *p, struct milp_csc *c);
+void milp_csc_free(struct milp_csc *c);
 /* milp_objective -- the objective at x, constant included */
 double milp_objective(const struct milp *p, const double *x);
 /* milp_check -- ATM_OK when x satisfies every row and bound (relative tolerance 1e-7), else

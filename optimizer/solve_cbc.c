@@ -50,57 +50,47 @@ static double big(double v)
 	return isinf(v) ? (v > 0 ? DBL_MAX : -DBL_MAX) : v;
 }
 
-/* p's matrix by column, as Clp and CBC take it, with their infinities */
+/* p's matrix by column, as Clp and CBC take it (their own type of column starts), with their
+ * infinities */
 struct csc {
+	struct milp_csc m;
 	CoinBigIndex *cs;
-	int *ri;
-	double *rv, *clo, *chi, *rlo, *rhi;
+	double *clo, *chi, *rlo, *rhi;
 };
 
 static void csc_free(struct csc *c)
 {
+	milp_csc_free(&c->m);
 	free(c->cs);
-	free(c->ri);
-	free(c->rv);
 	free(c->clo);
 	free(c->chi);
 	free(c->rlo);
 	free(c->rhi);
 }
 
-/* csc_of -- p by column; false when out of memory */
+/* csc_of -- p by column; false when out of memory, or when p has more entries than CBC's
+ * column starts can count */
 static bool csc_of(const struct milp *p, struct csc *c)
 {
-	c->cs = calloc((size_t)p->n_cols + 1, sizeof *c->cs);
-	c->ri = malloc(((size_t)p->n_nz + 1) * sizeof *c->ri);
-	c->rv = malloc(((size_t)p->n_nz + 1) * sizeof *c->rv);
+	if ((CoinBigIndex)p->n_nz != p->n_nz || !milp_by_column(p, &c->m))
+		return false;
+	c->cs = malloc(((size_t)p->n_cols + 1) * sizeof *c->cs);
 	c->clo = malloc(((size_t)p->n_cols + 1) * sizeof *c->clo);
 	c->chi = malloc(((size_t)p->n_cols + 1) * sizeof *c->chi);
 	c->rlo = malloc(((size_t)p->n_rows + 1) * sizeof *c->rlo);
 	c->rhi = malloc(((size_t)p->n_rows + 1) * sizeof *c->rhi);
-	CoinBigIndex *fill = malloc(((size_t)p->n_cols + 1) * sizeof *fill);
-	if (!c->cs || !c->ri || !c->rv || !c->clo || !c->chi || !c->rlo || !c->rhi || !fill) {
-		free(fill);
+	if (!c->cs || !c->clo || !c->chi || !c->rlo || !c->rhi)
 		return false;
-	}
-	for (int64_t e = 0; e < p->n_nz; e++)
-		c->cs[p->ind[e] + 1]++;
+	for (int32_t j = 0; j <= p->n_cols; j++)
+		c->cs[j] = (CoinBigIndex)c->m.cs[j];
 	for (int32_t j = 0; j < p->n_cols; j++) {
-		c->cs[j + 1] += c->cs[j];
 		c->clo[j] = big(p->col_lo[j]);
 		c->chi[j] = big(p->col_hi[j]);
 	}
-	memcpy(fill, c->cs, ((size_t)p->n_cols + 1) * sizeof *fill);
 	for (int32_t i = 0; i < p->n_rows; i++) {
 		c->rlo[i] = big(p->row_lo[i]);
 		c->rhi[i] = big(p->row_hi[i]);
-		for (int64_t e = p->row_start[i]; e < p->row_start[i + 1]; e++) {
-			CoinBigIndex k = fill[p->ind[e]]++;
-			c->ri[k] = i;
-			c->rv[k] = p->val[e];
-		}
 	}
-	free(fill);
 	return true;
 }
 
@@ -128,7 +118,8 @@ static void child(const struct milp *p, const struct milp_params *par, struct an
 	if (!csc_of(p, &c))
 		_exit(3);
 	Cbc_Model *cm = Cbc_newModel();
-	Cbc_loadProblem(cm, p->n_cols, p->n_rows, c.cs, c.ri, c.rv, c.clo, c.chi, p->obj, c.rlo, c.rhi);
+	Cbc_loadProblem(cm, p->n_cols, p->n_rows, c.cs, c.m.ri, c.m.rv, c.clo, c.chi, p->obj, c.rlo,
+	                c.rhi);
 	csc_free(&c);
 	for (int32_t j = 0; j < p->n_cols; j++)
 		if (p->col_int[j])
