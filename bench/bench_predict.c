@@ -13,7 +13,7 @@
 static const char usage[] =
 	"usage: bench_predict [--models LIST] [--preset P] [--ratios LIST] [--formulations LIST]\n"
 	"                     [--iters N] [--time-limit S] [--emulate P] [--cache FILE]\n"
-	"                     [-o FILE] [--quiet]\n"
+	"                     [--isolated] [-o FILE] [--quiet]\n"
 	"\n"
 	"For every network: profiles what the cache lacks, then plans and runs each\n"
 	"formulation at each ratio (all-fast once: it has no ratio) and prints the\n"
@@ -24,6 +24,8 @@ static const char usage[] =
 	"asynchronous no slower than synchronous on any network; synchronous at 4:1 at\n"
 	"most 1.10x all-fast (geomean). -o appends every run to a results file per\n"
 	"network (FILE-NETWORK.json) for 'autotm run --explain'-style reading.\n"
+	"--isolated prices kernels by their times alone, without the profile's in-step\n"
+	"calibration (as autotm's --isolated), to show what the calibration changes.\n"
 	"Defaults: vgg19,resnet200,inception_v4,densenet264; small; 8:1,4:1,1:1;\n"
 	"all-fast,all-slow,numa,static,synchronous,asynchronous; 5 steps; the\n"
 	"optimizer's time limit (60 s) for each plan; optane;\n"
@@ -36,7 +38,7 @@ struct opts {
 	const char *models, *preset, *ratios, *forms, *emulate, *cache, *out;
 	int iters;
 	double time_limit; /* 0: the optimizer's */
-	bool quiet;
+	bool quiet, isolated;
 };
 
 /* One network's measured steps: [ratio][formulation], < 0 where the run failed. */
@@ -66,6 +68,7 @@ static bool run_one(const struct opts *o, const atm_graph *g, const atm_zoo_pres
 	jo.cache = o->cache;
 	jo.iters = o->iters;
 	jo.quiet = true;
+	jo.isolated = o->isolated;
 	if (o->time_limit > 0)
 		jo.opt.time_limit_s = o->time_limit;
 	jo.workload = (atm_results_workload){.preset = o->preset, .batch = ps->batch[0],
@@ -221,6 +224,7 @@ int main(int argc, char **argv)
 		{"cache", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"isolated", no_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -245,6 +249,7 @@ int main(int argc, char **argv)
 		case 'c': o.cache = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'q': o.quiet = true; break;
+		case 'i': o.isolated = true; break;
 		case 'n':
 			if (!bench_int("bench_predict", "iters", optarg, 1, 1000, &v))
 				return 2;

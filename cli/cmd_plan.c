@@ -132,6 +132,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_plan *
 	atm_json_set_new(o, "kernel_s", json_real(chk->kernel_s), &ok);
 	atm_json_set_new(o, "sync_move_s", json_real(chk->sync_move_s), &ok);
 	atm_json_set_new(o, "async_wait_s", json_real(chk->async_wait_s), &ok);
+	atm_json_set_new(o, "overlap_loss_s", json_real(chk->overlap_loss_s), &ok);
 	atm_json_set_new(o, "fast_peak_bytes", json_integer(chk->fast_peak_bytes), &ok);
 	atm_json_set_new(o, "fast_arena_bytes", json_integer(chk->fast_arena_bytes), &ok);
 	atm_json_set_new(moves, "n", json_integer(chk->n_moves), &ok);
@@ -164,8 +165,9 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 	                                                 : "none");
 	printf("  predicted step   %.6f s (all fast %.6f s, %.2fx)\n", chk->predicted_s,
 	       chk->all_fast_kernel_s, chk->all_fast_kernel_s > 0 ? chk->predicted_s / chk->all_fast_kernel_s : 0);
-	printf("  moves            %d (%d overlapped), blocking %.6f s, waits %.6f s\n", chk->n_moves,
-	       chk->n_async_moves, chk->sync_move_s, chk->async_wait_s);
+	printf("  moves            %d (%d overlapped), blocking %.6f s, waits %.6f s, lost beside "
+	       "copies %.6f s\n", chk->n_moves, chk->n_async_moves, chk->sync_move_s,
+	       chk->async_wait_s, chk->overlap_loss_s);
 	printf("  fast memory      peak %s, arena %s\n", atm_format_bytes(chk->fast_peak_bytes, a, sizeof a),
 	       atm_format_bytes(chk->fast_arena_bytes, b, sizeof b));
 	if (rep->n_rounds) {

@@ -12,6 +12,7 @@
 
 static const char profile_help[] =
 	"usage: autotm profile --model NAME [--batch B] [--emulate P] [--cache FILE] [--estimate]\n"
+	"                      [--isolated]\n"
 	"       autotm profile --graph FILE ...\n"
 	"\n"
 	"Times every kernel of a network's training step in every IO configuration it\n"
@@ -24,6 +25,12 @@ static const char profile_help[] =
 	"the cache lacks. The cache is saved in batches and on Ctrl-C, atomically and\n"
 	"under a lock, so runs may share it.\n"
 	"\n"
+	"Then, for the kernels that lack it, it runs four all-fast training steps as a\n"
+	"run would and keeps each kernel's time inside the fastest step: a kernel in a\n"
+	"step finds its operands out of the caches and runs slower than alone, and\n"
+	"plans are priced with that difference (docs/profile.md). A step too large for\n"
+	"the memory here is skipped, with the reason.\n"
+	"\n"
 	"options:\n" CLI_GRAPH_HELP CLI_MEMORY_HELP
 	"  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
 	"                    else ~/.cache/autotm/profiles.json)\n"
@@ -31,6 +38,7 @@ static const char profile_help[] =
 	"                    calibrated on this machine) without running the network: for\n"
 	"                    networks too large to run here. Kept apart from measured times,\n"
 	"                    and compared with them when the cache has both\n"
+	"  --isolated        time kernels alone only; run no all-fast steps\n"
 	"  --rebuild         drop this machine's entries (or a corrupt cache) and start over\n"
 	"  --reps N          timed runs per configuration after one warm-up (default 5)\n"
 	"  --json            print one JSON object\n"
@@ -51,8 +59,10 @@ static bool compare(const atm_profile *p, const atm_graph *g, atm_prof_error *er
 	atm_profile *meas = NULL;
 	bool ok = false;
 	m.estimated = false;
-	if (atm_profile_path(p) && atm_prof_cache_open(&meas, atm_profile_path(p), &m, false) == ATM_OK)
+	if (atm_profile_path(p) && atm_prof_cache_open(&meas, atm_profile_path(p), &m, false) == ATM_OK) {
+		atm_profile_use_in_step(meas, false); /* the estimate models kernels alone */
 		ok = atm_prof_compare(p, meas, g, err) == ATM_OK;
+	}
 	atm_profile_destroy(meas);
 	atm_err_clear();
 	return ok;
@@ -122,8 +132,13 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 		json_object_set_new(m, "to_fast_gbps", json_real(mv.to_fast_gbps));
 		json_object_set_new(m, "to_slow_gbps", json_real(mv.to_slow_gbps));
 		json_object_set_new(m, "measured_now", json_boolean(r->moves_measured));
+		json_object_set_new(m, "overlap_loss", mv.overlap_measured ? json_real(mv.overlap_loss)
+		                                                           : json_null());
 		json_object_set_new(o, "moves", m);
 	}
+	json_object_set_new(o, "n_in_step_measured", json_integer(r->n_in_step_measured));
+	json_object_set_new(o, "in_step_skipped", r->in_step_note[0] ? json_string(r->in_step_note)
+	                                                            : json_null());
 	if (atm_prof_get_roofline(pr, &rf) == ATM_OK)
 		json_object_set_new(o, "roofline", roofline_json(&rf));
 	atm_err_clear();
@@ -154,8 +169,16 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 	if (atm_profile_get_moves(p, &mv) == ATM_OK)
 		printf("  moves            %.2f GB/s to fast, %.2f GB/s to slow%s\n", mv.to_fast_gbps,
 		       mv.to_slow_gbps, mv.estimated ? " (estimated)" : "");
+	if (atm_profile_get_moves(p, &mv) == ATM_OK && mv.overlap_measured)
+		printf("  overlap          a kernel loses %.0f%% of the time of a copy beside it\n",
+		       100 * mv.overlap_loss);
 	printf("  cache            %s (%lld entries of this machine)\n", atm_profile_path(p),
 	       (long long)atm_profile_n_entries(p));
+	if (r->n_in_step_measured)
+		printf("  in a step        %d kernels timed inside the fastest of %d all-fast steps\n",
+		       r->n_in_step_measured, ATM_PROF_IN_STEP_ITERS);
+	else if (r->in_step_note[0])
+		printf("  in a step        not measured: %s\n", r->in_step_note);
 	if (atm_prof_get_roofline(pr, &rf) == ATM_OK)
 		printf("  roofline         %s: convolution %.1f GFLOPS (1x1 %.1f), inner product "
 		       "%.1f GFLOPS,\n                   memory %.1f GB/s, a call %.1f us\n",
@@ -177,18 +200,19 @@ struct profile_args {
 	cli_memory mem;
 	const char *cache;
 	int64_t reps;
-	bool estimate, rebuild, json, quiet;
+	bool estimate, isolated, rebuild, json, quiet;
 };
 
 /* parse_args -- the command line into a; -1 to go on, else the exit code */
 static int parse_args(int argc, char **argv, struct profile_args *a)
 {
-	enum { OPT_ESTIMATE = CLI_OPT_FIRST_FREE, OPT_REBUILD, OPT_REPS, OPT_JSON, OPT_QUIET };
+	enum { OPT_ESTIMATE = CLI_OPT_FIRST_FREE, OPT_ISOLATED, OPT_REBUILD, OPT_REPS, OPT_JSON, OPT_QUIET };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
 		{"cache", required_argument, NULL, CLI_OPT_CACHE},
 		{"estimate", no_argument, NULL, OPT_ESTIMATE},
+		{"isolated", no_argument, NULL, OPT_ISOLATED},
 		{"rebuild", no_argument, NULL, OPT_REBUILD},
 		{"reps", required_argument, NULL, OPT_REPS},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -217,6 +241,9 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 			break;
 		case OPT_ESTIMATE:
 			a->estimate = true;
+			break;
+		case OPT_ISOLATED:
+			a->isolated = true;
 			break;
 		case OPT_REBUILD:
 			a->rebuild = true;
@@ -280,6 +307,7 @@ int cmd_profile(int argc, char **argv)
 		.reps = (int)a.reps,
 		.seed = 1,
 		.estimate = a.estimate,
+		.isolated = a.isolated,
 		.stop = cli_install_interrupt(),
 		.progress = !a.quiet && isatty(STDERR_FILENO),
 	};

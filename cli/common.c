@@ -281,6 +281,9 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	case CLI_OPT_VERBOSE:
 		o->verbosity = 1;
 		return 1;
+	case CLI_OPT_ISOLATED:
+		jo->isolated = true;
+		return 1;
 	default:
 		return 0;
 	}
@@ -353,6 +356,8 @@ void cli_plan_help(FILE *f)
 	        "                    per core autotm may run on\n"
 	        "  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
 	        "                    else ~/.cache/autotm/profiles.json)\n"
+	        "  --isolated        price each kernel by its time alone, not by its time inside\n"
+	        "                    a step as the profile calibrates it (docs/profile.md)\n"
 	        "  --verbose         the solver's progress on stderr\n",
 	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
 	        ATM_PLAN_MAX_ROUNDS, atm_opt_solver_name(best));

@@ -542,11 +542,18 @@ typedef struct {
 	bool estimated;
 } atm_profile_entry;
 
-/* Moves between the tiers: bandwidths of synchronous copies (1e9 bytes/s). */
+/* Moves between the tiers: bandwidths of synchronous copies (1e9 bytes/s), and what an
+ * asynchronous copy costs the kernels it overlaps. */
 typedef struct {
 	double to_fast_gbps;
 	double to_slow_gbps;
 	bool estimated;
+	/* The fraction of an overlapped copy's time that the kernel running beside it loses
+	 * (0 to 1): 0 when the copy takes nothing from the kernel (a GPU's copy engines), near 1
+	 * when the copy's thread takes a core the kernel needed, so that overlapping buys nothing.
+	 * A kernel of time k beside copies of time c then takes max(k + overlap_loss * c, c). */
+	double overlap_loss;
+	bool overlap_measured; /* overlap_loss was measured (absent from older caches: 0) */
 } atm_profile_moves;
 
 typedef struct atm_profile atm_profile;
@@ -560,7 +567,8 @@ void atm_profile_destroy(atm_profile *p);
 const atm_profile_machine *atm_profile_machine_get(const atm_profile *p);
 /* atm_profile_path -- the cache file, NULL when in memory only */
 const char *atm_profile_path(const atm_profile *p);
-/* atm_profile_n_entries -- kernel configurations held for this machine */
+/* atm_profile_n_entries -- kernel configurations held for this machine (in-step
+ * calibrations are not counted) */
 int64_t atm_profile_n_entries(const atm_profile *p);
 /* atm_profile_machine_json -- machine m as a profile file writes it: a new reference, NULL
  * when out of memory */
@@ -587,6 +595,37 @@ atm_status atm_profile_put_algo(atm_profile *p, const atm_graph *g, int32_t node
                                 int algo, const atm_profile_entry *e);
 /* atm_profile_has -- is node in config in the profile */
 bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config);
+
+/* A kernel inside a training step runs slower (or faster) than the same kernel timed alone:
+ * the step's other kernels have evicted its operands from the caches, and on a GPU the
+ * timing events around one kernel cost more than the kernel in a stream of launches. The
+ * profiler measures this once per signature in real all-fast steps of the graph, and the
+ * profile keeps it beside the kernel's configurations ("in_step", docs/profile.md): step_s
+ * is the kernel's mean time inside the fastest step, isolated_s its all-fast time alone
+ * when that was measured. While the calibration is in use (the default), every time
+ * atm_profile_get and atm_profile_get_algo give for the kernel, in any configuration, is
+ * shifted by step_s - isolated_s (never below 0): the part of a time that a slow operand
+ * adds is left as measured. It is one machine's, as every entry: a profile of another CPU,
+ * thread count, tier pair, emulation or backend holds its own or none. */
+typedef struct {
+	double step_s;       /* mean time in the fastest all-fast step, over n_nodes nodes */
+	double isolated_s;   /* the all-fast time alone, as the profile held it then */
+	int32_t n_nodes;     /* nodes of the signature the mean is over (>= 1) */
+} atm_profile_in_step;
+
+/* atm_profile_put_in_step -- record node's signature's in-step time (times >= 0 and at most
+ * ATM_PROFILE_MAX_S, n_nodes >= 1), replacing what was there */
+atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t node,
+                                   const atm_profile_in_step *s);
+/* atm_profile_get_in_step -- node's signature's in-step time; ATM_E_NOTFOUND when never
+ * measured */
+atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
+                                   atm_profile_in_step *out);
+/* atm_profile_use_in_step -- price kernels with the in-step calibration (on by default) or
+ * with their isolated times alone */
+void atm_profile_use_in_step(atm_profile *p, bool on);
+/* atm_profile_uses_in_step -- the calibration is in use */
+bool atm_profile_uses_in_step(const atm_profile *p);
 /* Move bandwidths; ATM_E_NOTFOUND when never measured. */
 atm_status atm_profile_get_moves(const atm_profile *p, atm_profile_moves *out);
 atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m);

@@ -68,11 +68,16 @@ struct atm_profile {
 	atm_profile_moves moves;
 	bool has_moves, moves_dirty;
 	bool replace;             /* rebuild: the next merge drops the file's entries of this machine */
+	bool isolated;            /* atm_profile_use_in_step(false): the calibration is ignored */
 };
 
 /* atm_profile_set_entry -- kernels[sig][cfg] = e, a new reference taken; -1 when out of
  * memory */
 int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *cfg,
                           struct json_t *e);
+
+/* The key of a kernel's in-step calibration beside its configurations: no configuration is
+ * named so (atm_config_name_valid refuses it). */
+#define ATM_PROFILE_IN_STEP_KEY "in_step"
 
 #endif /* ATM_CORE_INTERNAL_H */

@@ -100,6 +100,14 @@ static void entry_of(json_t *o, atm_profile_entry *e)
 	e->estimated = json_is_true(json_object_get(o, "estimated"));
 }
 
+/* rounded -- x to ATM_PROFILE_TIME_DIGITS significant digits, what a save and a load give back */
+static double rounded(double x)
+{
+	char buf[40];
+	snprintf(buf, sizeof buf, "%.*g", ATM_PROFILE_TIME_DIGITS, x);
+	return strtod(buf, NULL);
+}
+
 /* atm_profile_get -- look up node in config, naming the kernel when it is missing */
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            atm_profile_entry *out)
@@ -128,8 +136,83 @@ atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_
 		return rc;
 	}
 	entry_of(e, out);
+	json_t *st = p->isolated ? NULL
+	                         : json_object_get(json_object_get(p->kernels, sig), ATM_PROFILE_IN_STEP_KEY);
+	if (st) {
+		double shift = json_number_value(json_object_get(st, "step_s")) -
+		               json_number_value(json_object_get(st, "isolated_s"));
+		out->min_s = fmax(0, out->min_s + shift);
+		out->median_s = fmax(out->min_s, out->median_s + shift);
+	}
 	free(sig);
 	return ATM_OK;
+}
+
+/* in_step_sig -- node's signature, for its in-step calibration; the caller frees it */
+static atm_status in_step_sig(const atm_graph *g, int32_t node, const char *who, char **sig)
+{
+	char cfg[ATM_CONFIG_NAME_MAX];
+	return atm_node_key(g, node, 0, 0, who, sig, cfg);
+}
+
+/* atm_profile_put_in_step -- record the signature's in-step time, kept for the next save */
+atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t node,
+                                   const atm_profile_in_step *s)
+{
+	char *sig = NULL;
+	if (!(s->step_s >= 0) || !(s->step_s <= ATM_PROFILE_MAX_S) || !(s->isolated_s >= 0) ||
+	    !(s->isolated_s <= ATM_PROFILE_MAX_S) || s->n_nodes < 1)
+		return atm_err(ATM_E_USAGE, "atm_profile_put_in_step: node %d: times must be from 0 to "
+		               "%g s and n_nodes >= 1 (got %g, %g, %d)", node, ATM_PROFILE_MAX_S,
+		               s->step_s, s->isolated_s, s->n_nodes);
+	if (p->m.estimated)
+		return atm_err(ATM_E_USAGE, "atm_profile_put_in_step: an estimated profile holds no "
+		               "measured step");
+	atm_status rc = in_step_sig(g, node, "atm_profile_put_in_step", &sig);
+	if (rc < 0)
+		return rc;
+	json_t *o = json_pack("{s:f, s:f, s:i}", "step_s", rounded(s->step_s), "isolated_s",
+	                      rounded(s->isolated_s), "n_nodes", (json_int_t)s->n_nodes);
+	if (!o || atm_profile_set_entry(p->kernels, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0 ||
+	    atm_profile_set_entry(p->dirty, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0)
+		rc = atm_err(ATM_E_NOMEM, "out of memory recording an in-step time");
+	json_decref(o);
+	free(sig);
+	return rc;
+}
+
+/* atm_profile_get_in_step -- the signature's in-step time, when measured */
+atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
+                                   atm_profile_in_step *out)
+{
+	char *sig = NULL;
+	memset(out, 0, sizeof *out);
+	atm_status rc = in_step_sig(g, node, "atm_profile_get_in_step", &sig);
+	if (rc < 0)
+		return rc;
+	json_t *st = json_object_get(json_object_get(p->kernels, sig), ATM_PROFILE_IN_STEP_KEY);
+	if (!st) {
+		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' of '%s' has no in-step time in the profile",
+		             atm_graph_node(g, node)->name, atm_graph_name(g));
+	} else {
+		out->step_s = json_number_value(json_object_get(st, "step_s"));
+		out->isolated_s = json_number_value(json_object_get(st, "isolated_s"));
+		out->n_nodes = (int32_t)json_integer_value(json_object_get(st, "n_nodes"));
+	}
+	free(sig);
+	return rc;
+}
+
+/* atm_profile_use_in_step -- turn the calibration on or off */
+void atm_profile_use_in_step(atm_profile *p, bool on)
+{
+	p->isolated = !on;
+}
+
+/* atm_profile_uses_in_step -- is the calibration on */
+bool atm_profile_uses_in_step(const atm_profile *p)
+{
+	return !p->isolated;
 }
 
 /* atm_profile_has -- is node in config held */
@@ -143,13 +226,6 @@ bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uin
 	return has;
 }
 
-/* rounded -- x to ATM_PROFILE_TIME_DIGITS significant digits, what a save and a load give back */
-static double rounded(double x)
-{
-	char buf[40];
-	snprintf(buf, sizeof buf, "%.*g", ATM_PROFILE_TIME_DIGITS, x);
-	return strtod(buf, NULL);
-}
 
 /* atm_profile_set_entry -- kernels[sig][cfg] = e (a new reference is taken) */
 int atm_profile_set_entry(json_t *kernels, const char *sig, const char *cfg, json_t *e)
@@ -231,6 +307,9 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: bandwidths must be from %g to %g "
 		               "GB/s (got %g, %g)", ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS,
 		               m->to_fast_gbps, m->to_slow_gbps);
+	if (!(m->overlap_loss >= 0) || !(m->overlap_loss <= 1))
+		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: overlap_loss must be from 0 to 1 "
+		               "(got %g)", m->overlap_loss);
 	if (m->estimated != p->m.estimated)
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: %s bandwidths in a %s profile",
 		               m->estimated ? "estimated" : "measured",
@@ -238,6 +317,7 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 	p->moves = *m;
 	p->moves.to_fast_gbps = rounded(m->to_fast_gbps);
 	p->moves.to_slow_gbps = rounded(m->to_slow_gbps);
+	p->moves.overlap_loss = rounded(m->overlap_loss);
 	p->has_moves = p->moves_dirty = true;
 	return ATM_OK;
 }

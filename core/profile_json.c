@@ -168,7 +168,8 @@ static atm_status parse_machine(const struct where *w, json_t *o, atm_profile_ma
 /* parse_moves -- a moves object, bandwidths above 0 */
 static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_moves *mv)
 {
-	static const char *const fields[] = {"to_fast_gbps", "to_slow_gbps", "estimated", NULL};
+	static const char *const fields[] = {"to_fast_gbps", "to_slow_gbps", "overlap_loss",
+	                                     "estimated", NULL};
 	atm_status rc;
 	memset(mv, 0, sizeof *mv);
 	if (!json_is_object(o))
@@ -180,6 +181,12 @@ static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_move
 	                     &mv->to_slow_gbps)) < 0 ||
 	    (rc = get_bool(w, o, "estimated", false, &mv->estimated)) < 0)
 		return rc;
+	/* caches from before it was measured lack it: the profiler measures it then */
+	if (json_object_get(o, "overlap_loss")) {
+		if ((rc = get_number(w, o, "overlap_loss", 0, 1, &mv->overlap_loss)) < 0)
+			return rc;
+		mv->overlap_measured = true;
+	}
 	return ATM_OK;
 }
 
@@ -212,6 +219,24 @@ static atm_status parse_entry(const struct where *w, json_t *o, bool machine_est
 	return ATM_OK;
 }
 
+/* parse_in_step -- a kernel's in-step calibration, every field checked */
+static atm_status parse_in_step(const struct where *w, json_t *o)
+{
+	static const char *const fields[] = {"step_s", "isolated_s", "n_nodes", NULL};
+	double step, isolated;
+	int64_t n;
+	atm_status rc;
+	if (!json_is_object(o))
+		return bad(w, "", "must be an object {\"step_s\", \"isolated_s\", \"n_nodes\"}, not "
+		           "%s", atm_json_type_name(o));
+	if ((rc = only_fields(w, o, fields)) < 0 ||
+	    (rc = get_number(w, o, "step_s", 0, ATM_PROFILE_MAX_S, &step)) < 0 ||
+	    (rc = get_number(w, o, "isolated_s", 0, ATM_PROFILE_MAX_S, &isolated)) < 0 ||
+	    (rc = get_integer(w, o, "n_nodes", 1, INT32_MAX, &n)) < 0)
+		return rc;
+	return ATM_OK;
+}
+
 /* where_key -- append [\"key\"] to w->at */
 static void where_key(struct where *w, size_t base, const char *key)
 {
@@ -237,6 +262,14 @@ static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated
 		size_t base2 = strlen(w->at);
 		json_object_foreach(cfgs, cfg, e) {
 			where_key(w, base2, cfg);
+			if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY)) {
+				atm_status rc = estimated ? bad(w, "", "an estimated profile holds no measured "
+				                                "step")
+				                          : parse_in_step(w, e);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
 			if (!atm_config_name_valid(cfg))
 				return bad(w, "", "not a configuration name (F or S per input, '/', F or S per "
 				           "output, like \"FS/F\"; \"S+/F+\" for a grouped node)");
@@ -365,7 +398,8 @@ static int64_t count_entries(json_t *kernels)
 	json_t *cfgs;
 	int64_t n = 0;
 	json_object_foreach(kernels, sig, cfgs)
-		n += (int64_t)json_object_size(cfgs);
+		n += (int64_t)json_object_size(cfgs) -
+		     (json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY) ? 1 : 0);
 	return n;
 }
 
@@ -459,8 +493,14 @@ static json_t *new_doc(void)
 /* moves_json -- the moves object of a section; NULL when out of memory */
 static json_t *moves_json(const atm_profile_moves *m)
 {
-	return json_pack("{s:f, s:f, s:b}", "to_fast_gbps", m->to_fast_gbps, "to_slow_gbps",
-	                 m->to_slow_gbps, "estimated", m->estimated);
+	json_t *o = json_pack("{s:f, s:f, s:b}", "to_fast_gbps", m->to_fast_gbps, "to_slow_gbps",
+	                      m->to_slow_gbps, "estimated", m->estimated);
+	if (o && m->overlap_measured &&
+	    json_object_set_new(o, "overlap_loss", json_real(m->overlap_loss)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* add_section -- a new, empty section of m at the end of doc; NULL when out of memory */

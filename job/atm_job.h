@@ -56,6 +56,8 @@ typedef struct {
 	uint64_t placement_seed;   /* of the random placement */
 	const char *cache;         /* the profile cache; NULL: atm_job_default_cache */
 	bool estimate;             /* plan from an estimated (roofline) profile; nothing runs */
+	bool isolated;             /* price kernels by their isolated times: no in-step
+	                            * calibration is measured or used (atm_profile_in_step) */
 	/* the run */
 	int iters, warmup;         /* as atm_exec_opts */
 	uint64_t seed;             /* weights and data */
@@ -128,10 +130,11 @@ atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuil
                               atm_profile **prof);
 
 /* atm_job_profile_graph -- the profile of g on mem's memories from cache (NULL: the
- * default), with what it lacks profiled now (estimated with estimate); *pr and *prof are the
- * caller's to destroy, also on failure */
+ * default), with what it lacks profiled now (estimated with estimate; without its in-step
+ * calibration, and not using it, with isolated); *pr and *prof are the caller's to destroy,
+ * also on failure */
 atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
-                                 const char *cache, bool estimate, bool quiet,
+                                 const char *cache, bool estimate, bool isolated, bool quiet,
                                  volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof);
 
 #ifdef __cplusplus

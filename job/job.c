@@ -126,7 +126,7 @@ atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuil
 }
 
 atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
-                                 const char *cache, bool estimate, bool quiet,
+                                 const char *cache, bool estimate, bool isolated, bool quiet,
                                  volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof)
 {
 	atm_prof_report rep;
@@ -137,6 +137,7 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 		.gpu = mem->gpu,
 		.seed = 1,
 		.estimate = estimate,
+		.isolated = isolated,
 		.stop = stop,
 		.progress = !quiet && isatty(STDERR_FILENO),
 	};
@@ -144,9 +145,16 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 	    (rc = atm_job_open_cache(*pr, cache, false, prof)) < 0 ||
 	    (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
 		return rc;
+	atm_profile_use_in_step(*prof, !isolated);
 	if (!quiet && rep.n_configs_measured)
 		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", who,
 		        estimate ? "estimated" : "profiled", (long long)rep.n_configs_measured, rep.seconds);
+	if (!quiet && rep.n_in_step_measured)
+		fprintf(stderr, "autotm %s: timed %d kernels inside all-fast steps\n", who,
+		        rep.n_in_step_measured);
+	if (!quiet && rep.in_step_note[0])
+		fprintf(stderr, "autotm %s: kernels are priced by their isolated times: no all-fast step "
+		        "was run (%s)\n", who, rep.in_step_note);
 	return ATM_OK;
 }
 
@@ -287,8 +295,8 @@ static atm_status optimize(atm_job *j)
 	 * anything else: none of its memory stays while the step runs, and two backends with
 	 * live memkind kinds in one process have crashed memkind's allocator under load */
 	atm_prof *pr = NULL;
-	rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->quiet, o->stop,
-	                           &pr, &j->prof);
+	rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->isolated,
+	                           o->quiet, o->stop, &pr, &j->prof);
 	atm_prof_destroy(pr);
 	if (rc < 0)
 		return rc;

@@ -173,6 +173,8 @@ typedef struct {
 	double all_fast_kernel_s; /* the same kernels with every operand fast */
 	double sync_move_s;       /* time blocked in synchronous moves */
 	double async_wait_s;      /* time the schedule waited for asynchronous moves */
+	double overlap_loss_s;    /* time kernels lost to the asynchronous copies beside them
+	                           * (the profile's overlap_loss of each copy's time) */
 	double cache_miss_s;      /* 2lm plans: time added by cache misses and write-backs */
 	int64_t fast_peak_bytes;  /* most bytes of fast copies at once (+ workspace when counted) */
 	int32_t fast_peak_node;

@@ -237,6 +237,9 @@ static atm_status walk_move(struct walk *w, const atm_event *ev, const atm_tenso
 		out->n_async_moves++;
 		w->done[ev->move] = start + cost;
 		w->chan = start + cost;
+		/* the kernels beside it lose their share of its time (opt_overlapped) */
+		w->t += w->mv.overlap_loss * cost;
+		out->overlap_loss_s += w->mv.overlap_loss * cost;
 	} else {
 		out->sync_move_s += start + cost - w->t;
 		w->t = start + cost;

@@ -71,7 +71,7 @@ static double node_cost(const struct heur *h, int32_t k, int ux, int32_t x, bool
 	double t = nm->time[c];
 	if (t < 0)
 		return INFINITY;
-	return t > h->xfer[k] ? t : h->xfer[k];
+	return opt_overlapped(t, h->xfer[k], h->m->overlap_loss);
 }
 
 /* refresh_node -- node k's kernel time under the current placement */
@@ -199,9 +199,8 @@ static double pinned_cost(const struct heur *h, int32_t x, int32_t force_node)
 /* async_delta -- added seconds at node k when a copy of cost c joins its channel */
 static double async_delta(const struct heur *h, int32_t k, double c)
 {
-	double kt = h->kt[k], x = h->xfer[k];
-	double before = kt > x ? kt : x, after = kt > x + c ? kt : x + c;
-	return after - before;
+	double kt = h->kt[k], x = h->xfer[k], l = h->m->overlap_loss;
+	return opt_overlapped(kt, x + c, l) - opt_overlapped(kt, x, l);
 }
 
 /* path_cost -- seconds of x's current path under the same pricing as the search */

@@ -247,7 +247,8 @@ static void node_rows(struct build *b, int32_t k)
 				slow_expr(b, &m->t[nm->units[u].members[j]], nm->units[u].phase[j], -1);
 				row_flush(b, 0, 0);
 			}
-		if (nm->has_async) {
+		/* with a loss the row holds the copies too: async_rows writes it */
+		if (nm->has_async && !(m->overlap_loss > 0)) {
 			row_add(b, y, 1);
 			for (int c = 0; c < nm->n_cfg; c++)
 				row_add(b, z + c, -nm->time[c] * US);
@@ -263,7 +264,26 @@ static void node_rows(struct build *b, int32_t k)
 	}
 }
 
-/* async_rows -- the copies overlapping each node bound its cost from below */
+/* An asynchronous gate: tensor x's gate i. */
+struct gate_ref {
+	int32_t x, i;
+};
+
+/* copy_terms -- -scale times the copies of gates refs[lo..hi) into the row */
+static void copy_terms(struct build *b, const struct gate_ref *refs, int32_t lo, int32_t hi,
+                       double scale)
+{
+	for (int32_t r = lo; r < hi; r++) {
+		const struct tmodel *t = &b->m->t[refs[r].x];
+		const struct gate *g = &t->gates[refs[r].i];
+		for (int e = 0; e < N_EDGES; e++)
+			if ((g->edges >> e & 1u) && g->cost[e] > 0)
+				row_add(b, *gate_col(b->c, t, refs[r].i, e), -scale * g->cost[e] * US);
+	}
+}
+
+/* async_rows -- the copies overlapping each node bound its cost from below; with a loss, so do
+ * the kernel and that share of the copies */
 static void async_rows(struct build *b)
 {
 	const struct model *m = b->m;
@@ -279,9 +299,7 @@ static void async_rows(struct build *b)
 				cnt[m->t[x].gates[i].at + 1]++;
 	for (int32_t k = 0; k < m->n_nodes; k++)
 		cnt[k + 1] += cnt[k];
-	struct ref {
-		int32_t x, i;
-	} *refs = malloc((size_t)(cnt[m->n_nodes] + 1) * sizeof *refs);
+	struct gate_ref *refs = malloc((size_t)(cnt[m->n_nodes] + 1) * sizeof *refs);
 	int32_t *fill = malloc(((size_t)m->n_nodes + 1) * sizeof *fill);
 	if (!refs || !fill) {
 		free(cnt);
@@ -294,19 +312,22 @@ static void async_rows(struct build *b)
 	for (int32_t x = 0; x < m->n_tensors; x++)
 		for (int32_t i = 1; i < m->t[x].n_gates; i++)
 			if (m->t[x].gates[i].kind == G_ASYNC)
-				refs[fill[m->t[x].gates[i].at]++] = (struct ref){x, i};
+				refs[fill[m->t[x].gates[i].at]++] = (struct gate_ref){x, i};
 	for (int32_t k = 0; k < m->n_nodes; k++) {
 		if (!m->n[k].has_async)
 			continue;
 		row_add(b, b->c->y[k], 1);
-		for (int32_t r = cnt[k]; r < cnt[k + 1]; r++) {
-			const struct tmodel *t = &m->t[refs[r].x];
-			const struct gate *g = &t->gates[refs[r].i];
-			for (int e = 0; e < N_EDGES; e++)
-				if ((g->edges >> e & 1u) && g->cost[e] > 0)
-					row_add(b, *gate_col(b->c, t, refs[r].i, e), -g->cost[e] * US);
-		}
+		copy_terms(b, refs, cnt[k], cnt[k + 1], 1);
 		row_flush(b, 0, INFINITY);
+		if (!(m->overlap_loss > 0))
+			continue;
+		const struct nmodel *nm = &m->n[k];
+		row_add(b, b->c->y[k], 1);
+		if (nm->n_free)
+			for (int c = 0; c < nm->n_cfg; c++)
+				row_add(b, b->c->z[k] + c, -nm->time[c] * US);
+		copy_terms(b, refs, cnt[k], cnt[k + 1], m->overlap_loss);
+		row_flush(b, nm->n_free ? 0 : nm->time[0] * US, INFINITY);
 	}
 	free(cnt);
 	free(refs);
@@ -430,7 +451,7 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 		if (c->z[k] >= 0)
 			x[c->z[k] + cfg] = 1;
 		if (c->y[k] >= 0)
-			x[c->y[k]] = (nm->time[cfg] > xfer[k] ? nm->time[cfg] : xfer[k]) * US;
+			x[c->y[k]] = opt_overlapped(nm->time[cfg], xfer[k], m->overlap_loss) * US;
 	}
 	if (c->m0 >= 0) {
 		opt_solution_bytes(m, s, bytes);

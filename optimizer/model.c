@@ -411,6 +411,7 @@ static atm_status copy_speeds(struct model *m)
 		               "GB/s, to slow %g GB/s)", mv.to_fast_gbps, mv.to_slow_gbps);
 	m->to_fast_bps = mv.to_fast_gbps * 1e9;
 	m->to_slow_bps = mv.to_slow_gbps * 1e9;
+	m->overlap_loss = mv.overlap_loss;
 	return ATM_OK;
 }
 
@@ -707,7 +708,7 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 		double kt = c < 0 ? INFINITY : m->n[k].time[c];
 		if (kt < 0)
 			kt = INFINITY;
-		total += kt > xfer[k] ? kt : xfer[k];
+		total += opt_overlapped(kt, xfer[k], m->overlap_loss);
 	}
 	free(xfer);
 	return total;

@@ -99,7 +99,17 @@ struct model {
 	int32_t n_movable;
 	int64_t pinned_bytes;
 	double to_fast_bps, to_slow_bps;
+	double overlap_loss;    /* of an overlapped copy's time, what the kernel beside it loses
+	                         * (atm_profile_moves) */
 };
+
+/* opt_overlapped -- a kernel of time kt beside asynchronous copies of time x: the longer of
+ * the kernel, slowed by its loss to the copies, and the copies */
+static inline double opt_overlapped(double kt, double x, double loss)
+{
+	double k = kt + loss * x;
+	return k > x ? k : x;
+}
 
 /* A placement in the model's terms: a state per phase of every movable tensor. */
 struct solution {

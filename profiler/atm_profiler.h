@@ -42,6 +42,8 @@ typedef struct {
 	int reps;                    /* timed runs per configuration after one warm-up; 0: 5 */
 	uint64_t seed;               /* of the data kernels are timed on */
 	bool estimate;               /* roofline estimates instead of measurements */
+	bool isolated;               /* time kernels alone only: no all-fast steps are run to
+	                              * measure each kernel inside a step (atm_profile_in_step) */
 	const struct atm_prof_roofline *roofline; /* estimate with this model; NULL: calibrate one */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop: what was measured is saved */
 	bool progress;               /* progress on stderr (the caller decides: a terminal, no --quiet) */
@@ -57,9 +59,17 @@ typedef struct {
 	int64_t n_configs_measured; /* timed (or estimated) by this run */
 	int64_t n_configs_cached;   /* in the profile before this run */
 	bool moves_measured;        /* the move bandwidths were timed (or estimated) by this run */
+	int32_t n_in_step_measured; /* signatures whose time inside a step this run measured */
+	char in_step_note[256];     /* why no step was run (nor the copy overlap measured) where
+	                             * one was missing: a step too large, a read-only cache ("":
+	                             * none) */
 	double seconds;             /* wall-clock time of atm_prof_run */
 	bool estimated;
 } atm_prof_report;
+
+/* All-fast steps timed, after one warm-up step, to measure kernels inside a step: the
+ * fastest one's kernel times are kept. */
+#define ATM_PROF_IN_STEP_ITERS 3
 
 typedef struct atm_prof atm_prof;
 
@@ -70,7 +80,11 @@ void atm_prof_destroy(atm_prof *pr);
 /* atm_prof_get_machine -- the machine key of this run's timings (estimated when o->estimate) */
 void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m);
 /* atm_prof_run -- everything of g that p lacks, measured or estimated into p,
- * saved in batches and at the end. p's machine must be atm_prof_get_machine's.
+ * saved in batches and at the end, then (unless o->isolated or o->estimate) the time of each
+ * kernel inside a real all-fast step of g, for the signatures that lack one: the kernel
+ * timer's tiers are closed and the executor runs ATM_PROF_IN_STEP_ITERS steps after a
+ * warm-up (skipped, with r->in_step_note saying why, when the step does not fit the memory
+ * at hand). p's machine must be atm_prof_get_machine's.
  * When there is something to measure (or to save), p's file must take a write first: ATM_E_IO
  * then, before any measuring. ATM_E_INTERRUPTED when o->stop was set (what was measured is saved);
  * another failure also saves what was measured before it. r says what was

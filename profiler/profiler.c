@@ -113,6 +113,8 @@ atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r)
 	return ATM_OK;
 }
 
+static atm_status open_bench(atm_prof *pr);
+
 /* atm_prof_new -- a profiler with the tiers of a run open */
 atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts *o)
 {
@@ -133,9 +135,7 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 		pr->o.flush_s = 30;
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
-	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
-	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
-	if ((rc = atm_kbench_new(&pr->kb, g, &ko)) < 0)
+	if ((rc = open_bench(pr)) < 0)
 		goto fail;
 	atm_kbench_machine(pr->kb, &pr->m);
 	pr->m.estimated = pr->o.estimate;
@@ -144,6 +144,15 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 fail:
 	atm_prof_destroy(pr);
 	return rc;
+}
+
+/* open_bench -- the kernel timer and its tiers, opened again after an in-step measurement
+ * closed them (two backends with live memkind kinds in one process are not safe) */
+static atm_status open_bench(atm_prof *pr)
+{
+	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
+	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
+	return pr->kb ? ATM_OK : atm_kbench_new(&pr->kb, pr->g, &ko);
 }
 
 /* atm_prof_destroy -- release the profiler; NULL is fine */
@@ -302,6 +311,162 @@ static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
 	return rc;
 }
 
+/* measure_overlap -- what an asynchronous copy costs the kernel beside it, measured on g's
+ * longest all-fast kernel */
+static atm_status measure_overlap(atm_prof *pr, const atm_profile *p, atm_profile_moves *mv)
+{
+	int32_t node = -1;
+	double most = -1;
+	for (int32_t k = 0; k < atm_graph_n_nodes(pr->g); k++) {
+		atm_profile_entry e;
+		if (atm_profile_get(p, pr->g, k, 0, &e) == ATM_OK && e.min_s > most) {
+			most = e.min_s;
+			node = k;
+		}
+	}
+	atm_err_clear();
+	if (node < 0)
+		return ATM_OK;
+	atm_status rc = atm_kbench_overlap(pr->kb, node, &mv->overlap_loss);
+	mv->overlap_measured = rc >= 0;
+	return rc;
+}
+
+/* in_step_missing -- a signature of g has no in-step time */
+static bool in_step_missing(const atm_graph *g, const atm_profile *p)
+{
+	atm_profile_in_step st;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		if (atm_profile_get_in_step(p, g, k, &st) < 0) {
+			atm_err_clear();
+			return true;
+		}
+	return false;
+}
+
+/* mem_available_bytes -- what the kernel says can be allocated now without swapping (-1:
+ * unknown) */
+static int64_t mem_available_bytes(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long kib = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib < 0 ? -1 : (int64_t)kib * 1024;
+}
+
+/* step_fits -- the all-fast step of plan fits the memory at hand: on a CPU within half of
+ * what is available (a step that does not would swap, or meet the OOM killer, rather than
+ * fail); a GPU's executor refuses a plan over its device memory itself */
+static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_t len)
+{
+	atm_schedule *s = NULL;
+	if (pr->o.gpu.mode)
+		return true;
+	if (atm_schedule_new(&s, plan) < 0) {
+		snprintf(why, len, "%s", atm_errmsg());
+		return false;
+	}
+	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	int64_t need = st->fast_arena_bytes + st->persistent_fast_bytes, avail = mem_available_bytes();
+	atm_schedule_destroy(s);
+	if (avail >= 0 && need > avail / 2) {
+		char a[32], b[32];
+		snprintf(why, len, "its all-fast step takes %s, over half of the %s of memory available",
+		         atm_format_bytes(need, a, sizeof a), atm_format_bytes(avail, b, sizeof b));
+		return false;
+	}
+	return true;
+}
+
+/* put_in_step -- each signature's mean time in the fastest measured step, for those the
+ * profile lacks */
+static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s, int32_t *n_put)
+{
+	const atm_graph *g = pr->g;
+	int32_t nn = atm_graph_n_nodes(g);
+	char sig[ATM_SIGNATURE_MAX];
+	json_t *acc = json_object(); /* signature -> [sum of times, nodes, first node] */
+	atm_status rc = acc ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory timing kernels in a step");
+	*n_put = 0;
+	for (int32_t k = 0; rc >= 0 && k < nn; k++) {
+		if ((rc = atm_node_signature(g, k, sig, sizeof sig)) < 0)
+			break;
+		json_t *a = json_object_get(acc, sig);
+		if (!a && json_object_set_new(acc, sig, a = json_pack("[f, i, i]", 0.0, 0, (json_int_t)k)) < 0)
+			rc = atm_err(ATM_E_NOMEM, "out of memory timing kernels in a step");
+		else if (json_array_set_new(a, 0, json_real(json_real_value(json_array_get(a, 0)) + step_s[k])) < 0 ||
+		         json_array_set_new(a, 1, json_integer(json_integer_value(json_array_get(a, 1)) + 1)) < 0)
+			rc = atm_err(ATM_E_NOMEM, "out of memory timing kernels in a step");
+	}
+	bool use = atm_profile_uses_in_step(p);
+	atm_profile_use_in_step(p, false); /* the isolated time, as measured */
+	const char *key;
+	json_t *a;
+	if (rc >= 0)
+		json_object_foreach(acc, key, a) {
+			int32_t k = (int32_t)json_integer_value(json_array_get(a, 2));
+			int32_t n = (int32_t)json_integer_value(json_array_get(a, 1));
+			atm_profile_in_step st;
+			atm_profile_entry e;
+			if (atm_profile_get_in_step(p, g, k, &st) == ATM_OK || atm_profile_get(p, g, k, 0, &e) < 0)
+				continue;
+			st = (atm_profile_in_step){.step_s = json_real_value(json_array_get(a, 0)) / n,
+			                           .isolated_s = e.min_s, .n_nodes = n};
+			if ((rc = atm_profile_put_in_step(p, g, k, &st)) < 0)
+				break;
+			(*n_put)++;
+		}
+	if (rc >= 0)
+		atm_err_clear();
+	atm_profile_use_in_step(p, use);
+	json_decref(acc);
+	return rc;
+}
+
+/* measure_in_step -- all-fast steps of g run by the executor, as a plan's run would, and
+ * each signature's time in the fastest of them recorded beside its configurations. The kernel
+ * timer's backend is closed first; a step that cannot run here (too large for the memory at
+ * hand, the GPU's included) is skipped with the reason in r, and the plan is then priced
+ * by the isolated times alone. */
+static atm_status measure_in_step(atm_prof *pr, atm_profile *p, atm_prof_report *r)
+{
+	atm_plan *plan = NULL;
+	atm_exec *e = NULL;
+	atm_status rc = atm_plan_uniform(&plan, pr->g, ATM_LOC_FAST);
+	if (rc < 0)
+		return rc;
+	if (!step_fits(pr, plan, r->in_step_note, sizeof r->in_step_note))
+		goto done;
+	atm_kbench_destroy(pr->kb);
+	pr->kb = NULL;
+	if (pr->o.progress)
+		fprintf(stderr, "  timing the kernels inside %d all-fast steps of '%s'\n",
+		        ATM_PROF_IN_STEP_ITERS + 1, atm_graph_name(pr->g));
+	atm_exec_opts eo = {.iters = ATM_PROF_IN_STEP_ITERS, .seed = pr->o.seed, .tiers = pr->o.tiers,
+	                    .emulate = pr->o.emulate, .gpu = pr->o.gpu, .stop = pr->o.stop,
+	                    .quiet = true};
+	if ((rc = atm_exec_new(&e, plan, &eo)) == ATM_E_NOSPACE || rc == ATM_E_INFEASIBLE) {
+		snprintf(r->in_step_note, sizeof r->in_step_note, "%s", atm_errmsg());
+		atm_err_clear();
+		rc = ATM_OK;
+		goto done;
+	}
+	if (rc >= 0 && (rc = atm_exec_run(e)) >= 0)
+		rc = put_in_step(pr, p, atm_exec_result_get(e)->step_kernel_s, &r->n_in_step_measured);
+	if (rc < 0)
+		atm_err_prefix(rc, "timing the kernels in a step: ");
+done:
+	atm_exec_destroy(e);
+	atm_plan_destroy(plan);
+	return rc;
+}
+
 /* cmp_task -- node order, then configuration order */
 static int cmp_task(const void *a, const void *b)
 {
@@ -329,7 +494,11 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		               "profiler's (open it with the machine atm_prof_get_machine gives)");
 	atm_profile_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
+	/* a GPU's copies run on its copy engines, beside the kernels: their loss is taken as 0 */
+	bool need_overlap = !need_moves && !mv.overlap_measured && !pr->o.estimate && !pr->o.gpu.mode;
 	atm_err_clear();
+	if ((rc = open_bench(pr)) < 0)
+		return rc;
 	if ((rc = build_work(pr->g, pr->o.gpu.mode != NULL, &w)) < 0)
 		return rc;
 	st.w = &w;
@@ -354,9 +523,17 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	/* a node's configurations one after another: its kernel is built once */
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
 	/* what is measured must have somewhere to go: find out before measuring for hours */
+	bool need_step = !pr->o.estimate && !pr->o.isolated && in_step_missing(pr->g, p);
 	if ((st.n_todo || need_moves || atm_profile_unsaved(p)) && atm_profile_path(p) &&
 	    (rc = atm_check_writable(atm_profile_path(p))) < 0)
 		goto done;
+	/* what refines a complete cache is left out where the cache cannot take it */
+	if ((need_step || need_overlap) && atm_profile_path(p) &&
+	    atm_check_writable(atm_profile_path(p)) < 0) {
+		snprintf(r->in_step_note, sizeof r->in_step_note, "%s", atm_errmsg());
+		atm_err_clear();
+		need_step = need_overlap = false;
+	}
 	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
 		goto done;
 	st.t_measure = st.last_save = st.last_draw = atm_now_s();
@@ -390,24 +567,31 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		if ((rc = maybe_save(pr, p, &st)) < 0)
 			break;
 	}
-	if (rc >= 0 && need_moves) {
+	if (rc >= 0 && need_overlap) {
+		if ((rc = measure_overlap(pr, p, &mv)) >= 0)
+			rc = atm_profile_set_moves(p, &mv);
+	} else if (rc >= 0 && need_moves) {
 		if (pr->o.estimate)
 			estimate_moves(&pr->rf, &mv);
 		else if ((rc = atm_kbench_moves(pr->kb, &mv)) < 0)
 			atm_err_prefix(rc, "timing moves: ");
+		else if (!pr->o.gpu.mode)
+			rc = measure_overlap(pr, p, &mv);
 		if (rc >= 0 && (rc = atm_profile_set_moves(p, &mv)) >= 0)
 			r->moves_measured = true;
 	}
+	if (rc >= 0 && need_step)
+		rc = measure_in_step(pr, p, r);
 	/* what was measured is kept whatever stopped the run */
 	{
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
-		/* say "saved" only of a save that wrote something */
-		bool to_save = atm_profile_unsaved(p) && atm_profile_path(p);
+		/* say "saved" only when something was measured (and saved, in a batch before or
+		 * now) */
 		atm_status src = atm_prof_cache_save(p);
 		if (rc >= 0)
 			rc = src;
-		else if (src >= 0 && to_save && st.n_done > 0)
+		else if (src >= 0 && atm_profile_path(p) && st.n_done > 0)
 			atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
 			        (long long)st.n_done, atm_profile_path(p));
 		else

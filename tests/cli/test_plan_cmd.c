@@ -45,7 +45,8 @@ static void fill_cache_at(const atm_graph *g, const char *path, double slow_s)
 				e.min_s = e.median_s = slow_s;
 			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
 		}
-	assert_int_equal(atm_profile_set_moves(p, &(atm_profile_moves){4, 2, false}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(p,
+		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false}), ATM_OK);
 	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(syn);
 	atm_profile_destroy(p);

@@ -148,6 +148,19 @@ static void test_profile_broken_text_refused(void **state)
 		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"moves\": "
 		 "{\"to_fast_gbps\": 1e-300, \"to_slow_gbps\": 1}, \"kernels\": {}}]}",
 		 "moves.to_fast_gbps: must be at least 1e-06, not 1e-300"},
+		/* an in-step time over no nodes, and one with a field no format has */
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"kernels\": "
+		 "{\"relu_fwd/f32[1]->f32[1]\": {\"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
+		 "1e-3, \"n_nodes\": 0}}}}]}",
+		 "[\"in_step\"].n_nodes: must be from 1 to 2147483647, not 0"},
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"kernels\": "
+		 "{\"relu_fwd/f32[1]->f32[1]\": {\"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
+		 "1e-3, \"n_nodes\": 1, \"scale\": 2}}}}]}",
+		 "unknown field 'scale'"},
 	};
 	atm_profile_machine m = machine(2);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -166,6 +179,104 @@ static void test_profile_broken_text_refused(void **state)
 		assert_true(atm_profile_unsaved(p));
 		atm_profile_destroy(p);
 	}
+}
+
+/* test_profile_in_step -- an in-step time shifts every configuration of its kernel (and its
+ * algorithms) by step - isolated, never below 0, until turned off; it is checked at the call,
+ * not counted as an entry, saved and read back with the machine's section, and a profile of
+ * another machine or a kernel of other shapes does not get it */
+static void test_profile_in_step(void **state)
+{
+	struct small *sm = *state;
+	atm_profile_machine m2 = machine(2), m4 = machine(4);
+	atm_profile *a = NULL, *b = NULL, *c = NULL;
+	char *t1 = NULL, *t2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	atm_profile_entry e;
+	atm_profile_in_step st;
+	assert_int_equal(atm_profile_new(&a, &m2, "c.json"), ATM_OK);
+	int64_t n = fill(a, sm->g, 1);
+	/* node 0 (fc): alone 1e-4 s all fast, 3e-4 s in a step */
+	assert_int_equal(atm_profile_get_in_step(a, sm->g, 0, &st), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "'fc'"));
+	st = (atm_profile_in_step){.step_s = 3e-4, .isolated_s = 1e-4, .n_nodes = 1};
+	assert_int_equal(atm_profile_put_in_step(a, sm->g, 0, &st), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(a), n);
+	assert_true(atm_profile_uses_in_step(a));
+	for (int i = 0; i < atm_node_n_configs(sm->g, 0); i++) {
+		assert_int_equal(atm_profile_get(a, sm->g, 0, atm_node_config_at(sm->g, 0, i), &e), ATM_OK);
+		assert_true(fabs(e.min_s - ((i + 1) * 1e-4 + 2e-4)) < 1e-15);
+		assert_true(fabs(e.median_s - e.min_s) < 1e-15);
+	}
+	/* the other nodes keep their times */
+	assert_int_equal(atm_profile_get(a, sm->g, 1, 0, &e), ATM_OK);
+	assert_true(e.min_s == 2e-4);
+	atm_profile_use_in_step(a, false);
+	assert_false(atm_profile_uses_in_step(a));
+	assert_int_equal(atm_profile_get(a, sm->g, 0, 0, &e), ATM_OK);
+	assert_true(e.min_s == 1e-4);
+	atm_profile_use_in_step(a, true);
+	/* faster in a step than alone: shifted down, never below 0 */
+	st = (atm_profile_in_step){.step_s = 0, .isolated_s = 5, .n_nodes = 2};
+	assert_int_equal(atm_profile_put_in_step(a, sm->g, 1, &st), ATM_OK);
+	assert_int_equal(atm_profile_get(a, sm->g, 1, 0, &e), ATM_OK);
+	assert_true(e.min_s == 0 && e.median_s == 0);
+	/* refused at the call */
+	st = (atm_profile_in_step){.step_s = -1, .isolated_s = 1, .n_nodes = 1};
+	assert_int_equal(atm_profile_put_in_step(a, sm->g, 2, &st), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "n_nodes >= 1"));
+	st = (atm_profile_in_step){.step_s = 1, .isolated_s = 1, .n_nodes = 0};
+	assert_int_equal(atm_profile_put_in_step(a, sm->g, 2, &st), ATM_E_USAGE);
+	st = (atm_profile_in_step){.step_s = NAN, .isolated_s = 1, .n_nodes = 1};
+	assert_int_equal(atm_profile_put_in_step(a, sm->g, 2, &st), ATM_E_USAGE);
+	/* saved and read back by the same machine; another machine's section has none */
+	assert_int_equal(atm_profile_merge_cache(a, NULL, 0, &t1, &l1), ATM_OK);
+	assert_int_equal(atm_profile_new(&b, &m4, "c.json"), ATM_OK);
+	fill(b, sm->g, 2);
+	assert_int_equal(atm_profile_merge_cache(b, t1, l1, &t2, &l2), ATM_OK);
+	assert_int_equal(atm_profile_get_in_step(b, sm->g, 0, &st), ATM_E_NOTFOUND);
+	assert_int_equal(atm_profile_get(b, sm->g, 0, 0, &e), ATM_OK);
+	assert_true(e.min_s == 2e-4);
+	assert_int_equal(atm_profile_new(&c, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(c, t2, l2, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(c), n);
+	assert_int_equal(atm_profile_get_in_step(c, sm->g, 0, &st), ATM_OK);
+	assert_true(st.step_s == 3e-4 && st.isolated_s == 1e-4 && st.n_nodes == 1);
+	assert_int_equal(atm_profile_get(c, sm->g, 0, 0, &e), ATM_OK);
+	assert_true(fabs(e.min_s - 3e-4) < 1e-15);
+	/* the same op on other shapes is another kernel: it has no in-step time */
+	int64_t dims[2] = {2, 4};
+	atm_graph *g2 = NULL;
+	assert_int_equal(atm_graph_new(&g2, "wider"), ATM_OK);
+	int32_t x, w, bias, y;
+	assert_int_equal(atm_graph_add_tensor(g2, "x", ATM_F32, 2, dims, ATM_KIND_INPUT, ATM_LOC_ANY,
+	                                      &x), ATM_OK);
+	dims[0] = 3;
+	assert_int_equal(atm_graph_add_tensor(g2, "w", ATM_F32, 2, dims, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &w), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g2, "b", ATM_F32, 1, dims, ATM_KIND_PARAM, ATM_LOC_ANY,
+	                                      &bias), ATM_OK);
+	dims[0] = 2;
+	dims[1] = 3;
+	assert_int_equal(atm_graph_add_tensor(g2, "y", ATM_F32, 2, dims, ATM_KIND_OUTPUT, ATM_LOC_ANY,
+	                                      &y), ATM_OK);
+	int32_t node;
+	assert_int_equal(atm_graph_add_node(g2, "fc", ATM_OP_IP_FWD, &(atm_attrs){0}, 3,
+	                                    (int32_t[]){x, w, bias}, 1, &y, &node), ATM_OK);
+	assert_int_equal(atm_profile_get_in_step(c, g2, node, &st), ATM_E_NOTFOUND);
+	atm_graph_destroy(g2);
+	/* an estimated profile holds no measured step */
+	atm_profile_machine me = machine(2);
+	me.estimated = true;
+	atm_profile_destroy(b);
+	assert_int_equal(atm_profile_new(&b, &me, NULL), ATM_OK);
+	st = (atm_profile_in_step){.step_s = 1, .isolated_s = 1, .n_nodes = 1};
+	assert_int_equal(atm_profile_put_in_step(b, sm->g, 0, &st), ATM_E_USAGE);
+	free(t1);
+	free(t2);
+	atm_profile_destroy(a);
+	atm_profile_destroy(b);
+	atm_profile_destroy(c);
 }
 
 /* test_profile_bounds -- entries and bandwidths a sum cannot overflow on, at the call too:
@@ -270,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_profile_new_checks_the_machine),
 		T(test_profile_merge_and_read),
 		T(test_profile_broken_text_refused),
+		T(test_profile_in_step),
 		T(test_profile_bounds),
 		T(test_profile_allocation_failures),
 	};

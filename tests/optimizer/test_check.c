@@ -128,7 +128,8 @@ static void test_check_async_copy_stalls(void **state)
 			assert_int_equal(atm_profile_put(slow, g, k, cfg, &e), ATM_OK);
 		}
 	/* 12 bytes at 1 kB/s: 12 ms, far longer than fc and relu */
-	assert_int_equal(atm_profile_set_moves(slow, &(atm_profile_moves){1e-6, 1e-6, true}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(slow,
+		&(atm_profile_moves){.to_fast_gbps = 1e-6, .to_slow_gbps = 1e-6, .estimated = true}), ATM_OK);
 	atm_plan *p = labels_prefetched(f);
 	atm_opt_check_result c;
 	assert_int_equal(atm_opt_check(p, slow, NULL, &c), ATM_OK);
@@ -201,7 +202,8 @@ static void test_check_slow_never_faster(void **state)
 				e.min_s = e.median_s = synth_time(g, k, 0) / 2; /* "faster" when slow */
 			assert_int_equal(atm_profile_put(noisy, g, k, cfg, &e), ATM_OK);
 		}
-	assert_int_equal(atm_profile_set_moves(noisy, &(atm_profile_moves){4, 2, true}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(noisy,
+		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = true}), ATM_OK);
 	atm_plan *p = NULL;
 	atm_opt_check_result c;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);

@@ -337,7 +337,8 @@ static void test_formulations_profile_gaps(void **state)
 	                 ATM_E_NOTFOUND);
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "autotm profile"));
-	if (atm_profile_set_moves(empty, &(atm_profile_moves){4, 2, false}) < 0)
+	if (atm_profile_set_moves(empty,
+		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false}) < 0)
 		fail_msg("%s", atm_errmsg());
 	assert_int_equal(atm_opt_plan(&p, n->g, empty, 4096, ATM_OPT_SYNCHRONOUS, &o, NULL),
 	                 ATM_E_NOTFOUND);

@@ -506,7 +506,8 @@ static void test_cache_complete_on_read_only_storage(void **state)
 	atm_prof_get_machine(pr, &m);
 	assert_int_equal(atm_prof_cache_open(&p, cache, &m, false), ATM_OK);
 	fill(p, s.g);
-	assert_int_equal(atm_profile_set_moves(p, &(atm_profile_moves){4, 2, false}), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(p,
+		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false}), ATM_OK);
 	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(p);
 	atm_prof_destroy(pr);
