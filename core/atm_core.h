@@ -698,6 +698,8 @@ typedef struct {
 	const double *kernel_s;  /* per node */
 	const double *step_kernel_s; /* per node: its time in the fastest step (NULL: unknown) */
 	const double *kernel_pred_s; /* per node: the plan's predicted kernel time (NULL: unknown) */
+	int32_t n_in_step_nodes; /* of those, priced with the profile's in-step time */
+	double overlap_loss;     /* the profile's overlap loss the prediction used */
 	int n_losses;
 	const float *losses;     /* per step, warm-up first */
 	const char *weights_checksum;

@@ -226,10 +226,12 @@ static void prediction_fields(const atm_graph *g, const atm_plan_info *info,
 	if (!all || !(step > 0) || !(actual > 0))
 		return;
 	atm_json_set_new(run, "prediction",
-	                 json_pack("{s:f, s:{s:f, s:f}, s:{s:f, s:f}}", "step_error",
+	                 json_pack("{s:f, s:{s:f, s:f}, s:{s:f, s:f}, s:i, s:f}", "step_error",
 	                           (step - actual) / actual, "kernels", "predicted_s", pred,
 	                           "measured_s", meas, "outside_kernels", "predicted_s", step - pred,
-	                           "measured_s", actual - meas), ok);
+	                           "measured_s", actual - meas, "in_step_kernels",
+	                           (json_int_t)m->n_in_step_nodes, "overlap_loss", m->overlap_loss),
+	                 ok);
 }
 
 /* run_json -- one element of "runs"; NULL when out of memory */

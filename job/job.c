@@ -352,6 +352,28 @@ atm_status atm_job_execute(atm_job *j)
 	return rc;
 }
 
+/* in_step_nodes -- the graph's nodes the plan priced with an in-step time */
+static int32_t in_step_nodes(const atm_job *j)
+{
+	int32_t n = 0;
+	atm_profile_in_step st;
+	if (!j->prof || !atm_profile_uses_in_step(j->prof))
+		return 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(j->g); k++)
+		n += atm_profile_get_in_step(j->prof, j->g, k, &st) == ATM_OK;
+	atm_err_clear();
+	return n;
+}
+
+/* overlap_loss -- the profile's overlap loss (0 without a profile or its moves) */
+static double overlap_loss(const atm_job *j)
+{
+	atm_profile_moves mv;
+	double l = j->prof && atm_profile_get_moves(j->prof, &mv) == ATM_OK ? mv.overlap_loss : 0;
+	atm_err_clear();
+	return l;
+}
+
 atm_status atm_job_write_results(atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
@@ -371,6 +393,8 @@ atm_status atm_job_write_results(atm_job *j)
 			.kernel_s = r->kernel_s,
 			.step_kernel_s = r->step_kernel_s,
 			.kernel_pred_s = atm_job_kernel_predictions(j),
+			.n_in_step_nodes = in_step_nodes(j),
+			.overlap_loss = overlap_loss(j),
 			.n_losses = r->n_losses,
 			.losses = r->losses,
 			.weights_checksum = r->weights_checksum,

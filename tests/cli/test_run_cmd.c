@@ -146,7 +146,13 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	/* each kernel's predicted time beside its measured one, and the step split */
 	assert_int_equal(json_object_size(json_object_get(r, "predicted_kernel_times")),
 	                 json_object_size(json_object_get(r, "kernel_times")));
-	assert_true(json_is_number(json_object_get(json_object_get(r, "prediction"), "step_error")));
+	json_t *pr = json_object_get(r, "prediction");
+	assert_true(json_is_number(json_object_get(pr, "step_error")));
+	/* the profile timed every kernel inside a step, and the copies beside a kernel */
+	assert_int_equal(json_integer_value(json_object_get(pr, "in_step_kernels")),
+	                 json_object_size(json_object_get(r, "kernel_times")));
+	double loss = json_number_value(json_object_get(pr, "overlap_loss"));
+	assert_true(loss >= 0 && loss <= 1);
 	json_decref(doc);
 	/* --explain prints where the step went against the prediction */
 	struct cli_result ex = cli_run("run --model tiny_mlp --ratio 4:1 --emulate optane --iters 2 "

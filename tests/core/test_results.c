@@ -151,6 +151,8 @@ static void test_results_prediction_fields(void **state)
 	m.kernel_s = mins;
 	m.step_kernel_s = meas;
 	m.kernel_pred_s = pred;
+	m.n_in_step_nodes = 3;
+	m.overlap_loss = 0.25;
 	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &m, false), ATM_OK);
 	/* without predictions (a placement the optimizer did not make): no such fields */
 	m.kernel_pred_s = NULL;
@@ -174,6 +176,9 @@ static void test_results_prediction_fields(void **state)
 	assert_float_equal(json_number_value(json_object_get(kn, "measured_s")), sum_m, 1e-12);
 	assert_float_equal(json_number_value(json_object_get(out, "predicted_s")), 0.05, 1e-12);
 	assert_float_equal(json_number_value(json_object_get(out, "measured_s")), 0.2, 1e-12);
+	/* what the prediction was priced with */
+	assert_int_equal(json_integer_value(json_object_get(pr, "in_step_kernels")), 3);
+	assert_true(json_number_value(json_object_get(pr, "overlap_loss")) == 0.25);
 	r = run_at(d, 1);
 	assert_null(json_object_get(r, "predicted_kernel_times"));
 	assert_null(json_object_get(r, "prediction"));

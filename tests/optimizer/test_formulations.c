@@ -207,6 +207,38 @@ static void test_formulations_asynchronous_overlaps(void **state)
 	atm_plan_destroy(p);
 }
 
+/* test_formulations_overlap_loss -- with a kernel losing part of each copy beside it, the
+ * model, its program and the checker still agree and the formulations stay ordered; losing
+ * all of it, overlapping buys nothing: the asynchronous optimum is the synchronous one */
+static void test_formulations_overlap_loss(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o = exact();
+	atm_profile_moves mv, keep;
+	assert_int_equal(atm_profile_get_moves(n->prof, &keep), ATM_OK);
+	int64_t limit = ratio_limit(n->g, 8, 1);
+	double obj[2];
+	mv = keep;
+	mv.overlap_loss = 0.5;
+	assert_int_equal(atm_profile_set_moves(n->prof, &mv), ATM_OK);
+	order_at(n, limit, &o);
+	mv.overlap_loss = 1;
+	assert_int_equal(atm_profile_set_moves(n->prof, &mv), ATM_OK);
+	for (int f = 0; f < 2; f++) {
+		atm_opt_report rep;
+		atm_plan *p = checked_plan(n, limit, f ? ATM_OPT_ASYNCHRONOUS : ATM_OPT_SYNCHRONOUS, &o,
+		                           &rep);
+		obj[f] = rep.rounds[0].objective_s;
+		atm_plan_destroy(p);
+	}
+	if (fabs(obj[1] - obj[0]) > 1e-9 * (1 + obj[0]))
+		fail_msg("overlap loss 1: asynchronous %.12f s, synchronous %.12f s", obj[1], obj[0]);
+	mv.overlap_loss = 1.5;
+	assert_int_equal(atm_profile_set_moves(n->prof, &mv), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "overlap_loss must be from 0 to 1"));
+	assert_int_equal(atm_profile_set_moves(n->prof, &keep), ATM_OK);
+}
+
 /* test_formulations_no_limit_is_all_fast -- nothing to decide without a limit */
 static void test_formulations_no_limit_is_all_fast(void **state)
 {
@@ -435,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_formulations_order_tiny_cnn),
 		cmocka_unit_test(test_formulations_more_memory_never_slower),
 		cmocka_unit_test(test_formulations_asynchronous_overlaps),
+cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
 		cmocka_unit_test(test_formulations_time_limit_still_plans),
 		cmocka_unit_test(test_formulations_stop),
