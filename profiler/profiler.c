@@ -398,7 +398,7 @@ static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s
 		if ((rc = atm_node_signature(g, k, sig, sizeof sig)) < 0)
 			break;
 		json_t *a = json_object_get(acc, sig);
-		if (!a && json_object_set_new(acc, sig, a = json_pack("[f, i, i]", 0.0, 0, (json_int_t)k)) < 0)
+		if (!a && json_object_set_new(acc, sig, a = json_pack("[f, i, i]", 0.0, 0, (int)k)) < 0)
 			rc = atm_err(ATM_E_NOMEM, "out of memory timing kernels in a step");
 		else if (json_array_set_new(a, 0, json_real(json_real_value(json_array_get(a, 0)) + step_s[k])) < 0 ||
 		         json_array_set_new(a, 1, json_integer(json_integer_value(json_array_get(a, 1)) + 1)) < 0)
