@@ -362,6 +362,11 @@ const atm_plan_info *atm_plan_info_get(const atm_plan *p);
  * found a faster one; ATM_E_INPUT out of 0..ATM_MAX_ALGOS - 1) */
 atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo);
 int atm_plan_algo(const atm_plan *p, int32_t node);
+/* atm_plan_set_workspace -- node's kernel takes bytes of workspace inside the fast arena while it
+ * runs: GPU plans that count the chosen algorithm's workspace against the limit (0, the default:
+ * the backend's own scratch outside the arena; ATM_E_INPUT when negative) */
+atm_status atm_plan_set_workspace(atm_plan *p, int32_t node, int64_t bytes);
+int64_t atm_plan_workspace(const atm_plan *p, int32_t node);
 
 /* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
 atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
@@ -384,8 +389,10 @@ typedef struct {
 	int32_t tensor; /* ALLOC, MOVE_*, FREE */
 	int32_t move;   /* MOVE_*: index into the plan's moves */
 	unsigned loc;   /* ALLOC, FREE: which copy; MOVE_START: destination */
-	int64_t offset; /* ALLOC in fast memory: offset in the fast arena */
+	int64_t offset; /* ALLOC in fast memory: offset in the fast arena; KERNEL: its workspace's */
 	const unsigned *cfg; /* KERNEL: location of each input then each output */
+	int64_t workspace_bytes; /* KERNEL: the plan's workspace, a block of the fast arena at offset
+	                          * live while the kernel runs (0: none) */
 } atm_event;
 
 typedef struct atm_schedule atm_schedule;
