@@ -583,8 +583,9 @@ atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uin
                            const atm_profile_entry *e);
 /* Kernels with several implementations keep each one's time under its index: 0 is the
  * default one, what atm_profile_get and atm_profile_put mean; its workspace is the entry's
- * scratch_bytes. The most workspace an algorithm of a GPU kernel may take: it lives in the
- * device memory kept back from plans (ATM_GPU_RESERVE_BYTES), not in the plan's limit. */
+ * scratch_bytes. The most workspace an algorithm of a GPU kernel may take: inside the plan's
+ * limit and arena when the plan counts it (atm_plan_set_workspace), else in the device memory
+ * kept back from plans (ATM_GPU_RESERVE_BYTES). */
 #define ATM_GPU_WORKSPACE_BYTES ((int64_t)256 << 20)
 /* atm_profile_get_algo, atm_profile_put_algo -- node in config with algorithm algo
  * (0 to ATM_MAX_ALGOS - 1); ATM_E_NOTFOUND when never profiled */
