@@ -285,14 +285,22 @@ static atm_status build_floor(struct model *m)
 	return ATM_OK;
 }
 
-/* algo_cmp -- candidates by time, then workspace, then index */
-static int algo_cmp(const void *a, const void *b)
+/* One algorithm a kernel may run. */
+struct cand {
+	double s;
+	int64_t ws;
+	int algo;
+};
+
+/* cand_cmp -- by time, then workspace, then index */
+static int cand_cmp(const void *a, const void *b)
 {
-	const double *x = a, *y = b; /* time, workspace, index */
-	for (int i = 0; i < 3; i++)
-		if (x[i] != y[i])
-			return x[i] < y[i] ? -1 : 1;
-	return 0;
+	const struct cand *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	if (x->ws != y->ws)
+		return x->ws < y->ws ? -1 : 1;
+	return x->algo - y->algo;
 }
 
 /* build_algos -- on a GPU, the algorithms node k may run: every one profiled with its operands
@@ -302,7 +310,7 @@ static int algo_cmp(const void *a, const void *b)
 static atm_status build_algos(struct model *m, int32_t k, struct nmodel *nm)
 {
 	bool count = opt_counts_algo_ws(&m->o);
-	double c[ATM_MAX_ALGOS][3];
+	struct cand c[ATM_MAX_ALGOS];
 	int n = 0;
 	atm_profile_entry e;
 	atm_status rc = atm_profile_get(m->prof, m->g, k, 0, &e);
@@ -312,19 +320,18 @@ static atm_status build_algos(struct model *m, int32_t k, struct nmodel *nm)
 		if (a && (atm_profile_get_algo(m->prof, m->g, k, 0, a, &e) < 0 ||
 		          e.scratch_bytes > ATM_GPU_WORKSPACE_BYTES))
 			continue;
-		c[n][0] = e.min_s;
-		c[n][1] = count ? (double)atm_arena_align_up(e.scratch_bytes) : 0;
-		c[n++][2] = a;
+		c[n++] = (struct cand){e.min_s, count ? atm_arena_align_up(e.scratch_bytes) : 0, a};
 	}
 	atm_err_clear();
-	qsort(c, (size_t)n, sizeof c[0], algo_cmp);
+	/* fastest first: each kept one needs less workspace than every faster one */
+	qsort(c, (size_t)n, sizeof c[0], cand_cmp);
 	nm->n_algo = 0;
 	for (int i = 0; i < n; i++) {
-		if (nm->n_algo && c[i][1] >= (double)nm->algo_ws[nm->n_algo - 1])
+		if (nm->n_algo && c[i].ws >= nm->algo_ws[nm->n_algo - 1])
 			continue;
-		nm->algos[nm->n_algo] = (int8_t)c[i][2];
-		nm->algo_time[nm->n_algo] = c[i][0];
-		nm->algo_ws[nm->n_algo++] = (int64_t)c[i][1];
+		nm->algos[nm->n_algo] = (int8_t)c[i].algo;
+		nm->algo_time[nm->n_algo] = c[i].s;
+		nm->algo_ws[nm->n_algo++] = c[i].ws;
 	}
 	nm->time[0] = nm->algo_time[0];
 	m->fixed[SLOT_K(k)] += nm->algo_ws[nm->n_algo - 1];

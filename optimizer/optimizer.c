@@ -300,8 +300,12 @@ static atm_status too_small(const struct defrag *d, int round, int64_t need, int
 	               "about %s", atm_format_bytes(d->limit, a, sizeof a), atm_graph_name(d->g),
 	               atm_opt_formulation_name(d->f), d->o.device_only ? ", on a GPU" : "", k,
 	               atm_graph_node(d->g, k)->name, atm_format_bytes(need, b, sizeof b),
-	               d->o.device_only ? " (the kernels' operands, each from just before its use "
-	                                  "to just after)" : "",
+	               !d->o.device_only ? ""
+	               : opt_counts_algo_ws(&d->o) ? " (the kernels' operands, each from just before "
+	                                             "its use to just after, and the smallest "
+	                                             "workspace of the kernel's algorithms)"
+	                                           : " (the kernels' operands, each from just before "
+	                                             "its use to just after)",
 	               atm_format_bytes(need, b, sizeof b));
 }
 
