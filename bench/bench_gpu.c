@@ -121,6 +121,9 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 	atm_opt_check_result chk;
 	if (atm_opt_check(fast, prof, &oo, &chk) == ATM_OK)
 		oracle = chk.all_fast_kernel_s;
+	/* the plans choose algorithms against the limit as autotm run --gpu does (the oracle's
+	 * all-fast plan above keeps its workspace outside the arena) */
+	oo.workspace_in_limit = !strcmp(o->gpu, "cuda");
 	/* managed: every tensor in managed memory, only where it fits what the device has free */
 	managed = run_plan(o, fast, true, 0, mwhy, sizeof mwhy);
 	for (int i = 0; i < 3; i++) {

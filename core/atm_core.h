@@ -362,6 +362,11 @@ const atm_plan_info *atm_plan_info_get(const atm_plan *p);
  * found a faster one; ATM_E_INPUT out of 0..ATM_MAX_ALGOS - 1) */
 atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo);
 int atm_plan_algo(const atm_plan *p, int32_t node);
+/* atm_plan_set_workspace -- node's kernel takes bytes of workspace inside the fast arena while it
+ * runs: GPU plans that count the chosen algorithm's workspace against the limit (0, the default:
+ * the backend's own scratch outside the arena; ATM_E_INPUT when negative) */
+atm_status atm_plan_set_workspace(atm_plan *p, int32_t node, int64_t bytes);
+int64_t atm_plan_workspace(const atm_plan *p, int32_t node);
 
 /* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
 atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
@@ -384,8 +389,10 @@ typedef struct {
 	int32_t tensor; /* ALLOC, MOVE_*, FREE */
 	int32_t move;   /* MOVE_*: index into the plan's moves */
 	unsigned loc;   /* ALLOC, FREE: which copy; MOVE_START: destination */
-	int64_t offset; /* ALLOC in fast memory: offset in the fast arena */
+	int64_t offset; /* ALLOC in fast memory: offset in the fast arena; KERNEL: its workspace's */
 	const unsigned *cfg; /* KERNEL: location of each input then each output */
+	int64_t workspace_bytes; /* KERNEL: the plan's workspace, a block of the fast arena at offset
+	                          * live while the kernel runs (0: none) */
 } atm_event;
 
 typedef struct atm_schedule atm_schedule;
@@ -584,8 +591,9 @@ atm_status atm_profile_put(atm_profile *p, const atm_graph *g, int32_t node, uin
                            const atm_profile_entry *e);
 /* Kernels with several implementations keep each one's time under its index: 0 is the
  * default one, what atm_profile_get and atm_profile_put mean; its workspace is the entry's
- * scratch_bytes. The most workspace an algorithm of a GPU kernel may take: it lives in the
- * device memory kept back from plans (ATM_GPU_RESERVE_BYTES), not in the plan's limit. */
+ * scratch_bytes. The most workspace an algorithm of a GPU kernel may take: inside the plan's
+ * limit and arena when the plan counts it (atm_plan_set_workspace), else in the device memory
+ * kept back from plans (ATM_GPU_RESERVE_BYTES). */
 #define ATM_GPU_WORKSPACE_BYTES ((int64_t)256 << 20)
 /* atm_profile_get_algo, atm_profile_put_algo -- node in config with algorithm algo
  * (0 to ATM_MAX_ALGOS - 1); ATM_E_NOTFOUND when never profiled */

@@ -10,6 +10,7 @@ struct atm_plan {
 	atm_move *moves;
 	int32_t n_moves, cap_moves;
 	int8_t *algo; /* per node, NULL while every node runs its default algorithm */
+	int64_t *ws;  /* per node: workspace in the fast arena, NULL while there is none */
 	atm_plan_info info;
 };
 
@@ -39,6 +40,7 @@ void atm_plan_destroy(atm_plan *p)
 	free(p->loc);
 	free(p->moves);
 	free(p->algo);
+	free(p->ws);
 	free(p);
 }
 
@@ -65,6 +67,31 @@ atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo)
 int atm_plan_algo(const atm_plan *p, int32_t node)
 {
 	return p->algo && node >= 0 && node < atm_graph_n_nodes(p->g) ? p->algo[node] : 0;
+}
+
+atm_status atm_plan_set_workspace(atm_plan *p, int32_t node, int64_t bytes)
+{
+	const atm_node *n = atm_graph_node(p->g, node);
+	if (!n)
+		return atm_err(ATM_E_INPUT, "node %d does not exist (valid: 0 to %d)", node,
+		               atm_graph_n_nodes(p->g) - 1);
+	if (bytes < 0 || bytes > ATM_MAX_BYTES)
+		return atm_err(ATM_E_INPUT, "node '%s': a workspace of %lld bytes is not valid", n->name,
+		               (long long)bytes);
+	if (!p->ws) {
+		if (!bytes)
+			return ATM_OK;
+		p->ws = calloc((size_t)atm_graph_n_nodes(p->g), sizeof *p->ws);
+		if (!p->ws)
+			return atm_err(ATM_E_NOMEM, "out of memory recording workspaces");
+	}
+	p->ws[node] = bytes;
+	return ATM_OK;
+}
+
+int64_t atm_plan_workspace(const atm_plan *p, int32_t node)
+{
+	return p->ws && node >= 0 && node < atm_graph_n_nodes(p->g) ? p->ws[node] : 0;
 }
 
 const atm_graph *atm_plan_graph(const atm_plan *p)

@@ -150,6 +150,20 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	} else {
 		json_decref(algos);
 	}
+	/* workspaces inside the fast arena, by node name (GPU plans that count them in the limit) */
+	json_t *ws = json_object();
+	for (int32_t k = 0; ws && k < atm_graph_n_nodes(g); k++)
+		if (atm_plan_workspace(p, k))
+			atm_json_set_new(ws, atm_graph_node(g, k)->name,
+			                 json_integer(atm_plan_workspace(p, k)), &ok);
+	if (!ws) {
+		t.failed = true;
+	} else if (json_object_size(ws)) {
+		atm_text_str(&t, ",\n  \"workspace_bytes\": ");
+		atm_text_json_new(&t, ws, PJ_DUMP); /* takes ws */
+	} else {
+		json_decref(ws);
+	}
 	atm_text_str(&t, "\n}\n");
 	if (!ok)
 		t.failed = true;
@@ -263,7 +277,7 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 	static const char *const top[] = {"format", "version", "graph", "formulation",
 	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
 	                                  "ratio", "solver",
-	                                  "tensors", "moves", "algorithms", NULL};
+	                                  "tensors", "moves", "algorithms", "workspace_bytes", NULL};
 	json_t *v, *gr;
 	char digest[17];
 	atm_status rc;
@@ -449,6 +463,31 @@ static atm_status read_algos(json_t *root, atm_plan *p)
 	return ATM_OK;
 }
 
+/* read_workspaces -- "workspace_bytes": {node name: bytes}, optional */
+static atm_status read_workspaces(json_t *root, atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	json_t *obj, *v;
+	const char *name;
+	atm_status rc = get(root, "top level", "workspace_bytes", JSON_OBJECT, true, &obj);
+	if (rc < 0 || !obj)
+		return rc;
+	json_object_foreach(obj, name, v) {
+		int32_t k = -1;
+		for (int32_t i = 0; i < atm_graph_n_nodes(g) && k < 0; i++)
+			if (!strcmp(atm_graph_node(g, i)->name, name))
+				k = i;
+		if (k < 0)
+			return BAD("workspace_bytes: graph '%s' has no node '%s'", atm_graph_name(g), name);
+		if (!json_is_integer(v))
+			return BAD("workspace_bytes: '%s' must be an integer, not %s", name,
+			           atm_json_type_name(v));
+		if ((rc = atm_plan_set_workspace(p, k, json_integer_value(v))) < 0)
+			return atm_err_prefix(rc, "workspace_bytes: ");
+	}
+	return ATM_OK;
+}
+
 /* check_rules -- the rules a plan's moves keep across the step (a move of a dead tensor, a
  * tensor that ends the step elsewhere than it starts, a layout that overflows its limit), as
  * the schedule checks them: here, so that the message names the file */
@@ -475,6 +514,7 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 		goto fail;
 	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
 	    (rc = read_moves(root, p)) < 0 || (rc = read_algos(root, p)) < 0 ||
+	    (rc = read_workspaces(root, p)) < 0 ||
 	    (rc = check_rules(p)) < 0) {
 		atm_err_prefix(rc, "%s: ", origin);
 		goto fail;

@@ -301,9 +301,22 @@ static atm_status kernel(struct walk *w, int32_t k)
 	for (int i = 0; i < n->n_out; i++)
 		cfg[n->n_in + i] = w->ts[n->out[i]].fast ? ATM_LOC_FAST : ATM_LOC_SLOW;
 	w->s->fast_at[k] = w->fast_bytes;
+	/* a workspace the plan counts in the limit is a block of the arena live only while the
+	 * kernel runs, taken after its outputs and given back before anything after it */
+	int64_t ws = atm_plan_workspace(w->p, k), ws_off = 0;
+	if (ws > 0) {
+		if (w->limit && w->fast_bytes + ws > w->limit)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') the kernel's workspace (%lld "
+			               "bytes) does not fit: fast memory would hold %lld bytes, over the "
+			               "limit of %lld", k, n->name, (long long)ws,
+			               (long long)(w->fast_bytes + ws), (long long)w->limit);
+		if ((ws_off = arena_take(&w->arena, ws)) < 0)
+			return atm_err(ATM_E_INTERNAL, "the workspace of node '%s' (%lld bytes) finds no "
+			               "room in an unbounded arena", n->name, (long long)ws);
+	}
 	rc = push(w, (atm_event){.kind = ATM_EV_KERNEL, .node = k, .tensor = -1, .move = -1,
-	                         .cfg = NULL}, false);
-	if (rc < 0)
+	                         .offset = ws_off, .cfg = NULL, .workspace_bytes = ws}, false);
+	if (rc < 0 || (ws > 0 && (rc = arena_give(&w->arena, ws_off, ws)) < 0))
 		return rc;
 	/* a tensor written in fast memory makes its slow copy stale: in-place updates,
 	 * and persistent outputs (the loss) that live from setup on */
@@ -393,6 +406,11 @@ static atm_status lay_by_size(struct walk *w)
 		open[t] = -1;
 	for (int32_t i = 0; i < n_all; i++) {
 		atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
+		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0) {
+			/* a kernel's workspace lives for its own event alone */
+			lv[n++] = (struct life){ev, NULL, i, i + 1, atm_arena_align_up(ev->workspace_bytes), 0};
+			continue;
+		}
 		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
 			continue;
 		if (ev->kind == ATM_EV_ALLOC) {
@@ -455,6 +473,13 @@ static atm_status check_arena(struct walk *w)
 		return ATM_OK;
 	for (int32_t i = 0; i < s->n_setup + s->n_ev; i++) {
 		const atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
+		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0 &&
+		    ev->offset + atm_arena_align_up(ev->workspace_bytes) > arena)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') the kernel's workspace (%lld "
+			               "bytes) does not fit in the fast arena of %lld bytes for "
+			               "fragmentation (%lld bytes in use)", ev->node,
+			               node_name(w->g, ev->node), (long long)ev->workspace_bytes,
+			               (long long)limit, (long long)fast);
 		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
 			continue;
 		const atm_tensor *x = atm_graph_tensor(w->g, ev->tensor);

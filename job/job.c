@@ -286,6 +286,11 @@ static atm_status optimize(atm_job *j)
 	atm_status rc;
 	int64_t limit = o->limit_bytes;
 	oo.device_only = o->mem.gpu.mode != NULL; /* a GPU's kernels read device memory only */
+	/* on a real GPU each kernel's algorithm is chosen with its workspace counted in the limit,
+	 * and the plan reserves it in the device arena; the simulated GPU's CPU kernels have no
+	 * algorithms and keep their scratch outside the arena, as on the CPU */
+	if (o->mem.gpu.mode && !strcmp(o->mem.gpu.mode, "cuda"))
+		oo.workspace_in_limit = true;
 	oo.stop = o->stop;
 	if (o->ratio_slow + o->ratio_fast > 0 &&
 	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)

@@ -83,7 +83,10 @@ typedef struct {
 	int64_t pin_bytes;     /* tensors up to this size stay in fast memory, out of the model
 	                        * (default -1: min(64 KiB, peak / 4096); 0: none) */
 	bool workspace_in_limit; /* count kernels' workspace against the limit (the CPU runtime
-	                          * keeps scratch outside the arena, so default false) */
+	                          * keeps scratch outside the arena, so default false). With
+	                          * device_only it is the workspace of each kernel's algorithm,
+	                          * chosen by the formulations against the room for tensors, and
+	                          * the plan reserves it in the fast arena while the kernel runs */
 	bool no_seed;          /* do not hand the solver the heuristic's plan (for tests and
 	                        * comparisons) */
 	atm_opt_solver solver; /* default ATM_OPT_SOLVER_AUTO */
@@ -163,6 +166,11 @@ atm_status atm_opt_choose_algos(atm_plan *p, const atm_profile *prof);
  * node, returned in node (-1 when nothing must be fast) */
 atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64_t *bytes,
                              int32_t *node);
+/* atm_opt_min_limit_profiled -- the same, where a GPU's workspace (o->device_only and
+ * o->workspace_in_limit) is the smallest any algorithm prof holds for the node needs
+ * (atm_opt_min_limit, and prof NULL, count none there) */
+atm_status atm_opt_min_limit_profiled(const atm_graph *g, const atm_profile *prof,
+                                      const atm_opt_options *o, int64_t *bytes, int32_t *node);
 
 /* ---------------------------------------------------------------- checking */
 

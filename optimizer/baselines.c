@@ -220,10 +220,10 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 		return atm_err(ATM_E_USAGE, "2lm caches slow memory in a fast memory of the limit's "
 		               "size; give a limit (--ratio S:F with F > 0, or --dram-limit)");
 	if (f != ATM_OPT_ALL_FAST && limit > 0) {
-		if ((rc = atm_opt_min_limit(g, o, &need, &node)) < 0)
+		if ((rc = atm_opt_min_limit_profiled(g, prof, o, &need, &node)) < 0)
 			return rc;
 		if (need > limit)
-			return opt_infeasible(g, limit, f, o);
+			return opt_infeasible(g, prof, limit, f, o);
 	}
 	pl.loc = malloc((size_t)(nt ? nt : 1) * sizeof *pl.loc);
 	pl.spilled = calloc((size_t)(nt ? nt : 1), sizeof *pl.spilled);
@@ -244,7 +244,7 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 		rc = build(g, &pl, limit, name, &p);
 	else
 		rc = fit(g, &pl, limit, name, o && o->device_only, &p);
-	if (rc < 0 || (o && o->device_only && (rc = atm_opt_choose_algos(p, prof)) < 0))
+	if (rc < 0 || (o && o->device_only && (rc = opt_fit_algos(p, prof, o)) < 0))
 		goto done;
 	atm_schedule *s = NULL;
 	if (f != ATM_OPT_2LM && (rc = atm_schedule_new(&s, p)) < 0)

@@ -95,6 +95,72 @@ atm_status atm_opt_choose_algos(atm_plan *p, const atm_profile *prof)
 	return ATM_OK;
 }
 
+bool opt_counts_algo_ws(const atm_opt_options *o)
+{
+	return o && o->device_only && o->workspace_in_limit;
+}
+
+atm_status opt_algo_workspace(const atm_profile *prof, const atm_graph *g, int32_t k, int algo,
+                              int64_t *bytes)
+{
+	atm_profile_entry e;
+	atm_status rc = atm_profile_get_algo(prof, g, k, 0, algo, &e);
+	*bytes = rc < 0 ? 0 : e.scratch_bytes;
+	return rc;
+}
+
+atm_status opt_record_workspaces(atm_plan *p, const atm_profile *prof, const atm_opt_options *o)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	for (int32_t k = 0; opt_counts_algo_ws(o) && k < atm_graph_n_nodes(g); k++) {
+		int64_t ws;
+		atm_status rc = opt_algo_workspace(prof, g, k, atm_plan_algo(p, k), &ws);
+		if (rc < 0 || (rc = atm_plan_set_workspace(p, k, atm_arena_align_up(ws))) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
+atm_status opt_fit_algos(atm_plan *p, const atm_profile *prof, const atm_opt_options *o)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	int64_t limit = atm_plan_info_get(p)->fast_limit_bytes;
+	atm_schedule *s = NULL;
+	atm_status rc = atm_opt_choose_algos(p, prof);
+	if (rc < 0 || !opt_counts_algo_ws(o))
+		return rc;
+	if (limit > 0 && (rc = atm_schedule_new(&s, p)) < 0)
+		return rc;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g) && rc == ATM_OK; k++) {
+		/* the fastest whose workspace fits beside the tensors, else the smallest */
+		int64_t room = s ? limit - atm_schedule_fast_bytes_at(s, k) : INT64_MAX, ws, best_ws = -1;
+		int best = -1, small = 0;
+		double best_t = 0;
+		atm_profile_entry e;
+		for (int a = 0; a < ATM_MAX_ALGOS; a++) {
+			if (atm_profile_get_algo(prof, g, k, 0, a, &e) < 0 ||
+			    (a && e.scratch_bytes > ATM_GPU_WORKSPACE_BYTES))
+				continue;
+			ws = atm_arena_align_up(e.scratch_bytes);
+			if (best_ws < 0 || ws < best_ws) {
+				best_ws = ws;
+				small = a;
+			}
+			if (ws <= room && (best < 0 || e.min_s < best_t)) {
+				best = a;
+				best_t = e.min_s;
+			}
+		}
+		atm_err_clear();
+		int a = best >= 0 ? best : small;
+		if ((rc = atm_plan_set_algo(p, k, a)) == ATM_OK &&
+		    (rc = opt_algo_workspace(prof, g, k, a, &ws)) == ATM_OK)
+			rc = atm_plan_set_workspace(p, k, atm_arena_align_up(ws));
+	}
+	atm_schedule_destroy(s);
+	return rc;
+}
+
 /* covering_config -- the configuration to price locations that no configuration has: a
  * grouped node (concat's inputs, split's outputs are profiled together) whose members a
  * baseline placed apart, e.g. first-touch NUMA. It is the configuration with the fewest slow
@@ -202,6 +268,31 @@ static atm_status walk_kernel(struct walk *w, const atm_event *ev)
 	w->t += t;
 	int64_t ws = w->o && w->o->workspace_in_limit ? atm_graph_node(w->g, ev->node)->workspace_bytes
 	                                              : 0;
+	/* on a GPU the workspace is the chosen algorithm's, and it must be the schedule's block of
+	 * the arena, over no live copy */
+	if (opt_counts_algo_ws(w->o)) {
+		if ((rc = opt_algo_workspace(w->prof, w->g, ev->node, atm_plan_algo(w->p, ev->node),
+		                             &ws)) < 0)
+			return atm_err_prefix(rc, "plan check: ");
+		if (ev->workspace_bytes < ws)
+			return atm_err(ATM_E_INFEASIBLE, "plan check: node %d ('%s') runs algorithm %d, "
+			               "whose workspace of %lld bytes the plan does not reserve in the fast "
+			               "arena (%lld bytes)", ev->node, atm_graph_node(w->g, ev->node)->name,
+			               atm_plan_algo(w->p, ev->node), (long long)ws,
+			               (long long)ev->workspace_bytes);
+	}
+	if (ev->workspace_bytes > 0) {
+		int64_t end = ev->offset + atm_arena_align_up(ev->workspace_bytes);
+		if (w->limit && end > w->arena)
+			return atm_err(ATM_E_INFEASIBLE, "plan check: the workspace of node %d ends at %lld, "
+			               "past the arena of %lld bytes", ev->node, (long long)end,
+			               (long long)w->arena);
+		if ((rc = spans_add(&w->sp, ev->offset, end, atm_graph_node(w->g, ev->node)->name)) < 0)
+			return rc;
+		spans_remove(&w->sp, ev->offset);
+		if (end > out->fast_arena_bytes)
+			out->fast_arena_bytes = end;
+	}
 	if (ws && w->limit && w->fast + ws > w->limit)
 		return atm_err(ATM_E_INFEASIBLE, "plan check: node %d ('%s') needs %lld bytes of "
 		               "workspace with %lld bytes of tensors in fast memory, over the "

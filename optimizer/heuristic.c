@@ -68,7 +68,7 @@ static double node_cost(const struct heur *h, int32_t k, int ux, int32_t x, bool
 		if (u != ux)
 			c |= us << u;
 	}
-	double t = nm->time[c];
+	double t = opt_node_time(m, h->s, k, c);
 	if (t < 0)
 		return INFINITY;
 	return opt_overlapped(t, h->xfer[k], h->m->overlap_loss);
@@ -78,7 +78,32 @@ static double node_cost(const struct heur *h, int32_t k, int ux, int32_t x, bool
 static void refresh_node(struct heur *h, int32_t k)
 {
 	int c = opt_node_config(h->m, h->s, k);
-	h->kt[k] = c < 0 || h->m->n[k].time[c] < 0 ? INFINITY : h->m->n[k].time[c];
+	double t = c < 0 ? -1 : opt_node_time(h->m, h->s, k, c);
+	h->kt[k] = t < 0 ? INFINITY : t;
+}
+
+/* pick_algos -- each GPU kernel with a choice runs its fastest algorithm whose workspace fits
+ * the room its slot has beside the placement's tensors; the smallest always does, since the
+ * placement was searched with it */
+static void pick_algos(struct heur *h)
+{
+	const struct model *m = h->m;
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		const struct nmodel *nm = &m->n[k];
+		if (nm->n_algo < 2)
+			continue;
+		int32_t sl = SLOT_K(k);
+		int64_t base = h->used[sl] - opt_algo_extra(m, h->s, k);
+		for (int i = 0; i < nm->n_algo; i++) {
+			int64_t need = base + nm->algo_ws[i] - nm->algo_ws[nm->n_algo - 1];
+			if (m->limit[sl] == INT64_MAX || need <= m->limit[sl] || i == nm->n_algo - 1) {
+				h->s->algo[k] = (uint8_t)i;
+				h->used[sl] = need;
+				break;
+			}
+		}
+		refresh_node(h, k);
+	}
 }
 
 /* gate_slots -- slots where gate g's copy holds a fast copy while it runs */
@@ -765,8 +790,12 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		goto done;
 	}
+	/* tensors are placed beside the smallest workspaces; faster algorithms take the room
+	 * left at the end (pick_algos) */
 	if (!warm)
 		opt_solution_all_slow(m, s);
+	else
+		opt_solution_small_algos(m, s);
 	rebuild(&h);
 	if (warm && repair(&h) < 0) {
 		/* a group tie the tighter limit cannot keep: start over from all slow */
@@ -834,6 +863,7 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 			break;
 		cost = now;
 	}
+	pick_algos(&h);
 	rc = ATM_OK;
 done:
 	free(order);

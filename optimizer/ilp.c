@@ -18,6 +18,7 @@ struct cols {
 	int32_t *gate;          /* by (tmodel.ph_off + gate) * N_EDGES + edge */
 	int32_t *home;          /* by tensor: persistent movable, "fast all its life, never moves" */
 	int32_t *z, *y;         /* by node: its first configuration; max(kernel, copies) */
+	int32_t *a;             /* by node with a choice: its first algorithm */
 	int32_t m0;             /* the first memory slot's fast bytes */
 };
 
@@ -218,6 +219,37 @@ static void tensor_columns(struct build *b, const struct tmodel *t)
 	}
 }
 
+/* algo_rows -- a GPU kernel's algorithms: a binary each, exactly one chosen, its time the
+ * kernel's (in the objective, or under y with overlapping copies) and the workspace it needs
+ * beyond the smallest in the kernel's memory slot (the smallest is in the slot's fixed bytes) */
+static void algo_rows(struct build *b, int32_t k, int32_t y)
+{
+	const struct nmodel *nm = &b->m->n[k];
+	int32_t a = -1;
+	for (int i = 0; i < nm->n_algo; i++) {
+		int32_t j = add_col(b, true, 0, 1, nm->has_async ? 0 : nm->algo_time[i] * US);
+		if (!i)
+			a = j;
+		int64_t extra = nm->algo_ws[i] - nm->algo_ws[nm->n_algo - 1];
+		if (extra > 0 && j >= 0) {
+			delta_add(b, SLOT_K(k), j, (double)extra * KIB);
+			delta_add(b, SLOT_K(k) + 1, j, -(double)extra * KIB);
+		}
+	}
+	b->c->a[k] = a;
+	if (a < 0)
+		return;
+	for (int i = 0; i < nm->n_algo; i++)
+		row_add(b, a + i, 1);
+	row_flush(b, 1, 1);
+	if (nm->has_async) {
+		row_add(b, y, 1);
+		for (int i = 0; i < nm->n_algo; i++)
+			row_add(b, a + i, -nm->algo_time[i] * US);
+		row_flush(b, 0, INFINITY);
+	}
+}
+
 /* node_rows -- node k's configuration columns, their ties to its tensors' places, and its
  * cost: the kernel time, or with overlapping copies the larger of kernel and copies */
 static void node_rows(struct build *b, int32_t k)
@@ -227,7 +259,9 @@ static void node_rows(struct build *b, int32_t k)
 	int32_t y = -1, z = -1;
 	if (nm->has_async)
 		y = add_col(b, false, nm->n_free ? 0 : nm->time[0] * US, INFINITY, 1);
-	if (!nm->n_free) {
+	if (nm->n_algo > 1) {
+		algo_rows(b, k, y);
+	} else if (!nm->n_free) {
 		if (!nm->has_async)
 			b->p->obj_const += nm->time[0] * US;
 	} else {
@@ -322,12 +356,19 @@ static void async_rows(struct build *b)
 		if (!(m->overlap_loss > 0))
 			continue;
 		const struct nmodel *nm = &m->n[k];
+		bool fixed = true;
 		row_add(b, b->c->y[k], 1);
-		if (nm->n_free)
+		if (nm->n_algo > 1 && b->c->a[k] >= 0) {
+			for (int i = 0; i < nm->n_algo; i++)
+				row_add(b, b->c->a[k] + i, -nm->algo_time[i] * US);
+			fixed = false;
+		} else if (nm->n_free) {
 			for (int c = 0; c < nm->n_cfg; c++)
 				row_add(b, b->c->z[k] + c, -nm->time[c] * US);
+			fixed = false;
+		}
 		copy_terms(b, refs, cnt[k], cnt[k + 1], m->overlap_loss);
-		row_flush(b, nm->n_free ? 0 : nm->time[0] * US, INFINITY);
+		row_flush(b, fixed ? nm->time[0] * US : 0, INFINITY);
 	}
 	free(cnt);
 	free(refs);
@@ -368,13 +409,15 @@ static bool cols_new(const struct model *m, struct cols *c)
 	c->home = malloc(((size_t)m->n_tensors + 1) * sizeof *c->home);
 	c->z = malloc(((size_t)m->n_nodes + 1) * sizeof *c->z);
 	c->y = malloc(((size_t)m->n_nodes + 1) * sizeof *c->y);
+	c->a = malloc(((size_t)m->n_nodes + 1) * sizeof *c->a);
 	c->m0 = -1;
-	if (!c->gate || !c->home || !c->z || !c->y)
+	if (!c->gate || !c->home || !c->z || !c->y || !c->a)
 		return false;
 	memset(c->gate, 0xff, ((size_t)m->n_phases * N_EDGES + 1) * sizeof *c->gate);
 	memset(c->home, 0xff, ((size_t)m->n_tensors + 1) * sizeof *c->home);
 	memset(c->z, 0xff, ((size_t)m->n_nodes + 1) * sizeof *c->z);
 	memset(c->y, 0xff, ((size_t)m->n_nodes + 1) * sizeof *c->y);
+	memset(c->a, 0xff, ((size_t)m->n_nodes + 1) * sizeof *c->a);
 	return true;
 }
 
@@ -384,6 +427,7 @@ static void cols_free(struct cols *c)
 	free(c->home);
 	free(c->z);
 	free(c->y);
+	free(c->a);
 }
 
 /* build -- the program of the model: columns of every movable tensor, rows of every node, the
@@ -444,14 +488,16 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 		}
 	}
 	for (int32_t k = 0; k < m->n_nodes; k++) {
-		const struct nmodel *nm = &m->n[k];
 		int cfg = opt_node_config(m, s, k);
 		if (cfg < 0)
 			cfg = 0;
+		double kt = opt_node_time(m, s, k, cfg);
 		if (c->z[k] >= 0)
 			x[c->z[k] + cfg] = 1;
+		if (c->a[k] >= 0)
+			x[c->a[k] + s->algo[k]] = 1;
 		if (c->y[k] >= 0)
-			x[c->y[k]] = opt_overlapped(nm->time[cfg], xfer[k], m->overlap_loss) * US;
+			x[c->y[k]] = opt_overlapped(kt, xfer[k], m->overlap_loss) * US;
 	}
 	if (c->m0 >= 0) {
 		opt_solution_bytes(m, s, bytes);
@@ -486,6 +532,18 @@ static atm_status decode(const struct model *m, const struct cols *c, const doub
 				               "'%s' at gate %d", atm_graph_tensor(m->g, id)->name, i);
 			s->st[t->ph_off + i] = (uint8_t)EDGE_TO(taken);
 		}
+	}
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		if (c->a[k] < 0)
+			continue;
+		int taken = -1;
+		for (int i = 0; i < m->n[k].n_algo; i++)
+			if (x[c->a[k] + i] > 0.5)
+				taken = i;
+		if (taken < 0)
+			return atm_err(ATM_E_INTERNAL, "the solver's solution chooses no algorithm for node "
+			               "'%s'", atm_graph_node(m->g, k)->name);
+		s->algo[k] = (uint8_t)taken;
 	}
 	return ATM_OK;
 }
@@ -562,6 +620,7 @@ static atm_status adopt(struct solve *v, const struct milp_out *out, struct solu
 	if (*obj <= v->seed_obj + 1e-12 * (1 + v->seed_obj)) {
 		memcpy(s->st, got.st, (size_t)m->n_phases);
 		memcpy(s->pinned, got.pinned, (size_t)m->n_tensors * sizeof *s->pinned);
+		memcpy(s->algo, got.algo, (size_t)m->n_nodes * sizeof *s->algo);
 		v->r->improved = *obj < v->seed_obj - 1e-12 * (1 + v->seed_obj);
 	}
 	opt_solution_free(&got);

@@ -40,8 +40,36 @@ atm_status atm_opt_parse_ratio(const char *s, double *slow, double *fast)
 	return ATM_OK;
 }
 
+/* least_workspace -- the workspace node k needs at least: on a GPU whose profile is known,
+ * the smallest of the algorithms the optimizer may choose (their workspace within
+ * ATM_GPU_WORKSPACE_BYTES, the default's always), rounded up as the arena places it; without
+ * the profile none; on a CPU the graph's */
+static int64_t least_workspace(const atm_graph *g, const atm_profile *prof,
+                               const atm_opt_options *o, int32_t k)
+{
+	if (!o || !o->workspace_in_limit)
+		return 0;
+	if (!o->device_only)
+		return atm_graph_node(g, k)->workspace_bytes;
+	int64_t least = -1;
+	atm_profile_entry e;
+	for (int a = 0; prof && a < ATM_MAX_ALGOS; a++)
+		if (atm_profile_get_algo(prof, g, k, 0, a, &e) == ATM_OK &&
+		    (!a || e.scratch_bytes <= ATM_GPU_WORKSPACE_BYTES) &&
+		    (least < 0 || atm_arena_align_up(e.scratch_bytes) < least))
+			least = atm_arena_align_up(e.scratch_bytes);
+	atm_err_clear();
+	return least > 0 ? least : 0;
+}
+
 atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64_t *bytes,
                              int32_t *node)
+{
+	return atm_opt_min_limit_profiled(g, NULL, o, bytes, node);
+}
+
+atm_status atm_opt_min_limit_profiled(const atm_graph *g, const atm_profile *prof,
+                                      const atm_opt_options *o, int64_t *bytes, int32_t *node)
 {
 	atm_liveness *lv = NULL;
 	int32_t nn = atm_graph_n_nodes(g), nt = atm_graph_n_tensors(g);
@@ -76,7 +104,7 @@ atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64
 		}
 	}
 	for (int32_t k = 0; k < nn; k++) {
-		int64_t b = at[k] + (o && o->workspace_in_limit ? atm_graph_node(g, k)->workspace_bytes : 0);
+		int64_t b = at[k] + least_workspace(g, prof, o, k);
 		if (b > *bytes) {
 			*bytes = b;
 			*node = k;

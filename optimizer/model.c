@@ -285,6 +285,59 @@ static atm_status build_floor(struct model *m)
 	return ATM_OK;
 }
 
+/* One algorithm a kernel may run. */
+struct cand {
+	double s;
+	int64_t ws;
+	int algo;
+};
+
+/* cand_cmp -- by time, then workspace, then index */
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	if (x->ws != y->ws)
+		return x->ws < y->ws ? -1 : 1;
+	return x->algo - y->algo;
+}
+
+/* build_algos -- on a GPU, the algorithms node k may run: every one profiled with its operands
+ * fast whose workspace fits ATM_GPU_WORKSPACE_BYTES (the default always), less those both no
+ * faster and needing no less workspace than another, which no plan would choose. When the
+ * workspace is not counted that leaves the fastest alone */
+static atm_status build_algos(struct model *m, int32_t k, struct nmodel *nm)
+{
+	bool count = opt_counts_algo_ws(&m->o);
+	struct cand c[ATM_MAX_ALGOS];
+	int n = 0;
+	atm_profile_entry e;
+	atm_status rc = atm_profile_get(m->prof, m->g, k, 0, &e);
+	if (rc < 0)
+		return atm_err_prefix(rc, "run 'autotm profile' for this network first: ");
+	for (int a = 0; a < ATM_MAX_ALGOS; a++) {
+		if (a && (atm_profile_get_algo(m->prof, m->g, k, 0, a, &e) < 0 ||
+		          e.scratch_bytes > ATM_GPU_WORKSPACE_BYTES))
+			continue;
+		c[n++] = (struct cand){e.min_s, count ? atm_arena_align_up(e.scratch_bytes) : 0, a};
+	}
+	atm_err_clear();
+	/* fastest first: each kept one needs less workspace than every faster one */
+	qsort(c, (size_t)n, sizeof c[0], cand_cmp);
+	nm->n_algo = 0;
+	for (int i = 0; i < n; i++) {
+		if (nm->n_algo && c[i].ws >= nm->algo_ws[nm->n_algo - 1])
+			continue;
+		nm->algos[nm->n_algo] = (int8_t)c[i].algo;
+		nm->algo_time[nm->n_algo] = c[i].s;
+		nm->algo_ws[nm->n_algo++] = c[i].ws;
+	}
+	nm->time[0] = nm->algo_time[0];
+	m->fixed[SLOT_K(k)] += nm->algo_ws[nm->n_algo - 1];
+	return ATM_OK;
+}
+
 /* build_node -- node k's configuration groups: the free ones the model chooses, the ones a
  * fixed partner forces, and the profile's time for every choice of the free ones */
 static atm_status build_node(struct model *m, int32_t k)
@@ -371,12 +424,10 @@ static atm_status build_node(struct model *m, int32_t k)
 	nm->time = malloc((size_t)nm->n_cfg * sizeof *nm->time);
 	if (!nm->time)
 		return atm_err(ATM_E_NOMEM, "out of memory reading the profile");
-	/* on a GPU the kernel's one configuration is all fast, with the fastest algorithm the
-	 * profile holds */
-	if (m->o.device_only) {
-		atm_status rc = opt_best_algo(m->prof, g, k, &nm->algo, &nm->time[0]);
-		return rc < 0 ? atm_err_prefix(rc, "run 'autotm profile' for this network first: ") : rc;
-	}
+	/* on a GPU the kernel's one configuration is all fast, with an algorithm of the profile */
+	if (m->o.device_only)
+		return build_algos(m, k, nm);
+	nm->n_algo = 1;
 	for (int c = 0; c < nm->n_cfg; c++) {
 		uint32_t mask = nm->base;
 		for (int u = 0; u < nm->n_free; u++)
@@ -508,7 +559,8 @@ static void classify(struct model *m, const atm_liveness *lv, int64_t limit)
 				m->fixed[s] -= t->abytes;
 		}
 	}
-	if (m->o.workspace_in_limit)
+	/* on a GPU the workspace is the chosen algorithm's (build_algos) */
+	if (m->o.workspace_in_limit && !m->o.device_only)
 		for (int32_t k = 0; k < nn; k++)
 			m->fixed[SLOT_K(k)] += atm_graph_node(g, k)->workspace_bytes;
 }
@@ -624,7 +676,8 @@ atm_status opt_solution_new(const struct model *m, struct solution *s)
 {
 	s->st = calloc((size_t)(m->n_phases ? m->n_phases : 1), 1);
 	s->pinned = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *s->pinned);
-	if (!s->st || !s->pinned) {
+	s->algo = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *s->algo);
+	if (!s->st || !s->pinned || !s->algo) {
 		opt_solution_free(s);
 		return atm_err(ATM_E_NOMEM, "out of memory for a placement");
 	}
@@ -635,8 +688,10 @@ void opt_solution_free(struct solution *s)
 {
 	free(s->st);
 	free(s->pinned);
+	free(s->algo);
 	s->st = NULL;
 	s->pinned = NULL;
+	s->algo = NULL;
 }
 
 /* opt_solution_all_slow -- every movable tensor slow all its life: feasible whenever the fixed
@@ -645,6 +700,25 @@ void opt_solution_all_slow(const struct model *m, struct solution *s)
 {
 	memset(s->st, ST_S, (size_t)m->n_phases);
 	memset(s->pinned, 0, (size_t)m->n_tensors * sizeof *s->pinned);
+	opt_solution_small_algos(m, s);
+}
+
+void opt_solution_small_algos(const struct model *m, struct solution *s)
+{
+	for (int32_t k = 0; k < m->n_nodes; k++)
+		s->algo[k] = (uint8_t)(m->n[k].n_algo - 1);
+}
+
+int64_t opt_algo_extra(const struct model *m, const struct solution *s, int32_t k)
+{
+	const struct nmodel *nm = &m->n[k];
+	return nm->algo_ws[s->algo[k]] - nm->algo_ws[nm->n_algo - 1];
+}
+
+double opt_node_time(const struct model *m, const struct solution *s, int32_t k, int c)
+{
+	const struct nmodel *nm = &m->n[k];
+	return nm->n_algo > 1 ? nm->algo_time[s->algo[k]] : nm->time[c];
 }
 
 /* state_slow -- is tensor x slow in phase ph under s */
@@ -705,7 +779,7 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 	}
 	for (int32_t k = 0; k < m->n_nodes; k++) {
 		int c = opt_node_config(m, s, k);
-		double kt = c < 0 ? INFINITY : m->n[k].time[c];
+		double kt = c < 0 ? INFINITY : opt_node_time(m, s, k, c);
 		if (kt < 0)
 			kt = INFINITY;
 		total += opt_overlapped(kt, xfer[k], m->overlap_loss);
@@ -717,6 +791,8 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 void opt_solution_bytes(const struct model *m, const struct solution *s, int64_t *bytes)
 {
 	memcpy(bytes, m->fixed, (size_t)m->n_slots * sizeof *bytes);
+	for (int32_t k = 0; k < m->n_nodes; k++)
+		bytes[SLOT_K(k)] += opt_algo_extra(m, s, k);
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		const struct tmodel *t = &m->t[x];
 		if (t->cls != TC_MOVABLE)
@@ -766,9 +842,16 @@ atm_status opt_solution_to_plan(const struct model *m, const struct solution *s,
 	struct pmove *mv = NULL;
 	int32_t n = 0, cap = 0;
 	atm_status rc = ATM_OK;
-	for (int32_t k = 0; k < m->n_nodes && rc == ATM_OK; k++)
-		if (m->n[k].algo)
-			rc = atm_plan_set_algo(p, k, m->n[k].algo);
+	/* each kernel's algorithm, and its workspace where the limit counts it: the schedule
+	 * reserves that much of the arena while the kernel runs */
+	for (int32_t k = 0; k < m->n_nodes && rc == ATM_OK; k++) {
+		const struct nmodel *nm = &m->n[k];
+		if (!m->o.device_only)
+			continue;
+		if ((rc = atm_plan_set_algo(p, k, nm->algos[s->algo[k]])) == ATM_OK &&
+		    opt_counts_algo_ws(&m->o))
+			rc = atm_plan_set_workspace(p, k, nm->algo_ws[s->algo[k]]);
+	}
 	for (int32_t x = 0; x < m->n_tensors && rc == ATM_OK; x++) {
 		const struct tmodel *t = &m->t[x];
 		unsigned home = t->cls == TC_SLOW ? ATM_LOC_SLOW : ATM_LOC_FAST;

@@ -80,7 +80,13 @@ struct nmodel {
 	int n_cfg;              /* 1 << n_free */
 	double *time;           /* per free-unit configuration: seconds (< 0: not profiled) */
 	bool has_async;         /* some tensor may copy while this node runs */
-	int algo;               /* device_only: the profiled algorithm the kernel runs (0: default) */
+	/* device_only: the profiled algorithms the model chooses among, fastest first, none both
+	 * slower and needing at least the workspace of another (1: the kernel's one choice) */
+	int n_algo;
+	int8_t algos[ATM_MAX_ALGOS];      /* the profile's index of each */
+	double algo_time[ATM_MAX_ALGOS];  /* seconds, all fast */
+	int64_t algo_ws[ATM_MAX_ALGOS];   /* workspace in the arena (aligned; 0 when not counted):
+	                                   * the last, the smallest, is in fixed at K(k) */
 };
 
 struct model {
@@ -115,6 +121,7 @@ static inline double opt_overlapped(double kt, double x, double loss)
 struct solution {
 	uint8_t *st;            /* by tmodel.ph_off + phase */
 	bool *pinned;           /* by tensor id: persistent movable tensor kept fast */
+	uint8_t *algo;          /* by node: index into nmodel.algos */
 };
 
 /* model.c */
@@ -132,8 +139,16 @@ atm_status opt_min_fixed(const struct model *m, int64_t *need, int32_t *slot);
 /* opt_solution_new -- room for a placement of m; opt_solution_free releases it */
 atm_status opt_solution_new(const struct model *m, struct solution *s);
 void opt_solution_free(struct solution *s);
-/* opt_solution_all_slow -- every movable tensor slow all its life */
+/* opt_solution_all_slow -- every movable tensor slow all its life, every kernel with its
+ * algorithm of the smallest workspace */
 void opt_solution_all_slow(const struct model *m, struct solution *s);
+/* opt_solution_small_algos -- every kernel with its algorithm of the smallest workspace */
+void opt_solution_small_algos(const struct model *m, struct solution *s);
+/* opt_algo_extra -- the workspace node k's algorithm under s takes over the smallest */
+int64_t opt_algo_extra(const struct model *m, const struct solution *s, int32_t k);
+/* opt_node_time -- node k's kernel seconds in configuration c with its algorithm under s
+ * (< 0: not profiled) */
+double opt_node_time(const struct model *m, const struct solution *s, int32_t k, int c);
 /* the configuration index of node k under s; -1 when a group's members disagree */
 int opt_node_config(const struct model *m, const struct solution *s, int32_t k);
 /* opt_solution_cost -- the step's seconds under s as the model prices it (INFINITY: invalid) */
@@ -198,10 +213,24 @@ atm_status opt_best_algo(const atm_profile *prof, const atm_graph *g, int32_t k,
                          double *t);
 atm_status opt_kernel_time(const atm_profile *prof, const atm_graph *g, int32_t k,
                            const unsigned *cfg, int algo, double *t, double *t_fast);
+/* opt_counts_algo_ws -- o counts each kernel's workspace as its algorithm's, from the profile
+ * (device_only and workspace_in_limit), not the graph's */
+bool opt_counts_algo_ws(const atm_opt_options *o);
+/* opt_algo_workspace -- the workspace the profile says node k's algorithm algo takes */
+atm_status opt_algo_workspace(const atm_profile *prof, const atm_graph *g, int32_t k, int algo,
+                              int64_t *bytes);
+/* opt_fit_algos -- each node of a baseline's plan p runs its fastest algorithm (the same as
+ * atm_opt_choose_algos) or, where o counts algorithms' workspaces, the fastest whose workspace
+ * fits beside the tensors fast there under p's limit, else the smallest, recorded as its
+ * workspace in the fast arena */
+atm_status opt_fit_algos(atm_plan *p, const atm_profile *prof, const atm_opt_options *o);
+/* opt_record_workspaces -- with o counting algorithms' workspaces, each node of p gets its
+ * algorithm's as its workspace in the fast arena */
+atm_status opt_record_workspaces(atm_plan *p, const atm_profile *prof, const atm_opt_options *o);
 
 /* optimizer.c */
-atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation f,
-                          const atm_opt_options *o);
+atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
+                          atm_opt_formulation f, const atm_opt_options *o);
 
 /* baselines.c */
 atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *prof, int64_t limit,

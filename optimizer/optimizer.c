@@ -86,14 +86,14 @@ static atm_status resolve_solver(atm_opt_options *o, atm_opt_report *rep)
 }
 
 /* opt_infeasible -- the error for a limit below what the graph's fast-only tensors need */
-atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation f,
-                             const atm_opt_options *o)
+atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
+                          atm_opt_formulation f, const atm_opt_options *o)
 {
 	int64_t need = 0;
 	int32_t node = -1;
 	char a[32], b[32], who[256] = "";
 	atm_liveness *lv = NULL;
-	atm_opt_min_limit(g, o, &need, &node);
+	atm_opt_min_limit_profiled(g, prof, o, &need, &node);
 	if (node >= 0 && atm_liveness_new(&lv, g) == ATM_OK) {
 		/* name the largest tensors that must be fast there */
 		size_t used = 0;
@@ -128,7 +128,9 @@ atm_status opt_infeasible(const atm_graph *g, int64_t limit, atm_opt_formulation
 	               atm_opt_formulation_name(f), node, atm_graph_node(g, node)->name,
 	               (long long)need, o->device_only ? "on a GPU every operand of the kernel, and "
 	                                               : "",
-	               o->workspace_in_limit ? ", and the kernel's workspace" : "",
+	               !o->workspace_in_limit ? ""
+	               : o->device_only ? ", and the smallest workspace of the kernel's algorithms"
+	                                : ", and the kernel's workspace",
 	               who[0] ? who : "none", (long long)need, atm_format_bytes(need, b, sizeof b));
 }
 
@@ -166,6 +168,15 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 		const atm_event *ev = i < n_setup ? atm_schedule_setup(s, i) : atm_schedule_event(s, i - n_setup);
 		if (ev->kind == ATM_EV_KERNEL)
 			last_kernel = ev->node;
+		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0) {
+			/* a kernel's workspace block overflows at its own slot */
+			int64_t over = ev->offset + atm_arena_align_up(ev->workspace_bytes) - arena;
+			if (fast + ev->workspace_bytes - limit > over)
+				over = fast + ev->workspace_bytes - limit;
+			if (over > 0 && *n_ov < MAX_OVERFLOWS)
+				ov[(*n_ov)++] = (struct overflow){SLOT_K(ev->node), over};
+			continue;
+		}
 		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
 			continue;
 		int64_t b = atm_graph_tensor(g, ev->tensor)->bytes;
@@ -230,8 +241,8 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 {
 	atm_opt_check_result chk;
 	atm_status rc = atm_plan_uniform(out, g, ATM_LOC_FAST);
-	if (rc >= 0 && o->device_only)
-		rc = atm_opt_choose_algos(*out, prof);
+	if (rc >= 0 && o->device_only && (rc = atm_opt_choose_algos(*out, prof)) >= 0)
+		rc = opt_record_workspaces(*out, prof, o);
 	if (rc < 0) {
 		atm_plan_destroy(*out);
 		*out = NULL;
@@ -289,8 +300,12 @@ static atm_status too_small(const struct defrag *d, int round, int64_t need, int
 	               "about %s", atm_format_bytes(d->limit, a, sizeof a), atm_graph_name(d->g),
 	               atm_opt_formulation_name(d->f), d->o.device_only ? ", on a GPU" : "", k,
 	               atm_graph_node(d->g, k)->name, atm_format_bytes(need, b, sizeof b),
-	               d->o.device_only ? " (the kernels' operands, each from just before its use "
-	                                  "to just after)" : "",
+	               !d->o.device_only ? ""
+	               : opt_counts_algo_ws(&d->o) ? " (the kernels' operands, each from just before "
+	                                             "its use to just after, and the smallest "
+	                                             "workspace of the kernel's algorithms)"
+	                                           : " (the kernels' operands, each from just before "
+	                                             "its use to just after)",
 	               atm_format_bytes(need, b, sizeof b));
 }
 
@@ -560,10 +575,10 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		return opt_baseline(out, g, prof, limit, f, &d.o);
 	if (limit == 0)
 		return plan_no_limit(out, g, prof, f, &d.o, d.rep);
-	if ((rc = atm_opt_min_limit(g, &d.o, &need, &node)) < 0)
+	if ((rc = atm_opt_min_limit_profiled(g, prof, &d.o, &need, &node)) < 0)
 		return rc;
 	if (need > limit)
-		return opt_infeasible(g, limit, f, &d.o);
+		return opt_infeasible(g, prof, limit, f, &d.o);
 	if ((rc = defrag(&d)) == ATM_OK) {
 		*out = d.p;
 		d.p = NULL;

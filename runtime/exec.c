@@ -164,8 +164,20 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 		if (!fast)
 			slow_written += atm_graph_tensor(e->g, t)->bytes;
 	}
-	if ((rc = bi->mark(e->b, 2 * ev->node)) < 0 ||
-	    (rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, e->scratch)) < 0)
+	/* a workspace the plan counts in the limit is the schedule's block of the fast arena,
+	 * held while the kernel runs; the others share the backend's scratch outside it */
+	void *ws = e->scratch;
+	if (ev->workspace_bytes > 0 &&
+	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, ev->workspace_bytes, &ws)) < 0)
+		return atm_err_prefix(rc, "the workspace of node '%s': ", n->name);
+	if ((rc = bi->mark(e->b, 2 * ev->node)) == ATM_OK)
+		rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, ws);
+	if (ev->workspace_bytes > 0) {
+		atm_status fr = bi->free(e->b, ATM_LOC_FAST, ws);
+		if (rc == ATM_OK)
+			rc = fr;
+	}
+	if (rc < 0)
 		return rc;
 	if (e->twolm)
 		twolm_traffic(e, ev, &slow_read, &slow_written);
@@ -320,7 +332,14 @@ static atm_status build_kernels(atm_exec *e)
 		if (algo && (rc = e->b->iface->kernel_set_algo(e->b, e->kernels[k], algo)) < 0)
 			return rc;
 		int64_t sb = e->b->iface->kernel_scratch_bytes(e->b, e->kernels[k]);
-		if (sb > e->result.scratch_bytes)
+		int64_t ws = atm_plan_workspace(e->plan, k);
+		if (ws > 0 && ws < sb)
+			return atm_err(ATM_E_INPUT, "plan '%s' gives node '%s' a workspace of %lld bytes in "
+			               "the fast arena, but its kernel needs %lld here: profile and plan on "
+			               "this machine", atm_plan_info_get(e->plan)->formulation, n->name,
+			               (long long)ws, (long long)sb);
+		/* the scratch outside the arena serves the kernels whose workspace is not in it */
+		if (ws <= 0 && sb > e->result.scratch_bytes)
 			e->result.scratch_bytes = sb;
 		if (n->n_in > max_args)
 			max_args = n->n_in;

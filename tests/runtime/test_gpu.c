@@ -266,6 +266,38 @@ static void test_gpu_algorithm_choice(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_gpu_workspace_in_arena -- kernels whose workspace the plan reserves run with that block
+ * of the device arena instead of the scratch outside it, and train to the same bits */
+static void test_gpu_workspace_in_arena(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	struct exec_run ref = run_plan(p);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int64_t bare = atm_schedule_stats_get(s)->fast_arena_bytes;
+	atm_schedule_destroy(s);
+	/* more than any kernel here needs (a real GPU's convolutions may take up to the cap) */
+	int64_t ws = strcmp(mode, "sim") ? ATM_GPU_WORKSPACE_BYTES : (int64_t)1 << 20;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		assert_int_equal(atm_plan_set_workspace(p, k, ws), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int64_t with = atm_schedule_stats_get(s)->fast_arena_bytes;
+	atm_schedule_destroy(s);
+	assert_true(with > bare && with >= ws);
+	struct exec_run got = run_plan(p);
+	expect_same_run(&ref, &got, "workspace in the arena");
+	/* the blocks were taken from the arena where the schedule put them, and no kernel used
+	 * the scratch outside it */
+	assert_true(ref.r.fast_high_water_bytes <= bare);
+	assert_int_equal(got.r.fast_high_water_bytes, with);
+	assert_int_equal(got.r.scratch_bytes, 0);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 /* test_gpu_memory_limit_is_kept -- a plan larger than the device's memory is refused before
  * any kernel runs */
 static void test_gpu_memory_limit_is_kept(void **state)
@@ -339,6 +371,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_device_plans_test_vgg),
 		cmocka_unit_test(test_gpu_baselines),
 		cmocka_unit_test(test_gpu_algorithm_choice),
+		cmocka_unit_test(test_gpu_workspace_in_arena),
 		cmocka_unit_test(test_gpu_memory_limit_is_kept),
 		cmocka_unit_test(test_gpu_emulate_refused),
 	};
