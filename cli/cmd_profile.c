@@ -25,8 +25,8 @@ static const char profile_help[] =
 	"the cache lacks. The cache is saved in batches and on Ctrl-C, atomically and\n"
 	"under a lock, so runs may share it.\n"
 	"\n"
-	"Then, for the kernels that lack it, it runs four all-fast training steps as a\n"
-	"run would and keeps each kernel's time inside the fastest step: a kernel in a\n"
+	"Then, for the kernels that lack it, it runs six all-fast training steps as a\n"
+	"run would and keeps each kernel's fastest time inside them: a kernel in a\n"
 	"step finds its operands out of the caches and runs slower than alone, and\n"
 	"plans are priced with that difference (docs/profile.md). A step too large for\n"
 	"the memory here is skipped, with the reason.\n"
@@ -175,7 +175,7 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 	printf("  cache            %s (%lld entries of this machine)\n", atm_profile_path(p),
 	       (long long)atm_profile_n_entries(p));
 	if (r->n_in_step_measured)
-		printf("  in a step        %d kernels timed inside the fastest of %d all-fast steps\n",
+		printf("  in a step        %d kernels timed inside %d all-fast steps\n",
 		       r->n_in_step_measured, ATM_PROF_IN_STEP_ITERS);
 	else if (r->in_step_note[0])
 		printf("  in a step        not measured: %s\n", r->in_step_note);

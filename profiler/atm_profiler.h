@@ -67,9 +67,9 @@ typedef struct {
 	bool estimated;
 } atm_prof_report;
 
-/* All-fast steps timed, after one warm-up step, to measure kernels inside a step: the
- * fastest one's kernel times are kept. */
-#define ATM_PROF_IN_STEP_ITERS 3
+/* All-fast steps timed, after one warm-up step, to measure kernels inside a step: each
+ * kernel's fastest time in them is kept. */
+#define ATM_PROF_IN_STEP_ITERS 5
 
 typedef struct atm_prof atm_prof;
 

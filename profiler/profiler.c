@@ -384,8 +384,9 @@ static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_
 	return true;
 }
 
-/* put_in_step -- each signature's mean time in the fastest measured step, for those the
- * profile lacks */
+/* put_in_step -- each signature's mean over its nodes of their fastest time in the measured
+ * steps (a minimum, as a kernel alone is timed: interference only adds), for the signatures
+ * the profile lacks */
 static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s, int32_t *n_put)
 {
 	const atm_graph *g = pr->g;
@@ -458,7 +459,7 @@ static atm_status measure_in_step(atm_prof *pr, atm_profile *p, atm_prof_report 
 		goto done;
 	}
 	if (rc >= 0 && (rc = atm_exec_run(e)) >= 0)
-		rc = put_in_step(pr, p, atm_exec_result_get(e)->step_kernel_s, &r->n_in_step_measured);
+		rc = put_in_step(pr, p, atm_exec_result_get(e)->kernel_s, &r->n_in_step_measured);
 	if (rc < 0)
 		atm_err_prefix(rc, "timing the kernels in a step: ");
 done:

@@ -481,70 +481,72 @@ done:
 	return rc;
 }
 
-/* copy_alone -- the best of reps asynchronous copies of bytes from src to dst (slow memory),
- * waited at once, after a warm-up */
-static atm_status copy_alone(atm_kbench *kb, void *dst, const void *src, int64_t bytes, double *best)
+/* copies_s -- n asynchronous copies of MOVE_BYTES from src to dst (slow memory) started at
+ * once, then kernel (when run) and the copies waited for; *dt is the kernel's time (kernel)
+ * or the copies' (not) */
+static atm_status copies_s(atm_kbench *kb, int n, void *dst, const void *src, bool kernel,
+                           double *dt)
 {
 	const atm_backend_i *bi = kb->b->iface;
-	atm_status rc = ATM_OK;
-	*best = INFINITY;
-	for (int r = 0; rc >= 0 && r <= kb->o.reps; r++) {
-		if ((rc = bi->mark(kb->b, 0)) < 0 ||
-		    (rc = bi->copy_start(kb->b, 0, ATM_LOC_SLOW, dst, src, bytes)) < 0 ||
-		    (rc = bi->copy_wait(kb->b, 0)) < 0 || (rc = bi->mark(kb->b, 1)) < 0 ||
-		    (rc = bi->sync(kb->b)) < 0)
-			break;
-		double dt = bi->elapsed(kb->b, 0, 1);
-		if (r && dt < *best)
-			*best = dt;
-	}
+	atm_status rc = ATM_OK, wrc;
+	if (!kernel && (rc = bi->mark(kb->b, 0)) < 0)
+		return rc;
+	for (int i = 0; i < n && rc >= 0; i++)
+		rc = bi->copy_start(kb->b, i, ATM_LOC_SLOW, dst, src, MOVE_BYTES);
+	if (rc >= 0 && kernel)
+		rc = run_once(kb, 0, 0, dt);
+	for (int i = 0; i < n; i++)
+		if ((wrc = bi->copy_wait(kb->b, i)) < 0 && rc >= 0)
+			rc = wrc;
+	if (rc >= 0 && !kernel && (rc = bi->mark(kb->b, 1)) >= 0 && (rc = bi->sync(kb->b)) >= 0)
+		*dt = bi->elapsed(kb->b, 0, 1);
 	return rc;
 }
 
-/* atm_kbench_overlap -- node's all-fast kernel alone, then beside an asynchronous copy of
- * about half its time (slow to slow memory, so that the kernel's operands in the arena stay
- * as they are; the copy costs the mover what an eviction does: the copy and its emulated
- * wait); what the kernel lost over the copy's time alone is the loss */
+/* atm_kbench_overlap -- node's all-fast kernel alone and beside asynchronous copies of about
+ * its time, in turns (slow to slow memory, so that the kernel's operands in the arena stay as
+ * they are; a copy costs the mover what an eviction does: the copy and its emulated wait).
+ * Each pair's extra kernel time over the copies' time alone is one sample; the loss is their
+ * median: turns and a median keep a busy moment from deciding it. */
 atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	void *a = NULL, *z = NULL;
 	atm_profile_entry e;
-	double full, c, with = INFINITY, dt;
+	double one, c, alone, with, samples[64];
+	int n_samples = 0;
 	*loss = 0;
 	atm_status rc = atm_kbench_time(kb, node, 0, &e);
-	if (rc < 0 || (rc = bi->reserve(kb->b, 1, 2)) < 0 ||
-	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &a)) < 0 ||
+	if (rc < 0 || (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &a)) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &z)) < 0 ||
-	    (rc = staging(kb, MOVE_BYTES)) < 0)
+	    (rc = staging(kb, MOVE_BYTES)) < 0 || (rc = bi->reserve(kb->b, 16, 2)) < 0)
 		goto done;
 	atm_bk_fill_positive(kb->host, MOVE_BYTES / 4, kb->o.seed);
 	if ((rc = bi->set(kb->b, a, kb->host, MOVE_BYTES)) < 0 ||
 	    (rc = bi->set(kb->b, z, kb->host, MOVE_BYTES)) < 0 ||
-	    (rc = copy_alone(kb, z, a, MOVE_BYTES, &full)) < 0)
+	    (rc = copies_s(kb, 1, z, a, false, &one)) < 0 || /* warm-up */
+	    (rc = copies_s(kb, 1, z, a, false, &one)) < 0)
 		goto done;
-	/* a copy that ends well inside the kernel: all of it overlaps */
-	int64_t bytes = (int64_t)((double)MOVE_BYTES * 0.5 * e.min_s / full) / 64 * 64;
-	bytes = bytes < 4096 ? 4096 : bytes > MOVE_BYTES ? MOVE_BYTES : bytes;
-	if ((rc = copy_alone(kb, z, a, bytes, &c)) < 0)
+	/* copies of about four fifths of the kernel: nearly all of them beside it */
+	int n = one > 0 ? (int)(0.8 * e.min_s / one + 0.5) : 1;
+	n = n < 1 ? 1 : n > 16 ? 16 : n;
+	if ((rc = copies_s(kb, n, z, a, false, &c)) < 0)
 		goto done;
-	for (int r = 0; r <= kb->o.reps; r++) {
-		if ((rc = bi->copy_start(kb->b, 0, ATM_LOC_SLOW, z, a, bytes)) < 0)
+	int turns = 2 * kb->o.reps + 1;
+	for (int r = 0; r < turns && r < 64; r++) {
+		if ((rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, z, a, true, &with)) < 0)
 			goto done;
-		rc = run_once(kb, 0, 0, &dt);
-		atm_status wrc = bi->copy_wait(kb->b, 0);
-		if ((rc = rc < 0 ? rc : wrc) < 0)
-			goto done;
-		if (r && dt < with)
-			with = dt;
+		if (c > 0)
+			samples[n_samples++] = (with - alone) / (c < with ? c : with);
 	}
-	if (c > 0 && isfinite(with)) {
-		double l = (with - e.min_s) / (c < with ? c : with);
+	if (n_samples) {
+		qsort(samples, (size_t)n_samples, sizeof *samples, cmp_double);
+		double l = samples[n_samples / 2];
 		*loss = l < 0 ? 0 : l > 1 ? 1 : l;
 	}
 done:
 	if (rc < 0)
-		atm_err_prefix(rc, "timing a copy beside a kernel: ");
+		atm_err_prefix(rc, "timing copies beside a kernel: ");
 	if (z)
 		bi->free(kb->b, ATM_LOC_SLOW, z);
 	if (a)
