@@ -438,38 +438,27 @@ static atm_status read_moves(json_t *root, atm_plan *p)
 	return ATM_OK;
 }
 
-/* read_algos -- "algorithms": {node name: index}, optional */
-static atm_status read_algos(json_t *root, atm_plan *p)
+/* set_algo -- atm_plan_set_algo with a file's integer: one out of range is refused there */
+static atm_status set_algo(atm_plan *p, int32_t node, json_int_t v)
 {
-	const atm_graph *g = atm_plan_graph(p);
-	json_t *obj, *v;
-	const char *name;
-	atm_status rc = get(root, "top level", "algorithms", JSON_OBJECT, true, &obj);
-	if (rc < 0 || !obj)
-		return rc;
-	json_object_foreach(obj, name, v) {
-		int32_t k = -1;
-		for (int32_t i = 0; i < atm_graph_n_nodes(g) && k < 0; i++)
-			if (!strcmp(atm_graph_node(g, i)->name, name))
-				k = i;
-		if (k < 0)
-			return BAD("algorithms: graph '%s' has no node '%s'", atm_graph_name(g), name);
-		if (!json_is_integer(v))
-			return BAD("algorithms: '%s' must be an integer, not %s", name, atm_json_type_name(v));
-		if ((rc = atm_plan_set_algo(p, k, (int)(json_integer_value(v) < 0 || json_integer_value(v) > 1000
-		                                          ? -1 : json_integer_value(v)))) < 0)
-			return atm_err_prefix(rc, "algorithms: ");
-	}
-	return ATM_OK;
+	return atm_plan_set_algo(p, node, v < 0 || v > 1000 ? -1 : (int)v);
 }
 
-/* read_workspaces -- "workspace_bytes": {node name: bytes}, optional */
-static atm_status read_workspaces(json_t *root, atm_plan *p)
+/* set_workspace -- atm_plan_set_workspace with a file's integer */
+static atm_status set_workspace(atm_plan *p, int32_t node, json_int_t v)
+{
+	return atm_plan_set_workspace(p, node, v);
+}
+
+/* read_by_node -- an optional {node name: integer} object under key, each integer given to
+ * set for its node ("algorithms", "workspace_bytes") */
+static atm_status read_by_node(json_t *root, atm_plan *p, const char *key,
+                               atm_status (*set)(atm_plan *p, int32_t node, json_int_t v))
 {
 	const atm_graph *g = atm_plan_graph(p);
 	json_t *obj, *v;
 	const char *name;
-	atm_status rc = get(root, "top level", "workspace_bytes", JSON_OBJECT, true, &obj);
+	atm_status rc = get(root, "top level", key, JSON_OBJECT, true, &obj);
 	if (rc < 0 || !obj)
 		return rc;
 	json_object_foreach(obj, name, v) {
@@ -478,12 +467,11 @@ static atm_status read_workspaces(json_t *root, atm_plan *p)
 			if (!strcmp(atm_graph_node(g, i)->name, name))
 				k = i;
 		if (k < 0)
-			return BAD("workspace_bytes: graph '%s' has no node '%s'", atm_graph_name(g), name);
+			return BAD("%s: graph '%s' has no node '%s'", key, atm_graph_name(g), name);
 		if (!json_is_integer(v))
-			return BAD("workspace_bytes: '%s' must be an integer, not %s", name,
-			           atm_json_type_name(v));
-		if ((rc = atm_plan_set_workspace(p, k, json_integer_value(v))) < 0)
-			return atm_err_prefix(rc, "workspace_bytes: ");
+			return BAD("%s: '%s' must be an integer, not %s", key, name, atm_json_type_name(v));
+		if ((rc = set(p, k, json_integer_value(v))) < 0)
+			return atm_err_prefix(rc, "%s: ", key);
 	}
 	return ATM_OK;
 }
@@ -513,8 +501,9 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 	if ((rc = atm_plan_new(&p, g)) < 0)
 		goto fail;
 	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
-	    (rc = read_moves(root, p)) < 0 || (rc = read_algos(root, p)) < 0 ||
-	    (rc = read_workspaces(root, p)) < 0 ||
+	    (rc = read_moves(root, p)) < 0 ||
+	    (rc = read_by_node(root, p, "algorithms", set_algo)) < 0 ||
+	    (rc = read_by_node(root, p, "workspace_bytes", set_workspace)) < 0 ||
 	    (rc = check_rules(p)) < 0) {
 		atm_err_prefix(rc, "%s: ", origin);
 		goto fail;
