@@ -23,8 +23,9 @@
 static char cache[600];
 
 /* fill_cache_at -- this machine's measured-profile section of the cache at path, filled with
- * the synthetic times for every configuration of g, so that autotm plan finds everything and
- * profiles nothing; with slow_s > 0 every configuration but all-fast takes slow_s */
+ * the synthetic times for every configuration of g, in-step times equal to them (no shift)
+ * and a copy overlap loss of 0, so that autotm plan finds everything and profiles nothing;
+ * with slow_s > 0 every configuration but all-fast takes slow_s */
 static void fill_cache_at(const atm_graph *g, const char *path, double slow_s)
 {
 	atm_prof *pr = NULL;
@@ -44,9 +45,13 @@ static void fill_cache_at(const atm_graph *g, const char *path, double slow_s)
 			if (slow_s > 0 && i > 0)
 				e.min_s = e.median_s = slow_s;
 			assert_int_equal(atm_profile_put(p, g, k, c, &e), ATM_OK);
+			atm_profile_in_step st = {.step_s = e.min_s, .isolated_s = e.min_s, .n_nodes = 1};
+			if (i == 0)
+				assert_int_equal(atm_profile_put_in_step(p, g, k, &st), ATM_OK);
 		}
 	assert_int_equal(atm_profile_set_moves(p,
-		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false}), ATM_OK);
+		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false,
+	                         .overlap_measured = true}), ATM_OK);
 	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(syn);
 	atm_profile_destroy(p);
