@@ -166,12 +166,13 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 	printf("  machine          %s, %d thread%s, %s; fast %s, slow %s%s%s\n", m->cpu, m->n_threads,
 	       m->n_threads == 1 ? "" : "s", m->backend, m->fast_tier, m->slow_tier,
 	       m->emulation[0] ? " emulating " : "", m->emulation);
-	if (atm_profile_get_moves(p, &mv) == ATM_OK)
+	if (atm_profile_get_moves(p, &mv) == ATM_OK) {
 		printf("  moves            %.2f GB/s to fast, %.2f GB/s to slow%s\n", mv.to_fast_gbps,
 		       mv.to_slow_gbps, mv.estimated ? " (estimated)" : "");
-	if (atm_profile_get_moves(p, &mv) == ATM_OK && mv.overlap_measured)
-		printf("  overlap          a kernel loses %.0f%% of the time of a copy beside it\n",
-		       100 * mv.overlap_loss);
+		if (mv.overlap_measured)
+			printf("  overlap          a kernel loses %.0f%% of the time of a copy beside it\n",
+			       100 * mv.overlap_loss);
+	}
 	printf("  cache            %s (%lld entries of this machine)\n", atm_profile_path(p),
 	       (long long)atm_profile_n_entries(p));
 	if (r->n_in_step_measured)

@@ -108,6 +108,14 @@ static double rounded(double x)
 	return strtod(buf, NULL);
 }
 
+/* in_step_of -- a checked in-step object back into a struct */
+static void in_step_of(json_t *o, atm_profile_in_step *s)
+{
+	s->step_s = json_number_value(json_object_get(o, "step_s"));
+	s->isolated_s = json_number_value(json_object_get(o, "isolated_s"));
+	s->n_nodes = (int32_t)json_integer_value(json_object_get(o, "n_nodes"));
+}
+
 /* atm_profile_get -- look up node in config, naming the kernel when it is missing */
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            atm_profile_entry *out)
@@ -124,7 +132,7 @@ atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_
 	atm_status rc = atm_node_key(g, node, config, algo, "atm_profile_get", &sig, cfg);
 	if (rc < 0)
 		return rc;
-	json_t *e = json_object_get(json_object_get(p->kernels, sig), cfg);
+	json_t *cfgs = json_object_get(p->kernels, sig), *e = json_object_get(cfgs, cfg);
 	if (!e) {
 		const atm_node *n = atm_graph_node(g, node);
 		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' (node %d of '%s', %s) in configuration %s is not "
@@ -136,11 +144,11 @@ atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_
 		return rc;
 	}
 	entry_of(e, out);
-	json_t *st = p->isolated ? NULL
-	                         : json_object_get(json_object_get(p->kernels, sig), ATM_PROFILE_IN_STEP_KEY);
+	json_t *st = p->isolated ? NULL : json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY);
 	if (st) {
-		double shift = json_number_value(json_object_get(st, "step_s")) -
-		               json_number_value(json_object_get(st, "isolated_s"));
+		atm_profile_in_step s;
+		in_step_of(st, &s);
+		double shift = s.step_s - s.isolated_s;
 		out->min_s = fmax(0, out->min_s + shift);
 		out->median_s = fmax(out->min_s, out->median_s + shift);
 	}
@@ -195,9 +203,7 @@ atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int
 		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' of '%s' has no in-step time in the profile",
 		             atm_graph_node(g, node)->name, atm_graph_name(g));
 	} else {
-		out->step_s = json_number_value(json_object_get(st, "step_s"));
-		out->isolated_s = json_number_value(json_object_get(st, "isolated_s"));
-		out->n_nodes = (int32_t)json_integer_value(json_object_get(st, "n_nodes"));
+		in_step_of(st, out);
 	}
 	free(sig);
 	return rc;

@@ -219,6 +219,26 @@ static void tensor_columns(struct build *b, const struct tmodel *t)
 	}
 }
 
+/* kernel_terms -- minus node k's kernel time, over its algorithm or configuration columns
+ * (a = the first algorithm's, z = the first configuration's, -1: none), into the row; false
+ * when the time is a constant (one configuration, one algorithm): the caller bounds the row
+ * with it */
+static bool kernel_terms(struct build *b, int32_t k, int32_t a, int32_t z)
+{
+	const struct nmodel *nm = &b->m->n[k];
+	if (a >= 0) {
+		for (int i = 0; i < nm->n_algo; i++)
+			row_add(b, a + i, -nm->algo_time[i] * US);
+		return true;
+	}
+	if (z >= 0) {
+		for (int c = 0; c < nm->n_cfg; c++)
+			row_add(b, z + c, -nm->time[c] * US);
+		return true;
+	}
+	return false;
+}
+
 /* algo_rows -- a GPU kernel's algorithms: a binary each, exactly one chosen, its time the
  * kernel's (in the objective, or under y with overlapping copies) and the workspace it needs
  * beyond the smallest in the kernel's memory slot (the smallest is in the slot's fixed bytes) */
@@ -242,10 +262,10 @@ static void algo_rows(struct build *b, int32_t k, int32_t y)
 	for (int i = 0; i < nm->n_algo; i++)
 		row_add(b, a + i, 1);
 	row_flush(b, 1, 1);
-	if (nm->has_async) {
+	/* with a loss the row holds the copies too: async_rows writes it */
+	if (nm->has_async && !(b->m->overlap_loss > 0)) {
 		row_add(b, y, 1);
-		for (int i = 0; i < nm->n_algo; i++)
-			row_add(b, a + i, -nm->algo_time[i] * US);
+		kernel_terms(b, k, a, -1);
 		row_flush(b, 0, INFINITY);
 	}
 }
@@ -284,8 +304,7 @@ static void node_rows(struct build *b, int32_t k)
 		/* with a loss the row holds the copies too: async_rows writes it */
 		if (nm->has_async && !(m->overlap_loss > 0)) {
 			row_add(b, y, 1);
-			for (int c = 0; c < nm->n_cfg; c++)
-				row_add(b, z + c, -nm->time[c] * US);
+			kernel_terms(b, k, -1, z);
 			row_flush(b, 0, INFINITY);
 		}
 	}
@@ -355,20 +374,10 @@ static void async_rows(struct build *b)
 		row_flush(b, 0, INFINITY);
 		if (!(m->overlap_loss > 0))
 			continue;
-		const struct nmodel *nm = &m->n[k];
-		bool fixed = true;
 		row_add(b, b->c->y[k], 1);
-		if (nm->n_algo > 1 && b->c->a[k] >= 0) {
-			for (int i = 0; i < nm->n_algo; i++)
-				row_add(b, b->c->a[k] + i, -nm->algo_time[i] * US);
-			fixed = false;
-		} else if (nm->n_free) {
-			for (int c = 0; c < nm->n_cfg; c++)
-				row_add(b, b->c->z[k] + c, -nm->time[c] * US);
-			fixed = false;
-		}
+		bool terms = kernel_terms(b, k, b->c->a[k], b->c->z[k]);
 		copy_terms(b, refs, cnt[k], cnt[k + 1], m->overlap_loss);
-		row_flush(b, fixed ? nm->time[0] * US : 0, INFINITY);
+		row_flush(b, terms ? 0 : m->n[k].time[0] * US, INFINITY);
 	}
 	free(cnt);
 	free(refs);

@@ -525,14 +525,15 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
 	/* what is measured must have somewhere to go: find out before measuring for hours */
 	bool need_step = !pr->o.estimate && !pr->o.isolated && in_step_missing(pr->g, p);
-	if ((st.n_todo || need_moves || atm_profile_unsaved(p)) && atm_profile_path(p) &&
-	    (rc = atm_check_writable(atm_profile_path(p))) < 0)
-		goto done;
-	/* what refines a complete cache is left out where the cache cannot take it */
-	if ((need_step || need_overlap) && atm_profile_path(p) &&
-	    atm_check_writable(atm_profile_path(p)) < 0) {
+	bool need_write = st.n_todo || need_moves || atm_profile_unsaved(p);
+	if ((need_write || need_step || need_overlap) && atm_profile_path(p) &&
+	    (rc = atm_check_writable(atm_profile_path(p))) < 0) {
+		if (need_write)
+			goto done;
+		/* what only refines a complete cache is left out where the cache cannot take it */
 		snprintf(r->in_step_note, sizeof r->in_step_note, "%s", atm_errmsg());
 		atm_err_clear();
+		rc = ATM_OK;
 		need_step = need_overlap = false;
 	}
 	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)

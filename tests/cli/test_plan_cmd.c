@@ -51,7 +51,7 @@ static void fill_cache_at(const atm_graph *g, const char *path, double slow_s)
 		}
 	assert_int_equal(atm_profile_set_moves(p,
 		&(atm_profile_moves){.to_fast_gbps = 4, .to_slow_gbps = 2, .estimated = false,
-	                         .overlap_measured = true}), ATM_OK);
+		                     .overlap_measured = true}), ATM_OK);
 	assert_int_equal(atm_prof_cache_save(p), ATM_OK);
 	atm_profile_destroy(syn);
 	atm_profile_destroy(p);

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "atm_optimizer.h"
+#include "optimizer/per_solver.h"
 #include "optimizer/synth.h"
 
 #define CONV2 3
@@ -410,15 +411,8 @@ int main(void)
 	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_algos_solvers_agree),
 	};
-	if (getenv("ATM_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("ATM_TEST_FILTER"));
-	/* every test once per solver this build has */
-	int failed = cmocka_run_group_tests_name("glpk", tests, setup_glpk, teardown);
-	atm_opt_solver s;
-	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK)
-		failed += cmocka_run_group_tests_name("cbc", tests, setup_cbc, teardown);
-	else
-		printf("cbc: not built in, its group skipped\n");
+	int failed = per_solver_run(tests, sizeof tests / sizeof tests[0], setup_glpk, setup_cbc,
+	                            teardown);
 	failed += cmocka_run_group_tests_name("solvers", both, setup_glpk, teardown);
 	return failed;
 }

@@ -16,6 +16,7 @@
 
 #include "atm_optimizer.h"
 #include "atm_zoo.h"
+#include "optimizer/per_solver.h"
 #include "optimizer/synth.h"
 
 struct net {
@@ -477,14 +478,5 @@ cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_write_model),
 		cmocka_unit_test(test_formulations_solver_names),
 	};
-	if (getenv("ATM_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("ATM_TEST_FILTER"));
-	/* every test once per solver this build has */
-	int failed = cmocka_run_group_tests_name("glpk", tests, setup_glpk, teardown);
-	atm_opt_solver s;
-	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK)
-		failed += cmocka_run_group_tests_name("cbc", tests, setup_cbc, teardown);
-	else
-		printf("cbc: not built in, its group skipped\n");
-	return failed;
+	return per_solver_run(tests, sizeof tests / sizeof tests[0], setup_glpk, setup_cbc, teardown);
 }
