@@ -7,20 +7,23 @@
 
 #include "atm_optimizer.h"
 
-/* per_solver_run -- tests[0..n) as group "glpk" with setup_glpk, then as "cbc" with setup_cbc
- * when the build has CBC (else says so); ATM_TEST_FILTER picks tests by name. The failures. */
-static inline int per_solver_run(const struct CMUnitTest *tests, size_t n,
-                                 CMFixtureFunction setup_glpk, CMFixtureFunction setup_cbc,
-                                 CMFixtureFunction teardown)
+/* per_solver_run -- tests[0..n) as group "glpk" with *solver set to GLPK, then as "cbc" with
+ * it set to CBC when the build has CBC (else says so); ATM_TEST_FILTER picks tests by name.
+ * The failures. */
+static inline int per_solver_run(const struct CMUnitTest *tests, size_t n, atm_opt_solver *solver,
+                                 CMFixtureFunction setup, CMFixtureFunction teardown)
 {
 	atm_opt_solver s;
 	if (getenv("ATM_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("ATM_TEST_FILTER"));
-	int failed = _cmocka_run_group_tests("glpk", tests, n, setup_glpk, teardown);
-	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK)
-		failed += _cmocka_run_group_tests("cbc", tests, n, setup_cbc, teardown);
-	else
+	*solver = ATM_OPT_SOLVER_GLPK;
+	int failed = _cmocka_run_group_tests("glpk", tests, n, setup, teardown);
+	if (atm_opt_solver_resolve(ATM_OPT_SOLVER_CBC, &s) == ATM_OK) {
+		*solver = ATM_OPT_SOLVER_CBC;
+		failed += _cmocka_run_group_tests("cbc", tests, n, setup, teardown);
+	} else {
 		printf("cbc: not built in, its group skipped\n");
+	}
 	return failed;
 }
 

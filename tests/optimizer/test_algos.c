@@ -93,18 +93,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int setup_glpk(void **state)
-{
-	solver = ATM_OPT_SOLVER_GLPK;
-	return setup(state);
-}
-
-static int setup_cbc(void **state)
-{
-	solver = ATM_OPT_SOLVER_CBC;
-	return setup(state);
-}
-
 static int teardown(void **state)
 {
 	struct fix *f = *state;
@@ -411,8 +399,8 @@ int main(void)
 	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_algos_solvers_agree),
 	};
-	int failed = per_solver_run(tests, sizeof tests / sizeof tests[0], setup_glpk, setup_cbc,
-	                            teardown);
-	failed += cmocka_run_group_tests_name("solvers", both, setup_glpk, teardown);
+	int failed = per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, setup, teardown);
+	solver = ATM_OPT_SOLVER_GLPK;
+	failed += cmocka_run_group_tests_name("solvers", both, setup, teardown);
 	return failed;
 }

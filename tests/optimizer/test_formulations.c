@@ -448,19 +448,6 @@ static void test_formulations_solver_names(void **state)
 	}
 }
 
-/* group_setup -- the networks, with the solver of the group run next */
-static int setup_glpk(void **state)
-{
-	solver = ATM_OPT_SOLVER_GLPK;
-	return setup(state);
-}
-
-static int setup_cbc(void **state)
-{
-	solver = ATM_OPT_SOLVER_CBC;
-	return setup(state);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,5 +465,5 @@ cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_write_model),
 		cmocka_unit_test(test_formulations_solver_names),
 	};
-	return per_solver_run(tests, sizeof tests / sizeof tests[0], setup_glpk, setup_cbc, teardown);
+	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, setup, teardown);
 }
