@@ -609,14 +609,14 @@ bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uin
  * timing events around one kernel cost more than the kernel in a stream of launches. The
  * profiler measures this once per signature in real all-fast steps of the graph, and the
  * profile keeps it beside the kernel's configurations ("in_step", docs/profile.md): step_s
- * is the kernel's fastest time inside those steps (a mean over its nodes), isolated_s its
+ * is the kernel's time in the fastest of those steps (a mean over its nodes), isolated_s its
  * all-fast time alone when that was measured. While the calibration is in use (the default), every time
  * atm_profile_get and atm_profile_get_algo give for the kernel, in any configuration, is
  * shifted by step_s - isolated_s (never below 0): the part of a time that a slow operand
  * adds is left as measured. It is one machine's, as every entry: a profile of another CPU,
  * thread count, tier pair, emulation or backend holds its own or none. */
 typedef struct {
-	double step_s;       /* fastest time in the all-fast steps, mean over n_nodes nodes */
+	double step_s;       /* time in the fastest all-fast step, mean over n_nodes nodes */
 	double isolated_s;   /* the all-fast time alone, as the profile held it then */
 	int32_t n_nodes;     /* nodes of the signature the mean is over (>= 1) */
 } atm_profile_in_step;

@@ -116,6 +116,15 @@ static void in_step_of(json_t *o, atm_profile_in_step *s)
 	s->n_nodes = (int32_t)json_integer_value(json_object_get(o, "n_nodes"));
 }
 
+/* in_step_current -- the signature's in-step object when it holds the statistic this autotm
+ * measures (ATM_PROFILE_IN_STEP_STAT), else NULL */
+static json_t *in_step_current(json_t *cfgs)
+{
+	json_t *st = json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY);
+	const char *stat = json_string_value(json_object_get(st, "statistic"));
+	return stat && !strcmp(stat, ATM_PROFILE_IN_STEP_STAT) ? st : NULL;
+}
+
 /* atm_profile_get -- look up node in config, naming the kernel when it is missing */
 atm_status atm_profile_get(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config,
                            atm_profile_entry *out)
@@ -144,7 +153,7 @@ atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_
 		return rc;
 	}
 	entry_of(e, out);
-	json_t *st = p->isolated ? NULL : json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY);
+	json_t *st = p->isolated ? NULL : in_step_current(cfgs);
 	if (st) {
 		atm_profile_in_step s;
 		in_step_of(st, &s);
@@ -179,8 +188,9 @@ atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t n
 	atm_status rc = in_step_sig(g, node, "atm_profile_put_in_step", &sig);
 	if (rc < 0)
 		return rc;
-	json_t *o = json_pack("{s:f, s:f, s:i}", "step_s", rounded(s->step_s), "isolated_s",
-	                      rounded(s->isolated_s), "n_nodes", (json_int_t)s->n_nodes);
+	json_t *o = json_pack("{s:f, s:f, s:i, s:s}", "step_s", rounded(s->step_s), "isolated_s",
+	                      rounded(s->isolated_s), "n_nodes", (json_int_t)s->n_nodes,
+	                      "statistic", ATM_PROFILE_IN_STEP_STAT);
 	if (!o || atm_profile_set_entry(p->kernels, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0 ||
 	    atm_profile_set_entry(p->dirty, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0)
 		rc = atm_err(ATM_E_NOMEM, "out of memory recording an in-step time");
@@ -189,7 +199,7 @@ atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t n
 	return rc;
 }
 
-/* atm_profile_get_in_step -- the signature's in-step time, when measured */
+/* atm_profile_get_in_step -- the signature's in-step time, when measured by this autotm */
 atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
                                    atm_profile_in_step *out)
 {
@@ -198,7 +208,7 @@ atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int
 	atm_status rc = in_step_sig(g, node, "atm_profile_get_in_step", &sig);
 	if (rc < 0)
 		return rc;
-	json_t *st = json_object_get(json_object_get(p->kernels, sig), ATM_PROFILE_IN_STEP_KEY);
+	json_t *st = in_step_current(json_object_get(p->kernels, sig));
 	if (!st) {
 		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' of '%s' has no in-step time in the profile",
 		             atm_graph_node(g, node)->name, atm_graph_name(g));

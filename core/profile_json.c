@@ -222,7 +222,7 @@ static atm_status parse_entry(const struct where *w, json_t *o, bool machine_est
 /* parse_in_step -- a kernel's in-step calibration, every field checked */
 static atm_status parse_in_step(const struct where *w, json_t *o)
 {
-	static const char *const fields[] = {"step_s", "isolated_s", "n_nodes", NULL};
+	static const char *const fields[] = {"step_s", "isolated_s", "n_nodes", "statistic", NULL};
 	double step, isolated;
 	int64_t n;
 	atm_status rc;
@@ -234,6 +234,10 @@ static atm_status parse_in_step(const struct where *w, json_t *o)
 	    (rc = get_number(w, o, "isolated_s", 0, ATM_PROFILE_MAX_S, &isolated)) < 0 ||
 	    (rc = get_integer(w, o, "n_nodes", 1, INT32_MAX, &n)) < 0)
 		return rc;
+	json_t *stat = json_object_get(o, "statistic");
+	if (stat && (!json_is_string(stat) || strcmp(json_string_value(stat), ATM_PROFILE_IN_STEP_STAT)))
+		return bad(w, "statistic", "must be \"%s\" (or absent: an earlier autotm's, "
+		           "measured again at the next profile)", ATM_PROFILE_IN_STEP_STAT);
 	return ATM_OK;
 }
 

@@ -161,6 +161,13 @@ static void test_profile_broken_text_refused(void **state)
 		 "{\"relu_fwd/f32[1]->f32[1]\": {\"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
 		 "1e-3, \"n_nodes\": 1, \"scale\": 2}}}}]}",
 		 "unknown field 'scale'"},
+		/* a statistic this autotm does not keep */
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"kernels\": "
+		 "{\"relu_fwd/f32[1]->f32[1]\": {\"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
+		 "1e-3, \"n_nodes\": 1, \"statistic\": \"min\"}}}}]}",
+		 "[\"in_step\"].statistic: must be \"fastest_step\""},
 	};
 	atm_profile_machine m = machine(2);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -179,6 +186,47 @@ static void test_profile_broken_text_refused(void **state)
 		assert_true(atm_profile_unsaved(p));
 		atm_profile_destroy(p);
 	}
+}
+
+/* in_step_without_statistic -- the cache text with its in-step objects as an earlier autotm
+ * wrote them (no "statistic": each kernel's own fastest over the steps) reads, but the times are
+ * not used and count as missing, so that the next profile measures them again */
+static void in_step_without_statistic(struct small *sm, const char *text)
+{
+	json_t *root = json_loads(text, 0, NULL), *mach, *cfgs;
+	assert_non_null(root);
+	size_t i;
+	const char *sig;
+	int n_stripped = 0;
+	json_array_foreach(json_object_get(root, "machines"), i, mach)
+		json_object_foreach(json_object_get(mach, "kernels"), sig, cfgs) {
+			json_t *st = json_object_get(cfgs, "in_step");
+			if (st) {
+				assert_string_equal(json_string_value(json_object_get(st, "statistic")),
+				                    "fastest_step");
+				assert_int_equal(json_object_del(st, "statistic"), 0);
+				n_stripped++;
+			}
+		}
+	assert_true(n_stripped > 0);
+	char *old = json_dumps(root, 0);
+	atm_profile_machine m2 = machine(2);
+	atm_profile *d = NULL;
+	atm_profile_in_step st;
+	atm_profile_entry e;
+	assert_int_equal(atm_profile_new(&d, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(d, old, strlen(old), false), ATM_OK);
+	assert_int_equal(atm_profile_get_in_step(d, sm->g, 0, &st), ATM_E_NOTFOUND);
+	assert_int_equal(atm_profile_get(d, sm->g, 0, 0, &e), ATM_OK);
+	assert_true(e.min_s == 1e-4);
+	/* measured again, it replaces the old one */
+	st = (atm_profile_in_step){.step_s = 2e-4, .isolated_s = 1e-4, .n_nodes = 1};
+	assert_int_equal(atm_profile_put_in_step(d, sm->g, 0, &st), ATM_OK);
+	assert_int_equal(atm_profile_get(d, sm->g, 0, 0, &e), ATM_OK);
+	assert_true(fabs(e.min_s - 2e-4) < 1e-15);
+	atm_profile_destroy(d);
+	free(old);
+	json_decref(root);
 }
 
 /* test_profile_in_step -- an in-step time shifts every configuration of its kernel (and its
@@ -244,6 +292,7 @@ static void test_profile_in_step(void **state)
 	assert_true(st.step_s == 3e-4 && st.isolated_s == 1e-4 && st.n_nodes == 1);
 	assert_int_equal(atm_profile_get(c, sm->g, 0, 0, &e), ATM_OK);
 	assert_true(fabs(e.min_s - 3e-4) < 1e-15);
+	in_step_without_statistic(sm, t2);
 	/* the same op on other shapes is another kernel: it has no in-step time */
 	int64_t dims[2] = {2, 4};
 	atm_graph *g2 = NULL;
