@@ -89,6 +89,10 @@ void atm_job_destroy(atm_job *j);
 atm_status atm_job_plan(atm_job *j);
 /* atm_job_execute -- train the planned step for real (not with estimate) */
 atm_status atm_job_execute(atm_job *j);
+/* atm_job_execute_again -- the planned step trained once more in a fresh executor (after
+ * atm_job_execute): its step time (the fastest of o->iters) in *actual_s. What
+ * atm_job_execute measured stays the job's result: this is for repeated measurements. */
+atm_status atm_job_execute_again(atm_job *j, double *actual_s);
 /* atm_job_write_results -- the run into o->results_path (appended with o->append): what
  * atm_job_execute measured, or, when nothing ran, the plan alone (actual times null) */
 atm_status atm_job_write_results(atm_job *j);

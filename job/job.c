@@ -331,13 +331,10 @@ atm_status atm_job_plan(atm_job *j)
 	                    &j->plan);
 }
 
-atm_status atm_job_execute(atm_job *j)
+/* exec_opts -- how the job's step is run */
+static atm_exec_opts exec_opts(const atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
-	if (!j->plan || j->exec)
-		return atm_err(ATM_E_USAGE, j->plan ? "the job ran already" : "plan the job first");
-	if (o->estimate)
-		return atm_err(ATM_E_USAGE, "a plan priced by an estimated profile is not run");
 	atm_exec_opts eo = {
 		.iters = o->iters,
 		.warmup = o->warmup ? o->warmup : -1,
@@ -351,9 +348,33 @@ atm_status atm_job_execute(atm_job *j)
 	};
 	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") && o->mem.gpu.mode &&
 	                 !strcmp(o->mem.gpu.mode, "cuda");
+	return eo;
+}
+
+atm_status atm_job_execute(atm_job *j)
+{
+	if (!j->plan || j->exec)
+		return atm_err(ATM_E_USAGE, j->plan ? "the job ran already" : "plan the job first");
+	if (j->o.estimate)
+		return atm_err(ATM_E_USAGE, "a plan priced by an estimated profile is not run");
+	atm_exec_opts eo = exec_opts(j);
 	atm_status rc = atm_exec_new(&j->exec, j->plan, &eo);
 	if (rc == ATM_OK)
 		rc = atm_exec_run(j->exec);
+	return rc;
+}
+
+atm_status atm_job_execute_again(atm_job *j, double *actual_s)
+{
+	*actual_s = -1;
+	if (!j->exec)
+		return atm_err(ATM_E_USAGE, "atm_job_execute_again: execute the job first");
+	atm_exec_opts eo = exec_opts(j);
+	atm_exec *e = NULL;
+	atm_status rc = atm_exec_new(&e, j->plan, &eo);
+	if (rc == ATM_OK && (rc = atm_exec_run(e)) == ATM_OK)
+		*actual_s = atm_exec_result_get(e)->actual_runtime_s;
+	atm_exec_destroy(e);
 	return rc;
 }
 
