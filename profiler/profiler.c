@@ -387,7 +387,7 @@ static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_
 /* put_in_step -- each signature's mean over its nodes of their times in the fastest measured
  * step, for the signatures the profile lacks. The fastest step is what a run reports, and its
  * kernels are what the prediction is compared with: each kernel's own fastest over the steps
- * would sum below any real step (on DenseNet-264, 1351 kernels, by 9%). */
+ * would sum below any real step (on DenseNet-264's 6,251 kernels, by 9%). */
 static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s, int32_t *n_put)
 {
 	const atm_graph *g = pr->g;
