@@ -240,8 +240,8 @@ static void print_slowdowns(const struct opts *o, const struct net *nets, int n_
 	if (sync < 0 || async < 0)
 		return;
 	printf("\nasynchronous against synchronous (measured; target <= 1.00): the first runs; "
-	       "median [range] of them\nand %d more pairs; '=': the asynchronous plan has no "
-	       "asynchronous move\n", o->pairs);
+	       "median [range] of them\nand %d more pair%s; '=': the asynchronous plan has no "
+	       "asynchronous move\n", o->pairs, o->pairs == 1 ? "" : "s");
 	bool met = true, met_median = true;
 	for (int i = 0; i < n_nets; i++) {
 		printf("  %-12s", nets[i].name);
