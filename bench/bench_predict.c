@@ -254,8 +254,7 @@ static void print_slowdowns(const struct opts *o, const struct net *nets, int n_
 				continue;
 			double sorted[MAX_PAIRS + 1];
 			memcpy(sorted, r, (size_t)n * sizeof *r);
-			qsort(sorted, (size_t)n, sizeof *sorted, bench_cmp_double);
-			double med = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+			double med = atm_sort_median(sorted, n);
 			printf("  %s %.3f %.3f [%.3f-%.3f]%s", rbuf, r[0], med, sorted[0], sorted[n - 1],
 			       nets[i].no_async[ri] ? "=" : "");
 			met = met && r[0] <= 1;

@@ -27,13 +27,6 @@ static inline bool bench_split(const char **s, char *buf, size_t len)
 	return true;
 }
 
-/* bench_cmp_double -- ascending doubles, for qsort */
-__attribute__((unused)) static int bench_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* bench_usage_error -- "PROG: message" and where the help is, on stderr; exit code 2, as
  * autotm's usage errors */
 __attribute__((format(printf, 2, 3), unused)) static int bench_usage_error(const char *prog,

@@ -769,6 +769,11 @@ atm_status atm_read_file(const char *path, char **data, size_t *len);
 atm_status atm_parse_bytes(const char *s, int64_t *out);
 /* atm_format_bytes -- "1.50 GiB" into buf */
 const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
+/* atm_cmp_double -- ascending order of doubles, for qsort */
+int atm_cmp_double(const void *a, const void *b);
+/* atm_sort_median -- v[0..n) sorted ascending in place (v[0] is then the least) and their
+ * median: the middle one, or the mean of the two middle ones for an even n (n >= 1) */
+double atm_sort_median(double *v, int64_t n);
 /* FNV-1a, 64 bits: digests of graphs, checksums of weights, keys of tier specs */
 #define ATM_FNV1A_INIT 1469598103934665603ull
 /* atm_fnv1a -- h extended by len bytes of data */

@@ -1,4 +1,4 @@
-/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing, hashing, the clock, the CPU model */
+/* files.c -- atomic file writes, whole-file reads, byte-size parsing and printing, hashing, medians, the clock, the CPU model */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -392,6 +392,18 @@ uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 1099511628211ull;
 	return h;
+}
+
+int atm_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double atm_sort_median(double *v, int64_t n)
+{
+	qsort(v, (size_t)n, sizeof *v, atm_cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* atm_now_s -- CLOCK_MONOTONIC in seconds */

@@ -512,13 +512,6 @@ done:
 
 /* ---------------------------------------------------------------- error */
 
-/* cmp_double -- qsort order of doubles */
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* config_all -- node's configuration with every operand that may be slow in slow memory */
 static uint32_t config_all(const atm_graph *g, int32_t node)
 {
@@ -579,13 +572,12 @@ atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, con
 		             "configuration of graph '%s'", atm_graph_name(g));
 		goto fail;
 	}
-	qsort(ape, (size_t)n, sizeof *ape, cmp_double);
+	out->median_ape = atm_sort_median(ape, n);
 	double sum = 0;
 	for (int64_t i = 0; i < n; i++)
 		sum += ape[i];
 	out->n_configs = n;
 	out->mean_ape = sum / (double)n;
-	out->median_ape = n % 2 ? ape[n / 2] : 0.5 * (ape[n / 2 - 1] + ape[n / 2]);
 	rc = ATM_OK;
 fail:
 	if (rc < 0)

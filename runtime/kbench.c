@@ -265,13 +265,6 @@ done:
 	return rc < 0 ? atm_err_prefix(rc, "making the argmax of '%s': ", x->name) : ATM_OK;
 }
 
-/* cmp_double -- qsort order of doubles */
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* operand_copy -- operand i's copy in slow or fast memory, made and filled the
  * first time a configuration asks for it: one copy per tensor (a tensor used
  * twice is one buffer, as in the executor), inputs filled, outputs zeroed so
@@ -412,10 +405,8 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 	for (int r = 0; r < kb->o.reps; r++)
 		if ((rc = run_once(kb, slow_read, slow_written, &kb->times[r])) < 0)
 			goto done;
-	qsort(kb->times, (size_t)kb->o.reps, sizeof *kb->times, cmp_double);
-	int h = kb->o.reps / 2;
+	e->median_s = atm_sort_median(kb->times, kb->o.reps);
 	e->min_s = kb->times[0];
-	e->median_s = kb->o.reps % 2 ? kb->times[h] : 0.5 * (kb->times[h - 1] + kb->times[h]);
 	e->count = kb->o.reps;
 	e->scratch_bytes = kb->b->iface->kernel_scratch_bytes(kb->b, kb->k);
 done:
@@ -540,7 +531,7 @@ atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 			samples[n_samples++] = (with - alone) / (c < with ? c : with);
 	}
 	if (n_samples) {
-		qsort(samples, (size_t)n_samples, sizeof *samples, cmp_double);
+		qsort(samples, (size_t)n_samples, sizeof *samples, atm_cmp_double);
 		double l = samples[n_samples / 2];
 		*loss = l < 0 ? 0 : l > 1 ? 1 : l;
 	}

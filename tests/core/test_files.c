@@ -265,6 +265,19 @@ static void test_files_fnv1a(void **state)
 	assert_true(atm_fnv1a(ATM_FNV1A_INIT, "ab", 2) != atm_fnv1a(ATM_FNV1A_INIT, "ba", 2));
 }
 
+/* test_files_sort_median -- sorted in place; the middle one, or the mean of the two middle
+ * ones */
+static void test_files_sort_median(void **state)
+{
+	(void)state;
+	double odd[] = {3, -1, 2}, even[] = {4, 1, 3, 2}, one[] = {7};
+	assert_true(atm_sort_median(odd, 3) == 2);
+	assert_true(odd[0] == -1 && odd[1] == 2 && odd[2] == 3);
+	assert_true(atm_sort_median(even, 4) == 2.5);
+	assert_true(even[0] == 1 && even[3] == 4);
+	assert_true(atm_sort_median(one, 1) == 7);
+}
+
 /* test_files_arena_alignment -- sizes round up, limits round down, to ATM_ARENA_ALIGN */
 static void test_files_arena_alignment(void **state)
 {
@@ -290,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_files_refused_outputs),
 		cmocka_unit_test(test_files_clock),
 		cmocka_unit_test(test_files_fnv1a),
+		cmocka_unit_test(test_files_sort_median),
 		cmocka_unit_test(test_files_arena_alignment),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
