@@ -174,8 +174,9 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m);
 /* atm_kbench_overlap -- the fraction of an asynchronous copy's time that node's all-fast
  * kernel loses when the copy runs beside it (0: nothing, the copy is free; 1: the kernel
- * waits as long as the copy takes), best of the bench's reps each way; on this backend's
- * mover, as a plan's asynchronous moves run */
+ * waits as long as the copy takes), the median of 2 * reps + 1 turns, each timing the copies
+ * alone, the kernel alone and both together; on this backend's mover, as a plan's
+ * asynchronous moves run */
 atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss);
 /* atm_kbench_machine -- what the timings are comparable with: CPU model,
  * OpenMP threads, oneDNN version, tier kinds and nodes, emulation name */

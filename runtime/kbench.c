@@ -497,8 +497,8 @@ static atm_status copies_s(atm_kbench *kb, int n, void *dst, const void *src, bo
 /* atm_kbench_overlap -- node's all-fast kernel alone and beside asynchronous copies of about
  * its time, in turns (slow to slow memory, so that the kernel's operands in the arena stay as
  * they are; a copy costs the mover what an eviction does: the copy and its emulated wait).
- * Each pair's extra kernel time over the copies' time alone is one sample; the loss is their
- * median: turns and a median keep a busy moment from deciding it. */
+ * Each turn's extra kernel time over that turn's copies alone is one sample; the loss is
+ * their median: turns and a median keep a busy moment from deciding it. */
 atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 {
 	const atm_backend_i *bi = kb->b->iface;
@@ -521,11 +521,12 @@ atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 	/* copies of about four fifths of the kernel: nearly all of them beside it */
 	int n = one > 0 ? (int)(0.8 * e.min_s / one + 0.5) : 1;
 	n = n < 1 ? 1 : n > 16 ? 16 : n;
-	if ((rc = copies_s(kb, n, z, a, false, &c)) < 0)
-		goto done;
+	/* each turn times the copies alone, the kernel alone and the two together, so that a
+	 * sample compares times of one moment, and no single slow copy scales them all */
 	int turns = 2 * kb->o.reps + 1;
 	for (int r = 0; r < turns && r < 64; r++) {
-		if ((rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, z, a, true, &with)) < 0)
+		if ((rc = copies_s(kb, n, z, a, false, &c)) < 0 ||
+		    (rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, z, a, true, &with)) < 0)
 			goto done;
 		if (c > 0)
 			samples[n_samples++] = (with - alone) / (c < with ? c : with);
