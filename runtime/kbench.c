@@ -532,8 +532,7 @@ atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 			samples[n_samples++] = (with - alone) / (c < with ? c : with);
 	}
 	if (n_samples) {
-		qsort(samples, (size_t)n_samples, sizeof *samples, atm_cmp_double);
-		double l = samples[n_samples / 2];
+		double l = atm_sort_median(samples, n_samples);
 		*loss = l < 0 ? 0 : l > 1 ? 1 : l;
 	}
 done:
