@@ -5,12 +5,12 @@
  * the memories, the kernels and the copies of one kind of machine:
  *
  *   cpu      oneDNN kernels, DRAM arena and slow tier (memkind, libpmem2), the
- *            mover thread, tier emulation            (backend_cpu.c)
+ *            mover thread, tier emulation            (cpu/backend_cpu.c)
  *   cuda     cuDNN/cuBLAS kernels, one cudaMalloc arena, pinned host memory,
  *            copy streams with events                 (cuda/cuda_backend.c)
  *   gpu-sim  a GPU stand-in: a byte-limited host arena as device memory, the
  *            CPU kernels, copies on a worker thread at a link's bandwidth
- *                                                     (backend_cpu.c, sim mode)
+ *                                                     (cpu/backend_cpu.c, sim mode)
  *
  * atm_backend_open (backend_reg.c, the only file with an #ifdef for optional
  * backends) makes one by name.

@@ -11,7 +11,7 @@
  *     atm_cuda_ctx_destroy(c);
  *
  * Tensors are dense and row-major (NCHW, [N, C]) with the graph's shapes, as
- * on the CPU (runtime/kernels.h says what each op computes); the pointers are
+ * on the CPU (runtime/cpu/kernels.h says what each op computes); the pointers are
  * device-accessible (device memory, or pinned host memory mapped into the
  * device's address space) and 256-byte aligned. Every output byte is written.
  *

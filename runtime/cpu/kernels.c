@@ -10,7 +10,7 @@
 /* The oneDNN C API changed shape in 3.0 (operation descriptors are gone);
  * this file speaks the 2.x dialect and says so at build time. */
 #if DNNL_VERSION_MAJOR != 2 || DNNL_VERSION_MINOR < 3
-#error "runtime/kernels.c needs oneDNN 2.3 to 2.x (batch norm use_scale/use_shift flags, 2.x C API)"
+#error "runtime/cpu/kernels.c needs oneDNN 2.3 to 2.x (batch norm use_scale/use_shift flags, 2.x C API)"
 #endif
 
 struct atm_cpu {
