@@ -48,7 +48,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 
 #define CLI_GRAPH_HELP                                                                      \
 	"  --model NAME      a network of the zoo (see 'autotm zoo')\n"                         \
-	"  --graph FILE      a graph JSON file of your own (format in the README)\n"            \
+	"  --graph FILE      a graph JSON file of your own (docs/graph-format.md)\n"            \
 	"  --batch B         batch size (default: the preset's, or the file's \"batch\")\n"     \
 	"  --preset P        size preset: small (default), paper, large, gpu\n"                 \
 	"  --image N         input height and width (default: the preset's or the network's)\n" \

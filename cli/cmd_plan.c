@@ -35,7 +35,7 @@ static const char plan_help_tail[] =
 	"  --write-model FILE  write the ILP (the final round's) to FILE, MPS when it ends in\n"
 	"                    .mps, CPLEX LP when in .lp, for any solver to read\n"
 	"  --results FILE    also write the plan's prediction as a results record (actual\n"
-	"                    times null; the README's results format), e.g. for a network\n"
+	"                    times null; docs/formats.md), e.g. for a network\n"
 	"                    planned with --estimate that this machine cannot run\n"
 	"  --append          add that record to FILE's runs (FILE of the same workload)\n"
 	"  --explain         print the plan as a timeline: where tensors live, what moves when,\n"

@@ -23,7 +23,7 @@ static const char run_help_head[] =
 	"\n"
 	"options:\n" CLI_GRAPH_HELP
 	"  --placement P     all-fast (default), all-slow, random (with --placement-seed), or a plan\n"
-	"                    JSON file (the README's plan format); with --gpu also managed:\n"
+	"                    JSON file (docs/formats.md); with --gpu also managed:\n"
 	"                    every tensor in cudaMallocManaged memory (Figure 12's baseline),\n"
 	"                    refused when it exceeds the device's free memory\n"
 	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n";

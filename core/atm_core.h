@@ -285,7 +285,7 @@ typedef struct {
 	int64_t batch; /* > 0 overrides the file's "batch" parameter */
 } atm_graph_load_opts;
 
-/* atm_graph_load -- read and validate a graph JSON file (format in README).
+/* atm_graph_load -- read and validate a graph JSON file (docs/graph-format.md).
  * Errors are ATM_E_INPUT (message names the file and the element) or ATM_E_IO. */
 atm_status atm_graph_load(atm_graph **g, const char *path, const atm_graph_load_opts *opts);
 /* atm_graph_load_buffer -- the same from memory; origin names it in messages */
@@ -441,7 +441,7 @@ const atm_schedule_stats *atm_schedule_stats_get(const atm_schedule *s);
 /* Bytes of fast copies live while node runs (workspace excluded). */
 int64_t atm_schedule_fast_bytes_at(const atm_schedule *s, int32_t node);
 
-/* Plan JSON (format in the README). Loading checks the plan belongs to g: same
+/* Plan JSON (docs/formats.md). Loading checks the plan belongs to g: same
  * graph name and tensor names, and a digest of the graph's structure. */
 atm_status atm_plan_load(atm_plan **p, const atm_graph *g, const char *path);
 atm_status atm_plan_load_buffer(atm_plan **p, const atm_graph *g, const char *data, size_t len,
@@ -687,7 +687,7 @@ void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
 
 /* ---------------------------------------------------------------- results */
 
-/* Version of the results format written and appended to (README "Results JSON"). */
+/* Version of the results format written and appended to (docs/formats.md, "Results JSON"). */
 #define ATM_RESULTS_VERSION 2
 
 /* What the workload is beyond its graph: the sizes it was built with. */
@@ -733,7 +733,7 @@ typedef struct {
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
 } atm_run_measured;
 
-/* atm_results_write -- a results file (AutoTM's fields, README "Results JSON") with one
+/* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one
  * run: the plan (its ratio and solver figures in its info), its schedule's figures and what
  * m measured (NULL: a plan that did not run: actual times are null). w may be NULL. With
  * append, the run is added to path's runs when path holds results of the same workload
