@@ -77,7 +77,7 @@ typedef atm_job_memory cli_memory;
 	"  --slow-size SIZE  cap of the pmem-dir tier, or size of the fsdax file (e.g. 8G; 0,\n"  \
 	"                    the default: no cap, the fsdax file's own size)\n"                  \
 	"  --emulate P       make the slow tier behave like optane, cxl or numa memory, or like\n"  \
-	"                    a JSON tier spec file (see the README)\n"                              \
+	"                    a JSON tier spec file (docs/tiers.md)\n"                               \
 	"  --gpu[=cuda|sim]  on a GPU: fast memory is its device memory, slow memory pinned host\n" \
 	"                    memory, kernels cuDNN/cuBLAS; --gpu=sim simulates one on the CPU\n"   \
 	"  --gpu-memory SIZE device memory the plan may use (default: free memory less 1.5 GiB;\n" \
