@@ -142,15 +142,18 @@ step() {
   fi
 }
 
+# left_out NAME WHY -- with --estimate, say that NAME is left out and why (WHY -: it is not)
+left_out() {
+  { [ "$ESTIMATE" -eq 1 ] && [ "$2" != - ]; } || return 1
+  echo >&2
+  echo "== $1: left out with --estimate ($2)" >&2
+}
+
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 DRIVER_ARGS=(--data "$DATA" ${QUICK[@]+"${QUICK[@]}"} ${PASS[@]+"${PASS[@]}"})
 for line in "${EXPERIMENTS[@]}"; do
   IFS=$'\t' read -r name driver gpu why <<<"$line"
-  if [ "$ESTIMATE" -eq 1 ] && [ "$why" != - ]; then
-    echo >&2
-    echo "== $name: left out with --estimate ($why)" >&2
-    continue
-  fi
+  ! left_out "$name" "$why" || continue
   args=("${DRIVER_ARGS[@]}")
   [ "$gpu" != gpu ] || args+=(${GPU_ARGS[@]+"${GPU_ARGS[@]}"})
   step "$name" "$PYTHON" "$ATM_ROOT/$driver" "${args[@]}"
@@ -163,11 +166,7 @@ else
   mkdir -p "$OUT"
   for line in "${FIGURES[@]}"; do
     IFS=$'\t' read -r name script why _ <<<"$line"
-    if [ "$ESTIMATE" -eq 1 ] && [ "$why" != - ]; then
-      echo >&2
-      echo "== $name: left out with --estimate ($why)" >&2
-      continue
-    fi
+    ! left_out "$name" "$why" || continue
     if [ ! -f "$ATM_ROOT/$script" ]; then
       echo >&2
       echo "== $name: $ATM_ROOT/$script is missing" >&2
