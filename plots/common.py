@@ -29,11 +29,10 @@ from matplotlib.patches import Patch  # noqa: E402
 # run directly (plots/fig7.py), with its own folder, not the repository, on the module path
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "python"))
-from autotm_results import registry  # noqa: E402
+from autotm_results import registry, values  # noqa: E402
 from autotm_results.ratios import fast_fraction, parse_ratios, ratio_label  # noqa: E402
 from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
                                     run_ratio, step_times)
-from autotm_results import values  # noqa: E402
 from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.
