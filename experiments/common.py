@@ -4,13 +4,15 @@ Each driver (conventional.py, inception.py, large.py, gpu.py) builds a list of
 runs and hands it to main(): the options, the data folder, the autotm binary,
 the resumable loop with its progress, the summary and the exit status live here.
 
+Reading results files, ratios and numbers, and which folder each driver writes,
+are autotm_results' (python/), shared with the figure scripts.
+
 Exit status of a driver: 0 every run done or already in the data, 1 a run
 failed (or the binary is missing), 2 bad usage, 130 interrupted.
 Python 3 standard library only (run with /usr/bin/python3).
 """
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -25,9 +27,12 @@ from fractions import Fraction
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-
-RESULTS_FORMAT = "autotm-results"
-RESULTS_VERSION = 2
+# the package the figure scripts share lives in python/ under the repository: a driver is run
+# directly (experiments/conventional.py), with its own folder, not the repository, on the path
+sys.path.insert(0, str(REPO / "python"))
+from autotm_results import registry, values  # noqa: E402
+from autotm_results.ratios import parse_ratios, ratio_str  # noqa: E402
+from autotm_results.results import VERSION, ResultsError, read  # noqa: E402
 
 # where the binary is looked for when neither --autotm nor AUTOTM names it
 DEFAULT_BINARIES = ("build-release/cli/autotm", "build/cli/autotm")
@@ -50,10 +55,6 @@ FALLBACK_PRESETS = {
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class DataError(Exception):
-    """A results file the drivers cannot read (not JSON, another format)."""
 
 
 class Interrupted(Exception):
@@ -87,31 +88,9 @@ def fmt_left(s):
     return f"about {h} h {m} min" if m else f"about {h} h"
 
 
-def ratio_str(r):
-    return f"{r[0]}:{r[1]}"
-
-
-def parse_ratio(text):
-    """'8:1' -> (8, 1): non-negative integers, not both zero."""
-    m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(
-            f"bad ratio '{text}': write slow:fast with non-negative integers, e.g. 8:1, 1:1, 0:1 (all fast), 1:0 (all slow)")
-    s, f = int(m.group(1)), int(m.group(2))
-    if s == 0 and f == 0:
-        raise argparse.ArgumentTypeError(f"bad ratio '{text}': slow and fast cannot both be 0")
-    return (s, f)
-
-
-def parse_ratios(text):
-    out = []
-    for part in text.split(","):
-        if not part.strip():
-            raise argparse.ArgumentTypeError(f"bad ratio list '{text}': an empty entry (write e.g. 8:1,4:1,1:1)")
-        r = parse_ratio(part)
-        if r not in out:
-            out.append(r)
-    return out
+# argparse types: --ratios S:F,... as written (autotm is given them so), --time-limit
+ratio_list = values.argtype(parse_ratios)
+positive_float = values.argtype(values.positive_float, "number of seconds")
 
 
 def parse_names(text):
@@ -142,27 +121,11 @@ def positive_int(text):
     return int(text)
 
 
-def positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
-    return v
-
-
 def machine_name(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", text):
         raise argparse.ArgumentTypeError(
             f"bad machine name '{text}': letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit")
     return text
-
-
-def fraction_ratio(f):
-    """A fast fraction f in [0, 1] -> S:F = (1-f):f in integers (3/4 -> 1:3, 1/5 -> 4:1, 0 -> 1:0)."""
-    f = Fraction(f)
-    return (f.denominator - f.numerator, f.numerator)
 
 
 def default_machine():
@@ -374,28 +337,17 @@ class Run:
                 + ["--quiet", "-o", str(self.file), "--append"])
 
 
-def grid(args, folder, preset, formulations, before=(), after=()):
+def grid(args, preset, formulations, before=(), after=()):
     """The runs of every network: the (formulation, ratio) pairs of BEFORE, each of FORMULATIONS
-    at each of --ratios, then AFTER, into DATA/MACHINE/FOLDER/NETWORK-PRESET.json."""
+    at each of --ratios, then AFTER, into DATA/MACHINE/FOLDER/NETWORK-PRESET.json (the driver's
+    folder in the registry)."""
     mode = "estimate" if args.estimate else "measure"
     pairs = list(before) + [(f, r) for r in args.ratios for f in formulations] + list(after)
     runs = []
     for net in args.networks:
-        file = args.machine_dir / folder / f"{net}-{preset}.json"
+        file = args.folder / f"{net}-{preset}.json"
         runs += [Run(net, preset, file, f, r, mode, emulate=args.emulate) for f, r in pairs]
     return runs
-
-
-def _num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _same_ratio(r, slow, fast):
-    """Is slow:fast (numbers from a file) the ratio r = (S, F)? Compared as fractions, 2:2 == 1:1."""
-    if not (_num(slow) and _num(fast)) or slow < 0 or fast < 0 or slow + fast <= 0:
-        return False
-    s, f = r
-    return abs(s * fast - f * slow) <= 1e-9 * max(1.0, s * fast, f * slow)
 
 
 class ResultsReader:
@@ -404,72 +356,34 @@ class ResultsReader:
     def __init__(self):
         self.warned = set()
 
-    def load(self, path):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            return None
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}: not a results file: invalid JSON at line {e.lineno}, column {e.colno} ({e.msg})")
-        except (OSError, UnicodeDecodeError) as e:
-            raise DataError(f"{path}: cannot be read: {e}")
-        fmt = data.get("format") if isinstance(data, dict) else None
-        if fmt != RESULTS_FORMAT:
-            raise DataError(f"{path}: not a results file: format {json.dumps(fmt)}, expected \"{RESULTS_FORMAT}\" "
-                            "(move it away or give another --data)")
-        if not isinstance(data.get("runs", []), list):
-            raise DataError(f"{path}: not a results file: 'runs' is not a list")
-        return data
-
     def _warn_old(self, path, why):
         if str(path) not in self.warned:
             self.warned.add(str(path))
             say(f"warning: {path} {why}: its runs are not recognised as done and are run again "
-                f"(this driver reads version {RESULTS_VERSION}, with ratio_slow and ratio_fast)")
+                f"(this driver reads version {VERSION}, with ratio_slow and ratio_fast)")
 
     def contains(self, run):
         return self.count(run) > 0
 
     def count(self, run):
         """How many times the run is in its file (the managed baseline: 0 or 1)."""
-        data = self.load(run.file)
-        if data is None:
+        res = read(run.file, missing_ok=True)
+        if res is None:
             return 0
-        runs = data.get("runs") or []
         if run.gpu:
             # never mix a simulated GPU's runs with a real one's in one file
             want = run.gpu == "sim"
-            for r in runs:
+            for r in res.runs:
                 if isinstance(r, dict) and isinstance(r.get("simulated"), bool) and r["simulated"] != want:
-                    raise DataError(
+                    raise ResultsError(
                         f"{run.file}: holds {'simulated' if r['simulated'] else 'real'} GPU runs, and these are "
                         f"{'simulated' if want else 'real'}: give another --data or --machine")
         if run.mode == "managed":
-            return int(data.get("gpu_managed_runtime") is not None)
-        version = data.get("version")
-        if not isinstance(version, int) or version < 2:
-            self._warn_old(run.file, f"is a version-{version} results file")
-            return 0
-        estimated = run.mode == "estimate"
-        found = 0
-        for r in runs:
-            if not isinstance(r, dict):
-                continue
-            if "ratio_slow" not in r or "ratio_fast" not in r:
-                self._warn_old(run.file, "has runs without ratio_slow/ratio_fast (an older version)")
-                continue
-            if r.get("formulation") != run.formulation:
-                continue
-            if bool(r.get("estimated_profile")) != estimated:
-                continue
-            if not estimated and r.get("actual_runtime") is None:
-                continue                      # planned, never run: not a measured run
-            if run.ratio is None:
-                found += r["ratio_slow"] is None and r["ratio_fast"] is None
-            elif _same_ratio(run.ratio, r["ratio_slow"], r["ratio_fast"]):
-                found += 1
-        return found
+            return int(res.doc.get("gpu_managed_runtime") is not None)
+        why = res.outdated()
+        if why:
+            self._warn_old(run.file, why)
+        return res.count(run.formulation, run.ratio, run.mode == "estimate")
 
 
 # ---------------------------------------------------------------- options
@@ -490,7 +404,7 @@ def make_parser(prog, description, epilog, presets, default_networks, default_ra
                        default_preset or list(presets)[0], "; ".join(f"{k}: {v}" for k, v in presets.items())))
     p.add_argument("--networks", type=parse_names, metavar="A,B,C",
                    help="networks of the zoo (default: %s)" % ",".join(default_networks))
-    p.add_argument("--ratios", type=parse_ratios, metavar="S:F,...",
+    p.add_argument("--ratios", type=ratio_list, metavar="S:F,...",
                    help="slow:fast ratios, fast memory = the step's peak x F/(S+F) (default: %s)"
                         % ",".join(ratio_str(r) for r in default_ratios))
     p.add_argument("--quick", action="store_true", help=quick_text)
@@ -635,7 +549,7 @@ def _check_recorded(reader, run, warned):
         return
     try:
         found = reader.contains(run)
-    except DataError as e:
+    except ResultsError as e:
         found, why = False, str(e)
     else:
         why = "no run of this formulation, ratio and profile kind"
@@ -666,7 +580,7 @@ def execute(name, args, runs, header_lines=()):
         want = 1 if r.mode in ("estimate", "managed") else args.repeat
         try:
             have = 0 if args.force else reader.count(r)
-        except DataError as e:
+        except ResultsError as e:
             tasks.append((r, 0, want, e))
             continue
         if have >= want:
@@ -783,9 +697,11 @@ def execute(name, args, runs, header_lines=()):
 
 def main(name, parser, build, quick_networks, quick_ratios, default_networks, default_ratios,
          validate=None, header=None):
-    """Parse the options, build the runs with build(args, zoo) and execute them."""
+    """Parse the options, build the runs with build(args, zoo) and execute them: NAME is the
+    driver's experiment in the registry, whose folder of DATA/MACHINE/ (args.folder) it writes."""
     args = parser.parse_args()
     finish_args(parser, args, quick_networks, quick_ratios, default_networks, default_ratios)
+    args.folder = args.machine_dir / registry.experiment(name).folder
     if validate:
         validate(parser, args)
     args.autotm_path = find_autotm(args.autotm, args.dry_run)

@@ -10,10 +10,8 @@ a run already there is not run again.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
 DEFAULT_RATIOS = [(8, 1), (4, 1), (1, 1)]
 QUICK_RATIOS = [(4, 1)]
@@ -36,7 +34,7 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 def build(args, zoo):
     preset = args.preset or "small"
     common.warn_big_preset(preset, args.estimate)
-    return common.grid(args, "cpu", preset, FORMULATIONS,
+    return common.grid(args, preset, FORMULATIONS,
                        before=[("all-fast", (0, 1)), ("all-slow", (1, 0))],
                        after=[("synchronous", (1, 0))])
 

@@ -17,10 +17,8 @@ batch.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
 DEFAULT_RATIOS = [(1, 1)]
 # a tiny network's largest kernels take most of its peak, and on a GPU every operand of a
@@ -58,7 +56,7 @@ def build(args, zoo):
         for b in batches:
             # the small preset runs its own batch (no --batch); other presets name each batch
             pass_batch = b if (args.batches or preset != "small") else None
-            f = args.machine_dir / "gpu" / f"{net}-{preset}-b{b}.json"
+            f = args.folder / f"{net}-{preset}-b{b}.json"
             runs.append(common.Run(net, preset, f, mode="managed", batch=pass_batch, gpu=args.gpu,
                                    shown_batch=b))
             for ratio in args.ratios:

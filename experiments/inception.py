@@ -11,15 +11,14 @@ static and synchronous, all-fast) run once.
 
 import sys
 from fractions import Fraction
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common  # first: it puts python/ on the module path
+from autotm_results.ratios import fraction_ratio, ratio_str
 
 FAST_FRACTIONS = ([Fraction(1), Fraction(3, 4), Fraction(2, 3)]
                   + [Fraction(1, d) for d in (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 40, 60, 80, 100)]
                   + [Fraction(0)])
-DEFAULT_RATIOS = [common.fraction_ratio(f) for f in FAST_FRACTIONS]
+DEFAULT_RATIOS = [fraction_ratio(f) for f in FAST_FRACTIONS]
 # f = 1, 1/2, 1/5, and 0
 QUICK_RATIOS = [(0, 1), (1, 1), (4, 1), (1, 0)]
 FORMULATIONS = ("static", "synchronous")
@@ -32,7 +31,7 @@ the 18 ratios (slow:fast) and their fast fractions:
 data: DATA/MACHINE/cpu/NETWORK-PRESET.json, shared with conventional.py
 exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 """ % "\n  ".join(
-    ", ".join(f"{common.ratio_str(r)} ({f})" for r, f in
+    ", ".join(f"{ratio_str(r)} ({f})" for r, f in
               zip(DEFAULT_RATIOS[i:i + 6], FAST_FRACTIONS[i:i + 6]))
     for i in range(0, len(DEFAULT_RATIOS), 6))
 
@@ -40,7 +39,7 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 def build(args, zoo):
     preset = args.preset or "small"
     common.warn_big_preset(preset, args.estimate)
-    return common.grid(args, "cpu", preset, FORMULATIONS, before=[("all-fast", (0, 1))])
+    return common.grid(args, preset, FORMULATIONS, before=[("all-fast", (0, 1))])
 
 
 def main():

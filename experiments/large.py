@@ -13,10 +13,8 @@ DATA/MACHINE/large/NETWORK-PRESET.json.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
 NETWORKS = ("vgg416", "resnet200", "inception_v4", "densenet264")
 DEFAULT_RATIOS = [(3, 1)]
@@ -43,7 +41,7 @@ def build(args, zoo):
     if preset == "paper":
         preset = "large"
     common.warn_big_preset(preset, args.estimate)
-    return common.grid(args, "large", preset, FORMULATIONS)
+    return common.grid(args, preset, FORMULATIONS)
 
 
 def main():

@@ -5,6 +5,13 @@
 
 #include "opt_internal.h"
 
+/* opt_past -- the deadline (atm_now_s's clock) has passed, or the plan was interrupted: what
+ * the heuristic's loops ask before each step */
+static bool opt_past(const struct model *m, double deadline)
+{
+	return (m->o.stop && *m->o.stop) || atm_now_s() >= deadline;
+}
+
 /* Where a tensor meets a node: a member of a free group, or forced by its group. */
 struct touch {
 	int32_t node, phase;

@@ -1,10 +1,11 @@
-/* limits.c -- fast-memory limits: slow:fast ratios, the least limit a graph can meet */
+/* limits.c -- fast-memory limits: slow:fast ratios, the least limit a graph can meet, the error for one below it */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atm_optimizer.h"
+#include "opt_internal.h"
 
 /* parse_part -- one non-negative finite number filling [s, end) */
 static bool parse_part(const char *s, const char *end, double *out)
@@ -141,4 +142,53 @@ atm_status atm_opt_limit_from_ratio(const atm_graph *g, double slow, double fast
 	double b = floor(peak * fast / (slow + fast));
 	*bytes = b < 1 ? 1 : (int64_t)b;
 	return ATM_OK;
+}
+
+/* opt_infeasible -- the error for a limit below what the graph's fast-only tensors need */
+atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
+                          atm_opt_formulation f, const atm_opt_options *o)
+{
+	int64_t need = 0;
+	int32_t node = -1;
+	char a[32], b[32], who[256] = "";
+	atm_liveness *lv = NULL;
+	atm_opt_min_limit_profiled(g, prof, o, &need, &node);
+	if (node >= 0 && atm_liveness_new(&lv, g) == ATM_OK) {
+		/* name the largest tensors that must be fast there */
+		size_t used = 0;
+		int32_t shown[3] = {-1, -1, -1};
+		for (int r = 0; r < 3; r++) {
+			int32_t best = -1;
+			for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+				const atm_tensor *x = atm_graph_tensor(g, t);
+				if (x->locations != ATM_LOC_FAST || atm_liveness_first(lv, t) > node ||
+				    atm_liveness_last(lv, t) < node || t == shown[0] || t == shown[1])
+					continue;
+				if (best < 0 || x->bytes > atm_graph_tensor(g, best)->bytes)
+					best = t;
+			}
+			if (best < 0)
+				break;
+			shown[r] = best;
+			used += (size_t)snprintf(who + used, sizeof who - used, "%s'%s'", r ? ", " : "",
+			                         atm_graph_tensor(g, best)->name);
+			if (used >= sizeof who)
+				break;
+		}
+		atm_liveness_destroy(lv);
+	}
+	if (node < 0)
+		return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes is too small for '%s' (%s)",
+		               (long long)limit, atm_graph_name(g), atm_opt_formulation_name(f));
+	return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes (%s) is too small for '%s' "
+	               "(%s): at node %d ('%s') %lld bytes must be in fast memory (%stensors that may "
+	               "only live there%s: %s); the smallest limit that could work is %lld bytes (%s)",
+	               (long long)limit, atm_format_bytes(limit, a, sizeof a), atm_graph_name(g),
+	               atm_opt_formulation_name(f), node, atm_graph_node(g, node)->name,
+	               (long long)need, o->device_only ? "on a GPU every operand of the kernel, and "
+	                                               : "",
+	               !o->workspace_in_limit ? ""
+	               : o->device_only ? ", and the smallest workspace of the kernel's algorithms"
+	                                : ", and the kernel's workspace",
+	               who[0] ? who : "none", (long long)need, atm_format_bytes(need, b, sizeof b));
 }

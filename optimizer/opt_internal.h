@@ -162,9 +162,6 @@ bool opt_present_in_gate(int edge);
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
 
 /* heuristic.c */
-/* opt_past -- the deadline (atm_now_s's clock) has passed, or the plan was interrupted: what
- * the heuristic's loops ask before each step */
-bool opt_past(const struct model *m, double deadline);
 /* opt_heuristic -- a feasible placement in budget_s: Lagrangian pricing, then per-tensor
  * shortest paths under the limits (warm: start from s as it is, repaired) */
 atm_status opt_heuristic(const struct model *m, struct solution *s, double budget_s, bool warm);
@@ -228,7 +225,8 @@ atm_status opt_fit_algos(atm_plan *p, const atm_profile *prof, const atm_opt_opt
  * algorithm's as its workspace in the fast arena */
 atm_status opt_record_workspaces(atm_plan *p, const atm_profile *prof, const atm_opt_options *o);
 
-/* optimizer.c */
+/* limits.c */
+/* opt_infeasible -- the error for a limit below what the graph's fast-only tensors need */
 atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
                           atm_opt_formulation f, const atm_opt_options *o);
 

@@ -1,4 +1,4 @@
-/* optimizer.c -- atm_opt_plan: options, the infeasibility message, solving rounds and the defragmentation loop */
+/* optimizer.c -- atm_opt_plan: options, solving rounds and the defragmentation loop */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -7,32 +7,6 @@
 
 #include "milp.h"
 #include "opt_internal.h"
-
-static const char *const names[ATM_OPT_N_FORMULATIONS] = {
-	"static", "synchronous", "asynchronous", "all-fast", "all-slow", "numa", "2lm", "vdnn",
-};
-
-const char *atm_opt_formulation_name(atm_opt_formulation f)
-{
-	return f >= 0 && f < ATM_OPT_N_FORMULATIONS ? names[f] : "unknown";
-}
-
-atm_status atm_opt_formulation_from_name(const char *s, atm_opt_formulation *out)
-{
-	*out = ATM_OPT_SYNCHRONOUS;
-	for (int i = 0; s && i < ATM_OPT_N_FORMULATIONS; i++)
-		if (!strcmp(s, names[i])) {
-			*out = (atm_opt_formulation)i;
-			return ATM_OK;
-		}
-	return atm_err(ATM_E_USAGE, "unknown formulation '%s'; valid: static, synchronous, "
-	               "asynchronous, all-fast, all-slow, numa, 2lm, vdnn", s ? s : "(null)");
-}
-
-bool atm_opt_is_ilp(atm_opt_formulation f)
-{
-	return f == ATM_OPT_STATIC || f == ATM_OPT_SYNCHRONOUS || f == ATM_OPT_ASYNCHRONOUS;
-}
 
 void atm_opt_options_default(atm_opt_options *o)
 {
@@ -83,55 +57,6 @@ static atm_status resolve_solver(atm_opt_options *o, atm_opt_report *rep)
 		o->threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 	}
 	return ATM_OK;
-}
-
-/* opt_infeasible -- the error for a limit below what the graph's fast-only tensors need */
-atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
-                          atm_opt_formulation f, const atm_opt_options *o)
-{
-	int64_t need = 0;
-	int32_t node = -1;
-	char a[32], b[32], who[256] = "";
-	atm_liveness *lv = NULL;
-	atm_opt_min_limit_profiled(g, prof, o, &need, &node);
-	if (node >= 0 && atm_liveness_new(&lv, g) == ATM_OK) {
-		/* name the largest tensors that must be fast there */
-		size_t used = 0;
-		int32_t shown[3] = {-1, -1, -1};
-		for (int r = 0; r < 3; r++) {
-			int32_t best = -1;
-			for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
-				const atm_tensor *x = atm_graph_tensor(g, t);
-				if (x->locations != ATM_LOC_FAST || atm_liveness_first(lv, t) > node ||
-				    atm_liveness_last(lv, t) < node || t == shown[0] || t == shown[1])
-					continue;
-				if (best < 0 || x->bytes > atm_graph_tensor(g, best)->bytes)
-					best = t;
-			}
-			if (best < 0)
-				break;
-			shown[r] = best;
-			used += (size_t)snprintf(who + used, sizeof who - used, "%s'%s'", r ? ", " : "",
-			                         atm_graph_tensor(g, best)->name);
-			if (used >= sizeof who)
-				break;
-		}
-		atm_liveness_destroy(lv);
-	}
-	if (node < 0)
-		return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes is too small for '%s' (%s)",
-		               (long long)limit, atm_graph_name(g), atm_opt_formulation_name(f));
-	return atm_err(ATM_E_INFEASIBLE, "a fast limit of %lld bytes (%s) is too small for '%s' "
-	               "(%s): at node %d ('%s') %lld bytes must be in fast memory (%stensors that may "
-	               "only live there%s: %s); the smallest limit that could work is %lld bytes (%s)",
-	               (long long)limit, atm_format_bytes(limit, a, sizeof a), atm_graph_name(g),
-	               atm_opt_formulation_name(f), node, atm_graph_node(g, node)->name,
-	               (long long)need, o->device_only ? "on a GPU every operand of the kernel, and "
-	                                               : "",
-	               !o->workspace_in_limit ? ""
-	               : o->device_only ? ", and the smallest workspace of the kernel's algorithms"
-	                                : ", and the kernel's workspace",
-	               who[0] ? who : "none", (long long)need, atm_format_bytes(need, b, sizeof b));
 }
 
 /* Where the arena overflowed: the slot of the failing allocation and by how much. */
@@ -500,11 +425,6 @@ static atm_status defrag_finish(struct defrag *d)
 	info->predicted_runtime_s = chk.predicted_s;
 	info->estimated = atm_profile_machine_get(d->prof)->estimated;
 	return ATM_OK;
-}
-
-bool opt_past(const struct model *m, double deadline)
-{
-	return (m->o.stop && *m->o.stop) || atm_now_s() >= deadline;
 }
 
 /* interrupted -- ATM_E_INTERRUPTED when the plan's stop flag is set */

@@ -1,27 +1,22 @@
-"""Shared code of the figure scripts: loading and checking results files,
-choosing measured or predicted times, labels, layout and atomic saving.
+"""common.py -- what the figure scripts share beyond autotm_results: the command
+line, the data folder of a figure, repeated runs at their median, measured or
+predicted times, the subtitle, layout and atomic saving.
 
-Data layout (written by the experiment drivers):
-
-    DATA/<machine>/cpu/<network>-<preset>.json          Figures 7, 9, 10, 11
-    DATA/<machine>/large/<network>-<preset>.json        Figure 8
-    DATA/<machine>/gpu/<network>-<preset>-b<batch>.json Figure 12
-
-Each file is one results document ("autotm-results", version 2) of one
-workload with its runs appended.  A run is identified by (formulation,
-ratio_slow, ratio_fast).  A key run several times (the drivers' --repeat) is
-drawn at the median of its measured step times, with the fastest and slowest
-as an error bar: this is how noise between runs shows.  Ratios are slow:fast.
+Which figure reads which folder of DATA/MACHINE/, written by which driver, is
+the registry's (python/autotm_results/registry.py); reading and checking a
+results file, ratios and numbers are autotm_results' too.  A run is identified
+by (formulation, ratio in lowest terms).  A key run several times (the drivers'
+--repeat) is drawn at the median of its measured step times, with the fastest
+and slowest as an error bar: this is how noise between runs shows.  Ratios are
+slow:fast.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
 import tempfile
 import textwrap
-from fractions import Fraction
 
 import matplotlib
 
@@ -30,18 +25,15 @@ import matplotlib.ticker  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-FORMAT = "autotm-results"
-VERSION = 2
-
-# Which driver writes the data of each figure, and the folder it writes.
-DRIVERS = {
-    "fig7": ("experiments/conventional.py", "cpu"),
-    "fig8": ("experiments/large.py", "large"),
-    "fig9": ("experiments/conventional.py", "cpu"),
-    "fig10": ("experiments/inception.py", "cpu"),
-    "fig11": ("experiments/conventional.py", "cpu"),
-    "fig12": ("experiments/gpu.py", "gpu"),
-}
+# the package the drivers share lives in python/ under the repository: a figure script is
+# run directly (plots/fig7.py), with its own folder, not the repository, on the module path
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python"))
+from autotm_results import registry, values  # noqa: E402
+from autotm_results.ratios import fast_fraction, parse_ratios, ratio_label  # noqa: E402
+from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
+                                    run_ratio, step_times)
+from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.
 NETWORK_ORDER = ["vgg19", "resnet200", "inception_v4", "densenet264",
@@ -71,7 +63,7 @@ PREDICTED_HATCH = "///"
 PNG_DPI = 150
 
 
-class PlotError(Exception):
+class PlotError(ResultsError):
     """A problem with the input; the message names what and where."""
 
 
@@ -81,7 +73,7 @@ class PlotError(Exception):
 
 def parser(fig, description):
     """The argument parser every figure script shares."""
-    driver = DRIVERS[fig][0]
+    driver = registry.driver_of(fig)
     p = argparse.ArgumentParser(
         prog=f"{fig}.py",
         description=description,
@@ -99,32 +91,9 @@ def parser(fig, description):
     return p
 
 
-def ratio_list(text):
-    """argparse type of --ratios: 'S:F,S:F,...'."""
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            s, f = item.split(":")
-            key = norm_ratio(int(s), int(f))
-        except (ValueError, ZeroDivisionError):
-            raise argparse.ArgumentTypeError(
-                f"'{item}' is not a ratio S:F of whole numbers")
-        if key is None:
-            raise argparse.ArgumentTypeError(f"'{item}' is not a ratio")
-        out.append(key)
-    return out
-
-
-def positive_float(text):
-    """argparse type: a number above zero."""
-    try:
-        x = float(text)
-    except ValueError:
-        x = float("nan")
-    if not (math.isfinite(x) and x > 0):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number")
-    return x
+# argparse types: --ratios S:F,... (in lowest terms, as the runs are keyed), a number above 0
+ratio_list = argtype(parse_ratios, True)
+positive_float = argtype(values.positive_float)
 
 
 def run_main(fig, names, parse, draw):
@@ -134,7 +103,7 @@ def run_main(fig, names, parse, draw):
     try:
         figures = draw(args)
         save_all(figures, args.out)
-    except PlotError as e:
+    except ResultsError as e:
         remove_images(args.out, names)
         print(f"{fig}: {e}", file=sys.stderr)
         sys.exit(1)
@@ -154,7 +123,7 @@ def run_main(fig, names, parse, draw):
 
 
 def no_results(fig, data, sub, why=""):
-    driver = DRIVERS[fig][0]
+    driver = registry.driver_of(fig)
     where = os.path.join(data, "*", sub, "")
     return PlotError(f"no results in {where}{why}; run {driver} "
                      "(or scripts/figures.sh)")
@@ -164,8 +133,8 @@ def machine_dir(fig, args, sub=None):
     """The machine folder to read: --machine, or the only one holding
     results for this figure."""
     data = args.data
-    sub = sub or DRIVERS[fig][1]
-    driver = DRIVERS[fig][0]
+    sub = sub or registry.folder_of(fig)
+    driver = registry.driver_of(fig)
     if not os.path.isdir(data):
         raise PlotError(f"no data folder '{data}'; run {driver} "
                         "(or scripts/figures.sh), or give --data DIR")
@@ -180,7 +149,7 @@ def machine_dir(fig, args, sub=None):
             raise PlotError(f"no machine '{args.machine}' in '{data}' "
                             f"(there: {', '.join(machines)})")
         return os.path.join(data, args.machine)
-    with_data = [m for m in machines if json_files(os.path.join(data, m, sub))]
+    with_data = [m for m in machines if results_files(os.path.join(data, m, sub))]
     if not with_data:
         raise no_results(fig, data, sub)
     if len(with_data) > 1:
@@ -189,53 +158,13 @@ def machine_dir(fig, args, sub=None):
     return os.path.join(data, with_data[0])
 
 
-def json_files(folder):
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                  if f.endswith(".json")
-                  and os.path.isfile(os.path.join(folder, f)))
-
-
-def norm_ratio(s, f):
-    """A ratio S:F in lowest terms, as a tuple of ints (None: no ratio)."""
-    if s is None or f is None:
-        return None
-    fs, ff = Fraction(s), Fraction(f)
-    if fs < 0 or ff < 0 or (fs == 0 and ff == 0):
-        return None
-    if fs == 0:
-        return (0, 1)
-    if ff == 0:
-        return (1, 0)
-    q = (fs / ff).limit_denominator(10000)
-    return (q.numerator, q.denominator)
-
-
-def fast_fraction(key):
-    s, f = key
-    return f / (s + f)
-
-
-def ratio_label(key, long=True):
-    if key is None:
-        return "no ratio"
-    s, f = key
-    text = f"{s}:{f}"
-    if long and key == (1, 0):
-        text += " (all slow)"
-    elif long and key == (0, 1):
-        text += " (all fast)"
-    return text
-
-
 class Workload:
     """One results file: the workload, its sizes and its runs by key."""
 
-    def __init__(self, path, doc):
-        self.path = path
-        self.doc = doc
-        wl = doc["workload"]
+    def __init__(self, results):
+        self.path = path = results.path
+        self.doc = doc = results.doc
+        wl = results.workload
         self.name = wl.get("name") or os.path.basename(path).split("-")[0]
         self.batch = wl.get("batch")
         self.preset = wl.get("preset")
@@ -244,19 +173,9 @@ class Workload:
         self.default_alloc_size = doc.get("default_alloc_size")
         self.gpu_managed_runtime = doc.get("gpu_managed_runtime")
         self.machine = doc.get("machine") or {}
-        self.runs = {}  # key -> run: the last of each key, at the median step
-        repeats = {}
-        for i, run in enumerate(doc["runs"]):
-            if not isinstance(run, dict) or not isinstance(
-                    run.get("formulation"), str):
-                raise PlotError(f"{path}: run {i} has no formulation")
-            key = (run["formulation"],
-                   norm_ratio(run.get("ratio_slow"), run.get("ratio_fast")))
-            repeats.setdefault(key, []).append(run)
-            self.runs.pop(key, None)
-            self.runs[key] = run
-        for key, runs in repeats.items():
-            self.runs[key] = median_run(runs)
+        # key -> run: the last of each key, at the median step
+        self.runs = {key: median_run(runs)
+                     for key, runs in results.groups().items()}
 
     # A short name, with the preset when several of a network are shown.
     def title(self, with_preset=False, predicted=False):
@@ -310,8 +229,7 @@ class Workload:
 def median_run(runs):
     """The last of a key's runs, its step time the median of the measured
     ones; '_steps' keeps them all (for spread() and the subtitle)."""
-    steps = sorted(r["actual_runtime"] for r in runs
-                   if is_num(r.get("actual_runtime")) and r["actual_runtime"] > 0)
+    steps = sorted(t for r in runs for t in step_times(r))
     run = dict(runs[-1])
     if steps:
         mid = len(steps) // 2
@@ -358,36 +276,14 @@ def all_fast_notes(wls):
 
 def load(path):
     """Read and check one results file."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as e:
-        raise PlotError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); "
-                        f"expected an '{FORMAT}' version {VERSION} document")
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlotError(f"{path}: cannot read ({e})")
-    if not isinstance(doc, dict):
-        raise PlotError(f"{path}: a JSON {type(doc).__name__}, expected an "
-                        f"'{FORMAT}' version {VERSION} document")
-    if doc.get("format") != FORMAT:
-        raise PlotError(f"{path}: format is {doc.get('format')!r}, expected "
-                        f"'{FORMAT}' version {VERSION}")
-    if doc.get("version") != VERSION:
-        raise PlotError(f"{path}: '{FORMAT}' version {doc.get('version')!r}, "
-                        f"expected version {VERSION} (move it out of the data "
-                        "folder and rerun its driver)")
-    if not isinstance(doc.get("workload"), dict):
-        raise PlotError(f"{path}: no 'workload' object")
-    if not isinstance(doc.get("runs"), list):
-        raise PlotError(f"{path}: no 'runs' list")
-    return Workload(path, doc)
+    return Workload(read(path).check())
 
 
 def load_dir(fig, args, sub=None):
     """Every workload of the figure's folder (--preset filters)."""
-    sub = sub or DRIVERS[fig][1]
+    sub = sub or registry.folder_of(fig)
     mdir = machine_dir(fig, args, sub)
-    files = json_files(os.path.join(mdir, sub))
+    files = results_files(os.path.join(mdir, sub))
     if not files:
         raise no_results(fig, args.data, sub,
                          f" (machine {os.path.basename(mdir)})")
@@ -421,13 +317,8 @@ def needs_preset(wls):
 # Times: measured, or predicted for a whole network when it was not run
 
 
-def is_num(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) \
-        and math.isfinite(x)
-
-
 def run_name(run):
-    key = norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
+    key = run_ratio(run)
     f = run.get("formulation")
     return f if key is None else f"{f} {ratio_label(key, long=False)}"
 
@@ -436,15 +327,13 @@ def time_mode(wl, runs, fig):
     """'actual' when every run was measured, else 'predicted' when every run
     has a prediction (used for all runs of the network, consistently)."""
     runs = [r for r in runs if r is not None]
-    if all(is_num(r.get("actual_runtime")) and r["actual_runtime"] > 0
-           for r in runs):
+    if all(step_times(r) for r in runs):
         return "actual"
-    bad = [r for r in runs if not (is_num(r.get("predicted_runtime"))
-                                   and r["predicted_runtime"] > 0)]
+    bad = [r for r in runs if not is_positive(r.get("predicted_runtime"))]
     if bad:
         raise PlotError(
             f"{wl.path}: {wl.name}: run '{run_name(bad[0])}' has neither a "
-            f"measured nor a predicted runtime; rerun {DRIVERS[fig][0]}")
+            f"measured nor a predicted runtime; rerun {registry.driver_of(fig)}")
     return "predicted"
 
 

@@ -6,7 +6,9 @@ against the fast-memory limit.  (a) slowdown against all fast memory;
 (c) bytes the synchronous placement moves to slow and to fast memory per
 step.  Data: DATA/<machine>/cpu/ (experiments/inception.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.values import is_num
 
 FIG = "fig10"
 NAMES = ["fig10a", "fig10b", "fig10c"]
@@ -17,7 +19,7 @@ DEFAULT_NETWORK = "inception_v4"
 def pick(wls, network):
     """The workload to draw: --network, else inception_v4, else the network
     with the most static/synchronous ratios."""
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     if network is not None:
         mine = [w for w in wls if w.name == network]
         if not mine:
@@ -40,9 +42,9 @@ def limit_bytes(w, run, add_io):
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     w = pick(wls, args.network)
-    if not c.is_num(w.default_alloc_size):
+    if not is_num(w.default_alloc_size):
         raise c.PlotError(f"{w.path}: no default_alloc_size (the all-fast "
                           "footprint)")
     keys = w.ratios(FORMULATIONS)
@@ -93,7 +95,7 @@ def draw(args):
         out = []
         for k, r in series[f]:
             v = value(r)
-            if v is not None and c.is_num(v):
+            if v is not None and is_num(v):
                 out.append((limit_bytes(w, r, args.add_io_size) / div, v))
         out.sort()
         return [p[0] for p in out], [p[1] for p in out]
@@ -135,7 +137,7 @@ def draw(args):
     def share(num, den):
         def get(r):
             n, d = r.get(num), r.get(den)
-            if not (c.is_num(n) and c.is_num(d)) or d <= 0:
+            if not (is_num(n) and is_num(d)) or d <= 0:
                 return None
             return 100.0 * n / d
         return get
@@ -169,7 +171,7 @@ def draw(args):
     handles = []
     moved = [r.get(k) for _, r in series["synchronous"]
              for k in ("bytes_moved_pmem", "bytes_moved_dram")]
-    moved = [m for m in moved if c.is_num(m)]
+    moved = [m for m in moved if is_num(m)]
     if not moved:
         raise c.PlotError(f"{w.name} ({w.path}): no synchronous run with "
                           f"bytes_moved_pmem / bytes_moved_dram; run {driver}")
@@ -179,7 +181,7 @@ def draw(args):
             ("bytes_moved_dram", "to fast memory", "^", "#d95f02")]:
         x, y = pts("synchronous",
                    lambda r, fl=field: r.get(fl) / mdiv
-                   if c.is_num(r.get(fl)) else None)
+                   if is_num(r.get(fl)) else None)
         h, = ax.plot(x, y, marker=marker, linestyle="-", color=color,
                      linewidth=1.6, markersize=6,
                      label=f"synchronous: moved {label}")

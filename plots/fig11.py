@@ -4,7 +4,10 @@
 asynchronous placements, per conventional network and slow:fast ratio.
 Data: DATA/<machine>/cpu/ (experiments/conventional.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.ratios import ratio_label
+from autotm_results.values import is_num
 
 FIG = "fig11"
 FORMULATIONS = ["static", "synchronous", "asynchronous"]
@@ -13,14 +16,14 @@ WIDE = 6  # networks with more ratios than this get a full-width row
 
 def error(run):
     p, a = run.get("predicted_runtime"), run.get("actual_runtime")
-    if not (c.is_num(p) and c.is_num(a)) or a <= 0:
+    if not (is_num(p) and is_num(a)) or a <= 0:
         return None
     return 100.0 * (p - a) / a
 
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
     wanted = set(args.ratios) if args.ratios else None
     nets, skipped, used = [], [], []
@@ -91,7 +94,7 @@ def draw(args):
                            edgecolor="white", linewidth=0.4)
             ax.set_xticks(range(len(keys)))
             many = len(keys) > 10
-            ax.set_xticklabels([c.ratio_label(k, long=False) for k in keys],
+            ax.set_xticklabels([ratio_label(k, long=False) for k in keys],
                                rotation=60 if many else 0,
                                fontsize=8 if many else 10)
             ax.set_xlim(-0.6, len(keys) - 0.4)

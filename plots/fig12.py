@@ -4,7 +4,9 @@ placements over cudaMallocManaged (every tensor in managed memory), and the
 oracle (every kernel at its profiled time, no copies), per network and
 batch.  Data: DATA/<machine>/gpu/ (experiments/gpu.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.values import is_num
 
 FIG = "fig12"
 BARS = ["synchronous", "asynchronous", "oracle"]
@@ -19,7 +21,7 @@ def last_of(w, formulation):
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
     groups, used, predicted, predicted_runs = [], [], [], []
     for w in wls:
@@ -29,7 +31,7 @@ def draw(args):
         if show_preset and w.preset:
             label += f"\n{w.preset}"
         managed = w.gpu_managed_runtime
-        if not (c.is_num(managed) and managed > 0):
+        if not (is_num(managed) and managed > 0):
             raise c.PlotError(
                 f"{w.name} batch {w.batch} ({w.path}): no cudaMallocManaged "
                 "run (gpu_managed_runtime is null), the baseline of Figure "
@@ -47,7 +49,7 @@ def draw(args):
                 values[f] = managed / c.rtime(r, mode)
                 errs[f] = c.spread(managed, r, mode)
         oracle = sync.get("oracle_time") if sync is not None else None
-        if c.is_num(oracle) and oracle > 0:
+        if is_num(oracle) and oracle > 0:
             values["oracle"] = managed / oracle
         used += runs
         if mode == "predicted":

@@ -4,7 +4,9 @@ synchronous and asynchronous placements, per conventional network, at the
 slow:fast ratios 8:1, 4:1 and 1:1, with the all-fast speedup as a dashed
 line.  Data: DATA/<machine>/cpu/ (experiments/conventional.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.ratios import ratio_label
 
 FIG = "fig7"
 FORMULATIONS = ["numa", "static", "synchronous", "asynchronous"]
@@ -13,7 +15,7 @@ DEFAULT_RATIOS = "8:1,4:1,1:1"
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     wanted = set(args.ratios)
     show_preset = c.needs_preset(wls)
 
@@ -27,7 +29,7 @@ def draw(args):
         ratios = [k for k in w.ratios(FORMULATIONS) if k in wanted]
         bars = [w.run(f, k) for k in ratios for f in FORMULATIONS]
         if not any(bars):
-            at = ", ".join(c.ratio_label(k, False) for k in args.ratios)
+            at = ", ".join(ratio_label(k, False) for k in args.ratios)
             raise c.PlotError(
                 f"{w.name} ({w.path}): no numa/static/synchronous/"
                 f"asynchronous run at {at}; run {driver}")
@@ -72,7 +74,7 @@ def draw(args):
             notes.append(f"{w.name}: no all-fast run, no line")
         ax.axhline(1.0, color="#999999", linewidth=0.8)
         ax.set_xticks(range(len(ratios)))
-        ax.set_xticklabels([c.ratio_label(k, long=False) for k in ratios])
+        ax.set_xticklabels([ratio_label(k, long=False) for k in ratios])
         ax.set_xlim(-0.6, len(ratios) - 0.4)
         ax.set_ylim(0, top * 1.15)
         c.panel_title(ax, w.title(show_preset, mode == "predicted"), ncol)

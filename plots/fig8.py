@@ -3,7 +3,9 @@
 2LM (Memory Mode: fast memory as a hardware cache of slow memory) on the
 large networks.  Data: DATA/<machine>/large/ (experiments/large.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.ratios import fast_fraction, ratio_label
 
 FIG = "fig8"
 FORMULATIONS = ["static", "synchronous"]
@@ -22,7 +24,7 @@ def two_lm_name(runs):
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
 
     # One group per network and ratio that has static/synchronous runs.
@@ -33,7 +35,7 @@ def draw(args):
             raise c.PlotError(f"{w.name} ({w.path}): no 2lm run, the "
                               f"baseline of Figure 8; run {driver}")
         keys = sorted({k for f in FORMULATIONS for k in w.of(f)},
-                      key=lambda k: -1 if k is None else c.fast_fraction(k))
+                      key=lambda k: -1 if k is None else fast_fraction(k))
         if not keys:
             raise c.PlotError(f"{w.name} ({w.path}): no static or "
                               f"synchronous run; run {driver}")
@@ -43,7 +45,7 @@ def draw(args):
                 if len(lms) != 1:
                     raise c.PlotError(
                         f"{w.name} ({w.path}): no 2lm run at "
-                        f"{c.ratio_label(k, False)} to compare with; "
+                        f"{ratio_label(k, False)} to compare with; "
                         f"run {driver}")
                 base = next(iter(lms.values()))
             bars = [w.run(f, k) for f in FORMULATIONS]
@@ -85,7 +87,7 @@ def draw(args):
         if show_preset and w.preset:
             label += f", {w.preset}"
         if len(several_keys[id(w)]) > 1 and k is not None:
-            label += f"\n{c.ratio_label(k, False)}"
+            label += f"\n{ratio_label(k, False)}"
         labels.append(label)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(labels)
@@ -101,7 +103,7 @@ def draw(args):
     keys = {g[1] for g in groups}
     extra = []
     if len(keys) == 1 and None not in keys:
-        extra.append("slow:fast " + c.ratio_label(next(iter(keys)), False))
+        extra.append("slow:fast " + ratio_label(next(iter(keys)), False))
     handles = c.bar_handles(FORMULATIONS)
     handles.append(c.line_handle(f"{lm_name} (baseline, 1×)"))
     if predicted_runs:

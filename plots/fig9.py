@@ -6,7 +6,9 @@ relative to all fast memory, (S/price + F)/(S + F), with fast memory PRICE
 times as dear per GB as slow memory.  Data: DATA/<machine>/cpu/
 (experiments/conventional.py)."""
 
-import common as c
+import common as c  # first: it puts python/ on the module path
+from autotm_results import registry
+from autotm_results.ratios import fast_fraction, ratio_label
 
 FIG = "fig9"
 FORMULATION = "synchronous"
@@ -20,7 +22,7 @@ def cost(key, price):
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
-    driver = c.DRIVERS[FIG][0]
+    driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
     rows = []
     for w in wls:
@@ -30,11 +32,11 @@ def draw(args):
                               f"the baseline of Figure 9; run {driver}")
         runs = w.of(FORMULATION)
         keys = sorted((k for k in runs if k in args.ratios),
-                      key=c.fast_fraction)
+                      key=fast_fraction)
         if not keys:
             raise c.PlotError(
                 f"{w.name} ({w.path}): no synchronous run at "
-                f"{', '.join(c.ratio_label(k, False) for k in args.ratios)}"
+                f"{', '.join(ratio_label(k, False) for k in args.ratios)}"
                 f"; run {driver}")
         mode = c.time_mode(w, [runs[k] for k in keys] + [fast], FIG)
         rows.append((w, fast, keys, mode))
@@ -67,7 +69,7 @@ def draw(args):
         ax.set_ylim(0, top)
         ax.axhline(1.0, color="#999999", linewidth=0.8, zorder=1)
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([c.ratio_label(k, long=(k == (1, 0))).replace(
+        ax.set_xticklabels([ratio_label(k, long=(k == (1, 0))).replace(
             " (", "\n(") for k in keys])
         ax.set_xlim(-0.6, len(keys) - 0.4)
         ax.grid(axis="y", alpha=0.3)

@@ -522,12 +522,13 @@ static uint32_t config_all(const atm_graph *g, int32_t node)
 atm_status atm_prof_compare(const atm_profile *est, const atm_profile *meas, const atm_graph *g,
                             atm_prof_error *out)
 {
-	atm_prof_report r;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
-	if ((rc = atm_prof_count(g, &r)) < 0)
-		return rc;
-	double *ape = malloc((size_t)(r.n_configs ? r.n_configs : 1) * sizeof *ape);
+	/* room for every node's every configuration: at least the distinct ones compared */
+	int64_t n_room = 1;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		n_room += atm_node_n_configs(g, k);
+	double *ape = malloc((size_t)n_room * sizeof *ape);
 	if (!ape)
 		return atm_err(ATM_E_NOMEM, "out of memory comparing profiles");
 	/* each distinct (signature, configuration) once: the first node that has it */

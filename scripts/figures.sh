@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# figures.sh -- run the experiments' missing runs and draw Figures 7 to 12
+# figures.sh -- run the experiments' missing runs and draw every figure
 #
 # usage: scripts/figures.sh [--quick] [--data DIR] [--out DIR] [--gpu sim|cuda] [DRIVER OPTIONS...]
+#        scripts/figures.sh --list
 #
-# Runs experiments/conventional.py, inception.py, large.py and gpu.py (each runs
-# only what its data folder lacks), then every plot script plots/fig7.py ...
-# plots/fig12.py, and says how long each step took and where the figures are.
+# Runs every experiment driver of the registry (python/autotm_results/registry.py: each runs
+# only what its data folder lacks), then every plot script of its figures, and says how long
+# each step took and where the figures are.
+#   --list         the figures: images, plot script, driver, data folder (nothing run)
 #   --quick        the drivers' CI mode: tiny networks, one measured step, seconds in all
 #   --data DIR     the data folder (default: data under the repository)
 #   --out DIR      where the figures go (default: figures under the repository)
@@ -13,16 +15,21 @@
 #   anything else  passed to every driver (--preset, --networks, --ratios, --iters, --estimate,
 #                  --force, --machine, --cache, --autotm, --time-limit, --dry-run, ...;
 #                  see 'experiments/conventional.py --help'); --machine also goes to the plots
-# With --estimate (plans only, no step measured) gpu.py and Figures 11 and 12 are left out:
-# they compare with measured steps (run figures.sh without --estimate, or the plot scripts, for
-# them). With --dry-run the drivers print their command lines, nothing runs and nothing is drawn.
+# With --estimate (plans only, no step measured) the drivers and figures the registry marks as
+# measured only (gpu.py, Figures 11 and 12) are left out (run figures.sh without --estimate, or
+# the plot scripts, for them). With --dry-run the drivers print their command lines, nothing
+# runs and nothing is drawn.
 # It builds and installs nothing: without an autotm binary it says how to get one.
 # Exit status: 0 every step ok, 1 a step failed (or no binary), 2 bad usage, 130 interrupted.
 set -euo pipefail
 ATM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-usage() { sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '4,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# registry WHAT -- the experiments or figures, one a line (python -m autotm_results.registry)
+registry() {
+  PYTHONPATH="$ATM_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m autotm_results.registry "$@"
+}
 
 DATA="$ATM_ROOT/data"
 OUT="$ATM_ROOT/figures"
@@ -33,6 +40,7 @@ AUTOTM_ARG=""
 MACHINE_ARG=()
 ESTIMATE=0
 DRY_RUN=0
+LIST=0
 need_value() {
   if [ $# -lt 2 ] || [ -z "$2" ]; then
     echo "figures.sh: $1 needs a value (try --help)" >&2
@@ -42,6 +50,7 @@ need_value() {
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
+    --list) LIST=1; shift ;;
     --quick) QUICK=(--quick); shift ;;
     --data) need_value "$@"; DATA=$2; shift 2 ;;
     --data=*) DATA=${1#--data=}; shift ;;
@@ -63,6 +72,17 @@ case "${GPU_ARGS[1]:-sim}" in
   *) echo "figures.sh: --gpu ${GPU_ARGS[1]}: expected sim or cuda" >&2; exit 2 ;;
 esac
 [ -x "$PYTHON" ] || { echo "figures.sh: $PYTHON not found (Debian's python3 with python3-matplotlib)" >&2; exit 1; }
+if [ "$LIST" -eq 1 ]; then
+  registry table
+  exit
+fi
+# the registry read before anything runs: NAME, SCRIPT, why it has no --estimate (-: it has), ...
+mapfile -t EXPERIMENTS < <(registry experiments)
+mapfile -t FIGURES < <(registry figures)
+if [ ${#EXPERIMENTS[@]} -eq 0 ] || [ ${#FIGURES[@]} -eq 0 ]; then
+  echo "figures.sh: cannot read the registry of experiments and figures (python/autotm_results)" >&2
+  exit 1
+fi
 
 # the autotm binary, looked for as the drivers look for it
 find_autotm() {
@@ -122,38 +142,39 @@ step() {
   fi
 }
 
+# left_out NAME WHY -- with --estimate, say that NAME is left out and why (WHY -: it is not)
+left_out() {
+  { [ "$ESTIMATE" -eq 1 ] && [ "$2" != - ]; } || return 1
+  echo >&2
+  echo "== $1: left out with --estimate ($2)" >&2
+}
+
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 DRIVER_ARGS=(--data "$DATA" ${QUICK[@]+"${QUICK[@]}"} ${PASS[@]+"${PASS[@]}"})
-step conventional "$PYTHON" "$ATM_ROOT/experiments/conventional.py" "${DRIVER_ARGS[@]}"
-step inception "$PYTHON" "$ATM_ROOT/experiments/inception.py" "${DRIVER_ARGS[@]}"
-step large "$PYTHON" "$ATM_ROOT/experiments/large.py" "${DRIVER_ARGS[@]}"
-if [ "$ESTIMATE" -eq 1 ]; then
-  echo >&2
-  echo "== gpu: left out with --estimate (Figure 12 compares measured steps with the measured cudaMallocManaged baseline)" >&2
-else
-  step gpu "$PYTHON" "$ATM_ROOT/experiments/gpu.py" "${DRIVER_ARGS[@]}" ${GPU_ARGS[@]+"${GPU_ARGS[@]}"}
-fi
+for line in "${EXPERIMENTS[@]}"; do
+  IFS=$'\t' read -r name driver gpu why <<<"$line"
+  ! left_out "$name" "$why" || continue
+  args=("${DRIVER_ARGS[@]}")
+  [ "$gpu" != gpu ] || args+=(${GPU_ARGS[@]+"${GPU_ARGS[@]}"})
+  step "$name" "$PYTHON" "$ATM_ROOT/$driver" "${args[@]}"
+done
 
 if [ "$DRY_RUN" -eq 1 ]; then
   echo >&2
   echo "figures.sh: dry run: no figure drawn" >&2
 else
   mkdir -p "$OUT"
-  for n in 7 8 9 10 11 12; do
-    script="$ATM_ROOT/plots/fig$n.py"
-    if [ "$ESTIMATE" -eq 1 ] && { [ "$n" -eq 11 ] || [ "$n" -eq 12 ]; }; then
+  for line in "${FIGURES[@]}"; do
+    IFS=$'\t' read -r name script why _ <<<"$line"
+    ! left_out "$name" "$why" || continue
+    if [ ! -f "$ATM_ROOT/$script" ]; then
       echo >&2
-      echo "== fig$n: left out with --estimate (it compares with measured steps)" >&2
+      echo "== $name: $ATM_ROOT/$script is missing" >&2
+      STEPS+=("$(printf '%-14s FAILED  (no %s)' "$name" "$script")")
+      FAILED+=("$name")
       continue
     fi
-    if [ ! -f "$script" ]; then
-      echo >&2
-      echo "== fig$n: $script is missing" >&2
-      STEPS+=("$(printf '%-14s FAILED  (no %s)' "fig$n" "plots/fig$n.py")")
-      FAILED+=("fig$n")
-      continue
-    fi
-    step "fig$n" "$PYTHON" "$script" --data "$DATA" --out "$OUT" ${MACHINE_ARG[@]+"${MACHINE_ARG[@]}"}
+    step "$name" "$PYTHON" "$ATM_ROOT/$script" --data "$DATA" --out "$OUT" ${MACHINE_ARG[@]+"${MACHINE_ARG[@]}"}
   done
 fi
 

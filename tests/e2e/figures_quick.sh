@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # figures_quick.sh -- end-to-end check of the experiments and figures: scripts/figures.sh --quick
-# into a fresh data folder draws every figure, and every plot script refuses an empty data folder
+# into a fresh data folder draws every image of the registry (python/autotm_results/registry.py),
+# and every plot script refuses an empty data folder
 #
 # usage: tests/e2e/figures_quick.sh AUTOTM_BINARY
 # Exit status: 0 passed, 1 failed (what failed is printed), 2 bad usage,
@@ -23,6 +24,15 @@ if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
   exit 77
 fi
 
+# the registry: every image (figN, figNa, ...) and every figure's plot script
+registry() { PYTHONPATH="$ATM_ROOT/python" "$PYTHON" -m autotm_results.registry "$@"; }
+mapfile -t IMAGES < <(registry images)
+mapfile -t FIGURES < <(registry figures)
+if [ ${#IMAGES[@]} -eq 0 ] || [ ${#FIGURES[@]} -eq 0 ]; then
+  echo "figures_quick: FAILED: cannot read the registry of figures (python/autotm_results)" >&2
+  exit 1
+fi
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/autotm-figures.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -39,7 +49,7 @@ if [ "$rc" -ne 0 ]; then
   while IFS= read -r line; do FAIL+=("    $line"); done < <(grep -E -A 7 '^  failed: ' "$T/figures.log" | head -n 60)
   while IFS= read -r line; do FAIL+=("    $line"); done < <(tail -n 25 "$T/figures.log")
 fi
-for name in fig7 fig8 fig9 fig10a fig10b fig10c fig11 fig12; do
+for name in "${IMAGES[@]}"; do
   for ext in png pdf; do
     f="$T/figs/$name.$ext"
     [ -s "$f" ] || FAIL+=("$name.$ext: missing or empty after scripts/figures.sh --quick")
@@ -59,19 +69,19 @@ fi
 
 # 3. every plot script on an empty data folder: non-zero, a message on stderr, no image
 mkdir -p "$T/empty"
-for script in "$ATM_ROOT"/plots/fig*.py; do
-  name=$(basename "$script" .py)
+for line in "${FIGURES[@]}"; do
+  IFS=$'\t' read -r name script _ <<<"$line"
   out="$T/empty-out-$name"
   mkdir -p "$out"
   rc=0
-  "$PYTHON" "$script" --data "$T/empty" --out "$out" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
-  [ "$rc" -ne 0 ] || FAIL+=("plots/$name.py on an empty data folder exited 0")
-  [ -s "$T/$name.err" ] || FAIL+=("plots/$name.py on an empty data folder printed nothing on stderr")
+  "$PYTHON" "$ATM_ROOT/$script" --data "$T/empty" --out "$out" >"$T/$name.out" 2>"$T/$name.err" ||
+    rc=$?
+  [ "$rc" -ne 0 ] || FAIL+=("$script on an empty data folder exited 0")
+  [ -s "$T/$name.err" ] || FAIL+=("$script on an empty data folder printed nothing on stderr")
   if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
-    FAIL+=("plots/$name.py on an empty data folder left an image: $(cd "$out" && ls)")
+    FAIL+=("$script on an empty data folder left an image: $(cd "$out" && ls)")
   fi
 done
-compgen -G "$ATM_ROOT/plots/fig*.py" >/dev/null || FAIL+=("no plot scripts in plots/")
 
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2

@@ -1,0 +1,158 @@
+"""results -- reading and checking results files: one workload's runs, appended.
+
+autotm writes them (`autotm run -o FILE --append`, `autotm plan --results FILE
+--append`); the README's "Results JSON" lists every field. A file is an
+"autotm-results" document of version 2: the workload (name, batch, preset,
+image), io_size, default_alloc_size, gpu_managed_runtime, the machine, and
+`runs`, each with its formulation, ratio_slow and ratio_fast (null without a
+ratio), estimated_profile, predicted_runtime and, once run, actual_runtime.
+
+What the drivers and the figures read of a run goes through the functions
+here (run_ratio, run_key, step_times), so that a field added to the format is
+read in one place: its accessor here and its check in Results.check.
+"""
+
+import json
+import os
+
+from .ratios import norm_ratio, same_ratio
+from .values import is_positive
+
+FORMAT = "autotm-results"
+VERSION = 2
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+              bool: "boolean", type(None): "null"}
+
+
+class ResultsError(Exception):
+    """A results file that cannot be used; the message names the file and what is wrong."""
+
+
+def read(path, missing_ok=False):
+    """read -- the results file at PATH, checked to be one (format, 'runs' a list) but of any
+    version; None when it does not exist and MISSING_OK"""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError as e:
+        if missing_ok:
+            return None
+        raise ResultsError(f"{path}: cannot be read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}: not a results file: invalid JSON at line {e.lineno}, "
+                           f"column {e.colno} ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: cannot be read: {e}") from None
+    if not isinstance(doc, dict):
+        raise ResultsError(f"{path}: not a results file: a JSON {JSON_TYPES.get(type(doc), '?')}, "
+                           f"expected an \"{FORMAT}\" document")
+    if doc.get("format") != FORMAT:
+        raise ResultsError(f"{path}: not a results file: format {json.dumps(doc.get('format'))}, "
+                           f"expected \"{FORMAT}\" (move it out of the data folder)")
+    if not isinstance(doc.get("runs", []), list):
+        raise ResultsError(f"{path}: not a results file: 'runs' is not a list")
+    return Results(path, doc)
+
+
+def results_files(folder):
+    """results_files -- the .json files of FOLDER, sorted (none when there is no such folder)"""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith(".json") and os.path.isfile(os.path.join(folder, f)))
+
+
+def run_ratio(run):
+    """run_ratio -- the run's ratio in lowest terms, None when its limit was not a ratio"""
+    return norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
+
+
+def run_key(run):
+    """run_key -- what identifies a run in a figure: (formulation, ratio in lowest terms)"""
+    return (run["formulation"], run_ratio(run))
+
+
+def step_times(run):
+    """step_times -- the measured step times (s) of a run: none when it was planned only"""
+    t = run.get("actual_runtime")
+    return [t] if is_positive(t) else []
+
+
+class Results:
+    """One results file: its path and document, and the runs in it."""
+
+    def __init__(self, path, doc):
+        self.path = path
+        self.doc = doc
+
+    @property
+    def version(self):
+        return self.doc.get("version")
+
+    @property
+    def workload(self):
+        return self.doc.get("workload")
+
+    @property
+    def runs(self):
+        return self.doc.get("runs") or []
+
+    def check(self):
+        """check -- a document of this version that a figure can draw: a workload object and a
+        list of runs, each an object with a formulation; ResultsError otherwise"""
+        if self.version != VERSION:
+            raise ResultsError(f"{self.path}: '{FORMAT}' version {self.version!r}, expected "
+                               f"version {VERSION} (move it out of the data folder and rerun "
+                               "its driver)")
+        if not isinstance(self.workload, dict):
+            raise ResultsError(f"{self.path}: no 'workload' object")
+        if not isinstance(self.doc.get("runs"), list):
+            raise ResultsError(f"{self.path}: no 'runs' list")
+        for i, run in enumerate(self.runs):
+            if not isinstance(run, dict) or not isinstance(run.get("formulation"), str):
+                raise ResultsError(f"{self.path}: run {i} has no formulation")
+        return self
+
+    def outdated(self):
+        """outdated -- why some of the runs are of an older version the drivers do not
+        recognise as done (None: all current)"""
+        if not isinstance(self.version, int) or self.version < VERSION:
+            return f"is a version-{self.version} results file"
+        for r in self.runs:
+            if isinstance(r, dict) and ("ratio_slow" not in r or "ratio_fast" not in r):
+                return "has runs without ratio_slow/ratio_fast (an older version)"
+        return None
+
+    def count(self, formulation, ratio, estimated):
+        """count -- the runs of FORMULATION at RATIO ((S, F) compared as a fraction; None: no
+        ratio) that are planned from an estimated profile (ESTIMATED) or measured; runs of an
+        older version (outdated) are not counted"""
+        if not isinstance(self.version, int) or self.version < VERSION:
+            return 0
+        found = 0
+        for r in self.runs:
+            if not isinstance(r, dict) or "ratio_slow" not in r or "ratio_fast" not in r:
+                continue
+            if r.get("formulation") != formulation:
+                continue
+            if bool(r.get("estimated_profile")) != estimated:
+                continue
+            if not estimated and r.get("actual_runtime") is None:
+                continue                      # planned, never run: not a measured run
+            if ratio is None:
+                found += r["ratio_slow"] is None and r["ratio_fast"] is None
+            elif same_ratio(ratio, r["ratio_slow"], r["ratio_fast"]):
+                found += 1
+        return found
+
+    def groups(self):
+        """groups -- the runs by run_key, each key's in file order, the keys in the order of
+        their last runs (call check first)"""
+        out = {}
+        for run in self.runs:
+            key = run_key(run)
+            runs = out.pop(key, [])
+            runs.append(run)
+            out[key] = runs
+        return out
