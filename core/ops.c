@@ -118,34 +118,40 @@ static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
 };
 
+/* atm_op_entry -- op's entry, NULL for a value that is no op */
 const struct atm_op_entry *atm_op_entry(atm_op op)
 {
 	return (unsigned)op < ATM_N_OPS ? &ops[op] : NULL;
 }
 
+/* atm_op_describe -- the public part of op's entry */
 const atm_op_desc *atm_op_describe(atm_op op)
 {
 	return (unsigned)op < ATM_N_OPS ? &ops[op].d : NULL;
 }
 
+/* atm_op_in_role -- input i's role, data past the roles given */
 atm_op_role atm_op_in_role(atm_op op, int i)
 {
 	const atm_op_desc *d = atm_op_describe(op);
 	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->in_role[i] : ATM_ROLE_DATA;
 }
 
+/* atm_op_out_role -- output i's role, data past the roles given */
 atm_op_role atm_op_out_role(atm_op op, int i)
 {
 	const atm_op_desc *d = atm_op_describe(op);
 	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->out_role[i] : ATM_ROLE_DATA;
 }
 
+/* atm_op_is_inplace -- op writes its input 0 */
 bool atm_op_is_inplace(atm_op op)
 {
 	const atm_op_desc *d = atm_op_describe(op);
 	return d && d->inplace;
 }
 
+/* atm_attr_name -- the JSON key of one attribute bit */
 const char *atm_attr_name(unsigned attr)
 {
 	for (int i = 0; i < ATM_N_ATTRS; i++)

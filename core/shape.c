@@ -131,6 +131,7 @@ static int64_t inner(const atm_tensor *t)
 			return rc_;                \
 	} while (0)
 
+/* atm_shape_conv -- x, w and y of a convolution, whichever of the three is computed */
 atm_status atm_shape_conv(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -163,6 +164,7 @@ atm_status atm_shape_conv(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_ip -- x [N, ...], w [O, I] and y [N, O] of an inner product */
 atm_status atm_shape_ip(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -195,6 +197,7 @@ atm_status atm_shape_ip(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_pool -- the window over x, y and max pooling's argmax */
 atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -221,6 +224,7 @@ atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_bn -- x and the per-channel vectors of batch norm */
 atm_status atm_shape_bn(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -249,6 +253,7 @@ atm_status atm_shape_bn(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_concat -- the parts add up to the whole along the axis (concat, split) */
 atm_status atm_shape_concat(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -275,6 +280,7 @@ atm_status atm_shape_concat(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_loss -- [N, classes] logits or probabilities, labels and the loss */
 atm_status atm_shape_loss(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -291,6 +297,7 @@ atm_status atm_shape_loss(const atm_graph *g, const atm_node *n)
 	return ATM_OK;
 }
 
+/* atm_shape_relu -- ReLU and its gradient keep the shape */
 atm_status atm_shape_relu(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -300,6 +307,7 @@ atm_status atm_shape_relu(const atm_graph *g, const atm_node *n)
 	return expect_same("forward output", in_t(c, 0), "input gradient", out_t(c, 0));
 }
 
+/* atm_shape_add -- a, b and y of one shape */
 atm_status atm_shape_add(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -307,6 +315,7 @@ atm_status atm_shape_add(const atm_graph *g, const atm_node *n)
 	return expect_same("input", in_t(c, 0), "output", out_t(c, 0));
 }
 
+/* atm_shape_sgd -- w and dw of one shape, a usable learning rate */
 atm_status atm_shape_sgd(const atm_graph *g, const atm_node *n)
 {
 	const struct ctx ctx = {g, n}, *c = &ctx;
@@ -331,6 +340,7 @@ static atm_status dtypes(const struct ctx *c)
 	return ATM_OK;
 }
 
+/* atm_shape_check -- dtypes, then the rule of the node's op */
 atm_status atm_shape_check(const atm_graph *g, const atm_node *n)
 {
 	struct ctx c = {g, n};

@@ -9,11 +9,13 @@
 
 #include "core_internal.h"
 
+/* in_t -- input i of n */
 static const atm_tensor *in_t(const atm_graph *g, const atm_node *n, int i)
 {
 	return atm_graph_tensor(g, n->in[i]);
 }
 
+/* out_t -- output i of n */
 static const atm_tensor *out_t(const atm_graph *g, const atm_node *n, int i)
 {
 	return atm_graph_tensor(g, n->out[i]);
@@ -104,6 +106,7 @@ void atm_work_two_per_in_elem(const atm_graph *g, const atm_node *n, atm_work *w
 	w->flops = 2.0 * (double)in_t(g, n, 0)->n_elems;
 }
 
+/* atm_node_work -- the traffic every op has, then the rule of the node's op */
 atm_status atm_node_work(const atm_graph *g, int32_t node, atm_work *w)
 {
 	const atm_node *n = atm_graph_node(g, node);

@@ -578,6 +578,7 @@ static atm_status run_concat(atm_cuda_kernel *k, void *const *in, void *const *o
 	return ATM_OK;
 }
 
+/* run_relu_fwd -- cuDNN's ReLU */
 static atm_status run_relu_fwd(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
 	(void)ws;
@@ -598,6 +599,7 @@ static atm_status run_relu_bwd(atm_cuda_kernel *k, void *const *in, void *const 
 	return ATM_OK;
 }
 
+/* run_maxpool_fwd -- each window's maximum and its argmax */
 static atm_status run_maxpool_fwd(atm_cuda_kernel *k, void *const *in, void *const *out,
                                   void *ws)
 {
@@ -606,6 +608,7 @@ static atm_status run_maxpool_fwd(atm_cuda_kernel *k, void *const *in, void *con
 	return ATM_OK;
 }
 
+/* run_maxpool_bwd -- dy gathered at the argmax positions */
 static atm_status run_maxpool_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
                                   void *ws)
 {
@@ -615,6 +618,7 @@ static atm_status run_maxpool_bwd(atm_cuda_kernel *k, void *const *in, void *con
 	return ATM_OK;
 }
 
+/* run_avgpool_fwd -- each window's mean */
 static atm_status run_avgpool_fwd(atm_cuda_kernel *k, void *const *in, void *const *out,
                                   void *ws)
 {
@@ -623,6 +627,7 @@ static atm_status run_avgpool_fwd(atm_cuda_kernel *k, void *const *in, void *con
 	return ATM_OK;
 }
 
+/* run_avgpool_bwd -- dy spread evenly over each window */
 static atm_status run_avgpool_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
                                   void *ws)
 {
@@ -632,6 +637,7 @@ static atm_status run_avgpool_bwd(atm_cuda_kernel *k, void *const *in, void *con
 	return ATM_OK;
 }
 
+/* run_add -- y = a + b */
 static atm_status run_add(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
 	(void)ws;
@@ -639,6 +645,7 @@ static atm_status run_add(atm_cuda_kernel *k, void *const *in, void *const *out,
 	return ATM_OK;
 }
 
+/* run_softmax_xent -- probabilities and each row's loss, then their mean */
 static atm_status run_softmax_xent(atm_cuda_kernel *k, void *const *in, void *const *out,
                                    void *ws)
 {
@@ -649,6 +656,7 @@ static atm_status run_softmax_xent(atm_cuda_kernel *k, void *const *in, void *co
 	return ATM_OK;
 }
 
+/* run_softmax_xent_bwd -- dlogits = (probs - labels) / N */
 static atm_status run_softmax_xent_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
                                        void *ws)
 {
@@ -658,6 +666,7 @@ static atm_status run_softmax_xent_bwd(atm_cuda_kernel *k, void *const *in, void
 	return ATM_OK;
 }
 
+/* run_sgd -- w -= lr * dw in place */
 static atm_status run_sgd(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
 	(void)out, (void)ws;
@@ -699,11 +708,13 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_SGD] = {NULL, run_sgd},
 };
 
+/* atm_cuda_supports -- op has an entry with a run */
 bool atm_cuda_supports(atm_op op)
 {
 	return (unsigned)op < ATM_N_OPS && cuda_ops[op].run;
 }
 
+/* atm_cuda_kernel_new -- the node's kernel, prepared by its op's build */
 atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm_graph *g,
                                int32_t node)
 {
