@@ -96,7 +96,7 @@ static json_t *roofline_json(const atm_prof_roofline *rf)
 	for (int op = 0; op < ATM_N_OPS; op++) {
 		json_t *x = json_object();
 		json_object_set_new(x, "gflops", json_real(rf->gflops[op]));
-		if (op <= ATM_OP_CONV_BWD_WEIGHTS)
+		if (atm_op_describe((atm_op)op)->pointwise_rate)
 			json_object_set_new(x, "gflops_1x1", json_real(rf->gflops_1x1[op]));
 		json_object_set_new(x, "gbps", json_real(rf->gbps[op]));
 		json_object_set_new(x, "overhead_s", json_real(rf->overhead_s[op]));
@@ -184,7 +184,7 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 		printf("  roofline         %s: convolution %.1f GFLOPS (1x1 %.1f), inner product "
 		       "%.1f GFLOPS,\n                   memory %.1f GB/s, a call %.1f us\n",
 		       rf.calibrated ? "calibrated here" : "given", rf.gflops[ATM_OP_CONV_FWD],
-		       rf.gflops_1x1[0], rf.gflops[ATM_OP_IP_FWD], rf.fast_gbps,
+		       rf.gflops_1x1[ATM_OP_CONV_FWD], rf.gflops[ATM_OP_IP_FWD], rf.fast_gbps,
 		       rf.overhead_s[ATM_OP_CONV_FWD] * 1e6);
 	atm_err_clear();
 	if (err)

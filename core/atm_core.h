@@ -98,6 +98,9 @@ typedef enum {
 /* Locations a tensor may take (a bit set). */
 enum { ATM_LOC_FAST = 1u, ATM_LOC_SLOW = 2u, ATM_LOC_ANY = 3u };
 
+/* Ops. Each has one entry in core/ops.c (atm_op_describe) and a kernel in each backend's
+ * table; docs/extending-op.md says how to add one. The values index those tables and carry
+ * no meaning of their own: files name ops by name, and nothing depends on their order. */
 typedef enum {
 	ATM_OP_CONV_FWD = 0,      /* in: x[N,C,H,W], w[O,C,KH,KW], (b[O]) out: y[N,O,OH,OW] */
 	ATM_OP_CONV_BWD_DATA,     /* in: dy, w                 out: dx */
@@ -173,6 +176,60 @@ atm_status atm_op_from_name(const char *s, atm_op *out);
 /* atm_op_is_inplace -- the op writes its input 0 (SGD) */
 bool atm_op_is_inplace(atm_op op);
 
+/* ---------------------------------------------------------------- ops */
+
+/* Attributes of atm_attrs an op may read, one bit each; signatures and graph JSON write
+ * an op's attributes in this order. */
+enum {
+	ATM_ATTR_KERNEL = 1u << 0,      /* "kernel" */
+	ATM_ATTR_STRIDE = 1u << 1,      /* "stride" */
+	ATM_ATTR_PAD = 1u << 2,         /* "pad" */
+	ATM_ATTR_EXCLUDE_PAD = 1u << 3, /* "exclude_pad" */
+	ATM_ATTR_EPSILON = 1u << 4,     /* "epsilon" */
+	ATM_ATTR_AXIS = 1u << 5,        /* "axis" */
+	ATM_ATTR_LR = 1u << 6,          /* "lr" */
+};
+#define ATM_N_ATTRS 7
+
+/* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
+const char *atm_attr_name(unsigned attr);
+
+/* What an operand is to its op, where that matters beyond its shape: how a runtime fills a
+ * graph's starting tensors, and which operands are not f32. */
+typedef enum {
+	ATM_ROLE_DATA = 0, /* anything else */
+	ATM_ROLE_LABELS,   /* one-hot rows */
+	ATM_ROLE_WEIGHT,   /* a parameter that starts at random, scaled by its fan-in */
+	ATM_ROLE_SCALE,    /* a parameter that starts at one (batch norm's gamma) */
+	ATM_ROLE_SHIFT,    /* a parameter that starts at zero (biases, batch norm's beta) */
+	ATM_ROLE_INDEX,    /* i32 indices (max pooling's argmax), where every other operand is f32 */
+} atm_op_role;
+
+/* Roles are given for an op's first operands; those past them are data. */
+#define ATM_OP_MAX_ROLES 8
+
+/* One op as the rest of the code may ask about it (read-only, owned by core). Parameter
+ * roles sit on the op that introduces a parameter (its forward op); a parameter in a data
+ * slot of such an op starts at zero. */
+typedef struct {
+	const char *name;        /* as the JSON formats spell it */
+	int min_in, max_in;      /* inputs it takes */
+	int min_out, max_out;    /* outputs it makes */
+	unsigned attrs;          /* ATM_ATTR_* bits it reads; it ignores the other fields */
+	bool inplace;            /* writes its input 0 (SGD) */
+	bool pointwise_rate;     /* its work may be pointwise (atm_work.pointwise: a 1x1
+	                          * convolution is one GEMM), which the roofline rates apart */
+	atm_op_role in_role[ATM_OP_MAX_ROLES];
+	atm_op_role out_role[ATM_OP_MAX_ROLES];
+} atm_op_desc;
+
+/* atm_op_describe -- op's entry; NULL for a value that is no op */
+const atm_op_desc *atm_op_describe(atm_op op);
+/* atm_op_in_role, atm_op_out_role -- the role of op's input or output i (data past the
+ * roles given and for a value that is no op) */
+atm_op_role atm_op_in_role(atm_op op, int i);
+atm_op_role atm_op_out_role(atm_op op, int i);
+
 /* ---------------------------------------------------------------- graph */
 
 typedef struct atm_graph atm_graph;
@@ -224,6 +281,18 @@ int32_t atm_graph_producer(const atm_graph *g, int32_t tensor);
 /* atm_tensor_is_persistent -- lives for the whole step (input, param, optimizer
  * state, constant, output) */
 bool atm_tensor_is_persistent(const atm_tensor *t);
+
+/* What a kernel must do at the least, from its op and shapes: the roofline model's input. */
+typedef struct {
+	double flops;         /* 2 per multiply-add; elementwise ops one or a few per element */
+	double traffic_bytes; /* every operand once, an in-place input twice, plus the passes an
+	                       * op makes over its operands (batch norm reads x twice) */
+	bool pointwise;       /* a 1x1 window (atm_op_desc.pointwise_rate) */
+} atm_work;
+
+/* atm_node_work -- FLOPs and traffic of node of a valid graph; ATM_E_USAGE for a node out of
+ * range. *w is zero on failure. */
+atm_status atm_node_work(const atm_graph *g, int32_t node, atm_work *w);
 
 /* ---------------------------------------------------------------- liveness */
 

@@ -4,6 +4,49 @@
 
 #include "atm_core.h"
 
+/* ---------------------------------------------------------------- ops */
+
+/* A rule of an op's entry: its shapes (shape.c; the message names the tensor) and its work
+ * (work.c; atm_node_work has set the traffic every op has, the rule adds FLOPs and any extra
+ * passes). Both run on nodes whose arity fits the op. */
+typedef atm_status (*atm_shape_rule)(const atm_graph *g, const atm_node *n);
+typedef void (*atm_work_rule)(const atm_graph *g, const atm_node *n, atm_work *w);
+
+/* One op's entry in core/ops.c: what atm_op_describe hands out and what only core uses. */
+struct atm_op_entry {
+	atm_op_desc d;
+	/* the number the graph digest hashes for the op: fixed once given (plans hold digests),
+	 * never reused, unlike the enum's values */
+	int32_t digest_id;
+	atm_shape_rule shape;
+	atm_work_rule work;
+};
+
+/* atm_op_entry -- op's entry; NULL for a value that is no op */
+const struct atm_op_entry *atm_op_entry(atm_op op);
+
+/* Shape rules (shape.c), each for the ops its name says. */
+atm_status atm_shape_conv(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_ip(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_relu(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_pool(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_bn(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_concat(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_add(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_loss(const atm_graph *g, const atm_node *n);
+atm_status atm_shape_sgd(const atm_graph *g, const atm_node *n);
+
+/* Work rules (work.c). */
+void atm_work_conv(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_ip(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_per_out_elem(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_pool(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_bn_fwd(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_bn_bwd(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_copy(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_softmax_xent_fwd(const atm_graph *g, const atm_node *n, atm_work *w);
+void atm_work_two_per_in_elem(const atm_graph *g, const atm_node *n, atm_work *w);
+
 /* atm_shape_check -- does node's input and output shapes obey its op's rule?
  * The message names the node and the tensor. */
 atm_status atm_shape_check(const atm_graph *g, const atm_node *n);

@@ -242,37 +242,6 @@ atm_status atm_graph_add_tensor(atm_graph *g, const char *name, atm_dtype dtype,
 	return ATM_OK;
 }
 
-/* arity -- how many inputs and outputs op takes */
-static void arity(atm_op op, int *min_in, int *max_in, int *min_out, int *max_out)
-{
-	static const int table[ATM_N_OPS][4] = {
-		[ATM_OP_CONV_FWD] = {2, 3, 1, 1},
-		[ATM_OP_CONV_BWD_DATA] = {2, 2, 1, 1},
-		[ATM_OP_CONV_BWD_WEIGHTS] = {2, 2, 1, 2},
-		[ATM_OP_IP_FWD] = {3, 3, 1, 1},
-		[ATM_OP_IP_BWD_DATA] = {2, 2, 1, 1},
-		[ATM_OP_IP_BWD_WEIGHTS] = {2, 2, 2, 2},
-		[ATM_OP_RELU_FWD] = {1, 1, 1, 1},
-		[ATM_OP_RELU_BWD] = {2, 2, 1, 1},
-		[ATM_OP_MAXPOOL_FWD] = {1, 1, 2, 2},
-		[ATM_OP_MAXPOOL_BWD] = {2, 2, 1, 1},
-		[ATM_OP_AVGPOOL_FWD] = {1, 1, 1, 1},
-		[ATM_OP_AVGPOOL_BWD] = {1, 1, 1, 1},
-		[ATM_OP_BN_FWD] = {3, 3, 3, 3},
-		[ATM_OP_BN_BWD] = {5, 5, 3, 3},
-		[ATM_OP_CONCAT] = {1, 4096, 1, 1},
-		[ATM_OP_SPLIT] = {1, 1, 1, 4096},
-		[ATM_OP_ADD] = {2, 2, 1, 1},
-		[ATM_OP_SOFTMAX_XENT_FWD] = {2, 2, 2, 2},
-		[ATM_OP_SOFTMAX_XENT_BWD] = {2, 2, 1, 1},
-		[ATM_OP_SGD] = {2, 2, 0, 0},
-	};
-	*min_in = table[op][0];
-	*max_in = table[op][1];
-	*min_out = table[op][2];
-	*max_out = table[op][3];
-}
-
 /* format_range -- "2" or "2 to 3" */
 static void format_range(char *buf, size_t len, int lo, int hi)
 {
@@ -286,17 +255,16 @@ atm_status atm_graph_add_node(atm_graph *g, const char *name, atm_op op, const a
                               int n_in, const int32_t *in, int n_out, const int32_t *out,
                               int32_t *id)
 {
-	int min_in, max_in, min_out, max_out;
+	const atm_op_desc *d = atm_op_describe(op);
 	*id = -1;
 	if (!name || !*name)
 		return atm_err(ATM_E_INPUT, "node %d: a node needs a non-empty name", g->n_nodes);
-	if ((unsigned)op >= ATM_N_OPS)
+	if (!d)
 		return atm_err(ATM_E_INPUT, "node '%s': unknown op %d", name, (int)op);
-	arity(op, &min_in, &max_in, &min_out, &max_out);
-	if (n_in < min_in || n_in > max_in || n_out < min_out || n_out > max_out) {
+	if (n_in < d->min_in || n_in > d->max_in || n_out < d->min_out || n_out > d->max_out) {
 		char ins[32], outs[32];
-		format_range(ins, sizeof ins, min_in, max_in);
-		format_range(outs, sizeof outs, min_out, max_out);
+		format_range(ins, sizeof ins, d->min_in, d->max_in);
+		format_range(outs, sizeof outs, d->min_out, d->max_out);
 		return atm_err(ATM_E_INPUT, "node '%s': %s takes %s inputs and %s outputs, got %d and %d",
 		               name, atm_op_name(op), ins, outs, n_in, n_out);
 	}

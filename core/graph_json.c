@@ -34,39 +34,17 @@ static const char *const gj_tensor_keys[] = {"id", "name", "shape", "dtype", "ki
 static const char *const gj_node_keys[] = {"id", "name", "op", "inputs", "outputs", "attrs",
                                            "workspace_bytes", NULL};
 
-static const char *const gj_conv_attrs[] = {"stride", "pad", NULL};
-static const char *const gj_maxpool_attrs[] = {"kernel", "stride", "pad", NULL};
-static const char *const gj_avgpool_attrs[] = {"kernel", "stride", "pad", "exclude_pad", NULL};
-static const char *const gj_bn_attrs[] = {"epsilon", NULL};
-static const char *const gj_axis_attrs[] = {"axis", NULL};
-static const char *const gj_sgd_attrs[] = {"lr", NULL};
-static const char *const gj_no_attrs[] = {NULL};
-
-/* gj_op_attrs -- the attrs op takes, in the order the writer writes them */
-static const char *const *gj_op_attrs(atm_op op)
+/* gj_op_attrs -- the names of the attrs op takes into valid (NULL-terminated), in the order
+ * the writer writes them; how many */
+static int gj_op_attrs(atm_op op, const char *valid[ATM_N_ATTRS + 1])
 {
-	switch (op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		return gj_conv_attrs;
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-		return gj_maxpool_attrs;
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_AVGPOOL_BWD:
-		return gj_avgpool_attrs;
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
-		return gj_bn_attrs;
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
-		return gj_axis_attrs;
-	case ATM_OP_SGD:
-		return gj_sgd_attrs;
-	default:
-		return gj_no_attrs;
-	}
+	const atm_op_desc *d = atm_op_describe(op);
+	int n = 0;
+	for (int i = 0; d && i < ATM_N_ATTRS; i++)
+		if (d->attrs & (1u << i))
+			valid[n++] = atm_attr_name(1u << i);
+	valid[n] = NULL;
+	return n;
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -526,7 +504,8 @@ static atm_status gj_float(const json_t *v, const char *where, double lo, bool o
 /* gj_read_attrs -- "attrs" of a node: only the ones its op takes, with defaults */
 static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label, atm_attrs *a)
 {
-	const char *const *valid = gj_op_attrs(op);
+	const char *valid[ATM_N_ATTRS + 1];
+	const atm_op_desc *d = atm_op_describe(op);
 	char where[GJ_PATH], w[GJ_PATH + 32];
 	const json_t *v;
 	atm_status rc;
@@ -539,6 +518,7 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	gj_sub(where, sizeof where, label, "attrs");
 	if (obj && !json_is_object(obj))
 		return gj_expected(where, "an object", obj);
+	gj_op_attrs(op, valid);
 	if (obj && !valid[0] && json_object_size(obj)) {
 		char clip[80];
 		return gj_fail(where, "op %s takes no attrs, got \"%s\"", atm_op_name(op),
@@ -551,8 +531,7 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 		if ((rc = gj_keys(obj, where, "attr", context, valid)) < 0)
 			return rc;
 	}
-	bool pool = valid == gj_maxpool_attrs || valid == gj_avgpool_attrs;
-	if (pool && !(obj && json_object_get(obj, "kernel")))
+	if (d && (d->attrs & ATM_ATTR_KERNEL) && !(obj && json_object_get(obj, "kernel")))
 		return gj_fail(where, "op %s needs \"kernel\": [h, w]", atm_op_name(op));
 	if (!obj)
 		return ATM_OK;
@@ -976,13 +955,14 @@ static json_t *gj_ints(const int32_t *v, int n)
 static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 {
 	const atm_attrs *a = &n->attrs;
-	const char *const *valid = gj_op_attrs(n->op);
+	const char *valid[ATM_N_ATTRS + 1];
 	int32_t stride[2] = {a->stride[0] ? a->stride[0] : 1, a->stride[1] ? a->stride[1] : 1};
 	json_t *o = json_object();
 	if (!o) {
 		*ok = false;
 		return NULL;
 	}
+	gj_op_attrs(n->op, valid);
 	for (int i = 0; valid[i]; i++) {
 		const char *k = valid[i];
 		if (strcmp(k, "kernel") == 0)
@@ -1050,7 +1030,8 @@ static json_t *gj_node_json(const atm_node *n)
 	atm_json_set_new(o, "op", json_string(atm_op_name(n->op)), &ok);
 	atm_json_set_new(o, "inputs", gj_ints(n->in, n->n_in), &ok);
 	atm_json_set_new(o, "outputs", gj_ints(n->out, n->n_out), &ok);
-	if (gj_op_attrs(n->op)[0])
+	const char *valid[ATM_N_ATTRS + 1];
+	if (gj_op_attrs(n->op, valid))
 		atm_json_set_new(o, "attrs", gj_attrs_json(n, &ok), &ok);
 	if (n->workspace_bytes)
 		atm_json_set_new(o, "workspace_bytes", json_integer(n->workspace_bytes), &ok);

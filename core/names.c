@@ -1,4 +1,4 @@
-/* names.c -- the names of dtypes, tensor kinds and ops, as the JSON formats spell them */
+/* names.c -- the names of dtypes, tensor kinds and ops (from their entries in ops.c), as the JSON formats spell them */
 #include <string.h>
 
 #include "atm_core.h"
@@ -8,14 +8,6 @@ static const int64_t dtype_sizes[ATM_N_DTYPES] = {4, 4, 1};
 
 static const char *const kind_names[ATM_N_KINDS] = {
 	"input", "param", "grad", "activation", "optimizer_state", "constant", "output",
-};
-
-static const char *const op_names[ATM_N_OPS] = {
-	"conv_fwd",        "conv_bwd_data",    "conv_bwd_weights", "ip_fwd",
-	"ip_bwd_data",     "ip_bwd_weights",   "relu_fwd",         "relu_bwd",
-	"maxpool_fwd",     "maxpool_bwd",      "avgpool_fwd",      "avgpool_bwd",
-	"bn_fwd",          "bn_bwd",           "concat",           "split",
-	"add",             "softmax_xent_fwd", "softmax_xent_bwd", "sgd",
 };
 
 const char *atm_dtype_name(atm_dtype t)
@@ -35,12 +27,8 @@ const char *atm_kind_name(atm_tensor_kind k)
 
 const char *atm_op_name(atm_op op)
 {
-	return (unsigned)op < ATM_N_OPS ? op_names[op] : "?";
-}
-
-bool atm_op_is_inplace(atm_op op)
-{
-	return op == ATM_OP_SGD;
+	const atm_op_desc *d = atm_op_describe(op);
+	return d ? d->name : "?";
 }
 
 /* lookup -- index of s in names, or an ATM_E_INPUT message listing them all */
@@ -79,7 +67,10 @@ atm_status atm_kind_from_name(const char *s, atm_tensor_kind *out)
 
 atm_status atm_op_from_name(const char *s, atm_op *out)
 {
+	const char *op_names[ATM_N_OPS];
 	int i = 0;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		op_names[op] = atm_op_name((atm_op)op);
 	atm_status rc = lookup("op", op_names, ATM_N_OPS, s, &i);
 	*out = (atm_op)i;
 	return rc;

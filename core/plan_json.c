@@ -35,7 +35,7 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		const atm_attrs *a = &n->attrs;
-		h = fnv_i64(h, n->op);
+		h = fnv_i64(h, atm_op_entry(n->op)->digest_id); /* not the enum's value: see ops.c */
 		for (int i = 0; i < n->n_in; i++)
 			h = fnv_i64(h, n->in[i]);
 		h = fnv_i64(h, -1);

@@ -1,4 +1,4 @@
-/* shape.c -- each op's rule relating input and output shapes, checked by atm_graph_validate */
+/* shape.c -- each op's rule relating input and output shapes, named by its entry in ops.c and checked by atm_graph_validate */
 #include <math.h>
 #include <string.h>
 
@@ -131,8 +131,10 @@ static int64_t inner(const atm_tensor *t)
 			return rc_;                \
 	} while (0)
 
-static atm_status conv(const struct ctx *c)
+/* atm_shape_conv -- x, w and y of a convolution, whichever of the three is computed */
+atm_status atm_shape_conv(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_attrs *a = &c->n->attrs;
 	const atm_tensor *x, *w, *y;
 	int64_t oh, ow;
@@ -162,8 +164,10 @@ static atm_status conv(const struct ctx *c)
 	return ATM_OK;
 }
 
-static atm_status inner_product(const struct ctx *c)
+/* atm_shape_ip -- x [N, ...], w [O, I] and y [N, O] of an inner product */
+atm_status atm_shape_ip(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_tensor *x, *w, *y;
 	char s[128];
 	switch (c->n->op) {
@@ -193,8 +197,10 @@ static atm_status inner_product(const struct ctx *c)
 	return ATM_OK;
 }
 
-static atm_status pool(const struct ctx *c)
+/* atm_shape_pool -- the window over x, y and max pooling's argmax */
+atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_attrs *a = &c->n->attrs;
 	bool fwd = c->n->op == ATM_OP_MAXPOOL_FWD || c->n->op == ATM_OP_AVGPOOL_FWD;
 	const atm_tensor *x = fwd ? in_t(c, 0) : out_t(c, 0);
@@ -218,8 +224,10 @@ static atm_status pool(const struct ctx *c)
 	return ATM_OK;
 }
 
-static atm_status batch_norm(const struct ctx *c)
+/* atm_shape_bn -- x and the per-channel vectors of batch norm */
+atm_status atm_shape_bn(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_tensor *x = in_t(c, 0);
 	char s[128];
 	CHECK(x->ndim >= 2, "data '%s' has shape %s; expected [N, C, ...]", x->name,
@@ -245,8 +253,10 @@ static atm_status batch_norm(const struct ctx *c)
 	return ATM_OK;
 }
 
-static atm_status concat(const struct ctx *c)
+/* atm_shape_concat -- the parts add up to the whole along the axis (concat, split) */
+atm_status atm_shape_concat(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	bool cat = c->n->op == ATM_OP_CONCAT;
 	const atm_tensor *whole = cat ? out_t(c, 0) : in_t(c, 0);
 	int n_parts = cat ? c->n->n_in : c->n->n_out;
@@ -270,8 +280,10 @@ static atm_status concat(const struct ctx *c)
 	return ATM_OK;
 }
 
-static atm_status loss(const struct ctx *c)
+/* atm_shape_loss -- [N, classes] logits or probabilities, labels and the loss */
+atm_status atm_shape_loss(const atm_graph *g, const atm_node *n)
 {
+	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_tensor *p = in_t(c, 0);
 	char s[128];
 	CHECK(p->ndim == 2, "'%s' has shape %s; expected [N, classes]", p->name,
@@ -285,60 +297,56 @@ static atm_status loss(const struct ctx *c)
 	return ATM_OK;
 }
 
-/* dtypes -- every tensor is f32 but the argmax of max pooling */
+/* atm_shape_relu -- ReLU and its gradient keep the shape */
+atm_status atm_shape_relu(const atm_graph *g, const atm_node *n)
+{
+	const struct ctx ctx = {g, n}, *c = &ctx;
+	if (n->op == ATM_OP_RELU_FWD)
+		return expect_same("input", in_t(c, 0), "output", out_t(c, 0));
+	TRY(expect_same("forward output", in_t(c, 0), "gradient", in_t(c, 1)));
+	return expect_same("forward output", in_t(c, 0), "input gradient", out_t(c, 0));
+}
+
+/* atm_shape_add -- a, b and y of one shape */
+atm_status atm_shape_add(const atm_graph *g, const atm_node *n)
+{
+	const struct ctx ctx = {g, n}, *c = &ctx;
+	TRY(expect_same("input", in_t(c, 0), "input", in_t(c, 1)));
+	return expect_same("input", in_t(c, 0), "output", out_t(c, 0));
+}
+
+/* atm_shape_sgd -- w and dw of one shape, a usable learning rate */
+atm_status atm_shape_sgd(const atm_graph *g, const atm_node *n)
+{
+	const struct ctx ctx = {g, n}, *c = &ctx;
+	CHECK(isfinite(n->attrs.lr) && n->attrs.lr >= 0,
+	      "learning rate must be a finite number >= 0, got %g", (double)n->attrs.lr);
+	return expect_same("parameter", in_t(c, 0), "gradient", in_t(c, 1));
+}
+
+/* dtypes -- every operand is f32 but those the op's entry gives as indices (i32, checked by
+ * the op's rule) */
 static atm_status dtypes(const struct ctx *c)
 {
 	for (int i = 0; i < c->n->n_in + c->n->n_out; i++) {
-		const atm_tensor *t = i < c->n->n_in ? in_t(c, i) : out_t(c, i - c->n->n_in);
-		bool ws = (c->n->op == ATM_OP_MAXPOOL_FWD && i == c->n->n_in + 1) ||
-		          (c->n->op == ATM_OP_MAXPOOL_BWD && i == 1);
-		if (!ws)
+		bool is_in = i < c->n->n_in;
+		const atm_tensor *t = is_in ? in_t(c, i) : out_t(c, i - c->n->n_in);
+		atm_op_role role = is_in ? atm_op_in_role(c->n->op, i)
+		                         : atm_op_out_role(c->n->op, i - c->n->n_in);
+		if (role != ATM_ROLE_INDEX)
 			CHECK(t->dtype == ATM_F32, "tensor '%s' is %s; %s works on f32", t->name,
 			      atm_dtype_name(t->dtype), atm_op_name(c->n->op));
 	}
 	return ATM_OK;
 }
 
+/* atm_shape_check -- dtypes, then the rule of the node's op */
 atm_status atm_shape_check(const atm_graph *g, const atm_node *n)
 {
 	struct ctx c = {g, n};
-	TRY(dtypes(&c));
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		return conv(&c);
-	case ATM_OP_IP_FWD:
-	case ATM_OP_IP_BWD_DATA:
-	case ATM_OP_IP_BWD_WEIGHTS:
-		return inner_product(&c);
-	case ATM_OP_RELU_FWD:
-		return expect_same("input", in_t(&c, 0), "output", out_t(&c, 0));
-	case ATM_OP_RELU_BWD:
-		TRY(expect_same("forward output", in_t(&c, 0), "gradient", in_t(&c, 1)));
-		return expect_same("forward output", in_t(&c, 0), "input gradient", out_t(&c, 0));
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_AVGPOOL_BWD:
-		return pool(&c);
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
-		return batch_norm(&c);
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
-		return concat(&c);
-	case ATM_OP_ADD:
-		TRY(expect_same("input", in_t(&c, 0), "input", in_t(&c, 1)));
-		return expect_same("input", in_t(&c, 0), "output", out_t(&c, 0));
-	case ATM_OP_SOFTMAX_XENT_FWD:
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		return loss(&c);
-	case ATM_OP_SGD:
-		CHECK(isfinite(n->attrs.lr) && n->attrs.lr >= 0,
-		      "learning rate must be a finite number >= 0, got %g", (double)n->attrs.lr);
-		return expect_same("parameter", in_t(&c, 0), "gradient", in_t(&c, 1));
-	default:
+	const struct atm_op_entry *e = atm_op_entry(n->op);
+	if (!e || !e->shape)
 		return atm_err(ATM_E_INTERNAL, "no shape rule for op %d", (int)n->op);
-	}
+	TRY(dtypes(&c));
+	return e->shape(g, n);
 }

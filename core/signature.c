@@ -33,44 +33,29 @@ static void sig_tensors(atm_text *s, const atm_graph *g, int n, const int32_t *i
 	}
 }
 
-/* sig_build -- op, the attributes that op reads (so that a field it ignores
- * cannot split identical kernels), then operand dtypes and shapes */
+/* sig_build -- op, the attributes its entry says it reads (so that a field it ignores
+ * cannot split identical kernels), in the ATM_ATTR_* order, then operand dtypes and shapes */
 static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 {
 	const atm_attrs *a = &n->attrs;
+	const atm_op_desc *d = atm_op_describe(n->op);
+	unsigned attrs = d ? d->attrs : 0;
 	char f[32];
 	atm_text_str(s, atm_op_name(n->op));
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		atm_text_add(s, "/s%d,%d/p%d,%d,%d,%d", one_if_zero(a->stride[0]), one_if_zero(a->stride[1]),
-		       a->pad[0], a->pad[1], a->pad[2], a->pad[3]);
-		break;
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_AVGPOOL_BWD:
-		atm_text_add(s, "/k%d,%d/s%d,%d/p%d,%d,%d,%d", a->kernel[0], a->kernel[1],
-		       one_if_zero(a->stride[0]), one_if_zero(a->stride[1]), a->pad[0], a->pad[1],
-		       a->pad[2], a->pad[3]);
-		if (n->op == ATM_OP_AVGPOOL_FWD || n->op == ATM_OP_AVGPOOL_BWD)
-			atm_text_add(s, "/x%d", a->exclude_pad ? 1 : 0);
-		break;
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
+	if (attrs & ATM_ATTR_KERNEL)
+		atm_text_add(s, "/k%d,%d", a->kernel[0], a->kernel[1]);
+	if (attrs & ATM_ATTR_STRIDE)
+		atm_text_add(s, "/s%d,%d", one_if_zero(a->stride[0]), one_if_zero(a->stride[1]));
+	if (attrs & ATM_ATTR_PAD)
+		atm_text_add(s, "/p%d,%d,%d,%d", a->pad[0], a->pad[1], a->pad[2], a->pad[3]);
+	if (attrs & ATM_ATTR_EXCLUDE_PAD)
+		atm_text_add(s, "/x%d", a->exclude_pad ? 1 : 0);
+	if (attrs & ATM_ATTR_EPSILON)
 		atm_text_add(s, "/e%s", float_str(a->epsilon, f, sizeof f));
-		break;
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
+	if (attrs & ATM_ATTR_AXIS)
 		atm_text_add(s, "/a%d", a->axis);
-		break;
-	case ATM_OP_SGD:
+	if (attrs & ATM_ATTR_LR)
 		atm_text_add(s, "/lr%s", float_str(a->lr, f, sizeof f));
-		break;
-	default:
-		break;
-	}
 	atm_text_str(s, "/");
 	sig_tensors(s, g, n->n_in, n->in);
 	atm_text_str(s, "->");

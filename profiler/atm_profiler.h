@@ -133,8 +133,9 @@ atm_status atm_prof_cache_save(atm_profile *p);
  * faster. */
 typedef struct atm_prof_roofline {
 	double gflops[ATM_N_OPS];     /* each op's compute rate, operands in cache */
-	double gflops_1x1[3];         /* convolution forward, backward data, backward weights
-	                               * with a 1x1 kernel: one GEMM, far faster than 3x3 */
+	double gflops_1x1[ATM_N_OPS]; /* each op with a pointwise form (atm_op_desc.pointwise_rate,
+	                               * the convolutions) on a 1x1 kernel: one GEMM, far faster
+	                               * than 3x3; 0 for the other ops */
 	double gbps[ATM_N_OPS];       /* each op's streaming rate, operands beyond the cache */
 	double overhead_s[ATM_N_OPS]; /* each op's call on almost no data */
 	double fast_gbps;             /* a plain streaming kernel (ReLU): what moves use */
@@ -163,14 +164,11 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
  * before one ran or when it estimated nothing */
 atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf);
 
-/* Work of one kernel: FLOPs and bytes streamed by the kernel body. */
-typedef struct {
-	double flops;
-	double traffic_bytes;
-	bool pointwise; /* a convolution with a 1x1 kernel */
-} atm_prof_work;
+/* Work of one kernel: FLOPs and bytes streamed by the kernel body (each op's rule is core's,
+ * atm_node_work). */
+typedef atm_work atm_prof_work;
 
-/* atm_prof_kernel_work -- the work of node from its op and shapes */
+/* atm_prof_kernel_work -- the work of node from its op and shapes (atm_node_work) */
 atm_status atm_prof_kernel_work(const atm_graph *g, int32_t node, atm_prof_work *w);
 /* atm_prof_roofline_s -- the model's seconds for a kernel of op with work w
  * whose operands are these bytes in fast and slow memory (each operand once) */

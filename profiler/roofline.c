@@ -11,106 +11,11 @@
 
 /* ---------------------------------------------------------------- work */
 
-/* in_t -- input i of n */
-static const atm_tensor *in_t(const atm_graph *g, const atm_node *n, int i)
-{
-	return atm_graph_tensor(g, n->in[i]);
-}
-
-/* out_t -- output i of n */
-static const atm_tensor *out_t(const atm_graph *g, const atm_node *n, int i)
-{
-	return atm_graph_tensor(g, n->out[i]);
-}
-
-/* io_bytes -- every operand once, and an in-place op's input 0 twice (read
- * and written): the bytes a kernel must move at the least */
-static double io_bytes(const atm_graph *g, const atm_node *n)
-{
-	double b = 0;
-	for (int i = 0; i < n->n_in; i++)
-		b += (double)in_t(g, n, i)->bytes;
-	for (int i = 0; i < n->n_out; i++)
-		b += (double)out_t(g, n, i)->bytes;
-	if (atm_op_is_inplace(n->op))
-		b += (double)in_t(g, n, 0)->bytes;
-	return b;
-}
-
-/* atm_prof_kernel_work -- FLOPs and traffic of node from its op and shapes */
+/* atm_prof_kernel_work -- FLOPs and traffic of node from its op and shapes: each op's rule sits
+ * in core beside its shape rule (core/work.c), the rates it is divided by here */
 atm_status atm_prof_kernel_work(const atm_graph *g, int32_t node, atm_prof_work *w)
 {
-	const atm_node *n = atm_graph_node(g, node);
-	memset(w, 0, sizeof *w);
-	if (!n)
-		return atm_err(ATM_E_USAGE, "atm_prof_kernel_work: node %d is out of range (graph '%s' "
-		               "has %d nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
-	w->traffic_bytes = io_bytes(g, n);
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS: {
-		/* 2 FLOPs per multiply-add: every output pixel of every output
-		 * channel sums C * KH * KW products, whichever of the three is computed */
-		const atm_tensor *wt = n->op == ATM_OP_CONV_BWD_WEIGHTS ? out_t(g, n, 0) : in_t(g, n, 1);
-		const atm_tensor *y = n->op == ATM_OP_CONV_FWD ? out_t(g, n, 0)
-		                      : in_t(g, n, n->op == ATM_OP_CONV_BWD_DATA ? 0 : 1);
-		w->flops = 2.0 * (double)y->n_elems * (double)(wt->n_elems / wt->dims[0]);
-		w->pointwise = wt->ndim == 4 && wt->dims[2] == 1 && wt->dims[3] == 1;
-		break;
-	}
-	case ATM_OP_IP_FWD:
-	case ATM_OP_IP_BWD_DATA:
-	case ATM_OP_IP_BWD_WEIGHTS: {
-		const atm_tensor *wt = n->op == ATM_OP_IP_BWD_WEIGHTS ? out_t(g, n, 0) : in_t(g, n, 1);
-		const atm_tensor *x = n->op == ATM_OP_IP_BWD_DATA ? out_t(g, n, 0) : in_t(g, n, 0);
-		w->flops = 2.0 * (double)x->dims[0] * (double)wt->n_elems;
-		break;
-	}
-	case ATM_OP_RELU_FWD:
-	case ATM_OP_RELU_BWD:
-	case ATM_OP_ADD:
-		w->flops = (double)out_t(g, n, 0)->n_elems;
-		break;
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-	case ATM_OP_AVGPOOL_BWD: {
-		bool fwd = n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_AVGPOOL_FWD;
-		double y = (double)(fwd ? out_t(g, n, 0) : in_t(g, n, 0))->n_elems;
-		w->flops = y * n->attrs.kernel[0] * n->attrs.kernel[1];
-		break;
-	}
-	case ATM_OP_BN_FWD:
-		/* statistics, then normalisation: two passes over x */
-		w->flops = 6.0 * (double)in_t(g, n, 0)->n_elems;
-		w->traffic_bytes += (double)in_t(g, n, 0)->bytes;
-		break;
-	case ATM_OP_BN_BWD:
-		/* reductions of dy and dy * x, then dx: two passes over x and dy */
-		w->flops = 10.0 * (double)in_t(g, n, 0)->n_elems;
-		w->traffic_bytes += (double)(in_t(g, n, 0)->bytes + in_t(g, n, 1)->bytes);
-		break;
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
-		/* a copy: one "operation" per element, so that the op has a rate */
-		w->flops = (double)(n->op == ATM_OP_CONCAT ? out_t(g, n, 0) : in_t(g, n, 0))->n_elems;
-		break;
-	case ATM_OP_SOFTMAX_XENT_FWD:
-		/* exp and log in double, a few passes per row (plain C, one thread) */
-		w->flops = 20.0 * (double)in_t(g, n, 0)->n_elems;
-		break;
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		w->flops = 2.0 * (double)in_t(g, n, 0)->n_elems;
-		break;
-	case ATM_OP_SGD:
-		w->flops = 2.0 * (double)in_t(g, n, 0)->n_elems;
-		break;
-	default:
-		return atm_err(ATM_E_UNSUPPORTED, "node '%s': no work model for op %s", n->name,
-		               atm_op_name(n->op));
-	}
-	return ATM_OK;
+	return atm_node_work(g, node, w);
 }
 
 /* ---------------------------------------------------------------- model */
@@ -131,8 +36,9 @@ void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads)
 		rf->gbps[o] = DEFAULT_GBPS;
 		rf->overhead_s[o] = DEFAULT_OVERHEAD_S;
 	}
-	for (int i = 0; i < 3; i++)
-		rf->gflops_1x1[i] = DEFAULT_GFLOPS_PER_THREAD * rf->n_threads;
+	for (int o = 0; o < ATM_N_OPS; o++)
+		if (atm_op_describe((atm_op)o)->pointwise_rate)
+			rf->gflops_1x1[o] = DEFAULT_GFLOPS_PER_THREAD * rf->n_threads;
 	rf->fast_gbps = DEFAULT_GBPS;
 	rf->cache_bytes = DEFAULT_CACHE_BYTES;
 	rf->slow_read_gbps = rf->slow_write_gbps = rf->ref_fast_gbps = DEFAULT_GBPS;
@@ -143,8 +49,8 @@ static double model_s(const atm_prof_roofline *rf, atm_op op, const atm_prof_wor
                       double sr, double sw)
 {
 	double io = fb + sr + sw;
-	bool conv = op == ATM_OP_CONV_FWD || op == ATM_OP_CONV_BWD_DATA || op == ATM_OP_CONV_BWD_WEIGHTS;
-	double rate = conv && w->pointwise ? rf->gflops_1x1[op - ATM_OP_CONV_FWD] : rf->gflops[op];
+	bool pointwise = w->pointwise && atm_op_describe(op)->pointwise_rate;
+	double rate = pointwise ? rf->gflops_1x1[op] : rf->gflops[op];
 	double compute = w->flops / (rate * 1e9);
 	/* in the cache an op runs at its own rate; beyond it, no faster than it streams */
 	double bw = io <= (double)rf->cache_bytes ? INFINITY : rf->gbps[op] * 1e9;
@@ -210,15 +116,16 @@ atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, in
 
 /* The calibration graph: every op on almost nothing (the call overhead), on
  * operands that fit in the cache (the compute rate), and, but convolutions,
- * on operands twice the cache (the streaming rate); 1x1 convolutions apart.
- * The shapes are none of the zoo's, so that no network is estimated from its
- * own measurements. */
+ * on operands twice the cache (the streaming rate); the pointwise form of the
+ * ops that have one (1x1 convolutions) apart. The shapes are none of the
+ * zoo's, so that no network is estimated from its own measurements. A new op
+ * needs its nodes in cal_set: cal_graph refuses a graph that lacks them. */
 enum { SET_TINY, SET_CACHE, SET_STREAM, N_SETS };
 
 struct cal {
 	atm_graph *g;
-	int32_t node[N_SETS][ATM_N_OPS];
-	int32_t conv_1x1[3];
+	int32_t node[N_SETS][ATM_N_OPS]; /* -1: none (the streaming set has no convolutions) */
+	int32_t pointwise[ATM_N_OPS];    /* -1 for the ops without atm_op_desc.pointwise_rate */
 	atm_status rc;
 };
 
@@ -253,7 +160,8 @@ static int32_t cal_n(struct cal *c, const char *pre, const char *name, atm_op op
 	return id;
 }
 
-/* cal_convs -- the three convolutions of a kw x kw kernel from ch to oc channels */
+/* cal_convs -- the three convolutions of a kw x kw kernel from ch to oc channels, into nodes
+ * indexed by op */
 static void cal_convs(struct cal *c, const char *p, const struct cal_size *z, int64_t kw,
                       int64_t oc, int32_t *nodes)
 {
@@ -270,9 +178,12 @@ static void cal_convs(struct cal *c, const char *p, const struct cal_size *z, in
 	int32_t y = cal_t(c, pre, "y", ATM_F32, 4, out, ACT);
 	int32_t dx = cal_t(c, pre, "dx", ATM_F32, 4, img, ACT);
 	int32_t dw = cal_t(c, pre, "dw", ATM_F32, 4, wd, ACT);
-	nodes[0] = cal_n(c, pre, NULL, ATM_OP_CONV_FWD, &conv, 2, (int32_t[]){x, w}, 1, &y);
-	nodes[1] = cal_n(c, pre, NULL, ATM_OP_CONV_BWD_DATA, &conv, 2, (int32_t[]){dy, w}, 1, &dx);
-	nodes[2] = cal_n(c, pre, NULL, ATM_OP_CONV_BWD_WEIGHTS, &conv, 2, (int32_t[]){x, dy}, 1, &dw);
+	nodes[ATM_OP_CONV_FWD] = cal_n(c, pre, NULL, ATM_OP_CONV_FWD, &conv, 2, (int32_t[]){x, w}, 1,
+	                               &y);
+	nodes[ATM_OP_CONV_BWD_DATA] = cal_n(c, pre, NULL, ATM_OP_CONV_BWD_DATA, &conv, 2,
+	                                    (int32_t[]){dy, w}, 1, &dx);
+	nodes[ATM_OP_CONV_BWD_WEIGHTS] = cal_n(c, pre, NULL, ATM_OP_CONV_BWD_WEIGHTS, &conv, 2,
+	                                       (int32_t[]){x, dy}, 1, &dw);
 }
 
 /* cal_set -- one node of every op (convolutions when z->convs) at sizes z */
@@ -288,9 +199,9 @@ static void cal_set(struct cal *c, int set, const char *p, const struct cal_size
 	atm_attrs bn = {.epsilon = 1e-5f}, cat1 = {.axis = 1}, sgd = {.lr = 1e-3f};
 	int32_t *nd = c->node[set];
 	if (z->convs) {
-		cal_convs(c, p, z, 3, z->ch, &nd[ATM_OP_CONV_FWD]);
+		cal_convs(c, p, z, 3, z->ch, nd);
 		if (set == SET_CACHE)
-			cal_convs(c, p, z, 1, 4 * z->ch, c->conv_1x1);
+			cal_convs(c, p, z, 1, 4 * z->ch, c->pointwise);
 	}
 	int32_t x = cal_t(c, p, "x", ATM_F32, 4, img, IN), x2 = cal_t(c, p, "x2", ATM_F32, 4, img, IN);
 	int32_t dy = cal_t(c, p, "dy", ATM_F32, 4, img, IN);
@@ -373,11 +284,18 @@ static atm_status cal_graph(struct cal *c, int64_t cache_bytes)
 	while (stream.rows * stream.classes * 4 < 2 * cache_bytes)
 		stream.classes *= 2;
 	memset(c, 0, sizeof *c);
+	memset(c->node, 0xff, sizeof c->node);
+	memset(c->pointwise, 0xff, sizeof c->pointwise);
 	if ((c->rc = atm_graph_new(&c->g, "calibration")) < 0)
 		return c->rc;
 	cal_set(c, SET_TINY, "tiny.", &tiny);
 	cal_set(c, SET_CACHE, "", &cached);
 	cal_set(c, SET_STREAM, "stream.", &stream);
+	for (int op = 0; op < ATM_N_OPS && c->rc >= 0; op++)
+		if (c->node[SET_TINY][op] < 0 || c->node[SET_CACHE][op] < 0 ||
+		    (atm_op_describe((atm_op)op)->pointwise_rate && c->pointwise[op] < 0))
+			c->rc = atm_err(ATM_E_INTERNAL, "op %s has no calibration kernel",
+			                atm_op_name((atm_op)op));
 	if (c->rc >= 0)
 		c->rc = atm_graph_validate(c->g);
 	if (c->rc < 0) {
@@ -463,11 +381,9 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 	rf->cache_bytes = cb;
 	/* every op in CAL_ROUNDS rounds, keeping its fastest: a process that
 	 * shares the cores for a while slows one round, not the machine's rate */
-	double tiny[ATM_N_OPS], cached[ATM_N_OPS], pointwise[3];
+	double tiny[ATM_N_OPS], cached[ATM_N_OPS], pointwise[ATM_N_OPS];
 	for (int op = 0; op < ATM_N_OPS; op++)
-		tiny[op] = cached[op] = INFINITY;
-	for (int i = 0; i < 3; i++)
-		pointwise[i] = INFINITY;
+		tiny[op] = cached[op] = pointwise[op] = INFINITY;
 	for (int round = 0; round < CAL_ROUNDS; round++) {
 		for (int op = 0; op < ATM_N_OPS; op++) {
 			if ((rc = atm_kbench_time(kb, c.node[SET_TINY][op], 0, &t)) < 0 ||
@@ -476,10 +392,12 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 			tiny[op] = fmin(tiny[op], t.min_s);
 			cached[op] = fmin(cached[op], e.min_s);
 		}
-		for (int i = 0; i < 3; i++) {
-			if ((rc = atm_kbench_time(kb, c.conv_1x1[i], 0, &e)) < 0)
+		for (int op = 0; op < ATM_N_OPS; op++) {
+			if (c.pointwise[op] < 0)
+				continue;
+			if ((rc = atm_kbench_time(kb, c.pointwise[op], 0, &e)) < 0)
 				goto done;
-			pointwise[i] = fmin(pointwise[i], e.min_s);
+			pointwise[op] = fmin(pointwise[op], e.min_s);
 		}
 	}
 	for (int op = 0; op < ATM_N_OPS; op++) {
@@ -487,22 +405,25 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 		rf->overhead_s[op] = tiny[op];
 		rf->gflops[op] = net_rate(w.flops, cached[op], tiny[op]);
 	}
-	for (int i = 0; i < 3; i++) {
-		atm_prof_kernel_work(c.g, c.conv_1x1[i], &w);
-		rf->gflops_1x1[i] = net_rate(w.flops, pointwise[i], tiny[ATM_OP_CONV_FWD + i]);
+	for (int op = 0; op < ATM_N_OPS; op++) {
+		if (c.pointwise[op] < 0)
+			continue;
+		atm_prof_kernel_work(c.g, c.pointwise[op], &w);
+		rf->gflops_1x1[op] = net_rate(w.flops, pointwise[op], tiny[op]);
 	}
 	for (int op = 0; op < ATM_N_OPS; op++) {
-		if (op <= ATM_OP_CONV_BWD_WEIGHTS)
+		if (c.node[SET_STREAM][op] < 0)
 			continue;
 		if ((rc = atm_kbench_time(kb, c.node[SET_STREAM][op], 0, &e)) < 0)
 			goto done;
 		atm_prof_kernel_work(c.g, c.node[SET_STREAM][op], &w);
 		rf->gbps[op] = net_rate(w.traffic_bytes, e.min_s, rf->overhead_s[op]);
 	}
-	/* convolutions stream like the plainest kernel would */
+	/* ops not timed streaming (convolutions) stream like the plainest kernel would */
 	rf->fast_gbps = rf->gbps[ATM_OP_RELU_FWD];
-	for (int op = ATM_OP_CONV_FWD; op <= ATM_OP_CONV_BWD_WEIGHTS; op++)
-		rf->gbps[op] = rf->fast_gbps;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		if (c.node[SET_STREAM][op] < 0)
+			rf->gbps[op] = rf->fast_gbps;
 	rf->calibrated = true;
 done:
 	atm_kbench_destroy(kb);

@@ -34,8 +34,21 @@ static float uniform(uint64_t *s)
 }
 
 /* How a parameter is used decides how it starts: weights He-uniform,
- * biases and batch-norm shifts zero, batch-norm scales one. */
+ * biases and batch-norm shifts zero, batch-norm scales one; the first op that
+ * gives it a parameter role decides (atm_op_desc.in_role). An input an op
+ * reads as labels holds one-hot rows. */
 enum init { INIT_WEIGHT, INIT_ZERO, INIT_ONE, INIT_DATA, INIT_LABELS };
+
+/* takes_params -- op names the roles of the parameters it reads */
+static bool takes_params(atm_op op)
+{
+	for (int i = 0; i < ATM_OP_MAX_ROLES; i++) {
+		atm_op_role r = atm_op_in_role(op, i);
+		if (r == ATM_ROLE_WEIGHT || r == ATM_ROLE_SCALE || r == ATM_ROLE_SHIFT)
+			return true;
+	}
+	return false;
+}
 
 static enum init init_of(const atm_graph *g, int32_t t)
 {
@@ -43,9 +56,9 @@ static enum init init_of(const atm_graph *g, int32_t t)
 	if (x->kind == ATM_KIND_INPUT) {
 		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 			const atm_node *n = atm_graph_node(g, k);
-			if ((n->op == ATM_OP_SOFTMAX_XENT_FWD || n->op == ATM_OP_SOFTMAX_XENT_BWD) &&
-			    n->in[1] == t)
-				return INIT_LABELS;
+			for (int i = 0; i < n->n_in; i++)
+				if (n->in[i] == t && atm_op_in_role(n->op, i) == ATM_ROLE_LABELS)
+					return INIT_LABELS;
 		}
 		return INIT_DATA;
 	}
@@ -53,13 +66,19 @@ static enum init init_of(const atm_graph *g, int32_t t)
 		return INIT_ZERO;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		const atm_node *n = atm_graph_node(g, k);
+		if (!takes_params(n->op))
+			continue;
 		for (int i = 0; i < n->n_in; i++) {
 			if (n->in[i] != t)
 				continue;
-			if (n->op == ATM_OP_BN_FWD)
-				return i == 1 ? INIT_ONE : INIT_ZERO;
-			if (n->op == ATM_OP_CONV_FWD || n->op == ATM_OP_IP_FWD)
-				return i == 1 ? INIT_WEIGHT : INIT_ZERO;
+			switch (atm_op_in_role(n->op, i)) {
+			case ATM_ROLE_WEIGHT:
+				return INIT_WEIGHT;
+			case ATM_ROLE_SCALE:
+				return INIT_ONE;
+			default:
+				return INIT_ZERO;
+			}
 		}
 	}
 	return INIT_WEIGHT;

@@ -709,120 +709,32 @@ fail:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- kernels */
-
-/* kernel_release -- destroy a kernel's steps and the kernel */
-static void kernel_release(atm_kernel *k)
-{
-	for (int i = 0; i < k->n_steps; i++)
-		step_release(&k->steps[i]);
-	free(k->steps);
-	free(k);
-}
-
-/* atm_kernel_new -- build the primitives of one node with a user-owned scratchpad */
-atm_status atm_kernel_new(atm_kernel **kp, atm_cpu *cpu, const atm_graph *g, int32_t node)
-{
-	atm_kernel *k = NULL;
-	dnnl_primitive_attr_t attr = NULL;
-	const atm_node *n;
-	const atm_tensor *t;
-	atm_status rc = ATM_OK;
-
-	*kp = NULL;
-	n = g ? atm_graph_node(g, node) : NULL;
-	if (!cpu || !g)
-		return atm_err(ATM_E_USAGE, "atm_kernel_new: no %s", !cpu ? "CPU engine" : "graph");
-	if (!n)
-		return atm_err(ATM_E_USAGE, "atm_kernel_new: node %d is out of range (graph '%s' has %d "
-		               "nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
-	k = calloc(1, sizeof *k);
-	if (!k)
-		return atm_err(ATM_E_NOMEM, "node '%s' (%s): out of memory", n->name, atm_op_name(n->op));
-	k->cpu = cpu;
-	k->g = g;
-	k->node_id = node;
-	DNNL_TRY(dnnl_primitive_attr_create(&attr), "creating primitive attributes");
-	DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
-	         "asking for a user scratchpad");
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		rc = build_conv(k, attr);
-		break;
-	case ATM_OP_IP_FWD:
-	case ATM_OP_IP_BWD_DATA:
-	case ATM_OP_IP_BWD_WEIGHTS:
-		rc = build_ip(k, attr);
-		break;
-	case ATM_OP_RELU_FWD:
-	case ATM_OP_RELU_BWD:
-		rc = build_relu(k, attr);
-		break;
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_AVGPOOL_BWD:
-		rc = build_pool(k, attr);
-		break;
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
-		rc = build_bn(k, attr);
-		break;
-	case ATM_OP_CONCAT:
-		rc = build_concat(k, attr);
-		break;
-	case ATM_OP_SPLIT:
-		rc = build_split(k, attr);
-		break;
-	case ATM_OP_ADD:
-		rc = build_add(k, attr);
-		break;
-	case ATM_OP_SOFTMAX_XENT_FWD:
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		t = tensor_of(k, SLOT_IN, 0);
-		k->n_rows = t->dims[0];
-		k->n_cols = t->dims[1];
-		break;
-	case ATM_OP_SGD:
-		k->n_rows = tensor_of(k, SLOT_IN, 0)->n_elems;
-		break;
-	default:
-		rc = node_err(k, ATM_E_UNSUPPORTED, "no CPU kernel for this op");
-		break;
-	}
-	if (rc < 0)
-		goto fail;
-	dnnl_primitive_attr_destroy(attr);
-	k->built = true;
-	*kp = k;
-	return ATM_OK;
-fail:
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
-	kernel_release(k);
-	return rc;
-}
-
-/* atm_kernel_destroy -- release primitives and memory objects; NULL is fine */
-void atm_kernel_destroy(atm_kernel *k)
-{
-	if (k)
-		kernel_release(k);
-}
-
-/* atm_kernel_scratch_bytes -- the largest scratchpad of the kernel's primitives */
-int64_t atm_kernel_scratch_bytes(const atm_kernel *k)
-{
-	return k->scratch_bytes;
-}
-
 /* ---------------------------------------------------------------- plain C ops */
 
-/* run_sgd -- w -= lr * dw, one element at a time in index order */
-static void run_sgd(const atm_kernel *k, float *w, const float *dw)
+/* build_rows -- a plain C op over the rows of input 0, [N, K] */
+static atm_status build_rows(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
+	(void)attr;
+	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
+	k->n_rows = t->dims[0];
+	k->n_cols = t->dims[1];
+	return ATM_OK;
+}
+
+/* build_flat -- a plain C op over the elements of input 0 */
+static atm_status build_flat(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	(void)attr;
+	k->n_rows = tensor_of(k, SLOT_IN, 0)->n_elems;
+	return ATM_OK;
+}
+
+/* run_sgd -- w -= lr * dw, one element at a time in index order */
+static void run_sgd(const atm_kernel *k, void *const *in, void *const *out)
+{
+	(void)out;
+	float *w = in[0];
+	const float *dw = in[1];
 	float lr = knode(k)->attrs.lr;
 	for (int64_t i = 0; i < k->n_rows; i++)
 		w[i] -= lr * dw[i];
@@ -832,9 +744,10 @@ static void run_sgd(const atm_kernel *k, float *w, const float *dw)
  * -sum(labels * log(probs)); log(probs) is taken as (x - max) - log(sum), which
  * is finite for finite logits (sum >= 1), so log(0) never happens; sums are in
  * double and in index order, so the result is reproducible */
-static void run_softmax_xent(const atm_kernel *k, const float *logits, const float *labels,
-                             float *probs, float *loss)
+static void run_softmax_xent(const atm_kernel *k, void *const *in, void *const *out)
 {
+	const float *logits = in[0], *labels = in[1];
+	float *probs = out[0], *loss = out[1];
 	double total = 0;
 	for (int64_t r = 0; r < k->n_rows; r++) {
 		const float *x = logits + r * k->n_cols;
@@ -859,13 +772,118 @@ static void run_softmax_xent(const atm_kernel *k, const float *logits, const flo
 }
 
 /* run_softmax_xent_bwd -- dlogits = (probs - labels) / N */
-static void run_softmax_xent_bwd(const atm_kernel *k, const float *probs, const float *labels,
-                                 float *dlogits)
+static void run_softmax_xent_bwd(const atm_kernel *k, void *const *in, void *const *out)
 {
+	const float *probs = in[0], *labels = in[1];
+	float *dlogits = out[0];
 	int64_t n = k->n_rows * k->n_cols;
 	float inv = 1.0f / (float)k->n_rows;
 	for (int64_t i = 0; i < n; i++)
 		dlogits[i] = (probs[i] - labels[i]) * inv;
+}
+
+/* ---------------------------------------------------------------- the op table */
+
+/* What this backend does for each op: build makes the kernel of a node (oneDNN's primitives,
+ * or a plain C op's sizes); run is a plain C op's body, NULL where the kernel runs its
+ * primitives. An op without build has no CPU kernel. */
+struct cpu_op {
+	atm_status (*build)(atm_kernel *k, const_dnnl_primitive_attr_t attr);
+	void (*run)(const atm_kernel *k, void *const *in, void *const *out);
+};
+
+static const struct cpu_op cpu_ops[ATM_N_OPS] = {
+	[ATM_OP_CONV_FWD] = {build_conv, NULL},
+	[ATM_OP_CONV_BWD_DATA] = {build_conv, NULL},
+	[ATM_OP_CONV_BWD_WEIGHTS] = {build_conv, NULL},
+	[ATM_OP_IP_FWD] = {build_ip, NULL},
+	[ATM_OP_IP_BWD_DATA] = {build_ip, NULL},
+	[ATM_OP_IP_BWD_WEIGHTS] = {build_ip, NULL},
+	[ATM_OP_RELU_FWD] = {build_relu, NULL},
+	[ATM_OP_RELU_BWD] = {build_relu, NULL},
+	[ATM_OP_MAXPOOL_FWD] = {build_pool, NULL},
+	[ATM_OP_MAXPOOL_BWD] = {build_pool, NULL},
+	[ATM_OP_AVGPOOL_FWD] = {build_pool, NULL},
+	[ATM_OP_AVGPOOL_BWD] = {build_pool, NULL},
+	[ATM_OP_BN_FWD] = {build_bn, NULL},
+	[ATM_OP_BN_BWD] = {build_bn, NULL},
+	[ATM_OP_CONCAT] = {build_concat, NULL},
+	[ATM_OP_SPLIT] = {build_split, NULL},
+	[ATM_OP_ADD] = {build_add, NULL},
+	[ATM_OP_SOFTMAX_XENT_FWD] = {build_rows, run_softmax_xent},
+	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
+	[ATM_OP_SGD] = {build_flat, run_sgd},
+};
+
+/* atm_cpu_supports -- op has a CPU kernel */
+bool atm_cpu_supports(atm_op op)
+{
+	return (unsigned)op < ATM_N_OPS && cpu_ops[op].build;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* kernel_release -- destroy a kernel's steps and the kernel */
+static void kernel_release(atm_kernel *k)
+{
+	for (int i = 0; i < k->n_steps; i++)
+		step_release(&k->steps[i]);
+	free(k->steps);
+	free(k);
+}
+
+/* atm_kernel_new -- build the primitives of one node with a user-owned scratchpad */
+atm_status atm_kernel_new(atm_kernel **kp, atm_cpu *cpu, const atm_graph *g, int32_t node)
+{
+	atm_kernel *k = NULL;
+	dnnl_primitive_attr_t attr = NULL;
+	const atm_node *n;
+	atm_status rc = ATM_OK;
+
+	*kp = NULL;
+	n = g ? atm_graph_node(g, node) : NULL;
+	if (!cpu || !g)
+		return atm_err(ATM_E_USAGE, "atm_kernel_new: no %s", !cpu ? "CPU engine" : "graph");
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_kernel_new: node %d is out of range (graph '%s' has %d "
+		               "nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
+	k = calloc(1, sizeof *k);
+	if (!k)
+		return atm_err(ATM_E_NOMEM, "node '%s' (%s): out of memory", n->name, atm_op_name(n->op));
+	k->cpu = cpu;
+	k->g = g;
+	k->node_id = node;
+	DNNL_TRY(dnnl_primitive_attr_create(&attr), "creating primitive attributes");
+	DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+	         "asking for a user scratchpad");
+	if (atm_cpu_supports(n->op))
+		rc = cpu_ops[n->op].build(k, attr);
+	else
+		rc = node_err(k, ATM_E_UNSUPPORTED, "no CPU kernel for this op");
+	if (rc < 0)
+		goto fail;
+	dnnl_primitive_attr_destroy(attr);
+	k->built = true;
+	*kp = k;
+	return ATM_OK;
+fail:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	kernel_release(k);
+	return rc;
+}
+
+/* atm_kernel_destroy -- release primitives and memory objects; NULL is fine */
+void atm_kernel_destroy(atm_kernel *k)
+{
+	if (k)
+		kernel_release(k);
+}
+
+/* atm_kernel_scratch_bytes -- the largest scratchpad of the kernel's primitives */
+int64_t atm_kernel_scratch_bytes(const atm_kernel *k)
+{
+	return k->scratch_bytes;
 }
 
 /* ---------------------------------------------------------------- run */
@@ -914,17 +932,9 @@ atm_status atm_kernel_run(atm_kernel *k, void *const *in, void *const *out, void
 	}
 	if (k->scratch_bytes > 0 && !scratch)
 		return node_err(k, ATM_E_USAGE, "the kernel needs scratch memory but got none");
-	switch (n->op) {
-	case ATM_OP_SGD:
-		run_sgd(k, in[0], in[1]);
+	if (cpu_ops[n->op].run) {
+		cpu_ops[n->op].run(k, in, out);
 		return ATM_OK;
-	case ATM_OP_SOFTMAX_XENT_FWD:
-		run_softmax_xent(k, in[0], in[1], out[0], out[1]);
-		return ATM_OK;
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		run_softmax_xent_bwd(k, in[0], in[1], out[0]);
-		return ATM_OK;
-	default:
-		return run_steps(k, in, out, scratch);
 	}
+	return run_steps(k, in, out, scratch);
 }

@@ -55,6 +55,9 @@ atm_status atm_cpu_new(atm_cpu **cpu);
 /* atm_cpu_destroy -- after every kernel made on it; NULL is fine */
 void atm_cpu_destroy(atm_cpu *cpu);
 
+/* atm_cpu_supports -- op has a CPU kernel (an entry in kernels.c's op table) */
+bool atm_cpu_supports(atm_op op);
+
 /* atm_kernel_new -- primitives for node of g (g must be valid and outlive k;
  * nodes may be appended to g later). Errors: ATM_E_USAGE for a node id out of
  * range, ATM_E_UNSUPPORTED naming the node and op for a configuration oneDNN

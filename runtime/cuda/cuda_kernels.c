@@ -246,6 +246,7 @@ static atm_status build_conv(atm_cuda_kernel *k)
 	const atm_node *n = knode(k);
 	const atm_attrs *a = &n->attrs;
 	const atm_tensor *x, *w, *y;
+	k->n_algos = 0;
 	if (n->op == ATM_OP_CONV_FWD) {
 		x = tin(k, 0), w = tin(k, 1), y = tout(k, 0);
 		k->bias = n->n_in > 2;
@@ -390,71 +391,19 @@ static atm_status build_ip(atm_cuda_kernel *k)
 	return ATM_OK;
 }
 
-atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm_graph *g,
-                               int32_t node)
+/* build_rows -- the loss gradient over the rows of input 0 */
+static atm_status build_rows(atm_cuda_kernel *k)
 {
-	*out = NULL;
-	const atm_node *n = atm_graph_node(g, node);
-	if (!n)
-		return atm_err(ATM_E_USAGE, "atm_cuda_kernel_new: node %d is out of range (graph '%s' "
-		               "has %d nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
-	atm_cuda_kernel *k = calloc(1, sizeof *k);
-	if (!k)
-		return atm_err(ATM_E_NOMEM, "out of memory building node '%s' for the GPU", n->name);
-	k->c = c;
-	k->g = g;
-	k->node = node;
-	k->n_algos = 1;
-	atm_status rc = ATM_OK;
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		k->n_algos = 0;
-		rc = build_conv(k);
-		break;
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
-		rc = build_bn(k);
-		break;
-	case ATM_OP_RELU_FWD:
-	case ATM_OP_RELU_BWD:
-		rc = build_relu(k);
-		break;
-	case ATM_OP_MAXPOOL_FWD:
-	case ATM_OP_MAXPOOL_BWD:
-	case ATM_OP_AVGPOOL_FWD:
-	case ATM_OP_AVGPOOL_BWD:
-		rc = build_pool(k);
-		break;
-	case ATM_OP_IP_FWD:
-	case ATM_OP_IP_BWD_DATA:
-	case ATM_OP_IP_BWD_WEIGHTS:
-		rc = build_ip(k);
-		break;
-	case ATM_OP_SOFTMAX_XENT_FWD:
-		k->rows = tin(k, 0)->dims[0];
-		k->cols = tin(k, 0)->n_elems / k->rows;
-		k->ws_extra = (k->rows * 8 + 255) / 256 * 256;
-		break;
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		k->rows = tin(k, 0)->dims[0];
-		k->cols = tin(k, 0)->n_elems / k->rows;
-		break;
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
-	case ATM_OP_ADD:
-	case ATM_OP_SGD:
-		break;
-	default:
-		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
-		             atm_op_name(n->op));
-	}
-	if (rc < 0) {
-		atm_cuda_kernel_destroy(k);
-		return rc;
-	}
-	*out = k;
+	k->rows = tin(k, 0)->dims[0];
+	k->cols = tin(k, 0)->n_elems / k->rows;
+	return ATM_OK;
+}
+
+/* build_softmax_xent -- the rows, and each row's loss in the workspace */
+static atm_status build_softmax_xent(atm_cuda_kernel *k)
+{
+	build_rows(k);
+	k->ws_extra = (k->rows * 8 + 255) / 256 * 256;
 	return ATM_OK;
 }
 
@@ -576,8 +525,9 @@ static atm_status run_bn(atm_cuda_kernel *k, void *const *in, void *const *out, 
 	return ATM_OK;
 }
 
-static atm_status run_ip(atm_cuda_kernel *k, void *const *in, void *const *out)
+static atm_status run_ip(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
+	(void)ws;
 	const atm_node *n = knode(k);
 	cublasHandle_t h = k->c->blas;
 	const float one = 1, zero = 0;
@@ -602,8 +552,9 @@ static atm_status run_ip(atm_cuda_kernel *k, void *const *in, void *const *out)
 }
 
 /* run_concat -- each part is a 2-d block of the whole: rows are the dims before the axis */
-static atm_status run_concat(atm_cuda_kernel *k, void *const *in, void *const *out)
+static atm_status run_concat(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
+	(void)ws;
 	const atm_node *n = knode(k);
 	bool cat = n->op == ATM_OP_CONCAT;
 	const atm_tensor *whole = cat ? tout(k, 0) : tin(k, 0);
@@ -627,12 +578,176 @@ static atm_status run_concat(atm_cuda_kernel *k, void *const *in, void *const *o
 	return ATM_OK;
 }
 
+/* run_relu_fwd -- cuDNN's ReLU */
+static atm_status run_relu_fwd(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const float one = 1, zero = 0;
+	DNN_TRY(cudnnActivationForward(k->c->dnn, k->act, &one, k->xd, in[0], &zero, k->xd, out[0]),
+	        "ReLU");
+	return ATM_OK;
+}
+
+/* run_relu_bwd -- dx = dy where y > 0: y stands for x too, since y > 0 exactly where x > 0 */
+static atm_status run_relu_bwd(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const float one = 1, zero = 0;
+	DNN_TRY(cudnnActivationBackward(k->c->dnn, k->act, &one, k->xd, in[0], k->xd, in[1], k->xd,
+	                                in[0], &zero, k->xd, out[0]),
+	        "ReLU backward");
+	return ATM_OK;
+}
+
+/* run_maxpool_fwd -- each window's maximum and its argmax */
+static atm_status run_maxpool_fwd(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                  void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_maxpool_fwd(k->c->stream, &k->pool, in[0], out[0], out[1]), "max pooling");
+	return ATM_OK;
+}
+
+/* run_maxpool_bwd -- dy gathered at the argmax positions */
+static atm_status run_maxpool_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                  void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_maxpool_bwd(k->c->stream, &k->pool, in[0], in[1], out[0]),
+	         "max pooling backward");
+	return ATM_OK;
+}
+
+/* run_avgpool_fwd -- each window's mean */
+static atm_status run_avgpool_fwd(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                  void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_avgpool_fwd(k->c->stream, &k->pool, in[0], out[0]), "average pooling");
+	return ATM_OK;
+}
+
+/* run_avgpool_bwd -- dy spread evenly over each window */
+static atm_status run_avgpool_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                  void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_avgpool_bwd(k->c->stream, &k->pool, in[0], out[0]),
+	         "average pooling backward");
+	return ATM_OK;
+}
+
+/* run_add -- y = a + b */
+static atm_status run_add(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_add(k->c->stream, in[0], in[1], out[0], tout(k, 0)->n_elems), "add");
+	return ATM_OK;
+}
+
+/* run_softmax_xent -- probabilities and each row's loss, then their mean */
+static atm_status run_softmax_xent(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                   void *ws)
+{
+	cudaStream_t s = k->c->stream;
+	CUDA_TRY(atm_cu_softmax_xent_rows(s, in[0], in[1], out[0], ws, k->rows, k->cols),
+	         "softmax cross-entropy");
+	CUDA_TRY(atm_cu_mean_loss(s, ws, out[1], k->rows), "the loss");
+	return ATM_OK;
+}
+
+/* run_softmax_xent_bwd -- dlogits = (probs - labels) / N */
+static atm_status run_softmax_xent_bwd(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                       void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_softmax_xent_bwd(k->c->stream, in[0], in[1], out[0], k->rows, k->cols),
+	         "softmax cross-entropy backward");
+	return ATM_OK;
+}
+
+/* run_sgd -- w -= lr * dw in place */
+static atm_status run_sgd(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)out, (void)ws;
+	CUDA_TRY(atm_cu_sgd(k->c->stream, in[0], in[1], knode(k)->attrs.lr, tin(k, 0)->n_elems),
+	         "SGD");
+	return ATM_OK;
+}
+
+/* ---------------------------------------------------------------- the op table */
+
+/* What this backend does for each op: build prepares a node's kernel (descriptors,
+ * algorithms, sizes; NULL: nothing to prepare), run enqueues it. An op without run has no
+ * GPU kernel. */
+struct cuda_op {
+	atm_status (*build)(atm_cuda_kernel *k);
+	atm_status (*run)(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws);
+};
+
+static const struct cuda_op cuda_ops[ATM_N_OPS] = {
+	[ATM_OP_CONV_FWD] = {build_conv, run_conv},
+	[ATM_OP_CONV_BWD_DATA] = {build_conv, run_conv},
+	[ATM_OP_CONV_BWD_WEIGHTS] = {build_conv, run_conv},
+	[ATM_OP_IP_FWD] = {build_ip, run_ip},
+	[ATM_OP_IP_BWD_DATA] = {build_ip, run_ip},
+	[ATM_OP_IP_BWD_WEIGHTS] = {build_ip, run_ip},
+	[ATM_OP_RELU_FWD] = {build_relu, run_relu_fwd},
+	[ATM_OP_RELU_BWD] = {build_relu, run_relu_bwd},
+	[ATM_OP_MAXPOOL_FWD] = {build_pool, run_maxpool_fwd},
+	[ATM_OP_MAXPOOL_BWD] = {build_pool, run_maxpool_bwd},
+	[ATM_OP_AVGPOOL_FWD] = {build_pool, run_avgpool_fwd},
+	[ATM_OP_AVGPOOL_BWD] = {build_pool, run_avgpool_bwd},
+	[ATM_OP_BN_FWD] = {build_bn, run_bn},
+	[ATM_OP_BN_BWD] = {build_bn, run_bn},
+	[ATM_OP_CONCAT] = {NULL, run_concat},
+	[ATM_OP_SPLIT] = {NULL, run_concat},
+	[ATM_OP_ADD] = {NULL, run_add},
+	[ATM_OP_SOFTMAX_XENT_FWD] = {build_softmax_xent, run_softmax_xent},
+	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
+	[ATM_OP_SGD] = {NULL, run_sgd},
+};
+
+/* atm_cuda_supports -- op has an entry with a run */
+bool atm_cuda_supports(atm_op op)
+{
+	return (unsigned)op < ATM_N_OPS && cuda_ops[op].run;
+}
+
+/* atm_cuda_kernel_new -- the node's kernel, prepared by its op's build */
+atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm_graph *g,
+                               int32_t node)
+{
+	*out = NULL;
+	const atm_node *n = atm_graph_node(g, node);
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_cuda_kernel_new: node %d is out of range (graph '%s' "
+		               "has %d nodes)", node, atm_graph_name(g), atm_graph_n_nodes(g));
+	atm_cuda_kernel *k = calloc(1, sizeof *k);
+	if (!k)
+		return atm_err(ATM_E_NOMEM, "out of memory building node '%s' for the GPU", n->name);
+	k->c = c;
+	k->g = g;
+	k->node = node;
+	k->n_algos = 1;
+	atm_status rc = ATM_OK;
+	if (!atm_cuda_supports(n->op))
+		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
+		             atm_op_name(n->op));
+	else if (cuda_ops[n->op].build)
+		rc = cuda_ops[n->op].build(k);
+	if (rc < 0) {
+		atm_cuda_kernel_destroy(k);
+		return rc;
+	}
+	*out = k;
+	return ATM_OK;
+}
+
 atm_status atm_cuda_kernel_run(atm_cuda_kernel *k, void *const *in, void *const *out,
                                void *workspace)
 {
 	const atm_node *n = knode(k);
-	cudaStream_t s = k->c->stream;
-	const float one = 1, zero = 0;
 	for (int i = 0; i < n->n_in; i++)
 		if (!in[i])
 			return node_err(k, ATM_E_USAGE, "running", "an input has no buffer");
@@ -641,59 +756,5 @@ atm_status atm_cuda_kernel_run(atm_cuda_kernel *k, void *const *in, void *const 
 			return node_err(k, ATM_E_USAGE, "running", "an output has no buffer");
 	if (atm_cuda_kernel_workspace_bytes(k) > 0 && !workspace)
 		return node_err(k, ATM_E_USAGE, "running", "the workspace is missing");
-	switch (n->op) {
-	case ATM_OP_CONV_FWD:
-	case ATM_OP_CONV_BWD_DATA:
-	case ATM_OP_CONV_BWD_WEIGHTS:
-		return run_conv(k, in, out, workspace);
-	case ATM_OP_BN_FWD:
-	case ATM_OP_BN_BWD:
-		return run_bn(k, in, out, workspace);
-	case ATM_OP_IP_FWD:
-	case ATM_OP_IP_BWD_DATA:
-	case ATM_OP_IP_BWD_WEIGHTS:
-		return run_ip(k, in, out);
-	case ATM_OP_RELU_FWD:
-		DNN_TRY(cudnnActivationForward(k->c->dnn, k->act, &one, k->xd, in[0], &zero, k->xd, out[0]),
-		        "ReLU");
-		return ATM_OK;
-	case ATM_OP_RELU_BWD:
-		/* dx = dy where y > 0: y stands for x too, since y > 0 exactly where x > 0 */
-		DNN_TRY(cudnnActivationBackward(k->c->dnn, k->act, &one, k->xd, in[0], k->xd, in[1], k->xd,
-		                                in[0], &zero, k->xd, out[0]),
-		        "ReLU backward");
-		return ATM_OK;
-	case ATM_OP_MAXPOOL_FWD:
-		CUDA_TRY(atm_cu_maxpool_fwd(s, &k->pool, in[0], out[0], out[1]), "max pooling");
-		return ATM_OK;
-	case ATM_OP_MAXPOOL_BWD:
-		CUDA_TRY(atm_cu_maxpool_bwd(s, &k->pool, in[0], in[1], out[0]), "max pooling backward");
-		return ATM_OK;
-	case ATM_OP_AVGPOOL_FWD:
-		CUDA_TRY(atm_cu_avgpool_fwd(s, &k->pool, in[0], out[0]), "average pooling");
-		return ATM_OK;
-	case ATM_OP_AVGPOOL_BWD:
-		CUDA_TRY(atm_cu_avgpool_bwd(s, &k->pool, in[0], out[0]), "average pooling backward");
-		return ATM_OK;
-	case ATM_OP_CONCAT:
-	case ATM_OP_SPLIT:
-		return run_concat(k, in, out);
-	case ATM_OP_ADD:
-		CUDA_TRY(atm_cu_add(s, in[0], in[1], out[0], tout(k, 0)->n_elems), "add");
-		return ATM_OK;
-	case ATM_OP_SOFTMAX_XENT_FWD:
-		CUDA_TRY(atm_cu_softmax_xent_rows(s, in[0], in[1], out[0], workspace, k->rows, k->cols),
-		         "softmax cross-entropy");
-		CUDA_TRY(atm_cu_mean_loss(s, workspace, out[1], k->rows), "the loss");
-		return ATM_OK;
-	case ATM_OP_SOFTMAX_XENT_BWD:
-		CUDA_TRY(atm_cu_softmax_xent_bwd(s, in[0], in[1], out[0], k->rows, k->cols),
-		         "softmax cross-entropy backward");
-		return ATM_OK;
-	case ATM_OP_SGD:
-		CUDA_TRY(atm_cu_sgd(s, in[0], in[1], n->attrs.lr, tin(k, 0)->n_elems), "SGD");
-		return ATM_OK;
-	default:
-		return node_err(k, ATM_E_UNSUPPORTED, "running", "no GPU kernel");
-	}
+	return cuda_ops[n->op].run(k, in, out, workspace);
 }

@@ -61,6 +61,9 @@ cudaStream_t atm_cuda_ctx_stream(const atm_cuda_ctx *c);
 /* atm_cuda_versions -- "cudnn-9.19.0 cublas-13.0.0 cuda-13.0 driver-13.0" into buf */
 void atm_cuda_ctx_versions(const atm_cuda_ctx *c, char *buf, size_t len);
 
+/* atm_cuda_supports -- op has a GPU kernel (an entry in cuda_kernels.c's op table) */
+bool atm_cuda_supports(atm_op op);
+
 /* atm_cuda_kernel_new -- descriptors for node of g (g valid, outlives k).
  * Errors as atm_kernel_new: ATM_E_USAGE (node out of range),
  * ATM_E_UNSUPPORTED naming node and op, ATM_E_NOMEM, ATM_E_INTERNAL naming

@@ -249,6 +249,18 @@ static void test_cuda_kernels_bad_device(void **state)
 	assert_non_null(strstr(atm_errmsg(), "no GPU 4096"));
 }
 
+/* test_cuda_kernels_every_op_has_a_kernel -- the GPU backend runs every op: the op table of
+ * cuda_kernels.c has an entry for each */
+static void test_cuda_kernels_every_op_has_a_kernel(void **state)
+{
+	(void)state;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		if (!atm_cuda_supports((atm_op)op))
+			fail_msg("op %s has no GPU kernel (runtime/cuda/cuda_kernels.c)",
+			         atm_op_name((atm_op)op));
+	assert_false(atm_cuda_supports(ATM_N_OPS));
+}
+
 int main(void)
 {
 	int n = 0;
@@ -261,6 +273,7 @@ int main(void)
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cuda_kernels_every_op_has_a_kernel),
 		cmocka_unit_test(test_cuda_kernels_bad_device),
 		cmocka_unit_test(test_cuda_kernels_tiny_mlp),
 		cmocka_unit_test(test_cuda_kernels_tiny_cnn),

@@ -1061,6 +1061,18 @@ static void test_kernels_unsupported_pool_padding(void **state)
 	net_free(&n);
 }
 
+/* test_kernels_every_op_has_a_kernel -- the CPU backend runs every op: the op table of
+ * kernels.c has an entry for each, wherever the op sits in the enum */
+static void test_kernels_every_op_has_a_kernel(void **state)
+{
+	(void)state;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		if (!atm_cpu_supports((atm_op)op))
+			fail_msg("op %s has no CPU kernel (runtime/cpu/kernels.c)", atm_op_name((atm_op)op));
+	assert_false(atm_cpu_supports(ATM_N_OPS));
+	assert_false(atm_cpu_supports((atm_op)-1));
+}
+
 /* test_kernels_bad_node -- a node id out of range is a usage error */
 static void test_kernels_bad_node(void **state)
 {
@@ -1143,6 +1155,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),
 		cmocka_unit_test_setup(test_kernels_deterministic_across_addresses, reseed),
 		cmocka_unit_test_setup(test_kernels_unsupported_pool_padding, reseed),
+		cmocka_unit_test_setup(test_kernels_every_op_has_a_kernel, reseed),
 		cmocka_unit_test_setup(test_kernels_bad_node, reseed),
 		cmocka_unit_test_setup(test_kernels_run_checks_buffers, reseed),
 		cmocka_unit_test_setup(test_kernels_destroy_null, reseed),

@@ -1,0 +1,161 @@
+/* ops.c -- one entry per op: its name, arity, attributes, operand roles, shape rule and work, which the rest of the code looks up instead of switching on the op */
+#include "core_internal.h"
+
+/* Arity limits of the ops that take any number of parts. */
+#define MANY 4096
+
+#define CONV_ATTRS (ATM_ATTR_STRIDE | ATM_ATTR_PAD)
+#define MAXPOOL_ATTRS (ATM_ATTR_KERNEL | ATM_ATTR_STRIDE | ATM_ATTR_PAD)
+#define AVGPOOL_ATTRS (MAXPOOL_ATTRS | ATM_ATTR_EXCLUDE_PAD)
+
+/* The table, indexed by op. A new op takes the next unused digest_id. */
+static const struct atm_op_entry ops[] = {
+	[ATM_OP_CONV_FWD] = {
+		.d = {.name = "conv_fwd", .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+		      .attrs = CONV_ATTRS, .pointwise_rate = true,
+		      .in_role = {[1] = ATM_ROLE_WEIGHT, [2] = ATM_ROLE_SHIFT}},
+		.digest_id = 0, .shape = atm_shape_conv, .work = atm_work_conv,
+	},
+	[ATM_OP_CONV_BWD_DATA] = {
+		.d = {.name = "conv_bwd_data", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .attrs = CONV_ATTRS, .pointwise_rate = true},
+		.digest_id = 1, .shape = atm_shape_conv, .work = atm_work_conv,
+	},
+	[ATM_OP_CONV_BWD_WEIGHTS] = {
+		.d = {.name = "conv_bwd_weights", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 2,
+		      .attrs = CONV_ATTRS, .pointwise_rate = true},
+		.digest_id = 2, .shape = atm_shape_conv, .work = atm_work_conv,
+	},
+	[ATM_OP_IP_FWD] = {
+		.d = {.name = "ip_fwd", .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+		      .in_role = {[1] = ATM_ROLE_WEIGHT, [2] = ATM_ROLE_SHIFT}},
+		.digest_id = 3, .shape = atm_shape_ip, .work = atm_work_ip,
+	},
+	[ATM_OP_IP_BWD_DATA] = {
+		.d = {.name = "ip_bwd_data", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 4, .shape = atm_shape_ip, .work = atm_work_ip,
+	},
+	[ATM_OP_IP_BWD_WEIGHTS] = {
+		.d = {.name = "ip_bwd_weights", .min_in = 2, .max_in = 2, .min_out = 2, .max_out = 2},
+		.digest_id = 5, .shape = atm_shape_ip, .work = atm_work_ip,
+	},
+	[ATM_OP_RELU_FWD] = {
+		.d = {.name = "relu_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 6, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_RELU_BWD] = {
+		.d = {.name = "relu_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 7, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_MAXPOOL_FWD] = {
+		.d = {.name = "maxpool_fwd", .min_in = 1, .max_in = 1, .min_out = 2, .max_out = 2,
+		      .attrs = MAXPOOL_ATTRS, .out_role = {[1] = ATM_ROLE_INDEX}},
+		.digest_id = 8, .shape = atm_shape_pool, .work = atm_work_pool,
+	},
+	[ATM_OP_MAXPOOL_BWD] = {
+		.d = {.name = "maxpool_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .attrs = MAXPOOL_ATTRS, .in_role = {[1] = ATM_ROLE_INDEX}},
+		.digest_id = 9, .shape = atm_shape_pool, .work = atm_work_pool,
+	},
+	[ATM_OP_AVGPOOL_FWD] = {
+		.d = {.name = "avgpool_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = AVGPOOL_ATTRS},
+		.digest_id = 10, .shape = atm_shape_pool, .work = atm_work_pool,
+	},
+	[ATM_OP_AVGPOOL_BWD] = {
+		.d = {.name = "avgpool_bwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = AVGPOOL_ATTRS},
+		.digest_id = 11, .shape = atm_shape_pool, .work = atm_work_pool,
+	},
+	[ATM_OP_BN_FWD] = {
+		.d = {.name = "bn_fwd", .min_in = 3, .max_in = 3, .min_out = 3, .max_out = 3,
+		      .attrs = ATM_ATTR_EPSILON,
+		      .in_role = {[1] = ATM_ROLE_SCALE, [2] = ATM_ROLE_SHIFT}},
+		.digest_id = 12, .shape = atm_shape_bn, .work = atm_work_bn_fwd,
+	},
+	[ATM_OP_BN_BWD] = {
+		.d = {.name = "bn_bwd", .min_in = 5, .max_in = 5, .min_out = 3, .max_out = 3,
+		      .attrs = ATM_ATTR_EPSILON},
+		.digest_id = 13, .shape = atm_shape_bn, .work = atm_work_bn_bwd,
+	},
+	[ATM_OP_CONCAT] = {
+		.d = {.name = "concat", .min_in = 1, .max_in = MANY, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_AXIS},
+		.digest_id = 14, .shape = atm_shape_concat, .work = atm_work_copy,
+	},
+	[ATM_OP_SPLIT] = {
+		.d = {.name = "split", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = MANY,
+		      .attrs = ATM_ATTR_AXIS},
+		.digest_id = 15, .shape = atm_shape_concat, .work = atm_work_copy,
+	},
+	[ATM_OP_ADD] = {
+		.d = {.name = "add", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 16, .shape = atm_shape_add, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_SOFTMAX_XENT_FWD] = {
+		.d = {.name = "softmax_xent_fwd", .min_in = 2, .max_in = 2, .min_out = 2, .max_out = 2,
+		      .in_role = {[1] = ATM_ROLE_LABELS}},
+		.digest_id = 17, .shape = atm_shape_loss, .work = atm_work_softmax_xent_fwd,
+	},
+	[ATM_OP_SOFTMAX_XENT_BWD] = {
+		.d = {.name = "softmax_xent_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .in_role = {[1] = ATM_ROLE_LABELS}},
+		.digest_id = 18, .shape = atm_shape_loss, .work = atm_work_two_per_in_elem,
+	},
+	[ATM_OP_SGD] = {
+		.d = {.name = "sgd", .min_in = 2, .max_in = 2, .min_out = 0, .max_out = 0,
+		      .attrs = ATM_ATTR_LR, .inplace = true},
+		.digest_id = 19, .shape = atm_shape_sgd, .work = atm_work_two_per_in_elem,
+	},
+};
+
+/* An op added to the enum without an entry here stops the build when it is the last one,
+ * and fails tests/core/test_ops.c wherever it is. */
+_Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has no entry");
+
+/* The JSON keys of the ATM_ATTR_* bits, bit i at index i. */
+static const char *const attr_names[ATM_N_ATTRS] = {
+	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
+};
+
+/* atm_op_entry -- op's entry, NULL for a value that is no op */
+const struct atm_op_entry *atm_op_entry(atm_op op)
+{
+	return (unsigned)op < ATM_N_OPS ? &ops[op] : NULL;
+}
+
+/* atm_op_describe -- the public part of op's entry */
+const atm_op_desc *atm_op_describe(atm_op op)
+{
+	return (unsigned)op < ATM_N_OPS ? &ops[op].d : NULL;
+}
+
+/* atm_op_in_role -- input i's role, data past the roles given */
+atm_op_role atm_op_in_role(atm_op op, int i)
+{
+	const atm_op_desc *d = atm_op_describe(op);
+	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->in_role[i] : ATM_ROLE_DATA;
+}
+
+/* atm_op_out_role -- output i's role, data past the roles given */
+atm_op_role atm_op_out_role(atm_op op, int i)
+{
+	const atm_op_desc *d = atm_op_describe(op);
+	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->out_role[i] : ATM_ROLE_DATA;
+}
+
+/* atm_op_is_inplace -- op writes its input 0 */
+bool atm_op_is_inplace(atm_op op)
+{
+	const atm_op_desc *d = atm_op_describe(op);
+	return d && d->inplace;
+}
+
+/* atm_attr_name -- the JSON key of one attribute bit */
+const char *atm_attr_name(unsigned attr)
+{
+	for (int i = 0; i < ATM_N_ATTRS; i++)
+		if (attr == 1u << i)
+			return attr_names[i];
+	return NULL;
+}
