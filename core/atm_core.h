@@ -731,6 +731,8 @@ typedef struct {
 	bool managed;             /* the cudaMallocManaged baseline: its step time becomes the
 	                           * results' gpu_managed_runtime */
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
+	bool has_oracle;          /* the backend has an oracle (a GPU's, where kernels take device
+	                           * operands only): oracle_time is written, null when unknown */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, README "Results JSON") with one

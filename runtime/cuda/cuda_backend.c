@@ -662,3 +662,9 @@ atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info)
 	info->total_bytes = (int64_t)tot;
 	return ATM_OK;
 }
+
+/* atm_backend_cuda_supports_op -- cuDNN, cuBLAS and our CUDA kernels run every op */
+bool atm_backend_cuda_supports_op(atm_op op)
+{
+	return (unsigned)op < ATM_N_OPS;
+}
