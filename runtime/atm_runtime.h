@@ -13,7 +13,8 @@
  *     atm_exec_destroy(e);
  *
  *     atm_backend_caps caps;                             // what a backend can do, by choice:
- *     atm_backend_caps_get(o.gpu.mode, &caps);           // NULL (the CPU), "cuda", "sim"
+ *     atm_gpu_info info;                                 // NULL (the CPU), "cuda", "sim"
+ *     atm_backend_caps_get(o.gpu.mode, &caps);
  *     if (caps.device_memory)
  *             atm_gpu_probe(&o.gpu, &info);              // the device's memory
  *
@@ -118,9 +119,8 @@ atm_status atm_tiers_memory_mode(int64_t *cache_bytes);
 
 /* ---------------------------------------------------------------- tier emulation specs */
 
-/* --emulate makes the slow tier behave like a slower memory: a preset or a JSON
- * tier spec (docs/tiers.md). */
-/* How an emulated slow tier behaves. Bandwidths are 1e9 bytes per second. */
+/* How an emulated slow tier behaves (--emulate: a preset or a JSON tier spec,
+ * docs/tiers.md). Bandwidths are 1e9 bytes per second. */
 typedef struct atm_emu_spec {
 	char name[32];
 	double read_gbps;  /* slow -> fast copies, and kernels reading slow tensors */

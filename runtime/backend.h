@@ -58,7 +58,6 @@ typedef struct {
 	int64_t spare_bytes;      /* heap: bytes of given-back blocks kept for reuse */
 } atm_pool_stats;
 
-
 /* What a backend is, for results and messages. */
 typedef struct {
 	char name[16];          /* "cpu", "cuda", "gpu-sim" */
