@@ -433,11 +433,17 @@ atm_status atm_cpu_bk_new(atm_backend **out, const atm_backend_i *iface,
 	return ATM_OK;
 }
 
-atm_status atm_cpu_bk_start(atm_backend *b)
+atm_status atm_cpu_bk_start(atm_backend *b, atm_status rc, atm_backend **out)
 {
 	struct cpu_ctx *c = ctx_of(b);
-	atm_status rc = atm_cpu_new(&c->cpu);
-	return rc < 0 ? rc : mover_start(c);
+	if (rc >= 0 && c->emu)
+		atm_emu_set_stop(c->emu, c->o.stop);
+	if (rc >= 0 && (rc = atm_cpu_new(&c->cpu)) >= 0 && (rc = mover_start(c)) >= 0) {
+		*out = b;
+		return ATM_OK;
+	}
+	atm_cpu_bk_destroy(b);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- the CPU backend */
@@ -460,28 +466,20 @@ void atm_openmp_passive(char **argv)
 atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 {
 	atm_backend *b = NULL;
-	atm_status rc = atm_cpu_bk_new(&b, &cpu_iface, o);
-	if (rc < 0)
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_cpu_bk_new(&b, &cpu_iface, o)) < 0)
 		return rc;
 	struct cpu_ctx *c = ctx_of(b);
-	if ((rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) < 0 ||
-	    (rc = atm_pool_heap_new(&c->heap, c->slow, 0)) < 0)
-		goto fail;
-	if (o->emulate) {
+	if ((rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) >= 0)
+		rc = atm_pool_heap_new(&c->heap, c->slow, 0);
+	if (rc >= 0 && o->emulate) {
 		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) < 0 ||
-		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) < 0 ||
-		    (rc = atm_tier_set_emulation(c->slow, &spec)) < 0)
-			goto fail;
-		atm_emu_set_stop(c->emu, o->stop);
+		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) >= 0 &&
+		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) >= 0)
+			rc = atm_tier_set_emulation(c->slow, &spec);
 	}
-	if ((rc = atm_cpu_bk_start(b)) < 0)
-		goto fail;
-	*out = b;
-	return ATM_OK;
-fail:
-	atm_cpu_bk_destroy(b);
-	return rc;
+	return atm_cpu_bk_start(b, rc, out);
 }
 
 /* atm_backend_cpu_supports_op -- oneDNN (and a few loops of ours) run every op */

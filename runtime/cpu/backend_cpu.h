@@ -4,8 +4,8 @@
  * oneDNN engine and the mover thread) and the functions below, which fill
  * most of their interfaces (ATM_CPU_BK_IFACE); each brings its own
  * constructor, description, profile key and arena. A constructor calls
- * atm_cpu_bk_new, opens its slow side, then atm_cpu_bk_start; on failure
- * b->iface->destroy(b) releases whatever was opened.
+ * atm_cpu_bk_new, opens its slow side (the heap, an emulator), then returns
+ * atm_cpu_bk_start, which finishes or releases the backend.
  */
 #ifndef ATM_RUNTIME_BACKEND_CPU_H
 #define ATM_RUNTIME_BACKEND_CPU_H
@@ -61,8 +61,10 @@ struct cpu_ctx {
 /* atm_cpu_bk_new -- b with iface and a context: o kept, the topology, the fast tier and the
  * scratch heap open */
 atm_status atm_cpu_bk_new(atm_backend **b, const atm_backend_i *iface, const atm_backend_opts *o);
-/* atm_cpu_bk_start -- once the slow side is open: the oneDNN engine and the mover */
-atm_status atm_cpu_bk_start(atm_backend *b);
+/* atm_cpu_bk_start -- a constructor's last step, rc saying how opening the slow side went:
+ * the emulator's stop flag, the oneDNN engine and the mover, and b in *out; b released
+ * when rc or these failed */
+atm_status atm_cpu_bk_start(atm_backend *b, atm_status rc, atm_backend **out);
 
 /* The interface entries both backends take as they are. */
 void atm_cpu_bk_destroy(atm_backend *b);

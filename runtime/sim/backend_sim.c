@@ -96,18 +96,10 @@ atm_status atm_backend_sim_new(atm_backend **out, const atm_backend_opts *o)
 	struct cpu_ctx *c = ctx_of(b);
 	/* the emulator's fast bandwidth is this machine's (0: hwloc's, or measured): the link
 	 * is that much slower than the DRAM standing for device memory */
-	if ((rc = atm_pool_heap_new(&c->heap, c->fast, 0)) < 0 ||
-	    (rc = atm_emu_spec_resolve(o->gpu.link ? o->gpu.link : "pcie4", &link)) < 0 ||
-	    (rc = atm_emu_new(&c->emu, &link, c->topo, 0)) < 0)
-		goto fail;
-	atm_emu_set_stop(c->emu, o->stop);
-	if ((rc = atm_cpu_bk_start(b)) < 0)
-		goto fail;
-	*out = b;
-	return ATM_OK;
-fail:
-	atm_cpu_bk_destroy(b);
-	return rc;
+	if ((rc = atm_pool_heap_new(&c->heap, c->fast, 0)) >= 0 &&
+	    (rc = atm_emu_spec_resolve(o->gpu.link ? o->gpu.link : "pcie4", &link)) >= 0)
+		rc = atm_emu_new(&c->emu, &link, c->topo, 0);
+	return atm_cpu_bk_start(b, rc, out);
 }
 
 /* atm_backend_sim_probe -- the device a simulated run gets: all of its memory is free */

@@ -20,57 +20,51 @@ static atm_backend_caps caps_of(const char *choice)
 	return c;
 }
 
+/* expect_caps -- choice's capabilities are want's: its names and every flag */
+static void expect_caps(const char *choice, atm_backend_caps want)
+{
+	atm_backend_caps c = caps_of(choice);
+	assert_string_equal(c.choice, want.choice);
+	assert_string_equal(c.name, want.name);
+	assert_int_equal(c.built, want.built);
+	assert_int_equal(c.simulated, want.simulated);
+	assert_int_equal(c.host_tiers, want.host_tiers);
+	assert_int_equal(c.device_memory, want.device_memory);
+	assert_int_equal(c.device_only, want.device_only);
+	assert_int_equal(c.kernel_algos, want.kernel_algos);
+	assert_int_equal(c.workspace_in_limit, want.workspace_in_limit);
+	assert_int_equal(c.copy_engine, want.copy_engine);
+	assert_int_equal(c.managed, want.managed);
+	assert_int_equal(c.link_presets, want.link_presets);
+}
+
 static void test_caps_cpu(void **state)
 {
 	(void)state;
-	atm_backend_caps c = caps_of(NULL), named = caps_of("cpu");
-	assert_memory_equal(&c, &named, sizeof c);
-	assert_string_equal(c.choice, "cpu");
-	assert_string_equal(c.name, "cpu");
-	assert_true(c.built);
-	assert_true(c.host_tiers);
-	assert_false(c.simulated);
-	assert_false(c.device_memory);
-	assert_false(c.device_only);
-	assert_false(c.kernel_algos);
-	assert_false(c.workspace_in_limit);
-	assert_false(c.copy_engine);
-	assert_false(c.managed);
-	assert_false(c.link_presets);
+	const atm_backend_caps want = {.choice = "cpu", .name = "cpu", .built = true,
+	                               .host_tiers = true};
+	expect_caps(NULL, want);
+	expect_caps("cpu", want);
 }
 
+/* the CPU's kernels on a device: one algorithm each, their scratch outside the arena */
 static void test_caps_sim(void **state)
 {
 	(void)state;
-	atm_backend_caps c = caps_of("sim");
-	assert_string_equal(c.name, "gpu-sim");
-	assert_true(c.built);
-	assert_true(c.simulated);
-	assert_true(c.device_memory);
-	assert_true(c.device_only);
-	assert_true(c.copy_engine);
-	assert_true(c.link_presets);
-	/* the CPU's kernels: one algorithm each, their scratch outside the arena */
-	assert_false(c.kernel_algos);
-	assert_false(c.workspace_in_limit);
-	assert_false(c.managed);
-	assert_false(c.host_tiers);
+	expect_caps("sim", (atm_backend_caps){.choice = "sim", .name = "gpu-sim", .built = true,
+	                                      .simulated = true, .device_memory = true,
+	                                      .device_only = true, .copy_engine = true,
+	                                      .link_presets = true});
 }
 
 static void test_caps_cuda(void **state)
 {
 	(void)state;
 	atm_backend_caps c = caps_of("cuda");
-	assert_string_equal(c.name, "cuda");
-	assert_false(c.simulated);
-	assert_true(c.device_memory);
-	assert_true(c.device_only);
-	assert_true(c.kernel_algos);
-	assert_true(c.workspace_in_limit);
-	assert_true(c.copy_engine);
-	assert_true(c.managed);
-	assert_false(c.link_presets);
-	assert_false(c.host_tiers);
+	expect_caps("cuda", (atm_backend_caps){.choice = "cuda", .name = "cuda", .built = c.built,
+	                                       .device_memory = true, .device_only = true,
+	                                       .kernel_algos = true, .workspace_in_limit = true,
+	                                       .copy_engine = true, .managed = true});
 	if (!c.built) {
 		/* a build without CUDA still knows the backend, and says why it cannot run */
 		atm_gpu_opts o = {.mode = "cuda"};
