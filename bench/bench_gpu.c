@@ -30,6 +30,7 @@ static const char usage[] =
 
 struct opts {
 	const char *gpu, *models, *preset, *cache;
+	atm_backend_caps caps; /* what the backend gpu chooses can do */
 	int64_t batch, memory;
 	double fraction, time_limit;
 	int iters;
@@ -43,7 +44,7 @@ static double run_plan(const struct opts *o, const atm_plan *p, bool managed, in
 	atm_exec *e = NULL;
 	atm_exec_opts eo = {.iters = o->iters, .warmup = 1, .seed = 1, .quiet = true,
 	                    .gpu = {.mode = o->gpu, .memory_bytes = memory,
-	                            .managed = managed && !strcmp(o->gpu, "cuda")}};
+	                            .managed = managed && o->caps.managed}};
 	double t = -1;
 	if (atm_exec_new(&e, p, &eo) < 0 || atm_exec_run(e) < 0)
 		snprintf(why, len, "%s", atm_errmsg());
@@ -116,14 +117,14 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 		limit = gi->memory_bytes;
 	atm_opt_options oo;
 	atm_opt_options_default(&oo);
-	oo.device_only = true;
+	oo.device_only = o->caps.device_only;
 	oo.time_limit_s = o->time_limit;
 	atm_opt_check_result chk;
 	if (atm_opt_check(fast, prof, &oo, &chk) == ATM_OK)
 		oracle = chk.all_fast_kernel_s;
 	/* the plans choose algorithms against the limit as autotm run --gpu does (the oracle's
 	 * all-fast plan above keeps its workspace outside the arena) */
-	oo.workspace_in_limit = !strcmp(o->gpu, "cuda");
+	oo.workspace_in_limit = o->caps.workspace_in_limit;
 	/* managed: every tensor in managed memory, only where it fits what the device has free */
 	managed = run_plan(o, fast, true, 0, mwhy, sizeof mwhy);
 	for (int i = 0; i < 3; i++) {
@@ -201,7 +202,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'G':
-			if (strcmp(optarg, "cuda") && strcmp(optarg, "sim"))
+			if (atm_backend_caps_get(optarg, &o.caps) < 0 || !o.caps.device_memory)
 				return bench_usage_error(prog, "--gpu '%s' is not valid; expected cuda or sim",
 				                         optarg);
 			o.gpu = optarg;
@@ -241,8 +242,10 @@ int main(int argc, char **argv)
 	int code = bench_models_known(prog, o.models);
 	if (code >= 0)
 		return code;
+	if (atm_backend_caps_get(o.gpu, &o.caps) < 0)
+		return bench_usage_error(prog, "%s", atm_errmsg());
 	if (!o.preset)
-		o.preset = strcmp(o.gpu, "sim") ? "gpu" : "small";
+		o.preset = o.caps.simulated ? "small" : "gpu";
 	atm_gpu_info gi;
 	atm_gpu_opts go = {.mode = o.gpu};
 	if (atm_gpu_probe(&go, &gi) < 0) {

@@ -265,7 +265,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	}
 	if (optind < argc)
 		return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
-	if (a->estimate && a->mem.gpu.mode)
+	atm_backend_caps caps;
+	if (atm_backend_caps_get(a->mem.gpu.mode, &caps) < 0)
+		return cli_fail("profile", ATM_E_USAGE);
+	if (a->estimate && !caps.host_tiers)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");
 	return -1;

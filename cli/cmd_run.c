@@ -53,14 +53,14 @@ static void print_help(void)
 }
 
 static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
-                          const atm_exec_result *r)
+                          const atm_exec_result *r, const atm_backend_caps *caps)
 {
 	char a[32], b[32];
 	const atm_schedule_stats *st = &r->moves;
 	int32_t n_moves = st->n_moves_to_fast + st->n_moves_to_slow;
 	printf("%s, batch %lld, placement %s\n", atm_graph_name(g), (long long)batch,
 	       atm_plan_info_get(p)->formulation);
-	if (strcmp(r->backend, "cpu"))
+	if (caps->device_memory)
 		printf("  device           %s%s\n", r->device,
 		       r->simulated ? " -- SIMULATED: times are not a GPU's" : "");
 	printf("  fast tier        %s\n", r->fast_tier.name);
@@ -188,7 +188,10 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 	if (jo->optimize && cli_plan_check(jo, given) < 0)
 		return cli_usage_error("run", "%s", atm_errmsg());
 	bool managed = jo->placement && !strcmp(jo->placement, "managed");
-	if (managed && !jo->mem.gpu.mode)
+	atm_backend_caps caps;
+	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
+		return cli_usage_error("run", "%s", atm_errmsg());
+	if (managed && !caps.device_memory)
 		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
 		                       "a GPU: give --gpu");
 	if (jo->mem.gpu.allow_oversubscribe && !managed)
@@ -197,7 +200,7 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 		return cli_usage_error("run", "--explain compares the run with the optimizer's "
 		                       "prediction: give the planning options (--ratio, --dram-limit, "
 		                       "--formulation)");
-	if (jo->mem.gpu.mode && jo->twolm_bytes)
+	if (!caps.host_tiers && jo->twolm_bytes)
 		return cli_usage_error("run", "--2lm emulates a CPU's Memory Mode; it does not apply with "
 		                       "--gpu");
 	return -1;
@@ -298,11 +301,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 static atm_status execute(atm_job *j, void *arg)
 {
 	const struct run_args *a = arg;
+	atm_backend_caps caps;
 	atm_status rc = atm_job_execute(j);
-	if (rc < 0)
+	if (rc < 0 || (rc = atm_backend_caps_get(a->jo.mem.gpu.mode, &caps)) < 0)
 		return rc;
 	print_summary(atm_job_graph(j), a->jo.workload.batch, atm_job_plan_get(j),
-	              atm_job_exec_result(j));
+	              atm_job_exec_result(j), &caps);
 	if (a->explain && (rc = print_explain(j, a->explain)) < 0)
 		return rc;
 	if (!a->jo.results_path)

@@ -66,9 +66,7 @@ int cmd_tiers(int argc, char **argv)
 	};
 	cli_memory mem = {0};
 	bool json = false;
-	atm_tier_topo *topo = NULL;
-	atm_tier *fast = NULL, *slow = NULL;
-	atm_tier_choice choice;
+	atm_tiers *t = NULL;
 	atm_status rc;
 	int opt;
 
@@ -90,48 +88,36 @@ int cmd_tiers(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("tiers", "unexpected argument '%s'", argv[optind]);
-	if ((rc = atm_tier_topo_new(&topo)) < 0 || (rc = atm_tier_choose(topo, &mem.tiers, &choice)) < 0 ||
-	    (rc = atm_tier_open_fast(&fast, topo, &mem.tiers)) < 0 ||
-	    (rc = atm_tier_open_slow(&slow, topo, &mem.tiers)) < 0)
+	if ((rc = atm_tiers_survey(&t, &mem.tiers, mem.emulate)) < 0)
 		goto fail;
-	if (mem.emulate) {
-		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(mem.emulate, &spec)) < 0 ||
-		    (rc = atm_tier_set_emulation(slow, &spec)) < 0)
-			goto fail;
-	}
 	if (json) {
 		json_t *o = json_object(), *nodes = json_array();
-		for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++)
-			json_array_append_new(nodes, desc_json(atm_tier_topo_node(topo, i)));
+		for (int i = 0; i < atm_tiers_n_nodes(t); i++)
+			json_array_append_new(nodes, desc_json(atm_tiers_node(t, i)));
 		json_object_set_new(o, "nodes", nodes);
-		json_object_set_new(o, "fast", desc_json(atm_tier_describe(fast)));
-		json_object_set_new(o, "slow", desc_json(atm_tier_describe(slow)));
-		json_object_set_new(o, "slow_reason", json_string(choice.why));
+		json_object_set_new(o, "fast", desc_json(atm_tiers_fast(t)));
+		json_object_set_new(o, "slow", desc_json(atm_tiers_slow(t)));
+		json_object_set_new(o, "slow_reason", json_string(atm_tiers_slow_reason(t)));
 		if ((rc = cli_print_json_new(o)) < 0)
 			goto fail;
 	} else {
 		printf("NUMA nodes (hwloc)\n");
-		for (int i = 0; i < atm_tier_topo_n_nodes(topo); i++) {
+		for (int i = 0; i < atm_tiers_n_nodes(t); i++) {
 			char role[16];
 			snprintf(role, sizeof role, "#%d", i);
-			print_desc(role, atm_tier_topo_node(topo, i));
+			print_desc(role, atm_tiers_node(t, i));
 		}
 		printf("\ntiers autotm uses\n");
-		print_desc("fast", atm_tier_describe(fast));
-		print_desc("slow", atm_tier_describe(slow));
-		printf("  (slow: %s)\n", choice.why);
-		if (!atm_tier_describe(slow)->emulated && atm_tier_describe(slow)->kind == ATM_TIER_PMEM_DIR)
+		print_desc("fast", atm_tiers_fast(t));
+		print_desc("slow", atm_tiers_slow(t));
+		printf("  (slow: %s)\n", atm_tiers_slow_reason(t));
+		if (!atm_tiers_slow(t)->emulated && atm_tiers_slow(t)->kind == ATM_TIER_PMEM_DIR)
 			printf("\nThe slow tier is a file in a directory: as fast as DRAM here. Add --emulate\n"
 			       "optane (or cxl, numa) so that placement matters and can be measured.\n");
 	}
-	atm_tier_destroy(slow);
-	atm_tier_destroy(fast);
-	atm_tier_topo_destroy(topo);
+	atm_tiers_destroy(t);
 	return 0;
 fail:
-	atm_tier_destroy(slow);
-	atm_tier_destroy(fast);
-	atm_tier_topo_destroy(topo);
+	atm_tiers_destroy(t);
 	return cli_fail("tiers", rc);
 }

@@ -192,14 +192,16 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	case CLI_OPT_EMULATE:
 		mem->emulate = arg;
 		return 1;
-	case CLI_OPT_GPU:
-		if (arg && strcmp(arg, "cuda") && strcmp(arg, "sim")) {
+	case CLI_OPT_GPU: {
+		atm_backend_caps caps;
+		if (arg && (atm_backend_caps_get(arg, &caps) < 0 || !caps.device_memory)) {
 			atm_err(ATM_E_USAGE, "--gpu=%s is not valid; expected --gpu (a CUDA GPU), --gpu=cuda "
 			        "or --gpu=sim (a simulated one)", arg);
 			return -1;
 		}
 		mem->gpu.mode = arg ? arg : "cuda";
 		return 1;
+	}
 	case CLI_OPT_GPU_MEMORY:
 		if (atm_parse_bytes(arg, &mem->gpu.memory_bytes) < 0 || mem->gpu.memory_bytes <= 0) {
 			atm_err(ATM_E_USAGE, "--gpu-memory '%s' is not valid; expected a size such as 11G "
@@ -310,9 +312,15 @@ int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *give
 
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 {
+	atm_backend_caps caps;
+	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
+	if (rc < 0)
+		return rc;
 	if (given->ratio && given->limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
-	if (!given->ratio && !given->limit && jo->formulation != ATM_OPT_ALL_FAST && !jo->mem.gpu.mode)
+	/* a device's memory is a limit of its own */
+	if (!given->ratio && !given->limit && jo->formulation != ATM_OPT_ALL_FAST &&
+	    !caps.device_memory)
 		return atm_err(ATM_E_USAGE, "give the fast-memory limit with --ratio S:F or "
 		               "--dram-limit SIZE");
 	return ATM_OK;

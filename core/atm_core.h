@@ -99,7 +99,7 @@ typedef enum {
 enum { ATM_LOC_FAST = 1u, ATM_LOC_SLOW = 2u, ATM_LOC_ANY = 3u };
 
 /* Ops. Each has one entry in core/ops.c (atm_op_describe) and a kernel in each backend's
- * table; docs/extending-op.md says how to add one. The values index those tables and carry
+ * table; docs/extending.md says how to add one. The values index those tables and carry
  * no meaning of their own: files name ops by name, and nothing depends on their order. */
 typedef enum {
 	ATM_OP_CONV_FWD = 0,      /* in: x[N,C,H,W], w[O,C,KH,KW], (b[O]) out: y[N,O,OH,OW] */
@@ -800,6 +800,8 @@ typedef struct {
 	bool managed;             /* the cudaMallocManaged baseline: its step time becomes the
 	                           * results' gpu_managed_runtime */
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
+	bool has_oracle;          /* the backend has an oracle (a GPU's, where kernels take device
+	                           * operands only): oracle_time is written, null when unknown */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one

@@ -198,7 +198,7 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 		atm_json_set_new(run, "versions", json_string(m->versions), ok);
 	if (m->gpu_memory_bytes > 0)
 		atm_json_set_new(run, "gpu_memory_limit", json_integer(m->gpu_memory_bytes), ok);
-	if (m->backend && strcmp(m->backend, "cpu"))
+	if (m->has_oracle)
 		atm_json_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
 		                                                     : json_null(), ok);
 }

@@ -71,26 +71,37 @@ static atm_status check_emulation(const char *who, const atm_job_memory *mem, bo
 	return ATM_OK;
 }
 
+/* backend_caps -- what the backend mem chooses can do (an unknown choice fails in
+ * atm_job_memory_resolve, first) */
+static atm_backend_caps backend_caps(const atm_job_memory *mem)
+{
+	atm_backend_caps caps;
+	if (atm_backend_caps_get(mem->gpu.mode, &caps) < 0)
+		atm_err_clear();
+	return caps;
+}
+
 atm_status atm_job_memory_resolve(const char *who, atm_job_memory *mem, bool quiet)
 {
+	atm_backend_caps caps;
 	atm_gpu_info info;
 	char a[32], f[32];
-	if (mem->emulate && !mem->gpu.mode) {
-		atm_status rc = check_emulation(who, mem, quiet);
-		if (rc < 0)
-			return rc;
-	}
-	if (!mem->gpu.mode) {
+	atm_status rc = atm_backend_caps_get(mem->gpu.mode, &caps);
+	if (rc < 0)
+		return atm_err_prefix(rc, "--gpu: ");
+	if (mem->emulate && caps.host_tiers && (rc = check_emulation(who, mem, quiet)) < 0)
+		return rc;
+	if (!caps.device_memory) {
 		if (mem->gpu.memory_bytes || mem->gpu.link || mem->gpu.device)
 			return atm_err(ATM_E_USAGE, "--gpu-memory, --gpu-device and --gpu-link need --gpu");
 		return ATM_OK;
 	}
-	if (mem->gpu.link && strcmp(mem->gpu.mode, "sim"))
+	if (mem->gpu.link && !caps.link_presets)
 		return atm_err(ATM_E_USAGE, "--gpu-link describes a simulated GPU; give --gpu=sim");
 	if (mem->emulate)
 		return atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow and does not apply "
 		               "with --gpu (the slow tier is host memory behind the GPU's link)");
-	atm_status rc = atm_gpu_probe(&mem->gpu, &info);
+	rc = atm_gpu_probe(&mem->gpu, &info);
 	if (rc < 0)
 		return atm_err_prefix(rc, "--gpu: ");
 	mem->gpu.memory_bytes = info.memory_bytes;
@@ -104,7 +115,7 @@ atm_status atm_job_memory_resolve(const char *who, atm_job_memory *mem, bool qui
 
 int64_t atm_job_fast_limit(const atm_job_memory *mem, int64_t limit)
 {
-	if (mem->gpu.mode && (!limit || limit > mem->gpu.memory_bytes))
+	if (backend_caps(mem).device_memory && (!limit || limit > mem->gpu.memory_bytes))
 		return mem->gpu.memory_bytes;
 	return limit;
 }
@@ -244,14 +255,12 @@ static atm_status builtin_plan(const atm_graph *g, const char *spec, uint64_t se
  * executor emulates a cache of the limit's size in front of the slow tier */
 static atm_status memory_mode_plan(atm_job *j)
 {
-	atm_tier_topo *topo = NULL;
 	atm_plan *q = NULL;
 	char size[32];
-	atm_status rc = atm_tier_topo_new(&topo);
+	int64_t cache;
+	atm_status rc = atm_tiers_memory_mode(&cache);
 	if (rc < 0)
 		return rc;
-	int64_t cache = atm_tier_topo_memory_mode(topo);
-	atm_tier_topo_destroy(topo);
 	if (!cache) {
 		if (!j->twolm_bytes)
 			j->twolm_bytes = j->limit;
@@ -282,14 +291,15 @@ static atm_status memory_mode_plan(atm_job *j)
 static atm_status optimize(atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
+	const atm_backend_caps caps = backend_caps(&o->mem);
 	atm_opt_options oo = o->opt;
 	atm_status rc;
 	int64_t limit = o->limit_bytes;
-	oo.device_only = o->mem.gpu.mode != NULL; /* a GPU's kernels read device memory only */
+	oo.device_only = caps.device_only; /* a GPU's kernels read device memory only */
 	/* on a real GPU each kernel's algorithm is chosen with its workspace counted in the limit,
 	 * and the plan reserves it in the device arena; the simulated GPU's CPU kernels have no
 	 * algorithms and keep their scratch outside the arena, as on the CPU */
-	if (o->mem.gpu.mode && !strcmp(o->mem.gpu.mode, "cuda"))
+	if (caps.workspace_in_limit)
 		oo.workspace_in_limit = true;
 	oo.stop = o->stop;
 	if (o->ratio_slow + o->ratio_fast > 0 &&
@@ -314,7 +324,7 @@ static atm_status optimize(atm_job *j)
 	atm_plan_info *info = atm_plan_info_of(j->plan);
 	info->ratio_slow = o->ratio_slow;
 	info->ratio_fast = o->ratio_fast;
-	if (o->mem.gpu.mode)
+	if (caps.device_only)
 		j->oracle_s = j->chk.all_fast_kernel_s;
 	if (o->formulation == ATM_OPT_2LM && !o->estimate)
 		return memory_mode_plan(j);
@@ -346,8 +356,8 @@ static atm_exec_opts exec_opts(const atm_job *j)
 		.twolm_bytes = j->twolm_bytes,
 		.quiet = o->quiet || !isatty(STDERR_FILENO),
 	};
-	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") && o->mem.gpu.mode &&
-	                 !strcmp(o->mem.gpu.mode, "cuda");
+	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") &&
+	                 backend_caps(&o->mem).managed;
 	return eo;
 }
 
@@ -404,6 +414,7 @@ atm_status atm_job_write_results(atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
 	const atm_exec_result *r = atm_job_exec_result(j);
+	const atm_backend_caps caps = backend_caps(&o->mem);
 	atm_schedule *sched = NULL;
 	atm_status rc;
 	if (!o->results_path)
@@ -441,9 +452,10 @@ atm_status atm_job_write_results(atm_job *j)
 			.device = r->device,
 			.versions = r->versions,
 			.simulated = r->simulated,
-			.gpu_memory_bytes = o->mem.gpu.mode ? j->o.mem.gpu.memory_bytes : 0,
+			.gpu_memory_bytes = caps.device_memory ? j->o.mem.gpu.memory_bytes : 0,
 			.managed = o->placement && !strcmp(o->placement, "managed"),
 			.oracle_s = j->oracle_s,
+			.has_oracle = caps.device_only,
 		};
 	}
 	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)

@@ -19,6 +19,7 @@ struct atm_prof {
 	const atm_graph *g;
 	atm_prof_opts o;
 	atm_kbench *kb;
+	atm_backend_caps caps; /* what the backend o.gpu chooses can do */
 	atm_profile_machine m;
 	atm_prof_roofline rf; /* estimating: the model, once calibrated */
 	bool have_rf;
@@ -135,7 +136,7 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 		pr->o.flush_s = 30;
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
-	if ((rc = open_bench(pr)) < 0)
+	if ((rc = atm_backend_caps_get(pr->o.gpu.mode, &pr->caps)) < 0 || (rc = open_bench(pr)) < 0)
 		goto fail;
 	atm_kbench_machine(pr->kb, &pr->m);
 	pr->m.estimated = pr->o.estimate;
@@ -366,7 +367,7 @@ static int64_t mem_available_bytes(void)
 static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_t len)
 {
 	atm_schedule *s = NULL;
-	if (pr->o.gpu.mode)
+	if (pr->caps.device_memory)
 		return true;
 	if (atm_schedule_new(&s, plan) < 0) {
 		snprintf(why, len, "%s", atm_errmsg());
@@ -497,11 +498,12 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	atm_profile_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
 	/* a GPU's copies run on its copy engines, beside the kernels: their loss is taken as 0 */
-	bool need_overlap = !need_moves && !mv.overlap_measured && !pr->o.estimate && !pr->o.gpu.mode;
+	bool need_overlap = !need_moves && !mv.overlap_measured && !pr->o.estimate &&
+	                    !pr->caps.copy_engine;
 	atm_err_clear();
 	if ((rc = open_bench(pr)) < 0)
 		return rc;
-	if ((rc = build_work(pr->g, pr->o.gpu.mode != NULL, &w)) < 0)
+	if ((rc = build_work(pr->g, pr->caps.device_only, &w)) < 0)
 		return rc;
 	st.w = &w;
 	st.left = calloc((size_t)w.n_unique + 1, sizeof *st.left);
@@ -552,7 +554,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
 		if (rc >= 0)
 			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
-		if (rc >= 0 && pr->o.gpu.mode && !pr->o.estimate)
+		if (rc >= 0 && pr->caps.kernel_algos && !pr->o.estimate)
 			rc = time_algos(pr, p, t->node, t->config);
 		if (rc < 0) {
 			char name[32];
@@ -578,7 +580,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 			estimate_moves(&pr->rf, &mv);
 		else if ((rc = atm_kbench_moves(pr->kb, &mv)) < 0)
 			atm_err_prefix(rc, "timing moves: ");
-		else if (!pr->o.gpu.mode)
+		else if (!pr->caps.copy_engine)
 			rc = measure_overlap(pr, p, &mv);
 		if (rc >= 0 && (rc = atm_profile_set_moves(p, &mv)) >= 0)
 			r->moves_measured = true;

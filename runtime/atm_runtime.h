@@ -12,6 +12,12 @@
  *     printf("%.3f s per step, loss %g\n", r->actual_runtime_s, r->losses[r->n_losses - 1]);
  *     atm_exec_destroy(e);
  *
+ *     atm_backend_caps caps;                             // what a backend can do, by choice:
+ *     atm_gpu_info info;                                 // NULL (the CPU), "cuda", "sim"
+ *     atm_backend_caps_get(o.gpu.mode, &caps);
+ *     if (caps.device_memory)
+ *             atm_gpu_probe(&o.gpu, &info);              // the device's memory
+ *
  * Every tensor lives where the plan says: fast copies at the plan's offsets in
  * one fast-memory arena of fixed size, slow copies in the slow tier's heap.
  * Synchronous moves run inline, asynchronous ones on a mover thread that
@@ -24,15 +30,141 @@
 #include <signal.h>
 
 #include "atm_core.h"
-#include "memory.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* ---------------------------------------------------------------- memory tiers */
+
+/* A tier is a memory with a kind, a capacity and speeds; a run takes a fast one
+ * and a slow one (docs/tiers.md has the order in which they are chosen). */
+typedef enum {
+	ATM_TIER_DRAM = 0,   /* DRAM of the node we run on (or of a node in the same package) */
+	ATM_TIER_KMEM_DAX,   /* PMM (or other memory) onlined as a CPU-less node by the kmem DAX driver */
+	ATM_TIER_NUMA_FAR,   /* memory of another socket, or a node that hwloc says is slower */
+	ATM_TIER_HBM,        /* high-bandwidth memory node: faster, so never chosen as slow */
+	ATM_TIER_CXL,        /* CXL Type-3 memory expander node */
+	ATM_TIER_PMEM_DIR,   /* memkind PMEM kind: a temporary file in a directory */
+	ATM_TIER_FSDAX_FILE, /* a user's file mapped with libpmem2 */
+	ATM_TIER_GPU_DEVICE, /* a GPU's own memory (cudaMalloc), or the simulated GPU's arena */
+	ATM_TIER_PINNED_HOST, /* page-locked host memory a GPU copies to and from (cudaHostAlloc) */
+	ATM_TIER_N_KINDS
+} atm_tier_kind;
+
+/* atm_tier_kind_name -- "dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file",
+ * "gpu-device", "pinned-host" */
+const char *atm_tier_kind_name(atm_tier_kind kind);
+
+#define ATM_TIER_NAME_MAX 160
+
+/* What a tier (or a NUMA node) is. Speeds are 1e9 bytes per second and 0 when unknown. */
+typedef struct {
+	atm_tier_kind kind;
+	char name[ATM_TIER_NAME_MAX]; /* "DRAM, NUMA node 0", "pmem dir /tmp/autotm-pmem (page cache)" */
+	char subtype[16];             /* hwloc's subtype ("NVM", "HBM", "CXL-DRAM"), "" when none */
+	int numa_node;                /* OS index of the node, -1 when the tier is not one node */
+	int64_t capacity_bytes;       /* 0 unknown */
+	double read_gbps;
+	double write_gbps;
+	double latency_ns;
+	bool local;                   /* the node shares a package with the CPU we run on */
+	bool kmem_dax;                /* the node is DAX memory onlined by the kmem driver */
+	bool dax;                     /* file tiers: the file system maps PMM directly (DAX) */
+	int64_t memside_cache_bytes;  /* a memory-side cache in front of the node (Memory Mode, 2LM:
+	                               * DRAM caching PMM), its size; 0 when none */
+	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
+	char emulation[32];           /* the spec's name when emulated */
+} atm_tier_desc;
+
+/* How to choose tiers. A zeroed struct means: fast and slow "auto", the default
+ * pmem directory, no size limit. */
+typedef struct {
+	/* "auto" (or NULL): memkind's default kind on a one-node machine, bound to
+	 * the home node otherwise; "memkind": MEMKIND_DEFAULT; "numa:N": bound to node N */
+	const char *fast;
+	/* "auto" (or NULL), "kmem-dax", "numa:N", "pmem-dir", "fsdax" */
+	const char *slow;
+	/* pmem-dir: NULL means ATM_TIER_DEFAULT_PMEM_DIR, created if missing; a
+	 * directory given here must exist */
+	const char *pmem_dir;
+	/* fsdax: the file to map; "auto" picks fsdax over pmem-dir when it is set */
+	const char *fsdax_path;
+	/* pmem-dir: the kind's size limit (0: the file system's free space, else at
+	 * least 16 MiB, memkind's minimum); fsdax: the file's size when it is
+	 * created or shorter (0: use the file as it is) */
+	int64_t slow_bytes;
+} atm_tier_opts;
+
+#define ATM_TIER_DEFAULT_PMEM_DIR "/tmp/autotm-pmem"
+
+/* atm_tiers_survey -- what `autotm tiers` shows: this machine's NUMA nodes as hwloc finds
+ * them, and the fast and slow tiers a run with o would use, opened to check that they work
+ * (a pmem directory must be writable) and closed again; with emulate (NULL: none, else as
+ * atm_exec_opts.emulate) the slow tier's description says what it emulates */
+typedef struct atm_tiers atm_tiers;
+atm_status atm_tiers_survey(atm_tiers **t, const atm_tier_opts *o, const char *emulate);
+/* atm_tiers_destroy -- NULL is fine */
+void atm_tiers_destroy(atm_tiers *t);
+int atm_tiers_n_nodes(const atm_tiers *t);
+/* NULL when i is out of range; nodes are in hwloc's logical order */
+const atm_tier_desc *atm_tiers_node(const atm_tiers *t, int i);
+const atm_tier_desc *atm_tiers_fast(const atm_tiers *t);
+const atm_tier_desc *atm_tiers_slow(const atm_tiers *t);
+/* atm_tiers_slow_reason -- why that slow tier: "NUMA node 2 is kmem-DAX (NVM)" */
+const char *atm_tiers_slow_reason(const atm_tiers *t);
+/* atm_tiers_memory_mode -- this machine is in Memory Mode (its home node sits behind a
+ * memory-side cache, the hardware's 2LM): the cache's size in *cache_bytes, 0 when not */
+atm_status atm_tiers_memory_mode(int64_t *cache_bytes);
+
+/* ---------------------------------------------------------------- tier emulation specs */
+
+/* How an emulated slow tier behaves (--emulate: a preset or a JSON tier spec,
+ * docs/tiers.md). Bandwidths are 1e9 bytes per second. */
+typedef struct atm_emu_spec {
+	char name[32];
+	double read_gbps;  /* slow -> fast copies, and kernels reading slow tensors */
+	double write_gbps; /* fast -> slow copies, and kernels writing slow tensors */
+	double latency_ns; /* idle load latency: reported, not waited (docs/tiers.md says why) */
+	double fast_gbps;  /* the fast memory beside which read/write were measured: waits add
+	                    * what slow bytes take beyond the same bytes at this speed, so the
+	                    * slow tier is as much slower as on that machine, whatever the
+	                    * speed of this one (0: ATM_EMU_REFERENCE_FAST_GBPS) */
+	char source[200];  /* where the numbers come from */
+} atm_emu_spec;
+
+/* Reasonable bounds for a tier spec: beyond them it is a typo, not a memory. */
+#define ATM_EMU_MIN_GBPS 0.001    /* 1 MB/s: slower than that is not memory but storage */
+#define ATM_EMU_MAX_GBPS 10000.0  /* 10 TB/s: above any memory made so far */
+#define ATM_EMU_MAX_LATENCY_NS 1e6 /* 1 ms: slower than that is storage */
+/* The DRAM of a 2-socket Cascade Lake socket (six channels of DDR4-2666/2933):
+ * about 100 GB/s in STREAM-like copies, the machine the optane and numa
+ * presets describe. */
+#define ATM_EMU_REFERENCE_FAST_GBPS 100.0
+/* Fast-tier bandwidth when hwloc does not know it and measuring fails: one
+ * channel of DDR4-2666 (2666 MT/s x 8 bytes = 21.3 GB/s peak), rounded down. */
+#define ATM_EMU_DEFAULT_FAST_GBPS 20.0
+
+/* atm_emu_preset -- "optane", "cxl" or "numa"; ATM_E_USAGE names the valid ones */
+atm_status atm_emu_preset(const char *name, atm_emu_spec *out);
+/* atm_emu_spec_parse -- {"name", "read_gbps", "write_gbps", "latency_ns"[, "fast_gbps", "source"]};
+ * ATM_E_INPUT names origin and the field */
+atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, atm_emu_spec *out);
+/* atm_emu_spec_load -- the same from a file (ATM_E_IO when it cannot be read) */
+atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out);
+/* atm_emu_spec_resolve -- a preset name, or a path to a JSON tier spec (it
+ * contains a '/' or ends in ".json") */
+atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out);
+/* atm_emu_spec_warning -- when spec's slow tier is no slower than its fast one (reads and
+ * writes at least fast_gbps), so that emulating it adds no time: true, and why in buf */
+bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- backends */
+
 /* Which GPU, when the run is on one. A zeroed struct means the CPU. */
 typedef struct {
-	const char *mode;       /* NULL: the CPU; "cuda": a real NVIDIA GPU; "sim": a simulated one */
+	const char *mode;       /* the backend's choice (atm_backend_caps): NULL or "cpu": the CPU;
+	                         * "cuda": a real NVIDIA GPU; "sim": a simulated one */
 	int device;             /* cuda: device index */
 	int64_t memory_bytes;   /* device memory the fast arena may take; 0: the device's free
 	                         * memory less ATM_GPU_RESERVE_BYTES (sim: ATM_GPU_SIM_BYTES) */
@@ -68,6 +200,44 @@ typedef struct {
  * reason when this build has no CUDA, there is no such device or no driver, o->memory_bytes
  * exceeds what is free, or nothing is left after the reserve */
 atm_status atm_gpu_probe(const atm_gpu_opts *o, atm_gpu_info *info);
+
+/* What a backend can do, known without opening one: callers ask this rather than compare
+ * backend names. */
+typedef struct {
+	const char *choice;      /* how a run asks for it: atm_gpu_opts.mode ("cuda", "sim"; "cpu"
+	                          * or NULL for the CPU) */
+	const char *name;        /* how results and messages name it: "cpu", "cuda", "gpu-sim" */
+	bool built;              /* this build has it (cuda: made with the CUDA toolkit and cuDNN) */
+	bool simulated;          /* a stand-in for hardware this machine lacks: its times are not
+	                          * that hardware's */
+	bool host_tiers;         /* fast and slow memory are this machine's tiers: --slow, --emulate,
+	                          * --2lm and the roofline estimate describe them */
+	bool device_memory;      /* fast memory is a device's, of the size atm_gpu_probe finds
+	                          * (--gpu-memory, --gpu-device): a fast limit is at most that, and
+	                          * the executor refuses a step that does not fit it */
+	bool device_only;        /* kernels take every operand in fast memory: one configuration
+	                          * per kernel, tensors in slow memory are fetched before a use */
+	bool kernel_algos;       /* kernels offer several algorithms (a convolution's in cuDNN),
+	                          * each profiled with its workspace */
+	bool workspace_in_limit; /* a plan counts each kernel's workspace in the fast limit and the
+	                          * executor reserves it in the arena (elsewhere kernels' scratch
+	                          * lies outside it) */
+	bool copy_engine;        /* asynchronous copies run beside the kernels at no cost to them
+	                          * (the overlap loss is 0, not measured) */
+	bool managed;            /* its fast arena can be managed memory (atm_gpu_opts.managed, the
+	                          * cudaMallocManaged baseline) */
+	bool link_presets;       /* the host link it simulates is chosen by name (atm_gpu_opts.link) */
+} atm_backend_caps;
+
+/* atm_backend_caps_get -- what the backend choice names can do (NULL: the CPU); ATM_E_USAGE,
+ * naming the valid choices, for a name no backend has. A backend this build lacks answers
+ * too, with built false. */
+atm_status atm_backend_caps_get(const char *choice, atm_backend_caps *caps);
+/* atm_backend_caps_nth -- the registry's i-th backend, from 0; ATM_E_NOTFOUND past the last */
+atm_status atm_backend_caps_nth(int i, atm_backend_caps *caps);
+/* atm_backend_supports_op -- the backend choice names has a kernel for op (false for an
+ * unknown name, and for a backend this build lacks) */
+bool atm_backend_supports_op(const char *choice, atm_op op);
 
 typedef struct {
 	int iters;              /* measured steps after the warm-up; 0: 5 */

@@ -10,10 +10,14 @@
  *            copy streams with events                 (cuda/cuda_backend.c)
  *   gpu-sim  a GPU stand-in: a byte-limited host arena as device memory, the
  *            CPU kernels, copies on a worker thread at a link's bandwidth
- *                                                     (cpu/backend_cpu.c, sim mode)
+ *                                                     (sim/backend_sim.c, built from
+ *                                                      the CPU's parts, cpu/backend_cpu.h)
  *
- * atm_backend_open (backend_reg.c, the only file with an #ifdef for optional
- * backends) makes one by name.
+ * The registry (backend_reg.c, the only file with an #ifdef for optional
+ * backends) holds one atm_backend_reg per backend: what it can do
+ * (atm_backend_caps, public), and how to open and probe one; atm_backend_open
+ * makes one by its choice. docs/extending.md lists what a new
+ * backend touches.
  *
  * Memory. Fast memory is one arena of a fixed size, made once, where the
  * caller places tensors at offsets (the plan's layout); slow memory is a heap
@@ -41,6 +45,18 @@
 
 typedef struct atm_backend atm_backend;
 typedef struct atm_bk_kernel atm_bk_kernel; /* one node's kernel, the backend's own type */
+
+/* What a backend's memory reports for one location (a pool's figures on the CPU). */
+typedef struct {
+	int64_t limit_bytes;      /* arena: its size; heap: its cap, 0 when none */
+	int64_t in_use_bytes;     /* bytes of live allocations (arena: overlaps count twice) */
+	int64_t high_water_bytes; /* largest in_use_bytes since creation or the last reset */
+	int64_t extent_bytes;     /* arena: highest end offset placed since then; heap: high water */
+	int64_t n_live;
+	int64_t n_allocs;         /* allocations ever made */
+	int64_t n_reused;         /* heap: allocations served by a block a tensor gave back */
+	int64_t spare_bytes;      /* heap: bytes of given-back blocks kept for reuse */
+} atm_pool_stats;
 
 /* What a backend is, for results and messages. */
 typedef struct {
@@ -117,48 +133,36 @@ typedef struct {
 	volatile sig_atomic_t *stop; /* set (by a signal handler): emulated waits end early */
 } atm_backend_opts;
 
-/* atm_backend_open -- the backend o names, its memories open (no arena
- * yet). ATM_E_UNSUPPORTED when this build or this machine has no such
+/* atm_backend_open -- the backend o->gpu.mode chooses, its memories open (no
+ * arena yet). ATM_E_UNSUPPORTED when this build or this machine has no such
  * backend, naming why. */
 atm_status atm_backend_open(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_destroy -- NULL is fine */
 void atm_backend_destroy(atm_backend *b);
 
-/* Constructors the registry calls. */
+/* One backend as the registry holds it. */
+typedef struct {
+	atm_backend_caps caps;
+	/* open -- one with its memories open (no arena yet) */
+	atm_status (*open)(atm_backend **b, const atm_backend_opts *o);
+	/* probe -- the device a run would get and the memory its arena may take; NULL: no
+	 * device (the CPU) */
+	atm_status (*probe)(const atm_gpu_opts *o, atm_gpu_info *info);
+	/* supports_op -- it has a kernel for op */
+	bool (*supports_op)(atm_op op);
+} atm_backend_reg;
+
+/* What the registry calls: each backend's constructor, probe and kernel list. */
 atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
+/* atm_backend_cpu_supports_op -- the CPU's kernels (the simulated GPU runs them too) */
+bool atm_backend_cpu_supports_op(atm_op op);
+atm_status atm_backend_sim_new(atm_backend **b, const atm_backend_opts *o);
+/* atm_backend_sim_probe -- the simulated device: o->memory_bytes of host memory, or
+ * ATM_GPU_SIM_BYTES */
+atm_status atm_backend_sim_probe(const atm_gpu_opts *o, atm_gpu_info *info);
 atm_status atm_backend_cuda_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_cuda_probe -- name, free and total memory of CUDA device */
 atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info);
-
-/* ---------------------------------------------------------------- data */
-
-/* The data the executor trains on and the kernel timer times come from one fixed stream,
- * the same on every machine (unlike rand()): a step's result and a kernel's timing do not
- * depend on where they ran. */
-
-/* atm_bk_mix -- splitmix64: the next value of stream s */
-static inline uint64_t atm_bk_mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* atm_bk_tensor_seed -- the stream of tensor t's data under seed (the FNV-1a prime spreads
- * neighbouring seeds apart) */
-static inline uint64_t atm_bk_tensor_seed(uint64_t seed, int32_t t)
-{
-	return seed * 0x100000001b3ull + (uint64_t)t;
-}
-
-/* atm_bk_fill_positive -- n values in [0.125, 1) from stream seed: positive so that a
- * variance input stays a variance, small so that nothing overflows, never NaN or denormal
- * (either could send a kernel down a slow path the real run never takes) */
-static inline void atm_bk_fill_positive(float *p, int64_t n, uint64_t seed)
-{
-	for (int64_t i = 0; i < n; i++)
-		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(&seed) >> 40) * 0x1p-24);
-}
+bool atm_backend_cuda_supports_op(atm_op op);
 
 #endif /* ATM_RUNTIME_BACKEND_H */

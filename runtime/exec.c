@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "data.h"
 
 struct atm_exec {
 	const atm_plan *plan;

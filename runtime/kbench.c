@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "data.h"
 
 /* Bytes of each move-bandwidth copy: past the last-level cache of the
  * machines this runs on, so that the copy meets memory, small enough to take

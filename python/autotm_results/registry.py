@@ -5,7 +5,7 @@ folder of DATA/MACHINE/; a figure is a plot script of plots/ that draws one or
 more images from one experiment's folder. scripts/figures.sh runs every
 experiment in order, then draws every figure, in the order listed here; the
 end-to-end test checks every image; the plot scripts name their driver from
-here. docs/extending-figure.md says how to add one.
+here. docs/extending.md says how to add one.
 
 As a command (PYTHONPATH=python /usr/bin/python3 -m autotm_results.registry):
     table        the figures, their scripts, experiments and data folders

@@ -1,4 +1,4 @@
-/* backend_cpu.c -- the CPU backend: oneDNN kernels, memory tiers and pools, the mover thread, tier emulation */
+/* backend_cpu.c -- the CPU backend: oneDNN kernels, memory tiers and pools, the mover thread, tier emulation; its parts the simulated GPU shares */
 #include <dnnl.h>
 #include <math.h>
 #include <omp.h>
@@ -7,49 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "kernels.h"
-
-/* One asynchronous copy's state. */
-enum job_state { JOB_IDLE = 0, JOB_QUEUED, JOB_DONE };
-
-struct job {
-	void *dst;
-	const void *src;
-	int64_t bytes;
-	unsigned to;
-	enum job_state state;
-	atm_status rc;
-	char msg[256]; /* the mover thread's message when rc < 0 (messages are per thread) */
-};
-
-/* The mover: a thread that performs queued copies in order while kernels run. */
-struct mover {
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t lock;
-	pthread_cond_t wake, done;
-	struct job *jobs;
-	int32_t n_jobs;
-	int32_t *queue; /* job ids, FIFO */
-	int32_t head, tail, cap;
-	bool quit;
-};
-
-struct cpu_ctx {
-	atm_backend_opts o;
-	bool sim;               /* a simulated GPU: fast is its device memory, copies cross a link */
-	int64_t sim_bytes;      /* the simulated device's memory */
-	atm_tier_topo *topo;
-	atm_tier *fast, *slow;
-	atm_pool *arena, *heap, *fast_heap;
-	atm_emu *emu;
-	atm_cpu *cpu;
-	void *scratch;
-	struct mover mover;
-	double *marks;
-	int32_t n_marks;
-};
+#include "backend_cpu.h"
 
 static struct cpu_ctx *ctx_of(const atm_backend *b)
 {
@@ -78,14 +36,14 @@ static atm_status copy_now(struct cpu_ctx *c, unsigned to, void *dst, const void
 static void *mover_main(void *arg)
 {
 	struct cpu_ctx *c = arg;
-	struct mover *mv = &c->mover;
+	struct cpu_mover *mv = &c->mover;
 	pthread_mutex_lock(&mv->lock);
 	for (;;) {
 		while (!mv->quit && mv->head == mv->tail)
 			pthread_cond_wait(&mv->wake, &mv->lock);
 		if (mv->quit)
 			break;
-		struct job *j = &mv->jobs[mv->queue[mv->head % mv->cap]];
+		struct cpu_job *j = &mv->jobs[mv->queue[mv->head % mv->cap]];
 		pthread_mutex_unlock(&mv->lock);
 		atm_status rc = copy_now(c, j->to, j->dst, j->src, j->bytes);
 		if (rc < 0)
@@ -102,7 +60,7 @@ static void *mover_main(void *arg)
 
 static atm_status mover_start(struct cpu_ctx *c)
 {
-	struct mover *mv = &c->mover;
+	struct cpu_mover *mv = &c->mover;
 	pthread_mutex_init(&mv->lock, NULL);
 	pthread_cond_init(&mv->wake, NULL);
 	pthread_cond_init(&mv->done, NULL);
@@ -118,7 +76,7 @@ static atm_status mover_start(struct cpu_ctx *c)
 
 static void mover_stop(struct cpu_ctx *c)
 {
-	struct mover *mv = &c->mover;
+	struct cpu_mover *mv = &c->mover;
 	if (mv->started) {
 		pthread_mutex_lock(&mv->lock);
 		mv->quit = true;
@@ -136,18 +94,18 @@ static void mover_stop(struct cpu_ctx *c)
 	mv->jobs = NULL;
 }
 
-static atm_status cpu_copy(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes)
+atm_status atm_cpu_bk_copy(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes)
 {
 	return copy_now(ctx_of(b), to, dst, src, bytes);
 }
 
-static atm_status cpu_reserve(atm_backend *b, int32_t n_copies, int32_t n_marks)
+atm_status atm_cpu_bk_reserve(atm_backend *b, int32_t n_copies, int32_t n_marks)
 {
 	struct cpu_ctx *c = ctx_of(b);
-	struct mover *mv = &c->mover;
+	struct cpu_mover *mv = &c->mover;
 	if (n_copies > mv->n_jobs) {
 		/* the mover is idle between steps: no job is queued while this grows */
-		struct job *jobs = calloc((size_t)n_copies, sizeof *jobs);
+		struct cpu_job *jobs = calloc((size_t)n_copies, sizeof *jobs);
 		int32_t *queue = malloc(((size_t)n_copies + 1) * sizeof *queue);
 		if (!jobs || !queue) {
 			free(jobs);
@@ -174,15 +132,15 @@ static atm_status cpu_reserve(atm_backend *b, int32_t n_copies, int32_t n_marks)
 	return ATM_OK;
 }
 
-static atm_status cpu_copy_start(atm_backend *b, int32_t id, unsigned to, void *dst,
+atm_status atm_cpu_bk_copy_start(atm_backend *b, int32_t id, unsigned to, void *dst,
                                  const void *src, int64_t bytes)
 {
-	struct mover *mv = &ctx_of(b)->mover;
+	struct cpu_mover *mv = &ctx_of(b)->mover;
 	if (id < 0 || id >= mv->n_jobs)
 		return atm_err(ATM_E_INTERNAL, "copy %d was not reserved (%d are)", id, mv->n_jobs);
 	pthread_mutex_lock(&mv->lock);
-	struct job *j = &mv->jobs[id];
-	*j = (struct job){.dst = dst, .src = src, .bytes = bytes, .to = to, .state = JOB_QUEUED};
+	struct cpu_job *j = &mv->jobs[id];
+	*j = (struct cpu_job){.dst = dst, .src = src, .bytes = bytes, .to = to, .state = JOB_QUEUED};
 	mv->queue[mv->tail % mv->cap] = id;
 	mv->tail++;
 	pthread_cond_signal(&mv->wake);
@@ -190,13 +148,13 @@ static atm_status cpu_copy_start(atm_backend *b, int32_t id, unsigned to, void *
 	return ATM_OK;
 }
 
-static atm_status cpu_copy_wait(atm_backend *b, int32_t id)
+atm_status atm_cpu_bk_copy_wait(atm_backend *b, int32_t id)
 {
-	struct mover *mv = &ctx_of(b)->mover;
+	struct cpu_mover *mv = &ctx_of(b)->mover;
 	if (id < 0 || id >= mv->n_jobs)
 		return atm_err(ATM_E_INTERNAL, "copy %d was not reserved (%d are)", id, mv->n_jobs);
 	pthread_mutex_lock(&mv->lock);
-	struct job *j = &mv->jobs[id];
+	struct cpu_job *j = &mv->jobs[id];
 	while (j->state == JOB_QUEUED)
 		pthread_cond_wait(&mv->done, &mv->lock);
 	atm_status rc = j->state == JOB_DONE ? j->rc : ATM_OK;
@@ -205,15 +163,15 @@ static atm_status cpu_copy_wait(atm_backend *b, int32_t id)
 	return rc < 0 ? atm_err(rc, "%s", j->msg) : ATM_OK;
 }
 
-static void cpu_copy_drain(atm_backend *b)
+void atm_cpu_bk_copy_drain(atm_backend *b)
 {
-	struct mover *mv = &ctx_of(b)->mover;
+	struct cpu_mover *mv = &ctx_of(b)->mover;
 	for (int32_t id = 0; id < mv->n_jobs; id++)
 		if (mv->jobs[id].state != JOB_IDLE)
-			(void)cpu_copy_wait(b, id);
+			(void)atm_cpu_bk_copy_wait(b, id);
 }
 
-static atm_status cpu_sync(atm_backend *b)
+atm_status atm_cpu_bk_sync(atm_backend *b)
 {
 	(void)b; /* kernels and synchronous copies are done when they return */
 	return ATM_OK;
@@ -221,20 +179,15 @@ static atm_status cpu_sync(atm_backend *b)
 
 /* ---------------------------------------------------------------- memory */
 
-static atm_status cpu_arena_new(atm_backend *b, int64_t bytes)
+atm_status atm_cpu_bk_arena_new(atm_backend *b, int64_t bytes)
 {
 	struct cpu_ctx *c = ctx_of(b);
-	char a[32], l[32];
-	if (c->sim && bytes > c->sim_bytes)
-		return atm_err(ATM_E_INFEASIBLE, "the step needs a device arena of %s but the simulated "
-		               "GPU has %s (--gpu-memory)", atm_format_bytes(bytes, a, sizeof a),
-		               atm_format_bytes(c->sim_bytes, l, sizeof l));
 	atm_pool_destroy(c->arena);
 	c->arena = NULL;
 	return atm_pool_arena_new(&c->arena, c->fast, bytes > 0 ? bytes : ATM_ARENA_ALIGN);
 }
 
-static atm_status cpu_alloc(atm_backend *b, unsigned loc, int64_t offset, int64_t bytes, void **ptr)
+atm_status atm_cpu_bk_alloc(atm_backend *b, unsigned loc, int64_t offset, int64_t bytes, void **ptr)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (loc == ATM_LOC_FAST)
@@ -242,12 +195,12 @@ static atm_status cpu_alloc(atm_backend *b, unsigned loc, int64_t offset, int64_
 	return atm_pool_alloc(c->heap, bytes, ptr);
 }
 
-static atm_status cpu_free(atm_backend *b, unsigned loc, void *ptr)
+atm_status atm_cpu_bk_free(atm_backend *b, unsigned loc, void *ptr)
 {
 	return atm_pool_free(pool_of(ctx_of(b), loc), ptr);
 }
 
-static atm_status cpu_scratch(atm_backend *b, int64_t bytes, void **ptr)
+atm_status atm_cpu_bk_scratch(atm_backend *b, int64_t bytes, void **ptr)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	atm_pool_free(c->fast_heap, c->scratch);
@@ -262,21 +215,21 @@ static atm_status cpu_scratch(atm_backend *b, int64_t bytes, void **ptr)
 	return ATM_OK;
 }
 
-static atm_status cpu_set(atm_backend *b, void *dst, const void *host_src, int64_t bytes)
+atm_status atm_cpu_bk_set(atm_backend *b, void *dst, const void *host_src, int64_t bytes)
 {
 	(void)b;
 	memcpy(dst, host_src, (size_t)bytes);
 	return ATM_OK;
 }
 
-static atm_status cpu_get(atm_backend *b, void *host_dst, const void *src, int64_t bytes)
+atm_status atm_cpu_bk_get(atm_backend *b, void *host_dst, const void *src, int64_t bytes)
 {
 	(void)b;
 	memcpy(host_dst, src, (size_t)bytes);
 	return ATM_OK;
 }
 
-static void cpu_mem_stats(const atm_backend *b, unsigned loc, atm_pool_stats *s)
+void atm_cpu_bk_mem_stats(const atm_backend *b, unsigned loc, atm_pool_stats *s)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	atm_pool *p = pool_of(c, loc);
@@ -286,7 +239,7 @@ static void cpu_mem_stats(const atm_backend *b, unsigned loc, atm_pool_stats *s)
 		memset(s, 0, sizeof *s);
 }
 
-static void cpu_reset_high_water(atm_backend *b)
+void atm_cpu_bk_reset_high_water(atm_backend *b)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (c->arena)
@@ -296,32 +249,32 @@ static void cpu_reset_high_water(atm_backend *b)
 
 /* ---------------------------------------------------------------- kernels */
 
-static atm_status cpu_kernel_new(atm_backend *b, const atm_graph *g, int32_t node,
+atm_status atm_cpu_bk_kernel_new(atm_backend *b, const atm_graph *g, int32_t node,
                                  atm_bk_kernel **k)
 {
 	return atm_kernel_new((atm_kernel **)k, ctx_of(b)->cpu, g, node);
 }
 
-static void cpu_kernel_destroy(atm_backend *b, atm_bk_kernel *k)
+void atm_cpu_bk_kernel_destroy(atm_backend *b, atm_bk_kernel *k)
 {
 	(void)b;
 	atm_kernel_destroy((atm_kernel *)k);
 }
 
-static int64_t cpu_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kernel *k)
+int64_t atm_cpu_bk_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kernel *k)
 {
 	(void)b;
 	return atm_kernel_scratch_bytes((const atm_kernel *)k);
 }
 
-static int cpu_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k)
+int atm_cpu_bk_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k)
 {
 	(void)b;
 	(void)k;
 	return 1; /* oneDNN picks its implementation itself */
 }
 
-static atm_status cpu_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo)
+atm_status atm_cpu_bk_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo)
 {
 	(void)b;
 	(void)k;
@@ -329,14 +282,14 @@ static atm_status cpu_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo
 	                 : atm_err(ATM_E_USAGE, "algorithm %d: CPU kernels have one (0)", algo);
 }
 
-static atm_status cpu_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
+atm_status atm_cpu_bk_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
                                  void *const *out, void *scratch)
 {
 	(void)b;
 	return atm_kernel_run((atm_kernel *)k, in, out, scratch);
 }
 
-static atm_status cpu_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
+atm_status atm_cpu_bk_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
                               double *waited_s)
 {
 	struct cpu_ctx *c = ctx_of(b);
@@ -348,7 +301,7 @@ static atm_status cpu_emulate(atm_backend *b, int64_t read_bytes, int64_t writte
 
 /* ---------------------------------------------------------------- timing and description */
 
-static atm_status cpu_mark(atm_backend *b, int32_t slot)
+atm_status atm_cpu_bk_mark(atm_backend *b, int32_t slot)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (slot < 0 || slot >= c->n_marks)
@@ -358,7 +311,7 @@ static atm_status cpu_mark(atm_backend *b, int32_t slot)
 	return ATM_OK;
 }
 
-static double cpu_elapsed(atm_backend *b, int32_t from, int32_t to)
+double atm_cpu_bk_elapsed(atm_backend *b, int32_t from, int32_t to)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (from < 0 || to < 0 || from >= c->n_marks || to >= c->n_marks)
@@ -366,7 +319,7 @@ static double cpu_elapsed(atm_backend *b, int32_t from, int32_t to)
 	return c->marks[to] - c->marks[from];
 }
 
-static double cpu_waited_s(const atm_backend *b)
+double atm_cpu_bk_waited_s(const atm_backend *b)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	return c->emu ? atm_emu_total_waited_s(c->emu) : 0;
@@ -400,10 +353,10 @@ static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
 	         (unsigned)(h ^ (h >> 32)));
 }
 
-/* cpu_machine -- what makes these timings comparable. The thread count is
+/* atm_cpu_bk_machine -- what makes these timings comparable. The thread count is
  * OpenMP's, which oneDNN (built on libgomp) uses: OMP_NUM_THREADS when set,
  * else the CPUs this process may run on. */
-static void cpu_machine(const atm_backend *b, atm_profile_machine *m)
+void atm_cpu_bk_machine(const atm_backend *b, atm_profile_machine *m)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	const dnnl_version_t *v = dnnl_version();
@@ -414,16 +367,11 @@ static void cpu_machine(const atm_backend *b, atm_profile_machine *m)
 	tier_key(c->fast, m->fast_tier, sizeof m->fast_tier);
 	if (c->slow)
 		tier_key(c->slow, m->slow_tier, sizeof m->slow_tier);
-	if (c->sim) {
-		snprintf(m->backend, sizeof m->backend, "gpu-sim-onednn-%d.%d.%d", v->major, v->minor,
-		         v->patch);
-		snprintf(m->slow_tier, sizeof m->slow_tier, "sim-host");
-	}
 	if (c->emu)
 		emulation_key(atm_emu_get_spec(c->emu), m->emulation, sizeof m->emulation);
 }
 
-static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
+void atm_cpu_bk_describe(const atm_backend *b, atm_backend_desc *d)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	const dnnl_version_t *v = dnnl_version();
@@ -436,33 +384,11 @@ static void cpu_describe(const atm_backend *b, atm_backend_desc *d)
 		d->slow = *atm_tier_describe(c->slow);
 	if (c->emu)
 		d->emulation_fast_gbps = atm_emu_fast_gbps(c->emu);
-	if (c->sim) {
-		const atm_emu_spec *link = atm_emu_get_spec(c->emu);
-		char a[32];
-		snprintf(d->name, sizeof d->name, "gpu-sim");
-		snprintf(d->device, sizeof d->device, "simulated GPU: %s of host memory, %s link "
-		         "(%.0f GB/s)", atm_format_bytes(c->sim_bytes, a, sizeof a), link->name,
-		         link->read_gbps);
-		d->simulated = true;
-		d->fast.kind = ATM_TIER_GPU_DEVICE;
-		d->fast.capacity_bytes = c->sim_bytes;
-		snprintf(d->fast.name, sizeof d->fast.name, "simulated GPU memory (%s of DRAM, NUMA node "
-		         "%d)", a, d->fast.numa_node);
-		d->slow = d->fast;
-		d->slow.kind = ATM_TIER_PINNED_HOST;
-		d->slow.capacity_bytes = 0;
-		d->slow.emulated = true;
-		d->slow.read_gbps = link->read_gbps;
-		d->slow.write_gbps = link->write_gbps;
-		snprintf(d->slow.emulation, sizeof d->slow.emulation, "%s", link->name);
-		snprintf(d->slow.name, sizeof d->slow.name, "host memory standing for pinned memory "
-		         "behind a simulated %s link", link->name);
-	}
 }
 
 /* ---------------------------------------------------------------- life */
 
-static void cpu_destroy(atm_backend *b)
+void atm_cpu_bk_destroy(atm_backend *b)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	if (c) {
@@ -482,45 +408,8 @@ static void cpu_destroy(atm_backend *b)
 	free(b);
 }
 
-static const atm_backend_i cpu_iface = {
-	.destroy = cpu_destroy,
-	.describe = cpu_describe,
-	.arena_new = cpu_arena_new,
-	.alloc = cpu_alloc,
-	.free = cpu_free,
-	.scratch = cpu_scratch,
-	.set = cpu_set,
-	.get = cpu_get,
-	.mem_stats = cpu_mem_stats,
-	.reset_high_water = cpu_reset_high_water,
-	.kernel_new = cpu_kernel_new,
-	.kernel_destroy = cpu_kernel_destroy,
-	.kernel_scratch_bytes = cpu_kernel_scratch_bytes,
-	.kernel_n_algos = cpu_kernel_n_algos,
-	.kernel_set_algo = cpu_kernel_set_algo,
-	.kernel_run = cpu_kernel_run,
-	.emulate = cpu_emulate,
-	.copy = cpu_copy,
-	.reserve = cpu_reserve,
-	.copy_start = cpu_copy_start,
-	.copy_wait = cpu_copy_wait,
-	.copy_drain = cpu_copy_drain,
-	.sync = cpu_sync,
-	.mark = cpu_mark,
-	.elapsed = cpu_elapsed,
-	.waited_s = cpu_waited_s,
-	.machine = cpu_machine,
-};
-
-/* atm_backend_cpu_new -- tiers, pools and emulation as o says, a oneDNN engine, the mover */
-/* atm_openmp_passive -- see atm_runtime.h */
-void atm_openmp_passive(char **argv)
-{
-	if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
-		execv("/proc/self/exe", argv); /* on failure carry on, spinning */
-}
-
-atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
+atm_status atm_cpu_bk_new(atm_backend **out, const atm_backend_i *iface,
+                          const atm_backend_opts *o)
 {
 	atm_status rc;
 	*out = NULL;
@@ -531,38 +420,71 @@ atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 		free(c);
 		return atm_err(ATM_E_NOMEM, "out of memory opening the CPU backend");
 	}
-	b->iface = &cpu_iface;
+	b->iface = iface;
 	b->ctx = c;
 	c->o = *o;
-	c->sim = o->gpu.mode && !strcmp(o->gpu.mode, "sim");
-	c->sim_bytes = o->gpu.memory_bytes > 0 ? o->gpu.memory_bytes : ATM_GPU_SIM_BYTES;
-	if (c->sim && o->emulate) {
-		rc = atm_err(ATM_E_USAGE, "--emulate makes a CPU's slow tier slow; the simulated GPU's "
-		             "copies take the time of its link instead (--gpu-link)");
-		goto fail;
-	}
-	/* a simulated GPU keeps both its memories in DRAM: the link makes the
-	 * host side slow, not the memory behind it */
 	if ((rc = atm_tier_topo_new(&c->topo)) < 0 ||
 	    (rc = atm_tier_open_fast(&c->fast, c->topo, &o->tiers)) < 0 ||
-	    (!c->sim && (rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) < 0) ||
-	    (rc = atm_pool_heap_new(&c->heap, c->sim ? c->fast : c->slow, 0)) < 0 ||
-	    (rc = atm_pool_heap_new(&c->fast_heap, c->fast, 0)) < 0)
-		goto fail;
-	if (o->emulate || c->sim) {
-		atm_emu_spec spec;
-		const char *name = c->sim ? (o->gpu.link ? o->gpu.link : "pcie4") : o->emulate;
-		if ((rc = atm_emu_spec_resolve(name, &spec)) < 0 ||
-		    (rc = atm_emu_new(&c->emu, &spec, c->topo, c->sim ? 0 : spec.fast_gbps)) < 0 ||
-		    (!c->sim && (rc = atm_tier_set_emulation(c->slow, &spec)) < 0))
-			goto fail;
-		atm_emu_set_stop(c->emu, o->stop);
+	    (rc = atm_pool_heap_new(&c->fast_heap, c->fast, 0)) < 0) {
+		atm_cpu_bk_destroy(b);
+		return rc;
 	}
-	if ((rc = atm_cpu_new(&c->cpu)) < 0 || (rc = mover_start(c)) < 0)
-		goto fail;
 	*out = b;
 	return ATM_OK;
-fail:
-	cpu_destroy(b);
+}
+
+atm_status atm_cpu_bk_start(atm_backend *b, atm_status rc, atm_backend **out)
+{
+	struct cpu_ctx *c = ctx_of(b);
+	if (rc >= 0 && c->emu)
+		atm_emu_set_stop(c->emu, c->o.stop);
+	if (rc >= 0 && (rc = atm_cpu_new(&c->cpu)) >= 0 && (rc = mover_start(c)) >= 0) {
+		*out = b;
+		return ATM_OK;
+	}
+	atm_cpu_bk_destroy(b);
 	return rc;
+}
+
+/* ---------------------------------------------------------------- the CPU backend */
+
+static const atm_backend_i cpu_iface = {
+	ATM_CPU_BK_IFACE,
+	.describe = atm_cpu_bk_describe,
+	.machine = atm_cpu_bk_machine,
+	.arena_new = atm_cpu_bk_arena_new,
+};
+
+/* atm_openmp_passive -- see atm_runtime.h */
+void atm_openmp_passive(char **argv)
+{
+	if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
+		execv("/proc/self/exe", argv); /* on failure carry on, spinning */
+}
+
+/* atm_backend_cpu_new -- tiers, pools and emulation as o says, a oneDNN engine, the mover */
+atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
+{
+	atm_backend *b = NULL;
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_cpu_bk_new(&b, &cpu_iface, o)) < 0)
+		return rc;
+	struct cpu_ctx *c = ctx_of(b);
+	if ((rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) >= 0)
+		rc = atm_pool_heap_new(&c->heap, c->slow, 0);
+	if (rc >= 0 && o->emulate) {
+		atm_emu_spec spec;
+		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) >= 0 &&
+		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) >= 0)
+			rc = atm_tier_set_emulation(c->slow, &spec);
+	}
+	return atm_cpu_bk_start(b, rc, out);
+}
+
+/* atm_backend_cpu_supports_op -- op has an entry in the CPU kernels' op table (the simulated GPU
+ * runs the same kernels) */
+bool atm_backend_cpu_supports_op(atm_op op)
+{
+	return atm_cpu_supports(op);
 }

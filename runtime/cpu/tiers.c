@@ -831,7 +831,7 @@ int64_t atm_tier_alignment(const atm_tier *t)
 }
 
 /* atm_tier_set_emulation -- take the spec's speeds and say so in the name */
-atm_status atm_tier_set_emulation(atm_tier *t, const struct atm_emu_spec *spec)
+atm_status atm_tier_set_emulation(atm_tier *t, const atm_emu_spec *spec)
 {
 	if (!spec->name[0] || !(spec->read_gbps > 0) || !(spec->write_gbps > 0))
 		return atm_err(ATM_E_USAGE, "emulation spec '%s' has no name or no bandwidths", spec->name);

@@ -662,3 +662,9 @@ atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info)
 	info->total_bytes = (int64_t)tot;
 	return ATM_OK;
 }
+
+/* atm_backend_cuda_supports_op -- op has an entry in the CUDA kernels' op table */
+bool atm_backend_cuda_supports_op(atm_op op)
+{
+	return atm_cuda_supports(op);
+}

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "atm_runtime.h"
+#include "memory.h"
 
 /* add -- a tensor of g, its id */
 static int32_t add(atm_graph *g, const char *name, atm_dtype dt, int ndim, const int64_t *dims,

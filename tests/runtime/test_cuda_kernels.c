@@ -12,8 +12,8 @@
 #include <cuda_runtime_api.h>
 
 #include "atm_zoo.h"
-#include "backend.h"
 #include "cuda_kernels.h"
+#include "data.h"
 #include "kernels.h"
 
 /* relative L2 error the GPU may have against the CPU: float32 sums in other orders */

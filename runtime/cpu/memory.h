@@ -1,4 +1,9 @@
-/* memory.h -- memory tiers (hwloc discovery, memkind/libpmem2/hwloc allocation), pools and tier emulation
+/* memory.h -- the CPU backend's memory tiers (hwloc discovery, memkind/libpmem2/hwloc allocation), pools and tier emulation (private to runtime/)
+ *
+ * The descriptions, the tier choices and the emulation specs these take and
+ * give are public (atm_runtime.h); the tiers, pools and emulators themselves
+ * are the CPU backend's and the simulated GPU's own. Tests that reach them
+ * link atm_runtime_cpu_private.
  *
  * Usage:
  *
@@ -44,51 +49,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atm_core.h"
+#include "backend.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- tiers */
-
-typedef enum {
-	ATM_TIER_DRAM = 0,   /* DRAM of the node we run on (or of a node in the same package) */
-	ATM_TIER_KMEM_DAX,   /* PMM (or other memory) onlined as a CPU-less node by the kmem DAX driver */
-	ATM_TIER_NUMA_FAR,   /* memory of another socket, or a node that hwloc says is slower */
-	ATM_TIER_HBM,        /* high-bandwidth memory node: faster, so never chosen as slow */
-	ATM_TIER_CXL,        /* CXL Type-3 memory expander node */
-	ATM_TIER_PMEM_DIR,   /* memkind PMEM kind: a temporary file in a directory */
-	ATM_TIER_FSDAX_FILE, /* a user's file mapped with libpmem2 */
-	ATM_TIER_GPU_DEVICE, /* a GPU's own memory (cudaMalloc), or the simulated GPU's arena */
-	ATM_TIER_PINNED_HOST, /* page-locked host memory a GPU copies to and from (cudaHostAlloc) */
-	ATM_TIER_N_KINDS
-} atm_tier_kind;
-
-/* atm_tier_kind_name -- "dram", "kmem-dax", "numa-far", "hbm", "cxl", "pmem-dir", "fsdax-file",
- * "gpu-device", "pinned-host" */
-const char *atm_tier_kind_name(atm_tier_kind kind);
-
-#define ATM_TIER_NAME_MAX 160
-
-/* What a tier (or a NUMA node) is. Speeds are 1e9 bytes per second and 0 when unknown. */
-typedef struct {
-	atm_tier_kind kind;
-	char name[ATM_TIER_NAME_MAX]; /* "DRAM, NUMA node 0", "pmem dir /tmp/autotm-pmem (page cache)" */
-	char subtype[16];             /* hwloc's subtype ("NVM", "HBM", "CXL-DRAM"), "" when none */
-	int numa_node;                /* OS index of the node, -1 when the tier is not one node */
-	int64_t capacity_bytes;       /* 0 unknown */
-	double read_gbps;
-	double write_gbps;
-	double latency_ns;
-	bool local;                   /* the node shares a package with the CPU we run on */
-	bool kmem_dax;                /* the node is DAX memory onlined by the kmem driver */
-	bool dax;                     /* file tiers: the file system maps PMM directly (DAX) */
-	int64_t memside_cache_bytes;  /* a memory-side cache in front of the node (Memory Mode, 2LM:
-	                               * DRAM caching PMM), its size; 0 when none */
-	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
-	char emulation[32];           /* the spec's name when emulated */
-} atm_tier_desc;
 
 /* The machine as hwloc sees it: one description per NUMA node. */
 typedef struct atm_tier_topo atm_tier_topo;
@@ -109,27 +76,6 @@ int atm_tier_topo_home(const atm_tier_topo *topo);
 /* atm_tier_topo_memory_mode -- the home node sits behind a memory-side cache (the machine is
  * in Memory Mode): its size, 0 when not */
 int64_t atm_tier_topo_memory_mode(const atm_tier_topo *topo);
-
-/* How to choose tiers. A zeroed struct means: fast and slow "auto", the default
- * pmem directory, no size limit. */
-typedef struct {
-	/* "auto" (or NULL): memkind's default kind on a one-node machine, bound to
-	 * the home node otherwise; "memkind": MEMKIND_DEFAULT; "numa:N": bound to node N */
-	const char *fast;
-	/* "auto" (or NULL), "kmem-dax", "numa:N", "pmem-dir", "fsdax" */
-	const char *slow;
-	/* pmem-dir: NULL means ATM_TIER_DEFAULT_PMEM_DIR, created if missing; a
-	 * directory given here must exist */
-	const char *pmem_dir;
-	/* fsdax: the file to map; "auto" picks fsdax over pmem-dir when it is set */
-	const char *fsdax_path;
-	/* pmem-dir: the kind's size limit (0: the file system's free space, else at
-	 * least 16 MiB, memkind's minimum); fsdax: the file's size when it is
-	 * created or shorter (0: use the file as it is) */
-	int64_t slow_bytes;
-} atm_tier_opts;
-
-#define ATM_TIER_DEFAULT_PMEM_DIR "/tmp/autotm-pmem"
 
 /* A decision of atm_tier_choose, before anything is opened. */
 typedef struct {
@@ -161,8 +107,7 @@ const atm_tier_desc *atm_tier_describe(const atm_tier *t);
 int64_t atm_tier_alignment(const atm_tier *t);
 /* atm_tier_set_emulation -- label t as emulating spec: speeds become the
  * spec's, the name says "emulating NAME", emulated is true */
-struct atm_emu_spec;
-atm_status atm_tier_set_emulation(atm_tier *t, const struct atm_emu_spec *spec);
+atm_status atm_tier_set_emulation(atm_tier *t, const atm_emu_spec *spec);
 
 /* The primitives pools are built on; most callers want a pool instead. */
 
@@ -189,17 +134,7 @@ void atm_tier_copy(const atm_tier *t, void *dst, const void *src, size_t n);
  * the caller places tensors at offsets (the plan's); a heap allocates each
  * tensor separately. Neither falls back to another tier when full. */
 typedef struct atm_pool atm_pool;
-
-typedef struct {
-	int64_t limit_bytes;      /* arena: its size; heap: its cap, 0 when none */
-	int64_t in_use_bytes;     /* bytes of live allocations (arena: overlaps count twice) */
-	int64_t high_water_bytes; /* largest in_use_bytes since creation or the last reset */
-	int64_t extent_bytes;     /* arena: highest end offset placed since then; heap: high water */
-	int64_t n_live;
-	int64_t n_allocs;         /* allocations ever made */
-	int64_t n_reused;         /* heap: allocations served by a block a tensor gave back */
-	int64_t spare_bytes;      /* heap: bytes of given-back blocks kept for reuse */
-} atm_pool_stats;
+/* (what a pool reports, atm_pool_stats, is every backend's memory report: backend.h) */
 
 /* atm_pool_arena_new -- one block of limit_bytes from t, allocated now */
 atm_status atm_pool_arena_new(atm_pool **p, atm_tier *t, int64_t limit_bytes);
@@ -231,45 +166,6 @@ const atm_tier *atm_pool_tier(const atm_pool *p);
 void *atm_pool_base(const atm_pool *p);
 
 /* ---------------------------------------------------------------- emulation */
-
-/* How an emulated slow tier behaves. Bandwidths are 1e9 bytes per second. */
-typedef struct atm_emu_spec {
-	char name[32];
-	double read_gbps;  /* slow -> fast copies, and kernels reading slow tensors */
-	double write_gbps; /* fast -> slow copies, and kernels writing slow tensors */
-	double latency_ns; /* idle load latency: reported, not waited (docs/tiers.md says why) */
-	double fast_gbps;  /* the fast memory beside which read/write were measured: waits add
-	                    * what slow bytes take beyond the same bytes at this speed, so the
-	                    * slow tier is as much slower as on that machine, whatever the
-	                    * speed of this one (0: ATM_EMU_REFERENCE_FAST_GBPS) */
-	char source[200];  /* where the numbers come from */
-} atm_emu_spec;
-
-/* Reasonable bounds for a tier spec: beyond them it is a typo, not a memory. */
-#define ATM_EMU_MIN_GBPS 0.001    /* 1 MB/s: slower than that is not memory but storage */
-#define ATM_EMU_MAX_GBPS 10000.0  /* 10 TB/s: above any memory made so far */
-#define ATM_EMU_MAX_LATENCY_NS 1e6 /* 1 ms: slower than that is storage */
-/* The DRAM of a 2-socket Cascade Lake socket (six channels of DDR4-2666/2933):
- * about 100 GB/s in STREAM-like copies, the machine the optane and numa
- * presets describe. */
-#define ATM_EMU_REFERENCE_FAST_GBPS 100.0
-/* Fast-tier bandwidth when hwloc does not know it and measuring fails: one
- * channel of DDR4-2666 (2666 MT/s x 8 bytes = 21.3 GB/s peak), rounded down. */
-#define ATM_EMU_DEFAULT_FAST_GBPS 20.0
-
-/* atm_emu_preset -- "optane", "cxl" or "numa"; ATM_E_USAGE names the valid ones */
-atm_status atm_emu_preset(const char *name, atm_emu_spec *out);
-/* atm_emu_spec_parse -- {"name", "read_gbps", "write_gbps", "latency_ns"[, "fast_gbps", "source"]};
- * ATM_E_INPUT names origin and the field */
-atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, atm_emu_spec *out);
-/* atm_emu_spec_load -- the same from a file (ATM_E_IO when it cannot be read) */
-atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out);
-/* atm_emu_spec_resolve -- a preset name, or a path to a JSON tier spec (it
- * contains a '/' or ends in ".json") */
-atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out);
-/* atm_emu_spec_warning -- when spec's slow tier is no slower than its fast one (reads and
- * writes at least fast_gbps), so that emulating it adds no time: true, and why in buf */
-bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len);
 
 /* Waits for the time slow bytes would take beyond what they take at the fast
  * tier's bandwidth. Safe to use from several threads at once. */
