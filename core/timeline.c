@@ -234,6 +234,13 @@ static json_t *profile_json(const atm_profile *prof)
 	return o;
 }
 
+/* field -- ",\n  \"key\": " and v (stolen) on one line: a top-level field of the file */
+static void field(atm_text *t, const char *key, json_t *v)
+{
+	atm_text_add(t, ",\n  \"%s\": ", key);
+	atm_text_json_new(t, v, TL_DUMP);
+}
+
 /* head_json -- the fields before the kernels: what the plan is, of what, on what */
 static void head_json(atm_text *t, const atm_plan *p, const atm_schedule *s,
                       const atm_timeline_opts *o, bool *ok)
@@ -262,33 +269,21 @@ static void head_json(atm_text *t, const atm_plan *p, const atm_schedule *s,
 	atm_text_add(t, "{\n  \"format\": \"" TL_FORMAT "\",\n  \"version\": %d,\n  \"graph\": ",
 	             TL_VERSION);
 	atm_text_json_new(t, gr, TL_DUMP);
-	atm_text_str(t, ",\n  \"formulation\": ");
-	atm_text_json_new(t, json_string(info->formulation), TL_DUMP);
-	atm_text_str(t, ",\n  \"fast_limit_bytes\": ");
-	atm_text_json_new(t, info->fast_limit_bytes ? json_integer(info->fast_limit_bytes)
-	                                            : json_null(), TL_DUMP);
-	atm_text_str(t, ",\n  \"ratio\": ");
-	atm_text_json_new(t, info->ratio_slow + info->ratio_fast > 0
-	                 ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
-	                 : json_null(), TL_DUMP);
-	atm_text_str(t, ",\n  \"predicted_runtime_s\": ");
-	atm_text_json_new(t, real_or_null(info->predicted_runtime_s), TL_DUMP);
-	atm_text_str(t, ",\n  \"estimated\": ");
-	atm_text_json_new(t, json_boolean(info->estimated), TL_DUMP);
-	atm_text_str(t, ",\n  \"solver\": ");
-	atm_text_json_new(t, solver, TL_DUMP);
-	atm_text_str(t, ",\n  \"profile\": ");
-	atm_text_json_new(t, profile_json(o ? o->profile : NULL), TL_DUMP);
-	atm_text_str(t, ",\n  \"fast_peak_bytes\": ");
-	atm_text_json_new(t, json_integer(st->fast_peak_bytes), TL_DUMP);
-	atm_text_str(t, ",\n  \"fast_arena_bytes\": ");
-	atm_text_json_new(t, json_integer(st->fast_arena_bytes), TL_DUMP);
-	atm_text_str(t, ",\n  \"persistent_fast_bytes\": ");
-	atm_text_json_new(t, json_integer(st->persistent_fast_bytes), TL_DUMP);
-	atm_text_str(t, ",\n  \"persistent_slow_bytes\": ");
-	atm_text_json_new(t, json_integer(st->persistent_slow_bytes), TL_DUMP);
-	atm_text_str(t, ",\n  \"kinds\": ");
-	atm_text_json_new(t, kinds, TL_DUMP);
+	field(t, "formulation", json_string(info->formulation));
+	field(t, "fast_limit_bytes",
+	      info->fast_limit_bytes ? json_integer(info->fast_limit_bytes) : json_null());
+	field(t, "ratio", info->ratio_slow + info->ratio_fast > 0
+	      ? json_pack("{s:f, s:f}", "slow", info->ratio_slow, "fast", info->ratio_fast)
+	      : json_null());
+	field(t, "predicted_runtime_s", real_or_null(info->predicted_runtime_s));
+	field(t, "estimated", json_boolean(info->estimated));
+	field(t, "solver", solver);
+	field(t, "profile", profile_json(o ? o->profile : NULL));
+	field(t, "fast_peak_bytes", json_integer(st->fast_peak_bytes));
+	field(t, "fast_arena_bytes", json_integer(st->fast_arena_bytes));
+	field(t, "persistent_fast_bytes", json_integer(st->persistent_fast_bytes));
+	field(t, "persistent_slow_bytes", json_integer(st->persistent_slow_bytes));
+	field(t, "kinds", kinds);
 }
 
 atm_status atm_timeline_dump(const atm_plan *p, const atm_schedule *s, const atm_timeline_opts *o,
@@ -333,9 +328,9 @@ atm_status atm_timeline_dump(const atm_plan *p, const atm_schedule *s, const atm
 		atm_text_str(&t, m ? ",\n    " : "\n    ");
 		atm_text_json_new(&t, move_json(p, m, &w.mv[m]), TL_DUMP);
 	}
-	atm_text_str(&t, nm ? "\n  ],\n  \"end_gap_high_bytes\": " : "],\n  \"end_gap_high_bytes\": ");
+	atm_text_str(&t, nm ? "\n  ]" : "]");
 	/* after the last kernel: the moves back and the frees that end the step */
-	atm_text_json_new(&t, json_integer(w.gap_high), TL_DUMP);
+	field(&t, "end_gap_high_bytes", json_integer(w.gap_high));
 	atm_text_str(&t, "\n}\n");
 	if (!ok)
 		t.failed = true;
