@@ -16,6 +16,7 @@ static const char plan_help_head[] =
 	"usage: autotm plan --model NAME (--ratio S:F | --dram-limit SIZE) [--formulation F]\n"
 	"                   [--solver glpk|cbc] [-o plan.json] [--explain] [--json]\n"
 	"                   [--cache FILE] [--estimate] [--write-model FILE.mps|FILE.lp]\n"
+	"                   [--timeline FILE.json]\n"
 	"       autotm plan --graph FILE ...\n"
 	"\n"
 	"Decides where every tensor of a network's training step lives, fast or slow\n"
@@ -32,6 +33,9 @@ static const char plan_help_head[] =
 static const char plan_help_tail[] =
 	"  -o FILE           write the plan JSON to FILE (atomically; 'autotm run --placement\n"
 	"                    FILE' runs it)\n"
+	"  --timeline FILE   write what a picture of the plan needs (plots/plan.py draws it): fast\n"
+	"                    memory by tensor kind at every kernel, the moves, the kernels with\n"
+	"                    slow operands (docs/plan-timeline.md)\n"
 	"  --write-model FILE  write the ILP (the final round's) to FILE, MPS when it ends in\n"
 	"                    .mps, CPLEX LP when in .lp, for any solver to read\n"
 	"  --results FILE    also write the plan's prediction as a results record (actual\n"
@@ -192,6 +196,7 @@ struct plan_args {
 	cli_graph_source src;
 	atm_job_opts jo;
 	const char *out;
+	const char *timeline; /* --timeline FILE */
 	bool explain, json;
 };
 
@@ -219,7 +224,7 @@ static int model_file_ok(const char *path, const atm_job_opts *jo)
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	enum { OPT_EXPLAIN = CLI_OPT_FIRST_FREE, OPT_JSON, OPT_ESTIMATE, OPT_QUIET, OPT_RESULTS,
-	       OPT_APPEND, OPT_WRITE_MODEL };
+	       OPT_APPEND, OPT_WRITE_MODEL, OPT_TIMELINE };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -231,6 +236,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{"results", required_argument, NULL, OPT_RESULTS},
 		{"append", no_argument, NULL, OPT_APPEND},
 		{"write-model", required_argument, NULL, OPT_WRITE_MODEL},
+		{"timeline", required_argument, NULL, OPT_TIMELINE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -269,6 +275,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_WRITE_MODEL:
 			jo->opt.write_model = optarg;
 			break;
+		case OPT_TIMELINE:
+			a->timeline = optarg;
+			break;
 		case 'o':
 			a->out = optarg;
 			break;
@@ -284,6 +293,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return cli_usage_error("plan", "--append needs --results FILE");
 	/* a plan found after minutes must have somewhere to go */
 	if (a->out && (rc = atm_check_writable(a->out)) < 0)
+		return cli_fail("plan", rc);
+	if (a->timeline && (rc = atm_check_writable(a->timeline)) < 0)
 		return cli_fail("plan", rc);
 	if (jo->opt.write_model)
 		return model_file_ok(jo->opt.write_model, jo);
@@ -304,6 +315,11 @@ static atm_status report(atm_job *j, void *arg)
 		return rc;
 	if (jo->results_path && (rc = atm_job_write_results(j)) < 0)
 		return rc;
+	if (a->timeline &&
+	    (rc = atm_timeline_write(a->timeline, p, NULL, &(atm_timeline_opts){
+	             .workload = &jo->workload, .profile = atm_job_profile(j),
+	             .kernel_pred_s = atm_job_kernel_predictions(j)})) < 0)
+		return rc;
 	if (a->explain && (rc = atm_opt_explain(p, atm_job_profile(j), &jo->opt, stdout)) < 0)
 		return rc;
 	if (a->json)
@@ -314,6 +330,8 @@ static atm_status report(atm_job *j, void *arg)
 		if (jo->results_path)
 			printf("  results          %s (the plan's prediction; nothing ran)\n",
 			       jo->results_path);
+		if (a->timeline)
+			printf("  timeline         %s\n", a->timeline);
 	}
 	return ATM_OK;
 }

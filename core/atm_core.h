@@ -820,6 +820,28 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
  * this version and of g's workload? Nothing is written. */
 atm_status atm_results_check(const char *path, const atm_graph *g, bool append);
 
+/* ---------------------------------------------------------------- timeline */
+
+/* A plan's step as a picture of it needs it (docs/plan-timeline.md, plots/plan.py): at every
+ * kernel the bytes fast memory holds by tensor kind and the plan's workspace, the arena's
+ * extent, the slow operands; every move with where it starts and where it is waited for. It
+ * is read off the step's schedule (atm_schedule_new), the layout the runtime allocates by.
+ * What the plan does not know is optional (NULL: written as null). */
+typedef struct {
+	const atm_results_workload *workload; /* the preset, batch and image the graph was built with */
+	const atm_profile *profile;           /* the profile the plan was priced with: its machine */
+	const double *kernel_pred_s;          /* per node, its predicted kernel time */
+} atm_timeline_opts;
+
+/* atm_timeline_dump -- the timeline of plan p as JSON text (malloc'd, caller frees); s is p's
+ * schedule (NULL: laid out here, with its errors: ATM_E_INPUT, ATM_E_INFEASIBLE); o may be
+ * NULL */
+atm_status atm_timeline_dump(const atm_plan *p, const atm_schedule *s, const atm_timeline_opts *o,
+                             char **text);
+/* atm_timeline_write -- the same written to path atomically (temporary file + rename) */
+atm_status atm_timeline_write(const char *path, const atm_plan *p, const atm_schedule *s,
+                              const atm_timeline_opts *o);
+
 /* ---------------------------------------------------------------- files */
 
 /* atm_write_file_atomic -- write len bytes to path via a temporary file in the

@@ -66,6 +66,14 @@ FIGURES = (
 )
 
 
+# Not a figure of the paper: the picture of one plan, drawn from the timeline file
+# `autotm plan --timeline` writes (docs/plan-timeline.md); figures.sh draws one per Figure 7
+# network.
+PLAN_PICTURE = "plots/plan.py"
+# What else plots/ holds: the helpers every plot script imports.
+PLOT_HELPERS = ("plots/common.py",)
+
+
 def experiment(name):
     """experiment -- the Experiment called NAME (KeyError naming the known ones)"""
     for e in EXPERIMENTS:

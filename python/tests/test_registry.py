@@ -30,6 +30,14 @@ class RegistryTest(unittest.TestCase):
         for path in glob.glob(os.path.join(REPO, "plots", "fig*.py")):
             self.assertIn(os.path.relpath(path, REPO), scripts)
 
+    def test_registry_knows_every_script_in_plots(self):
+        known = {f.script for f in registry.FIGURES} | {registry.PLAN_PICTURE}
+        known |= set(registry.PLOT_HELPERS)
+        for path in glob.glob(os.path.join(REPO, "plots", "*.py")):
+            self.assertIn(os.path.relpath(path, REPO), known)
+        for script in known:
+            self.assertTrue(os.path.isfile(os.path.join(REPO, script)), script)
+
     def test_registry_script_draws_its_figure(self):
         # each plot script's FIG is its name here, and its images are named after it (those
         # not named FIG itself are written out in the script)

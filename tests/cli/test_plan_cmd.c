@@ -109,6 +109,68 @@ static void test_plan_cmd_writes_a_plan_that_loads(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_plan_cmd_timeline -- --timeline writes the plan's timeline: a kernel line per node, a
+ * move line per move of the plan file written beside it, the fast bytes within the limit, the
+ * profile the plan was priced with and each kernel's prediction; a folder is refused before
+ * solving */
+static void test_plan_cmd_timeline(void **state)
+{
+	(void)state;
+	char path[700];
+	for (int f = 0; f < 2; f++) {
+		const char *form = f ? "asynchronous" : "synchronous";
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio 8:1 --formulation %s "
+		                              "--cache %s -o %s/tp.json --timeline %s/tl.json --quiet",
+		                              form, cache, cli_tmpdir, cli_tmpdir);
+		if (r.code)
+			fail_msg("exit %d: %s", r.code, r.err);
+		assert_non_null(strstr(r.out, "timeline "));
+		cli_release(&r);
+		snprintf(path, sizeof path, "%s/tl.json", cli_tmpdir);
+		json_t *tl = json_load_file(path, 0, NULL);
+		snprintf(path, sizeof path, "%s/tp.json", cli_tmpdir);
+		json_t *plan = json_load_file(path, 0, NULL);
+		assert_non_null(tl);
+		assert_non_null(plan);
+		assert_string_equal(json_string_value(json_object_get(tl, "format")), "autotm-timeline");
+		assert_string_equal(json_string_value(json_object_get(tl, "formulation")), form);
+		json_t *graph = json_object_get(tl, "graph");
+		assert_string_equal(json_string_value(json_object_get(graph, "digest")),
+		                    json_string_value(json_object_get(json_object_get(plan, "graph"),
+		                                                      "digest")));
+		assert_int_equal(json_integer_value(json_object_get(graph, "batch")), 8);
+		assert_string_equal(json_string_value(json_object_get(graph, "preset")), "small");
+		assert_int_equal(json_array_size(json_object_get(tl, "moves")),
+		                 json_array_size(json_object_get(plan, "moves")));
+		json_t *ks = json_object_get(tl, "kernels");
+		assert_int_equal(json_array_size(ks),
+		                 json_integer_value(json_object_get(json_object_get(plan, "graph"),
+		                                                    "n_nodes")));
+		json_int_t limit = json_integer_value(json_object_get(tl, "fast_limit_bytes"));
+		assert_true(limit > 0);
+		assert_int_equal(limit, json_integer_value(json_object_get(plan, "fast_limit_bytes")));
+		double sum_s = 0;
+		for (size_t k = 0; k < json_array_size(ks); k++) {
+			json_t *kj = json_array_get(ks, k);
+			assert_true(json_integer_value(json_object_get(kj, "fast_total_bytes")) <= limit);
+			assert_true(json_integer_value(json_object_get(kj, "gap_high_bytes")) <= limit);
+			assert_true(json_is_real(json_object_get(kj, "predicted_s")));
+			sum_s += json_real_value(json_object_get(kj, "predicted_s"));
+		}
+		double pred = json_real_value(json_object_get(tl, "predicted_runtime_s"));
+		assert_true(sum_s > 0 && sum_s <= pred * (1 + 1e-9));
+		assert_true(json_is_string(json_object_get(json_object_get(tl, "profile"), "cpu")));
+		json_decref(plan);
+		json_decref(tl);
+	}
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --quiet --cache %s "
+	                              "--timeline %s", cache, cli_tmpdir);
+	assert_int_equal(r.code, 2);
+	assert_non_null(strstr(r.err, "is a folder"));
+	assert_string_equal(r.out, "");
+	cli_release(&r);
+}
+
 /* test_plan_cmd_results_record -- --results writes the plan's prediction as a results run
  * (nothing measured), appended with --append; the plan file keeps its ratio */
 static void test_plan_cmd_results_record(void **state)
@@ -568,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_solver_choice),
 		cmocka_unit_test(test_plan_cmd_write_model),
 		cmocka_unit_test(test_plan_cmd_results_record),
+		cmocka_unit_test(test_plan_cmd_timeline),
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),
 		cmocka_unit_test(test_plan_cmd_infeasible_limit),
 		cmocka_unit_test(test_plan_cmd_bad_usage),
