@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,15 +248,18 @@ atm_status atm_job_compare_plan(atm_job_compare *c)
 
 /* ---------------------------------------------------------------- what else took the cores */
 
-/* A moment of the process and the machine. */
+/* A moment of the process and the machine. User time only: the kernel's own threads work for
+ * this process too (writing back a file-backed slow tier's dirty pages, say), and counting them
+ * would flag the slow placements' every step; what disturbs a measurement here is other
+ * programs (a build, a test suite) and a hypervisor giving these CPUs to someone else. */
 struct usage {
-	double wall_s, own_s; /* the monotonic clock, this process's CPU time (all threads) */
-	double busy_s;        /* every CPU's time not idle (stolen by a hypervisor included); NAN
-	                       * when /proc/stat cannot be read */
+	double wall_s, own_s; /* the monotonic clock, this process's user CPU time (all threads) */
+	double busy_s;        /* every CPU's user time and time stolen by a hypervisor; NAN when
+	                       * /proc/stat cannot be read */
 };
 
-/* machine_busy_s -- CPU seconds of the whole machine not idle since boot, from /proc/stat: user,
- * nice, system, irq, softirq and steal (time a hypervisor gave these CPUs to someone else) */
+/* machine_busy_s -- CPU seconds of the whole machine since boot in user programs (user, nice)
+ * or given by a hypervisor to someone else (steal), from /proc/stat */
 static double machine_busy_s(void)
 {
 	unsigned long long v[8] = {0};
@@ -268,15 +272,15 @@ static double machine_busy_s(void)
 	fclose(f);
 	if (got < 4 || tick <= 0)
 		return NAN;
-	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)tick;
+	return (double)(v[0] + v[1] + v[7]) / (double)tick;
 }
 
 static void usage_now(struct usage *u)
 {
-	struct timespec ts;
+	struct rusage ru;
 	u->busy_s = machine_busy_s();
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	u->own_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	getrusage(RUSAGE_SELF, &ru);
+	u->own_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
 	u->wall_s = atm_now_s();
 }
 
@@ -328,7 +332,8 @@ static void say_turn(const atm_job_compare *c, int t, const int *order, int n)
 			others += e->others_s;
 			wall += e->wall_s;
 		}
-		reruns += e->turn_reruns[t];
+		/* by step a round measured again is every placement's */
+		reruns = c->interleave[0] == 's' ? e->turn_reruns[t] : reruns + e->turn_reruns[t];
 	}
 	if (wall > 0)
 		fprintf(stderr, "; others took %.2f of a core", others / wall);
