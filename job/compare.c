@@ -229,6 +229,22 @@ static int n_compared(const atm_job_compare *c)
 	return k;
 }
 
+/* managed_algos -- the managed baseline runs each kernel with the algorithm the profile found
+ * fastest, as the compared plans do, when one of them brought a profile */
+static atm_status managed_algos(atm_job_compare *c)
+{
+	const atm_profile *prof = NULL;
+	for (int i = 0; i < c->n && !prof; i++)
+		prof = c->e[i].j ? atm_job_profile(c->e[i].j) : NULL;
+	for (int i = 0; i < c->n && prof; i++) {
+		struct entry *e = &c->e[i];
+		atm_status rc;
+		if (e->j && needs_gpu(&e->spec) && (rc = atm_opt_choose_algos(e->j->plan, prof)) < 0)
+			return atm_err_prefix(rc, "%s: ", e->name);
+	}
+	return ATM_OK;
+}
+
 atm_status atm_job_compare_plan(atm_job_compare *c)
 {
 	for (int i = 0; i < c->n; i++) {
@@ -243,7 +259,7 @@ atm_status atm_job_compare_plan(atm_job_compare *c)
 	}
 	if (!n_compared(c))
 		return atm_err(ATM_E_INFEASIBLE, "none of the %d placements could be planned", c->n);
-	return ATM_OK;
+	return managed_algos(c);
 }
 
 /* ---------------------------------------------------------------- what else took the cores */
