@@ -118,9 +118,10 @@ struct run_args {
 	cli_graph_source src;
 	atm_job_opts jo;
 	int explain; /* kernels to list with --explain; 0: no explanation */
-	/* a comparison: the lists given (argv's own strings, split in place), their placements,
-	 * and how it takes turns */
-	char *form_list, *placement_list;
+	/* a comparison: the lists given, their placements (pointing into list, a copy split in
+	 * place: argv stays as ps shows it), and how it takes turns */
+	const char *form_list, *placement_list;
+	char list[4096];
 	atm_job_placement pl[MAX_PLACEMENTS];
 	int n_pl;
 	atm_job_compare_opts co;
@@ -234,11 +235,15 @@ static int add_item(struct run_args *a, const char *item, bool formulations)
 	return -1;
 }
 
-/* split_list -- list's comma-separated items into a's placements (list stays: they point into
- * it); -1 to go on, else the exit code */
-static int split_list(struct run_args *a, char *list, bool formulations)
+/* split_list -- list's comma-separated items into a's placements; -1 to go on, else the exit
+ * code */
+static int split_list(struct run_args *a, const char *list, bool formulations)
 {
-	char *item = list;
+	char *item = a->list;
+	if (strlen(list) >= sizeof a->list)
+		return cli_usage_error("run", "%s: the list is longer than %zu characters",
+		                       formulations ? "--formulation" : "--placement", sizeof a->list - 1);
+	strcpy(a->list, list);
 	for (;;) {
 		char *comma = strchr(item, ',');
 		if (comma)

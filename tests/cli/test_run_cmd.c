@@ -460,6 +460,22 @@ static void test_run_cmd_signal_ends_emulated_wait(void **state)
 	           "--placement all-slow --emulate %s", spec);
 }
 
+/* printed_results -- autotm ARGS -o NAME in cli_tmpdir, which must succeed: what it printed in
+ * *out (the caller releases it) and the results file */
+static json_t *printed_results(const char *args, const char *name, struct cli_result *out)
+{
+	char path[512];
+	json_error_t e;
+	snprintf(path, sizeof path, "%s/%s", cli_tmpdir, name);
+	*out = cli_run("%s -o %s", args, path);
+	if (out->code != 0)
+		fail_msg("autotm %s: exit %d, %s", args, out->code, out->err);
+	json_t *doc = json_load_file(path, 0, &e);
+	if (!doc)
+		fail_msg("%s: %s", path, e.text);
+	return doc;
+}
+
 /* expect_comparison -- doc holds n runs of one comparison interleaved as how, of t turns each,
  * each placement's place in the order rotating from turn to turn, all trained to the same
  * weights; the first run */
@@ -494,19 +510,13 @@ static void test_run_cmd_comparison(void **state)
 {
 	(void)state;
 	char args[1024];
-	snprintf(args, sizeof args, "run --model tiny_mlp --batch 2 --placement all-fast,all-slow,random "
-	         "--turns 3 --iters 1 --quiet -o %s/cmp.json", cli_tmpdir);
-	struct cli_result out = cli_run("%s", args);
-	if (out.code != 0)
-		fail_msg("autotm %s: exit %d, %s", args, out.code, out.err);
+	struct cli_result out;
+	json_t *doc = printed_results("run --model tiny_mlp --batch 2 --placement all-fast,all-slow,"
+	                              "random --turns 3 --iters 1 --quiet", "cmp.json", &out);
 	assert_non_null(strstr(out.out, "3 placements compared in 3 turns, by step"));
 	assert_non_null(strstr(out.out, "/ all-fast: median [range]"));
 	assert_non_null(strstr(out.out, "the same for every placement"));
 	cli_release(&out);
-	snprintf(args, sizeof args, "%s/cmp.json", cli_tmpdir);
-	json_error_t e;
-	json_t *doc = json_load_file(args, 0, &e);
-	assert_non_null(doc);
 	json_t *fast = expect_comparison(doc, 3, 3, "step");
 	assert_true(json_number_value(json_object_get(fast, "measured_slowdown")) == 1);
 	json_decref(doc);
@@ -582,20 +592,15 @@ static void test_run_cmd_comparison_infeasible(void **state)
 {
 	(void)state;
 	char args[1024];
+	struct cli_result out;
 	snprintf(args, sizeof args, "run --model tiny_mlp --batch 2 --gpu=sim --dram-limit 64 "
-	         "--formulation all-fast,synchronous,managed --turns 2 --iters 1 --cache %s/sim.json "
-	         "-o %s/inf.json", cli_tmpdir, cli_tmpdir);
-	struct cli_result out = cli_run("%s", args);
-	if (out.code != 0)
-		fail_msg("autotm %s: exit %d, %s", args, out.code, out.err);
+	         "--formulation all-fast,synchronous,managed --turns 2 --iters 1 --cache %s/sim.json",
+	         cli_tmpdir);
+	json_t *doc = printed_results(args, "inf.json", &out);
 	assert_non_null(strstr(out.err, "synchronous is left out of the comparison"));
 	assert_non_null(strstr(out.out, "left out         synchronous: "));
 	assert_non_null(strstr(out.out, "2 placements compared in 2 turns"));
 	cli_release(&out);
-	snprintf(args, sizeof args, "%s/inf.json", cli_tmpdir);
-	json_error_t e;
-	json_t *doc = json_load_file(args, 0, &e);
-	assert_non_null(doc);
 	json_t *runs = json_object_get(doc, "runs");
 	assert_int_equal(json_array_size(runs), 2);
 	assert_string_equal(str(json_array_get(runs, 1), "formulation"), "managed");
