@@ -147,6 +147,8 @@ atm_status atm_job_compare_new(atm_job_compare **out, const atm_graph *g, const 
 		return atm_err(ATM_E_USAGE, "no placement to compare");
 	if (co && co->turns < 0)
 		return atm_err(ATM_E_USAGE, "%d turns: a comparison takes at least one", co->turns);
+	if (o->iters < 1)
+		return atm_err(ATM_E_USAGE, "%d steps a turn: a turn counts at least one", o->iters);
 	if (!(c = calloc(1, sizeof *c)) || !(c->e = calloc((size_t)n, sizeof *c->e))) {
 		free(c);
 		return atm_err(ATM_E_NOMEM, "out of memory starting a comparison");
