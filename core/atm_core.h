@@ -791,6 +791,9 @@ atm_status atm_check_writable(const char *path);
  * waited for); *fd is -1 on failure. atm_file_unlock(fd) releases it (-1: nothing). */
 atm_status atm_file_lock(const char *path, int *fd);
 void atm_file_unlock(int fd);
+/* atm_mem_available_bytes -- what the kernel says can be allocated now without swapping
+ * (/proc/meminfo's MemAvailable); -1 unknown */
+int64_t atm_mem_available_bytes(void);
 /* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
 

@@ -530,21 +530,6 @@ static atm_status by_turn(atm_job_compare *c, int *order)
 	return ATM_OK;
 }
 
-/* mem_available_bytes -- what /proc/meminfo says is available; -1 unknown */
-static int64_t mem_available_bytes(void)
-{
-	char line[256];
-	long long kb = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb < 0 ? -1 : (int64_t)kb * 1024;
-}
-
 /* fits_together -- the compared placements' memories (fast arenas, slow peaks) all at once
  * within three quarters of what the machine has available (true when unknown); *need_bytes */
 static atm_status fits_together(const atm_job_compare *c, bool *fits, int64_t *need_bytes,
@@ -565,7 +550,7 @@ static atm_status fits_together(const atm_job_compare *c, bool *fits, int64_t *n
 		atm_schedule_destroy(s);
 	}
 	*need_bytes = need;
-	*avail_bytes = mem_available_bytes();
+	*avail_bytes = atm_mem_available_bytes();
 	*fits = *avail_bytes < 0 || need <= *avail_bytes / 4 * 3;
 	return ATM_OK;
 }
