@@ -12,34 +12,35 @@
 
 static const char usage[] =
 	"usage: bench_predict [--models LIST] [--preset P] [--ratios LIST] [--formulations LIST]\n"
-	"                     [--iters N] [--time-limit S] [--emulate P] [--cache FILE]\n"
-	"                     [--pairs N] [--isolated] [-o FILE] [--quiet]\n"
+	"                     [--iters N] [--turns N] [--time-limit S] [--emulate P] [--cache FILE]\n"
+	"                     [--isolated] [-o FILE] [--quiet]\n"
 	"\n"
-	"For every network: profiles what the cache lacks, then plans and runs each\n"
-	"formulation at each ratio (all-fast once: it has no ratio) and prints the\n"
-	"predicted step, the measured one (the fastest of N after a warm-up) and the\n"
-	"error (predicted - measured) / measured; then the largest |error|, the geomean\n"
-	"measured slowdown against all-fast per formulation and ratio, and asynchronous\n"
-	"against synchronous per network: the first runs' ratio and, over --pairs more\n"
-	"runs of the same two plans in turns (default 3), the median ratio and its range.\n"
-	"Targets: |error| <= 5% on every run;\n"
+	"For every network: profiles what the cache lacks, then at each ratio plans every\n"
+	"formulation and compares them as 'autotm run --formulation LIST' does, trained in\n"
+	"turns in this process (all-fast in every comparison), and prints each one's\n"
+	"predicted step, the measured one (the median over --turns of each turn's fastest\n"
+	"of N steps) and the error (predicted - measured) / measured, and its slowdown\n"
+	"against all-fast predicted and measured turn by turn (median [range]) with its\n"
+	"error; then the largest |error|, the geomean measured slowdown against all-fast\n"
+	"per formulation and ratio, and asynchronous against synchronous per network\n"
+	"(median [range] of the per-turn ratios). Targets: |error| <= 5% on every run;\n"
 	"asynchronous no slower than synchronous on any network; synchronous at 4:1 at\n"
-	"most 1.10x all-fast (geomean). -o appends every run to a results file per\n"
-	"network (FILE-NETWORK.json) for 'autotm run --explain'-style reading.\n"
+	"most 1.10x all-fast (geomean). -o appends every comparison's runs to a results\n"
+	"file per network (FILE-NETWORK.json).\n"
 	"--isolated prices kernels by their times alone, without the profile's in-step\n"
 	"calibration (as autotm's --isolated), to show what the calibration changes.\n"
 	"Defaults: vgg19,resnet200,inception_v4,densenet264; small; 8:1,4:1,1:1;\n"
-	"all-fast,all-slow,numa,static,synchronous,asynchronous; 5 steps; the\n"
+	"all-fast,all-slow,numa,static,synchronous,asynchronous; 5 steps; 3 turns; the\n"
 	"optimizer's time limit (60 s) for each plan; optane;\n"
 	"/tmp/autotm-bench-predict-profiles.json.\n";
 
 #define MAX_RATIOS 8
 #define MAX_FORMS 8
-#define MAX_PAIRS 16
+#define MAX_TURNS 64
 
 struct opts {
 	const char *models, *preset, *ratios, *forms, *emulate, *cache, *out;
-	int iters, pairs;
+	int iters, turns;
 	double time_limit; /* 0: the optimizer's */
 	bool quiet, isolated;
 };
@@ -48,9 +49,9 @@ struct opts {
 struct net {
 	char name[32];
 	double actual[MAX_RATIOS][MAX_FORMS];
-	double fast; /* all-fast */
-	/* asynchronous over synchronous, the first runs' then --pairs more ([0]: the first) */
-	double pair[MAX_RATIOS][MAX_PAIRS + 1];
+	double slowdown[MAX_RATIOS][MAX_FORMS]; /* measured against all-fast, per-turn median */
+	/* asynchronous over synchronous turn by turn, per ratio */
+	double pair[MAX_RATIOS][MAX_TURNS];
 	int n_pair[MAX_RATIOS];
 	bool no_async[MAX_RATIOS]; /* the asynchronous plan has no asynchronous move */
 };
@@ -61,22 +62,31 @@ struct summary {
 	char worst_run[96];
 };
 
-/* run_one -- plan and run one formulation at one ratio; false (row printed) when it failed.
- * With keep, the job is kept there for more runs of its plan (the caller destroys it). */
-static bool run_one(const struct opts *o, const atm_graph *g, const atm_zoo_preset_sizes *ps,
-                    const char *ratio, const char *form_name, double *pred, double *actual,
-                    atm_job **keep)
+/* n_async_moves -- the plan's asynchronous moves */
+static int32_t n_async_moves(const atm_plan *p)
 {
+	int32_t n = 0;
+	for (int32_t i = 0; i < atm_plan_n_moves(p); i++)
+		n += atm_plan_move(p, i)->async;
+	return n;
+}
+
+/* compare -- every formulation of g at one ratio, compared in turns; its rows printed and its
+ * figures into n's row ri */
+static atm_status compare(const struct opts *o, const atm_graph *g, const atm_zoo_preset_sizes *ps,
+                          const char *ratio, struct net *n, int ri, struct summary *sum)
+{
+	atm_job_placement pl[MAX_FORMS];
 	atm_job_opts jo;
-	atm_job *j = NULL;
-	char path[512];
+	atm_job_compare *c = NULL;
+	char path[512], fbuf[32];
+	int nf = 0, sync = -1, async = -1;
 	atm_job_opts_default(&jo);
 	jo.who = "bench_predict";
-	jo.optimize = true;
 	jo.mem.emulate = o->emulate;
 	jo.cache = o->cache;
 	jo.iters = o->iters;
-	jo.quiet = true;
+	jo.quiet = o->quiet;
 	jo.isolated = o->isolated;
 	if (o->time_limit > 0)
 		jo.opt.time_limit_s = o->time_limit;
@@ -87,56 +97,64 @@ static bool run_one(const struct opts *o, const atm_graph *g, const atm_zoo_pres
 		jo.results_path = path;
 		jo.append = true;
 	}
-	atm_status rc = atm_opt_formulation_from_name(form_name, &jo.formulation);
-	if (rc == ATM_OK)
-		rc = atm_opt_parse_ratio(ratio, &jo.ratio_slow, &jo.ratio_fast);
-	if (rc == ATM_OK && (rc = atm_job_new(&j, g, &jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK &&
-	    (rc = atm_job_execute(j)) == ATM_OK && o->out)
-		rc = atm_job_write_results(j);
-	if (rc == ATM_OK) {
-		*pred = atm_plan_info_get(atm_job_plan_get(j))->predicted_runtime_s;
-		*actual = atm_job_exec_result(j)->actual_runtime_s;
-	} else {
-		printf("| %-12s | %-5s | %-12s | failed: %s\n", atm_graph_name(g), ratio, form_name,
+	for (const char *fs = o->forms; nf < MAX_FORMS && bench_split(&fs, fbuf, sizeof fbuf); nf++) {
+		pl[nf] = (atm_job_placement){.optimize = true};
+		(void)atm_opt_formulation_from_name(fbuf, &pl[nf].formulation); /* checked in main */
+		sync = pl[nf].formulation == ATM_OPT_SYNCHRONOUS ? nf : sync;
+		async = pl[nf].formulation == ATM_OPT_ASYNCHRONOUS ? nf : async;
+	}
+	atm_job_compare_opts co = {.turns = o->turns};
+	atm_status rc = atm_opt_parse_ratio(ratio, &jo.ratio_slow, &jo.ratio_fast);
+	if (rc == ATM_OK && (rc = atm_job_compare_new(&c, g, &jo, pl, nf, &co)) == ATM_OK &&
+	    (rc = atm_job_compare_plan(c)) == ATM_OK && (rc = atm_job_compare_run(c)) == ATM_OK &&
+	    o->out)
+		rc = atm_job_compare_write_results(c);
+	if (rc < 0) {
+		printf("| %-12s | %-5s | %-12s | failed: %s\n", atm_graph_name(g), ratio, "(all)",
 		       atm_errmsg());
+		atm_job_compare_destroy(c);
+		return rc;
 	}
-	if (keep && rc == ATM_OK)
-		*keep = j;
-	else
-		atm_job_destroy(j);
-	return rc == ATM_OK;
-}
-
-/* n_async_moves -- the plan's asynchronous moves */
-static int32_t n_async_moves(const atm_plan *p)
-{
-	int32_t n = 0;
-	for (int32_t i = 0; i < atm_plan_n_moves(p); i++)
-		n += atm_plan_move(p, i)->async;
-	return n;
-}
-
-/* run_pairs -- the synchronous and asynchronous plans run o->pairs more times in turns (which
- * goes first alternates), each pair's ratio into n's row ri after the first runs' */
-static void run_pairs(const struct opts *o, atm_job *sync, atm_job *async, struct net *n, int ri)
-{
-	n->no_async[ri] = n_async_moves(atm_job_plan_get(async)) == 0;
-	n->pair[ri][0] = atm_job_exec_result(async)->actual_runtime_s /
-	                 atm_job_exec_result(sync)->actual_runtime_s;
-	n->n_pair[ri] = 1;
-	for (int r = 0; r < o->pairs; r++) {
-		double t[2];
-		atm_job *turn[2] = {r % 2 ? async : sync, r % 2 ? sync : async};
-		for (int k = 0; k < 2; k++)
-			if (atm_job_execute_again(turn[k], &t[k]) < 0) {
-				fprintf(stderr, "bench_predict: %s, another run: %s\n", n->name, atm_errmsg());
-				return;
-			}
-		n->pair[ri][n->n_pair[ri]++] = r % 2 ? t[0] / t[1] : t[1] / t[0];
+	for (int fi = 0; fi < nf; fi++) {
+		const atm_job_compared *m = atm_job_compare_get(c, fi);
+		n->actual[ri][fi] = n->slowdown[ri][fi] = -1;
+		if (m->left_out) {
+			printf("| %-12s | %-5s | %-12s | left out: %s\n", atm_graph_name(g), ratio, m->name,
+			       m->why);
+			continue;
+		}
+		double pred = m->predicted_s, actual = m->median_s, err = (pred - actual) / actual;
+		n->actual[ri][fi] = actual;
+		n->slowdown[ri][fi] = m->measured_slowdown;
+		sum->n++;
+		sum->within += fabs(err) <= 0.05;
+		if (fabs(err) > sum->worst) {
+			sum->worst = fabs(err);
+			snprintf(sum->worst_run, sizeof sum->worst_run, "%s %s %s", atm_graph_name(g), ratio,
+			         m->name);
+		}
+		printf("| %-12s | %-5s | %-12s | %9.4f | %9.4f | %+7.1f%% |", atm_graph_name(g), ratio,
+		       m->name, pred, actual, err * 100);
+		if (m->measured_slowdown > 0)
+			printf(" %6.3f | %6.3f [%.3f-%.3f] | %+6.1f%% |", m->predicted_slowdown,
+			       m->measured_slowdown, m->slowdown_min, m->slowdown_max,
+			       (m->predicted_slowdown / m->measured_slowdown - 1) * 100);
+		printf("%s\n", fabs(err) <= 0.05 ? "" : " *");
 	}
+	fflush(stdout);
+	const atm_job_compared *ms = sync >= 0 ? atm_job_compare_get(c, sync) : NULL;
+	const atm_job_compared *ma = async >= 0 ? atm_job_compare_get(c, async) : NULL;
+	if (ms && ma && !ms->left_out && !ma->left_out) {
+		n->no_async[ri] = n_async_moves(atm_job_plan_get(atm_job_compare_job(c, async))) == 0;
+		for (int t = 0; t < ma->n_turns && t < MAX_TURNS; t++)
+			n->pair[ri][t] = ma->turn_s[t] / ms->turn_s[t];
+		n->n_pair[ri] = ma->n_turns < MAX_TURNS ? ma->n_turns : MAX_TURNS;
+	}
+	atm_job_compare_destroy(c);
+	return ATM_OK;
 }
 
-/* bench_net -- every ratio and formulation of one network into n */
+/* bench_net -- every ratio's comparison of one network into n */
 static atm_status bench_net(const struct opts *o, const char *model, struct net *n,
                             struct summary *sum)
 {
@@ -151,59 +169,26 @@ static atm_status bench_net(const struct opts *o, const char *model, struct net 
 	if ((rc = atm_zoo_build(&g, model, &zo)) < 0)
 		return rc;
 	snprintf(n->name, sizeof n->name, "%s", model);
-	n->fast = -1;
-	char rbuf[16], fbuf[32];
+	for (int ri = 0; ri < MAX_RATIOS; ri++)
+		for (int fi = 0; fi < MAX_FORMS; fi++)
+			n->actual[ri][fi] = n->slowdown[ri][fi] = -1;
+	char rbuf[16];
 	int ri = 0;
-	for (const char *rs = o->ratios; ri < MAX_RATIOS && bench_split(&rs, rbuf, sizeof rbuf); ri++) {
-		atm_job *sync = NULL, *async = NULL;
-		int fi = 0;
-		for (const char *fs = o->forms; fi < MAX_FORMS && bench_split(&fs, fbuf, sizeof fbuf);
-		     fi++) {
-			double pred = -1, actual = -1;
-			n->actual[ri][fi] = -1;
-			bool fast = !strcmp(fbuf, "all-fast");
-			if (fast && ri > 0) { /* no ratio: measured once */
-				n->actual[ri][fi] = n->fast;
-				continue;
-			}
-			atm_job **keep = !strcmp(fbuf, "synchronous") ? &sync
-			                 : !strcmp(fbuf, "asynchronous") ? &async : NULL;
-			if (!run_one(o, g, &ps, rbuf, fbuf, &pred, &actual, keep))
-				continue;
-			n->actual[ri][fi] = actual;
-			if (fast)
-				n->fast = actual;
-			double err = (pred - actual) / actual;
-			sum->n++;
-			sum->within += fabs(err) <= 0.05;
-			if (fabs(err) > sum->worst) {
-				sum->worst = fabs(err);
-				snprintf(sum->worst_run, sizeof sum->worst_run, "%s %s %s", model,
-				         fast ? "-" : rbuf, fbuf);
-			}
-			printf("| %-12s | %-5s | %-12s | %9.4f | %9.4f | %+7.1f%% |%s\n", model,
-			       fast ? "-" : rbuf, fbuf, pred, actual, err * 100,
-			       fabs(err) <= 0.05 ? "" : " *");
-			fflush(stdout);
-		}
-		if (sync && async)
-			run_pairs(o, sync, async, n, ri);
-		atm_job_destroy(sync);
-		atm_job_destroy(async);
-	}
+	for (const char *rs = o->ratios; ri < MAX_RATIOS && bench_split(&rs, rbuf, sizeof rbuf); ri++)
+		(void)compare(o, g, &ps, rbuf, n, ri, sum); /* a failed comparison is a row; go on */
 	atm_graph_destroy(g);
 	return ATM_OK;
 }
 
 /* geomean -- the geomean measured slowdown against all-fast of formulation fi at ratio ri over
- * the networks that ran both; 0 when none did */
+ * the networks that compared both; 0 when none did */
 static double geomean(const struct net *nets, int n_nets, int ri, int fi)
 {
 	double logs = 0;
 	int k = 0;
 	for (int i = 0; i < n_nets; i++)
-		if (nets[i].fast > 0 && nets[i].actual[ri][fi] > 0) {
-			logs += log(nets[i].actual[ri][fi] / nets[i].fast);
+		if (nets[i].slowdown[ri][fi] > 0) {
+			logs += log(nets[i].slowdown[ri][fi]);
 			k++;
 		}
 	return k ? exp(logs / k) : 0;
@@ -239,10 +224,10 @@ static void print_slowdowns(const struct opts *o, const struct net *nets, int n_
 	}
 	if (sync < 0 || async < 0)
 		return;
-	printf("\nasynchronous against synchronous (measured; target <= 1.00): the first runs; "
-	       "median [range] of them\nand %d more pair%s; '=': the asynchronous plan has no "
-	       "asynchronous move\n", o->pairs, o->pairs == 1 ? "" : "s");
-	bool met = true, met_median = true;
+	printf("\nasynchronous against synchronous (measured turn by turn; target <= 1.00): median "
+	       "[range] of %d turns;\n'=': the asynchronous plan has no asynchronous move\n",
+	       o->turns);
+	bool met = true;
 	for (int i = 0; i < n_nets; i++) {
 		printf("  %-12s", nets[i].name);
 		ri = 0;
@@ -252,18 +237,17 @@ static void print_slowdowns(const struct opts *o, const struct net *nets, int n_
 			int n = nets[i].n_pair[ri];
 			if (!n)
 				continue;
-			double sorted[MAX_PAIRS + 1];
+			double sorted[MAX_TURNS];
 			memcpy(sorted, r, (size_t)n * sizeof *r);
 			double med = atm_sort_median(sorted, n);
-			printf("  %s %.3f %.3f [%.3f-%.3f]%s", rbuf, r[0], med, sorted[0], sorted[n - 1],
+			printf("  %s %.3f [%.3f-%.3f]%s", rbuf, med, sorted[0], sorted[n - 1],
 			       nets[i].no_async[ri] ? "=" : "");
-			met = met && r[0] <= 1;
-			met_median = met_median && med <= 1;
+			met = met && med <= 1;
 		}
 		printf("\n");
 	}
-	printf("  target: asynchronous no slower than synchronous on any network: first runs %s, "
-	       "medians %s\n", met ? "met" : "NOT met", met_median ? "met" : "NOT met");
+	printf("  target: asynchronous no slower than synchronous on any network: %s\n",
+	       met ? "met" : "NOT met");
 }
 
 int main(int argc, char **argv)
@@ -281,7 +265,7 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"isolated", no_argument, NULL, 'i'},
-		{"pairs", required_argument, NULL, 'P'},
+		{"turns", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -293,7 +277,7 @@ int main(int argc, char **argv)
 		.emulate = "optane",
 		.cache = "/tmp/autotm-bench-predict-profiles.json",
 		.iters = 5,
-		.pairs = 3,
+		.turns = 3,
 	};
 	long long v;
 	int opt;
@@ -313,10 +297,10 @@ int main(int argc, char **argv)
 				return 2;
 			o.iters = (int)v;
 			break;
-		case 'P':
-			if (!bench_int("bench_predict", "pairs", optarg, 0, MAX_PAIRS, &v))
+		case 'T':
+			if (!bench_int("bench_predict", "turns", optarg, 1, MAX_TURNS, &v))
 				return 2;
-			o.pairs = (int)v;
+			o.turns = (int)v;
 			break;
 		case 't':
 			if (!bench_real("bench_predict", "time-limit", optarg, 0, true, 86400, &o.time_limit))
@@ -353,10 +337,11 @@ int main(int argc, char **argv)
 	struct summary sum = {0};
 	if (!nets)
 		return 1;
-	printf("bench_predict: preset %s, emulate %s, the fastest of %d steps\n", o.preset,
-	       o.emulate ? o.emulate : "none", o.iters);
-	printf("| %-12s | %-5s | %-12s | %9s | %9s | %8s |\n", "network", "ratio", "formulation",
-	       "predicted", "measured", "error");
+	printf("bench_predict: preset %s, emulate %s, each turn the fastest of %d steps, %d turns\n",
+	       o.preset, o.emulate ? o.emulate : "none", o.iters, o.turns);
+	printf("| %-12s | %-5s | %-12s | %9s | %9s | %8s | %6s | %21s | %7s |\n", "network", "ratio",
+	       "formulation", "predicted", "measured", "error", "slowdown: predicted", "measured",
+	       "error");
 	int i = 0, failed = 0;
 	for (const char *s = o.models; bench_split(&s, buf, sizeof buf); i++)
 		if (bench_net(&o, buf, &nets[i], &sum) < 0) {

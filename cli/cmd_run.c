@@ -21,12 +21,30 @@ static const char run_help_head[] =
 	"Prints the step time (the fastest of --iters steps after a warm-up), the losses and\n"
 	"a checksum of the trained weights, which do not depend on the placement.\n"
 	"\n"
+	"Given several placements (--formulation A,B,C, or --placement P,Q) it compares\n"
+	"them: every one is planned first, then all are trained in turns in this process,\n"
+	"the order rotated from turn to turn, and it prints each one's step (the median of\n"
+	"its turns) and, with all-fast among them, its per-turn ratio to all-fast beside the\n"
+	"predicted one. The results hold one run per placement under one comparison id.\n"
+	"\n"
 	"options:\n" CLI_GRAPH_HELP
 	"  --placement P     all-fast (default), all-slow, random (with --placement-seed), or a plan\n"
 	"                    JSON file (docs/formats.md); with --gpu also managed:\n"
 	"                    every tensor in cudaMallocManaged memory (Figure 12's baseline),\n"
 	"                    refused when it exceeds the device's free memory\n"
-	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n";
+	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n"
+	"  --placement P,Q,...  compare these placements (built-in ones, plan files)\n"
+	"  --formulation F,G,...  compare these formulations (planned under one limit); random,\n"
+	"                    managed and plan files may be listed beside them\n"
+	"  --turns N         compare in N turns (default 5; with one placement, its turns)\n"
+	"  --interleave step|turn  how a comparison takes turns: step (default on the CPU and a\n"
+	"                    simulated GPU) keeps every placement's executor alive and runs a step\n"
+	"                    of each in turn, --iters rounds a turn; turn (default on a GPU, or\n"
+	"                    when the executors would not fit the memory together) runs a fresh\n"
+	"                    executor per placement and turn, --warmup then --iters steps\n"
+	"  --reruns N        a round (a turn, by turn) that other processes disturbed, taking\n"
+	"                    more than a tenth of a core, is measured again, at most N times a\n"
+	"                    turn (default: --iters; 0: never)\n";
 
 static const char run_help_tail[] =
 	"  --seed N          seed of the weights and data (default 1)\n"
@@ -92,11 +110,22 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  weights checksum %s\n", r->weights_checksum);
 }
 
+/* The most placements one comparison takes. */
+#define MAX_PLACEMENTS 32
+
 /* What autotm run was asked to do. */
 struct run_args {
 	cli_graph_source src;
 	atm_job_opts jo;
 	int explain; /* kernels to list with --explain; 0: no explanation */
+	/* a comparison: the lists given, their placements (pointing into list, a copy split in
+	 * place: argv stays as ps shows it), and how it takes turns */
+	const char *form_list, *placement_list;
+	char list[4096];
+	atm_job_placement pl[MAX_PLACEMENTS];
+	int n_pl;
+	atm_job_compare_opts co;
+	bool turns_given, interleave_given, reruns_given;
 };
 
 /* A kernel of the step, for --explain. */
@@ -176,8 +205,88 @@ static atm_status print_explain(const atm_job *j, int top)
 	return ATM_OK;
 }
 
+/* looks_like_file -- a word that names no built-in placement but a plan file: it has a '/' or
+ * a '.', or is there (as atm_job's own test: a missing one is then a missing file) */
+static bool looks_like_file(const char *w)
+{
+	return strpbrk(w, "/.") || access(w, F_OK) == 0;
+}
+
+/* add_item -- one item of a --formulation (formulations) or --placement list; -1 to go on, else
+ * the exit code */
+static int add_item(struct run_args *a, const char *item, bool formulations)
+{
+	const char *opt = formulations ? "--formulation" : "--placement";
+	atm_job_placement *p = &a->pl[a->n_pl];
+	if (!item[0])
+		return cli_usage_error("run", "%s: an empty item in the list", opt);
+	if (a->n_pl == MAX_PLACEMENTS)
+		return cli_usage_error("run", "%s: at most %d placements in one comparison", opt,
+		                       MAX_PLACEMENTS);
+	*p = (atm_job_placement){.placement = item};
+	if (formulations && atm_opt_formulation_from_name(item, &p->formulation) == ATM_OK)
+		p->optimize = true;
+	else if (formulations && strcmp(item, "random") && strcmp(item, "managed") &&
+	         !looks_like_file(item))
+		return cli_usage_error("run", "--formulation: '%s' is neither a formulation (static, "
+		                       "synchronous, asynchronous, all-fast, all-slow, numa, 2lm, vdnn), "
+		                       "random, managed nor a plan file", item);
+	a->n_pl++;
+	return -1;
+}
+
+/* split_list -- list's comma-separated items into a's placements; -1 to go on, else the exit
+ * code */
+static int split_list(struct run_args *a, const char *list, bool formulations)
+{
+	char *item = a->list;
+	if (strlen(list) >= sizeof a->list)
+		return cli_usage_error("run", "%s: the list is longer than %zu characters",
+		                       formulations ? "--formulation" : "--placement", sizeof a->list - 1);
+	strcpy(a->list, list);
+	for (;;) {
+		char *comma = strchr(item, ',');
+		if (comma)
+			*comma = '\0';
+		int code = add_item(a, item, formulations);
+		if (code >= 0 || !comma)
+			return code;
+		item = comma + 1;
+	}
+}
+
+/* check_comparison -- the options of a comparison, and that every formulation listed has the
+ * limit it needs; -1 to go on, else the exit code */
+static int check_comparison(struct run_args *a, const cli_plan_given *given)
+{
+	atm_job_opts *jo = &a->jo;
+	if (a->n_pl < 2 && !a->turns_given) {
+		if (a->interleave_given || a->reruns_given)
+			return cli_usage_error("run", "--interleave and --reruns apply to a comparison: "
+			                       "list several placements, or give --turns");
+		return -1;
+	}
+	if (a->explain)
+		return cli_usage_error("run", "--explain explains one run; it does not apply to a "
+		                       "comparison");
+	if (jo->twolm_bytes)
+		return cli_usage_error("run", "--2lm emulates Memory Mode for one all-slow run; in a "
+		                       "comparison list the 2lm formulation (with --ratio)");
+	/* a device's memory is the limit when none is given */
+	atm_backend_caps caps;
+	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
+		return cli_usage_error("run", "%s", atm_errmsg());
+	for (int i = 0; i < a->n_pl; i++)
+		if (a->pl[i].optimize && a->pl[i].formulation != ATM_OPT_ALL_FAST && !given->ratio &&
+		    !given->limit && !caps.device_memory)
+			return cli_usage_error("run", "%s needs the fast-memory limit: give --ratio S:F or "
+			                       "--dram-limit SIZE",
+			                       atm_opt_formulation_name(a->pl[i].formulation));
+	return -1;
+}
+
 /* check_args -- the options that only make sense together; -1 to go on, else the exit code */
-static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_explain)
+static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_explain, bool a_list)
 {
 	if (jo->append && !jo->results_path)
 		return cli_usage_error("run", "--append needs -o FILE");
@@ -185,16 +294,17 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 	if (jo->optimize && jo->placement)
 		return cli_usage_error("run", "give either --placement or the optimizer's options "
 		                       "(--ratio, --dram-limit, --formulation), not both");
-	if (jo->optimize && cli_plan_check(jo, given) < 0)
+	if (jo->optimize && !a_list && cli_plan_check(jo, given) < 0)
 		return cli_usage_error("run", "%s", atm_errmsg());
-	bool managed = jo->placement && !strcmp(jo->placement, "managed");
+	/* in a list, the comparison checks the placements for one device */
+	bool managed = !a_list && jo->placement && !strcmp(jo->placement, "managed");
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
 		return cli_usage_error("run", "%s", atm_errmsg());
 	if (managed && !caps.device_memory)
 		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
 		                       "a GPU: give --gpu");
-	if (jo->mem.gpu.allow_oversubscribe && !managed)
+	if (jo->mem.gpu.allow_oversubscribe && !managed && !a_list)
 		return cli_usage_error("run", "--allow-oversubscribe applies to --placement managed");
 	if (a_explain && !jo->optimize)
 		return cli_usage_error("run", "--explain compares the run with the optimizer's "
@@ -210,7 +320,8 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
-	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN };
+	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
+	       OPT_RERUNS };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -225,6 +336,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"2lm", required_argument, NULL, OPT_2LM},
 		{"allow-oversubscribe", no_argument, NULL, OPT_OVERSUB},
 		{"explain", optional_argument, NULL, OPT_EXPLAIN},
+		{"turns", required_argument, NULL, OPT_TURNS},
+		{"interleave", required_argument, NULL, OPT_INTERLEAVE},
+		{"reruns", required_argument, NULL, OPT_RERUNS},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -236,6 +350,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 
 	cli_job_begin(jo, "run");
 	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		/* a list compares its items; one item is read as ever */
+		if (opt == CLI_OPT_FORMULATION && strchr(optarg, ',')) {
+			a->form_list = optarg;
+			given.formulation = true;
+			continue;
+		}
 		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
 		if (used < 0)
 			return cli_fail("run", ATM_E_USAGE);
@@ -243,7 +363,30 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			continue;
 		switch (opt) {
 		case OPT_PLACEMENT:
-			jo->placement = optarg;
+			if (strchr(optarg, ','))
+				a->placement_list = optarg;
+			else
+				jo->placement = optarg;
+			break;
+		case OPT_TURNS:
+			if (cli_parse_int("turns", optarg, 1, 1000000, &v) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			a->co.turns = (int)v;
+			a->turns_given = true;
+			break;
+		case OPT_INTERLEAVE:
+			if (strcmp(optarg, "step") && strcmp(optarg, "turn"))
+				return cli_usage_error("run", "--interleave '%s' is not valid; expected step or "
+				                       "turn", optarg);
+			a->co.interleave = optarg[0] == 's' ? ATM_JOB_INTERLEAVE_STEP
+			                                    : ATM_JOB_INTERLEAVE_TURN;
+			a->interleave_given = true;
+			break;
+		case OPT_RERUNS:
+			if (cli_parse_int("reruns", optarg, 0, 1000000, &v) < 0)
+				return cli_fail("run", ATM_E_USAGE);
+			a->co.max_reruns = v ? (int)v : -1;
+			a->reruns_given = true;
 			break;
 		case OPT_SEED:
 			if (cli_parse_int("seed", optarg, 0, INT64_MAX, &seed) < 0)
@@ -293,7 +436,26 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
 	jo->seed = (uint64_t)seed;
 	jo->placement_seed = (uint64_t)(placement_seed >= 0 ? placement_seed : seed);
-	return check_args(jo, &given, a->explain > 0);
+	bool list = a->form_list || a->placement_list;
+	if ((a->form_list && jo->placement) ||
+	    (a->placement_list && (given.ratio || given.limit || given.formulation)))
+		return cli_usage_error("run", "give either --placement or the optimizer's options "
+		                       "(--ratio, --dram-limit, --formulation), not both; a --formulation "
+		                       "list may name random, managed and plan files too");
+	int code = check_args(jo, &given, a->explain > 0, list);
+	if (code >= 0)
+		return code;
+	if (a->form_list)
+		code = split_list(a, a->form_list, true);
+	else if (a->placement_list)
+		code = split_list(a, a->placement_list, false);
+	else if (a->turns_given)
+		a->pl[a->n_pl++] = jo->optimize ? (atm_job_placement){.optimize = true,
+		                                                      .formulation = jo->formulation}
+		                                : (atm_job_placement){.placement = jo->placement};
+	if (code >= 0)
+		return code;
+	return check_comparison(a, &given);
 }
 
 /* execute -- run the planned job for real, print what it measured and write the results
@@ -317,10 +479,138 @@ static atm_status execute(atm_job *j, void *arg)
 	return ATM_OK;
 }
 
+/* print_disturbance -- what other processes took while the turns ran, and what was measured
+ * again for it */
+static void print_disturbance(const atm_job_compare *c, bool by_step)
+{
+	double others = 0;
+	int n = 0, reruns = 0;
+	for (int i = 0; i < atm_job_compare_n(c); i++) {
+		const atm_job_compared *m = atm_job_compare_get(c, i);
+		if (m->left_out)
+			continue;
+		for (int t = 0; t < m->n_turns; t++) {
+			if (m->turn_others[t] >= 0)
+				others += m->turn_others[t], n++;
+			reruns += m->turn_reruns[t];
+		}
+		if (by_step) /* a round measured again is every placement's */
+			break;
+	}
+	if (n)
+		printf("  other processes  took %.2f of a core while the steps ran (mean over turns); "
+		       "measured again %d time%s for it\n", others / n, reruns, reruns == 1 ? "" : "s");
+}
+
+/* print_comparison -- each placement's step, its turns' range and, with all-fast compared, its
+ * per-turn ratio to all-fast beside the predicted one; then whether every placement trained to
+ * the same weights (returned) */
+static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64_t batch,
+                             int iters)
+{
+	int n = atm_job_compare_n(c), w = 9, n_in = 0;
+	bool fast = atm_job_compare_all_fast(c) >= 0, by_step;
+	const char *checksum = NULL;
+	bool same = true;
+	by_step = !strcmp(atm_job_compare_interleave(c), "step");
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(atm_job_compare_get(c, i)->name);
+		w = len > w ? (len < 40 ? len : 40) : w;
+		n_in += !atm_job_compare_get(c, i)->left_out;
+	}
+	const atm_job_compared *m0 = NULL;
+	for (int i = 0; i < n && !m0; i++)
+		m0 = atm_job_compare_get(c, i)->left_out ? NULL : atm_job_compare_get(c, i);
+	printf("%s, batch %lld: %d placement%s compared in %d turn%s, %s\n", atm_graph_name(g),
+	       (long long)batch, n_in, n_in == 1 ? "" : "s", m0->n_turns, m0->n_turns == 1 ? "" : "s",
+	       by_step ? "by step (every executor alive, a step of each in turn)"
+	               : "by turn (a fresh executor each)");
+	printf("  comparison       %s; a turn's step is the fastest of its %d\n",
+	       atm_job_compare_id(c), iters);
+	printf("  %-*s %11s %11s %23s", w, "placement", "predicted", "step", "turns' range");
+	if (fast)
+		printf("   %-26s %9s %7s", "/ all-fast: median [range]", "predicted", "error");
+	printf("\n");
+	for (int i = 0; i < n; i++) {
+		const atm_job_compared *m = atm_job_compare_get(c, i);
+		if (m->left_out)
+			continue;
+		double lo = m->turn_s[0], hi = m->turn_s[0];
+		for (int t = 1; t < m->n_turns; t++) {
+			lo = m->turn_s[t] < lo ? m->turn_s[t] : lo;
+			hi = m->turn_s[t] > hi ? m->turn_s[t] : hi;
+		}
+		char range[64], ratio[64];
+		snprintf(range, sizeof range, "%.6f-%.6f s", lo, hi);
+		printf("  %-*.*s ", w, w, m->name);
+		if (m->predicted_s > 0)
+			printf("%9.6f s", m->predicted_s);
+		else
+			printf("%11s", "-");
+		printf(" %9.6f s %23s", m->median_s, range);
+		if (fast) {
+			snprintf(ratio, sizeof ratio, "%.3f [%.3f-%.3f]", m->measured_slowdown,
+			         m->slowdown_min, m->slowdown_max);
+			printf("   %-26s", ratio);
+			if (m->predicted_slowdown > 0)
+				printf(" %9.3f %+6.1f%%", m->predicted_slowdown,
+				       (m->predicted_slowdown / m->measured_slowdown - 1) * 100);
+			else
+				printf(" %9s %7s", "-", "-");
+		}
+		printf("\n");
+		const char *sum = atm_job_exec_result(atm_job_compare_job(c, i))->weights_checksum;
+		if (checksum && strcmp(checksum, sum))
+			same = false;
+		checksum = checksum ? checksum : sum;
+	}
+	for (int i = 0; i < n; i++) {
+		const atm_job_compared *m = atm_job_compare_get(c, i);
+		if (m->left_out)
+			printf("  left out         %s: %s\n", m->name, m->why);
+	}
+	print_disturbance(c, by_step);
+	if (same)
+		printf("  weights checksum %s, the same for every placement\n", checksum);
+	else
+		for (int i = 0; i < n; i++)
+			if (!atm_job_compare_get(c, i)->left_out)
+				printf("  weights checksum %s: %s -- NOT the same for every placement\n",
+				       atm_job_exec_result(atm_job_compare_job(c, i))->weights_checksum,
+				       atm_job_compare_get(c, i)->name);
+	return same;
+}
+
+/* compare_main -- a comparison: every placement planned, then trained in turns, printed and
+ * written; the exit code */
+static int compare_main(struct run_args *a)
+{
+	atm_job_opts *jo = &a->jo;
+	atm_graph *g = NULL;
+	atm_job_compare *c = NULL;
+	atm_status rc;
+	jo->stop = cli_install_interrupt();
+	if ((rc = cli_load_graph(&a->src, &g, &jo->workload)) == ATM_OK &&
+	    (rc = atm_job_compare_new(&c, g, jo, a->pl, a->n_pl, &a->co)) == ATM_OK &&
+	    (rc = atm_job_compare_plan(c)) == ATM_OK && (rc = atm_job_compare_run(c)) == ATM_OK) {
+		bool same = print_comparison(c, g, jo->workload.batch, jo->iters);
+		if (jo->results_path && (rc = atm_job_compare_write_results(c)) == ATM_OK)
+			printf("  results          %s\n", jo->results_path);
+		if (rc == ATM_OK && !same)
+			rc = atm_err(ATM_E_INTERNAL, "the placements trained to different weights, which "
+			             "no placement may change: a bug");
+	}
+	atm_job_compare_destroy(c);
+	atm_graph_destroy(g);
+	return rc < 0 ? cli_fail("run", rc) : 0;
+}
+
 /* cmd_run -- autotm run */
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a = {0};
 	int code = parse_args(argc, argv, &a);
-	return code >= 0 ? code : cli_job_main("run", &a.src, &a.jo, execute, &a);
+	if (code >= 0)
+		return code;
+	return a.n_pl ? compare_main(&a) : cli_job_main("run", &a.src, &a.jo, execute, &a);
 }

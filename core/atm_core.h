@@ -766,6 +766,27 @@ typedef struct {
 	int64_t image;      /* input height and width; 0: not an image network or unknown */
 } atm_results_workload;
 
+/* A run's part in a comparison: placements of one workload trained in turns in one process,
+ * so that a reader pairs turn t of one with turn t of another (README "Results JSON"). */
+typedef struct {
+	const char *id;            /* shared by the comparison's runs, unique per process */
+	const char *interleave;    /* "step" (executors alive together, a step each in turn) or
+	                            * "turn" (a fresh executor per placement and turn) */
+	int index;                 /* this placement's place in the order listed, 0 first */
+	int n_placements;          /* placements trained in the comparison */
+	int n_turns;
+	int steps_per_turn;        /* steps a turn counts (the fastest is the turn's time) */
+	const double *turn_s;      /* per turn: the step time */
+	const int *turn_position;  /* per turn: where it ran in the turn's order, 0 first */
+	const double *turn_others; /* per turn: CPU time other processes took while its counted
+	                            * steps ran, in cores (0.5: half a core the whole time) */
+	const int *turn_reruns;    /* per turn: disturbed rounds (or turns) measured again */
+	bool with_all_fast;        /* all-fast was compared too: the slowdowns hold */
+	double predicted_slowdown; /* its predicted step / all-fast's; < 0: unknown */
+	double measured_slowdown;  /* median over turns of its step / all-fast's in the same turn */
+	double measured_slowdown_min, measured_slowdown_max;
+} atm_run_comparison;
+
 /* What a run measured; the plan and its schedule give the rest of a results record.
  * Negative times and NULL pointers are written as null (not measured). */
 typedef struct {
@@ -802,6 +823,8 @@ typedef struct {
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
 	bool has_oracle;          /* the backend has an oracle (a GPU's, where kernels take device
 	                           * operands only): oracle_time is written, null when unknown */
+	const atm_run_comparison *comparison; /* NULL: a run alone; else actual_runtime_s is the
+	                           * median of its turns */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one
@@ -815,6 +838,12 @@ typedef struct {
 atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
                              const atm_results_workload *w, const atm_run_measured *m,
                              bool append);
+/* atm_results_write_runs -- atm_results_write of n runs at once (one read-change-write under
+ * the lock: all of them or none): p[i], s[i] and m[i] (m NULL: none measured) are one run's;
+ * every plan is of one graph */
+atm_status atm_results_write_runs(const char *path, int n, const atm_plan *const *p,
+                                  const atm_schedule *const *s, const atm_results_workload *w,
+                                  const atm_run_measured *m, bool append);
 /* atm_results_check -- before long work: can a run of g be written to path (its folder takes
  * a new file, path is not a folder), and with append, is an existing path a results file of
  * this version and of g's workload? Nothing is written. */
@@ -855,6 +884,9 @@ atm_status atm_check_writable(const char *path);
  * waited for); *fd is -1 on failure. atm_file_unlock(fd) releases it (-1: nothing). */
 atm_status atm_file_lock(const char *path, int *fd);
 void atm_file_unlock(int fd);
+/* atm_mem_available_bytes -- what the kernel says can be allocated now without swapping
+ * (/proc/meminfo's MemAvailable); -1 unknown */
+int64_t atm_mem_available_bytes(void);
 /* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
 

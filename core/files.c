@@ -442,3 +442,17 @@ void atm_cpu_model(char *buf, size_t len)
 	}
 	fclose(f);
 }
+
+int64_t atm_mem_available_bytes(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long kib = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib < 0 ? -1 : (int64_t)kib * 1024;
+}

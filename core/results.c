@@ -234,6 +234,51 @@ static void prediction_fields(const atm_graph *g, const atm_plan_info *info,
 	                 ok);
 }
 
+/* int_array, num_array -- n values as a JSON array (negative numbers null) */
+static json_t *int_array(const int *v, int n, bool *ok)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		if (json_array_append_new(a, json_integer(v[i])) < 0)
+			*ok = false;
+	return a;
+}
+
+static json_t *num_array(const double *v, int n, bool *ok)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		if (json_array_append_new(a, num_or_null(v[i])) < 0)
+			*ok = false;
+	return a;
+}
+
+/* comparison_fields -- the run's part in a comparison: its turns, where it ran in each, how
+ * disturbed each was, and its slowdown against all-fast predicted and measured side by side */
+static void comparison_fields(const atm_run_comparison *c, json_t *run, bool *ok)
+{
+	atm_json_set_new(run, "comparison", json_string(c->id), ok);
+	atm_json_set_new(run, "interleave", json_string(c->interleave), ok);
+	atm_json_set_new(run, "comparison_index", json_integer(c->index), ok);
+	atm_json_set_new(run, "comparison_size", json_integer(c->n_placements), ok);
+	atm_json_set_new(run, "turns", json_integer(c->n_turns), ok);
+	atm_json_set_new(run, "steps_per_turn", json_integer(c->steps_per_turn), ok);
+	atm_json_set_new(run, "actual_runtimes", num_array(c->turn_s, c->n_turns, ok), ok);
+	atm_json_set_new(run, "turn_positions", int_array(c->turn_position, c->n_turns, ok), ok);
+	atm_json_set_new(run, "turn_others", num_array(c->turn_others, c->n_turns, ok), ok);
+	atm_json_set_new(run, "turn_reruns", int_array(c->turn_reruns, c->n_turns, ok), ok);
+	if (!c->with_all_fast)
+		return;
+	double pred = c->predicted_slowdown, meas = c->measured_slowdown;
+	atm_json_set_new(run, "predicted_slowdown", num_or_null(pred), ok);
+	atm_json_set_new(run, "measured_slowdown", num_or_null(meas), ok);
+	atm_json_set_new(run, "measured_slowdown_range",
+	                 json_pack("[o, o]", num_or_null(c->measured_slowdown_min),
+	                           num_or_null(c->measured_slowdown_max)), ok);
+	atm_json_set_new(run, "slowdown_error",
+	                 pred > 0 && meas > 0 ? json_real((pred - meas) / meas) : json_null(), ok);
+}
+
 /* run_json -- one element of "runs"; NULL when out of memory */
 static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
 {
@@ -251,6 +296,8 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 		measured_fields(g, m, run, &ok);
 	if (m && m->kernel_pred_s)
 		prediction_fields(g, info, m, run, &ok);
+	if (m && m->comparison)
+		comparison_fields(m->comparison, run, &ok);
 	if (!ok) {
 		json_decref(run);
 		return NULL;
@@ -258,16 +305,29 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	return run;
 }
 
-/* document -- a whole results file holding one run */
-static atm_status document(const atm_plan *p, const atm_schedule *s, const atm_results_workload *w,
-                           const atm_run_measured *m, json_t **out)
+/* managed_of -- the measured cudaMallocManaged run among n; NULL when there is none */
+static const atm_run_measured *managed_of(int n, const atm_run_measured *m)
 {
-	const atm_graph *g = atm_plan_graph(p);
+	for (int i = 0; m && i < n; i++)
+		if (m[i].managed)
+			return &m[i];
+	return NULL;
+}
+
+/* document -- a whole results file holding n runs of one graph */
+static atm_status document(int n, const atm_plan *const *p, const atm_schedule *const *s,
+                           const atm_results_workload *w, const atm_run_measured *m, json_t **out)
+{
+	const atm_graph *g = atm_plan_graph(p[0]);
+	const atm_run_measured *managed = managed_of(n, m);
 	atm_graph_stats gs;
 	char digest[17], cpu[256];
 	bool ok = true;
 	atm_status rc;
 	*out = NULL;
+	for (int i = 1; i < n; i++)
+		if (atm_plan_graph(p[i]) != g)
+			return atm_err(ATM_E_USAGE, "the runs of one results file are of one graph");
 	if ((rc = atm_graph_stats_compute(g, &gs)) < 0)
 		return rc;
 	json_t *doc = json_object(), *runs = json_array();
@@ -285,12 +345,13 @@ static atm_status document(const atm_plan *p, const atm_schedule *s, const atm_r
 	                           w && w->image ? json_integer(w->image) : json_null()), &ok);
 	atm_json_set_new(doc, "io_size", json_integer(gs.io_bytes), &ok);
 	atm_json_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes), &ok);
-	atm_json_set_new(doc, "gpu_managed_runtime", m && m->managed ? json_real(m->actual_runtime_s)
-	                                                             : json_null(), &ok);
+	atm_json_set_new(doc, "gpu_managed_runtime", managed ? json_real(managed->actual_runtime_s)
+	                                                     : json_null(), &ok);
 	atm_json_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
 	                                           (int)sysconf(_SC_NPROCESSORS_ONLN)), &ok);
-	if (json_array_append_new(runs, run_json(p, s, m)) < 0)
-		ok = false;
+	for (int i = 0; i < n; i++)
+		if (json_array_append_new(runs, run_json(p[i], s[i], m ? &m[i] : NULL)) < 0)
+			ok = false;
 	atm_json_set_new(doc, "runs", runs, &ok);
 	if (!ok) {
 		json_decref(doc);
@@ -306,6 +367,27 @@ static atm_status to_text(const json_t *doc, char **text)
 	atm_status rc = atm_json_text(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
 	                                   JSON_REAL_PRECISION(10), text);
 	return rc < 0 ? atm_err(rc, "out of memory writing results") : ATM_OK;
+}
+
+/* check_comparisons -- every run of a comparison says so in full: its id, its turns and one
+ * step time per turn, as a reader pairing turns needs them (ATM_E_INPUT naming the run when not;
+ * runs alone have none of these fields) */
+static atm_status check_comparisons(const char *path, const json_t *runs)
+{
+	size_t i;
+	json_t *run;
+	json_array_foreach(runs, i, run) {
+		json_t *id = json_object_get(run, "comparison"), *turns = json_object_get(run, "turns");
+		json_t *times = json_object_get(run, "actual_runtimes");
+		if (!id && !turns && !times)
+			continue;
+		if (!json_is_string(id) || !json_is_integer(turns) || json_integer_value(turns) < 1 ||
+		    !json_is_array(times) || json_array_size(times) != (size_t)json_integer_value(turns))
+			return atm_err(ATM_E_INPUT, "%s: run %zu is part of a comparison without a "
+			               "\"comparison\" id, \"turns\" and as many \"actual_runtimes\"; not "
+			               "appending to it", path, i);
+	}
+	return ATM_OK;
 }
 
 /* load_results -- path's results document, checked to be this version's (ATM_E_INPUT when not) */
@@ -345,6 +427,10 @@ static atm_status load_results(const char *path, json_t **out)
 		json_decref(old);
 		return atm_err(ATM_E_INPUT, "%s: a results file has a \"workload\" object and a "
 		               "\"runs\" array; not appending to it", path);
+	}
+	if ((rc = check_comparisons(path, json_object_get(old, "runs"))) < 0) {
+		json_decref(old);
+		return rc;
 	}
 	*out = old;
 	return ATM_OK;
@@ -387,14 +473,16 @@ atm_status atm_results_check(const char *path, const atm_graph *g, bool append)
 	return rc;
 }
 
-atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
-                             const atm_results_workload *w, const atm_run_measured *m,
-                             bool append)
+atm_status atm_results_write_runs(const char *path, int n, const atm_plan *const *p,
+                                  const atm_schedule *const *s, const atm_results_workload *w,
+                                  const atm_run_measured *m, bool append)
 {
 	json_t *doc = NULL, *old = NULL;
 	char *text = NULL, digest[17];
 	int fd = -1;
-	atm_status rc = document(p, s, w, m, &doc);
+	if (n < 1)
+		return atm_err(ATM_E_USAGE, "no run to write to %s", path);
+	atm_status rc = document(n, p, s, w, m, &doc);
 	if (rc < 0)
 		return rc;
 	/* held from the read to the rename: a second appender reads what the first wrote */
@@ -403,12 +491,12 @@ atm_status atm_results_write(const char *path, const atm_plan *p, const atm_sche
 	if (append && access(path, F_OK) == 0) {
 		if ((rc = load_results(path, &old)) < 0)
 			goto fail;
-		atm_graph_digest(atm_plan_graph(p), digest);
-		if ((rc = other_workload(path, old, atm_graph_name(atm_plan_graph(p)), digest)) < 0)
+		atm_graph_digest(atm_plan_graph(p[0]), digest);
+		if ((rc = other_workload(path, old, atm_graph_name(atm_plan_graph(p[0])), digest)) < 0)
 			goto fail;
 		if (json_array_extend(json_object_get(old, "runs"), json_object_get(doc, "runs")) < 0 ||
-		    (m && m->managed && json_object_set(old, "gpu_managed_runtime",
-		                                        json_object_get(doc, "gpu_managed_runtime")) < 0)) {
+		    (managed_of(n, m) && json_object_set(old, "gpu_managed_runtime",
+		                                         json_object_get(doc, "gpu_managed_runtime")) < 0)) {
 			rc = atm_err(ATM_E_NOMEM, "out of memory appending results to %s", path);
 			goto fail;
 		}
@@ -425,4 +513,11 @@ fail:
 	json_decref(doc);
 	atm_file_unlock(fd);
 	return rc;
+}
+
+atm_status atm_results_write(const char *path, const atm_plan *p, const atm_schedule *s,
+                             const atm_results_workload *w, const atm_run_measured *m,
+                             bool append)
+{
+	return atm_results_write_runs(path, 1, &p, &s, w, m, append);
 }

@@ -89,10 +89,6 @@ void atm_job_destroy(atm_job *j);
 atm_status atm_job_plan(atm_job *j);
 /* atm_job_execute -- train the planned step for real (not with estimate) */
 atm_status atm_job_execute(atm_job *j);
-/* atm_job_execute_again -- the planned step trained once more in a fresh executor (after
- * atm_job_execute): its step time (the fastest of o->iters) in *actual_s. What
- * atm_job_execute measured stays the job's result: this is for repeated measurements. */
-atm_status atm_job_execute_again(atm_job *j, double *actual_s);
 /* atm_job_write_results -- the run into o->results_path (appended with o->append): what
  * atm_job_execute measured, or, when nothing ran, the plan alone (actual times null) */
 atm_status atm_job_write_results(atm_job *j);
@@ -111,6 +107,114 @@ const double *atm_job_kernel_predictions(const atm_job *j);
 const atm_profile *atm_job_profile(const atm_job *j);
 /* what the run measured; NULL before atm_job_execute */
 const atm_exec_result *atm_job_exec_result(const atm_job *j);
+
+/* ------------------------------------------------------------ comparisons */
+
+/* Several placements of one workload compared side by side (docs/comparisons.md):
+ *
+ *     atm_job_placement pl[3] = {{.optimize = true, .formulation = ATM_OPT_ALL_FAST},
+ *                                {.optimize = true, .formulation = ATM_OPT_SYNCHRONOUS},
+ *                                {.placement = "plan.json"}};
+ *     atm_job_compare_opts co = {.turns = 7};
+ *     atm_job_compare *c = NULL;
+ *     if (atm_job_compare_new(&c, g, &o, pl, 3, &co) < 0 ||   // bad lists refused here
+ *         atm_job_compare_plan(c) < 0 ||                      // an infeasible one is left out
+ *         atm_job_compare_run(c) < 0 ||                       // trained in turns
+ *         atm_job_compare_write_results(c) < 0) ...;          // every run in one append
+ *     atm_job_compare_destroy(c);
+ *
+ * Every placement is planned first, then trained in turns in this process, the order rotated
+ * from turn to turn, so that a ratio of two placements pairs steps measured side by side: a
+ * machine whose speed drifts over minutes moves both alike. Weights and data start from
+ * o->seed for every placement and every placement runs as many steps, so all of them train to
+ * bitwise the same weights. */
+
+/* One placement of a comparison: a formulation the optimizer plans (optimize), or a built-in
+ * placement or plan file (placement), as atm_job_opts says them. */
+typedef struct {
+	bool optimize;
+	atm_opt_formulation formulation;
+	const char *placement;
+} atm_job_placement;
+
+/* How the placements take turns. */
+typedef enum {
+	ATM_JOB_INTERLEAVE_AUTO = 0, /* step where every executor can stay alive (not on a real
+	                              * GPU, and their memories fit what is available), else turn */
+	ATM_JOB_INTERLEAVE_STEP,     /* every placement's executor alive for the whole comparison; a
+	                              * turn is iters rounds of one step of each in the turn's order */
+	ATM_JOB_INTERLEAVE_TURN,     /* a fresh executor per placement and turn (warm-up, then iters
+	                              * steps), released before the next */
+} atm_job_interleave;
+
+/* A round (step) or a placement's turn (turn) is disturbed when other processes took more
+ * than this share of a core while it ran; it is then measured again, a few times at most. */
+#define ATM_JOB_DISTURBED_CORES 0.10
+/* Rounds shorter than this are not judged: /proc/stat counts in ticks of 10 ms. */
+#define ATM_JOB_JUDGED_S 0.5
+
+typedef struct {
+	int turns;                 /* 0: 5 */
+	atm_job_interleave interleave;
+	int max_reruns;            /* per turn, disturbed rounds (or, by turn, a placement's turns)
+	                            * measured again at most this often; < 0: none; 0: iters */
+	double disturbed_cores;    /* 0: ATM_JOB_DISTURBED_CORES */
+	/* called after every turn (its index) and before the comparison goes on: a test's hook */
+	void (*on_turn)(void *arg, int turn);
+	void *arg;
+} atm_job_compare_opts;
+
+typedef struct atm_job_compare atm_job_compare;
+
+/* What one placement of a comparison measured (after atm_job_compare_run). */
+typedef struct {
+	const char *name;          /* as listed: the formulation, built-in placement or plan file */
+	atm_status left_out;       /* ATM_OK, or why it was not compared (ATM_E_INFEASIBLE: its
+	                            * plan, or its executor, does not fit) */
+	const char *why;           /* the message when left out */
+	int n_turns;
+	const double *turn_s;      /* per turn: its step (the fastest of the turn's steps) */
+	const int *turn_position;  /* per turn: where it ran in the turn's order, 0 first */
+	const double *turn_others; /* per turn: cores other processes took while it ran; < 0 unknown */
+	const int *turn_reruns;    /* per turn: measured again because disturbed */
+	double median_s;           /* the median of turn_s: the run's actual_runtime */
+	double predicted_s;        /* the plan's predicted step; < 0 unknown */
+	/* against all-fast, turn by turn (< 0: no all-fast in the comparison, or unknown) */
+	double predicted_slowdown, measured_slowdown, slowdown_min, slowdown_max;
+} atm_job_compared;
+
+/* atm_job_compare_new -- a comparison of the n placements pl (copied) of g (borrowed: it
+ * outlives c), each run as o says (its results path, checked now, takes every run at the end;
+ * o's own placement and formulation are not used). Refused with ATM_E_USAGE before anything is
+ * profiled: no placement, one listed twice, a list mixing placements that need a GPU (managed)
+ * with ones a GPU cannot run (all-slow, 2lm) or either without its device, step interleaving
+ * on a real GPU; a plan file is read now (ATM_E_INPUT when it is another graph's) */
+atm_status atm_job_compare_new(atm_job_compare **c, const atm_graph *g, const atm_job_opts *o,
+                               const atm_job_placement *pl, int n, const atm_job_compare_opts *co);
+void atm_job_compare_destroy(atm_job_compare *c);
+/* atm_job_compare_plan -- every placement planned (the profile completed once); one whose plan
+ * is infeasible is said on stderr (unless quiet) and left out; ATM_E_INFEASIBLE when none is
+ * left */
+atm_status atm_job_compare_plan(atm_job_compare *c);
+/* atm_job_compare_run -- the placements trained in turns; an executor that cannot be made (its
+ * plan exceeds the device, managed memory does not fit) leaves its placement out as above.
+ * Progress on stderr unless quiet. ATM_E_INTERRUPTED when o->stop was set: nothing is kept */
+atm_status atm_job_compare_run(atm_job_compare *c);
+/* atm_job_compare_write_results -- every compared placement's run into o->results_path in one
+ * append (or file) under its lock */
+atm_status atm_job_compare_write_results(atm_job_compare *c);
+
+int atm_job_compare_n(const atm_job_compare *c);
+/* atm_job_compare_get -- placement i (in the order listed) as measured */
+const atm_job_compared *atm_job_compare_get(const atm_job_compare *c, int i);
+/* atm_job_compare_job -- placement i's job (its plan, report, exec result); NULL when left out */
+const atm_job *atm_job_compare_job(const atm_job_compare *c, int i);
+/* atm_job_compare_id -- the comparison's id, unique per process: time, process id, random bits */
+const char *atm_job_compare_id(const atm_job_compare *c);
+/* atm_job_compare_interleave -- how the turns were taken: "step" or "turn" (after run) */
+const char *atm_job_compare_interleave(const atm_job_compare *c);
+/* atm_job_compare_all_fast -- the index of all-fast among the compared placements; -1: none */
+int atm_job_compare_all_fast(const atm_job_compare *c);
 
 /* ------------------------------------------------------------ shared steps */
 

@@ -6,24 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atm_job.h"
+#include "job_internal.h"
 
-struct atm_job {
-	atm_job_opts o;
-	const atm_graph *g;
-	const char *who;
-	int64_t limit;         /* the plan's fast limit */
-	atm_profile *prof;
-	atm_plan *plan;
-	bool planned;          /* by the optimizer: rep and chk hold */
-	atm_opt_report rep;
-	atm_opt_check_result chk;
-	double *kernel_pred_s; /* per node: the kernel's predicted time (with chk) */
-	double oracle_s;       /* GPU: every kernel at its fastest, no moves; < 0 unknown */
-	const char *memory_mode; /* 2LM: "hardware" or "emulated"; NULL otherwise */
-	int64_t twolm_bytes;
-	atm_exec *exec;
-};
 
 void atm_job_opts_default(atm_job_opts *o)
 {
@@ -222,6 +206,9 @@ void atm_job_destroy(atm_job *j)
 	atm_plan_destroy(j->plan);
 	atm_profile_destroy(j->prof);
 	free(j->kernel_pred_s);
+	free(j->kept_kernel_s);
+	free(j->kept_step_kernel_s);
+	free(j->kept_losses);
 	free(j);
 }
 
@@ -341,8 +328,7 @@ atm_status atm_job_plan(atm_job *j)
 	                    &j->plan);
 }
 
-/* exec_opts -- how the job's step is run */
-static atm_exec_opts exec_opts(const atm_job *j)
+atm_exec_opts job_exec_opts(const atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
 	atm_exec_opts eo = {
@@ -361,30 +347,84 @@ static atm_exec_opts exec_opts(const atm_job *j)
 	return eo;
 }
 
-atm_status atm_job_execute(atm_job *j)
+atm_status job_exec_open(atm_job *j)
 {
-	if (!j->plan || j->exec)
-		return atm_err(ATM_E_USAGE, j->plan ? "the job ran already" : "plan the job first");
+	atm_exec_opts eo = job_exec_opts(j);
 	if (j->o.estimate)
 		return atm_err(ATM_E_USAGE, "a plan priced by an estimated profile is not run");
-	atm_exec_opts eo = exec_opts(j);
-	atm_status rc = atm_exec_new(&j->exec, j->plan, &eo);
+	return atm_exec_new(&j->exec, j->plan, &eo);
+}
+
+atm_status atm_job_execute(atm_job *j)
+{
+	if (!j->plan || j->exec || j->kept_kernel_s)
+		return atm_err(ATM_E_USAGE, j->plan ? "the job ran already" : "plan the job first");
+	atm_status rc = job_exec_open(j);
 	if (rc == ATM_OK)
 		rc = atm_exec_run(j->exec);
 	return rc;
 }
 
-atm_status atm_job_execute_again(atm_job *j, double *actual_s)
+/* keep_first -- the first turn's result copied whole into the job's own arrays */
+static atm_status keep_first(atm_job *j, const atm_exec_result *r)
 {
-	*actual_s = -1;
-	if (!j->exec)
-		return atm_err(ATM_E_USAGE, "atm_job_execute_again: execute the job first");
-	atm_exec_opts eo = exec_opts(j);
-	atm_exec *e = NULL;
-	atm_status rc = atm_exec_new(&e, j->plan, &eo);
-	if (rc == ATM_OK && (rc = atm_exec_run(e)) == ATM_OK)
-		*actual_s = atm_exec_result_get(e)->actual_runtime_s;
-	atm_exec_destroy(e);
+	size_t nn = (size_t)atm_graph_n_nodes(j->g) + 1;
+	j->kept_kernel_s = calloc(nn, sizeof *j->kept_kernel_s);
+	j->kept_step_kernel_s = calloc(nn, sizeof *j->kept_step_kernel_s);
+	j->kept_losses = calloc((size_t)r->n_losses + 1, sizeof *j->kept_losses);
+	if (!j->kept_kernel_s || !j->kept_step_kernel_s || !j->kept_losses) {
+		free(j->kept_kernel_s);
+		free(j->kept_step_kernel_s);
+		free(j->kept_losses);
+		j->kept_kernel_s = j->kept_step_kernel_s = NULL;
+		j->kept_losses = NULL;
+		return atm_err(ATM_E_NOMEM, "out of memory keeping a turn's measurements");
+	}
+	j->kept = *r;
+	memcpy(j->kept_kernel_s, r->kernel_s, (nn - 1) * sizeof *r->kernel_s);
+	memcpy(j->kept_step_kernel_s, r->step_kernel_s, (nn - 1) * sizeof *r->step_kernel_s);
+	memcpy(j->kept_losses, r->losses, (size_t)r->n_losses * sizeof *r->losses);
+	j->kept.kernel_s = j->kept_kernel_s;
+	j->kept.step_kernel_s = j->kept_step_kernel_s;
+	j->kept.losses = j->kept_losses;
+	return ATM_OK;
+}
+
+/* keep_more -- a later turn's result merged into the kept one */
+static atm_status keep_more(atm_job *j, const atm_exec_result *r)
+{
+	atm_exec_result *k = &j->kept;
+	int32_t nn = atm_graph_n_nodes(j->g);
+	/* a fresh executor starts from the seed: every turn trains to the same weights */
+	if (strcmp(k->weights_checksum, r->weights_checksum) || k->n_losses != r->n_losses)
+		return atm_err(ATM_E_INTERNAL, "placement '%s' trained to other weights in another turn "
+		               "(%s, then %s)", atm_plan_info_get(j->plan)->formulation,
+		               k->weights_checksum, r->weights_checksum);
+	double n = k->n_iters + r->n_iters;
+	k->mean_runtime_s = (k->mean_runtime_s * k->n_iters + r->mean_runtime_s * r->n_iters) / n;
+	k->emulation_wait_s = (k->emulation_wait_s * k->n_iters + r->emulation_wait_s * r->n_iters) / n;
+	k->move_wait_s = (k->move_wait_s * k->n_iters + r->move_wait_s * r->n_iters) / n;
+	k->n_iters += r->n_iters;
+	for (int32_t i = 0; i < nn; i++)
+		if (r->kernel_s[i] < j->kept_kernel_s[i])
+			j->kept_kernel_s[i] = r->kernel_s[i];
+	if (r->actual_runtime_s < k->actual_runtime_s) {
+		k->actual_runtime_s = r->actual_runtime_s;
+		memcpy(j->kept_step_kernel_s, r->step_kernel_s, (size_t)nn * sizeof *r->step_kernel_s);
+	}
+	if (r->fast_high_water_bytes > k->fast_high_water_bytes)
+		k->fast_high_water_bytes = r->fast_high_water_bytes;
+	if (r->slow_high_water_bytes > k->slow_high_water_bytes)
+		k->slow_high_water_bytes = r->slow_high_water_bytes;
+	return ATM_OK;
+}
+
+atm_status job_keep_turn(atm_job *j)
+{
+	const atm_exec_result *r = atm_exec_result_get(j->exec);
+	atm_status rc = j->kept_kernel_s ? keep_more(j, r) : keep_first(j, r);
+	atm_exec_destroy(j->exec);
+	j->exec = NULL;
 	return rc;
 }
 
@@ -410,11 +450,50 @@ static double overlap_loss(const atm_job *j)
 	return l;
 }
 
+atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
+{
+	const atm_job_opts *o = &j->o;
+	const atm_backend_caps caps = backend_caps(&o->mem);
+	return (atm_run_measured){
+		.actual_runtime_s = r->actual_runtime_s,
+		.mean_runtime_s = r->mean_runtime_s,
+		.n_iters = r->n_iters,
+		.kernel_s = r->kernel_s,
+		.step_kernel_s = r->step_kernel_s,
+		.kernel_pred_s = atm_job_kernel_predictions(j),
+		.n_in_step_nodes = in_step_nodes(j),
+		.overlap_loss = overlap_loss(j),
+		.n_losses = r->n_losses,
+		.losses = r->losses,
+		.weights_checksum = r->weights_checksum,
+		.dram_alloc_bytes = r->fast_high_water_bytes,
+		.pmem_alloc_bytes = r->slow_high_water_bytes,
+		.emulation_wait_s = r->emulation_wait_s,
+		.move_wait_s = r->move_wait_s,
+		.emulated = r->emulated,
+		.emulation = r->emulated ? r->emulation : NULL,
+		.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
+		.fast_tier = r->fast_tier.name,
+		.slow_tier = r->slow_tier.name,
+		.slow_read_gbps = r->slow_tier.read_gbps,
+		.slow_write_gbps = r->slow_tier.write_gbps,
+		.seed = o->seed,
+		.n_threads = r->n_threads,
+		.backend = r->backend,
+		.device = r->device,
+		.versions = r->versions,
+		.simulated = r->simulated,
+		.gpu_memory_bytes = caps.device_memory ? o->mem.gpu.memory_bytes : 0,
+		.managed = o->placement && !strcmp(o->placement, "managed"),
+		.oracle_s = j->oracle_s,
+		.has_oracle = caps.device_only,
+	};
+}
+
 atm_status atm_job_write_results(atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
 	const atm_exec_result *r = atm_job_exec_result(j);
-	const atm_backend_caps caps = backend_caps(&o->mem);
 	atm_schedule *sched = NULL;
 	atm_status rc;
 	if (!o->results_path)
@@ -422,42 +501,8 @@ atm_status atm_job_write_results(atm_job *j)
 	if (!j->plan)
 		return atm_err(ATM_E_USAGE, "plan the job first");
 	atm_run_measured m = {0};
-	if (r) {
-		m = (atm_run_measured){
-			.actual_runtime_s = r->actual_runtime_s,
-			.mean_runtime_s = r->mean_runtime_s,
-			.n_iters = r->n_iters,
-			.kernel_s = r->kernel_s,
-			.step_kernel_s = r->step_kernel_s,
-			.kernel_pred_s = atm_job_kernel_predictions(j),
-			.n_in_step_nodes = in_step_nodes(j),
-			.overlap_loss = overlap_loss(j),
-			.n_losses = r->n_losses,
-			.losses = r->losses,
-			.weights_checksum = r->weights_checksum,
-			.dram_alloc_bytes = r->fast_high_water_bytes,
-			.pmem_alloc_bytes = r->slow_high_water_bytes,
-			.emulation_wait_s = r->emulation_wait_s,
-			.move_wait_s = r->move_wait_s,
-			.emulated = r->emulated,
-			.emulation = r->emulated ? r->emulation : NULL,
-			.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
-			.fast_tier = r->fast_tier.name,
-			.slow_tier = r->slow_tier.name,
-			.slow_read_gbps = r->slow_tier.read_gbps,
-			.slow_write_gbps = r->slow_tier.write_gbps,
-			.seed = o->seed,
-			.n_threads = r->n_threads,
-			.backend = r->backend,
-			.device = r->device,
-			.versions = r->versions,
-			.simulated = r->simulated,
-			.gpu_memory_bytes = caps.device_memory ? j->o.mem.gpu.memory_bytes : 0,
-			.managed = o->placement && !strcmp(o->placement, "managed"),
-			.oracle_s = j->oracle_s,
-			.has_oracle = caps.device_only,
-		};
-	}
+	if (r)
+		m = job_measured(j, r);
 	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)
 		rc = atm_results_write(o->results_path, j->plan, sched, &o->workload, r ? &m : NULL,
 		                       o->append);
@@ -507,5 +552,5 @@ const atm_profile *atm_job_profile(const atm_job *j)
 
 const atm_exec_result *atm_job_exec_result(const atm_job *j)
 {
-	return j->exec ? atm_exec_result_get(j->exec) : NULL;
+	return j->exec ? atm_exec_result_get(j->exec) : j->kept_kernel_s ? &j->kept : NULL;
 }

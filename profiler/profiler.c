@@ -345,22 +345,6 @@ static bool in_step_missing(const atm_graph *g, const atm_profile *p)
 	return false;
 }
 
-/* mem_available_bytes -- what the kernel says can be allocated now without swapping (-1:
- * unknown) */
-static int64_t mem_available_bytes(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	long long kib = -1;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib < 0 ? -1 : (int64_t)kib * 1024;
-}
-
 /* step_fits -- the all-fast step of plan fits the memory at hand: on a CPU within half of
  * what is available (a step that does not would swap, or meet the OOM killer, rather than
  * fail); a GPU's executor refuses a plan over its device memory itself */
@@ -374,7 +358,7 @@ static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_
 		return false;
 	}
 	const atm_schedule_stats *st = atm_schedule_stats_get(s);
-	int64_t need = st->fast_arena_bytes + st->persistent_fast_bytes, avail = mem_available_bytes();
+	int64_t need = st->fast_arena_bytes + st->persistent_fast_bytes, avail = atm_mem_available_bytes();
 	atm_schedule_destroy(s);
 	if (avail >= 0 && need > avail / 2) {
 		char a[32], b[32];

@@ -298,8 +298,18 @@ void atm_openmp_passive(char **argv);
  * (ATM_E_INFEASIBLE), tiers that cannot be opened (ATM_E_IO, ATM_E_UNSUPPORTED),
  * a full tier (ATM_E_NOSPACE). */
 atm_status atm_exec_new(atm_exec **e, const atm_plan *p, const atm_exec_opts *o);
-/* atm_exec_run -- warm-up and measured steps; ATM_E_INTERRUPTED when o->stop was set */
+/* atm_exec_run -- warm-up and measured steps, then atm_exec_finish; ATM_E_INTERRUPTED when
+ * o->stop was set */
 atm_status atm_exec_run(atm_exec *e);
+/* atm_exec_step -- one more step, its wall time in *step_s (-1 on failure): the first
+ * o->warmup steps of a new executor are warm-up, every later one is measured as atm_exec_run
+ * measures (the fastest step, kernel times, mean, losses), so that several executors can take
+ * their steps in turns. The weights checksum and memory figures wait for atm_exec_finish.
+ * ATM_E_INTERRUPTED when o->stop was set */
+atm_status atm_exec_step(atm_exec *e, double *step_s);
+/* atm_exec_finish -- the result completed after atm_exec_step: the weights checksum, moves,
+ * memory high-water marks and where it ran */
+atm_status atm_exec_finish(atm_exec *e);
 const atm_exec_result *atm_exec_result_get(const atm_exec *e);
 void atm_exec_destroy(atm_exec *e);
 

@@ -22,6 +22,9 @@ struct atm_exec {
 	int64_t host_bytes;
 	double *kernel_s, *step_kernel_s, *best_kernel_s; /* min per node; this step; fastest step */
 	float *losses;
+	int n_losses_cap;
+	int n_steps;                 /* run since the measurement began, the warm-up first */
+	double sum_s, emu_sum_s, wait_sum_s; /* over the measured steps */
 	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
 	atm_exec_result result;
 };
@@ -420,7 +423,8 @@ atm_status atm_exec_new(atm_exec **out, const atm_plan *p, const atm_exec_opts *
 	e->kernel_s = calloc((size_t)nn + 1, sizeof *e->kernel_s);
 	e->step_kernel_s = calloc((size_t)nn + 1, sizeof *e->step_kernel_s);
 	e->best_kernel_s = calloc((size_t)nn + 1, sizeof *e->best_kernel_s);
-	e->losses = calloc((size_t)(e->opts.iters + e->opts.warmup), sizeof *e->losses);
+	e->n_losses_cap = e->opts.iters + e->opts.warmup;
+	e->losses = calloc((size_t)e->n_losses_cap, sizeof *e->losses);
 	if (!e->fast_ptr || !e->slow_ptr || !e->kernel_s || !e->step_kernel_s || !e->best_kernel_s ||
 	    !e->losses) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory creating the executor");
@@ -500,54 +504,80 @@ static void describe_result(atm_exec *e)
 	}
 }
 
-atm_status atm_exec_run(atm_exec *e)
+/* begin_steps -- the measurement starts over: nothing measured, high-water marks reset */
+static void begin_steps(atm_exec *e)
 {
 	atm_exec_result *r = &e->result;
-	int32_t nn = atm_graph_n_nodes(e->g);
-	int total = e->opts.warmup + e->opts.iters;
-	double sum = 0, emu_sum = 0, wait_sum = 0;
-	atm_status rc;
 	r->n_iters = 0;
 	r->n_losses = 0;
 	r->actual_runtime_s = INFINITY;
-	for (int32_t k = 0; k < nn; k++)
+	r->mean_runtime_s = r->emulation_wait_s = r->move_wait_s = 0;
+	e->sum_s = e->emu_sum_s = e->wait_sum_s = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
 		e->kernel_s[k] = INFINITY;
 	e->b->iface->reset_high_water(e->b);
-	for (int it = 0; it < total; it++) {
-		double w0 = e->b->iface->waited_s(e->b);
-		double t0 = atm_now_s();
-		rc = step(e);
-		double dt = atm_now_s() - t0;
-		if (rc < 0)
-			return rc;
-		kernel_times(e);
-		e->losses[r->n_losses++] = loss_now(e);
-		if (!e->opts.quiet)
-			fprintf(stderr, "\r  step %d/%d%s: %.3f s, loss %.6g   ", it + 1, total,
-			        it < e->opts.warmup ? " (warm-up)" : "", dt,
-			        (double)e->losses[r->n_losses - 1]);
-		if (it < e->opts.warmup)
-			continue;
-		r->n_iters++;
-		sum += dt;
-		emu_sum += e->b->iface->waited_s(e->b) - w0;
-		wait_sum += e->move_wait_s;
-		if (dt < r->actual_runtime_s) {
-			r->actual_runtime_s = dt;
-			memcpy(e->best_kernel_s, e->step_kernel_s, (size_t)nn * sizeof *e->best_kernel_s);
-		}
-		for (int32_t k = 0; k < nn; k++)
-			if (e->step_kernel_s[k] < e->kernel_s[k])
-				e->kernel_s[k] = e->step_kernel_s[k];
+}
+
+/* keep_loss -- this step's loss after the others, the array grown when full */
+static atm_status keep_loss(atm_exec *e)
+{
+	atm_exec_result *r = &e->result;
+	if (r->n_losses == e->n_losses_cap) {
+		int cap = e->n_losses_cap * 2;
+		float *l = realloc(e->losses, (size_t)cap * sizeof *l);
+		if (!l)
+			return atm_err(ATM_E_NOMEM, "out of memory keeping the losses");
+		e->losses = l;
+		e->n_losses_cap = cap;
 	}
-	if (!e->opts.quiet)
-		fprintf(stderr, "\n");
-	r->mean_runtime_s = r->n_iters ? sum / r->n_iters : 0;
-	r->emulation_wait_s = r->n_iters ? emu_sum / r->n_iters : 0;
-	r->move_wait_s = r->n_iters ? wait_sum / r->n_iters : 0;
+	e->losses[r->n_losses++] = loss_now(e);
 	r->losses = e->losses;
+	return ATM_OK;
+}
+
+atm_status atm_exec_step(atm_exec *e, double *step_s)
+{
+	atm_exec_result *r = &e->result;
+	int32_t nn = atm_graph_n_nodes(e->g);
+	atm_status rc;
+	*step_s = -1;
+	if (!e->n_steps)
+		begin_steps(e);
+	double w0 = e->b->iface->waited_s(e->b);
+	double t0 = atm_now_s();
+	rc = step(e);
+	double dt = atm_now_s() - t0;
+	if (rc < 0)
+		return rc;
+	kernel_times(e);
+	if ((rc = keep_loss(e)) < 0)
+		return rc;
+	*step_s = dt;
+	if (++e->n_steps <= e->opts.warmup)
+		return ATM_OK;
+	r->n_iters++;
+	e->sum_s += dt;
+	e->emu_sum_s += e->b->iface->waited_s(e->b) - w0;
+	e->wait_sum_s += e->move_wait_s;
+	if (dt < r->actual_runtime_s) {
+		r->actual_runtime_s = dt;
+		memcpy(e->best_kernel_s, e->step_kernel_s, (size_t)nn * sizeof *e->best_kernel_s);
+	}
+	for (int32_t k = 0; k < nn; k++)
+		if (e->step_kernel_s[k] < e->kernel_s[k])
+			e->kernel_s[k] = e->step_kernel_s[k];
+	r->mean_runtime_s = e->sum_s / r->n_iters;
+	r->emulation_wait_s = e->emu_sum_s / r->n_iters;
+	r->move_wait_s = e->wait_sum_s / r->n_iters;
 	r->kernel_s = e->kernel_s;
 	r->step_kernel_s = e->best_kernel_s;
+	return ATM_OK;
+}
+
+atm_status atm_exec_finish(atm_exec *e)
+{
+	atm_exec_result *r = &e->result;
+	atm_status rc;
 	if ((rc = checksum(e, r->weights_checksum)) < 0)
 		return rc;
 	r->moves = *atm_schedule_stats_get(e->sched);
@@ -558,6 +588,25 @@ atm_status atm_exec_run(atm_exec *e)
 	r->slow_high_water_bytes = ps.high_water_bytes;
 	describe_result(e);
 	return ATM_OK;
+}
+
+atm_status atm_exec_run(atm_exec *e)
+{
+	int total = e->opts.warmup + e->opts.iters;
+	atm_status rc;
+	e->n_steps = 0;
+	for (int it = 0; it < total; it++) {
+		double dt;
+		if ((rc = atm_exec_step(e, &dt)) < 0)
+			return rc;
+		if (!e->opts.quiet)
+			fprintf(stderr, "\r  step %d/%d%s: %.3f s, loss %.6g   ", it + 1, total,
+			        it < e->opts.warmup ? " (warm-up)" : "", dt,
+			        (double)e->losses[e->result.n_losses - 1]);
+	}
+	if (!e->opts.quiet)
+		fprintf(stderr, "\n");
+	return atm_exec_finish(e);
 }
 
 const atm_exec_result *atm_exec_result_get(const atm_exec *e)

@@ -92,7 +92,7 @@ static void test_options_refused(void **state)
 		{"bench_optimizer", "--models nonet", "--models: "},
 		{"bench_predict", "--frobnicate", "unknown option"},
 		{"bench_predict", "--iters 0", "--iters '0' is not valid"},
-		{"bench_predict", "--pairs 17", "--pairs '17' is not valid"},
+		{"bench_predict", "--turns 0", "--turns '0' is not valid"},
 		{"bench_predict", "--ratios 4:1,x", "--ratios: ratio 'x' is not valid"},
 		{"bench_predict", "--formulations best", "--formulations: unknown formulation 'best'"},
 		{"bench_predict", "--models nonet", "--models: "},

@@ -90,6 +90,9 @@ static void test_run_cmd_results_have_autotm_fields(void **state)
 	assert_true(json_real_value(json_object_get(r, "actual_runtime")) > 0);
 	assert_true(json_integer_value(json_object_get(r, "num_pmem_move_nodes")) > 0);
 	assert_true(json_is_false(json_object_get(r, "emulated")));
+	/* a run alone is no comparison */
+	assert_null(json_object_get(r, "comparison"));
+	assert_null(json_object_get(r, "actual_runtimes"));
 	json_decref(doc);
 }
 
@@ -457,6 +460,171 @@ static void test_run_cmd_signal_ends_emulated_wait(void **state)
 	           "--placement all-slow --emulate %s", spec);
 }
 
+/* printed_results -- autotm ARGS -o NAME in cli_tmpdir, which must succeed: what it printed in
+ * *out (the caller releases it) and the results file */
+static json_t *printed_results(const char *args, const char *name, struct cli_result *out)
+{
+	char path[512];
+	json_error_t e;
+	snprintf(path, sizeof path, "%s/%s", cli_tmpdir, name);
+	*out = cli_run("%s -o %s", args, path);
+	if (out->code != 0)
+		fail_msg("autotm %s: exit %d, %s", args, out->code, out->err);
+	json_t *doc = json_load_file(path, 0, &e);
+	if (!doc)
+		fail_msg("%s: %s", path, e.text);
+	return doc;
+}
+
+/* expect_comparison -- doc holds n runs of one comparison interleaved as how, of t turns each,
+ * each placement's place in the order rotating from turn to turn, all trained to the same
+ * weights; the first run */
+static json_t *expect_comparison(json_t *doc, size_t n, int t, const char *how)
+{
+	json_t *runs = json_object_get(doc, "runs"), *first = json_array_get(runs, 0);
+	assert_int_equal(json_array_size(runs), n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = json_array_get(runs, i);
+		assert_string_equal(str(r, "comparison"), str(first, "comparison"));
+		assert_string_equal(str(r, "interleave"), how);
+		assert_string_equal(str(r, "weights_checksum"), str(first, "weights_checksum"));
+		assert_int_equal(json_integer_value(json_object_get(r, "turns")), t);
+		assert_int_equal(json_integer_value(json_object_get(r, "comparison_size")), (int)n);
+		json_t *times = json_object_get(r, "actual_runtimes");
+		json_t *pos = json_object_get(r, "turn_positions");
+		assert_int_equal(json_array_size(times), (size_t)t);
+		for (int k = 0; k < t; k++) {
+			assert_true(json_number_value(json_array_get(times, (size_t)k)) > 0);
+			assert_int_equal(json_integer_value(json_array_get(pos, (size_t)k)),
+			                 ((int)i - k + (int)n) % (int)n);
+		}
+	}
+	return first;
+}
+
+/* test_run_cmd_comparison -- several placements compared in turns: one run each under one
+ * comparison id, by step and by turn, the table with each one's ratio to all-fast and the
+ * weights check printed; planned formulations get their slowdowns predicted too; one placement
+ * with --turns is measured in turns */
+static void test_run_cmd_comparison(void **state)
+{
+	(void)state;
+	char args[1024];
+	struct cli_result out;
+	json_t *doc = printed_results("run --model tiny_mlp --batch 2 --placement all-fast,all-slow,"
+	                              "random --turns 3 --iters 1 --quiet", "cmp.json", &out);
+	assert_non_null(strstr(out.out, "3 placements compared in 3 turns, by step"));
+	assert_non_null(strstr(out.out, "/ all-fast: median [range]"));
+	assert_non_null(strstr(out.out, "the same for every placement"));
+	cli_release(&out);
+	json_t *fast = expect_comparison(doc, 3, 3, "step");
+	assert_true(json_number_value(json_object_get(fast, "measured_slowdown")) == 1);
+	json_decref(doc);
+	doc = results("--model tiny_mlp --batch 2 --placement all-fast,all-slow --turns 2 --iters 1 "
+	              "--interleave turn --reruns 0", "cmp-turn.json");
+	expect_comparison(doc, 2, 2, "turn");
+	json_decref(doc);
+	/* formulations planned under one limit: the slowdowns predicted beside the measured ones */
+	snprintf(args, sizeof args, "--model tiny_mlp --batch 2 --ratio 4:1 --emulate optane "
+	         "--formulation all-fast,static,synchronous --turns 2 --iters 1 --cache %s/prof.json",
+	         cli_tmpdir);
+	doc = results(args, "cmp-opt.json");
+	fast = expect_comparison(doc, 3, 2, "step");
+	assert_true(json_number_value(json_object_get(fast, "predicted_slowdown")) == 1);
+	json_t *sync = json_array_get(json_object_get(doc, "runs"), 2);
+	assert_string_equal(str(sync, "formulation"), "synchronous");
+	assert_true(json_number_value(json_object_get(sync, "predicted_slowdown")) > 0);
+	assert_true(json_is_number(json_object_get(sync, "slowdown_error")));
+	assert_int_equal(json_array_size(json_object_get(sync, "measured_slowdown_range")), 2);
+	json_decref(doc);
+	/* one placement in turns */
+	doc = results("--model tiny_mlp --batch 2 --turns 2 --iters 1", "one.json");
+	expect_comparison(doc, 1, 2, "step");
+	assert_true(json_number_value(json_object_get(first_run(doc), "measured_slowdown")) == 1);
+	json_decref(doc);
+}
+
+/* test_run_cmd_comparison_bad_input -- lists that cannot be compared are usage errors naming
+ * what is wrong, before anything is profiled (the cache's folder does not exist: profiling
+ * would fail otherwise) */
+static void test_run_cmd_comparison_bad_input(void **state)
+{
+	(void)state;
+	const char *m = "run --model tiny_mlp --batch 2 --cache /nonexistent/dir/p.json";
+	char plan[512];
+	cli_expect(2, "--turns '0' is not valid", "%s --placement all-fast,all-slow --turns 0", m);
+	cli_expect(2, "'synchronous' is listed twice", "%s --ratio 4:1 --formulation "
+	           "synchronous,static,synchronous", m);
+	cli_expect(2, "managed is the cudaMallocManaged baseline of a GPU: give --gpu",
+	           "%s --placement managed,all-fast", m);
+	cli_expect(2, "mixes managed, which needs a GPU, with all-slow", "%s --gpu=sim --formulation "
+	           "managed,all-slow", m);
+	cli_expect(2, "static needs the fast-memory limit", "%s --formulation all-fast,static", m);
+	cli_expect(2, "'bogus' is neither a formulation", "%s --ratio 4:1 --formulation "
+	           "synchronous,bogus", m);
+	cli_expect(2, "an empty item", "%s --placement all-fast,", m);
+	cli_expect(2, "give either --placement or the optimizer's options", "%s --ratio 4:1 "
+	           "--formulation all-fast,synchronous --placement all-slow", m);
+	cli_expect(2, "give either --placement or the optimizer's options", "%s --ratio 4:1 "
+	           "--placement all-fast,all-slow", m);
+	cli_expect(2, "does not apply to a comparison", "%s --ratio 4:1 --formulation "
+	           "all-fast,synchronous --explain", m);
+	cli_expect(2, "--2lm emulates Memory Mode for one all-slow run", "%s --placement "
+	           "all-slow,all-fast --2lm 1M --emulate optane", m);
+	cli_expect(2, "--interleave 'diagonal' is not valid", "%s --placement all-fast,all-slow "
+	           "--interleave diagonal", m);
+	cli_expect(2, "apply to a comparison", "%s --interleave step", m);
+	cli_expect(2, "--reruns 'x' is not valid", "%s --placement all-fast,all-slow --reruns x", m);
+	/* a plan file of another version of the graph is read, and refused, first (a bad input
+	 * file, as for one run) */
+	snprintf(plan, sizeof plan, "%s/other-plan.json", cli_tmpdir);
+	const char *bad_plan = "{\"format\": \"autotm-plan\", \"version\": 1, \"graph\": {\"name\": "
+	                       "\"tiny_mlp\", \"digest\": \"0000000000000000\"}}";
+	assert_int_equal(atm_write_file_atomic(plan, bad_plan, strlen(bad_plan)), ATM_OK);
+	cli_expect(3, "another version of graph 'tiny_mlp'", "%s --ratio 4:1 --formulation "
+	           "synchronous,%s", m, plan);
+}
+
+/* test_run_cmd_comparison_infeasible -- a placement whose plan cannot fit is reported and the
+ * others are still compared (on a simulated GPU, whose kernels need every operand on the
+ * device: 64 bytes of it fit all-fast's prediction alone) */
+static void test_run_cmd_comparison_infeasible(void **state)
+{
+	(void)state;
+	char args[1024];
+	struct cli_result out;
+	snprintf(args, sizeof args, "run --model tiny_mlp --batch 2 --gpu=sim --dram-limit 64 "
+	         "--formulation all-fast,synchronous,managed --turns 2 --iters 1 --cache %s/sim.json",
+	         cli_tmpdir);
+	json_t *doc = printed_results(args, "inf.json", &out);
+	assert_non_null(strstr(out.err, "synchronous is left out of the comparison"));
+	assert_non_null(strstr(out.out, "left out         synchronous: "));
+	assert_non_null(strstr(out.out, "2 placements compared in 2 turns"));
+	cli_release(&out);
+	json_t *runs = json_object_get(doc, "runs");
+	assert_int_equal(json_array_size(runs), 2);
+	assert_string_equal(str(json_array_get(runs, 1), "formulation"), "managed");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1),
+	                                                    "comparison_index")), 2);
+	json_decref(doc);
+}
+
+/* test_run_cmd_comparison_interrupt -- Ctrl-C in the middle of a comparison ends it with 130
+ * and writes nothing */
+static void test_run_cmd_comparison_interrupt(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/cmp-int.json", cli_tmpdir);
+	pid_t pid = cli_spawn("run --model tiny_cnn --batch 2 --placement all-fast,all-slow "
+	                      "--turns 100000 --iters 1 -o %s", path);
+	if (!cli_wait_for_text("spawn.err", "turn 2/100000", 120))
+		fail_msg("the comparison did not get under way");
+	kill(pid, SIGINT);
+	assert_int_equal(cli_wait_within(pid, 60), 130);
+	assert_int_not_equal(access(path, F_OK), 0);
+}
+
 static void test_run_cmd_tiers(void **state)
 {
 	(void)state;
@@ -491,6 +659,10 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
+		cmocka_unit_test(test_run_cmd_comparison),
+		cmocka_unit_test(test_run_cmd_comparison_bad_input),
+		cmocka_unit_test(test_run_cmd_comparison_infeasible),
+		cmocka_unit_test(test_run_cmd_comparison_interrupt),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -188,6 +188,82 @@ static void test_results_prediction_fields(void **state)
 	free(pred);
 }
 
+
+/* test_results_comparison_runs -- a comparison's runs written at once share its id and carry
+ * their turns; with all-fast among them each records its slowdown predicted and measured; a
+ * comparison without all-fast has no slowdowns */
+static void test_results_comparison_runs(void **state)
+{
+	struct fx *f = *state;
+	static const double t0[3] = {0.5, 0.6, 0.55}, t1[3] = {1.0, 1.3, 1.1};
+	static const int pos0[3] = {0, 1, 0}, pos1[3] = {1, 0, 1}, reruns[3] = {0, 2, 0};
+	static const double others[3] = {0.01, 0.4, 0.02};
+	atm_run_comparison c[2] = {
+		{.id = "c-1", .interleave = "step", .index = 0, .n_placements = 2, .n_turns = 3,
+		 .steps_per_turn = 4, .turn_s = t0, .turn_position = pos0, .turn_others = others,
+		 .turn_reruns = reruns, .with_all_fast = true, .predicted_slowdown = 1,
+		 .measured_slowdown = 1, .measured_slowdown_min = 1, .measured_slowdown_max = 1},
+		{.id = "c-1", .interleave = "step", .index = 1, .n_placements = 2, .n_turns = 3,
+		 .steps_per_turn = 4, .turn_s = t1, .turn_position = pos1, .turn_others = others,
+		 .turn_reruns = reruns, .with_all_fast = true, .predicted_slowdown = 2.1,
+		 .measured_slowdown = 2, .measured_slowdown_min = 2, .measured_slowdown_max = 2.1667},
+	};
+	atm_run_measured m[2] = {measured, measured};
+	m[0].actual_runtime_s = 0.55, m[0].comparison = &c[0];
+	m[1].actual_runtime_s = 1.1, m[1].comparison = &c[1];
+	const atm_plan *p[2] = {f->p, f->p};
+	const atm_schedule *s[2] = {f->s, f->s};
+	assert_int_equal(atm_results_write_runs(f->path, 2, p, s, NULL, m, false), ATM_OK);
+	/* without all-fast, appended: no slowdowns */
+	c[1].with_all_fast = false;
+	c[1].id = "c-2";
+	assert_int_equal(atm_results_write_runs(f->path, 1, p, s, NULL, &m[1], true), ATM_OK);
+	json_t *d = load(f->path);
+	assert_int_equal(json_array_size(json_object_get(d, "runs")), 3);
+	json_t *a = run_at(d, 0), *b = run_at(d, 1), *alone = run_at(d, 2);
+	assert_string_equal(json_string_value(json_object_get(a, "comparison")), "c-1");
+	assert_string_equal(json_string_value(json_object_get(b, "comparison")), "c-1");
+	assert_string_equal(json_string_value(json_object_get(b, "interleave")), "step");
+	assert_int_equal(json_integer_value(json_object_get(b, "turns")), 3);
+	assert_int_equal(json_integer_value(json_object_get(b, "steps_per_turn")), 4);
+	assert_int_equal(json_integer_value(json_object_get(b, "comparison_index")), 1);
+	assert_int_equal(json_integer_value(json_object_get(b, "comparison_size")), 2);
+	assert_true(json_number_value(json_object_get(b, "actual_runtime")) == 1.1);
+	json_t *times = json_object_get(b, "actual_runtimes");
+	assert_int_equal(json_array_size(times), 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_true(json_number_value(json_array_get(times, i)) == t1[i]);
+		assert_int_equal(json_integer_value(json_array_get(json_object_get(b, "turn_positions"), i)),
+		                 pos1[i]);
+		assert_int_equal(json_integer_value(json_array_get(json_object_get(b, "turn_reruns"), i)),
+		                 reruns[i]);
+		assert_true(json_number_value(json_array_get(json_object_get(b, "turn_others"), i)) ==
+		            others[i]);
+	}
+	assert_true(json_number_value(json_object_get(a, "predicted_slowdown")) == 1);
+	assert_true(json_number_value(json_object_get(b, "predicted_slowdown")) == 2.1);
+	assert_true(json_number_value(json_object_get(b, "measured_slowdown")) == 2);
+	json_t *range = json_object_get(b, "measured_slowdown_range");
+	assert_true(json_number_value(json_array_get(range, 0)) == 2);
+	assert_true(json_number_value(json_array_get(range, 1)) == 2.1667);
+	assert_float_equal(json_number_value(json_object_get(b, "slowdown_error")), 0.05, 1e-12);
+	assert_float_equal(json_number_value(json_object_get(a, "slowdown_error")), 0, 1e-12);
+	assert_string_equal(json_string_value(json_object_get(alone, "comparison")), "c-2");
+	assert_null(json_object_get(alone, "predicted_slowdown"));
+	assert_null(json_object_get(alone, "measured_slowdown"));
+	assert_null(json_object_get(alone, "slowdown_error"));
+	/* a run alone has none of the comparison's fields */
+	assert_int_equal(atm_results_write(f->path, f->p, f->s, NULL, &measured, true), ATM_OK);
+	json_decref(d);
+	d = load(f->path);
+	assert_null(json_object_get(run_at(d, 3), "comparison"));
+	assert_null(json_object_get(run_at(d, 3), "turns"));
+	assert_null(json_object_get(run_at(d, 3), "actual_runtimes"));
+	json_decref(d);
+	/* nothing to write is refused */
+	assert_int_equal(atm_results_write_runs(f->path, 0, p, s, NULL, m, true), ATM_E_USAGE);
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "w");
@@ -225,6 +301,12 @@ static void test_results_append_refusals(void **state)
 		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {\"name\": \"small\", "
 		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_USAGE, "another version of 'small'"},
 		{"{\"format\": \"autotm-res", ATM_E_INPUT, "not results JSON"},
+		/* a comparison's run whose turns do not add up */
+		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {}, \"runs\": [{}, "
+		 "{\"comparison\": \"c\", \"turns\": 3, \"actual_runtimes\": [1, 2]}]}", ATM_E_INPUT,
+		 "run 1 is part of a comparison"},
+		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {}, \"runs\": "
+		 "[{\"turns\": 1, \"actual_runtimes\": [1]}]}", ATM_E_INPUT, "without a \"comparison\" id"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		write_text(f->path, cases[i].text);
@@ -340,7 +422,19 @@ static atm_status write_once(void *arg)
 {
 	struct write_case *c = arg;
 	atm_results_workload w = {.preset = "small", .batch = 1, .image = 32};
-	atm_status rc = atm_results_write(c->f->path, c->f->p, c->f->s, &w, &measured, c->append);
+	/* a run alone and the two runs of a comparison with all-fast: every field's allocations */
+	static const double turn_s[2] = {0.5, 0.25}, others[2] = {0, 0.5};
+	static const int position[2] = {0, 1}, reruns[2] = {0, 1};
+	atm_run_comparison cmp = {.id = "c", .interleave = "turn", .n_placements = 2, .n_turns = 2,
+	                          .steps_per_turn = 1, .turn_s = turn_s, .turn_position = position,
+	                          .turn_others = others, .turn_reruns = reruns, .with_all_fast = true,
+	                          .predicted_slowdown = 1.5, .measured_slowdown = 1.25,
+	                          .measured_slowdown_min = 1, .measured_slowdown_max = 1.5};
+	atm_run_measured m[3] = {measured, measured, measured};
+	m[1].comparison = m[2].comparison = &cmp;
+	const atm_plan *p[3] = {c->f->p, c->f->p, c->f->p};
+	const atm_schedule *s[3] = {c->f->s, c->f->s, c->f->s};
+	atm_status rc = atm_results_write_runs(c->f->path, 3, p, s, &w, m, c->append);
 	long left = alloc_fail_pause();
 	if (rc == ATM_OK && c->want) {
 		json_t *got = without_dates(load(c->f->path));
@@ -359,8 +453,8 @@ static atm_status write_once(void *arg)
 	return rc;
 }
 
-/* test_results_allocation_failures -- every allocation of a results write (jansson's and the
- * core's) failed in turn: each is ATM_E_NOMEM, leaks nothing (ASan) and, when appending, leaves
+/* test_results_allocation_failures -- every allocation of a results write of three runs, two
+ * of them a comparison's (jansson's and the core's), failed in turn: each is ATM_E_NOMEM, leaks nothing (ASan) and, when appending, leaves
  * the file as it was; the write that succeeds holds every field */
 static void test_results_allocation_failures(void **state)
 {
@@ -380,7 +474,7 @@ static void test_results_allocation_failures(void **state)
 	 * failing allocator), and a failure never loses what the file held */
 	assert_true(alloc_fail_sweep_own("atm_results_write (append)", write_once, &c) > 3);
 	json_t *d = load(f->path);
-	assert_int_equal(json_array_size(json_object_get(d, "runs")), 2);
+	assert_int_equal(json_array_size(json_object_get(d, "runs")), 6);
 	json_decref(d);
 	free(c.before);
 }
@@ -391,6 +485,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_results_version2_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_all_slow_ratio_and_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_prediction_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_comparison_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_append_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_concurrent_appends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_plan_file_keeps_ratio_and_rounds, setup,

@@ -174,6 +174,44 @@ static void test_exec_stops_when_interrupted(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_exec_steps_in_turns_match_a_run -- two executors stepped in turns, past the steps their
+ * options asked for (the losses grow), train as one atm_exec_run of as many steps: the same
+ * losses and weights, the warm-up left out of the measured steps */
+static void test_exec_steps_in_turns_match_a_run(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_mlp");
+	atm_plan *fast = NULL, *slow = NULL;
+	atm_exec *e[2] = {NULL, NULL};
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_plan_uniform(&slow, g, ATM_LOC_SLOW), ATM_OK);
+	atm_exec_opts o = {.iters = 1, .warmup = 2, .seed = 42, .quiet = true};
+	assert_int_equal(atm_exec_new(&e[0], fast, &o), ATM_OK);
+	assert_int_equal(atm_exec_new(&e[1], slow, &o), ATM_OK);
+	for (int s = 0; s < 7; s++)
+		for (int k = 0; k < 2; k++) {
+			double dt = 0;
+			assert_int_equal(atm_exec_step(e[k], &dt), ATM_OK);
+			assert_true(dt > 0);
+		}
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(atm_exec_finish(e[k]), ATM_OK);
+	atm_exec_opts all = {.iters = 5, .warmup = 2, .seed = 42, .quiet = true};
+	struct exec_run ref = exec_run(fast, &all);
+	for (int k = 0; k < 2; k++) {
+		const atm_exec_result *r = atm_exec_result_get(e[k]);
+		assert_int_equal(r->n_losses, 7);
+		assert_int_equal(r->n_iters, 5);
+		assert_true(r->actual_runtime_s > 0 && r->actual_runtime_s <= r->mean_runtime_s);
+		assert_string_equal(r->weights_checksum, ref.checksum);
+		assert_memory_equal(r->losses, ref.losses, 7 * sizeof *r->losses);
+		atm_exec_destroy(e[k]);
+	}
+	atm_plan_destroy(fast);
+	atm_plan_destroy(slow);
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_exec_fast_limit_is_enforced),
 		cmocka_unit_test(test_exec_missing_pmem_dir),
 		cmocka_unit_test(test_exec_stops_when_interrupted),
+		cmocka_unit_test(test_exec_steps_in_turns_match_a_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

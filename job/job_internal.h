@@ -1,0 +1,39 @@
+/* job_internal.h -- the job's insides, shared by job.c and compare.c (private to job/) */
+#ifndef ATM_JOB_INTERNAL_H
+#define ATM_JOB_INTERNAL_H
+
+#include "atm_job.h"
+
+struct atm_job {
+	atm_job_opts o;
+	const atm_graph *g;
+	const char *who;
+	int64_t limit;         /* the plan's fast limit */
+	atm_profile *prof;
+	atm_plan *plan;
+	bool planned;          /* by the optimizer: rep and chk hold */
+	atm_opt_report rep;
+	atm_opt_check_result chk;
+	double *kernel_pred_s; /* per node: the kernel's predicted time (with chk) */
+	double oracle_s;       /* GPU: every kernel at its fastest, no moves; < 0 unknown */
+	const char *memory_mode; /* 2LM: "hardware" or "emulated"; NULL otherwise */
+	int64_t twolm_bytes;
+	atm_exec *exec;
+	/* a comparison's turns in fresh executors, merged as one run measures (kept_kernel_s
+	 * NULL: none yet): the fastest step, each kernel's fastest time, means over every step */
+	atm_exec_result kept;
+	double *kept_kernel_s, *kept_step_kernel_s;
+	float *kept_losses;
+};
+
+/* job_exec_opts -- how the job's step is run */
+atm_exec_opts job_exec_opts(const atm_job *j);
+/* job_exec_open -- a new executor of the job's plan in j->exec */
+atm_status job_exec_open(atm_job *j);
+/* job_keep_turn -- what j->exec measured (finished) merged into the job's kept result, and the
+ * executor released: its memory is given back before the next placement's turn */
+atm_status job_keep_turn(atm_job *j);
+/* job_measured -- the results record of what r measured for j (r's arrays borrowed) */
+atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r);
+
+#endif /* ATM_JOB_INTERNAL_H */
