@@ -166,6 +166,23 @@ volatile sig_atomic_t *cli_install_interrupt(void);
 int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
                  atm_status (*then)(atm_job *j, void *arg), void *arg);
 
+/* A file a command reads or writes, named by the option that gives it ("--cache"). */
+typedef struct {
+	const char *opt;
+	const char *path; /* NULL: not given */
+} cli_file;
+
+/* cli_job_inputs -- the files a plan or run reads: the profile cache (the default one when
+ * none is given), the --graph file, a --placement plan file and a tier spec file; how many
+ * (at most 4) were put in in */
+int cli_job_inputs(const cli_graph_source *src, const atm_job_opts *jo, cli_file in[4],
+                   char *cache_buf, size_t cache_len);
+
+/* cli_check_files -- refuse, before any work, outputs that name an input or each other (the
+ * same file by any spelling, symbolic or hard link): the exit code 2 after a message naming
+ * both; -1 to go on */
+int cli_check_files(const char *cmd, const cli_file *out, int n_out, const cli_file *in, int n_in);
+
 int cmd_zoo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_tiers(int argc, char **argv);

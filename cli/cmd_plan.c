@@ -1,5 +1,6 @@
 /* cmd_plan.c -- autotm plan: place a network's tensors under a fast-memory limit and write the plan JSON */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,13 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return cli_usage_error("plan", "%s", atm_errmsg());
 	if (jo->append && !jo->results_path)
 		return cli_usage_error("plan", "--append needs --results FILE");
+	char cache[PATH_MAX];
+	cli_file in[4], out[] = {{"-o", a->out}, {"--results", jo->results_path},
+	                         {"--timeline", a->timeline}, {"--write-model", jo->opt.write_model}};
+	int n_in = cli_job_inputs(&a->src, jo, in, cache, sizeof cache);
+	int code = cli_check_files("plan", out, sizeof out / sizeof *out, in, n_in);
+	if (code >= 0)
+		return code;
 	/* a plan found after minutes must have somewhere to go */
 	if (a->out && (rc = atm_check_writable(a->out)) < 0)
 		return cli_fail("plan", rc);

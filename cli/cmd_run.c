@@ -1,4 +1,5 @@
 /* cmd_run.c -- autotm run: execute one training step plan for real and write the results JSON */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,19 @@ static int check_comparison(struct run_args *a, const cli_plan_given *given)
 	return -1;
 }
 
+/* check_files -- -o names no file the run reads: the cache, the graph, a plan file (listed
+ * too), a tier spec; -1 to go on, else the exit code */
+static int check_files(const struct run_args *a)
+{
+	char cache[PATH_MAX];
+	cli_file in[4 + MAX_PLACEMENTS], out[] = {{"-o", a->jo.results_path}};
+	int n_in = cli_job_inputs(&a->src, &a->jo, in, cache, sizeof cache);
+	for (int i = 0; i < a->n_pl; i++)
+		if (!a->pl[i].optimize && a->pl[i].placement)
+			in[n_in++] = (cli_file){"--placement", a->pl[i].placement};
+	return cli_check_files("run", out, 1, in, n_in);
+}
+
 /* check_args -- the options that only make sense together; -1 to go on, else the exit code */
 static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_explain, bool a_list)
 {
@@ -454,6 +468,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		                                                      .formulation = jo->formulation}
 		                                : (atm_job_placement){.placement = jo->placement};
 	if (code >= 0)
+		return code;
+	if ((code = check_files(a)) >= 0)
 		return code;
 	return check_comparison(a, &given);
 }

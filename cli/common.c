@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -452,3 +454,90 @@ atm_status cli_print_json_new(json_t *o)
 	return ATM_OK;
 }
 
+
+int cli_job_inputs(const cli_graph_source *src, const atm_job_opts *jo, cli_file in[4],
+                   char *cache_buf, size_t cache_len)
+{
+	static const char *const builtin[] = {"all-fast", "all-slow", "random", "managed"};
+	int n = 0;
+	const char *cache = jo->cache;
+	if (!cache && atm_job_default_cache(cache_buf, cache_len) == ATM_OK)
+		cache = cache_buf;
+	atm_err_clear();
+	in[n++] = (cli_file){"--cache", cache};
+	in[n++] = (cli_file){"--graph", src->graph_file};
+	const char *pl = jo->placement;
+	for (size_t i = 0; pl && i < sizeof builtin / sizeof *builtin; i++)
+		if (!strcmp(pl, builtin[i]))
+			pl = NULL;
+	in[n++] = (cli_file){"--placement", pl};
+	atm_emu_spec spec;
+	const char *emulate = jo->mem.emulate;
+	if (emulate && atm_emu_preset(emulate, &spec) == ATM_OK)
+		emulate = NULL;
+	atm_err_clear();
+	in[n++] = (cli_file){"--emulate", emulate};
+	return n;
+}
+
+/* file_id -- what names one file however it is spelt: the resolved path, or for a file that
+ * does not exist yet (a dangling link's target too) its resolved folder and its name; false
+ * when neither resolves */
+static bool file_id(const char *path, char *id, size_t len, struct stat *st, bool *exists)
+{
+	char p[PATH_MAX], link[PATH_MAX], buf[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+	struct stat lst;
+	*exists = stat(path, st) == 0;
+	if (realpath(path, buf))
+		return snprintf(id, len, "%s", buf) < (int)len;
+	snprintf(p, sizeof p, "%s", path);
+	/* a link to a file not made yet: where writing it would land */
+	for (int depth = 0; depth < 40 && lstat(p, &lst) == 0 && S_ISLNK(lst.st_mode); depth++) {
+		ssize_t n = readlink(p, link, sizeof link - 1);
+		if (n < 0)
+			break;
+		link[n] = '\0';
+		snprintf(dir, sizeof dir, "%s", p);
+		if (link[0] == '/' || snprintf(buf, sizeof buf, "%s/%s", dirname(dir), link) >= (int)sizeof buf)
+			snprintf(p, sizeof p, "%s", link);
+		else
+			snprintf(p, sizeof p, "%s", buf);
+	}
+	snprintf(dir, sizeof dir, "%s", p);
+	snprintf(base, sizeof base, "%s", p);
+	if (!realpath(dirname(dir), buf))
+		return false;
+	return snprintf(id, len, "%s/%s", buf, basename(base)) < (int)len;
+}
+
+/* same_file -- a and b name one file */
+static bool same_file(const char *a, const char *b)
+{
+	char ia[PATH_MAX + 256], ib[PATH_MAX + 256];
+	struct stat sa, sb;
+	bool ea, eb;
+	if (!file_id(a, ia, sizeof ia, &sa, &ea) || !file_id(b, ib, sizeof ib, &sb, &eb))
+		return !strcmp(a, b);
+	if (ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
+		return true;
+	return !strcmp(ia, ib);
+}
+
+int cli_check_files(const char *cmd, const cli_file *out, int n_out, const cli_file *in, int n_in)
+{
+	for (int i = 0; i < n_out; i++) {
+		if (!out[i].path)
+			continue;
+		for (int k = 0; k < n_in; k++)
+			if (in[k].path && same_file(out[i].path, in[k].path))
+				return cli_usage_error(cmd, "%s %s is the file %s %s reads: writing it would "
+				                       "replace the input; write the output elsewhere",
+				                       out[i].opt, out[i].path, in[k].opt, in[k].path);
+		for (int k = 0; k < i; k++)
+			if (out[k].path && same_file(out[i].path, out[k].path))
+				return cli_usage_error(cmd, "%s %s and %s %s are the same file: give each "
+				                       "output its own", out[k].opt, out[k].path, out[i].opt,
+				                       out[i].path);
+	}
+	return -1;
+}

@@ -619,6 +619,48 @@ static void test_plan_cmd_bad_usage(void **state)
 	cli_release(&r);
 }
 
+/* an output naming an input, through any spelling or link, is refused before any work and
+ * the input is left as it was */
+static void test_plan_cmd_refuses_outputs_over_inputs(void **state)
+{
+	(void)state;
+	char before[256], path[1200];
+	snprintf(path, sizeof path, "%s/inputs.json", cli_tmpdir);
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 4:1 --estimate --cache %s "
+	                              "--quiet -o %s/plan-in.json", path, cli_tmpdir);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	size_t n = fread(before, 1, sizeof before, f);
+	fclose(f);
+	cli_expect(2, "inputs.json is the file --cache", "plan --model tiny_mlp --ratio 4:1 --estimate "
+	           "--cache %s -o %s", path, path);
+	cli_expect(2, "is the file --cache", "plan --model tiny_mlp --ratio 4:1 --estimate "
+	           "--cache %s --results %s/../%s/inputs.json", path, cli_tmpdir, cli_tmpdir + 5);
+	char link[1200];
+	snprintf(link, sizeof link, "%s/link.json", cli_tmpdir);
+	assert_int_equal(symlink(path, link), 0);
+	cli_expect(2, "link.json is the file --cache", "plan --model tiny_mlp --ratio 4:1 "
+	           "--estimate --cache %s --timeline %s", path, link);
+	/* a link to a cache not made yet */
+	snprintf(link, sizeof link, "%s/dangling.json", cli_tmpdir);
+	assert_int_equal(symlink("fresh.json", link), 0);
+	cli_expect(2, "is the file --cache", "plan --model tiny_mlp --ratio 4:1 --estimate "
+	           "--cache %s/fresh.json -o %s", cli_tmpdir, link);
+	cli_expect(2, "is the file --placement", "run --model tiny_mlp --placement %s/plan-in.json "
+	           "--cache %s -o %s/plan-in.json", cli_tmpdir, path, cli_tmpdir);
+	cli_expect(2, "are the same file", "plan --model tiny_mlp --ratio 4:1 --estimate --cache %s "
+	           "-o %s/o.json --timeline %s/./o.json", path, cli_tmpdir, cli_tmpdir);
+	/* the cache is as it was */
+	char after[256];
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(after, 1, sizeof after, f), n);
+	fclose(f);
+	assert_memory_equal(before, after, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_explain_and_baselines),
 		cmocka_unit_test(test_plan_cmd_infeasible_limit),
 		cmocka_unit_test(test_plan_cmd_bad_usage),
+		cmocka_unit_test(test_plan_cmd_refuses_outputs_over_inputs),
 	};
 	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }
