@@ -404,6 +404,7 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL); /* a closed terminal ends a run as Ctrl-C does */
 	/* A handler runs on whatever thread the signal finds, kernel workers included: with it
 	 * alone, Ctrl-C on an asynchronous plan's run aborted in glibc ("corrupted size vs.
 	 * prev_size", inside a oneDNN kernel) in 1 of 6 tries here, and in 3 of 6 comparisons;
@@ -415,6 +416,7 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGHUP);
 		if (pthread_sigmask(SIG_BLOCK, &set, NULL) == 0) {
 			if (pthread_create(&t, NULL, take_signals, &set) == 0) {
 				pthread_detach(t);
@@ -424,6 +426,7 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 			}
 		}
 	}
+	atm_stop_flag_set(&interrupted);
 	return &interrupted;
 }
 

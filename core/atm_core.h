@@ -24,6 +24,7 @@
 #ifndef ATM_CORE_H
 #define ATM_CORE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,14 @@ atm_status atm_err_prefix(atm_status code, const char *fmt, ...)
 
 /* atm_err_clear -- forget the current message */
 void atm_err_clear(void);
+
+/* atm_stop_flag_set -- the process's stop flag (Ctrl-C sets it; NULL: none): waits that a
+ * caller cannot otherwise end, such as for another process's file lock, give up with
+ * ATM_E_INTERRUPTED once it is set */
+void atm_stop_flag_set(volatile sig_atomic_t *stop);
+
+/* atm_stopped -- the stop flag is set */
+bool atm_stopped(void);
 
 /* atm_status_name -- short name of a status ("input", "infeasible", ...) */
 const char *atm_status_name(atm_status code);

@@ -251,10 +251,19 @@ atm_status atm_file_lock(const char *path, int *fd)
 		free(lp);
 		return rc;
 	}
-	while (flock(f, LOCK_EX) < 0) {
-		if (errno == EINTR)
-			continue;
-		atm_status rc = atm_err(ATM_E_IO, "cannot lock %s: %s", lp, strerror(errno));
+	/* polled, so that Ctrl-C ends the wait for another process's lock */
+	while (flock(f, LOCK_EX | LOCK_NB) < 0) {
+		atm_status rc;
+		if (errno == EWOULDBLOCK || errno == EINTR) {
+			if (!atm_stopped()) {
+				nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+				continue;
+			}
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted while waiting for the lock on %s "
+			             "(another autotm is writing it)", lp);
+		} else {
+			rc = atm_err(ATM_E_IO, "cannot lock %s: %s", lp, strerror(errno));
+		}
 		close(f);
 		free(lp);
 		return rc;

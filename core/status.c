@@ -97,3 +97,15 @@ const char *atm_json_type_name(const json_t *v)
 	default: return "null";
 	}
 }
+
+static volatile sig_atomic_t *stop_flag;
+
+void atm_stop_flag_set(volatile sig_atomic_t *stop)
+{
+	stop_flag = stop;
+}
+
+bool atm_stopped(void)
+{
+	return stop_flag && *stop_flag;
+}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,8 +104,19 @@ static void set(Cbc_Model *cm, const char *name, double v)
 }
 
 /* child -- load, solve and answer; runs in the forked process and never returns */
-static void child(const struct milp *p, const struct milp_params *par, struct answer *a)
+static void child(const struct milp *p, const struct milp_params *par, struct answer *a,
+                  pid_t parent)
 {
+	/* it dies with its parent, whatever ends that (SIGKILL too), and takes the default
+	 * actions of the signals the parent catches or blocks */
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(4);
 	/* CBC prints on stdout: that is the command's (plan --json), so the log goes to stderr
 	 * when asked for, else nowhere */
 	int null = open("/dev/null", O_WRONLY);
@@ -227,13 +239,14 @@ static atm_status cbc_solve(const struct milp *p, const struct milp_params *par,
 		return atm_err(ATM_E_NOMEM, "out of memory for CBC's answer (%zu bytes)", size);
 	double t0 = atm_now_s();
 	fflush(NULL); /* what is buffered is the parent's to write, not the child's too */
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		munmap(a, size);
 		return atm_err(ATM_E_NOMEM, "cannot start the CBC process: %s", strerror(errno));
 	}
 	if (pid == 0)
-		child(p, par, a);
+		child(p, par, a, parent);
 	int ws = 0;
 	bool killed = false;
 	atm_status rc = wait_child(pid, par, &ws, &killed);

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -417,6 +420,59 @@ static void test_run_cmd_interrupt_writes_nothing(void **state)
 	free(err);
 }
 
+/* holds_open -- process pid has a file whose path ends in suffix open */
+static bool holds_open(pid_t pid, const char *suffix)
+{
+	char dir[64], link[600], target[600];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	for (int fd = 0; fd < 256; fd++) {
+		snprintf(link, sizeof link, "%s/%d", dir, fd);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		size_t ls = strlen(suffix);
+		if ((size_t)n >= ls && !strcmp(target + n - ls, suffix))
+			return true;
+	}
+	return false;
+}
+
+/* test_run_cmd_interrupt_while_waiting_for_lock -- Ctrl-C while another process holds the
+ * results file's lock ends the run at once with 130, and nothing is appended */
+static void test_run_cmd_interrupt_while_waiting_for_lock(void **state)
+{
+	(void)state;
+	char path[512], lock[600];
+	snprintf(path, sizeof path, "%s/locked.json", cli_tmpdir);
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	int fd = open(lock, O_RDWR | O_CREAT, 0666);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	pid_t pid = cli_spawn("run --model tiny_mlp --batch 2 --iters 1 --quiet -o %s --append",
+	                      path);
+	bool waiting = false;
+	for (int i = 0; i < 3000 && !waiting; i++) {
+		waiting = holds_open(pid, "/locked.json.lock");
+		if (!waiting)
+			usleep(20000);
+	}
+	if (!waiting) {
+		cli_wait_within(pid, 0);
+		close(fd);
+		fail_msg("the run never opened the lock file");
+	}
+	usleep(200000); /* it waits on it now */
+	kill(pid, SIGINT);
+	double t0 = atm_now_s();
+	int code = cli_wait_within(pid, 10);
+	double took = atm_now_s() - t0;
+	close(fd);
+	assert_int_equal(code, 130);
+	assert_true(took < 2.0);
+	assert_int_not_equal(access(path, F_OK), 0);
+}
+
 /* test_run_cmd_signal_ends_emulated_wait -- SIGINT or SIGTERM in the middle of an emulated
  * wait of most of a minute (a 300000-sample batch in a tier of 1 MB/s, the slowest a spec may
  * be) ends the run, or a profile, at once with exit 130; a spec below that is refused by name,
@@ -659,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
+		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_lock),
 		cmocka_unit_test(test_run_cmd_comparison),
 		cmocka_unit_test(test_run_cmd_comparison_bad_input),
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
