@@ -1,4 +1,5 @@
 /* main.c -- autotm: dispatch to the subcommands */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,21 @@ static void print_version(void)
 	printf(" (--solver auto: %s)\n", atm_opt_solver_name(best));
 }
 
+/* finish -- the command's exit code, unless what it printed could not all be written (a full
+ * disk, a closed pipe): then the code of that failure, after a message */
+static int finish(const char *cmd, int code)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return code;
+	int e = errno ? errno : EIO;
+	fprintf(stderr, "autotm%s%s: cannot write the output: %s\n", cmd ? " " : "", cmd ? cmd : "",
+	        strerror(e));
+	if (code != 0)
+		return code;
+	return atm_exit_code(e == ENOSPC ? ATM_E_NOSPACE : ATM_E_IO);
+}
+
 int main(int argc, char **argv)
 {
 	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
@@ -62,19 +78,19 @@ int main(int argc, char **argv)
 			for (int i = 0; i < N_COMMANDS; i++)
 				if (!strcmp(argv[2], commands[i].name)) {
 					char *args[] = {argv[2], "--help", NULL};
-					return commands[i].run(2, args);
+					return finish(argv[2], commands[i].run(2, args));
 				}
 		}
 		usage(stdout);
-		return 0;
+		return finish(NULL, 0);
 	}
 	if (!strcmp(cmd, "--version")) {
 		print_version();
-		return 0;
+		return finish(NULL, 0);
 	}
 	for (int i = 0; i < N_COMMANDS; i++)
 		if (!strcmp(cmd, commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+			return finish(cmd, commands[i].run(argc - 1, argv + 1));
 	fprintf(stderr, "autotm: unknown command '%s'; valid commands:", cmd);
 	for (int i = 0; i < N_COMMANDS; i++)
 		fprintf(stderr, " %s", commands[i].name);

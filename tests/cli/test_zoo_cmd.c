@@ -142,6 +142,32 @@ static void test_zoo_cmd_help(void **state)
 	cli_release(&r);
 }
 
+/* test_zoo_cmd_full_output -- output that cannot be written (a full disk) is an error with a
+ * message, exit 7, not a silent 0 */
+static void test_zoo_cmd_full_output(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0)
+		skip();
+	/* every command's output goes through main's check: these three need no profile */
+	static const char *const cmds[] = {"zoo --model tiny_mlp --json", "tiers --json", "--help"};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		char cmd[2048];
+		snprintf(cmd, sizeof cmd, "%s %s >/dev/full 2>%s/full.err", cli_autotm, cmds[i],
+		         cli_tmpdir);
+		int status = system(cmd);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) != 7)
+			fail_msg("autotm %s >/dev/full: exit %d, want 7", cmds[i], WEXITSTATUS(status));
+		char path[600], *err = NULL;
+		size_t len;
+		snprintf(path, sizeof path, "%s/full.err", cli_tmpdir);
+		assert_int_equal(atm_read_file(path, &err, &len), ATM_OK);
+		assert_non_null(strstr(err, "cannot write the output: No space left on device"));
+		free(err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_zoo_cmd_bad_usage),
 		cmocka_unit_test(test_zoo_cmd_bad_graph_files),
 		cmocka_unit_test(test_zoo_cmd_help),
+		cmocka_unit_test(test_zoo_cmd_full_output),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }
