@@ -163,9 +163,13 @@ bool milp_by_column(const struct milp *p, struct milp_csc *c)
 	return true;
 }
 
-/* write_mps -- free MPS: ROWS, COLUMNS (binaries between integer markers), RHS, RANGES, BOUNDS.
- * The objective's constant is the objective row's RHS, negated (the convention GLPK, CBC and
- * CPLEX read). */
+/* The objective's constant is written as a column of its own, CONST_COL, fixed at 1 with the
+ * constant as its cost: an objective row's right-hand side is read as minus the constant by
+ * GLPK (glpsol) and as plus it by CBC, and an LP objective's bare number is refused by glpsol
+ * and dropped by CBC, while a fixed column means one objective to every solver. */
+#define CONST_COL "objconst"
+
+/* write_mps -- free MPS: ROWS, COLUMNS (binaries between integer markers), RHS, RANGES, BOUNDS */
 static bool write_mps(const struct milp *p, FILE *f)
 {
 	struct milp_csc c;
@@ -180,6 +184,8 @@ static bool write_mps(const struct milp *p, FILE *f)
 			fprintf(f, " %c r%d\n", lo == hi ? 'E' : isinf(lo) ? 'L' : 'G', i + 1);
 		}
 		fprintf(f, "COLUMNS\n");
+		if (p->obj_const != 0)
+			fprintf(f, " " CONST_COL " obj %.17g\n", p->obj_const);
 		bool in_int = false;
 		for (int32_t j = 0; j < p->n_cols; j++) {
 			if (p->col_int[j] != in_int) {
@@ -194,8 +200,6 @@ static bool write_mps(const struct milp *p, FILE *f)
 		if (in_int)
 			fprintf(f, " M%d 'MARKER' 'INTEND'\n", p->n_cols);
 		fprintf(f, "RHS\n");
-		if (p->obj_const != 0)
-			fprintf(f, " rhs obj %.17g\n", -p->obj_const);
 		for (int32_t i = 0; i < p->n_rows; i++) {
 			double lo = p->row_lo[i], hi = p->row_hi[i], rhs = isinf(lo) ? hi : lo;
 			if (rhs != 0)
@@ -206,6 +210,8 @@ static bool write_mps(const struct milp *p, FILE *f)
 			if (!isinf(p->row_lo[i]) && !isinf(p->row_hi[i]) && p->row_lo[i] != p->row_hi[i])
 				fprintf(f, " rng r%d %.17g\n", i + 1, p->row_hi[i] - p->row_lo[i]);
 		fprintf(f, "BOUNDS\n");
+		if (p->obj_const != 0)
+			fprintf(f, " FX bnd " CONST_COL " 1\n");
 		for (int32_t j = 0; j < p->n_cols; j++) {
 			double lo = p->col_lo[j], hi = p->col_hi[j];
 			if (p->col_int[j])
@@ -233,7 +239,7 @@ static void lp_terms(FILE *f, const int32_t *ind, const double *val, int64_t n)
 		        fabs(val[e]), ind[e] + 1);
 }
 
-/* write_lp -- CPLEX LP: objective (constant as a term of its own), constraints, bounds,
+/* write_lp -- CPLEX LP: objective (the constant on CONST_COL), constraints, bounds,
  * binaries */
 static bool write_lp(const struct milp *p, FILE *f)
 {
@@ -255,8 +261,10 @@ static bool write_lp(const struct milp *p, FILE *f)
 		}
 	lp_terms(f, all, coef, n);
 	free(coef);
-	if (p->obj_const != 0 || !n)
-		fprintf(f, " %s %.17g", p->obj_const < 0 ? "-" : "+", fabs(p->obj_const));
+	if (p->obj_const != 0)
+		fprintf(f, " %s %.17g " CONST_COL, p->obj_const < 0 ? "-" : "+", fabs(p->obj_const));
+	else if (!n)
+		fprintf(f, " 0 x1");
 	fprintf(f, "\nSubject To\n");
 	for (int32_t i = 0; i < p->n_rows; i++) {
 		double lo = p->row_lo[i], hi = p->row_hi[i];
@@ -275,6 +283,8 @@ static bool write_lp(const struct milp *p, FILE *f)
 			fprintf(f, " %s %.17g\n", lo == hi ? "=" : ">=", lo);
 	}
 	fprintf(f, "Bounds\n");
+	if (p->obj_const != 0)
+		fprintf(f, " " CONST_COL " = 1\n");
 	for (int32_t j = 0; j < p->n_cols; j++)
 		if (!p->col_int[j])
 			fprintf(f, isinf(p->col_hi[j]) ? " %.17g <= x%d\n" : " %.17g <= x%d <= %.17g\n",

@@ -54,7 +54,8 @@ double milp_objective(const struct milp *p, const double *x);
  * ATM_E_INTERNAL naming the first that breaks, with who (e.g. "the heuristic placement") */
 atm_status milp_check(const struct milp *p, const double *x, const char *who);
 /* milp_write -- p as free MPS (path ends ".mps") or CPLEX LP (".lp"), replaced atomically;
- * the objective's constant is an objective-row offset in both */
+ * the objective's constant is the cost of a column of its own fixed at 1 in both, which every
+ * solver reads alike */
 atm_status milp_write(const struct milp *p, const char *path);
 /* milp_write_check -- ATM_E_USAGE naming the valid suffixes when path is neither */
 atm_status milp_write_check(const char *path);

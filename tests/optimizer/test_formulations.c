@@ -10,12 +10,16 @@
 #include <string.h>
 
 #include <cmocka.h>
+#ifdef ATM_WITH_CBC
+#include <Cbc_C_Interface.h>
+#endif
 
 #include <glpk.h>
 #include <unistd.h>
 
 #include "atm_optimizer.h"
 #include "atm_zoo.h"
+#include "../optimizer/milp.h"
 #include "optimizer/per_solver.h"
 #include "optimizer/synth.h"
 
@@ -379,9 +383,28 @@ static void test_formulations_profile_gaps(void **state)
 	atm_profile_destroy(empty);
 }
 
+#ifdef ATM_WITH_CBC
+/* cbc_optimum -- the optimum CBC finds in a model file (its own reader, as the cbc command
+ * uses), in the file's units; NAN when it could not */
+static double cbc_optimum(const char *path, bool mps)
+{
+	Cbc_Model *m = Cbc_newModel();
+	Cbc_setLogLevel(m, 0);
+	double v = NAN;
+	if ((mps ? Cbc_readMps(m, path) : Cbc_readLp(m, path)) == 0) {
+		Cbc_setParameter(m, "ratioGap", "0");
+		if (Cbc_solve(m) == 0 && Cbc_isProvenOptimal(m))
+			v = Cbc_getObjValue(m);
+	}
+	Cbc_deleteModel(m);
+	return v;
+}
+#endif
+
 /* test_formulations_write_model -- the model written to MPS and to LP format, read back by
- * GLPK and solved to optimality, has the optimal plan's runtime as its optimum (objective in
- * microseconds, its constant included) */
+ * GLPK and (where the build has it) by CBC and solved to optimality, has the optimal plan's
+ * runtime as its optimum (objective in microseconds, its constant included: a column fixed at
+ * one, so that every solver reads the same objective) */
 static void test_formulations_write_model(void **state)
 {
 	struct net *n = &((struct net *)*state)[0];
@@ -397,7 +420,10 @@ static void test_formulations_write_model(void **state)
 		int read = i == 0 ? glp_read_mps(lp, GLP_MPS_FILE, NULL, files[i])
 		                  : glp_read_lp(lp, NULL, files[i]);
 		assert_int_equal(read, 0);
-		assert_int_equal(glp_get_num_cols(lp), rep.n_columns);
+		/* the model's columns, and the constant's where it has one */
+		glp_create_index(lp);
+		assert_int_equal(glp_get_num_cols(lp),
+		                 rep.n_columns + (glp_find_col(lp, "objconst") > 0));
 		assert_int_equal(glp_get_num_rows(lp), rep.n_rows);
 		glp_iocp ip;
 		glp_init_iocp(&ip);
@@ -410,6 +436,12 @@ static void test_formulations_write_model(void **state)
 		if (fabs(opt_s - plan_s) > 1e-9 * (1 + plan_s))
 			fail_msg("%s: the written model's optimum is %.12f s, the plan %.12f s", files[i],
 			         opt_s, plan_s);
+#ifdef ATM_WITH_CBC
+		double cbc_s = cbc_optimum(files[i], i == 0) / 1e6;
+		if (!(fabs(cbc_s - plan_s) <= 1e-6 * (1 + plan_s)))
+			fail_msg("%s: CBC reads an optimum of %.12f s, the plan is %.12f s", files[i], cbc_s,
+			         plan_s);
+#endif
 		glp_delete_prob(lp);
 		atm_plan_destroy(p);
 		unlink(files[i]);
@@ -422,6 +454,43 @@ static void test_formulations_write_model(void **state)
 	                              ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_E_USAGE);
 	assert_non_null(strstr(atm_errmsg(), ".mps"));
 	assert_null(p);
+}
+
+/* test_formulations_model_constant -- min x + 5 over x >= 1 (a binary): the MPS and the LP
+ * file give 6 to GLPK's reader (glpsol's) and to CBC's (the cbc command's) alike */
+static void test_formulations_model_constant(void **state)
+{
+	(void)state;
+	const char *files[] = {"atm_test_const.mps", "atm_test_const.lp"};
+	struct milp p;
+	milp_init(&p);
+	int32_t x = milp_col(&p, 0, 1, 1, true);
+	double one = 1;
+	milp_row(&p, &x, &one, 1, 1, INFINITY);
+	p.obj_const = 5;
+	assert_false(p.failed);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(milp_write(&p, files[i]), ATM_OK);
+		glp_prob *lp = glp_create_prob();
+		glp_term_out(GLP_OFF);
+		assert_int_equal(i == 0 ? glp_read_mps(lp, GLP_MPS_FILE, NULL, files[i])
+		                        : glp_read_lp(lp, NULL, files[i]), 0);
+		glp_iocp ip;
+		glp_init_iocp(&ip);
+		ip.presolve = GLP_ON;
+		ip.msg_lev = GLP_MSG_OFF;
+		assert_int_equal(glp_intopt(lp, &ip), 0);
+		if (fabs(glp_mip_obj_val(lp) - 6) > 1e-9)
+			fail_msg("%s: GLPK reads an optimum of %g, want 6", files[i], glp_mip_obj_val(lp));
+		glp_delete_prob(lp);
+#ifdef ATM_WITH_CBC
+		double v = cbc_optimum(files[i], i == 0);
+		if (!(fabs(v - 6) <= 1e-9))
+			fail_msg("%s: CBC reads an optimum of %g, want 6", files[i], v);
+#endif
+		unlink(files[i]);
+	}
+	milp_free(&p);
 }
 
 /* test_formulations_solver_names -- names, auto, and a solver this build lacks */
@@ -463,6 +532,7 @@ cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_bad_options),
 		cmocka_unit_test(test_formulations_profile_gaps),
 		cmocka_unit_test(test_formulations_write_model),
+		cmocka_unit_test(test_formulations_model_constant),
 		cmocka_unit_test(test_formulations_solver_names),
 	};
 	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, setup, teardown);
