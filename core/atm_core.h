@@ -90,6 +90,10 @@ int atm_exit_code(atm_status code);
 #define ATM_MAX_DIM ((int64_t)1 << 40)
 /* Byte sizes above this are rejected as overflow (8 EiB / 2: room to add two). */
 #define ATM_MAX_BYTES ((int64_t)1 << 62)
+/* A graph's tensors and workspaces together take at most this (2 EiB): every sum of sizes
+ * over a step (live bytes, a plan's copies in both memories, an arena's offsets) then stays
+ * inside int64_t. */
+#define ATM_MAX_GRAPH_BYTES ((int64_t)1 << 61)
 
 typedef enum { ATM_F32 = 0, ATM_I32, ATM_U8, ATM_N_DTYPES } atm_dtype;
 

@@ -28,6 +28,7 @@ struct atm_graph {
 	struct chunk *chunks;
 	struct name_index tensor_names;
 	struct name_index node_names;
+	int64_t total_bytes; /* every tensor's and workspace's, at most ATM_MAX_GRAPH_BYTES */
 };
 
 #define CHUNK_BYTES ((size_t)64 * 1024)
@@ -157,6 +158,18 @@ void atm_graph_destroy(atm_graph *g)
 	free(g);
 }
 
+
+/* too_large -- the input error of a tensor or a node's workspace that would take the graph's
+ * sizes past ATM_MAX_GRAPH_BYTES */
+static atm_status too_large(const atm_graph *g, const char *what, const char *name, int64_t bytes)
+{
+	char a[32], b[32], c[32];
+	return atm_err(ATM_E_INPUT, "%s '%s': its %s would take the graph's tensors and workspaces "
+	               "past %s (%s so far): no machine holds a step of that size", what, name,
+	               atm_format_bytes(bytes, a, sizeof a),
+	               atm_format_bytes(ATM_MAX_GRAPH_BYTES, b, sizeof b),
+	               atm_format_bytes(g->total_bytes, c, sizeof c));
+}
 /* grow -- make room for one more element in a realloc'd array */
 static int grow(void **arr, int32_t *cap, int32_t n, size_t elem)
 {
@@ -216,6 +229,8 @@ atm_status atm_graph_add_tensor(atm_graph *g, const char *name, atm_dtype dtype,
 	if (elems > ATM_MAX_BYTES / atm_dtype_bytes(dtype))
 		return atm_err(ATM_E_INPUT, "tensor '%s': byte size overflows (more than %lld bytes)",
 		               name, (long long)ATM_MAX_BYTES);
+	if (elems * atm_dtype_bytes(dtype) > ATM_MAX_GRAPH_BYTES - g->total_bytes)
+		return too_large(g, "tensor", name, elems * atm_dtype_bytes(dtype));
 	if (index_find(&g->tensor_names, name, tensor_name_of, g) >= 0)
 		return atm_err(ATM_E_INPUT, "tensor '%s': the name is used by tensor %d already", name,
 		               index_find(&g->tensor_names, name, tensor_name_of, g));
@@ -238,6 +253,7 @@ atm_status atm_graph_add_tensor(atm_graph *g, const char *name, atm_dtype dtype,
 	rc = index_insert(&g->tensor_names, t->name, t->id, tensor_name_of, g);
 	if (rc < 0)
 		return rc;
+	g->total_bytes += t->bytes;
 	*id = g->n_tensors++;
 	return ATM_OK;
 }
@@ -343,7 +359,11 @@ atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes)
 	if (bytes < 0 || bytes > ATM_MAX_BYTES)
 		return atm_err(ATM_E_INPUT, "node '%s': workspace of %lld bytes is out of range",
 		               g->nodes[node].name, (long long)bytes);
+	int64_t rest = g->total_bytes - g->nodes[node].workspace_bytes;
+	if (bytes > ATM_MAX_GRAPH_BYTES - rest)
+		return too_large(g, "node", g->nodes[node].name, bytes);
 	g->nodes[node].workspace_bytes = bytes;
+	g->total_bytes = rest + bytes;
 	return ATM_OK;
 }
 

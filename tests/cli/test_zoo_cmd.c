@@ -107,6 +107,9 @@ static void test_zoo_cmd_bad_usage(void **state)
 	cli_expect(2, "--batch '0' is not valid", "zoo --model vgg19 --batch 0");
 	cli_expect(2, "expected an integer", "zoo --model vgg19 --batch many");
 	cli_expect(2, "small", "zoo --model vgg19 --preset huge");
+	/* settings whose step would overflow the sums of sizes: the settings and the tensor named */
+	cli_expect(2, "vgg416 at batch 1000000, image 65536: tensor '",
+	           "zoo --model vgg416 --batch 1000000 --image 65536");
 	cli_expect(2, "not both", "zoo --model vgg19 --graph x.json");
 	cli_expect(2, "unknown option '--frobnicate'", "zoo --frobnicate");
 	cli_expect(2, "needs a value", "zoo --model");

@@ -298,6 +298,36 @@ static void test_graph_inplace_ops(void **state)
 	assert_false(atm_op_is_inplace(ATM_OP_ADD));
 }
 
+/* test_graph_total_size_bounded -- tensors and workspaces together stay within
+ * ATM_MAX_GRAPH_BYTES: the tensor or workspace that would pass it is refused by name, so that no
+ * sum of sizes over a step overflows */
+static void test_graph_total_size_bounded(void **state)
+{
+	atm_graph *g = *state;
+	int64_t dims[2] = {(int64_t)1 << 38, (int64_t)1 << 20}; /* 2^60 bytes of f32 */
+	int32_t a, b, c;
+	assert_int_equal(atm_graph_add_tensor(g, "a", ATM_F32, 2, dims, ATM_KIND_INPUT, ATM_LOC_ANY,
+	                                      &a), ATM_OK);
+	dims[0] >>= 1; /* 2^59 */
+	assert_int_equal(atm_graph_add_tensor(g, "b", ATM_F32, 2, dims, ATM_KIND_ACTIVATION,
+	                                      ATM_LOC_ANY, &b), ATM_OK);
+	dims[0] <<= 1;
+	assert_int_equal(atm_graph_add_tensor(g, "c", ATM_F32, 2, dims, ATM_KIND_ACTIVATION,
+	                                      ATM_LOC_ANY, &c), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "tensor 'c'"));
+	assert_non_null(strstr(atm_errmsg(), "2048.00 PiB"));
+	int32_t in[1] = {a}, out[1] = {b}, node;
+	assert_int_equal(atm_graph_add_node(g, "r", ATM_OP_RELU_FWD, NULL, 1, in, 1, out, &node),
+	                 ATM_OK);
+	/* 2^60 + 2^59 so far: a workspace of 2^59 fits, one byte more does not */
+	assert_int_equal(atm_graph_set_workspace(g, node, (int64_t)1 << 59), ATM_OK);
+	assert_int_equal(atm_graph_set_workspace(g, node, ((int64_t)1 << 59) + 1), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "node 'r'"));
+	/* a smaller workspace replaces the old one's bytes */
+	assert_int_equal(atm_graph_set_workspace(g, node, 1), ATM_OK);
+	assert_int_equal(atm_graph_set_workspace(g, node, (int64_t)1 << 59), ATM_OK);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -318,6 +348,7 @@ int main(void)
 		T(test_graph_batch_norm_and_loss),
 		T(test_graph_sgd_only_updates_params),
 		T(test_graph_producer),
+		T(test_graph_total_size_bounded),
 		cmocka_unit_test(test_graph_inplace_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
