@@ -877,6 +877,11 @@ atm_status atm_graph_load_buffer(atm_graph **g, const char *data, size_t len, co
 		goto fail;
 	}
 	root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	/* jansson fails with no message at all when its first allocation fails */
+	if (!root && (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory reading the graph");
+		goto fail;
+	}
 	if (!root) {
 		if (jerr.line > 0)
 			rc = atm_err(ATM_E_INPUT, "line %d column %d: JSON syntax error: %s", jerr.line,

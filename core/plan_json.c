@@ -495,6 +495,9 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 	atm_status rc;
 	*out = NULL;
 	json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &e);
+	/* jansson fails with no message at all when its first allocation fails */
+	if (!root && (json_error_code(&e) == json_error_out_of_memory || !e.text[0]))
+		return atm_err(ATM_E_NOMEM, "out of memory reading %s", origin);
 	if (!root)
 		return atm_err(ATM_E_INPUT, "%s: line %d column %d: JSON syntax error: %s", origin, e.line,
 		               e.column, e.text);

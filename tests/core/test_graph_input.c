@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "atm_core.h"
 
@@ -609,6 +610,34 @@ static void test_graph_input_bad_files(void **state)
 	free(json);
 }
 
+/* A jansson allocator that fails from the first call on, as with a too small address space. */
+static void *no_malloc(size_t n)
+{
+	(void)n;
+	return NULL;
+}
+
+/* test_graph_input_out_of_memory -- a graph or plan the parser cannot allocate for is out of
+ * memory (exit 7), not a syntax error with an empty reason */
+static void test_graph_input_out_of_memory(void **state)
+{
+	(void)state;
+	char *text = dq("{'format': 'autotm-graph', 'version': 1, 'name': 'g', 'tensors': [], "
+	                "'nodes': []}");
+	json_malloc_t old_malloc;
+	json_free_t old_free;
+	json_get_alloc_funcs(&old_malloc, &old_free);
+	json_set_alloc_funcs(no_malloc, free);
+	atm_graph *g = NULL;
+	atm_status rc = atm_graph_load_buffer(&g, text, strlen(text), "g.json", NULL);
+	json_set_alloc_funcs(old_malloc, old_free);
+	free(text);
+	assert_int_equal(rc, ATM_E_NOMEM);
+	assert_null(g);
+	assert_non_null(strstr(atm_errmsg(), "out of memory"));
+	assert_int_equal(atm_exit_code(rc), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_graph_input_huge_arrays),
 		cmocka_unit_test(test_graph_input_nonexistent_file),
 		cmocka_unit_test(test_graph_input_bad_files),
+		cmocka_unit_test(test_graph_input_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
