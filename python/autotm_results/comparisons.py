@@ -168,3 +168,12 @@ def slowdown_error(run):
     else:
         lo = hi = 100.0 * e
     return Spread(100.0 * e, min(lo, 100.0 * e), max(hi, 100.0 * e), len(turn_times(run)))
+
+
+def error_stats(errors):
+    """error_stats -- the mean and the largest |error| of ERRORS (numbers, or Spreads by their
+    medians), and how many; None for none"""
+    xs = [abs(e.median if isinstance(e, Spread) else e) for e in errors if e is not None]
+    if not xs:
+        return None
+    return (sum(xs) / len(xs), max(xs), len(xs))
