@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # figures_quick.sh -- end-to-end check of the experiments and figures: scripts/figures.sh --quick
-# into a fresh data folder draws every image of the registry (python/autotm_results/registry.py),
-# and every plot script refuses an empty data folder
+# into a fresh data folder draws every image of the registry (python/autotm_results/registry.py)
+# and a plan picture per Figure 7 network, and prints its summary; every plot script refuses an
+# empty data folder and data measured one process a run (older drivers) with one line, exit 1
 #
 # usage: tests/e2e/figures_quick.sh AUTOTM_BINARY
 # Exit status: 0 passed, 1 failed (what failed is printed), 2 bad usage,
@@ -38,10 +39,10 @@ trap 'rm -rf "$T"' EXIT
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 FAIL=()
 
-# 1. the whole pipeline, quick: every driver (each run twice: a repeat runs the plan made for
-# the first again), then every figure
+# 1. the whole pipeline, quick: every driver (a comparison per workload and limit, in 2 turns),
+# then every figure, the plan pictures and the summary
 rc=0
-AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --repeat 2 --data "$T/data" \
+AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --data "$T/data" \
   --out "$T/figs" >"$T/figures.log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   FAIL+=("scripts/figures.sh --quick exited $rc; the runs that failed, then its last lines:")
@@ -54,6 +55,16 @@ for name in "${IMAGES[@]}"; do
     f="$T/figs/$name.$ext"
     [ -s "$f" ] || FAIL+=("$name.$ext: missing or empty after scripts/figures.sh --quick")
   done
+done
+
+for net in tiny_cnn tiny_mlp; do
+  for ext in png pdf; do
+    f="$T/figs/plan-$net.$ext"
+    [ -s "$f" ] || FAIL+=("plan-$net.$ext: missing or empty after scripts/figures.sh --quick")
+  done
+done
+for what in "^targets (" "Figure 7: .* bars" "Figure 10a" "Figure 11, |error|" "figures.sh took"; do
+  grep -q -- "$what" "$T/figures.log" || FAIL+=("scripts/figures.sh --quick printed no summary line '$what'")
 done
 
 # 2. a second run finds everything in the data and runs nothing
@@ -83,9 +94,44 @@ for line in "${FIGURES[@]}"; do
   fi
 done
 
+# 4. data measured one process a run (runs without a comparison id, as older drivers wrote them):
+# every plot script refuses it with one line naming the driver to rerun, exit 1, no traceback
+"$PYTHON" - "$T/data" "$T/old" <<'EOF'
+import json, os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copytree(src, dst)
+for root, _, files in os.walk(dst):
+    for name in files:
+        path = os.path.join(root, name)
+        if not name.endswith(".json") or os.path.basename(root) not in ("cpu", "large", "gpu"):
+            continue
+        doc = json.load(open(path))
+        for run in doc.get("runs", []):
+            for field in ("comparison", "actual_runtimes", "turns"):
+                run.pop(field, None)
+        json.dump(doc, open(path, "w"))
+EOF
+for line in "${FIGURES[@]}"; do
+  IFS=$'\t' read -r name script _ <<<"$line"
+  out="$T/old-out-$name"
+  mkdir -p "$out"
+  rc=0
+  "$PYTHON" "$ATM_ROOT/$script" --data "$T/old" --out "$out" >"$T/$name.old.out" 2>"$T/$name.old.err" ||
+    rc=$?
+  [ "$rc" -eq 1 ] || FAIL+=("$script on data of older drivers exited $rc, want 1")
+  ! grep -q Traceback "$T/$name.old.err" || FAIL+=("$script on data of older drivers printed a traceback")
+  [ "$(wc -l <"$T/$name.old.err")" -eq 1 ] ||
+    FAIL+=("$script on data of older drivers printed $(wc -l <"$T/$name.old.err") lines, want 1")
+  grep -q "rerun experiments/" "$T/$name.old.err" ||
+    FAIL+=("$script on data of older drivers does not say to rerun the driver: $(head -c 300 "$T/$name.old.err")")
+  if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
+    FAIL+=("$script on data of older drivers left an image: $(cd "$out" && ls)")
+  fi
+done
+
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2
   for f in "${FAIL[@]}"; do echo "  $f" >&2; done
   exit 1
 fi
-echo "figures_quick: ok (every figure drawn from --quick data; every plot script refuses an empty folder)"
+echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data)"
