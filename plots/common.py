@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "python"))
 from autotm_results import registry, values  # noqa: E402
 from autotm_results.ratios import fast_fraction, parse_ratios, ratio_label  # noqa: E402
-from autotm_results.comparisons import (Spread, check_measured,  # noqa: E402
+from autotm_results.comparisons import (check_measured,  # noqa: E402
                                         comparison_id, comparisons, exact,
                                         latest, turn_times)
 from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
@@ -253,11 +253,6 @@ def err(s):
     if s is None:
         return (0.0, 0.0)
     return (max(0.0, s.median - s.low), max(0.0, s.high - s.median))
-
-
-def inverse(s):
-    """1 / Spread S (a slowdown as a speedup): the median's inverse, the range's ends swapped."""
-    return Spread(1.0 / s.median, 1.0 / s.high, 1.0 / s.low, s.turns)
 
 
 def err_kw(spreads):

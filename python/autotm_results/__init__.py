@@ -15,3 +15,5 @@ PYTHONPATH=python, as scripts/figures.sh does.
 """
 
 from .comparisons import turn_ratios  # noqa: E402,F401
+
+__all__ = ["turn_ratios"]
