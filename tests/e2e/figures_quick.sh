@@ -78,24 +78,35 @@ elif grep -q '^\[' "$T/again.log"; then
   while IFS= read -r line; do FAIL+=("    $line"); done < <(grep '^\[' "$T/again.log" | head -n 5)
 fi
 
-# 3. every plot script on an empty data folder: non-zero, a message on stderr, no image
+# refused DATA WHAT -- every plot script given DATA exits 1 with one line on stderr (no
+# traceback) and leaves no image; the line names WHAT (a grep pattern)
+refused() {
+  local data=$1 what=$2 line name script out rc tag
+  tag=$(basename "$data")
+  for line in "${FIGURES[@]}"; do
+    IFS=$'\t' read -r name script _ <<<"$line"
+    out="$T/$tag-out-$name"
+    mkdir -p "$out"
+    rc=0
+    "$PYTHON" "$ATM_ROOT/$script" --data "$data" --out "$out" >"$T/$name.$tag.out" \
+      2>"$T/$name.$tag.err" || rc=$?
+    [ "$rc" -eq 1 ] || FAIL+=("$script on $tag data exited $rc, want 1")
+    [ "$(wc -l <"$T/$name.$tag.err")" -eq 1 ] ||
+      FAIL+=("$script on $tag data printed $(wc -l <"$T/$name.$tag.err") lines on stderr, want 1")
+    grep -q -- "$what" "$T/$name.$tag.err" ||
+      FAIL+=("$script on $tag data does not say '$what': $(head -c 300 "$T/$name.$tag.err")")
+    if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
+      FAIL+=("$script on $tag data left an image: $(cd "$out" && ls)")
+    fi
+  done
+}
+
+# 3. every plot script on an empty data folder
 mkdir -p "$T/empty"
-for line in "${FIGURES[@]}"; do
-  IFS=$'\t' read -r name script _ <<<"$line"
-  out="$T/empty-out-$name"
-  mkdir -p "$out"
-  rc=0
-  "$PYTHON" "$ATM_ROOT/$script" --data "$T/empty" --out "$out" >"$T/$name.out" 2>"$T/$name.err" ||
-    rc=$?
-  [ "$rc" -ne 0 ] || FAIL+=("$script on an empty data folder exited 0")
-  [ -s "$T/$name.err" ] || FAIL+=("$script on an empty data folder printed nothing on stderr")
-  if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
-    FAIL+=("$script on an empty data folder left an image: $(cd "$out" && ls)")
-  fi
-done
+refused "$T/empty" "run experiments/"
 
 # 4. data measured one process a run (runs without a comparison id, as older drivers wrote them):
-# every plot script refuses it with one line naming the driver to rerun, exit 1, no traceback
+# every plot script refuses it, naming the driver to rerun
 "$PYTHON" - "$T/data" "$T/old" <<'EOF'
 import json, os, shutil, sys
 src, dst = sys.argv[1], sys.argv[2]
@@ -111,23 +122,7 @@ for root, _, files in os.walk(dst):
                 run.pop(field, None)
         json.dump(doc, open(path, "w"))
 EOF
-for line in "${FIGURES[@]}"; do
-  IFS=$'\t' read -r name script _ <<<"$line"
-  out="$T/old-out-$name"
-  mkdir -p "$out"
-  rc=0
-  "$PYTHON" "$ATM_ROOT/$script" --data "$T/old" --out "$out" >"$T/$name.old.out" 2>"$T/$name.old.err" ||
-    rc=$?
-  [ "$rc" -eq 1 ] || FAIL+=("$script on data of older drivers exited $rc, want 1")
-  ! grep -q Traceback "$T/$name.old.err" || FAIL+=("$script on data of older drivers printed a traceback")
-  [ "$(wc -l <"$T/$name.old.err")" -eq 1 ] ||
-    FAIL+=("$script on data of older drivers printed $(wc -l <"$T/$name.old.err") lines, want 1")
-  grep -q "rerun experiments/" "$T/$name.old.err" ||
-    FAIL+=("$script on data of older drivers does not say to rerun the driver: $(head -c 300 "$T/$name.old.err")")
-  if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
-    FAIL+=("$script on data of older drivers left an image: $(cd "$out" && ls)")
-  fi
-done
+refused "$T/old" "measured one process each.*rerun experiments/"
 
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2
