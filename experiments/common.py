@@ -1,13 +1,17 @@
 """common.py -- what the experiment drivers share.
 
 Each driver (conventional.py, inception.py, large.py, gpu.py) builds a list of
-runs and hands it to main(): the options, the data folder, the autotm binary,
-the resumable loop with its progress, the summary and the exit status live here.
+comparisons -- one 'autotm run --formulation A,B,C --turns N' per workload and
+limit, its placements trained in turns in one process (docs/comparisons.md) --
+and hands it to main(): the options, the data folder, the autotm binary, the
+resumable loop (a comparison already in the data is skipped) with its progress,
+the summary and the exit status live here. With --estimate a comparison becomes
+one 'autotm plan --estimate' of each placement: predictions, nothing measured.
 
 Reading results files, ratios and numbers, and which folder each driver writes,
 are autotm_results' (python/), shared with the figure scripts.
 
-Exit status of a driver: 0 every run done or already in the data, 1 a run
+Exit status of a driver: 0 every comparison done or already in the data, 1 one
 failed (or the binary is missing), 2 bad usage, 130 interrupted.
 Python 3 standard library only (run with /usr/bin/python3).
 """
@@ -31,7 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 # directly (experiments/conventional.py), with its own folder, not the repository, on the path
 sys.path.insert(0, str(REPO / "python"))
 from autotm_results import registry, values  # noqa: E402
-from autotm_results.ratios import parse_ratios, ratio_str  # noqa: E402
+from autotm_results.comparisons import check_measured, comparisons  # noqa: E402
+from autotm_results.ratios import norm_ratio, parse_ratios, ratio_str  # noqa: E402
 from autotm_results.results import VERSION, ResultsError, read  # noqa: E402
 
 # where the binary is looked for when neither --autotm nor AUTOTM names it
@@ -256,136 +261,145 @@ def autotm_env():
 
 # ---------------------------------------------------------------- runs
 
-class Run:
-    """One autotm call and the record it appends to one results file.
+class Task:
+    """One autotm call and what it appends to one results file: the size, device and slow tier
+    it runs under (subclasses: Compare, a comparison measured in turns; Plan, a plan alone)."""
 
-    mode: 'measure' (autotm run), 'estimate' (autotm plan --estimate --results),
-    'managed' (autotm run --gpu --placement managed).
-    """
-
-    def __init__(self, network, preset, file, formulation=None, ratio=None, mode="measure",
-                 batch=None, gpu=None, emulate="optane", shown_batch=None):
-        self.network, self.preset, self.file = network, preset, Path(file)
+    def __init__(self, network, preset, file, ratio, batch=None, gpu=None, emulate="optane",
+                 shown_batch=None):
+        self.network, self.preset, self.file, self.ratio = network, preset, Path(file), ratio
         self.shown_batch = batch if shown_batch is None else shown_batch
-        self.formulation, self.ratio, self.mode = formulation, ratio, mode
         self.batch, self.gpu, self.emulate = batch, gpu, emulate
 
-    def identity(self):
-        return (str(self.file), self.mode, self.formulation,
-                None if self.ratio is None else Fraction(self.ratio[0], self.ratio[0] + self.ratio[1]))
+    def _size(self):
+        size = ["--model", self.network, "--preset", self.preset]
+        if self.batch is not None:
+            size += ["--batch", str(self.batch)]
+        return size
 
-    def label(self):
+    def _device(self):
+        if self.gpu == "sim":
+            return ["--gpu=sim"]
+        if self.gpu == "cuda":
+            return ["--gpu"]
+        return ["--emulate", self.emulate] if self.emulate else []
+
+    def _label(self, what):
         parts = [self.network, self.preset]
         if self.shown_batch is not None:
             parts.append(f"b{self.shown_batch}")
-        if self.mode == "managed":
-            parts.append("managed")
-        else:
-            parts.append(self.formulation)
-            parts.append(ratio_str(self.ratio) if self.ratio else "-")
-        if self.mode == "estimate":
-            parts.append("(estimate)")
+        parts.append(ratio_str(self.ratio) if self.ratio else "-")
+        parts.append(what)
         if self.gpu == "sim":
             parts.append("(simulated GPU)")
         return " ".join(parts)
 
-    # CPU runs of these are planned once and the plan run again on a repeat (a GPU run's plan
-    # is made with the run, which is what gives it its oracle time)
-    REUSED = ("static", "synchronous", "asynchronous")
 
-    def plan_file(self, plans_dir):
-        """Where this run's plan is kept for repeats; None when it is not reused."""
-        if self.mode != "measure" or self.gpu or self.formulation not in self.REUSED:
-            return None
-        s, f = self.ratio
-        return Path(plans_dir) / f"{self.file.stem}-{self.formulation}-{s}x{f}.json"
+class Compare(Task):
+    """Every placement of FORMULATIONS at one ratio, planned, then trained in turns in one
+    process: 'autotm run --formulation A,B,C --turns N' (docs/comparisons.md)."""
 
-    def plan_command(self, autotm, cache, time_limit, plan):
-        """autotm plan ... -o PLAN: the plan a repeat runs again."""
-        size = ["--model", self.network, "--preset", self.preset]
-        if self.batch is not None:
-            size += ["--batch", str(self.batch)]
-        emulate = ["--emulate", self.emulate] if self.emulate else []
-        limit = ["--time-limit", f"{time_limit:g}"] if time_limit else []
-        return ([autotm or "autotm", "plan"] + size + ["--ratio", ratio_str(self.ratio), "--formulation",
-                self.formulation] + emulate + ["--cache", str(cache)] + limit + ["-o", str(plan), "--quiet"])
+    def __init__(self, network, preset, file, formulations, ratio, **kw):
+        super().__init__(network, preset, file, ratio, **kw)
+        self.formulations = tuple(formulations)
 
-    def command(self, autotm, cache, iters, time_limit, plan=None):
-        exe = autotm or "autotm"
-        size = ["--model", self.network, "--preset", self.preset]
-        if self.batch is not None:
-            size += ["--batch", str(self.batch)]
-        gpu = []
-        if self.gpu == "sim":
-            gpu = ["--gpu=sim"]
-        elif self.gpu == "cuda":
-            gpu = ["--gpu"]
-        emulate = ["--emulate", self.emulate] if (self.emulate and not self.gpu) else []
-        limit = ["--time-limit", f"{time_limit:g}"] if time_limit else []
-        if self.mode == "managed":
-            return ([exe, "run"] + size + gpu + ["--placement", "managed", "--cache", str(cache),
-                    "--iters", str(iters), "--warmup", "1", "--quiet", "-o", str(self.file), "--append"])
-        if self.mode == "estimate":
-            return ([exe, "plan", "--estimate"] + size + ["--ratio", ratio_str(self.ratio),
-                    "--formulation", self.formulation] + gpu + emulate + ["--cache", str(cache)] + limit
-                    + ["--results", str(self.file), "--append", "--quiet"])
-        if plan is not None:
-            return ([exe, "run"] + size + ["--placement", str(plan)] + emulate + ["--iters", str(iters),
-                    "--warmup", "1", "--quiet", "-o", str(self.file), "--append"])
-        return ([exe, "run"] + size + ["--ratio", ratio_str(self.ratio), "--formulation", self.formulation]
-                + gpu + emulate + ["--cache", str(cache), "--iters", str(iters), "--warmup", "1"] + limit
-                + ["--quiet", "-o", str(self.file), "--append"])
+    def identity(self):
+        return (str(self.file), "compare", self.formulations, Fraction(self.ratio[0], sum(self.ratio)))
+
+    def label(self):
+        return self._label(",".join(self.formulations))
+
+    def commands(self, autotm, args):
+        limit = ["--time-limit", f"{args.time_limit:g}"] if args.time_limit else []
+        return [[autotm or "autotm", "run"] + self._size() + ["--ratio", ratio_str(self.ratio),
+                "--formulation", ",".join(self.formulations)] + self._device()
+                + ["--cache", str(args.cache), "--turns", str(args.turns), "--iters", str(args.iters),
+                   "--warmup", "1"] + limit + ["--quiet", "-o", str(self.file), "--append"]]
+
+    def done(self, res):
+        """A comparison at this ratio in RES that compared every one of the formulations, or the
+        same list with some left out (a placement that cannot fit the limit is reported and left
+        out: running again would not change that)."""
+        want = set(self.formulations)
+        key = norm_ratio(*self.ratio)
+        for c in comparisons(res.runs):
+            if c.ratio != key:
+                continue
+            if c.has(*want) or (set(c.runs) <= want and c.size == len(want)):
+                return True
+        return False
 
 
-def grid(args, preset, formulations, before=(), after=()):
-    """The runs of every network: the (formulation, ratio) pairs of BEFORE, each of FORMULATIONS
-    at each of --ratios, then AFTER, into DATA/MACHINE/FOLDER/NETWORK-PRESET.json (the driver's
-    folder in the registry)."""
-    mode = "estimate" if args.estimate else "measure"
-    pairs = list(before) + [(f, r) for r in args.ratios for f in formulations] + list(after)
-    runs = []
+class Plan(Task):
+    """One placement planned from an estimated profile, not run: 'autotm plan --estimate
+    --results FILE --append' records its prediction with actual_runtime null."""
+
+    def __init__(self, network, preset, file, formulation, ratio, **kw):
+        super().__init__(network, preset, file, ratio, **kw)
+        self.formulation = formulation
+
+    def identity(self):
+        return (str(self.file), "plan", self.formulation, Fraction(self.ratio[0], sum(self.ratio)))
+
+    def label(self):
+        return self._label(self.formulation + " (estimate)")
+
+    def commands(self, autotm, args):
+        limit = ["--time-limit", f"{args.time_limit:g}"] if args.time_limit else []
+        return [[autotm or "autotm", "plan", "--estimate"] + self._size() + ["--ratio", ratio_str(self.ratio),
+                "--formulation", self.formulation] + self._device() + ["--cache", str(args.cache)] + limit
+                + ["--results", str(self.file), "--append", "--quiet"]]
+
+    def done(self, res):
+        return res.count(self.formulation, self.ratio, True) > 0
+
+
+def tasks_for(args, network, preset, file, ratio, formulations, **kw):
+    """One comparison of FORMULATIONS at RATIO, or with --estimate one plan of each."""
+    if getattr(args, "estimate", False):
+        return [Plan(network, preset, file, f, ratio, emulate=getattr(args, "emulate", None), **kw)
+                for f in formulations]
+    return [Compare(network, preset, file, formulations, ratio,
+                    emulate=getattr(args, "emulate", None), **kw)]
+
+
+def grid(args, preset, formulations, extra=()):
+    """The tasks of every network: a comparison of FORMULATIONS at each of --ratios, then EXTRA
+    ((ratio, formulations) comparisons, at a ratio --ratios does not list), into
+    DATA/MACHINE/FOLDER/NETWORK-PRESET.json (the driver's folder in the registry)."""
+    pairs = [(r, formulations) for r in args.ratios]
+    pairs += [(r, fs) for r, fs in extra if norm_ratio(*r) not in {norm_ratio(*q) for q in args.ratios}]
+    tasks = []
     for net in args.networks:
         file = args.folder / f"{net}-{preset}.json"
-        runs += [Run(net, preset, file, f, r, mode, emulate=args.emulate) for f, r in pairs]
-    return runs
+        for r, fs in pairs:
+            tasks += tasks_for(args, net, preset, file, r, fs)
+    return tasks
 
 
 class ResultsReader:
-    """Reads results files and says whether a run is already in one (warning once per older file)."""
+    """Reads results files and says whether a task is already in one."""
 
-    def __init__(self):
-        self.warned = set()
-
-    def _warn_old(self, path, why):
-        if str(path) not in self.warned:
-            self.warned.add(str(path))
-            say(f"warning: {path} {why}: its runs are not recognised as done and are run again "
-                f"(this driver reads version {VERSION}, with ratio_slow and ratio_fast)")
-
-    def contains(self, run):
-        return self.count(run) > 0
-
-    def count(self, run):
-        """How many times the run is in its file (the managed baseline: 0 or 1)."""
-        res = read(run.file, missing_ok=True)
+    def contains(self, task):
+        """Whether the task's comparison (or plan) is in its file (ResultsError: the file cannot
+        be used, e.g. runs measured by an older driver)."""
+        res = read(task.file, missing_ok=True)
         if res is None:
-            return 0
-        if run.gpu:
+            return False
+        if task.gpu:
             # never mix a simulated GPU's runs with a real one's in one file
-            want = run.gpu == "sim"
+            want = task.gpu == "sim"
             for r in res.runs:
                 if isinstance(r, dict) and isinstance(r.get("simulated"), bool) and r["simulated"] != want:
                     raise ResultsError(
-                        f"{run.file}: holds {'simulated' if r['simulated'] else 'real'} GPU runs, and these are "
+                        f"{task.file}: holds {'simulated' if r['simulated'] else 'real'} GPU runs, and these are "
                         f"{'simulated' if want else 'real'}: give another --data or --machine")
-        if run.mode == "managed":
-            return int(res.doc.get("gpu_managed_runtime") is not None)
         why = res.outdated()
         if why:
-            self._warn_old(run.file, why)
-        return res.count(run.formulation, run.ratio, run.mode == "estimate")
-
-
+            raise ResultsError(f"{task.file} {why}: move it out of the data folder (the figures "
+                               f"refuse it; this driver reads version {VERSION}) and run again")
+        check_measured(res, "this driver")
+        return task.done(res)
 # ---------------------------------------------------------------- options
 
 PRESET_HELP = {
@@ -408,24 +422,24 @@ def make_parser(prog, description, epilog, presets, default_networks, default_ra
                    help="slow:fast ratios, fast memory = the step's peak x F/(S+F) (default: %s)"
                         % ",".join(ratio_str(r) for r in default_ratios))
     p.add_argument("--quick", action="store_true", help=quick_text)
+    p.add_argument("--turns", type=positive_int, metavar="N",
+                   help="turns of every comparison (default 5; 2 with --quick): its placements are "
+                        "trained in turns in one process, and the figures draw the median of the "
+                        "per-turn ratios with their range")
     p.add_argument("--iters", type=positive_int, metavar="N",
-                   help="measured steps per run, after one warm-up step (default 3; 1 with --quick)")
+                   help="measured steps of each placement per turn, after one warm-up step; a turn "
+                        "keeps the fastest (default 3; 1 with --quick)")
     if estimate:
         p.add_argument("--estimate", action="store_true",
                        help="plan only, from an estimated (roofline) profile: 'autotm plan --estimate "
-                            "--results FILE --append' records the prediction with actual_runtime null; "
-                            "for the paper's sizes on a machine that cannot run them")
+                            "--results FILE --append' records each placement's prediction with "
+                            "actual_runtime null; for the paper's sizes on a machine that cannot run them")
     if emulate:
         p.add_argument("--emulate", default="optane", metavar="P",
                        help="what the slow tier is made to behave like: optane (default), cxl, numa, a tier "
                             "spec file, or none for the machine's real slow memory (PMM, CXL, a far node)")
-    p.add_argument("--repeat", type=positive_int, metavar="N", default=1,
-                   help="measure each run N times in all (default 1): runs already in the data count, so "
-                        "a later --repeat 3 adds what is missing; the static, synchronous and asynchronous "
-                        "plans are made once (DATA/MACHINE/plans/) and run again, so a repeat costs the "
-                        "steps only; the figures draw the median with the fastest and slowest")
     p.add_argument("--force", action="store_true",
-                   help="run again (and append again) runs already in the data, --repeat times")
+                   help="run again (and append again) comparisons already in the data")
     p.add_argument("--data", metavar="DIR", help="data folder (default: %s)" % (REPO / "data"))
     p.add_argument("--machine", type=machine_name, metavar="NAME",
                    help="subfolder of the data folder for this machine (default: %s, from the CPU model "
@@ -450,6 +464,10 @@ def finish_args(parser, args, quick_networks, quick_ratios, default_networks, de
         args.ratios = list(quick_ratios if args.quick else default_ratios)
     if args.iters is None:
         args.iters = 1 if args.quick else 3
+    if args.turns is None:
+        args.turns = 2 if args.quick else 5
+    if getattr(args, "estimate", False):
+        args.turns = None                     # a plan alone is not run
     if getattr(args, "emulate", None) in ("none", ""):
         args.emulate = None
     elif getattr(args, "emulate", None) and not re.fullmatch(r"optane|cxl|numa", args.emulate):
@@ -543,62 +561,62 @@ def _call(cmd, signals, verbose):
     return rc, tail
 
 
-def _check_recorded(reader, run, warned):
+def _check_recorded(reader, task, warned):
     """After a successful call, say (once per file) when its record cannot be found in the file."""
-    if str(run.file) in warned or str(run.file) in reader.warned:
+    if str(task.file) in warned:
         return
     try:
-        found = reader.contains(run)
+        found = reader.contains(task)
     except ResultsError as e:
         found, why = False, str(e)
     else:
-        why = "no run of this formulation, ratio and profile kind"
+        why = "no comparison of these placements at this ratio"
     if not found:
-        warned.add(str(run.file))
-        say(f"warning: autotm ended well but {run.file} does not show the run ({why}): "
+        warned.add(str(task.file))
+        say(f"warning: autotm ended well but {task.file} does not show it ({why}): "
             "it will be run again next time")
 
 
-def execute(name, args, runs, header_lines=()):
-    """Run (or skip, or print) every run, with progress and a summary; returns the exit status."""
-    # the same run asked twice (e.g. 1:0 among --ratios and the all-slow point) runs once
+def execute(name, args, tasks, header_lines=()):
+    """Run (or skip, or print) every task, with progress and a summary; returns the exit status."""
+    # the same task asked twice runs once
     seen, unique = set(), []
-    for r in runs:
-        if r.identity() not in seen:
-            seen.add(r.identity())
-            unique.append(r)
-    runs = unique
+    for t in tasks:
+        if t.identity() not in seen:
+            seen.add(t.identity())
+            unique.append(t)
+    tasks = unique
     reader = ResultsReader()
     autotm = args.autotm_path
     t_start = time.monotonic()
-    plans_dir = args.machine_dir / "plans"
 
-    # what the data holds now: each run is wanted --repeat times (a plan alone or the managed
-    # baseline once), and what is missing becomes one task per autotm run
-    tasks, in_data, n_runs = [], [], len(runs)
-    for r in runs:
-        want = 1 if r.mode in ("estimate", "managed") else args.repeat
+    # what the data holds now: a task in it is skipped, one whose file cannot be used fails
+    todo, in_data, n_tasks = [], [], len(tasks)
+    for t in tasks:
         try:
-            have = 0 if args.force else reader.count(r)
+            if not args.force and reader.contains(t):
+                in_data.append(t)
+                continue
         except ResultsError as e:
-            tasks.append((r, 0, want, e))
+            todo.append((t, e))
             continue
-        if have >= want:
-            in_data.append(r)
-        tasks += [(r, k, want, None) for k in range(have, want)]
-    n = len(tasks)
-    pending = sum(1 for t in tasks if t[3] is None)
-    say(f"{name}: {n_runs} runs{f' x {args.repeat}' if args.repeat > 1 else ''}, "
-        f"{len(in_data)} complete in the data, {pending} autotm runs to go, on {args.machine}")
+        todo.append((t, None))
+    n = len(todo)
+    pending = sum(1 for t in todo if t[1] is None)
+    estimate = getattr(args, "estimate", False)
+    what = "plan" if estimate else "comparison"
+    what += "" if n_tasks == 1 else "s"
+    turns = "" if estimate else f" ({args.turns} turns of {args.iters} step{'s' if args.iters > 1 else ''})"
+    say(f"{name}: {n_tasks} {what}{turns}, {len(in_data)} in the data, {pending} to go, on {args.machine}")
     say(f"  results in {args.machine_dir}; profile cache {args.cache}")
     for line in header_lines:
         say("  " + line)
     say(f"  autotm: {autotm or 'not found'}")
-    for r in in_data:
-        say(f"skip {r.label()} (in data)")
+    for t in in_data:
+        say(f"skip {t.label()} (in data)")
 
     if not args.dry_run:
-        for d in sorted({r.file.parent for r in runs} | {args.cache.parent, plans_dir}):
+        for d in sorted({t.file.parent for t in tasks} | {args.cache.parent}):
             try:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -612,25 +630,21 @@ def execute(name, args, runs, header_lines=()):
     interrupted = False
     width = len(str(n))
     try:
-        for i, (run, k, want, error) in enumerate(tasks, 1):
+        for i, (task, error) in enumerate(todo, 1):
             pos = f"{i:>{width}}/{n}"
-            label = run.label() + (f" (run {k + 1} of {want})" if want > 1 else "")
+            label = task.label()
             if error is not None:
                 if str(error) in file_errors:
-                    say(f"[{pos}] {label} ... not run: {run.file} cannot be read (above)")
-                    failed.append((run, None, []))
+                    say(f"[{pos}] {label} ... not run: {task.file} cannot be used (above)")
+                    failed.append((task, None, []))
                 else:
                     file_errors.add(str(error))
                     say(f"[{pos}] {label} ... not run: {error}")
-                    failed.append((run, None, [str(error)]))
+                    failed.append((task, None, [str(error)]))
                 if args.stop_on_error:
                     break
                 continue
-            plan = run.plan_file(plans_dir)
-            cmds = []
-            if plan is not None and (not plan.exists() or (args.force and k == 0)):
-                cmds.append(run.plan_command(autotm, args.cache, args.time_limit, plan))
-            cmds.append(run.command(autotm, args.cache, args.iters, args.time_limit, plan))
+            cmds = task.commands(autotm, args)
             if args.dry_run:
                 for cmd in cmds:
                     print("OMP_WAIT_POLICY=passive " + shlex.join(cmd), flush=True)
@@ -661,13 +675,13 @@ def execute(name, args, runs, header_lines=()):
             if rc == 0:
                 done += 1
                 say(f"{fmt_seconds(dt)}{left}")
-                _check_recorded(reader, run, unrecognised)
+                _check_recorded(reader, task, unrecognised)
             else:
                 why = f"exit {rc}" if rc > 0 else f"signal {-rc}"
                 say(f"FAILED ({why}) after {fmt_seconds(dt)}{left}")
                 for line in tail[-3:]:
                     say("    " + line)
-                failed.append((run, cmd, tail))
+                failed.append((task, cmd, tail))
                 if args.stop_on_error:
                     say("stopping at the first failure (--stop-on-error)")
                     break
@@ -678,14 +692,14 @@ def execute(name, args, runs, header_lines=()):
     total = time.monotonic() - t_start
     say("")
     if args.dry_run:
-        say(f"{name}: dry run: {done} to run, {skipped} runs in data, {len(failed)} unreadable, of {n_runs}")
+        say(f"{name}: dry run: {done} to run, {skipped} in data, {len(failed)} unusable files, of {n_tasks}")
     else:
-        say(f"{name}: {n_runs} runs: {done} autotm runs done, {skipped} runs complete in the data, "
+        say(f"{name}: {n_tasks} {what}: {done} done, {skipped} in the data, "
             f"{len(failed)} failed{', interrupted' if interrupted else ''}, in {fmt_seconds(total)}")
-    for run, cmd, tail in failed:
+    for task, cmd, tail in failed:
         if cmd is None and not tail:
-            continue                          # the same unreadable file as a run above
-        say(f"  failed: {run.label()}")
+            continue                          # the same unusable file as a task above
+        say(f"  failed: {task.label()}")
         if cmd:
             say("    " + "OMP_WAIT_POLICY=passive " + shlex.join(cmd))
         for line in tail[-5:]:
@@ -697,7 +711,7 @@ def execute(name, args, runs, header_lines=()):
 
 def main(name, parser, build, quick_networks, quick_ratios, default_networks, default_ratios,
          validate=None, header=None):
-    """Parse the options, build the runs with build(args, zoo) and execute them: NAME is the
+    """Parse the options, build the tasks with build(args, zoo) and execute them: NAME is the
     driver's experiment in the registry, whose folder of DATA/MACHINE/ (args.folder) it writes."""
     args = parser.parse_args()
     finish_args(parser, args, quick_networks, quick_ratios, default_networks, default_ratios)

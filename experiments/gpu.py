@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """gpu.py -- the GPU networks against cudaMallocManaged: Figure 12.
 
-VGG19, ResNet-200, Inception v4 and DenseNet-264 under the synchronous and
-asynchronous ILPs with half of each step's working set on the device (ratio 1:1),
-and the cudaMallocManaged baseline ('--placement managed', every tensor in
-managed memory; its time is the file's gpu_managed_runtime). The oracle of the
+VGG19, ResNet-200, Inception v4 and DenseNet-264: per network and batch one
+comparison of the cudaMallocManaged baseline (every tensor in managed memory)
+and the synchronous and asynchronous ILPs with half of each step's working set
+on the device (ratio 1:1), trained in turns in one process. The oracle of the
 figure (every kernel at its profiled time, no copies) is in every planned run.
 
 --gpu sim (the default) is a simulated GPU: the CPU's kernels, with the host
@@ -24,7 +24,7 @@ DEFAULT_RATIOS = [(1, 1)]
 # a tiny network's largest kernels take most of its peak, and on a GPU every operand of a
 # kernel must be on the device: 1:1 is infeasible for tiny_cnn and tiny_mlp, 1:8 is not
 QUICK_RATIOS = [(1, 8)]
-FORMULATIONS = ("synchronous", "asynchronous")
+FORMULATIONS = ("managed", "synchronous", "asynchronous")
 PRESETS = {
     "small": "one batch per network, the small preset's (the default with --gpu sim)",
     "gpu": "the paper's GPU batches, every one 'autotm zoo' lists: vgg19 64/128, resnet200 32/64/128, "
@@ -33,10 +33,11 @@ PRESETS = {
 }
 
 EPILOG = """\
-runs, per network and batch: managed, then synchronous and asynchronous at every
---ratios (default 1:1: the device holds half the step's peak)
+comparisons, per network and batch: autotm run --formulation
+managed,synchronous,asynchronous --turns N at every --ratios (default 1:1: the
+device holds half the step's peak)
 --quick: tiny_cnn and tiny_mlp at 1:8 (their kernels do not fit half their
-peak), --iters 1, on the simulated GPU unless --gpu cuda.
+peak), 2 turns of 1 step, on the simulated GPU unless --gpu cuda.
 
 data: DATA/MACHINE/gpu/NETWORK-PRESET-bBATCH.json
 exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
@@ -57,12 +58,9 @@ def build(args, zoo):
             # the small preset runs its own batch (no --batch); other presets name each batch
             pass_batch = b if (args.batches or preset != "small") else None
             f = args.folder / f"{net}-{preset}-b{b}.json"
-            runs.append(common.Run(net, preset, f, mode="managed", batch=pass_batch, gpu=args.gpu,
-                                   shown_batch=b))
             for ratio in args.ratios:
-                for formulation in FORMULATIONS:
-                    runs.append(common.Run(net, preset, f, formulation, ratio, "measure",
-                                           batch=pass_batch, gpu=args.gpu, shown_batch=b))
+                runs.append(common.Compare(net, preset, f, FORMULATIONS, ratio, batch=pass_batch,
+                                           gpu=args.gpu, shown_batch=b))
     return runs
 
 
@@ -86,7 +84,7 @@ def validate(parser, args):
 def main():
     parser = common.make_parser(
         "gpu.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, PRESETS, common.PAPER_NETWORKS,
-        DEFAULT_RATIOS, "CI: networks tiny_cnn,tiny_mlp, ratio 1:8, --iters 1", emulate=False,
+        DEFAULT_RATIOS, "CI: networks tiny_cnn,tiny_mlp, ratio 1:8, --turns 2 --iters 1", emulate=False,
         default_preset="small with --gpu sim, gpu with --gpu cuda")
     parser.add_argument("--gpu", choices=("sim", "cuda"), default="sim",
                         help="sim (default): a simulated GPU, the CPU's kernels with the host link "

@@ -1,14 +1,15 @@
 """common.py -- what the figure scripts share beyond autotm_results: the command
-line, the data folder of a figure, repeated runs at their median, measured or
-predicted times, the subtitle, layout and atomic saving.
+line, the data folder of a figure, a workload's comparisons, measured or
+predicted values, the subtitle, layout and atomic saving.
 
 Which figure reads which folder of DATA/MACHINE/, written by which driver, is
 the registry's (python/autotm_results/registry.py); reading and checking a
 results file, ratios and numbers are autotm_results' too.  A run is identified
-by (formulation, ratio in lowest terms).  A key run several times (the drivers'
---repeat) is drawn at the median of its measured step times, with the fastest
-and slowest as an error bar: this is how noise between runs shows.  Ratios are
-slow:fast.
+by (formulation, ratio in lowest terms).  Every value that is a ratio of two
+measured steps comes from one comparison (placements trained in turns in one
+process, docs/comparisons.md): the median of the per-turn ratios, with their
+least and largest as an error bar.  Data measured one process a run (older
+drivers) is refused with a message to rerun the driver.  Ratios are slow:fast.
 """
 
 import argparse
@@ -31,8 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "python"))
 from autotm_results import registry, values  # noqa: E402
 from autotm_results.ratios import fast_fraction, parse_ratios, ratio_label  # noqa: E402
+from autotm_results.comparisons import (check_measured,  # noqa: E402
+                                        comparison_id, comparisons, exact,
+                                        latest, turn_times)
 from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
-                                    run_ratio, step_times)
+                                    run_key, run_ratio)
 from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.
@@ -159,9 +163,12 @@ def machine_dir(fig, args, sub=None):
 
 
 class Workload:
-    """One results file: the workload, its sizes and its runs by key."""
+    """One results file: the workload, its sizes, and its runs: the comparisons measured in
+    turns (drawn as medians of per-turn ratios) or, where none was measured, plans alone
+    (drawn from their predictions: --estimate)."""
 
-    def __init__(self, results):
+    def __init__(self, results, fig):
+        check_measured(results, registry.driver_of(fig))
         self.path = path = results.path
         self.doc = doc = results.doc
         wl = results.workload
@@ -173,9 +180,10 @@ class Workload:
         self.default_alloc_size = doc.get("default_alloc_size")
         self.gpu_managed_runtime = doc.get("gpu_managed_runtime")
         self.machine = doc.get("machine") or {}
-        # key -> run: the last of each key, at the median step
-        self.runs = {key: median_run(runs)
-                     for key, runs in results.groups().items()}
+        self.comparisons = comparisons(results.runs)
+        # plans alone, not run: key -> the last of each key
+        self.plans = {run_key(r): r for r in results.runs if comparison_id(r) is None}
+        self.mode = "actual" if self.comparisons else "predicted"
 
     # A short name, with the preset when several of a network are shown.
     def title(self, with_preset=False, predicted=False):
@@ -191,92 +199,87 @@ class Workload:
             bits.append("predicted")
         return f"{name} ({', '.join(bits)})" if bits else name
 
-    def run(self, formulation, key):
-        return self.runs.get((formulation, key))
+    @property
+    def predicted(self):
+        return self.mode == "predicted"
 
-    def of(self, formulation):
-        """Runs of a formulation, by ratio key."""
-        return {k[1]: r for k, r in self.runs.items() if k[0] == formulation}
-
-    def ratios(self, formulations, exclude_ends=False):
-        keys = {k[1] for k in self.runs if k[0] in formulations
-                and k[1] is not None}
+    def keys(self, formulations, exclude_ends=False):
+        """The ratios at which any of FORMULATIONS was compared (or planned), by fast fraction."""
+        if self.predicted:
+            keys = {k for f, k in self.plans if f in formulations and k is not None}
+        else:
+            keys = {c.ratio for c in self.comparisons if c.ratio is not None
+                    and any(f in c.runs for f in formulations)}
         if exclude_ends:
             keys -= {(1, 0), (0, 1)}
         return sorted(keys, key=fast_fraction)
 
-    def all_fast_note(self):
-        """Words for the subtitle when all fast is the synchronous 0:1 run."""
-        if self.of("all-fast") or self.all_fast() is None:
+    def run(self, formulation, key):
+        """The run of FORMULATION at ratio KEY: of the last comparison there that has it (or the
+        plan alone)."""
+        if self.predicted:
+            return self.plans.get((formulation, key))
+        c = latest(self.comparisons, key, formulation)
+        return c.runs[formulation] if c else None
+
+    def value(self, num, den, key):
+        """NUM's step over DEN's (formulations) at ratio KEY as a Spread: the median and range of
+        the per-turn ratios of the last comparison there that has both; from plans alone, the
+        ratio of the predictions (DEN, a baseline, at another ratio when it was planned at one
+        only); None when there is nothing to divide."""
+        if not self.predicted:
+            c = latest(self.comparisons, key, num, den)
+            return c.ratio_of(num, den) if c else None
+        a = self.plans.get((num, key))
+        b = self.plans.get((den, key))
+        if b is None:
+            others = [r for (f, _), r in self.plans.items() if f == den]
+            b = others[-1] if len(others) == 1 else None
+        if a is None or b is None:
             return None
-        return (f"{NETWORK_NAMES.get(self.name, self.name)}: all fast = "
-                "synchronous 0:1 run")
+        pa, pb = a.get("predicted_runtime"), b.get("predicted_runtime")
+        if not (is_positive(pa) and is_positive(pb)):
+            raise PlotError(f"{self.path}: {self.name}: run '{run_name(a if not is_positive(pa) else b)}'"
+                            " has neither a measured nor a predicted runtime; rerun its driver")
+        return exact(pa / pb)
 
-    def all_fast(self):
-        """The all-fast baseline: an 'all-fast' run, else synchronous 0:1."""
-        runs = self.of("all-fast")
-        if runs:
-            return runs.get((0, 1)) or list(runs.values())[-1]
-        return self.run("synchronous", (0, 1))
-
-    def all_slow(self):
-        runs = self.of("all-slow")
-        if runs:
-            return runs.get((1, 0)) or list(runs.values())[-1]
-        return None
+    def runs_at(self, key, formulations):
+        """The runs drawn at ratio KEY for FORMULATIONS (for describe())."""
+        return [r for r in (self.run(f, key) for f in formulations) if r is not None]
 
 
-def median_run(runs):
-    """The last of a key's runs, its step time the median of the measured
-    ones; '_steps' keeps them all (for spread() and the subtitle)."""
-    steps = sorted(t for r in runs for t in step_times(r))
-    run = dict(runs[-1])
-    if steps:
-        mid = len(steps) // 2
-        run["actual_runtime"] = steps[mid] if len(steps) % 2 else \
-            (steps[mid - 1] + steps[mid]) / 2
-    run["_steps"] = steps
-    return run
-
-
-def spread(num, run, mode):
-    """Error bar of num / (the run's time): (below, above) the median's value,
-    from the fastest and slowest of the run's repeats; (0, 0) for one run or
-    predicted times."""
-    steps = run.get("_steps") or []
-    if mode != "actual" or len(steps) < 2:
+def err(s):
+    """The error bar of Spread S: (below, above) its median."""
+    if s is None:
         return (0.0, 0.0)
-    mid = num / run["actual_runtime"]
-    return (max(0.0, mid - num / steps[-1]), max(0.0, num / steps[0] - mid))
+    return (max(0.0, s.median - s.low), max(0.0, s.high - s.median))
 
 
-def err_kw(errs):
-    """bar() keywords for error bars from spread() pairs; none when flat."""
+def err_kw(spreads):
+    """bar() keywords for error bars from Spreads; none when flat."""
+    errs = [err(s) for s in spreads]
     if not any(lo or hi for lo, hi in errs):
         return {}
     return {"yerr": [[lo for lo, _ in errs], [hi for _, hi in errs]],
             "error_kw": {"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"}}
 
 
-def repeats_note(runs, bars=True):
-    """Subtitle words when points are medians of several runs (with error bars
-    from the fastest to the slowest when the figure draws them)."""
-    counts = [len(r.get("_steps") or []) for r in runs if r is not None]
-    counts = [n for n in counts if n > 1]
+def turns_note(runs, bars=True):
+    """Subtitle words for values that are medians of per-turn ratios: over how many turns (with
+    error bars from the least to the largest when the figure draws them)."""
+    counts = [len(turn_times(r)) for r in runs if r is not None and comparison_id(r)]
+    counts = [n for n in counts if n > 0]
     if not counts:
         return None
     lo, hi = min(counts), max(counts)
     n = f"{lo}" if lo == hi else f"{lo} to {hi}"
-    return f"median of {n} runs each" + (", bars from fastest to slowest" if bars else "")
+    return (f"each ratio the median over {n} turns of steps measured side by side in one process"
+            + (", bars from the least to the largest" if bars else ""))
 
 
-def all_fast_notes(wls):
-    return [n for n in (w.all_fast_note() for w in wls) if n]
-
-
-def load(path):
+def load(path, fig):
     """Read and check one results file."""
-    return Workload(read(path).check())
+    return Workload(read(path).check(), fig)
 
 
 def load_dir(fig, args, sub=None):
@@ -287,7 +290,7 @@ def load_dir(fig, args, sub=None):
     if not files:
         raise no_results(fig, args.data, sub,
                          f" (machine {os.path.basename(mdir)})")
-    wls = [load(f) for f in files]
+    wls = [load(f, fig) for f in files]
     if args.preset is not None:
         wls = [w for w in wls if w.preset == args.preset]
         if not wls:
@@ -314,31 +317,13 @@ def needs_preset(wls):
 
 
 # --------------------------------------------------------------------------
-# Times: measured, or predicted for a whole network when it was not run
+# Predicted values: for a whole network when it was only planned (--estimate)
 
 
 def run_name(run):
     key = run_ratio(run)
     f = run.get("formulation")
     return f if key is None else f"{f} {ratio_label(key, long=False)}"
-
-
-def time_mode(wl, runs, fig):
-    """'actual' when every run was measured, else 'predicted' when every run
-    has a prediction (used for all runs of the network, consistently)."""
-    runs = [r for r in runs if r is not None]
-    if all(step_times(r) for r in runs):
-        return "actual"
-    bad = [r for r in runs if not is_positive(r.get("predicted_runtime"))]
-    if bad:
-        raise PlotError(
-            f"{wl.path}: {wl.name}: run '{run_name(bad[0])}' has neither a "
-            f"measured nor a predicted runtime; rerun {registry.driver_of(fig)}")
-    return "predicted"
-
-
-def rtime(run, mode):
-    return run["actual_runtime" if mode == "actual" else "predicted_runtime"]
 
 
 def predicted_label(runs):
@@ -423,7 +408,7 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
                      + f", not measured, {how}")
     elif estimated:
         parts.append("estimated profile: predicted times, not measured")
-    note = repeats_note(runs, bars)
+    note = turns_note(runs, bars)
     if note:
         parts.append(note)
     parts.extend(extra)

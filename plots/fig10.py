@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Figure 10 (three images): one network (Inception v4 by default) under
 AutoTM's static and synchronous placements over many slow:fast ratios,
-against the fast-memory limit.  (a) slowdown against all fast memory;
+against the fast-memory limit.  (a) slowdown against all fast memory, each
+point the median of the per-turn ratios of one comparison (all fast, static
+and synchronous trained in turns in one process), its error bar their range;
 (b) share of the kernels' input and output bytes in fast memory;
 (c) bytes the synchronous placement moves to slow and to fast memory per
 step.  Data: DATA/<machine>/cpu/ (experiments/inception.py)."""
@@ -28,7 +30,7 @@ def pick(wls, network):
                 f"{', '.join(sorted({w.name for w in wls}))}); run {driver}")
     else:
         mine = [w for w in wls if w.name == DEFAULT_NETWORK] or wls
-    return max(mine, key=lambda w: len(w.ratios(FORMULATIONS)))
+    return max(mine, key=lambda w: len(w.keys(FORMULATIONS)))
 
 
 def limit_bytes(w, run, add_io):
@@ -47,29 +49,28 @@ def draw(args):
     if not is_num(w.default_alloc_size):
         raise c.PlotError(f"{w.path}: no default_alloc_size (the all-fast "
                           "footprint)")
-    keys = w.ratios(FORMULATIONS)
+    keys = w.keys(FORMULATIONS)
     if len(keys) < 2:
         raise c.PlotError(f"{w.name} ({w.path}): static/synchronous runs at "
                           f"{len(keys)} ratio(s), Figure 10 sweeps many; "
                           f"run {driver}")
-    fast = w.all_fast()
-    if fast is None:
-        raise c.PlotError(f"{w.name} ({w.path}): no all-fast run (0:1), the "
-                          f"baseline of Figure 10a; run {driver}")
     series = {f: [(k, w.run(f, k)) for k in keys if w.run(f, k)]
               for f in FORMULATIONS}
+    # (a): each placement's step over all fast's, turn by turn in its comparison
+    slowdown = {(f, k): w.value(f, "all-fast", k) for f in FORMULATIONS for k in keys}
+    if not any(slowdown.values()):
+        raise c.PlotError(f"{w.name} ({w.path}): no static or synchronous run compared "
+                          f"with all-fast (the baseline of Figure 10a); run {driver}")
     all_runs = [r for f in FORMULATIONS for _, r in series[f]]
-    mode = c.time_mode(w, all_runs + [fast], FIG)
-    predicted = [w] if mode == "predicted" else []
-    style = "--" if mode == "predicted" else "-"
-    used = all_runs + [fast]
+    predicted = [w] if w.predicted else []
+    style = "--" if w.predicted else "-"
+    used = [r for k in keys for r in w.runs_at(k, FORMULATIONS + ["all-fast"])]
 
     xs_all = [limit_bytes(w, r, args.add_io_size) for r in all_runs]
     div, unit = c.fmt_bytes_unit(max(xs_all + [w.default_alloc_size]))
     foot = w.default_alloc_size / div
     how = "dashed lines" if predicted else ""
-    sub = c.describe([w], used, c.all_fast_notes([w]),
-                     predicted=predicted, how=how, bars=False)
+    sub = c.describe([w], used, predicted=predicted, how=how)
     name = w.title()
     xlabel = (f"fast-memory limit ({unit})" if not args.add_io_size else
               f"fast-memory limit + always-live bytes ({unit})")
@@ -106,17 +107,21 @@ def draw(args):
     # (a) slowdown against all fast
     fig = c.new_figure(10, 6)
     ax = fig.subplots()
-    t0 = c.rtime(fast, mode)
     top = 1.0
     handles = []
     for f, marker in zip(FORMULATIONS, ["s", "o"]):
-        x, y = pts(f, lambda r: c.rtime(r, mode) / t0)
-        if not x:
+        pts_a = sorted((limit_bytes(w, r, args.add_io_size) / div, slowdown[(f, k)])
+                       for k, r in series[f] if slowdown[(f, k)] is not None)
+        if not pts_a:
             continue
-        top = max(top, max(y))
-        h, = ax.plot(x, y, marker=marker, linestyle=style, color=c.COLORS[f],
-                     linewidth=1.6, markersize=5,
-                     label=c.FORMULATION_NAMES[f] + pred_note)
+        x = [p[0] for p in pts_a]
+        vals = [p[1] for p in pts_a]
+        top = max(top, max(v.high for v in vals))
+        kw = c.err_kw(vals)
+        h = ax.errorbar(x, [v.median for v in vals], yerr=kw.get("yerr"), marker=marker,
+                        linestyle=style, color=c.COLORS[f], linewidth=1.6, markersize=5,
+                        elinewidth=0.8, capsize=2,
+                        label=c.FORMULATION_NAMES[f] + pred_note)
         handles.append(h)
     h, = ax.plot([foot], [1.0], marker="*", markersize=12, linestyle="none",
                  color=c.COLORS["all-fast"], zorder=5,

@@ -1,24 +1,33 @@
 #!/usr/bin/python3
-"""Figure 11: accuracy of the optimizer's runtime prediction: the error
-100 × (predicted − measured) / measured of AutoTM's static, synchronous and
-asynchronous placements, per conventional network and slow:fast ratio.
+"""Figure 11: accuracy of the optimizer's runtime prediction, for AutoTM's
+static, synchronous and asynchronous placements per conventional network and
+slow:fast ratio, two errors side by side: the absolute error
+100 × (predicted − measured) / measured step (its bar the range over the
+turns), and the slowdown error: the same for the slowdown against all fast
+memory, predicted from the two plans and measured turn by turn against all
+fast in the same comparison (slowdown_error; its bar the range of the
+per-turn slowdowns).  The caption gives the mean and largest |error| of each.
 Data: DATA/<machine>/cpu/ (experiments/conventional.py)."""
 
 import common as c  # first: it puts python/ on the module path
 from autotm_results import registry
 from autotm_results.ratios import ratio_label
-from autotm_results.values import is_num
+from autotm_results.comparisons import (absolute_error, error_stats,
+                                        slowdown_error)
 
 FIG = "fig11"
 FORMULATIONS = ["static", "synchronous", "asynchronous"]
 WIDE = 6  # networks with more ratios than this get a full-width row
 
 
-def error(run):
-    p, a = run.get("predicted_runtime"), run.get("actual_runtime")
-    if not (is_num(p) and is_num(a)) or a <= 0:
-        return None
-    return 100.0 * (p - a) / a
+KINDS = [("absolute", absolute_error, None),
+         ("slowdown", slowdown_error, c.PREDICTED_HATCH)]
+KIND_NAMES = {"absolute": "step time", "slowdown": "slowdown against all fast"}
+
+
+def errors(run):
+    """Both errors of a run as Spreads (None where it has not that one)."""
+    return {kind: fn(run) if run else None for kind, fn, _ in KINDS}
 
 
 def draw(args):
@@ -28,10 +37,10 @@ def draw(args):
     wanted = set(args.ratios) if args.ratios else None
     nets, skipped, used = [], [], []
     for w in wls:
-        keys = [k for k in w.ratios(FORMULATIONS)
+        keys = [k for k in w.keys(FORMULATIONS)
                 if (wanted is None or k in wanted)
-                and any(w.run(f, k) and error(w.run(f, k)) is not None
-                        for f in FORMULATIONS)]
+                and any(v is not None for f in FORMULATIONS
+                        for v in errors(w.run(f, k)).values())]
         if keys:
             nets.append((w, keys))
             used += [w.run(f, k) for f in FORMULATIONS for k in keys]
@@ -56,19 +65,19 @@ def draw(args):
             half = None
     fig = c.new_figure(10, min(11.0, max(5.2, 1.9 + 2.5 * len(rows))))
     gs = fig.add_gridspec(len(rows), 2)
-    errs = {f: [] for f in FORMULATIONS}
+    errs = {(f, kind): [] for f in FORMULATIONS for kind, _, _ in KINDS}
     lims = {}  # y limit of each panel: symmetric, the ±10% band in view
     for w, keys in nets:
         lims[id(w)] = 12.0
         for k in keys:
             for f in FORMULATIONS:
-                r = w.run(f, k)
-                e = error(r) if r else None
-                if e is not None:
-                    errs[f].append(e)
-                    lims[id(w)] = max(lims[id(w)], abs(e) * 1.18)
-    n = len(FORMULATIONS)
-    width = 0.8 / n
+                for kind, e in errors(w.run(f, k)).items():
+                    if e is not None:
+                        errs[(f, kind)].append(e)
+                        lims[id(w)] = max(lims[id(w)], abs(e.low) * 1.18,
+                                          abs(e.high) * 1.18)
+    n = len(FORMULATIONS) * len(KINDS)
+    width = 0.84 / n
     for i, row in enumerate(rows):
         for j, (w, keys) in enumerate(row):
             ax = fig.add_subplot(gs[i, :] if len(row) == 1 else gs[i, j])
@@ -78,20 +87,20 @@ def draw(args):
                            linestyle=":", zorder=1)
             ax.axhline(0, color="#333333", linewidth=0.9, zorder=1)
             for m, f in enumerate(FORMULATIONS):
-                xs, ys, bars_err = [], [], []
-                for x, k in enumerate(keys):
-                    r = w.run(f, k)
-                    e = error(r) if r else None
-                    if e is not None:
-                        xs.append(x + (m - (n - 1) / 2) * width)
-                        ys.append(e)
-                        # error = 100 (p / a - 1): its spread is p's ratio's, scaled
-                        lo, hi = c.spread(r["predicted_runtime"], r, "actual")
-                        bars_err.append((100 * lo, 100 * hi))
-                if xs:
-                    ax.bar(xs, ys, width, color=c.COLORS[f], zorder=2,
-                           **c.err_kw(bars_err),
-                           edgecolor="white", linewidth=0.4)
+                for q, (kind, _, hatch) in enumerate(KINDS):
+                    slot = m * len(KINDS) + q
+                    xs, vals = [], []
+                    for x, k in enumerate(keys):
+                        e = errors(w.run(f, k))[kind]
+                        if e is not None:
+                            xs.append(x + (slot - (n - 1) / 2) * width)
+                            vals.append(e)
+                    if xs:
+                        ax.bar(xs, [v.median for v in vals], width,
+                               color=c.COLORS[f], zorder=2, hatch=hatch,
+                               **c.err_kw(vals),
+                               edgecolor="white" if hatch is None else "#333333",
+                               linewidth=0.4)
             ax.set_xticks(range(len(keys)))
             many = len(keys) > 10
             ax.set_xticklabels([ratio_label(k, long=False) for k in keys],
@@ -107,20 +116,31 @@ def draw(args):
             ax.grid(axis="y", alpha=0.3)
             ax.set_axisbelow(True)
 
-    handles = c.bar_handles([f for f in FORMULATIONS if errs[f]])
-    for h in handles:
-        f = next(f for f in FORMULATIONS
-                 if c.FORMULATION_NAMES[f] == h.get_label())
-        mean = sum(abs(e) for e in errs[f]) / len(errs[f])
-        h.set_label(f"{h.get_label()} (mean |error| {mean:.1f}%, "
-                    f"{len(errs[f])} runs)")
+    shown = [f for f in FORMULATIONS
+             if any(errs[(f, kind)] for kind, _, _ in KINDS)]
+    handles = c.bar_handles(shown)
+    for kind, _, hatch in KINDS:
+        handles.append(c.Patch(facecolor="white" if hatch else "#777777",
+                               edgecolor="#333333", hatch=hatch,
+                               label=f"error of the {KIND_NAMES[kind]}"))
     handles.append(c.Patch(facecolor="#e8e8e8", label="±10%"))
+    stats = []
+    for f in shown:
+        parts = []
+        for kind, _, _ in KINDS:
+            st = error_stats(errs[(f, kind)])
+            if st:
+                parts.append(f"{KIND_NAMES[kind]} mean {st[0]:.1f}%, "
+                             f"largest {st[1]:.1f}% ({st[2]} runs)")
+        stats.append(f"{c.FORMULATION_NAMES[f]}: |error| of the "
+                     + "; of the ".join(parts))
     extra = ["error = (predicted − measured) / measured"]
-    note = None
+    notes = list(stats)
     if skipped:
-        note = ("not shown, no measured runs (predicted only): "
-                + ", ".join(c.NETWORK_NAMES.get(w.name, w.name)
-                            for w in skipped))
+        notes.append("not shown, no measured runs (predicted only): "
+                     + ", ".join(c.NETWORK_NAMES.get(w.name, w.name)
+                                 for w in skipped))
+    note = " · ".join(notes) or None
     c.finish(fig, "Runtime prediction error (Figure 11)",
              c.describe([n[0] for n in nets], used, extra), handles,
              [h.get_label() for h in handles], note=note)

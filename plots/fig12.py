@@ -2,80 +2,68 @@
 """Figure 12: AutoTM on a GPU: speedup of the synchronous and asynchronous
 placements over cudaMallocManaged (every tensor in managed memory), and the
 oracle (every kernel at its profiled time, no copies), per network and
-batch.  Data: DATA/<machine>/gpu/ (experiments/gpu.py)."""
+batch.  Every bar is the median of the per-turn ratios of one comparison
+(managed, synchronous and asynchronous trained in turns in one process), its
+error bar their range; the oracle's against each turn's managed step.  Data: DATA/<machine>/gpu/ (experiments/gpu.py)."""
 
 import common as c  # first: it puts python/ on the module path
 from autotm_results import registry
+from autotm_results.comparisons import spread, turn_times
 from autotm_results.values import is_num
 
 FIG = "fig12"
-BARS = ["synchronous", "asynchronous", "oracle"]
-
-
-def last_of(w, formulation):
-    """The run of a formulation (GPU runs take the device's memory as the
-    limit, so there is normally one; with several, the last appended)."""
-    runs = w.of(formulation)
-    return list(runs.values())[-1] if runs else None
+PLANNED = ["synchronous", "asynchronous"]
+BARS = PLANNED + ["oracle"]
 
 
 def draw(args):
     machine, wls = c.load_dir(FIG, args)
     driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
-    groups, used, predicted, predicted_runs = [], [], [], []
+    groups, used = [], []
     for w in wls:
         label = f"{c.NETWORK_NAMES.get(w.name, w.name)}"
         if w.batch is not None:
             label += f"\nbatch {w.batch}"
         if show_preset and w.preset:
             label += f"\n{w.preset}"
-        managed = w.gpu_managed_runtime
-        if not (is_num(managed) and managed > 0):
+        if w.predicted:
             raise c.PlotError(
-                f"{w.name} batch {w.batch} ({w.path}): no cudaMallocManaged "
-                "run (gpu_managed_runtime is null), the baseline of Figure "
-                f"12; run {driver}")
-        sync, asyn = last_of(w, "synchronous"), last_of(w, "asynchronous")
-        if sync is None and asyn is None:
+                f"{w.name} batch {w.batch} ({w.path}): no comparison measured with "
+                f"cudaMallocManaged (the baseline of Figure 12); run {driver}")
+        keys = [k for k in w.keys(PLANNED)
+                if any(w.value("managed", f, k) for f in PLANNED)]
+        if not keys:
             raise c.PlotError(
-                f"{w.name} batch {w.batch} ({w.path}): no synchronous or "
-                f"asynchronous run; run {driver}")
-        runs = [r for r in (sync, asyn) if r is not None]
-        mode = c.time_mode(w, runs, FIG)
-        values, errs = {}, {}
-        for f, r in (("synchronous", sync), ("asynchronous", asyn)):
-            if r is not None:
-                values[f] = managed / c.rtime(r, mode)
-                errs[f] = c.spread(managed, r, mode)
-        oracle = sync.get("oracle_time") if sync is not None else None
-        if is_num(oracle) and oracle > 0:
-            values["oracle"] = managed / oracle
-        used += runs
-        if mode == "predicted":
-            predicted.append(w)
-            predicted_runs += runs
-        groups.append((w, label, values, errs, mode))
+                f"{w.name} batch {w.batch} ({w.path}): no synchronous or asynchronous "
+                f"run compared with managed (the baseline of Figure 12); run {driver}")
+        k = keys[-1]  # GPU runs take one limit; with several, the largest
+        values = {f: w.value("managed", f, k) for f in PLANNED}
+        used += w.runs_at(k, PLANNED + ["managed"])
+        # the oracle (every kernel at its profiled time, no copies) against each turn's
+        # managed step
+        managed = w.run("managed", k)
+        oracles = [r.get("oracle_time") for r in w.runs_at(k, PLANNED)]
+        oracle = next((o for o in oracles if is_num(o) and o > 0), None)
+        if oracle is not None and managed is not None:
+            values["oracle"] = spread([t / oracle for t in turn_times(managed)])
+        groups.append((w, label, {f: v for f, v in values.items() if v is not None}))
 
     fig = c.new_figure(10, 6.5)
     ax = fig.subplots()
     n = len(BARS)
     width = 0.8 / n
     top = 1.0
-    for x, (w, label, values, errs, mode) in enumerate(groups):
+    for x, (w, label, values) in enumerate(groups):
         for j, f in enumerate(BARS):
             if f not in values:
                 continue
             v = values[f]
-            top = max(top, v)
-            hatch = c.PREDICTED_HATCH if (mode == "predicted"
-                                          and f != "oracle") else None
-            b = ax.bar(x + (j - (n - 1) / 2) * width, v, width,
-                       color=c.COLORS[f], hatch=hatch,
-                       **c.err_kw([errs.get(f, (0.0, 0.0))]),
-                       edgecolor="#333333" if hatch else "white",
-                       linewidth=0.6)
-            c.bar_labels(ax, b, [v])
+            top = max(top, v.high)
+            b = ax.bar(x + (j - (n - 1) / 2) * width, v.median, width,
+                       color=c.COLORS[f], **c.err_kw([v]),
+                       edgecolor="white", linewidth=0.6)
+            c.bar_labels(ax, b, [v.median])
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([g[1] for g in groups])
     ax.set_xlim(-0.6, len(groups) - 0.4)
@@ -98,9 +86,7 @@ def draw(args):
         if h.get_label() == "oracle":
             h.set_label("oracle (profiled kernel times, no copies)")
     handles.append(c.line_handle("cudaMallocManaged (baseline, 1×)"))
-    if predicted_runs:
-        handles.append(c.bar_handles([], predicted_runs)[0])
-    c.finish(fig, title, c.describe(wls, used, predicted=predicted), handles,
+    c.finish(fig, title, c.describe(wls, used), handles,
              [h.get_label() for h in handles],
              note=("missing: " + "; ".join(missing)) if missing else None)
     return [(FIG, fig)]

@@ -1,18 +1,20 @@
 #!/usr/bin/python3
 """Figure 8: speedup of AutoTM's static and synchronous placements over
 2LM (Memory Mode: fast memory as a hardware cache of slow memory) on the
-large networks.  Data: DATA/<machine>/large/ (experiments/large.py)."""
+large networks.  Every bar is the median of the per-turn ratios of one
+comparison (static, synchronous and 2LM trained in turns in one process),
+its error bar their range.  Data: DATA/<machine>/large/ (experiments/large.py)."""
 
 import common as c  # first: it puts python/ on the module path
 from autotm_results import registry
-from autotm_results.ratios import fast_fraction, ratio_label
+from autotm_results.ratios import ratio_label
 
 FIG = "fig8"
 FORMULATIONS = ["static", "synchronous"]
 
 
 def two_lm_name(runs):
-    modes = {r.get("memory_mode") for r in runs}
+    modes = {r.get("memory_mode") for r in runs if r is not None}
     if modes == {"emulated"}:
         return "2LM emulated"
     if modes == {"hardware"}:
@@ -27,30 +29,17 @@ def draw(args):
     driver = registry.driver_of(FIG)
     show_preset = c.needs_preset(wls)
 
-    # One group per network and ratio that has static/synchronous runs.
+    # One group per network and ratio that has static/synchronous runs beside 2LM.
     groups = []
     for w in wls:
-        lms = w.of("2lm")
-        if not lms:
-            raise c.PlotError(f"{w.name} ({w.path}): no 2lm run, the "
-                              f"baseline of Figure 8; run {driver}")
-        keys = sorted({k for f in FORMULATIONS for k in w.of(f)},
-                      key=lambda k: -1 if k is None else fast_fraction(k))
+        keys = [k for k in w.keys(FORMULATIONS)
+                if any(w.value("2lm", f, k) for f in FORMULATIONS)]
         if not keys:
-            raise c.PlotError(f"{w.name} ({w.path}): no static or "
-                              f"synchronous run; run {driver}")
+            raise c.PlotError(f"{w.name} ({w.path}): no static or synchronous run "
+                              f"compared with 2lm (the baseline of Figure 8); run {driver}")
         for k in keys:
-            base = lms.get(k)
-            if base is None:
-                if len(lms) != 1:
-                    raise c.PlotError(
-                        f"{w.name} ({w.path}): no 2lm run at "
-                        f"{ratio_label(k, False)} to compare with; "
-                        f"run {driver}")
-                base = next(iter(lms.values()))
-            bars = [w.run(f, k) for f in FORMULATIONS]
-            mode = c.time_mode(w, bars + [base], FIG)
-            groups.append((w, k, base, bars, mode))
+            groups.append((w, k, w.run("2lm", k),
+                           [w.value("2lm", f, k) for f in FORMULATIONS]))
     several_keys = {}
     for w, k, *_ in groups:
         several_keys.setdefault(id(w), set()).add(k)
@@ -59,28 +48,20 @@ def draw(args):
     ax = fig.subplots()
     n = len(FORMULATIONS)
     width = 0.7 / n
-    used, predicted, predicted_runs, top = [], [], [], 1.0
+    used, top = [], 1.0
     labels = []
-    for x, (w, k, base, bars, mode) in enumerate(groups):
-        used.append(base)
-        t0 = c.rtime(base, mode)
-        for j, r in enumerate(bars):
-            if r is None:
+    for x, (w, k, base, bars) in enumerate(groups):
+        used += w.runs_at(k, FORMULATIONS + ["2lm"])
+        for j, v in enumerate(bars):
+            if v is None:
                 continue
-            used.append(r)
-            sp = t0 / c.rtime(r, mode)
-            top = max(top, sp)
-            b = ax.bar(x + (j - (n - 1) / 2) * width, sp, width,
-                       color=c.COLORS[FORMULATIONS[j]],
-                       **c.err_kw([c.spread(t0, r, mode)]),
-                       hatch=(c.PREDICTED_HATCH if mode == "predicted"
-                              else None),
-                       edgecolor="white" if mode == "actual" else "#333333",
+            top = max(top, v.high)
+            b = ax.bar(x + (j - (n - 1) / 2) * width, v.median, width,
+                       color=c.COLORS[FORMULATIONS[j]], **c.err_kw([v]),
+                       hatch=c.PREDICTED_HATCH if w.predicted else None,
+                       edgecolor="#333333" if w.predicted else "white",
                        linewidth=0.6)
-            c.bar_labels(ax, b, [sp])
-        if mode == "predicted":
-            predicted.append(w)
-            predicted_runs += [r for r in bars + [base] if r is not None]
+            c.bar_labels(ax, b, [v.median])
         label = c.NETWORK_NAMES.get(w.name, w.name)
         if w.batch is not None:
             label += f"\nbatch {w.batch}"
@@ -106,8 +87,9 @@ def draw(args):
         extra.append("slow:fast " + ratio_label(next(iter(keys)), False))
     handles = c.bar_handles(FORMULATIONS)
     handles.append(c.line_handle(f"{lm_name} (baseline, 1×)"))
-    if predicted_runs:
-        handles.append(c.bar_handles([], predicted_runs)[0])
+    predicted = [w for w in wls if w.predicted]
+    if predicted:
+        handles.append(c.bar_handles([], used)[-1])
     c.finish(fig, "Large networks: speedup over 2LM (Figure 8)",
              c.describe(wls, used, extra, predicted=predicted), handles,
              [h.get_label() for h in handles])

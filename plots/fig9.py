@@ -3,12 +3,14 @@
 placement at slow:fast ratios 1:0 (all slow), 8:1, 4:1 and 1:1.  Bars:
 performance relative to all fast memory; markers and line: memory cost
 relative to all fast memory, (S/price + F)/(S + F), with fast memory PRICE
-times as dear per GB as slow memory.  Data: DATA/<machine>/cpu/
+times as dear per GB as slow memory.  Every bar is the median of the per-turn
+ratios of all fast's step to synchronous's in one comparison (trained in
+turns in one process), its error bar their range.  Data: DATA/<machine>/cpu/
 (experiments/conventional.py)."""
 
 import common as c  # first: it puts python/ on the module path
 from autotm_results import registry
-from autotm_results.ratios import fast_fraction, ratio_label
+from autotm_results.ratios import ratio_label
 
 FIG = "fig9"
 FORMULATION = "synchronous"
@@ -26,38 +28,29 @@ def draw(args):
     show_preset = c.needs_preset(wls)
     rows = []
     for w in wls:
-        fast = w.all_fast()
-        if fast is None:
-            raise c.PlotError(f"{w.name} ({w.path}): no all-fast run (0:1), "
-                              f"the baseline of Figure 9; run {driver}")
-        runs = w.of(FORMULATION)
-        keys = sorted((k for k in runs if k in args.ratios),
-                      key=fast_fraction)
+        # performance relative to all fast: all fast's step over synchronous's, turn by turn
+        perf = {k: w.value("all-fast", FORMULATION, k)
+                for k in w.keys([FORMULATION]) if k in args.ratios}
+        keys = [k for k in perf if perf[k] is not None]
         if not keys:
             raise c.PlotError(
-                f"{w.name} ({w.path}): no synchronous run at "
-                f"{', '.join(ratio_label(k, False) for k in args.ratios)}"
-                f"; run {driver}")
-        mode = c.time_mode(w, [runs[k] for k in keys] + [fast], FIG)
-        rows.append((w, fast, keys, mode))
+                f"{w.name} ({w.path}): no synchronous run compared with all-fast (the "
+                f"baseline of Figure 9) at "
+                f"{', '.join(ratio_label(k, False) for k in args.ratios)}; run {driver}")
+        rows.append((w, keys, [perf[k] for k in keys]))
 
     fig = c.new_figure(10, 7 if len(rows) > 3 else 5.2)
     axes, nrow, ncol = c.panels(fig, len(rows))
-    used, predicted, predicted_runs = [], [], []
-    for i, (ax, (w, fast, keys, mode)) in enumerate(zip(axes, rows)):
-        runs = w.of(FORMULATION)
-        t0 = c.rtime(fast, mode)
-        perf = [t0 / c.rtime(runs[k], mode) for k in keys]
+    used = []
+    for i, (ax, (w, keys, vals)) in enumerate(zip(axes, rows)):
+        perf = [v.median for v in vals]
         costs = [cost(k, args.price_ratio) for k in keys]
-        used += [fast] + [runs[k] for k in keys]
-        if mode == "predicted":
-            predicted.append(w)
-            predicted_runs += [fast] + [runs[k] for k in keys]
+        for k in keys:
+            used += w.runs_at(k, ["all-fast", FORMULATION])
         xs = range(len(keys))
-        bars = ax.bar(xs, perf, 0.6, color=c.COLORS[FORMULATION],
-                      **c.err_kw([c.spread(t0, runs[k], mode) for k in keys]),
-                      hatch=c.PREDICTED_HATCH if mode == "predicted" else None,
-                      edgecolor="white" if mode == "actual" else "#333333",
+        bars = ax.bar(xs, perf, 0.6, color=c.COLORS[FORMULATION], **c.err_kw(vals),
+                      hatch=c.PREDICTED_HATCH if w.predicted else None,
+                      edgecolor="#333333" if w.predicted else "white",
                       linewidth=0.6, zorder=2)
         for b, v in zip(bars, perf):  # inside, at the foot: clear of the
             ax.annotate(f"{v:.2f}",  # cost markers, which stay above 1/price
@@ -65,7 +58,7 @@ def draw(args):
                         xytext=(0, 4), textcoords="offset points",
                         ha="center", va="bottom", fontsize=8, color="white",
                         fontweight="bold", zorder=5)
-        top = max(1.1, max(perf) * 1.15, max(costs) * 1.1)
+        top = max(1.1, max(v.high for v in vals) * 1.15, max(costs) * 1.1)
         ax.set_ylim(0, top)
         ax.axhline(1.0, color="#999999", linewidth=0.8, zorder=1)
         ax.set_xticks(list(xs))
@@ -74,7 +67,7 @@ def draw(args):
         ax.set_xlim(-0.6, len(keys) - 0.4)
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
-        c.panel_title(ax, w.title(show_preset, mode == "predicted"), ncol)
+        c.panel_title(ax, w.title(show_preset, w.predicted), ncol)
         twin = ax.twinx()
         twin.plot(list(xs), costs, color=c.COLORS["cost"], marker="D",
                   markersize=6, linewidth=1.6, zorder=4)
@@ -95,13 +88,12 @@ def draw(args):
     handles.append(c.line_handle(
         f"memory cost (fast memory costs {args.price_ratio:g}× slow per GB)",
         color=c.COLORS["cost"], linestyle="-", marker="D"))
-    if predicted_runs:
-        handles.append(c.bar_handles([], predicted_runs)[0])
+    predicted = [r[0] for r in rows if r[0].predicted]
+    if predicted:
+        handles.append(c.bar_handles([], used)[-1])
     c.finish(fig, "Performance and memory cost of synchronous AutoTM "
                   "(Figure 9)",
-             c.describe([r[0] for r in rows], used,
-                        c.all_fast_notes([r[0] for r in rows]),
-                        predicted=predicted),
+             c.describe([r[0] for r in rows], used, predicted=predicted),
              handles, [h.get_label() for h in handles])
     return [(FIG, fig)]
 

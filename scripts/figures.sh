@@ -5,14 +5,16 @@
 #        scripts/figures.sh --list
 #
 # Runs every experiment driver of the registry (python/autotm_results/registry.py: each runs
-# only what its data folder lacks), then every plot script of its figures, and says how long
-# each step took and where the figures are.
+# only the comparisons its data folder lacks), then every plot script of its figures, then
+# draws one plan picture per Figure 7 network at 4:1 (figures/plan-NETWORK.png), and says how
+# long each step took, where the figures are and the figures' own summary
+# (python3 -m autotm_results.targets: how tight the measured ratios were).
 #   --list         the figures: images, plot script, driver, data folder (nothing run)
-#   --quick        the drivers' CI mode: tiny networks, one measured step, seconds in all
+#   --quick        the drivers' CI mode: tiny networks, 2 turns of one step, seconds in all
 #   --data DIR     the data folder (default: data under the repository)
 #   --out DIR      where the figures go (default: figures under the repository)
 #   --gpu MODE     sim (default: a simulated GPU) or cuda, for gpu.py only
-#   anything else  passed to every driver (--preset, --networks, --ratios, --iters, --estimate,
+#   anything else  passed to every driver (--preset, --networks, --ratios, --turns, --iters, --estimate,
 #                  --force, --machine, --cache, --autotm, --time-limit, --dry-run, ...;
 #                  see 'experiments/conventional.py --help'); --machine also goes to the plots
 # With --estimate (plans only, no step measured) the drivers and figures the registry marks as
@@ -25,7 +27,7 @@ set -euo pipefail
 ATM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-usage() { sed -n '4,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '4,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # registry WHAT -- the experiments or figures, one a line (python -m autotm_results.registry)
 registry() {
   PYTHONPATH="$ATM_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m autotm_results.registry "$@"
@@ -38,6 +40,8 @@ GPU_ARGS=()
 PASS=()
 AUTOTM_ARG=""
 MACHINE_ARG=()
+CACHE=""
+EMULATE=optane
 ESTIMATE=0
 DRY_RUN=0
 LIST=0
@@ -62,6 +66,10 @@ while [ $# -gt 0 ]; do
     --autotm=*) AUTOTM_ARG=${1#--autotm=}; PASS+=("$1"); shift ;;
     --machine) need_value "$@"; MACHINE_ARG=(--machine "$2"); PASS+=("$1" "$2"); shift 2 ;;
     --machine=*) MACHINE_ARG=(--machine "${1#--machine=}"); PASS+=("$1"); shift ;;
+    --cache) need_value "$@"; CACHE=$2; PASS+=("$1" "$2"); shift 2 ;;
+    --cache=*) CACHE=${1#--cache=}; PASS+=("$1"); shift ;;
+    --emulate) need_value "$@"; EMULATE=$2; PASS+=("$1" "$2"); shift 2 ;;
+    --emulate=*) EMULATE=${1#--emulate=}; PASS+=("$1"); shift ;;
     --estimate) ESTIMATE=1; PASS+=("$1"); shift ;;
     --dry-run) DRY_RUN=1; PASS+=("$1"); shift ;;
     *) PASS+=("$1"); shift ;;
@@ -178,6 +186,50 @@ else
   done
 fi
 
+# the machine's folder of the data: --machine, else the only one the drivers wrote cpu/ results in
+machine_dir() {
+  local d found=()
+  if [ ${#MACHINE_ARG[@]} -gt 0 ]; then
+    echo "$DATA/${MACHINE_ARG[1]}"
+    return 0
+  fi
+  for d in "$DATA"/*/; do
+    compgen -G "$d/cpu/*.json" >/dev/null && found+=("${d%/}")
+  done
+  [ ${#found[@]} -eq 1 ] || return 1
+  echo "${found[0]}"
+}
+
+# plan_pictures -- one picture of the asynchronous plan at 4:1 per Figure 7 network, from the
+# profile cache the drivers filled: autotm plan --timeline, then plots/plan.py
+plan_pictures() {
+  local mdir=$1 net preset tl cache rc=0 flags=()
+  cache=${CACHE:-$mdir/profiles.json}
+  [ "$EMULATE" = none ] || flags+=(--emulate "$EMULATE")
+  [ "$ESTIMATE" -eq 0 ] || flags+=(--estimate)
+  mkdir -p "$mdir/timelines"
+  while IFS=$'\t' read -r net preset; do
+    tl="$mdir/timelines/$net-$preset-4x1.json"
+    echo "plan picture: $net ($preset) at 4:1 -> $OUT/plan-$net.png" >&2
+    "$BIN" plan --model "$net" --preset "$preset" --ratio 4:1 --formulation asynchronous \
+      ${flags[@]+"${flags[@]}"} --cache "$cache" --timeline "$tl" -o "$tl.plan" --quiet || { rc=1; continue; }
+    "$PYTHON" "$ATM_ROOT/plots/plan.py" "$tl" -o "$OUT/plan-$net.png" >/dev/null || rc=1
+  done < <(PYTHONPATH="$ATM_ROOT/python" "$PYTHON" -m autotm_results.targets "$mdir" --pictures)
+  return $rc
+}
+
+MDIR=""
+if [ "$DRY_RUN" -eq 0 ]; then
+  if MDIR=$(machine_dir); then
+    step "plan pictures" plan_pictures "$MDIR"
+  else
+    echo >&2
+    echo "== plan pictures: no single machine folder with cpu/ results in $DATA (give --machine)" >&2
+    STEPS+=("$(printf '%-14s FAILED  (no machine folder)' "plan pictures")")
+    FAILED+=("plan pictures")
+  fi
+fi
+
 echo >&2
 echo "figures.sh: steps, in $(elapsed "$T_ALL") in all:" >&2
 for s in "${STEPS[@]}"; do echo "  $s" >&2; done
@@ -185,6 +237,12 @@ echo "data:    $DATA" >&2
 if [ "$DRY_RUN" -eq 0 ]; then
   echo "figures: $OUT" >&2
   (cd "$OUT" && ls -1 -- *.png *.pdf 2>/dev/null | sed 's/^/  /') >&2 || true
+fi
+if [ -n "$MDIR" ]; then
+  WALL_S=$(awk -v a="$T_ALL" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  echo >&2
+  PYTHONPATH="$ATM_ROOT/python" "$PYTHON" -m autotm_results.targets "$MDIR" --wall-s "$WALL_S" >&2 ||
+    FAILED+=("summary")
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "figures.sh: failed: ${FAILED[*]}" >&2

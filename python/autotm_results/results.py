@@ -8,7 +8,7 @@ image), io_size, default_alloc_size, gpu_managed_runtime, the machine, and
 ratio), estimated_profile, predicted_runtime and, once run, actual_runtime.
 
 What the drivers and the figures read of a run goes through the functions
-here (run_ratio, run_key, step_times), so that a field added to the format is
+here (run_ratio, run_key; a comparison's turns in comparisons.py), so that a field added to the format is
 read in one place: its accessor here and its check in Results.check.
 """
 
@@ -16,7 +16,6 @@ import json
 import os
 
 from .ratios import norm_ratio, same_ratio
-from .values import is_positive
 
 FORMAT = "autotm-results"
 VERSION = 2
@@ -71,12 +70,6 @@ def run_ratio(run):
 def run_key(run):
     """run_key -- what identifies a run in a figure: (formulation, ratio in lowest terms)"""
     return (run["formulation"], run_ratio(run))
-
-
-def step_times(run):
-    """step_times -- the measured step times (s) of a run: none when it was planned only"""
-    t = run.get("actual_runtime")
-    return [t] if is_positive(t) else []
 
 
 class Results:
@@ -145,14 +138,3 @@ class Results:
             elif same_ratio(ratio, r["ratio_slow"], r["ratio_fast"]):
                 found += 1
         return found
-
-    def groups(self):
-        """groups -- the runs by run_key, each key's in file order, the keys in the order of
-        their last runs (call check first)"""
-        out = {}
-        for run in self.runs:
-            key = run_key(run)
-            runs = out.pop(key, [])
-            runs.append(run)
-            out[key] = runs
-        return out

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from autotm_results.results import (FORMAT, VERSION, ResultsError, read, results_files, run_key,
-                                    run_ratio, step_times)
+                                    run_ratio)
 
 
 def run(formulation, slow, fast, actual=0.5, estimated=False, **more):
@@ -148,26 +148,10 @@ class CountTest(FileTest):
 
 
 class RunTest(FileTest):
-    def test_results_groups_by_formulation_and_lowest_ratio(self):
-        runs = [run("static", 1, 1, actual=1.0), run("synchronous", 4, 1),
-                run("static", 2, 2, actual=2.0), run("all-fast", None, None)]
-        groups = read(self.write("w.json", document(runs))).check().groups()
-        # keys in the order of their last runs
-        self.assertEqual(list(groups), [("synchronous", (4, 1)), ("static", (1, 1)),
-                                        ("all-fast", None)])
-        self.assertEqual([r["actual_runtime"] for r in groups[("static", (1, 1))]], [1.0, 2.0])
-
     def test_results_run_key_and_ratio(self):
         self.assertEqual(run_key(run("static", 16, 2)), ("static", (8, 1)))
         self.assertIsNone(run_ratio(run("all-fast", None, None)))
         self.assertIsNone(run_ratio({"formulation": "static"}))
-
-    def test_results_step_times_measured_only(self):
-        self.assertEqual(step_times(run("static", 4, 1, actual=0.25)), [0.25])
-        for actual in (None, 0, -1.0, True, "0.5"):
-            with self.subTest(actual=actual):
-                self.assertEqual(step_times(run("static", 4, 1, actual=actual)), [])
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # figures_quick.sh -- end-to-end check of the experiments and figures: scripts/figures.sh --quick
-# into a fresh data folder draws every image of the registry (python/autotm_results/registry.py),
-# and every plot script refuses an empty data folder
+# into a fresh data folder draws every image of the registry (python/autotm_results/registry.py)
+# and a plan picture per Figure 7 network, and prints its summary; every plot script refuses an
+# empty data folder and data measured one process a run (older drivers) with one line, exit 1
 #
 # usage: tests/e2e/figures_quick.sh AUTOTM_BINARY
 # Exit status: 0 passed, 1 failed (what failed is printed), 2 bad usage,
@@ -38,10 +39,10 @@ trap 'rm -rf "$T"' EXIT
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 FAIL=()
 
-# 1. the whole pipeline, quick: every driver (each run twice: a repeat runs the plan made for
-# the first again), then every figure
+# 1. the whole pipeline, quick: every driver (a comparison per workload and limit, in 2 turns),
+# then every figure, the plan pictures and the summary
 rc=0
-AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --repeat 2 --data "$T/data" \
+AUTOTM="$BIN" bash "$ATM_ROOT/scripts/figures.sh" --quick --data "$T/data" \
   --out "$T/figs" >"$T/figures.log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   FAIL+=("scripts/figures.sh --quick exited $rc; the runs that failed, then its last lines:")
@@ -56,6 +57,16 @@ for name in "${IMAGES[@]}"; do
   done
 done
 
+for net in tiny_cnn tiny_mlp; do
+  for ext in png pdf; do
+    f="$T/figs/plan-$net.$ext"
+    [ -s "$f" ] || FAIL+=("plan-$net.$ext: missing or empty after scripts/figures.sh --quick")
+  done
+done
+for what in "^targets (" "Figure 7: .* bars" "Figure 10a" "Figure 11, |error|" "figures.sh took"; do
+  grep -q -- "$what" "$T/figures.log" || FAIL+=("scripts/figures.sh --quick printed no summary line '$what'")
+done
+
 # 2. a second run finds everything in the data and runs nothing
 rc=0
 AUTOTM="$BIN" "$PYTHON" "$ATM_ROOT/experiments/conventional.py" --quick --data "$T/data" \
@@ -67,25 +78,55 @@ elif grep -q '^\[' "$T/again.log"; then
   while IFS= read -r line; do FAIL+=("    $line"); done < <(grep '^\[' "$T/again.log" | head -n 5)
 fi
 
-# 3. every plot script on an empty data folder: non-zero, a message on stderr, no image
+# refused DATA WHAT -- every plot script given DATA exits 1 with one line on stderr (no
+# traceback) and leaves no image; the line names WHAT (a grep pattern)
+refused() {
+  local data=$1 what=$2 line name script out rc tag
+  tag=$(basename "$data")
+  for line in "${FIGURES[@]}"; do
+    IFS=$'\t' read -r name script _ <<<"$line"
+    out="$T/$tag-out-$name"
+    mkdir -p "$out"
+    rc=0
+    "$PYTHON" "$ATM_ROOT/$script" --data "$data" --out "$out" >"$T/$name.$tag.out" \
+      2>"$T/$name.$tag.err" || rc=$?
+    [ "$rc" -eq 1 ] || FAIL+=("$script on $tag data exited $rc, want 1")
+    [ "$(wc -l <"$T/$name.$tag.err")" -eq 1 ] ||
+      FAIL+=("$script on $tag data printed $(wc -l <"$T/$name.$tag.err") lines on stderr, want 1")
+    grep -q -- "$what" "$T/$name.$tag.err" ||
+      FAIL+=("$script on $tag data does not say '$what': $(head -c 300 "$T/$name.$tag.err")")
+    if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
+      FAIL+=("$script on $tag data left an image: $(cd "$out" && ls)")
+    fi
+  done
+}
+
+# 3. every plot script on an empty data folder
 mkdir -p "$T/empty"
-for line in "${FIGURES[@]}"; do
-  IFS=$'\t' read -r name script _ <<<"$line"
-  out="$T/empty-out-$name"
-  mkdir -p "$out"
-  rc=0
-  "$PYTHON" "$ATM_ROOT/$script" --data "$T/empty" --out "$out" >"$T/$name.out" 2>"$T/$name.err" ||
-    rc=$?
-  [ "$rc" -ne 0 ] || FAIL+=("$script on an empty data folder exited 0")
-  [ -s "$T/$name.err" ] || FAIL+=("$script on an empty data folder printed nothing on stderr")
-  if compgen -G "$out/*.png" >/dev/null || compgen -G "$out/*.pdf" >/dev/null; then
-    FAIL+=("$script on an empty data folder left an image: $(cd "$out" && ls)")
-  fi
-done
+refused "$T/empty" "run experiments/"
+
+# 4. data measured one process a run (runs without a comparison id, as older drivers wrote them):
+# every plot script refuses it, naming the driver to rerun
+"$PYTHON" - "$T/data" "$T/old" <<'EOF'
+import json, os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copytree(src, dst)
+for root, _, files in os.walk(dst):
+    for name in files:
+        path = os.path.join(root, name)
+        if not name.endswith(".json") or os.path.basename(root) not in ("cpu", "large", "gpu"):
+            continue
+        doc = json.load(open(path))
+        for run in doc.get("runs", []):
+            for field in ("comparison", "actual_runtimes", "turns"):
+                run.pop(field, None)
+        json.dump(doc, open(path, "w"))
+EOF
+refused "$T/old" "measured one process each.*rerun experiments/"
 
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2
   for f in "${FAIL[@]}"; do echo "  $f" >&2; done
   exit 1
 fi
-echo "figures_quick: ok (every figure drawn from --quick data; every plot script refuses an empty folder)"
+echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data)"

@@ -1,0 +1,203 @@
+"""targets -- the figures' own summary: how tight the measured ratios were, and how well the
+predictions held, from one machine's data (DATA/MACHINE, the cpu/ folder that
+experiments/conventional.py and experiments/inception.py write).
+
+    Figure 7     the share of bars (speedup over all slow of numa, static, synchronous and
+                 asynchronous at 8:1, 4:1 and 1:1) whose per-turn ratio range, largest over
+                 least, is within 1.05, how many are within 1.10, and the widest
+    all fast     any planned placement (static, synchronous, asynchronous) measured faster than
+                 all fast in its comparison by more than 3% (median of the per-turn ratios)
+    Figure 10a   the static and synchronous slowdowns at the all-fast limit (0:1), against 1.0
+    Figure 11    the mean and largest |error| of the step time and of the slowdown against all
+                 fast, per formulation
+
+Each value is taken as the figures take it: of the last comparison at a ratio that has what it
+divides. scripts/figures.sh prints this at its end, with the time it took.
+
+As a command:
+    python3 -m autotm_results.targets DATA/MACHINE [--wall-s S]   the summary
+    python3 -m autotm_results.targets DATA/MACHINE --pictures     Figure 7's workloads with a
+                       4:1 comparison (or plan), one a line: network, preset (tab-separated)
+"""
+
+import argparse
+import os
+import sys
+
+from .comparisons import (absolute_error, comparisons, error_stats, latest, slowdown_error)
+from .ratios import ALL_FAST, norm_ratio, ratio_str
+from .results import ResultsError, read, results_files
+
+FOLDER = "cpu"
+FIG7_RATIOS = ((8, 1), (4, 1), (1, 1))
+FIG7_BARS = ("numa", "static", "synchronous", "asynchronous")
+PLANNED = ("static", "synchronous", "asynchronous")
+FIG10_NETWORK = "inception_v4"
+FIG10_CURVES = ("static", "synchronous")
+TIGHT, LOOSE, FASTER = 1.05, 1.10, 0.97
+PICTURE_RATIO = (4, 1)
+
+
+def workloads(machine_dir):
+    """workloads -- (name, preset, comparisons, runs) of every results file of the machine's
+    cpu/ folder (ResultsError for one that cannot be read)"""
+    out = []
+    for path in results_files(os.path.join(machine_dir, FOLDER)):
+        res = read(path).check()
+        wl = res.workload
+        out.append((wl.get("name") or os.path.basename(path).split("-")[0], wl.get("preset"),
+                    comparisons(res.runs), res.runs))
+    return out
+
+
+def fig7_ranges(wls):
+    """fig7_ranges -- [(label, range)] of every Figure 7 bar measured: its per-turn ratios'
+    largest over least"""
+    out = []
+    for name, _, comps, _ in wls:
+        for k in FIG7_RATIOS:
+            for f in FIG7_BARS:
+                c = latest(comps, k, "all-slow", f)
+                if c is None:
+                    continue
+                s = c.ratio_of("all-slow", f)
+                out.append((f"{name} {ratio_str(k)} {f}", s.high / s.low))
+    return out
+
+
+def faster_than_all_fast(wls):
+    """faster_than_all_fast -- [(label, median)] of the planned placements whose median step
+    over all fast's, turn by turn, is below 0.97"""
+    out = []
+    for name, _, comps, _ in wls:
+        for k in sorted({c.ratio for c in comps if c.ratio is not None}):
+            for f in PLANNED:
+                c = latest(comps, k, "all-fast", f)
+                if c is None:
+                    continue
+                s = c.ratio_of(f, "all-fast")
+                if s.median < FASTER:
+                    out.append((f"{name} {ratio_str(k)} {f}", s.median))
+    return out
+
+
+def fig10_at_all_fast(wls):
+    """fig10_at_all_fast -- (network, {curve: median slowdown}) at the all-fast limit for
+    Figure 10's network (inception_v4, else the one compared at the most limits); None when
+    there is no comparison at 0:1"""
+    def limits(w):
+        return len({c.ratio for c in w[2] if any(f in c.runs for f in FIG10_CURVES)})
+    mine = [w for w in wls if w[0] == FIG10_NETWORK] or wls
+    if not mine:
+        return None
+    name, _, comps, _ = max(mine, key=limits)
+    out = {}
+    for f in FIG10_CURVES:
+        c = latest(comps, ALL_FAST, "all-fast", f)
+        if c is not None:
+            out[f] = c.ratio_of(f, "all-fast").median
+    return (name, out) if out else None
+
+
+def fig11_errors(wls):
+    """fig11_errors -- {formulation: {'step': stats, 'slowdown': stats}} (error_stats: mean and
+    largest |error| in %, how many) of the planned placements, each ratio's last comparison"""
+    errs = {f: {"step": [], "slowdown": []} for f in PLANNED}
+    for _, _, comps, _ in wls:
+        for k in {c.ratio for c in comps}:
+            for f in PLANNED:
+                c = latest(comps, k, f)
+                if c is None:
+                    continue
+                errs[f]["step"].append(absolute_error(c.runs[f]))
+                errs[f]["slowdown"].append(slowdown_error(c.runs[f]))
+    return {f: {kind: error_stats(v) for kind, v in d.items()} for f, d in errs.items()}
+
+
+def fmt_wall(s):
+    """fmt_wall -- seconds as 12.3 s, 4 min 5 s or 1 h 20 min"""
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = divmod(int(round(s)), 60)
+    if m < 60:
+        return f"{m} min {sec} s"
+    return f"{m // 60} h {m % 60} min"
+
+
+def summary(machine_dir, wall_s=None):
+    """summary -- the lines of the summary of MACHINE_DIR's data"""
+    wls = workloads(machine_dir)
+    lines = [f"targets ({machine_dir}):"]
+    ranges = fig7_ranges(wls)
+    if ranges:
+        tight = sum(1 for _, r in ranges if r <= TIGHT)
+        loose = sum(1 for _, r in ranges if r <= LOOSE)
+        widest = max(ranges, key=lambda x: x[1])
+        lines.append(f"  Figure 7: {tight} of {len(ranges)} bars ({100.0 * tight / len(ranges):.0f}%) "
+                     f"have a per-turn ratio range (largest / least) within {TIGHT:.2f} "
+                     f"(target: 90%), {loose} of {len(ranges)} within {LOOSE:.2f} (target: all); "
+                     f"widest {widest[1]:.3f}: {widest[0]}")
+    else:
+        lines.append("  Figure 7: no bar measured in a comparison")
+    fast = faster_than_all_fast(wls)
+    if fast:
+        lines.append(f"  faster than all fast by more than {100 * (1 - FASTER):.0f}% (median), "
+                     "target none: " + ", ".join(f"{n} {m:.3f}" for n, m in fast))
+    else:
+        lines.append(f"  no planned placement measured faster than all fast by more than "
+                     f"{100 * (1 - FASTER):.0f}% (median; target: none)")
+    at = fig10_at_all_fast(wls)
+    if at:
+        name, curves = at
+        lines.append(f"  Figure 10a at the all-fast limit ({name} 0:1), target within 3% of 1.0: "
+                     + ", ".join(f"{f} {v:.3f} ({100 * (v - 1):+.1f}%)" for f, v in curves.items()))
+    else:
+        lines.append("  Figure 10a: no comparison at the all-fast limit (0:1)")
+    errs = fig11_errors(wls)
+    parts = []
+    for f, d in errs.items():
+        kinds = [f"{kind} {st[0]:.1f}% / {st[1]:.1f}%" for kind, st in d.items() if st]
+        if kinds:
+            parts.append(f"{f}: " + ", ".join(kinds))
+    lines.append("  Figure 11, |error| mean / largest (target: every one within 5%): "
+                 + ("; ".join(parts) if parts else "no measured run with a prediction"))
+    if wall_s is not None:
+        lines.append(f"  figures.sh took {fmt_wall(wall_s)}")
+    return lines
+
+
+def pictures(machine_dir):
+    """pictures -- (network, preset) of Figure 7's workloads: those compared (or planned) with
+    all-slow at 4:1"""
+    out = []
+    for name, preset, _, runs in workloads(machine_dir):
+        if any(isinstance(r, dict) and r.get("formulation") == "all-slow"
+               and norm_ratio(r.get("ratio_slow"), r.get("ratio_fast")) == PICTURE_RATIO
+               for r in runs):
+            out.append((name, preset or "small"))
+    return out
+
+
+def main(argv=None):
+    """main -- the summary (or the plan pictures' workloads) of one machine's data"""
+    p = argparse.ArgumentParser(prog="python3 -m autotm_results.targets",
+                                description="The figures' own summary of one machine's data.")
+    p.add_argument("machine_dir", metavar="DATA/MACHINE")
+    p.add_argument("--wall-s", type=float, metavar="S", help="the seconds figures.sh took")
+    p.add_argument("--pictures", action="store_true",
+                   help="list Figure 7's workloads compared at 4:1 (network, preset), nothing else")
+    args = p.parse_args(argv)
+    try:
+        if args.pictures:
+            for name, preset in pictures(args.machine_dir):
+                print(f"{name}\t{preset}")
+        else:
+            print("\n".join(summary(args.machine_dir, args.wall_s)))
+    except ResultsError as e:
+        print(f"targets: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
