@@ -289,7 +289,8 @@ atm_status atm_read_file(const char *path, char **data, size_t *len)
 	*data = NULL;
 	*len = 0;
 	if (fd < 0)
-		return atm_err(ATM_E_IO, "cannot open %s: %s", path, strerror(errno));
+		return atm_err(errno == ENOENT ? ATM_E_NOTFOUND : ATM_E_IO, "cannot open %s: %s", path,
+		               strerror(errno));
 	if (fstat(fd, &st) < 0) {
 		rc = atm_err(ATM_E_IO, "cannot read %s: %s", path, strerror(errno));
 		goto fail;

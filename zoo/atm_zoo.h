@@ -50,11 +50,11 @@ typedef struct {
 /* atm_zoo_n_models / atm_zoo_model_at -- the catalogue, in display order */
 int atm_zoo_n_models(void);
 const atm_zoo_model *atm_zoo_model_at(int i);
-/* atm_zoo_find -- NULL and ATM_E_USAGE with a message listing the valid names when unknown */
+/* atm_zoo_find -- NULL and ATM_E_NOTFOUND with a message listing the valid names when unknown */
 atm_status atm_zoo_find(const char *name, const atm_zoo_model **model);
 
 /* atm_zoo_build -- the validated training step of model at opts (NULL: every
- * default, batch default_batch). ATM_E_USAGE for an unknown name or an option
+ * default, batch default_batch). ATM_E_NOTFOUND for an unknown name, ATM_E_USAGE for an option
  * out of range (the message lists what is valid) and for an image too small for
  * the network (the message names the layer where it runs out). Tensor names:
  * "image", "labels", "loss", and per layer "LAYER.w", "LAYER.b", "LAYER.gamma",

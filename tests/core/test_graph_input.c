@@ -580,7 +580,7 @@ static void test_graph_input_huge_arrays(void **state)
 static void test_graph_input_nonexistent_file(void **state)
 {
 	atm_graph *g = (atm_graph *)&g;
-	assert_int_equal(atm_graph_load(&g, "/nonexistent/dir/net.json", NULL), ATM_E_IO);
+	assert_int_equal(atm_graph_load(&g, "/nonexistent/dir/net.json", NULL), ATM_E_NOTFOUND);
 	assert_null(g);
 	check_msg("cannot open /nonexistent/dir/net.json", "No such file", NULL);
 	assert_int_equal(atm_graph_load(&g, "/tmp", NULL), ATM_E_IO);

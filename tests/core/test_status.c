@@ -121,7 +121,7 @@ static void test_status_atomic_write_replaces_whole_file(void **state)
 	snprintf(missing, sizeof missing, "%s/nope/out.json", dir);
 	assert_int_equal(atm_write_file_atomic(missing, "x", 1), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), missing));
-	assert_int_equal(atm_read_file(missing, &data, &len), ATM_E_IO);
+	assert_int_equal(atm_read_file(missing, &data, &len), ATM_E_NOTFOUND);
 	assert_null(data);
 	assert_int_equal(atm_read_file(dir, &data, &len), ATM_E_IO);
 	assert_non_null(strstr(atm_errmsg(), "directory"));

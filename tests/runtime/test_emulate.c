@@ -449,10 +449,10 @@ static void test_emulate_spec_missing_file_is_io(void **state)
 	atm_emu_spec s;
 	char path[256];
 	snprintf(path, sizeof path, "%s/none.json", tmp);
-	assert_int_equal(atm_emu_spec_load(path, &s), ATM_E_IO);
+	assert_int_equal(atm_emu_spec_load(path, &s), ATM_E_NOTFOUND);
 	has("tier spec: ");
 	has(path);
-	assert_int_equal(atm_emu_spec_resolve(path, &s), ATM_E_IO);
+	assert_int_equal(atm_emu_spec_resolve(path, &s), ATM_E_NOTFOUND);
 }
 
 /* ---------------------------------------------------------------- labels */

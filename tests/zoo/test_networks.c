@@ -417,15 +417,15 @@ static void test_networks_unknown_model(void **state)
 	atm_graph *g = (atm_graph *)(uintptr_t)1;
 	const atm_zoo_model *m = (const atm_zoo_model *)(uintptr_t)1;
 	atm_zoo_opts o = {.batch = 1};
-	assert_int_equal(atm_zoo_build(&g, "vgg17", &o), ATM_E_USAGE);
+	assert_int_equal(atm_zoo_build(&g, "vgg17", &o), ATM_E_NOTFOUND);
 	assert_null(g);
 	expect_msg("unknown model 'vgg17'");
 	expect_msg("vgg16, vgg19, vgg416, resnet50");
 	expect_msg("tiny_mlp");
-	assert_int_equal(atm_zoo_find("resnet", &m), ATM_E_USAGE);
+	assert_int_equal(atm_zoo_find("resnet", &m), ATM_E_NOTFOUND);
 	assert_null(m);
 	expect_msg("densenet264");
-	assert_int_equal(atm_zoo_find(NULL, &m), ATM_E_USAGE);
+	assert_int_equal(atm_zoo_find(NULL, &m), ATM_E_NOTFOUND);
 	assert_null(m);
 }
 
@@ -584,7 +584,7 @@ static void test_networks_presets(void **state)
 	assert_int_equal(atm_zoo_preset("vgg19", "huge", &s), ATM_E_USAGE);
 	assert_int_equal(s.n_batch, 0);
 	expect_msg("unknown preset 'huge'; valid presets: paper, large, gpu, small");
-	assert_int_equal(atm_zoo_preset("vgg20", "small", &s), ATM_E_USAGE);
+	assert_int_equal(atm_zoo_preset("vgg20", "small", &s), ATM_E_NOTFOUND);
 	expect_msg("unknown model 'vgg20'");
 }
 
