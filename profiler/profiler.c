@@ -188,7 +188,8 @@ atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf)
 static atm_status roofline_for(atm_prof *pr)
 {
 	atm_prof_roofline *rf = &pr->rf;
-	atm_kbench_opts ko = {.tiers = pr->o.tiers, .reps = pr->o.reps, .seed = pr->o.seed};
+	atm_kbench_opts ko = {.tiers = pr->o.tiers, .reps = pr->o.reps, .seed = pr->o.seed,
+	                      .stop = pr->o.stop};
 	atm_tier_desc fast, slow;
 	atm_status rc;
 	if (pr->o.roofline) {
@@ -498,6 +499,12 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	}
 	for (int64_t i = 0; i < w.n_tasks; i++) {
 		const struct task *t = &w.tasks[i];
+		/* a large graph's look-up takes seconds: Ctrl-C ends it too */
+		if (i % 1024 == 0 && pr->o.stop && *pr->o.stop) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after 0 of %lld configurations "
+			             "(looking them up in the cache)", (long long)w.n_tasks);
+			goto done;
+		}
 		if (atm_profile_has(p, pr->g, t->node, t->config)) {
 			st.n_cached++;
 			continue;
@@ -540,6 +547,11 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
 		if (rc >= 0 && pr->caps.kernel_algos && !pr->o.estimate)
 			rc = time_algos(pr, p, t->node, t->config);
+		if (rc == ATM_E_INTERRUPTED) { /* between a kernel's repetitions */
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
+			             (long long)st.n_done, (long long)st.n_todo);
+			break;
+		}
 		if (rc < 0) {
 			char name[32];
 			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",

@@ -357,6 +357,16 @@ static double net_rate(double work, double t, double overhead)
 	return work / fmax(t - overhead, 1e-9) / 1e9;
 }
 
+/* time_one -- one calibration kernel timed, unless the stop flag is set (Ctrl-C then ends the
+ * calibration between kernels, within a kernel's time) */
+static atm_status time_one(atm_kbench *kb, const atm_kbench_opts *o, int32_t node,
+                           atm_profile_entry *e)
+{
+	if (o->stop && *o->stop)
+		return atm_err(ATM_E_INTERRUPTED, "interrupted");
+	return atm_kbench_time(kb, node, 0, e);
+}
+
 /* atm_prof_roofline_calibrate -- time the calibration graph's kernels, derive the rates */
 atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_opts *o)
 {
@@ -386,8 +396,8 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 		tiny[op] = cached[op] = pointwise[op] = INFINITY;
 	for (int round = 0; round < CAL_ROUNDS; round++) {
 		for (int op = 0; op < ATM_N_OPS; op++) {
-			if ((rc = atm_kbench_time(kb, c.node[SET_TINY][op], 0, &t)) < 0 ||
-			    (rc = atm_kbench_time(kb, c.node[SET_CACHE][op], 0, &e)) < 0)
+			if ((rc = time_one(kb, &ko, c.node[SET_TINY][op], &t)) < 0 ||
+			    (rc = time_one(kb, &ko, c.node[SET_CACHE][op], &e)) < 0)
 				goto done;
 			tiny[op] = fmin(tiny[op], t.min_s);
 			cached[op] = fmin(cached[op], e.min_s);
@@ -395,7 +405,7 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 		for (int op = 0; op < ATM_N_OPS; op++) {
 			if (c.pointwise[op] < 0)
 				continue;
-			if ((rc = atm_kbench_time(kb, c.pointwise[op], 0, &e)) < 0)
+			if ((rc = time_one(kb, &ko, c.pointwise[op], &e)) < 0)
 				goto done;
 			pointwise[op] = fmin(pointwise[op], e.min_s);
 		}
@@ -414,7 +424,7 @@ atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_o
 	for (int op = 0; op < ATM_N_OPS; op++) {
 		if (c.node[SET_STREAM][op] < 0)
 			continue;
-		if ((rc = atm_kbench_time(kb, c.node[SET_STREAM][op], 0, &e)) < 0)
+		if ((rc = time_one(kb, &ko, c.node[SET_STREAM][op], &e)) < 0)
 			goto done;
 		atm_prof_kernel_work(c.g, c.node[SET_STREAM][op], &w);
 		rf->gbps[op] = net_rate(w.traffic_bytes, e.min_s, rf->overhead_s[op]);

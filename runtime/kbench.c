@@ -403,9 +403,15 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 	double dt;
 	if ((rc = run_once(kb, slow_read, slow_written, &dt)) < 0) /* warm-up */
 		goto done;
-	for (int r = 0; r < kb->o.reps; r++)
+	for (int r = 0; r < kb->o.reps; r++) {
+		/* a large kernel's repetitions take seconds: Ctrl-C ends them between runs */
+		if (kb->o.stop && *kb->o.stop) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted");
+			goto done;
+		}
 		if ((rc = run_once(kb, slow_read, slow_written, &kb->times[r])) < 0)
 			goto done;
+	}
 	e->median_s = atm_sort_median(kb->times, kb->o.reps);
 	e->min_s = kb->times[0];
 	e->count = kb->o.reps;

@@ -584,6 +584,29 @@ static void test_plan_cmd_interrupt_while_solving(void **state)
 		interrupt_solve(big, "cbc", "solving with cbc", 1.0, SIGKILL);
 }
 
+/* test_plan_cmd_interrupt_while_estimating -- Ctrl-C while a fresh cache is filled with the
+ * roofline estimate of a large network (looking it up, calibrating, estimating: seconds each)
+ * ends the plan within a second or two with 130, writing no plan */
+static void test_plan_cmd_interrupt_while_estimating(void **state)
+{
+	(void)state;
+	static const double after_s[] = {0.5, 2.0};
+	for (size_t i = 0; i < sizeof after_s / sizeof *after_s; i++) {
+		pid_t pid = cli_spawn("plan --model densenet264 --preset paper --ratio 4:1 --estimate "
+		                      "--cache %s/est-%zu.json -o %s/never.json", cli_tmpdir, i,
+		                      cli_tmpdir);
+		usleep((useconds_t)(after_s[i] * 1e6));
+		kill(pid, SIGINT);
+		int code = cli_wait_within(pid, 2.0);
+		if (code != 130)
+			fail_msg("SIGINT %.1f s into an estimate: exit %d (want 130 within 2 s)", after_s[i],
+			         code);
+		char path[600];
+		snprintf(path, sizeof path, "%s/never.json", cli_tmpdir);
+		assert_int_not_equal(access(path, F_OK), 0);
+	}
+}
+
 /* test_plan_cmd_bad_usage -- exit 2 with a message naming what is wrong */
 static void test_plan_cmd_bad_usage(void **state)
 {
@@ -673,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
 		cmocka_unit_test(test_plan_cmd_extreme_times),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
+		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
 		cmocka_unit_test(test_plan_cmd_json_summary),
 		cmocka_unit_test(test_plan_cmd_solver_choice),
 		cmocka_unit_test(test_plan_cmd_write_model),
