@@ -399,7 +399,7 @@ class ResultsReader:
             raise ResultsError(f"{task.file} {why}: move it out of the data folder (the figures "
                                f"refuse it; this driver reads version {VERSION}) and run again")
         check_measured(res, "this driver")
-        return task.done(res)
+        return task.done(res.drop_unusable())
 # ---------------------------------------------------------------- options
 
 PRESET_HELP = {

@@ -19,7 +19,11 @@ import sys
 import tempfile
 import textwrap
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit(f"{os.path.basename(sys.argv[0])}: this Python ({sys.executable}) has no matplotlib: "
+             "install python3-matplotlib (Debian) and run the script with /usr/bin/python3")
 
 matplotlib.use("Agg")
 import matplotlib.ticker  # noqa: E402
@@ -100,20 +104,18 @@ ratio_list = argtype(parse_ratios, True)
 positive_float = argtype(values.positive_float)
 
 
-def run_main(fig, names, parse, draw):
+def run_main(fig, parse, draw):
     """Parse the command line, draw, save atomically; on a data error print
-    one line on stderr, leave no image of the figure behind and exit 1."""
+    one line on stderr and exit 1, leaving an earlier image of the figure as it was."""
     args = parse.parse_args()
     try:
         figures = draw(args)
         save_all(figures, args.out)
     except ResultsError as e:
-        remove_images(args.out, names)
         print(f"{fig}: {e}", file=sys.stderr)
         sys.exit(1)
     except (KeyError, TypeError, ValueError, ArithmeticError,
             AttributeError) as e:  # a field of the wrong type or missing
-        remove_images(args.out, names)
         print(f"{fig}: malformed results under '{args.data}' "
               f"({type(e).__name__}: {e})", file=sys.stderr)
         sys.exit(1)
@@ -526,16 +528,6 @@ def save_all(figures, out):
             except OSError:
                 pass
         raise PlotError(f"cannot write the images in '{out}' ({e})")
-
-
-def remove_images(out, names):
-    """After a failure, leave no (stale) image of the figure behind."""
-    for name in names:
-        for ext in ("png", "pdf"):
-            try:
-                os.unlink(os.path.join(out, f"{name}.{ext}"))
-            except OSError:
-                pass
 
 
 def fmt_bytes_unit(max_bytes):

@@ -13,7 +13,6 @@ from autotm_results import registry
 from autotm_results.values import is_num
 
 FIG = "fig10"
-NAMES = ["fig10a", "fig10b", "fig10c"]
 FORMULATIONS = ["static", "synchronous"]
 DEFAULT_NETWORK = "inception_v4"
 
@@ -209,7 +208,7 @@ def main():
                    help="put runs at dram_limit + io_size on the x axis (the "
                         "original artifact's axis) instead of dram_limit, "
                         "which here already counts every fast-memory byte")
-    c.run_main(FIG, NAMES, p, draw)
+    c.run_main(FIG, p, draw)
 
 
 if __name__ == "__main__":

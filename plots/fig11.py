@@ -151,7 +151,7 @@ def main():
     p = c.parser(FIG, __doc__)
     p.add_argument("--ratios", type=c.ratio_list, metavar="S:F,...",
                    help="only these ratios (default: every ratio present)")
-    c.run_main(FIG, [FIG], p, draw)
+    c.run_main(FIG, p, draw)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def draw(args):
 
 
 def main():
-    c.run_main(FIG, [FIG], c.parser(FIG, __doc__), draw)
+    c.run_main(FIG, c.parser(FIG, __doc__), draw)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def main():
     p.add_argument("--ratios", type=c.ratio_list,
                    default=c.ratio_list(DEFAULT_RATIOS), metavar="S:F,...",
                    help=f"ratios to show, when present (default: {DEFAULT_RATIOS})")
-    c.run_main(FIG, [FIG], p, draw)
+    c.run_main(FIG, p, draw)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def main():
                    default=c.ratio_list(DEFAULT_RATIOS), metavar="S:F,...",
                    help=f"ratios to show, when present (default: "
                         f"{DEFAULT_RATIOS})")
-    c.run_main(FIG, [FIG], p, draw)
+    c.run_main(FIG, p, draw)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ def load(path):
                           f"{e.msg}); expected an '{FORMAT}' version "
                           f"{VERSION} file (autotm plan --timeline); a "
                           "truncated file?")
+    except RecursionError:
+        raise c.PlotError(f"{path}: not a timeline: JSON nested too deeply")
     except (OSError, UnicodeDecodeError) as e:
         raise c.PlotError(f"{path}: cannot read ({e})")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -445,12 +447,10 @@ def main():
         fig = draw(load(args.timeline))
         c.save_all([(name, fig)], folder)
     except c.PlotError as e:
-        c.remove_images(folder, [name])
         print(f"plan: {e}", file=sys.stderr)
         sys.exit(1)
     except (KeyError, TypeError, ValueError, ArithmeticError,
             AttributeError) as e:  # a field of the wrong type or missing
-        c.remove_images(folder, [name])
         print(f"plan: {args.timeline}: malformed timeline "
               f"({type(e).__name__}: {e})", file=sys.stderr)
         sys.exit(1)

@@ -14,8 +14,10 @@ read in one place: its accessor here and its check in Results.check.
 
 import json
 import os
+import sys
 
 from .ratios import norm_ratio, same_ratio
+from .values import is_positive
 
 FORMAT = "autotm-results"
 VERSION = 2
@@ -41,6 +43,8 @@ def read(path, missing_ok=False):
     except json.JSONDecodeError as e:
         raise ResultsError(f"{path}: not a results file: invalid JSON at line {e.lineno}, "
                            f"column {e.colno} ({e.msg})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not a results file: JSON nested too deeply") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ResultsError(f"{path}: cannot be read: {e}") from None
     if not isinstance(doc, dict):
@@ -65,6 +69,18 @@ def results_files(folder):
 def run_ratio(run):
     """run_ratio -- the run's ratio in lowest terms, None when its limit was not a ratio"""
     return norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
+
+
+def bad_measurement(run):
+    """bad_measurement -- why RUN's measured step cannot be used (a NaN, zero, negative or
+    non-number actual_runtime, or such a turn); None when it can or nothing was measured"""
+    a = run.get("actual_runtime")
+    if a is not None and not is_positive(a):
+        return f"actual_runtime {a!r} is not a positive number"
+    ts = run.get("actual_runtimes")
+    if ts is not None and (not isinstance(ts, list) or not all(is_positive(t) for t in ts)):
+        return f"actual_runtimes {ts!r} are not all positive numbers"
+    return None
 
 
 def run_key(run):
@@ -105,13 +121,42 @@ class Results:
         for i, run in enumerate(self.runs):
             if not isinstance(run, dict) or not isinstance(run.get("formulation"), str):
                 raise ResultsError(f"{self.path}: run {i} has no formulation")
+        return self.drop_unusable()
+
+    def drop_unusable(self, warn=None):
+        """drop_unusable -- leave out (in memory) the runs whose measured step cannot be used,
+        and the other runs of their comparisons, saying so through WARN (default: on stderr)
+        once per run left out; the figures then draw without them and the drivers measure
+        their comparisons again"""
+        warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+        runs = self.runs
+        bad, ids = {}, set()
+        for i, r in enumerate(runs):
+            why = isinstance(r, dict) and bad_measurement(r)
+            if why:
+                bad[i] = why
+                if isinstance(r.get("comparison"), str):
+                    ids.add(r["comparison"])
+        if not bad:
+            return self
+        kept = []
+        for i, r in enumerate(runs):
+            if i in bad:
+                warn(f"{self.path}: run {i} ({r.get('formulation')}) left out: {bad[i]}")
+            elif isinstance(r, dict) and r.get("comparison") in ids:
+                warn(f"{self.path}: run {i} ({r.get('formulation')}) left out with its "
+                     f"comparison {r['comparison']}, which has a run left out")
+            else:
+                kept.append(r)
+        self.doc["runs"] = kept
         return self
 
     def outdated(self):
         """outdated -- why some of the runs are of an older version the drivers do not
         recognise as done (None: all current)"""
-        if not isinstance(self.version, int) or self.version < VERSION:
-            return f"is a version-{self.version} results file"
+        if not isinstance(self.version, int) or isinstance(self.version, bool) or \
+                self.version != VERSION:
+            return f"is a version-{json.dumps(self.version)} results file"
         for r in self.runs:
             if isinstance(r, dict) and ("ratio_slow" not in r or "ratio_fast" not in r):
                 return "has runs without ratio_slow/ratio_fast (an older version)"

@@ -141,10 +141,44 @@ class CountTest(FileTest):
         self.assertEqual(read(self.write("b.json", document([], version=1))).outdated(),
                          "is a version-1 results file")
         self.assertEqual(read(self.write("c.json", document([], version=None))).outdated(),
-                         "is a version-None results file")
+                         "is a version-null results file")
+        # a newer version, or one written as a string, is not this driver's either
+        self.assertEqual(read(self.write("e.json", document([], version=VERSION + 1))).outdated(),
+                         f"is a version-{VERSION + 1} results file")
+        self.assertEqual(read(self.write("f.json", document([], version=str(VERSION)))).outdated(),
+                         f'is a version-"{VERSION}" results file')
         legacy = {"formulation": "static", "ratio": 4}
         self.assertIn("without ratio_slow/ratio_fast",
                       read(self.write("d.json", document([legacy]))).outdated())
+
+
+class UnusableTest(FileTest):
+    def test_results_read_refuses_deep_nesting(self):
+        path = self.write("deep.json", "[" * 100000 + "]" * 100000)
+        with self.assertRaisesRegex(ResultsError, "nested too deeply"):
+            read(path)
+
+    def test_results_check_leaves_out_unusable_measurements(self):
+        # NaN, zero, negative and string step times are left out with a warning, with the rest
+        # of their comparison; a run planned only (null) stays
+        text = json.dumps(document([
+            run("static", 4, 1, actual=0.5, comparison="A"),
+            run("synchronous", 4, 1, actual="fast", comparison="A"),
+            run("static", 1, 1, actual=0.4, comparison="B"),
+            run("synchronous", 1, 1, actual=None, estimated=True),
+            run("numa", 8, 1, actual=0),
+            run("all-slow", 8, 1, actual=-1.0),
+            run("all-fast", 8, 1, actual=0.3, actual_runtimes=[0.3, float("nan")]),
+        ]))
+        path = self.write("bad.json", text)
+        said = []
+        res = read(path).drop_unusable(said.append)
+        self.assertEqual([(r["formulation"], r.get("comparison")) for r in res.runs],
+                         [("static", "B"), ("synchronous", None)])
+        self.assertEqual(len(said), 5)
+        self.assertTrue(any("'fast' is not a positive number" in m for m in said), said)
+        self.assertTrue(any("left out with its comparison A" in m for m in said), said)
+        self.assertTrue(any("actual_runtimes" in m for m in said), said)
 
 
 class RunTest(FileTest):

@@ -124,9 +124,24 @@ for root, _, files in os.walk(dst):
 EOF
 refused "$T/old" "measured one process each.*rerun experiments/"
 
+# 5. a plot script that fails keeps the image an earlier run drew
+mkdir -p "$T/kept"
+printf 'earlier' >"$T/kept/fig7.png"
+"$PYTHON" "$ATM_ROOT/plots/fig7.py" --data "$T/old" --out "$T/kept" >/dev/null 2>&1 || true
+[ "$(cat "$T/kept/fig7.png" 2>/dev/null)" = earlier ] ||
+  FAIL+=("plots/fig7.py on refused data removed or replaced the earlier fig7.png")
+
+# 6. a Python without matplotlib (here: without the site packages) is told what to install
+rc=0
+"$PYTHON" -S "$ATM_ROOT/plots/fig7.py" --data "$T/data" --out "$T/nompl" >"$T/nompl.out" \
+  2>"$T/nompl.err" || rc=$?
+[ "$rc" -eq 1 ] || FAIL+=("plots/fig7.py without matplotlib exited $rc, want 1")
+grep -q "install python3-matplotlib" "$T/nompl.err" ||
+  FAIL+=("plots/fig7.py without matplotlib does not say what to install: $(head -c 300 "$T/nompl.err")")
+
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2
   for f in "${FAIL[@]}"; do echo "  $f" >&2; done
   exit 1
 fi
-echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data)"
+echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data, keeping an earlier image; a Python without matplotlib is told what to install)"
