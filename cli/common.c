@@ -65,7 +65,7 @@ atm_status cli_parse_fraction(const char *opt, const char *arg, double *out)
 		v /= 100;
 		end++;
 	}
-	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v >= 1)
+	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v > 1)
 		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a fraction from 0 to "
 		               "1 (0.01) or a percentage (1%%)", opt, arg);
 	*out = v;
@@ -356,7 +356,8 @@ void cli_plan_help(FILE *f)
 	        "                    all-slow, numa (first touch), 2lm (fast memory as a cache of slow\n"
 	        "                    memory), vdnn (offload convolution inputs): baselines\n"
 	        "  --mip-gap G       stop when the plan is within G of the best possible (default\n"
-	        "                    %g; '%g%%' works too; 0 asks for the optimum)\n"
+	        "                    %g; '%g%%' works too; 0 asks for the optimum, 1 takes the\n"
+	        "                    first plan found)\n"
 	        "  --time-limit S    seconds the whole plan may take, all rounds (default %g); the\n"
 	        "                    best plan found by then is used\n"
 	        "  --async-window N  kernels before a use where an overlapped fetch may run (default %d)\n"

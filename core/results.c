@@ -416,11 +416,14 @@ static atm_status load_results(const char *path, json_t **out)
 		               "\"); not appending to it", path);
 	}
 	if (!json_is_integer(v) || json_integer_value(v) != ATM_RESULTS_VERSION) {
-		long long version = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+		/* as the file has it: 2, "2", null, or nothing */
+		char *said = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+		rc = atm_err(ATM_E_INPUT, "%s holds results of version %s; this autotm appends to "
+		             "version %d only (write to a new file)", path, said ? said : "(none)",
+		             ATM_RESULTS_VERSION);
+		free(said);
 		json_decref(old);
-		return atm_err(ATM_E_INPUT, "%s holds results of version %lld; this autotm appends to "
-		               "version %d only (write to a new file)", path, version,
-		               ATM_RESULTS_VERSION);
+		return rc;
 	}
 	if (!json_is_array(json_object_get(old, "runs")) ||
 	    !json_is_object(json_object_get(old, "workload"))) {
@@ -436,7 +439,16 @@ static atm_status load_results(const char *path, json_t **out)
 	return ATM_OK;
 }
 
-/* other_workload -- ATM_E_USAGE: old holds results of another workload than name/digest */
+/* holds_something -- path exists and is not empty: --append onto an empty file (made with
+ * touch, or by a shell's redirection) starts it */
+static bool holds_something(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !(S_ISREG(st.st_mode) && st.st_size == 0);
+}
+
+/* other_workload -- ATM_E_INPUT (a file that does not fit, as one of another version):
+ * old holds results of another workload than name/digest */
 static atm_status other_workload(const char *path, json_t *old, const char *name, const char *digest)
 {
 	json_t *wl = json_object_get(old, "workload");
@@ -445,9 +457,9 @@ static atm_status other_workload(const char *path, json_t *old, const char *name
 	    !strcmp(json_string_value(d), digest))
 		return ATM_OK;
 	if (json_is_string(n) && strcmp(json_string_value(n), name))
-		return atm_err(ATM_E_USAGE, "%s holds results of workload '%s', not of '%s'; not "
+		return atm_err(ATM_E_INPUT, "%s holds results of workload '%s', not of '%s'; not "
 		               "appending to it (write to another file)", path, json_string_value(n), name);
-	return atm_err(ATM_E_USAGE, "%s holds results of another version of '%s' (other sizes, "
+	return atm_err(ATM_E_INPUT, "%s holds results of another version of '%s' (other sizes, "
 	               "batch or structure); not appending to it (write to another file)", path, name);
 }
 
@@ -461,7 +473,7 @@ atm_status atm_results_check(const char *path, const atm_graph *g, bool append)
 		return atm_err(ATM_E_USAGE, "%s is a folder; give a results file name in it", path);
 	if ((rc = atm_check_writable(path)) < 0)
 		return rc;
-	if (!append || access(path, F_OK) != 0)
+	if (!append || !holds_something(path))
 		return ATM_OK;
 	json_t *old = NULL;
 	char digest[17];
@@ -488,7 +500,7 @@ atm_status atm_results_write_runs(const char *path, int n, const atm_plan *const
 	/* held from the read to the rename: a second appender reads what the first wrote */
 	if (append && (rc = atm_file_lock(path, &fd)) < 0)
 		goto fail;
-	if (append && access(path, F_OK) == 0) {
+	if (append && holds_something(path)) {
 		if ((rc = load_results(path, &old)) < 0)
 			goto fail;
 		atm_graph_digest(atm_plan_graph(p[0]), digest);

@@ -21,7 +21,7 @@ void atm_opt_options_default(atm_opt_options *o)
 /* check_options -- every option in range, or ATM_E_USAGE naming it */
 static atm_status check_options(const atm_opt_options *o)
 {
-	if (!(o->mip_gap >= 0 && o->mip_gap < 1))
+	if (!(o->mip_gap >= 0 && o->mip_gap <= 1))
 		return atm_err(ATM_E_USAGE, "MIP gap %g is not valid; expected a number from 0 to 1 "
 		               "(0.01 is 1%%)", o->mip_gap);
 	if (!(o->time_limit_s > 0) || o->time_limit_s > 1e6)

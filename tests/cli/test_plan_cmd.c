@@ -617,6 +617,13 @@ static void test_plan_cmd_bad_usage(void **state)
 	cli_expect(2, "ratio '4-1' is not valid", "plan --model tiny_mlp --ratio 4-1");
 	cli_expect(2, "unknown formulation 'best'", "plan --model tiny_mlp --ratio 4:1 --formulation best");
 	cli_expect(2, "--mip-gap '2' is not valid", "plan --model tiny_mlp --ratio 4:1 --mip-gap 2");
+	cli_expect(2, "expected a fraction from 0 to 1", "plan --model tiny_mlp --ratio 4:1 --mip-gap 101%%");
+	/* the ends of the range are taken: 1 (100%) keeps the first plan found */
+	struct cli_result g = cli_run("plan --model tiny_mlp --ratio 4:1 --mip-gap 100%% --cache %s "
+	                              "--quiet", cache);
+	if (g.code)
+		fail_msg("--mip-gap 100%%: exit %d: %s", g.code, g.err);
+	cli_release(&g);
 	cli_expect(2, "--time-limit '0' is not valid", "plan --model tiny_mlp --ratio 4:1 --time-limit 0");
 	cli_expect(2, "unknown option '--frobnicate'", "plan --model tiny_mlp --frobnicate");
 	cli_expect(2, "--dram-limit: '0' is not a byte size", "plan --model tiny_mlp --dram-limit 0");

@@ -224,9 +224,18 @@ static void test_run_cmd_append_adds_runs(void **state)
 	char args[512], *err = NULL;
 	snprintf(args, sizeof args, "run --model tiny_cnn --iters 1 --quiet -o %s/ap.json --append",
 	         cli_tmpdir);
-	assert_int_equal(run(args, &err), 2);
+	assert_int_equal(run(args, &err), 3); /* a file that does not fit, as one of another version */
 	assert_non_null(strstr(err, "holds results of workload 'tiny_mlp'"));
 	free(err);
+	/* an empty file (touch, a shell's redirection) is started */
+	char path[600];
+	snprintf(path, sizeof path, "%s/empty.json", cli_tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	doc = results("--model tiny_mlp --iters 1 --append", "empty.json");
+	assert_int_equal(json_array_size(json_object_get(doc, "runs")), 1);
+	json_decref(doc);
 }
 
 /* --placement-seed picks the random placement alone: every one trains to all-fast's weights

@@ -297,9 +297,12 @@ static void test_results_append_refusals(void **state)
 		{"{\"format\": \"autotm-results\", \"version\": 1, \"workload\": {}, \"runs\": []}",
 		 ATM_E_INPUT, "version 1"},
 		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {\"name\": \"other\", "
-		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_USAGE, "workload 'other'"},
+		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_INPUT, "workload 'other'"},
 		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {\"name\": \"small\", "
-		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_USAGE, "another version of 'small'"},
+		 "\"digest\": \"x\"}, \"runs\": []}", ATM_E_INPUT, "another version of 'small'"},
+		/* a version as a string is named as the file has it */
+		{"{\"format\": \"autotm-results\", \"version\": \"2\", \"workload\": {}, \"runs\": []}",
+		 ATM_E_INPUT, "version \"2\";"},
 		{"{\"format\": \"autotm-res", ATM_E_INPUT, "not results JSON"},
 		/* a comparison's run whose turns do not add up */
 		{"{\"format\": \"autotm-results\", \"version\": 2, \"workload\": {}, \"runs\": [{}, "

@@ -82,9 +82,11 @@ doc["kernels"][0]["fast_total_bytes"] = "many"
 json.dump(doc, open(sys.argv[2], "w"))
 EOF
 refused wrong-type "$T/wrong-type.json"
-# an image there before a failed draw is removed, not left stale
-cp "$T/out/picture.png" "$T/out/stale.png"
-refused stale "$T/truncated.json"
+# an image there before a failed draw is kept as it was
+cp "$T/out/picture.png" "$T/out/kept.png"
+"$PYTHON" "$PLOT" "$T/truncated.json" -o "$T/out/kept.png" >/dev/null 2>&1 || true
+cmp -s "$T/out/picture.png" "$T/out/kept.png" ||
+  FAIL+=("plots/plan.py on a bad timeline removed or replaced the earlier image")
 
 # 4. the command line: --help, and a usage error
 "$PYTHON" "$PLOT" --help >"$T/help.out" 2>&1 || FAIL+=("plots/plan.py --help exited non-zero")
