@@ -107,7 +107,7 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 
 /* Which planning options were given (their values are in the job's options). */
 typedef struct {
-	bool ratio, limit, formulation;
+	bool ratio, limit, formulation, async_window;
 } cli_plan_given;
 
 /* cli_plan_option -- consume opt if it is a planning option, into jo; 1 consumed, 0 not,

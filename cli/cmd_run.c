@@ -273,6 +273,12 @@ static int check_comparison(struct run_args *a, const cli_plan_given *given)
 	if (jo->twolm_bytes)
 		return cli_usage_error("run", "--2lm emulates Memory Mode for one all-slow run; in a "
 		                       "comparison list the 2lm formulation (with --ratio)");
+	bool asynchronous = false;
+	for (int i = 0; i < a->n_pl; i++)
+		asynchronous |= a->pl[i].optimize && a->pl[i].formulation == ATM_OPT_ASYNCHRONOUS;
+	if (given->async_window && !asynchronous)
+		return cli_usage_error("run", "--async-window is the asynchronous formulation's, and "
+		                       "the list has none");
 	/* a device's memory is the limit when none is given */
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)

@@ -262,6 +262,7 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	case CLI_OPT_TIME_LIMIT:
 		return cli_parse_seconds("time-limit", arg, 1e6, &o->time_limit_s) < 0 ? -1 : 1;
 	case CLI_OPT_ASYNC_WINDOW:
+		given->async_window = true;
 		if (cli_parse_int("async-window", arg, 1, 64, &v) < 0)
 			return -1;
 		o->async_window = (int)v;
@@ -326,6 +327,10 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 	    !caps.device_memory)
 		return atm_err(ATM_E_USAGE, "give the fast-memory limit with --ratio S:F or "
 		               "--dram-limit SIZE");
+	if (given->async_window && jo->formulation != ATM_OPT_ASYNCHRONOUS)
+		return atm_err(ATM_E_USAGE, "--async-window is the asynchronous formulation's; the %s "
+		               "one moves nothing ahead of a use (give --formulation asynchronous)",
+		               atm_opt_formulation_name(jo->formulation));
 	return ATM_OK;
 }
 

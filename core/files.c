@@ -352,6 +352,10 @@ atm_status atm_parse_bytes(const char *s, int64_t *out)
 	*out = 0;
 	if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
 		goto bad;
+	/* decimal only: strtod would read 0x10M as hex, and nan or inf as numbers */
+	for (const char *c = s; *c && !strchr("KMGTkmgtIiBb", *c); c++)
+		if (!isdigit((unsigned char)*c) && *c != '.')
+			goto bad;
 	errno = 0;
 	v = strtod(s, &end);
 	if (end == s || errno || !isfinite(v))

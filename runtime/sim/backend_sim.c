@@ -106,6 +106,9 @@ atm_status atm_backend_sim_new(atm_backend **out, const atm_backend_opts *o)
 atm_status atm_backend_sim_probe(const atm_gpu_opts *o, atm_gpu_info *info)
 {
 	memset(info, 0, sizeof *info);
+	if (o->device != 0)
+		return atm_err(ATM_E_USAGE, "device %d: the simulated GPU is one device, 0 (--gpu-device "
+		               "picks among a machine's real GPUs)", o->device);
 	snprintf(info->name, sizeof info->name, "simulated GPU");
 	info->simulated = true;
 	info->total_bytes = info->free_bytes = o->memory_bytes > 0 ? o->memory_bytes

@@ -618,6 +618,14 @@ static void test_plan_cmd_bad_usage(void **state)
 	cli_expect(2, "unknown formulation 'best'", "plan --model tiny_mlp --ratio 4:1 --formulation best");
 	cli_expect(2, "--mip-gap '2' is not valid", "plan --model tiny_mlp --ratio 4:1 --mip-gap 2");
 	cli_expect(2, "expected a fraction from 0 to 1", "plan --model tiny_mlp --ratio 4:1 --mip-gap 101%%");
+	/* options that would be silently ignored are refused */
+	cli_expect(2, "--async-window is the asynchronous formulation's", "plan --model tiny_mlp "
+	           "--ratio 4:1 --formulation static --async-window 3");
+	cli_expect(2, "the list has none", "run --model tiny_mlp --ratio 4:1 --formulation "
+	           "all-fast,synchronous --async-window 3");
+	cli_expect(2, "the simulated GPU is one device", "plan --model tiny_mlp --gpu=sim "
+	           "--gpu-device 99 --cache %s", cache);
+	cli_expect(2, "'0x10M' is not valid", "plan --model tiny_mlp --gpu=sim --gpu-memory 0x10M");
 	/* the ends of the range are taken: 1 (100%) keeps the first plan found */
 	struct cli_result g = cli_run("plan --model tiny_mlp --ratio 4:1 --mip-gap 100%% --cache %s "
 	                              "--quiet", cache);

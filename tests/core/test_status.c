@@ -87,7 +87,8 @@ static void test_status_parse_bytes(void **state)
 	assert_int_equal(b, 512LL << 20);
 	assert_int_equal(atm_parse_bytes("64KB", &b), ATM_OK);
 	assert_int_equal(b, 64LL << 10);
-	const char *bad[] = {"", "-1G", "G", "12X", "0", "1e300", "nan", " 5", "5 G"};
+	const char *bad[] = {"", "-1G", "G", "12X", "0", "1e300", "nan", " 5", "5 G", "0x10M", "1e3",
+	                     "inf"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_int_equal(atm_parse_bytes(bad[i], &b), ATM_E_USAGE);
 		assert_non_null(strstr(atm_errmsg(), "is not a byte size"));
