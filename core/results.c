@@ -84,10 +84,8 @@ static void move_counts(const atm_schedule_stats *st, json_t *run, bool *ok)
 /* solver_fields -- how the plan was found, and the limit and ratio it was found for */
 static void solver_fields(const atm_plan_info *info, json_t *run, bool *ok)
 {
-	char date[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	char date[ATM_UTC_TEXT_MAX];
+	atm_utc_now(date);
 	atm_json_set_new(run, "formulation", json_string(info->formulation), ok);
 	atm_json_set_new(run, "date", json_string(date), ok);
 	/* one entry per solve: several when the defragmentation loop solved again */
