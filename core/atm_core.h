@@ -846,6 +846,12 @@ typedef struct {
 	                           * operands only): oracle_time is written, null when unknown */
 	const atm_run_comparison *comparison; /* NULL: a run alone; else actual_runtime_s is the
 	                           * median of its turns */
+	/* the machine now against when its profile was calibrated (atm_profile_calibration) */
+	const char *profile_calibrated_at; /* NULL: the profile holds no calibration step of the
+	                           * graph, or no profile priced the run */
+	double profile_step_s;    /* the calibration's all-fast step */
+	double profile_drift;     /* all-fast's step measured by this run (or its comparison) /
+	                           * profile_step_s; <= 0: unknown (no all-fast step measured) */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one

@@ -199,6 +199,13 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	if (m->has_oracle)
 		atm_json_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
 		                                                     : json_null(), ok);
+	atm_json_set_new(run, "profile_calibration",
+	                 m->profile_calibrated_at && m->profile_step_s > 0
+	                         ? json_pack("{s:f, s:s}", "all_fast_step_s", m->profile_step_s,
+	                                     "measured_at", m->profile_calibrated_at)
+	                         : json_null(), ok);
+	atm_json_set_new(run, "profile_drift", m->profile_drift > 0 && m->profile_calibrated_at
+	                                               ? json_real(m->profile_drift) : json_null(), ok);
 }
 
 /* prediction_fields -- where the prediction missed: each kernel's predicted time beside the
