@@ -608,6 +608,8 @@ static void take_section(atm_profile *p, json_t *sec)
 	if (steps) {
 		json_decref(p->steps);
 		p->steps = json_incref(steps);
+	} else {
+		json_object_clear(p->steps); /* a section without steps holds none */
 	}
 	p->n_entries = count_entries(k);
 	if (mv && !p->moves_dirty) {
