@@ -111,6 +111,18 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  weights checksum %s\n", r->weights_checksum);
 }
 
+/* print_calibration -- when the profile's calibration measured all-fast and how fast, and,
+ * where all-fast was measured now, how much slower or faster it is */
+static void print_calibration(const atm_profile_calibration *cal, double drift)
+{
+	if (!cal)
+		return;
+	printf("  calibrated       %s, all-fast step %.6f s then", cal->measured_at, cal->step_s);
+	if (drift > 0)
+		printf("; %.3fx that now", drift);
+	printf("\n");
+}
+
 /* The most placements one comparison takes. */
 #define MAX_PLACEMENTS 32
 
@@ -491,6 +503,7 @@ static atm_status execute(atm_job *j, void *arg)
 		return rc;
 	print_summary(atm_job_graph(j), a->jo.workload.batch, atm_job_plan_get(j),
 	              atm_job_exec_result(j), &caps);
+	print_calibration(atm_job_calibration(j), atm_job_profile_drift(j));
 	if (a->explain && (rc = print_explain(j, a->explain)) < 0)
 		return rc;
 	if (!a->jo.results_path)
@@ -541,8 +554,10 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 		n_in += !atm_job_compare_get(c, i)->left_out;
 	}
 	const atm_job_compared *m0 = NULL;
+	int i0 = 0;
 	for (int i = 0; i < n && !m0; i++)
-		m0 = atm_job_compare_get(c, i)->left_out ? NULL : atm_job_compare_get(c, i);
+		if (!atm_job_compare_get(c, i)->left_out)
+			m0 = atm_job_compare_get(c, i0 = i);
 	printf("%s, batch %lld: %d placement%s compared in %d turn%s, %s\n", atm_graph_name(g),
 	       (long long)batch, n_in, n_in == 1 ? "" : "s", m0->n_turns, m0->n_turns == 1 ? "" : "s",
 	       by_step ? "by step (every executor alive, a step of each in turn)"
@@ -592,6 +607,8 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 			printf("  left out         %s: %s\n", m->name, m->why);
 	}
 	print_disturbance(c, by_step);
+	print_calibration(atm_job_calibration(atm_job_compare_job(c, i0)),
+	                  m0->profile_drift);
 	if (same)
 		printf("  weights checksum %s, the same for every placement\n", checksum);
 	else

@@ -711,6 +711,27 @@ atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t n
  * measured */
 atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
                                    atm_profile_in_step *out);
+/* The all-fast step of one graph as its in-step calibration measured it: when, and the
+ * fastest of the calibration's steps (what a run reports as its step). A run that measures
+ * all-fast later compares its step with this one to tell how much faster or slower the
+ * machine is now than when it was profiled ("all_fast_steps", docs/profile.md). Kept per
+ * graph (its digest): the in-step times are per kernel signature, shared by graphs. */
+/* a UTC time as text, "2025-01-31T12:00:00Z", with its NUL (atm_utc_now) */
+#define ATM_UTC_TEXT_MAX 21
+typedef struct {
+	double step_s;                        /* > 0 and at most ATM_PROFILE_MAX_S */
+	char measured_at[ATM_UTC_TEXT_MAX];   /* UTC, as atm_utc_now writes it */
+} atm_profile_calibration;
+
+/* atm_profile_put_calibration -- record g's calibration step (ATM_E_USAGE when the time is out
+ * of range, the date is not one, or the profile is estimated), replacing what was there */
+atm_status atm_profile_put_calibration(atm_profile *p, const atm_graph *g,
+                                       const atm_profile_calibration *c);
+/* atm_profile_get_calibration -- g's calibration step; ATM_E_NOTFOUND when the profile holds
+ * none for g (its kernels were calibrated in another graph's steps, or before autotm kept
+ * the step, or never) */
+atm_status atm_profile_get_calibration(const atm_profile *p, const atm_graph *g,
+                                       atm_profile_calibration *out);
 /* atm_profile_use_in_step -- price kernels with the in-step calibration (on by default) or
  * with their isolated times alone */
 void atm_profile_use_in_step(atm_profile *p, bool on);
@@ -838,6 +859,12 @@ typedef struct {
 	                           * operands only): oracle_time is written, null when unknown */
 	const atm_run_comparison *comparison; /* NULL: a run alone; else actual_runtime_s is the
 	                           * median of its turns */
+	/* the machine now against when its profile was calibrated (atm_profile_calibration) */
+	const char *profile_calibrated_at; /* NULL: the profile holds no calibration step of the
+	                           * graph, or no profile priced the run */
+	double profile_step_s;    /* the calibration's all-fast step */
+	double profile_drift;     /* all-fast's step measured by this run (or its comparison) /
+	                           * profile_step_s; <= 0: unknown (no all-fast step measured) */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one
@@ -919,6 +946,11 @@ uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len);
 
 /* atm_now_s -- seconds on the monotonic clock, for intervals: timings, deadlines, progress */
 double atm_now_s(void);
+/* atm_utc_now -- the wall clock in UTC as "2025-01-31T12:00:00Z" (ATM_UTC_TEXT_MAX bytes with
+ * its NUL), as results and profiles date what they hold */
+void atm_utc_now(char out[ATM_UTC_TEXT_MAX]);
+/* atm_utc_valid -- text is such a time ("YYYY-MM-DDTHH:MM:SSZ", every field in its range) */
+bool atm_utc_valid(const char *text);
 
 /* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
  * on other architectures), "unknown" when there is none */

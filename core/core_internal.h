@@ -107,6 +107,8 @@ struct atm_profile {
 	atm_profile_machine m;
 	struct json_t *kernels;   /* this machine: signature -> {config name -> entry} */
 	struct json_t *dirty;     /* the same shape: what was put since the last save */
+	struct json_t *steps;     /* graph digest -> its calibration's all-fast step */
+	struct json_t *steps_dirty; /* the same shape: what was put since the last save */
 	int64_t n_entries;
 	atm_profile_moves moves;
 	bool has_moves, moves_dirty;
@@ -125,5 +127,9 @@ int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *c
 /* the in-step object's "statistic": each kernel's time in the fastest step, as a run measures
  * it; an object without it (an earlier autotm's, each kernel's own fastest) is not used */
 #define ATM_PROFILE_IN_STEP_STAT "fastest_step"
+
+/* The key, beside a section's kernels, of each graph's calibration step
+ * (atm_profile_calibration): {digest: {"graph", "step_s", "measured_at"}}. */
+#define ATM_PROFILE_STEPS_KEY "all_fast_steps"
 
 #endif /* ATM_CORE_INTERNAL_H */

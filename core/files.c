@@ -428,6 +428,29 @@ double atm_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* atm_utc_now -- the wall clock in UTC, to the second */
+void atm_utc_now(char out[ATM_UTC_TEXT_MAX])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	if (!gmtime_r(&now, &tm) || !strftime(out, ATM_UTC_TEXT_MAX, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, ATM_UTC_TEXT_MAX, "1970-01-01T00:00:00Z");
+}
+
+/* atm_utc_valid -- "YYYY-MM-DDTHH:MM:SSZ" with every field in its range */
+bool atm_utc_valid(const char *text)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	if (strlen(text) != sizeof shape - 1)
+		return false;
+	for (size_t i = 0; shape[i]; i++)
+		if (shape[i] == 'd' ? text[i] < '0' || text[i] > '9' : text[i] != shape[i])
+			return false;
+	int mon = atoi(text + 5), day = atoi(text + 8), h = atoi(text + 11), m = atoi(text + 14),
+	    sec = atoi(text + 17);
+	return mon >= 1 && mon <= 12 && day >= 1 && day <= 31 && h <= 23 && m <= 59 && sec <= 60;
+}
+
 /* atm_cpu_model -- "model name" of /proc/cpuinfo ("Model" or "cpu model" on other
  * architectures), "unknown" when there is none */
 void atm_cpu_model(char *buf, size_t len)

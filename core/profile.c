@@ -43,7 +43,9 @@ atm_status atm_profile_new(atm_profile **out, const atm_profile_machine *m, cons
 	p->m = *m;
 	p->kernels = json_object();
 	p->dirty = json_object();
-	if (!p->kernels || !p->dirty || (path && !(p->path = strdup(path)))) {
+	p->steps = json_object();
+	p->steps_dirty = json_object();
+	if (!p->kernels || !p->dirty || !p->steps || !p->steps_dirty || (path && !(p->path = strdup(path)))) {
 		atm_profile_destroy(p);
 		return atm_err(ATM_E_NOMEM, "out of memory making a profile");
 	}
@@ -58,6 +60,8 @@ void atm_profile_destroy(atm_profile *p)
 		return;
 	json_decref(p->kernels);
 	json_decref(p->dirty);
+	json_decref(p->steps);
+	json_decref(p->steps_dirty);
 	free(p->path);
 	free(p);
 }
@@ -231,6 +235,49 @@ bool atm_profile_uses_in_step(const atm_profile *p)
 	return !p->isolated;
 }
 
+/* atm_profile_put_calibration -- record g's calibration step, kept for the next save */
+atm_status atm_profile_put_calibration(atm_profile *p, const atm_graph *g,
+                                       const atm_profile_calibration *c)
+{
+	char digest[17];
+	if (!(c->step_s > 0) || !(c->step_s <= ATM_PROFILE_MAX_S))
+		return atm_err(ATM_E_USAGE, "atm_profile_put_calibration: the step must take more than "
+		               "0 and at most %g s (got %g)", ATM_PROFILE_MAX_S, c->step_s);
+	if (!memchr(c->measured_at, '\0', sizeof c->measured_at) || !atm_utc_valid(c->measured_at))
+		return atm_err(ATM_E_USAGE, "atm_profile_put_calibration: measured_at is not a UTC time "
+		               "like 2025-01-31T12:00:00Z");
+	if (p->m.estimated)
+		return atm_err(ATM_E_USAGE, "atm_profile_put_calibration: an estimated profile holds no "
+		               "measured step");
+	atm_graph_digest(g, digest);
+	json_t *o = json_pack("{s:s, s:f, s:s}", "graph", atm_graph_name(g), "step_s",
+	                      rounded(c->step_s), "measured_at", c->measured_at);
+	if (!o || json_object_set(p->steps, digest, o) < 0 ||
+	    json_object_set(p->steps_dirty, digest, o) < 0) {
+		json_decref(o);
+		return atm_err(ATM_E_NOMEM, "out of memory recording a calibration step");
+	}
+	json_decref(o);
+	return ATM_OK;
+}
+
+/* atm_profile_get_calibration -- g's calibration step, when the profile holds one */
+atm_status atm_profile_get_calibration(const atm_profile *p, const atm_graph *g,
+                                       atm_profile_calibration *out)
+{
+	char digest[17];
+	memset(out, 0, sizeof *out);
+	atm_graph_digest(g, digest);
+	json_t *o = json_object_get(p->steps, digest);
+	if (!o)
+		return atm_err(ATM_E_NOTFOUND, "the profile holds no calibration step of '%s' (digest %s)",
+		               atm_graph_name(g), digest);
+	out->step_s = json_number_value(json_object_get(o, "step_s"));
+	snprintf(out->measured_at, sizeof out->measured_at, "%s",
+	         json_string_value(json_object_get(o, "measured_at")));
+	return ATM_OK;
+}
+
 /* atm_profile_has -- is node in config held */
 bool atm_profile_has(const atm_profile *p, const atm_graph *g, int32_t node, uint32_t config)
 {
@@ -341,13 +388,15 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 /* atm_profile_unsaved -- anything put since the last save, or a rebuild pending */
 bool atm_profile_unsaved(const atm_profile *p)
 {
-	return json_object_size(p->dirty) || p->moves_dirty || p->replace;
+	return json_object_size(p->dirty) || json_object_size(p->steps_dirty) || p->moves_dirty ||
+	       p->replace;
 }
 
 /* atm_profile_saved -- what was merged is in the file now */
 void atm_profile_saved(atm_profile *p)
 {
 	json_object_clear(p->dirty);
+	json_object_clear(p->steps_dirty);
 	p->moves_dirty = false;
 	p->replace = false;
 }

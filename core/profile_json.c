@@ -241,6 +241,49 @@ static atm_status parse_in_step(const struct where *w, json_t *o)
 	return ATM_OK;
 }
 
+/* is_digest -- 16 lowercase hex digits, as atm_graph_digest writes */
+static bool is_digest(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+	return n == 16 && !s[n];
+}
+
+/* check_steps -- a section's calibration steps, every field checked */
+static atm_status check_steps(struct where *w, json_t *steps, bool estimated)
+{
+	static const char *const fields[] = {"graph", "step_s", "measured_at", NULL};
+	size_t base = strlen(w->at);
+	const char *digest;
+	json_t *o;
+	atm_status rc;
+	if (estimated)
+		return bad(w, "", "an estimated profile holds no measured step");
+	if (!json_is_object(steps))
+		return bad(w, "", "must be an object (graph digest -> step), not %s",
+		           atm_json_type_name(steps));
+	json_object_foreach(steps, digest, o) {
+		char graph[256], at[ATM_UTC_TEXT_MAX + 1];
+		double step;
+		snprintf(w->at + base, sizeof w->at - base, "[\"%.40s\"]", digest);
+		if (!is_digest(digest))
+			return bad(w, "", "not a graph digest (16 hexadecimal digits)");
+		if (!json_is_object(o))
+			return bad(w, "", "must be an object {\"graph\", \"step_s\", \"measured_at\"}, "
+			           "not %s", atm_json_type_name(o));
+		if ((rc = only_fields(w, o, fields)) < 0 ||
+		    (rc = get_text(w, o, "graph", false, graph, sizeof graph)) < 0 ||
+		    (rc = get_number(w, o, "step_s", 0, ATM_PROFILE_MAX_S, &step)) < 0 ||
+		    (rc = get_text(w, o, "measured_at", false, at, sizeof at)) < 0)
+			return rc;
+		if (!(step > 0))
+			return bad(w, "step_s", "must be more than 0");
+		if (!atm_utc_valid(at))
+			return bad(w, "measured_at", "must be a UTC time like \"2025-01-31T12:00:00Z\"");
+	}
+	w->at[base] = '\0';
+	return ATM_OK;
+}
+
 /* where_key -- append [\"key\"] to w->at */
 static void where_key(struct where *w, size_t base, const char *key)
 {
@@ -292,7 +335,8 @@ static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated
 static atm_status check_doc(json_t *root, const char *path)
 {
 	static const char *const top[] = {"format", "version", "machines", NULL};
-	static const char *const sec_fields[] = {"machine", "moves", "kernels", NULL};
+	static const char *const sec_fields[] = {"machine", "moves", ATM_PROFILE_STEPS_KEY, "kernels",
+	                                         NULL};
 	struct where w = {.path = path};
 	atm_status rc;
 	if (!json_is_object(root))
@@ -347,6 +391,10 @@ static atm_status check_doc(json_t *root, const char *path)
 			if ((rc = parse_moves(&w, mv, &moves)) < 0)
 				goto done;
 		}
+		json_t *steps = json_object_get(sec, ATM_PROFILE_STEPS_KEY);
+		snprintf(w.at, sizeof w.at, "machines[%zu]." ATM_PROFILE_STEPS_KEY, i);
+		if (steps && (rc = check_steps(&w, steps, seen[i].estimated)) < 0)
+			goto done;
 		snprintf(w.at, sizeof w.at, "machines[%zu].kernels", i);
 		if ((rc = check_kernels(&w, k, seen[i].estimated)) < 0)
 			goto done;
@@ -422,21 +470,48 @@ static void key_text(atm_text *s, const char *key)
 	atm_text_str(s, ": ");
 }
 
+/* sorted_keys -- o's keys in sorted order (malloc'd; NULL when out of memory, s failed) */
+static const char **sorted_keys(atm_text *s, json_t *o)
+{
+	size_t n = json_object_size(o), i = 0;
+	const char **keys = malloc((n ? n : 1) * sizeof *keys);
+	const char *key;
+	json_t *v;
+	if (!keys) {
+		s->failed = true;
+		return NULL;
+	}
+	json_object_foreach(o, key, v)
+		keys[i++] = key;
+	qsort(keys, n, sizeof *keys, cmp_str);
+	return keys;
+}
+
+/* emit_steps -- the calibration steps, one line per graph in digest order */
+static void emit_steps(atm_text *s, json_t *steps)
+{
+	size_t n = json_object_size(steps);
+	const char **keys = sorted_keys(s, steps);
+	if (!keys)
+		return;
+	atm_text_str(s, "{");
+	for (size_t i = 0; i < n; i++) {
+		atm_text_str(s, i ? ",\n    " : "\n    ");
+		key_text(s, keys[i]);
+		atm_text_json(s, json_object_get(steps, keys[i]), PF_DUMP);
+	}
+	atm_text_str(s, n ? "\n   }" : "}");
+	free(keys);
+}
+
 /* emit_kernels -- one line per configuration, kernels in sorted order so that
  * the file diffs well and two saves of the same data are the same bytes */
 static void emit_kernels(atm_text *s, json_t *kernels)
 {
-	size_t n = json_object_size(kernels), i = 0;
-	const char **keys = malloc((n ? n : 1) * sizeof *keys);
-	const char *sig;
-	json_t *cfgs;
-	if (!keys) {
-		s->failed = true;
+	size_t n = json_object_size(kernels), i;
+	const char **keys = sorted_keys(s, kernels);
+	if (!keys)
 		return;
-	}
-	json_object_foreach(kernels, sig, cfgs)
-		keys[i++] = sig;
-	qsort(keys, n, sizeof *keys, cmp_str);
 	atm_text_str(s, "{");
 	for (i = 0; i < n; i++) {
 		atm_text_str(s, i ? ",\n    " : "\n    ");
@@ -470,6 +545,10 @@ static atm_status emit_doc(json_t *doc, char **text, size_t *len)
 		if (json_object_get(sec, "moves")) {
 			atm_text_str(&s, ",\n   \"moves\": ");
 			atm_text_json(&s, json_object_get(sec, "moves"), PF_DUMP);
+		}
+		if (json_object_size(json_object_get(sec, ATM_PROFILE_STEPS_KEY))) {
+			atm_text_str(&s, ",\n   \"" ATM_PROFILE_STEPS_KEY "\": ");
+			emit_steps(&s, json_object_get(sec, ATM_PROFILE_STEPS_KEY));
 		}
 		atm_text_str(&s, ",\n   \"kernels\": ");
 		emit_kernels(&s, json_object_get(sec, "kernels"));
@@ -523,8 +602,15 @@ static json_t *add_section(json_t *doc, const atm_profile_machine *m)
 static void take_section(atm_profile *p, json_t *sec)
 {
 	json_t *k = json_object_get(sec, "kernels"), *mv = json_object_get(sec, "moves");
+	json_t *steps = json_object_get(sec, ATM_PROFILE_STEPS_KEY);
 	json_decref(p->kernels);
 	p->kernels = json_incref(k);
+	if (steps) {
+		json_decref(p->steps);
+		p->steps = json_incref(steps);
+	} else {
+		json_object_clear(p->steps); /* a section without steps holds none */
+	}
 	p->n_entries = count_entries(k);
 	if (mv && !p->moves_dirty) {
 		struct where w = {.path = ""};
@@ -564,8 +650,16 @@ static atm_status merge(atm_profile *p, json_t *sec)
 		if (json_object_set_new(sec, "kernels", json_object()) < 0)
 			return atm_err(ATM_E_NOMEM, "out of memory merging a profile");
 		json_object_del(sec, "moves");
+		json_object_del(sec, ATM_PROFILE_STEPS_KEY);
 	}
 	json_t *kernels = json_object_get(sec, "kernels");
+	json_t *steps = json_object_get(sec, ATM_PROFILE_STEPS_KEY);
+	if (json_object_size(p->steps_dirty) && !steps &&
+	    json_object_set_new(sec, ATM_PROFILE_STEPS_KEY, steps = json_object()) < 0)
+		return atm_err(ATM_E_NOMEM, "out of memory merging a profile");
+	json_object_foreach(p->steps_dirty, sig, e)
+		if (json_object_set(steps, sig, e) < 0)
+			return atm_err(ATM_E_NOMEM, "out of memory merging a profile");
 	json_object_foreach(p->dirty, sig, cfgs)
 		json_object_foreach(cfgs, cfg, e)
 			if (atm_profile_set_entry(kernels, sig, cfg, e) < 0)

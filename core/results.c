@@ -84,10 +84,8 @@ static void move_counts(const atm_schedule_stats *st, json_t *run, bool *ok)
 /* solver_fields -- how the plan was found, and the limit and ratio it was found for */
 static void solver_fields(const atm_plan_info *info, json_t *run, bool *ok)
 {
-	char date[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	char date[ATM_UTC_TEXT_MAX];
+	atm_utc_now(date);
 	atm_json_set_new(run, "formulation", json_string(info->formulation), ok);
 	atm_json_set_new(run, "date", json_string(date), ok);
 	/* one entry per solve: several when the defragmentation loop solved again */
@@ -201,6 +199,13 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	if (m->has_oracle)
 		atm_json_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
 		                                                     : json_null(), ok);
+	atm_json_set_new(run, "profile_calibration",
+	                 m->profile_calibrated_at && m->profile_step_s > 0
+	                         ? json_pack("{s:f, s:s}", "all_fast_step_s", m->profile_step_s,
+	                                     "measured_at", m->profile_calibrated_at)
+	                         : json_null(), ok);
+	atm_json_set_new(run, "profile_drift", m->profile_drift > 0 && m->profile_calibrated_at
+	                                               ? json_real(m->profile_drift) : json_null(), ok);
 }
 
 /* prediction_fields -- where the prediction missed: each kernel's predicted time beside the

@@ -42,6 +42,13 @@ static void fuzz_profile_bounded(const atm_profile *p)
 	    !(mv.to_fast_gbps >= ATM_PROFILE_MIN_GBPS && mv.to_fast_gbps <= ATM_PROFILE_MAX_GBPS &&
 	      mv.to_slow_gbps >= ATM_PROFILE_MIN_GBPS && mv.to_slow_gbps <= ATM_PROFILE_MAX_GBPS))
 		fuzz_die("fuzz_profile", "move bandwidths out of bounds were read", ATM_OK);
+	atm_profile_calibration cal;
+	atm_status rc = atm_profile_get_calibration(p, g, &cal);
+	if (rc < 0 && rc != ATM_E_NOTFOUND)
+		fuzz_die("fuzz_profile", "a calibration look-up failed otherwise than 'not found'", rc);
+	if (rc == ATM_OK && (!(cal.step_s > 0 && cal.step_s <= ATM_PROFILE_MAX_S) ||
+	                     !atm_utc_valid(cal.measured_at)))
+		fuzz_die("fuzz_profile", "a calibration step out of bounds was read", ATM_OK);
 }
 
 /* fuzz_profile_merged -- merge one new entry into text for p; the result reads back whole,
@@ -52,7 +59,10 @@ static char *fuzz_profile_merged(atm_profile *p, const char *text, size_t len, s
 	atm_profile_entry e = {.min_s = 1e-3, .median_s = 2e-3, .count = 3};
 	char *out = NULL;
 	atm_profile *back = NULL;
+	atm_profile_calibration cal = {.step_s = 0.25, .measured_at = "2025-01-31T12:00:00Z"};
 	atm_status rc = atm_profile_put(p, g, 0, atm_node_config_at(g, 0, 0), &e);
+	if (rc == ATM_OK)
+		rc = atm_profile_put_calibration(p, g, &cal);
 	if (rc < 0 || (rc = atm_profile_merge_cache(p, text, len, &out, out_len)) < 0)
 		fuzz_die("fuzz_profile", "a text that reads does not merge", rc);
 	if ((rc = atm_profile_new(&back, &fuzz_machine, "merged.json")) < 0 ||

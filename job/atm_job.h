@@ -108,6 +108,24 @@ const atm_profile *atm_job_profile(const atm_job *j);
 /* what the run measured; NULL before atm_job_execute */
 const atm_exec_result *atm_job_exec_result(const atm_job *j);
 
+/* How far the machine has drifted since the profile was calibrated: the all-fast step a run
+ * measures over the one the profile's in-step calibration measured for the graph
+ * (atm_profile_calibration). A prediction in seconds is off by about as much; a slowdown
+ * against all-fast measured beside it is not. When all-fast's step differs by more than this
+ * share, the job says so on stderr (unless quiet). */
+#define ATM_JOB_DRIFT_SAID 0.10
+/* atm_job_calibration -- the calibration step of the job's graph in the profile that priced it
+ * (in a comparison, any of its placements' profile); NULL when there is none */
+const atm_profile_calibration *atm_job_calibration(const atm_job *j);
+/* atm_job_profile_drift -- all-fast's measured step over the calibration's: set by
+ * atm_job_execute when the job is the optimizer's all-fast, and for every placement of a
+ * comparison with all-fast; <= 0 when unknown */
+double atm_job_profile_drift(const atm_job *j);
+/* atm_job_drift_note -- the message said for a drift (two lines, no prefix, no final newline)
+ * into buf, when |drift - 1| > ATM_JOB_DRIFT_SAID; false (buf empty) when it is smaller or
+ * unknown */
+bool atm_job_drift_note(double drift, const atm_profile_calibration *cal, char *buf, size_t len);
+
 /* ------------------------------------------------------------ comparisons */
 
 /* Several placements of one workload compared side by side (docs/comparisons.md):
@@ -181,6 +199,8 @@ typedef struct {
 	double predicted_s;        /* the plan's predicted step; < 0 unknown */
 	/* against all-fast, turn by turn (< 0: no all-fast in the comparison, or unknown) */
 	double predicted_slowdown, measured_slowdown, slowdown_min, slowdown_max;
+	double profile_drift;      /* all-fast's median step / the profile's calibration step, the
+	                            * same for every placement; <= 0 unknown (atm_job_profile_drift) */
 } atm_job_compared;
 
 /* atm_job_compare_new -- a comparison of the n placements pl (copied) of g (borrowed: it

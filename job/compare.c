@@ -604,9 +604,23 @@ static void summarize(atm_job_compare *c, double *scratch)
 			fast = &c->e[i];
 			c->all_fast = i;
 		}
+	/* the profile's calibration, from whichever placement brought a profile, is every
+	 * placement's: they ran on one machine at one time */
+	const atm_job *cal = NULL;
+	for (int i = 0; i < c->n && !cal; i++)
+		cal = c->e[i].j && c->e[i].j->has_cal ? c->e[i].j : NULL;
+	double drift = -1;
+	if (cal && fast)
+		drift = median_of(fast->turn_s, T, scratch) / cal->cal.step_s;
 	for (int i = 0; i < c->n; i++) {
 		struct entry *e = &c->e[i];
 		atm_job_compared *o = &e->out;
+		o->profile_drift = drift;
+		if (e->j && cal) {
+			e->j->cal = cal->cal;
+			e->j->has_cal = true;
+			e->j->drift = drift;
+		}
 		o->predicted_slowdown = o->measured_slowdown = o->slowdown_min = o->slowdown_max = -1;
 		o->median_s = o->predicted_s = -1;
 		if (!e->j)
@@ -686,6 +700,11 @@ atm_status atm_job_compare_run(atm_job_compare *c)
 	if (rc == ATM_OK) {
 		summarize(c, scratch);
 		c->ran = true;
+		for (int i = 0; i < c->n; i++)
+			if (c->e[i].j) {
+				job_say_drift(c->who, c->o.quiet, c->e[i].out.profile_drift, &c->e[i].j->cal);
+				break;
+			}
 	}
 	free(order);
 	free(scratch);

@@ -1,5 +1,6 @@
 /* job.c -- the whole job: profile what is missing, plan, train, write the results */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +309,8 @@ static atm_status optimize(atm_job *j)
 	    (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
 		return rc;
 	j->planned = true;
+	j->has_cal = atm_profile_get_calibration(j->prof, j->g, &j->cal) == ATM_OK;
+	atm_err_clear();
 	atm_plan_info *info = atm_plan_info_of(j->plan);
 	info->ratio_slow = o->ratio_slow;
 	info->ratio_fast = o->ratio_fast;
@@ -362,7 +365,43 @@ atm_status atm_job_execute(atm_job *j)
 	atm_status rc = job_exec_open(j);
 	if (rc == ATM_OK)
 		rc = atm_exec_run(j->exec);
+	/* the optimizer's all-fast measures what the calibration measured */
+	if (rc == ATM_OK && j->has_cal && j->o.optimize && j->o.formulation == ATM_OPT_ALL_FAST) {
+		j->drift = atm_exec_result_get(j->exec)->actual_runtime_s / j->cal.step_s;
+		job_say_drift(j->who, j->o.quiet, j->drift, &j->cal);
+	}
 	return rc;
+}
+
+bool atm_job_drift_note(double drift, const atm_profile_calibration *cal, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (!(drift > 0) || !cal || fabs(drift - 1) <= ATM_JOB_DRIFT_SAID)
+		return false;
+	snprintf(buf, len, "this machine is running %.0f%% %s than when it was profiled (%s): its "
+	         "all-fast step takes %.6g s, %.6g s then;\n  predictions in seconds are off by "
+	         "about as much; the slowdowns against all-fast still hold",
+	         fabs(drift - 1) * 100, drift > 1 ? "slower" : "faster", cal->measured_at,
+	         drift * cal->step_s, cal->step_s);
+	return true;
+}
+
+void job_say_drift(const char *who, bool quiet, double drift, const atm_profile_calibration *cal)
+{
+	char note[512];
+	if (!quiet && atm_job_drift_note(drift, cal, note, sizeof note))
+		fprintf(stderr, "autotm %s: %s\n", who, note);
+}
+
+const atm_profile_calibration *atm_job_calibration(const atm_job *j)
+{
+	return j->has_cal ? &j->cal : NULL;
+}
+
+double atm_job_profile_drift(const atm_job *j)
+{
+	return j->drift;
 }
 
 /* keep_first -- the first turn's result copied whole into the job's own arrays */
@@ -487,6 +526,9 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.managed = o->placement && !strcmp(o->placement, "managed"),
 		.oracle_s = j->oracle_s,
 		.has_oracle = caps.device_only,
+		.profile_calibrated_at = j->has_cal ? j->cal.measured_at : NULL,
+		.profile_step_s = j->has_cal ? j->cal.step_s : -1,
+		.profile_drift = j->drift,
 	};
 }
 

@@ -24,7 +24,15 @@ struct atm_job {
 	atm_exec_result kept;
 	double *kept_kernel_s, *kept_step_kernel_s;
 	float *kept_losses;
+	/* the profile's calibration step of the graph (has_cal), and the drift since (<= 0:
+	 * unknown) */
+	atm_profile_calibration cal;
+	bool has_cal;
+	double drift;
 };
+
+/* job_say_drift -- the drift note on stderr unless quiet, when it is worth saying */
+void job_say_drift(const char *who, bool quiet, double drift, const atm_profile_calibration *cal);
 
 /* job_exec_opts -- how the job's step is run */
 atm_exec_opts job_exec_opts(const atm_job *j);

@@ -418,7 +418,8 @@ static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s
 }
 
 /* measure_in_step -- all-fast steps of g run by the executor, as a plan's run would, and
- * each signature's time in the fastest of them recorded beside its configurations. The kernel
+ * each signature's time in the fastest of them recorded beside its configurations, the
+ * fastest step itself and when it ran as g's calibration step. The kernel
  * timer's backend is closed first; a step that cannot run here (too large for the memory at
  * hand, the GPU's included) is skipped with the reason in r, and the plan is then priced
  * by the isolated times alone. */
@@ -445,8 +446,13 @@ static atm_status measure_in_step(atm_prof *pr, atm_profile *p, atm_prof_report 
 		rc = ATM_OK;
 		goto done;
 	}
+	atm_profile_calibration cal;
+	atm_utc_now(cal.measured_at);
 	if (rc >= 0 && (rc = atm_exec_run(e)) >= 0)
 		rc = put_in_step(pr, p, atm_exec_result_get(e)->step_kernel_s, &r->n_in_step_measured);
+	/* the step as a later run will measure it: how fast the machine was when calibrated */
+	if (rc >= 0 && (cal.step_s = atm_exec_result_get(e)->actual_runtime_s) > 0)
+		rc = atm_profile_put_calibration(p, pr->g, &cal);
 	if (rc < 0)
 		atm_err_prefix(rc, "timing the kernels in a step: ");
 done:

@@ -1,4 +1,5 @@
 /* test_run_cmd.c -- autotm run and autotm tiers end to end: results JSON, placements, faults, Ctrl-C */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -609,6 +610,104 @@ static void test_run_cmd_comparison(void **state)
 	json_decref(doc);
 }
 
+/* scale_calibration -- every calibration step in the cache at path times scale, written back */
+static void scale_calibration(const char *path, double scale)
+{
+	json_error_t e;
+	json_t *doc = json_load_file(path, 0, &e), *sec, *steps, *o;
+	const char *digest;
+	size_t i;
+	int n = 0;
+	if (!doc)
+		fail_msg("%s: %s", path, e.text);
+	json_array_foreach(json_object_get(doc, "machines"), i, sec) {
+		steps = json_object_get(sec, "all_fast_steps");
+		json_object_foreach(steps, digest, o) {
+			double s = json_number_value(json_object_get(o, "step_s"));
+			assert_int_equal(json_object_set_new(o, "step_s", json_real(s * scale)), 0);
+			n++;
+		}
+	}
+	assert_true(n > 0);
+	assert_int_equal(json_dump_file(doc, path, 0), 0);
+	json_decref(doc);
+}
+
+/* drift_run -- autotm ARGS with -o drift.json: its recorded drift, checked against its step and
+ * the calibration step it recorded, and whether the drift was said on stderr (which it must be
+ * exactly when the step is more than 10% off) */
+static double drift_run(const char *args, bool *said)
+{
+	struct cli_result out;
+	json_t *doc = printed_results(args, "drift.json", &out), *r = first_run(doc);
+	json_t *cal = json_object_get(r, "profile_calibration");
+	double drift = json_number_value(json_object_get(r, "profile_drift"));
+	double step = json_number_value(json_object_get(cal, "all_fast_step_s"));
+	assert_true(drift > 0 && step > 0);
+	assert_float_equal(drift, json_number_value(json_object_get(r, "actual_runtime")) / step,
+	                   1e-6 * drift);
+	*said = strstr(out.err, "than when it was profiled (") != NULL;
+	assert_true(*said == (fabs(drift - 1) > 0.10));
+	if (*said) {
+		assert_non_null(strstr(out.err, drift > 1 ? "% slower" : "% faster"));
+		assert_non_null(strstr(out.err, "the slowdowns against all-fast still hold"));
+	}
+	assert_non_null(strstr(out.out, "  calibrated       "));
+	cli_release(&out);
+	json_decref(doc);
+	return drift;
+}
+
+/* test_run_cmd_drift -- all-fast's step against the profile's calibration step: a cache whose
+ * calibration step is edited 20% off makes the run say so when its step is more than 10% off
+ * (and only then), and far off it always does, slower or faster; the run records the drift;
+ * --quiet says nothing, and a run that measures no all-fast step records none */
+static void test_run_cmd_drift(void **state)
+{
+	(void)state;
+	char cache[512], args[1024];
+	bool said;
+	snprintf(cache, sizeof cache, "%s/drift-prof.json", cli_tmpdir);
+	snprintf(args, sizeof args, "run --model tiny_mlp --batch 2 --formulation all-fast --iters 3 "
+	         "--cache %s", cache);
+	double d0 = drift_run(args, &said);
+	/* 20% off what this machine measured: the next run is about 20% off, as it says */
+	scale_calibration(cache, d0 / 1.2);
+	drift_run(args, &said);
+	/* far off, either way: said whatever the noise */
+	scale_calibration(cache, 0.25);
+	assert_true(drift_run(args, &said) > 1.1 && said);
+	scale_calibration(cache, 16);
+	assert_true(drift_run(args, &said) < 0.9 && said);
+	struct cli_result q = cli_run("%s --quiet", args);
+	assert_int_equal(q.code, 0);
+	assert_null(strstr(q.err, "when it was profiled"));
+	cli_release(&q);
+	/* a comparison with all-fast says it once and records it on every run */
+	struct cli_result out;
+	snprintf(args, sizeof args, "run --model tiny_mlp --batch 2 --ratio 4:1 --formulation "
+	         "synchronous,all-fast --turns 2 --iters 1 --cache %s", cache);
+	scale_calibration(cache, 1.0 / 16 / 4);
+	json_t *doc = printed_results(args, "drift-cmp.json", &out);
+	const char *said_at = strstr(out.err, "than when it was profiled (");
+	assert_non_null(said_at);
+	assert_null(strstr(said_at + 1, "than when it was profiled ("));
+	cli_release(&out);
+	json_t *runs = json_object_get(doc, "runs");
+	double drift = json_number_value(json_object_get(json_array_get(runs, 1), "profile_drift"));
+	assert_true(drift > 1.1);
+	assert_true(json_number_value(json_object_get(json_array_get(runs, 0), "profile_drift")) ==
+	            drift);
+	json_decref(doc);
+	/* synchronous alone measures no all-fast step: the calibration is recorded, no drift */
+	snprintf(args, sizeof args, "--model tiny_mlp --batch 2 --ratio 4:1 --iters 1 --cache %s",
+	         cache);
+	doc = results(args, "drift-sync.json");
+	assert_true(json_is_null(json_object_get(first_run(doc), "profile_drift")));
+	assert_true(json_is_object(json_object_get(first_run(doc), "profile_calibration")));
+	json_decref(doc);
+}
+
 /* test_run_cmd_comparison_bad_input -- lists that cannot be compared are usage errors naming
  * what is wrong, before anything is profiled (the cache's folder does not exist: profiling
  * would fail otherwise) */
@@ -726,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_lock),
 		cmocka_unit_test(test_run_cmd_comparison),
+		cmocka_unit_test(test_run_cmd_drift),
 		cmocka_unit_test(test_run_cmd_comparison_bad_input),
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),

@@ -43,6 +43,108 @@ static int64_t fill(atm_profile *p, const atm_graph *g, double scale)
 }
 
 /* test_profile_new_checks_the_machine -- an empty or unterminated field is refused by name */
+/* fill_cal -- g's calibration step, 0.5 s on the last day of January 2025 */
+static void fill_cal(atm_profile *p, const atm_graph *g)
+{
+	atm_profile_calibration cal = {.step_s = 0.5, .measured_at = "2025-01-31T12:00:00Z"};
+	assert_int_equal(atm_profile_put_calibration(p, g, &cal), ATM_OK);
+}
+
+/* test_profile_calibration -- a graph's calibration step is kept by its digest, saved and
+ * read back, merged beside another process's, dropped by a rebuild; bad ones are refused at
+ * the call and in a file; a cache without any (an earlier autotm's) reads as before */
+static void test_profile_calibration(void **state)
+{
+	struct small *sm = *state;
+	atm_profile_machine m2 = machine(2);
+	atm_profile *a = NULL, *b = NULL, *est = NULL;
+	atm_profile_calibration cal;
+	char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+	size_t l1 = 0, l2 = 0, l3 = 0;
+	assert_int_equal(atm_profile_new(&a, &m2, "c.json"), ATM_OK);
+	int64_t n = fill(a, sm->g, 1);
+	/* a cache without calibration steps reads, and holds none */
+	assert_int_equal(atm_profile_merge_cache(a, NULL, 0, &t1, &l1), ATM_OK);
+	assert_null(strstr(t1, "all_fast_steps"));
+	assert_int_equal(atm_profile_new(&b, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(b, t1, l1, false), ATM_OK);
+	assert_int_equal(atm_profile_n_entries(b), n);
+	assert_int_equal(atm_profile_get_calibration(b, sm->g, &cal), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "no calibration step of 'small'"));
+	/* refused at the call */
+	cal = (atm_profile_calibration){.step_s = 0, .measured_at = "2025-01-31T12:00:00Z"};
+	assert_int_equal(atm_profile_put_calibration(a, sm->g, &cal), ATM_E_USAGE);
+	cal = (atm_profile_calibration){.step_s = NAN, .measured_at = "2025-01-31T12:00:00Z"};
+	assert_int_equal(atm_profile_put_calibration(a, sm->g, &cal), ATM_E_USAGE);
+	cal = (atm_profile_calibration){.step_s = 1, .measured_at = "2025-01-31 12:00:00"};
+	assert_int_equal(atm_profile_put_calibration(a, sm->g, &cal), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "not a UTC time"));
+	atm_profile_machine me = m2;
+	me.estimated = true;
+	assert_int_equal(atm_profile_new(&est, &me, NULL), ATM_OK);
+	cal = (atm_profile_calibration){.step_s = 1, .measured_at = "2025-01-31T12:00:00Z"};
+	assert_int_equal(atm_profile_put_calibration(est, sm->g, &cal), ATM_E_USAGE);
+	atm_profile_destroy(est);
+	/* put, merged onto the file, read back to ten digits */
+	cal = (atm_profile_calibration){.step_s = 0.123456789012, .measured_at = "2025-01-31T12:00:00Z"};
+	assert_int_equal(atm_profile_put_calibration(a, sm->g, &cal), ATM_OK);
+	assert_true(atm_profile_unsaved(a));
+	assert_int_equal(atm_profile_merge_cache(a, t1, l1, &t2, &l2), ATM_OK);
+	assert_non_null(strstr(t2, "\"all_fast_steps\": {\n    \""));
+	assert_non_null(strstr(t2, "\"graph\": \"small\""));
+	atm_profile_saved(a);
+	assert_false(atm_profile_unsaved(a));
+	atm_profile_destroy(b);
+	assert_int_equal(atm_profile_new(&b, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(b, t2, l2, false), ATM_OK);
+	assert_int_equal(atm_profile_get_calibration(b, sm->g, &cal), ATM_OK);
+	assert_true(cal.step_s == 0.1234567890);
+	assert_string_equal(cal.measured_at, "2025-01-31T12:00:00Z");
+	/* another process's save keeps ours: b knew none of them when it merged */
+	atm_profile_destroy(b);
+	assert_int_equal(atm_profile_new(&b, &m2, "c.json"), ATM_OK);
+	fill(b, sm->g, 2);
+	assert_int_equal(atm_profile_merge_cache(b, t2, l2, &t3, &l3), ATM_OK);
+	assert_int_equal(atm_profile_get_calibration(b, sm->g, &cal), ATM_OK);
+	assert_true(cal.step_s == 0.1234567890);
+	free(t3);
+	t3 = NULL;
+	/* a rebuild drops it with the rest */
+	atm_profile_destroy(b);
+	assert_int_equal(atm_profile_new(&b, &m2, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(b, t2, l2, true), ATM_OK);
+	fill(b, sm->g, 2);
+	assert_int_equal(atm_profile_merge_cache(b, t2, l2, &t3, &l3), ATM_OK);
+	assert_null(strstr(t3, "all_fast_steps"));
+	assert_int_equal(atm_profile_get_calibration(b, sm->g, &cal), ATM_E_NOTFOUND);
+	/* bad ones in a file are refused, named */
+	static const struct { const char *from, *to, *msg; } bad[] = {
+		{"\"2025-01-31T12:00:00Z\"", "\"2025-01-32T12:00:00Z\"", "measured_at: must be a UTC time"},
+		{"\"step_s\": 0.123456789", "\"step_s\": 0", "step_s: must be more than 0"},
+		{"\"graph\": \"small\", ", "", "graph: missing"},
+		{"\"graph\"", "\"grph\"", "unknown field 'grph'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *edit = strdup(t2), *at = strstr(edit, bad[i].from);
+		assert_non_null(at);
+		char *text = malloc(strlen(edit) + strlen(bad[i].to) + 1);
+		*at = '\0';
+		sprintf(text, "%s%s%s", edit, bad[i].to, at + strlen(bad[i].from));
+		atm_profile_destroy(b);
+		assert_int_equal(atm_profile_new(&b, &m2, "c.json"), ATM_OK);
+		assert_int_equal(atm_profile_read_cache(b, text, strlen(text), false), ATM_E_INPUT);
+		if (!strstr(atm_errmsg(), bad[i].msg) || !strstr(atm_errmsg(), "all_fast_steps"))
+			fail_msg("%s: %s", bad[i].msg, atm_errmsg());
+		free(text);
+		free(edit);
+	}
+	atm_profile_destroy(b);
+	atm_profile_destroy(a);
+	free(t1);
+	free(t2);
+	free(t3);
+}
+
 static void test_profile_new_checks_the_machine(void **state)
 {
 	(void)state;
@@ -374,6 +476,7 @@ static atm_status merge_once(void *arg)
 	long left = alloc_fail_pause();
 	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
 	fill(p, c->g, 1);
+	fill_cal(p, c->g);
 	alloc_fail_resume(left);
 	atm_status rc = atm_profile_merge_cache(p, c->onto, c->onto ? strlen(c->onto) : 0, &text,
 	                                        &len);
@@ -405,6 +508,7 @@ static void test_profile_allocation_failures(void **state)
 	atm_profile_machine m = machine(2);
 	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
 	fill(p, sm->g, 1);
+	fill_cal(p, sm->g);
 	assert_int_equal(atm_profile_merge_cache(p, NULL, 0, &fresh, &len), ATM_OK);
 	c.want = fresh;
 	/* the first save of a cache file: jansson's allocations and autotm's */
@@ -413,6 +517,7 @@ static void test_profile_allocation_failures(void **state)
 	atm_profile_destroy(p);
 	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
 	fill(p, sm->g, 1);
+	fill_cal(p, sm->g);
 	assert_int_equal(atm_profile_merge_cache(p, other, strlen(other), &onto, &len), ATM_OK);
 	c = (struct merge_case){.g = sm->g, .onto = other, .want = onto};
 	assert_true(alloc_fail_sweep_own("atm_profile_merge_cache (onto a file)", merge_once, &c) > 3);
@@ -431,6 +536,7 @@ int main(void)
 		T(test_profile_merge_and_read),
 		T(test_profile_broken_text_refused),
 		T(test_profile_in_step),
+		T(test_profile_calibration),
 		T(test_profile_bounds),
 		T(test_profile_allocation_failures),
 	};

@@ -1,4 +1,5 @@
 /* test_job.c -- the job library's calls that the command line does not reach: comparisons in turns */
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -278,6 +279,131 @@ static void test_job_compare_bad_lists(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_job_compare_without_all_fast -- a comparison without all-fast has no slowdowns and no
+ * drift: its runs record neither (the drift null) */
+static void test_job_compare_without_all_fast(void **state)
+{
+	(void)state;
+	atm_graph *g = tiny("tiny_mlp");
+	char path[128];
+	atm_job_opts o = opts("nofast.json", path, sizeof path);
+	atm_job_compare_opts co = {.turns = 2};
+	atm_job_compare *c = NULL;
+	assert_int_equal(atm_job_compare_new(&c, g, &o, builtins + 1, 2, &co), ATM_OK);
+	assert_int_equal(atm_job_compare_plan(c), ATM_OK);
+	assert_int_equal(atm_job_compare_run(c), ATM_OK);
+	assert_int_equal(atm_job_compare_all_fast(c), -1);
+	for (int i = 0; i < 2; i++) {
+		const atm_job_compared *m = atm_job_compare_get(c, i);
+		assert_true(m->predicted_slowdown < 0 && m->measured_slowdown < 0);
+		assert_true(m->profile_drift <= 0);
+	}
+	assert_int_equal(atm_job_compare_write_results(c), ATM_OK);
+	json_t *d = load(path), *runs = json_object_get(d, "runs");
+	assert_int_equal(json_array_size(runs), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *r = json_array_get(runs, i);
+		assert_null(json_object_get(r, "predicted_slowdown"));
+		assert_null(json_object_get(r, "measured_slowdown"));
+		assert_null(json_object_get(r, "measured_slowdown_range"));
+		assert_null(json_object_get(r, "slowdown_error"));
+		assert_true(json_is_null(json_object_get(r, "profile_drift")));
+		assert_true(json_is_null(json_object_get(r, "profile_calibration")));
+	}
+	json_decref(d);
+	atm_job_compare_destroy(c);
+	atm_graph_destroy(g);
+	unlink(path);
+}
+
+/* test_job_drift_note -- the drift is said past 10% either way, with the date and both steps,
+ * and not within 10% or when unknown */
+static void test_job_drift_note(void **state)
+{
+	(void)state;
+	atm_profile_calibration cal = {.step_s = 0.5, .measured_at = "2025-01-31T12:00:00Z"};
+	char buf[512];
+	assert_true(atm_job_drift_note(1.2, &cal, buf, sizeof buf));
+	assert_non_null(strstr(buf, "this machine is running 20% slower than when it was profiled "
+	                            "(2025-01-31T12:00:00Z)"));
+	assert_non_null(strstr(buf, "takes 0.6 s, 0.5 s then"));
+	assert_non_null(strstr(buf, "predictions in seconds are off by about as much"));
+	assert_non_null(strstr(buf, "the slowdowns against all-fast still hold"));
+	assert_true(atm_job_drift_note(0.8, &cal, buf, sizeof buf));
+	assert_non_null(strstr(buf, "20% faster"));
+	const double quiet[] = {1, 1.05, 0.95, 1.0999, 0.9001, 0, -1, NAN};
+	for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+		assert_false(atm_job_drift_note(quiet[i], &cal, buf, sizeof buf));
+		assert_string_equal(buf, "");
+	}
+	assert_false(atm_job_drift_note(1.5, NULL, buf, sizeof buf));
+}
+
+/* test_job_drift_recorded -- the optimizer's all-fast measures the drift against the profile's
+ * calibration step of the graph, and a comparison with all-fast gives every placement the same
+ * one; the results record both */
+static void test_job_drift_recorded(void **state)
+{
+	(void)state;
+	atm_graph *g = tiny("tiny_mlp");
+	char path[128], cache[128];
+	atm_job_opts o = opts("drift.json", path, sizeof path);
+	snprintf(cache, sizeof cache, "%s/drift-profiles.json", dir);
+	o.cache = cache;
+	o.optimize = true;
+	o.formulation = ATM_OPT_ALL_FAST;
+	atm_job *j = NULL;
+	assert_int_equal(atm_job_new(&j, g, &o), ATM_OK);
+	assert_int_equal(atm_job_run(j), ATM_OK);
+	/* the profile was calibrated by this job's profiling */
+	const atm_profile_calibration *cal = atm_job_calibration(j);
+	assert_non_null(cal);
+	assert_true(cal->step_s > 0 && atm_utc_valid(cal->measured_at));
+	double drift = atm_job_profile_drift(j);
+	assert_float_equal(drift, atm_job_exec_result(j)->actual_runtime_s / cal->step_s, 1e-12);
+	json_t *d = load(path), *r = json_array_get(json_object_get(d, "runs"), 0);
+	assert_float_equal(json_number_value(json_object_get(r, "profile_drift")), drift, 1e-9);
+	json_t *pc = json_object_get(r, "profile_calibration");
+	assert_float_equal(json_number_value(json_object_get(pc, "all_fast_step_s")), cal->step_s,
+	                   1e-15);
+	assert_string_equal(json_string_value(json_object_get(pc, "measured_at")), cal->measured_at);
+	json_decref(d);
+	atm_job_destroy(j);
+	/* another placement alone measures no all-fast step: its drift is unknown */
+	o.formulation = ATM_OPT_ALL_SLOW;
+	o.results_path = NULL;
+	assert_int_equal(atm_job_new(&j, g, &o), ATM_OK);
+	assert_int_equal(atm_job_run(j), ATM_OK);
+	assert_non_null(atm_job_calibration(j));
+	assert_true(atm_job_profile_drift(j) <= 0);
+	atm_job_destroy(j);
+	/* a comparison: all-fast's median step over the calibration's, every placement's */
+	o.results_path = path;
+	atm_job_placement pl[2] = {{.placement = "all-slow"},
+	                           {.optimize = true, .formulation = ATM_OPT_ALL_FAST}};
+	atm_job_compare_opts co = {.turns = 2};
+	atm_job_compare *c = NULL;
+	assert_int_equal(atm_job_compare_new(&c, g, &o, pl, 2, &co), ATM_OK);
+	assert_int_equal(atm_job_compare_plan(c), ATM_OK);
+	assert_int_equal(atm_job_compare_run(c), ATM_OK);
+	cal = atm_job_calibration(atm_job_compare_job(c, 1));
+	assert_non_null(cal);
+	drift = atm_job_compare_get(c, 1)->median_s / cal->step_s;
+	assert_float_equal(atm_job_compare_get(c, 0)->profile_drift, drift, 1e-12);
+	assert_float_equal(atm_job_compare_get(c, 1)->profile_drift, drift, 1e-12);
+	assert_int_equal(atm_job_compare_write_results(c), ATM_OK);
+	d = load(path);
+	for (size_t i = 0; i < 2; i++) {
+		r = json_array_get(json_object_get(d, "runs"), i);
+		assert_float_equal(json_number_value(json_object_get(r, "profile_drift")), drift, 1e-9);
+		assert_true(json_is_object(json_object_get(r, "profile_calibration")));
+	}
+	json_decref(d);
+	atm_job_compare_destroy(c);
+	atm_graph_destroy(g);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +412,9 @@ int main(void)
 		cmocka_unit_test(test_job_compare_interrupted),
 		cmocka_unit_test(test_job_compare_infeasible_left_out),
 		cmocka_unit_test(test_job_compare_bad_lists),
+		cmocka_unit_test(test_job_compare_without_all_fast),
+		cmocka_unit_test(test_job_drift_note),
+		cmocka_unit_test(test_job_drift_recorded),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

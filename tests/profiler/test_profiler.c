@@ -188,8 +188,24 @@ static int32_t in_step_count(const atm_graph *g, const char *path, const atm_pro
 	return n;
 }
 
+/* calibration_of -- g's calibration step in the cache at path for o's machine */
+static atm_status calibration_of(const atm_graph *g, const char *path, const atm_prof_opts *o,
+                                 atm_profile_calibration *cal)
+{
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_profile_machine m;
+	assert_int_equal(atm_prof_new(&pr, g, o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
+	atm_status rc = atm_profile_get_calibration(p, g, cal);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	return rc;
+}
+
 /* test_profiler_in_step -- after the kernels, all-fast steps time every signature inside a
- * step, once: a second run measures none; --isolated and estimates measure none; a profile of
+ * step, once, and the fastest step is kept with its date: a second run measures none; --isolated and estimates measure none; a profile of
  * other conditions (another emulation) measures its own rather than reusing these */
 static void test_profiler_in_step(void **state)
 {
@@ -203,6 +219,8 @@ static void test_profiler_in_step(void **state)
 	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
 	assert_int_equal(r.n_in_step_measured, 0);
 	assert_int_equal(in_step_count(mlp, path, &o, &nodes), 0);
+	atm_profile_calibration cal;
+	assert_int_equal(calibration_of(mlp, path, &o, &cal), ATM_E_NOTFOUND);
 	o.isolated = false;
 	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
 	assert_int_equal(r.n_configs_measured, 0);
@@ -210,6 +228,9 @@ static void test_profiler_in_step(void **state)
 	assert_string_equal(r.in_step_note, "");
 	assert_int_equal(in_step_count(mlp, path, &o, &nodes), r.n_unique_kernels);
 	assert_int_equal(nodes, atm_graph_n_nodes(mlp));
+	/* the steps that timed the kernels are the graph's calibration step, dated */
+	assert_int_equal(calibration_of(mlp, path, &o, &cal), ATM_OK);
+	assert_true(cal.step_s > 0 && atm_utc_valid(cal.measured_at));
 	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
 	assert_int_equal(r.n_in_step_measured, 0);
 	/* other conditions: their own kernels and steps */
