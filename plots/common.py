@@ -104,24 +104,32 @@ ratio_list = argtype(parse_ratios, True)
 positive_float = argtype(values.positive_float)
 
 
-def run_main(fig, parse, draw):
-    """Parse the command line, draw, save atomically; on a data error print
-    one line on stderr and exit 1, leaving an earlier image of the figure as it was."""
-    args = parse.parse_args()
+# what a field of the wrong type, or a missing one, raises while drawing
+MALFORMED = (KeyError, TypeError, ValueError, ArithmeticError, AttributeError)
+
+
+def draw_and_save(who, malformed, draw, out):
+    """DRAW() ([(name, figure)]) saved atomically into OUT as PNG and PDF, the images' paths
+    printed; on a data error one line on stderr naming WHO (MALFORMED says what held a field of
+    the wrong type) and exit 1, leaving earlier images as they were."""
     try:
-        figures = draw(args)
-        save_all(figures, args.out)
+        figures = draw()
+        save_all(figures, out)
     except ResultsError as e:
-        print(f"{fig}: {e}", file=sys.stderr)
+        print(f"{who}: {e}", file=sys.stderr)
         sys.exit(1)
-    except (KeyError, TypeError, ValueError, ArithmeticError,
-            AttributeError) as e:  # a field of the wrong type or missing
-        print(f"{fig}: malformed results under '{args.data}' "
-              f"({type(e).__name__}: {e})", file=sys.stderr)
+    except MALFORMED as e:
+        print(f"{who}: {malformed} ({type(e).__name__}: {e})", file=sys.stderr)
         sys.exit(1)
     for name, _ in figures:
-        print(os.path.join(args.out, name + ".png"))
-        print(os.path.join(args.out, name + ".pdf"))
+        for ext in ("png", "pdf"):
+            print(os.path.join(out, f"{name}.{ext}"))
+
+
+def run_main(fig, parse, draw):
+    """Parse the command line, then draw_and_save the figure script's images."""
+    args = parse.parse_args()
+    draw_and_save(fig, f"malformed results under '{args.data}'", lambda: draw(args), args.out)
 
 
 # --------------------------------------------------------------------------

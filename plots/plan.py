@@ -7,7 +7,6 @@ with operands in slow memory.  Data: the timeline file that
 import argparse
 import json
 import os
-import sys
 
 import common as c  # first: it puts python/ on the module path
 from autotm_results.ratios import norm_ratio, ratio_label
@@ -443,19 +442,8 @@ def main():
                         "the timeline's path with .png and .pdf)")
     args = p.parse_args()
     folder, name = output_paths(args)
-    try:
-        fig = draw(load(args.timeline))
-        c.save_all([(name, fig)], folder)
-    except c.PlotError as e:
-        print(f"plan: {e}", file=sys.stderr)
-        sys.exit(1)
-    except (KeyError, TypeError, ValueError, ArithmeticError,
-            AttributeError) as e:  # a field of the wrong type or missing
-        print(f"plan: {args.timeline}: malformed timeline "
-              f"({type(e).__name__}: {e})", file=sys.stderr)
-        sys.exit(1)
-    for ext in ("png", "pdf"):
-        print(os.path.join(folder, f"{name}.{ext}"))
+    c.draw_and_save("plan", f"{args.timeline}: malformed timeline",
+                    lambda: [(name, draw(load(args.timeline)))], folder)
 
 
 if __name__ == "__main__":
