@@ -268,6 +268,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			jo->quiet = true;
 			break;
 		case OPT_RESULTS:
+			if (!optarg[0])
+				return cli_usage_error("plan", "--results needs a file name");
 			jo->results_path = optarg;
 			break;
 		case OPT_APPEND:

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +84,20 @@ static atm_status write_all(int fd, const char *path, const char *data, size_t l
  * the device was */
 static atm_status write_through(const char *path, const char *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	/* a pipe with no reader yet: wait for one, polled, so that Ctrl-C ends the wait */
+	int fd;
+	while ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0 &&
+	       (errno == ENXIO || errno == EINTR)) {
+		if (atm_stopped())
+			return atm_err(ATM_E_INTERRUPTED, "interrupted while waiting for a reader of %s",
+			               path);
+		nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+	}
 	if (fd < 0)
 		return atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+	int flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); /* the writes block as they would */
 	atm_status rc = write_all(fd, path, data, len);
 	if (close(fd) < 0 && rc == ATM_OK)
 		rc = atm_err(ATM_E_IO, "cannot close %s: %s", path, strerror(errno));
@@ -213,7 +225,17 @@ atm_status atm_check_writable(const char *path)
 	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", o.target);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
-		rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(errno));
+		int e = errno;
+		char dir[4096];
+		struct stat st;
+		snprintf(dir, sizeof dir, "%s", o.target);
+		/* a folder that exists yet "has no such file" (procfs, sysfs) takes no new files */
+		const char *folder = dirname(dir);
+		if (e == ENOENT && stat(folder, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = atm_err(ATM_E_IO, "cannot write %s: its folder %s takes no new files (a "
+			             "system folder?); write it elsewhere", path, folder);
+		else
+			rc = atm_err(ATM_E_IO, "cannot write %s: %s", path, strerror(e));
 		goto done;
 	}
 	close(fd);

@@ -606,6 +606,9 @@ static atm_status check_dir(const char *dir, bool is_default)
 	if (snprintf(probe, sizeof probe, "%s/.autotm-probe-XXXXXX", dir) >= (int)sizeof probe)
 		return atm_err(ATM_E_IO, "pmem dir '%s': path too long", dir);
 	int fd = mkstemp(probe);
+	if (fd < 0 && errno == ENOENT) /* procfs, sysfs: a folder that takes no files */
+		return atm_err(ATM_E_IO, "pmem dir '%s' takes no new files (a system folder?); give a "
+		               "folder on a file system that can hold the slow tier's file", dir);
 	if (fd < 0)
 		return atm_err(ATM_E_IO, "pmem dir '%s' is not writable: %s", dir, strerror(errno));
 	unlink(probe);
@@ -699,7 +702,11 @@ static atm_status open_fsdax(atm_tier *t, const atm_tier_opts *o)
 	    (perr = pmem2_source_from_fd(&src, t->fd)) != 0 ||
 	    (perr = pmem2_source_size(src, &src_bytes)) != 0 ||
 	    (perr = pmem2_source_alignment(src, &src_align)) != 0) {
-		rc = atm_err(ATM_E_UNSUPPORTED, "libpmem2 cannot use '%s': %s", path, pmem2_errormsg());
+		const char *why = pmem2_errormsg();
+		if (S_ISCHR(st.st_mode) && (!why || !*why))
+			why = "a character device that is not device DAX (/dev/daxN.M)";
+		rc = atm_err(ATM_E_UNSUPPORTED, "libpmem2 cannot use '%s': %s", path,
+		             why && *why ? why : "no reason given");
 		goto done;
 	}
 	size_t len = src_align ? src_bytes / src_align * src_align : src_bytes;

@@ -298,7 +298,7 @@ static void test_run_cmd_faults(void **state)
 	(void)state;
 	char args[1024], plan[512];
 	cli_expect(2, "neither all-fast, all-slow, random", "run --model tiny_mlp --placement sideways");
-	/* a missing plan file is a missing file (6), as a missing --graph is */
+	/* a missing plan file is not found (8), as a missing --graph is */
 	cli_expect(8, "/nonexistent/plan.json", "run --model tiny_mlp --placement /nonexistent/plan.json");
 	cli_expect(8, "No such file", "run --graph /nonexistent/graph.json");
 	cli_expect(8, "No such file", "run --model tiny_mlp --placement missing-plan.json");
@@ -308,6 +308,9 @@ static void test_run_cmd_faults(void **state)
 	cli_expect(2, "optane", "run --model tiny_mlp --emulate floppy");
 	cli_expect(5, "node", "run --model tiny_mlp --slow numa:7");
 	cli_expect(6, "/nonexistent/dir", "run --model tiny_mlp --pmem-dir /nonexistent/dir --slow pmem-dir");
+	/* folders that exist but take no files say so, not "no such file" */
+	cli_expect(6, "takes no new files", "run --model tiny_mlp -o /proc/version");
+	cli_expect(6, "takes no new files", "run --model tiny_mlp --pmem-dir /proc --slow pmem-dir");
 	cli_expect(2, "--iters '0' is not valid", "run --model tiny_mlp --iters 0");
 	cli_expect(2, "--append needs -o", "run --model tiny_mlp --append");
 	/* --slow-size 0 is the default its help and messages name: no cap */
@@ -446,6 +449,33 @@ static bool holds_open(pid_t pid, const char *suffix)
 			return true;
 	}
 	return false;
+}
+
+/* test_run_cmd_interrupt_while_waiting_for_reader -- -o a pipe nobody reads: the run waits
+ * for a reader at its end, and Ctrl-C ends that wait at once with 130 */
+static void test_run_cmd_interrupt_while_waiting_for_reader(void **state)
+{
+	(void)state;
+	char fifo[600];
+	snprintf(fifo, sizeof fifo, "%s/results.fifo", cli_tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	pid_t pid = cli_spawn("run --model tiny_mlp --batch 2 --iters 1 --quiet -o %s", fifo);
+	/* once trained it polls for a reader: its main thread sleeps between tries */
+	char wchan[64], what[64] = "";
+	snprintf(wchan, sizeof wchan, "/proc/%d/wchan", (int)pid);
+	for (int i = 0; i < 3000 && !strstr(what, "nanosleep"); i++) {
+		FILE *f = fopen(wchan, "r");
+		size_t n = f ? fread(what, 1, sizeof what - 1, f) : 0;
+		what[n] = '\0';
+		if (f)
+			fclose(f);
+		usleep(20000);
+	}
+	kill(pid, SIGINT);
+	int code = cli_wait_within(pid, 3);
+	unlink(fifo);
+	assert_int_equal(code, 130);
+	assert_true(cli_wait_for_text("spawn.err", "waiting for a reader", 1));
 }
 
 /* test_run_cmd_interrupt_while_waiting_for_lock -- Ctrl-C while another process holds the
@@ -824,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_lock),
+		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_reader),
 		cmocka_unit_test(test_run_cmd_comparison),
 		cmocka_unit_test(test_run_cmd_drift),
 		cmocka_unit_test(test_run_cmd_comparison_bad_input),
