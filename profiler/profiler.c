@@ -549,6 +549,15 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		}
 		rc = pr->o.estimate ? atm_prof_estimate(&pr->rf, pr->g, t->node, t->config, &e)
 		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
+		/* a kernel of more than a day: no step of it is worth planning (and a profile keeps
+		 * none) */
+		if (rc >= 0 && !(e.min_s <= ATM_PROFILE_MAX_S && e.median_s <= ATM_PROFILE_MAX_S)) {
+			rc = atm_err(ATM_E_INFEASIBLE, "the step is too large to plan on this machine: "
+			             "kernel '%s' would take %.3g s%s, over a day (give a smaller batch or "
+			             "image)", atm_graph_node(pr->g, t->node)->name, e.min_s,
+			             pr->o.estimate ? " by the roofline estimate" : "");
+			break;
+		}
 		if (rc >= 0)
 			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
 		if (rc >= 0 && pr->caps.kernel_algos && !pr->o.estimate)

@@ -441,6 +441,20 @@ static void test_plan_cmd_refuses_outputs_before_solving(void **state)
 	free(back);
 }
 
+/* test_plan_cmd_step_too_large -- a step whose estimated kernels take more than a day is
+ * refused as one no plan helps (4), naming the kernel and what to change, not with the
+ * profile's internal limit */
+static void test_plan_cmd_step_too_large(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --estimate --model vgg16 --batch 100000 --image 4096 "
+	                              "--ratio 4:1 --cache %s/too-large.json", cli_tmpdir);
+	if (r.code != 4 || !strstr(r.err, "kernel 'conv1_1'") || !strstr(r.err, "smaller batch") ||
+	    strstr(r.err, "atm_profile_put"))
+		fail_msg("exit %d (want 4), stderr '%s'", r.code, r.err);
+	cli_release(&r);
+}
+
 /* test_plan_cmd_extreme_times -- a cache whose times no sum could hold is refused by name
  * (not an abort inside GLPK); times at the largest a cache holds plan in every formulation, the
  * heuristic's plan standing where GLPK cannot solve the model, and the plan file written */
@@ -712,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
 		cmocka_unit_test(test_plan_cmd_extreme_times),
+		cmocka_unit_test(test_plan_cmd_step_too_large),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
 		cmocka_unit_test(test_plan_cmd_json_summary),
