@@ -193,6 +193,11 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 		/* NaN, Infinity and 1e999 stop the parser, so say what a number must be */
 		enum json_error_code code = json_error_code(&jerr);
 		bool number = code == json_error_invalid_syntax || code == json_error_numeric_overflow;
+		/* jansson stops just after a duplicated key, before its colon: the key itself, not
+		 * the field before it, is the one to name */
+		if (code == json_error_duplicate_key)
+			return atm_err(ATM_E_INPUT, "%s:%d:%d: %s", origin, jerr.line, jerr.column,
+			               jerr.text);
 		if (field[0])
 			return atm_err(ATM_E_INPUT, "%s:%d:%d: field '%s': %s%s", origin, jerr.line,
 			               jerr.column, field, jerr.text,

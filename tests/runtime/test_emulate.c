@@ -423,6 +423,9 @@ static void test_emulate_spec_rejects_nonsense(void **state)
 		 "unknown field"},
 		{"{\"name\":\"x\",\"read_gbps\":3,\"read_gbps\":4,\"write_gbps\":1,\"latency_ns\":100}",
 		 "read_gbps", "duplicate"},
+		/* a key repeated after another field is named, not the field before it */
+		{"{\"name\":\"x\",\"read_gbps\":3,\"write_gbps\":1,\"latency_ns\":100,\"read_gbps\":4}",
+		 ":1:69: duplicate object key near '\"read_gbps\"'", "duplicate"},
 		{"[29, 12, 305]", "tier spec is a JSON object", "not an array"},
 		{"", "", "'[' or '{' expected"},
 	};
