@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -279,7 +280,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 static atm_status open_cache(const struct profile_args *a, const atm_prof *pr, atm_profile **p)
 {
 	atm_status rc = atm_job_open_cache(pr, a->cache, a->rebuild, p);
-	if (rc == ATM_E_INPUT) {
+	/* starting over helps a file of bad contents, not a device or a folder, nor a second time */
+	struct stat st;
+	bool file = !a->cache || (stat(a->cache, &st) == 0 && S_ISREG(st.st_mode));
+	if (rc == ATM_E_INPUT && file && !a->rebuild) {
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
 		atm_err(rc, "%s\n(--rebuild starts the cache over)", msg);

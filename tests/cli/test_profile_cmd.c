@@ -116,6 +116,11 @@ static void test_profile_cmd_corrupt_cache(void **state)
 	assert_int_equal(atm_read_file(path, &back, &len), ATM_OK);
 	assert_string_equal(back, junk);
 	free(back);
+	/* a device is no cache to start over: no suggestion of --rebuild, with it or without */
+	struct cli_result d = cli_run("profile --model tiny_mlp --cache /dev/zero --rebuild");
+	if (d.code != 3 || !strstr(d.err, "character device") || strstr(d.err, "--rebuild"))
+		fail_msg("--cache /dev/zero --rebuild: exit %d, stderr '%s'", d.code, d.err);
+	cli_release(&d);
 	/* --rebuild starts over on purpose */
 	struct cli_result r = cli_run("profile --model tiny_mlp --reps 1 --cache %s --rebuild --quiet",
 	                              path);
