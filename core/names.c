@@ -26,7 +26,8 @@ const char *atm_kind_name(atm_tensor_kind k)
 }
 
 /* atm_name_lookup -- index of s in names, or an ATM_E_INPUT message listing them all */
-atm_status atm_name_lookup(const char *what, const char *const *names, int n, const char *s, int *out)
+atm_status atm_name_lookup(const char *what, const char *const *names, int n, const char *s,
+                           int *out)
 {
 	char valid[1024];
 	size_t used = 0;
