@@ -11,10 +11,10 @@
  * A rule reads the node's op and attributes and its operands, in[i] the tensor of input i and
  * out[i] that of output i, resolved by the caller (graph.c); it calls nothing in graph.c or
  * ops.c, which sit above it. Both run on nodes whose arity fits the op. */
-typedef atm_status (*atm_shape_rule)(const atm_node *n, const atm_tensor *const *in,
-                                     const atm_tensor *const *out);
-typedef void (*atm_work_rule)(const atm_node *n, const atm_tensor *const *in,
-                              const atm_tensor *const *out, atm_work *w);
+typedef atm_status atm_shape_rule(const atm_node *n, const atm_tensor *const *in,
+                                  const atm_tensor *const *out);
+typedef void atm_work_rule(const atm_node *n, const atm_tensor *const *in,
+                           const atm_tensor *const *out, atm_work *w);
 
 /* One op's entry in core/ops.c: what atm_op_describe hands out and what only core uses. */
 struct atm_op_entry {
@@ -22,8 +22,8 @@ struct atm_op_entry {
 	/* the number the graph digest hashes for the op: fixed once given (plans hold digests),
 	 * never reused, unlike the enum's values */
 	int32_t digest_id;
-	atm_shape_rule shape;
-	atm_work_rule work;
+	atm_shape_rule *shape;
+	atm_work_rule *work;
 };
 
 /* atm_op_entry -- op's entry; NULL for a value that is no op */
@@ -35,24 +35,8 @@ atm_status atm_name_lookup(const char *what, const char *const *names, int n, co
                            int *out);
 
 /* Shape rules (shape.c), each for the ops its name says. */
-atm_status atm_shape_conv(const atm_node *n, const atm_tensor *const *in,
-                          const atm_tensor *const *out);
-atm_status atm_shape_ip(const atm_node *n, const atm_tensor *const *in,
-                        const atm_tensor *const *out);
-atm_status atm_shape_relu(const atm_node *n, const atm_tensor *const *in,
-                          const atm_tensor *const *out);
-atm_status atm_shape_pool(const atm_node *n, const atm_tensor *const *in,
-                          const atm_tensor *const *out);
-atm_status atm_shape_bn(const atm_node *n, const atm_tensor *const *in,
-                        const atm_tensor *const *out);
-atm_status atm_shape_concat(const atm_node *n, const atm_tensor *const *in,
-                            const atm_tensor *const *out);
-atm_status atm_shape_add(const atm_node *n, const atm_tensor *const *in,
-                         const atm_tensor *const *out);
-atm_status atm_shape_loss(const atm_node *n, const atm_tensor *const *in,
-                          const atm_tensor *const *out);
-atm_status atm_shape_sgd(const atm_node *n, const atm_tensor *const *in,
-                         const atm_tensor *const *out);
+atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm_shape_bn,
+	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd;
 
 /* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked by
  * the op's rule): the check every op has, before its rule */
@@ -60,24 +44,8 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
                             const atm_tensor *const *out);
 
 /* Work rules (work.c). */
-void atm_work_conv(const atm_node *n, const atm_tensor *const *in,
-                   const atm_tensor *const *out, atm_work *w);
-void atm_work_ip(const atm_node *n, const atm_tensor *const *in,
-                 const atm_tensor *const *out, atm_work *w);
-void atm_work_per_out_elem(const atm_node *n, const atm_tensor *const *in,
-                           const atm_tensor *const *out, atm_work *w);
-void atm_work_pool(const atm_node *n, const atm_tensor *const *in,
-                   const atm_tensor *const *out, atm_work *w);
-void atm_work_bn_fwd(const atm_node *n, const atm_tensor *const *in,
-                     const atm_tensor *const *out, atm_work *w);
-void atm_work_bn_bwd(const atm_node *n, const atm_tensor *const *in,
-                     const atm_tensor *const *out, atm_work *w);
-void atm_work_copy(const atm_node *n, const atm_tensor *const *in,
-                   const atm_tensor *const *out, atm_work *w);
-void atm_work_softmax_xent_fwd(const atm_node *n, const atm_tensor *const *in,
-                               const atm_tensor *const *out, atm_work *w);
-void atm_work_two_per_in_elem(const atm_node *n, const atm_tensor *const *in,
-                              const atm_tensor *const *out, atm_work *w);
+atm_work_rule atm_work_conv, atm_work_ip, atm_work_per_out_elem, atm_work_pool, atm_work_bn_fwd,
+	atm_work_bn_bwd, atm_work_copy, atm_work_softmax_xent_fwd, atm_work_two_per_in_elem;
 
 /* atm_work_io_bytes -- every operand once, and an in-place op's input 0 twice (read and
  * written): the traffic every op has, before its rule */
