@@ -394,6 +394,7 @@ static atm_status operands_get(const atm_graph *g, const atm_node *n, struct ope
 	return ATM_OK;
 }
 
+/* operands_put -- free what operands_get took */
 static void operands_put(struct operands *o)
 {
 	free(o->heap);

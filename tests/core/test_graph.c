@@ -10,6 +10,9 @@
 
 #include "atm_core.h"
 
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
+
 static int setup(void **state)
 {
 	atm_graph *g = NULL;
@@ -287,6 +290,28 @@ static void test_graph_concat_of_many_parts(void **state)
 	assert_true(w.flops == N_PARTS * 4 && w.traffic_bytes == 2 * N_PARTS * 4 * 4);
 }
 
+/* validate_once, work_once -- one whole call on the long concat */
+static atm_status validate_once(void *g)
+{
+	return atm_graph_validate(g);
+}
+
+static atm_status work_once(void *g)
+{
+	atm_work w;
+	return atm_node_work(g, 0, &w);
+}
+
+/* test_graph_concat_of_many_parts_out_of_memory -- its operands, too many to resolve without an
+ * allocation, are out of memory as a status */
+static void test_graph_concat_of_many_parts_out_of_memory(void **state)
+{
+	atm_graph *g = *state;
+	concat_many(g, ATM_F32, 1);
+	assert_true(alloc_fail_sweep("atm_graph_validate", validate_once, g) >= 2);
+	assert_true(alloc_fail_sweep("atm_node_work", work_once, g) >= 1);
+}
+
 /* test_graph_concat_of_many_parts_names_the_odd_one -- a wrong part past the first few */
 static void test_graph_concat_of_many_parts_names_the_odd_one(void **state)
 {
@@ -370,6 +395,7 @@ int main(void)
 		T(test_graph_concat_and_split),
 		T(test_graph_concat_of_many_parts),
 		T(test_graph_concat_of_many_parts_names_the_odd_one),
+		T(test_graph_concat_of_many_parts_out_of_memory),
 		T(test_graph_batch_norm_and_loss),
 		T(test_graph_sgd_only_updates_params),
 		T(test_graph_producer),
