@@ -7,10 +7,14 @@
 /* ---------------------------------------------------------------- ops */
 
 /* A rule of an op's entry: its shapes (shape.c; the message names the tensor) and its work
- * (work.c; atm_node_work has set the traffic every op has, the rule adds FLOPs and any extra
- * passes). Both run on nodes whose arity fits the op. */
-typedef atm_status (*atm_shape_rule)(const atm_graph *g, const atm_node *n);
-typedef void (*atm_work_rule)(const atm_graph *g, const atm_node *n, atm_work *w);
+ * (work.c; the traffic every op has is set already, the rule adds FLOPs and any extra passes).
+ * A rule reads the node's op and attributes and its operands, in[i] the tensor of input i and
+ * out[i] that of output i, resolved by the caller (graph.c); it calls nothing in graph.c or
+ * ops.c, which sit above it. Both run on nodes whose arity fits the op. */
+typedef atm_status atm_shape_rule(const atm_node *n, const atm_tensor *const *in,
+                                  const atm_tensor *const *out);
+typedef void atm_work_rule(const atm_node *n, const atm_tensor *const *in,
+                           const atm_tensor *const *out, atm_work *w);
 
 /* One op's entry in core/ops.c: what atm_op_describe hands out and what only core uses. */
 struct atm_op_entry {
@@ -18,38 +22,35 @@ struct atm_op_entry {
 	/* the number the graph digest hashes for the op: fixed once given (plans hold digests),
 	 * never reused, unlike the enum's values */
 	int32_t digest_id;
-	atm_shape_rule shape;
-	atm_work_rule work;
+	atm_shape_rule *shape;
+	atm_work_rule *work;
 };
 
 /* atm_op_entry -- op's entry; NULL for a value that is no op */
 const struct atm_op_entry *atm_op_entry(atm_op op);
 
+/* atm_name_lookup -- *out the index of s among names[0..n), or ATM_E_INPUT naming what was
+ * looked up and listing every valid name (names.c) */
+atm_status atm_name_lookup(const char *what, const char *const *names, int n, const char *s,
+                           int *out);
+
 /* Shape rules (shape.c), each for the ops its name says. */
-atm_status atm_shape_conv(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_ip(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_relu(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_pool(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_bn(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_concat(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_add(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_loss(const atm_graph *g, const atm_node *n);
-atm_status atm_shape_sgd(const atm_graph *g, const atm_node *n);
+atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm_shape_bn,
+	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd;
+
+/* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked by
+ * the op's rule): the check every op has, before its rule */
+atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out);
 
 /* Work rules (work.c). */
-void atm_work_conv(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_ip(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_per_out_elem(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_pool(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_bn_fwd(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_bn_bwd(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_copy(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_softmax_xent_fwd(const atm_graph *g, const atm_node *n, atm_work *w);
-void atm_work_two_per_in_elem(const atm_graph *g, const atm_node *n, atm_work *w);
+atm_work_rule atm_work_conv, atm_work_ip, atm_work_per_out_elem, atm_work_pool, atm_work_bn_fwd,
+	atm_work_bn_bwd, atm_work_copy, atm_work_softmax_xent_fwd, atm_work_two_per_in_elem;
 
-/* atm_shape_check -- does node's input and output shapes obey its op's rule?
- * The message names the node and the tensor. */
-atm_status atm_shape_check(const atm_graph *g, const atm_node *n);
+/* atm_work_io_bytes -- every operand once, and an in-place op's input 0 twice (read and
+ * written): the traffic every op has, before its rule */
+double atm_work_io_bytes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
+                         const atm_tensor *const *out);
 
 /* atm_shape_elems -- product of dims with overflow and range checks */
 atm_status atm_shape_elems(int ndim, const int64_t *dims, int64_t *elems);

@@ -1,4 +1,4 @@
-/* graph.c -- the graph arena: tensors and nodes in schedule order, names, validation of the schedule */
+/* graph.c -- the graph arena: tensors and nodes in schedule order, names, validation of the schedule, the ops' shape and work rules run on a node's operands */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +381,87 @@ bool atm_tensor_is_persistent(const atm_tensor *t)
 	}
 }
 
+/* ---------------------------------------------------------------- the ops' rules */
+
+/* Operands of most nodes fit here; a concat of many parts takes an allocation. */
+#define SMALL_OPERANDS 16
+
+/* A node's operands as tensors, for its op's rules: in[i] input i, out[i] output i. */
+struct operands {
+	const atm_tensor **in, **out;
+	const atm_tensor *small[SMALL_OPERANDS];
+	const atm_tensor **heap;
+};
+
+/* operands_get -- resolve n's tensor ids; operands_put releases what this took */
+static atm_status operands_get(const atm_graph *g, const atm_node *n, struct operands *o)
+{
+	size_t count = (size_t)n->n_in + (size_t)n->n_out;
+	o->heap = NULL;
+	o->in = o->small;
+	if (count > SMALL_OPERANDS) {
+		o->heap = malloc(count * sizeof *o->heap);
+		if (!o->heap)
+			return atm_err(ATM_E_NOMEM, "out of memory reading the operands of node '%s'",
+			               n->name);
+		o->in = o->heap;
+	}
+	o->out = o->in + n->n_in;
+	for (int i = 0; i < n->n_in; i++)
+		o->in[i] = &g->tensors[n->in[i]];
+	for (int i = 0; i < n->n_out; i++)
+		o->out[i] = &g->tensors[n->out[i]];
+	return ATM_OK;
+}
+
+/* operands_put -- free what operands_get took */
+static void operands_put(struct operands *o)
+{
+	free(o->heap);
+	o->heap = NULL;
+}
+
+/* shape_check -- dtypes, then the shape rule of the node's op; the message names the tensor */
+static atm_status shape_check(const atm_graph *g, const atm_node *n)
+{
+	const struct atm_op_entry *e = atm_op_entry(n->op);
+	struct operands o;
+	if (!e || !e->shape)
+		return atm_err(ATM_E_INTERNAL, "no shape rule for op %d", (int)n->op);
+	atm_status rc = operands_get(g, n, &o);
+	if (rc < 0)
+		return rc;
+	rc = atm_shape_dtypes(&e->d, n, o.in, o.out);
+	if (rc == ATM_OK)
+		rc = e->shape(n, o.in, o.out);
+	operands_put(&o);
+	return rc;
+}
+
+/* atm_node_work -- the traffic every op has, then the work rule of the node's op */
+atm_status atm_node_work(const atm_graph *g, int32_t node, atm_work *w)
+{
+	const atm_node *n = atm_graph_node(g, node);
+	struct operands o;
+	memset(w, 0, sizeof *w);
+	if (!n)
+		return atm_err(ATM_E_USAGE, "atm_node_work: node %d is out of range (graph '%s' has %d "
+		               "nodes)", node, g->name, g->n_nodes);
+	const struct atm_op_entry *e = atm_op_entry(n->op);
+	if (!e || !e->work)
+		return atm_err(ATM_E_UNSUPPORTED, "node '%s': no work model for op %s", n->name,
+		               atm_op_name(n->op));
+	atm_status rc = operands_get(g, n, &o);
+	if (rc < 0)
+		return rc;
+	w->traffic_bytes = atm_work_io_bytes(&e->d, n, o.in, o.out);
+	e->work(n, o.in, o.out, w);
+	operands_put(&o);
+	return ATM_OK;
+}
+
+/* ---------------------------------------------------------------- validation */
+
 /* produced_by_kernel -- kinds that exist before the step starts are never kernel outputs */
 static bool exists_before_step(const atm_tensor *t)
 {
@@ -437,7 +518,7 @@ atm_status atm_graph_validate(const atm_graph *g)
 					             "an output", i, n->name, g->tensors[n->out[k]].name);
 					goto out;
 				}
-		rc = atm_shape_check(g, n);
+		rc = shape_check(g, n);
 		if (rc < 0) {
 			atm_err_prefix(rc, "node %d ('%s', %s): ", i, n->name, atm_op_name(n->op));
 			goto out;

@@ -1,7 +1,7 @@
-/* names.c -- the names of dtypes, tensor kinds and ops (from their entries in ops.c), as the JSON formats spell them */
+/* names.c -- the names of dtypes and tensor kinds as the JSON formats spell them, and the lookup of a name in a list (op names sit with their table in ops.c) */
 #include <string.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 static const char *const dtype_names[ATM_N_DTYPES] = {"f32", "i32", "u8"};
 static const int64_t dtype_sizes[ATM_N_DTYPES] = {4, 4, 1};
@@ -25,14 +25,9 @@ const char *atm_kind_name(atm_tensor_kind k)
 	return (unsigned)k < ATM_N_KINDS ? kind_names[k] : "?";
 }
 
-const char *atm_op_name(atm_op op)
-{
-	const atm_op_desc *d = atm_op_describe(op);
-	return d ? d->name : "?";
-}
-
-/* lookup -- index of s in names, or an ATM_E_INPUT message listing them all */
-static atm_status lookup(const char *what, const char *const *names, int n, const char *s, int *out)
+/* atm_name_lookup -- index of s in names, or an ATM_E_INPUT message listing them all */
+atm_status atm_name_lookup(const char *what, const char *const *names, int n, const char *s,
+                           int *out)
 {
 	char valid[1024];
 	size_t used = 0;
@@ -52,7 +47,7 @@ static atm_status lookup(const char *what, const char *const *names, int n, cons
 atm_status atm_dtype_from_name(const char *s, atm_dtype *out)
 {
 	int i = 0;
-	atm_status rc = lookup("dtype", dtype_names, ATM_N_DTYPES, s, &i);
+	atm_status rc = atm_name_lookup("dtype", dtype_names, ATM_N_DTYPES, s, &i);
 	*out = (atm_dtype)i;
 	return rc;
 }
@@ -60,18 +55,7 @@ atm_status atm_dtype_from_name(const char *s, atm_dtype *out)
 atm_status atm_kind_from_name(const char *s, atm_tensor_kind *out)
 {
 	int i = 0;
-	atm_status rc = lookup("tensor kind", kind_names, ATM_N_KINDS, s, &i);
+	atm_status rc = atm_name_lookup("tensor kind", kind_names, ATM_N_KINDS, s, &i);
 	*out = (atm_tensor_kind)i;
-	return rc;
-}
-
-atm_status atm_op_from_name(const char *s, atm_op *out)
-{
-	const char *op_names[ATM_N_OPS];
-	int i = 0;
-	for (int op = 0; op < ATM_N_OPS; op++)
-		op_names[op] = atm_op_name((atm_op)op);
-	atm_status rc = lookup("op", op_names, ATM_N_OPS, s, &i);
-	*out = (atm_op)i;
 	return rc;
 }

@@ -130,6 +130,25 @@ const atm_op_desc *atm_op_describe(atm_op op)
 	return (unsigned)op < ATM_N_OPS ? &ops[op].d : NULL;
 }
 
+/* atm_op_name -- the op's name as the JSON formats spell it, "?" for a value that is no op */
+const char *atm_op_name(atm_op op)
+{
+	const atm_op_desc *d = atm_op_describe(op);
+	return d ? d->name : "?";
+}
+
+/* atm_op_from_name -- the op named s, or an ATM_E_INPUT message listing every name */
+atm_status atm_op_from_name(const char *s, atm_op *out)
+{
+	const char *op_names[ATM_N_OPS];
+	int i = 0;
+	for (int op = 0; op < ATM_N_OPS; op++)
+		op_names[op] = ops[op].d.name;
+	atm_status rc = atm_name_lookup("op", op_names, ATM_N_OPS, s, &i);
+	*out = (atm_op)i;
+	return rc;
+}
+
 /* atm_op_in_role -- input i's role, data past the roles given */
 atm_op_role atm_op_in_role(atm_op op, int i)
 {

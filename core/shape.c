@@ -1,4 +1,4 @@
-/* shape.c -- each op's rule relating input and output shapes, named by its entry in ops.c and checked by atm_graph_validate */
+/* shape.c -- each op's rule relating input and output shapes, named by its entry in ops.c and run on a node's operands by atm_graph_validate */
 #include <math.h>
 #include <string.h>
 
@@ -10,21 +10,6 @@
 		if (!(cond))                                           \
 			return atm_err(ATM_E_INPUT, __VA_ARGS__);          \
 	} while (0)
-
-struct ctx {
-	const atm_graph *g;
-	const atm_node *n;
-};
-
-static const atm_tensor *in_t(const struct ctx *c, int i)
-{
-	return atm_graph_tensor(c->g, c->n->in[i]);
-}
-
-static const atm_tensor *out_t(const struct ctx *c, int i)
-{
-	return atm_graph_tensor(c->g, c->n->out[i]);
-}
 
 /* shape_str -- "[16, 3, 224, 224]" */
 static const char *shape_str(const atm_tensor *t, char *buf, size_t len)
@@ -132,21 +117,21 @@ static int64_t inner(const atm_tensor *t)
 	} while (0)
 
 /* atm_shape_conv -- x, w and y of a convolution, whichever of the three is computed */
-atm_status atm_shape_conv(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_conv(const atm_node *n, const atm_tensor *const *in,
+                          const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	const atm_attrs *a = &c->n->attrs;
+	const atm_attrs *a = &n->attrs;
 	const atm_tensor *x, *w, *y;
 	int64_t oh, ow;
-	switch (c->n->op) {
+	switch (n->op) {
 	case ATM_OP_CONV_FWD:
-		x = in_t(c, 0), w = in_t(c, 1), y = out_t(c, 0);
+		x = in[0], w = in[1], y = out[0];
 		break;
 	case ATM_OP_CONV_BWD_DATA:
-		y = in_t(c, 0), w = in_t(c, 1), x = out_t(c, 0);
+		y = in[0], w = in[1], x = out[0];
 		break;
 	default: /* weights: x, dy -> dw, (db) */
-		x = in_t(c, 0), y = in_t(c, 1), w = out_t(c, 0);
+		x = in[0], y = in[1], w = out[0];
 		break;
 	}
 	TRY(expect_rank("data", x, 4));
@@ -155,30 +140,30 @@ atm_status atm_shape_conv(const atm_graph *g, const atm_node *n)
 	TRY(spatial(a, x, w->dims[2], w->dims[3], &oh, &ow));
 	CHECK(w->dims[1] == x->dims[1], "weights '%s' expect %lld input channels but '%s' has %lld",
 	      w->name, (long long)w->dims[1], x->name, (long long)x->dims[1]);
-	TRY(expect_dims4(c->n->op == ATM_OP_CONV_FWD ? "output" : "gradient", y, x->dims[0],
+	TRY(expect_dims4(n->op == ATM_OP_CONV_FWD ? "output" : "gradient", y, x->dims[0],
 	                 w->dims[0], oh, ow));
-	if (c->n->op == ATM_OP_CONV_FWD && c->n->n_in == 3)
-		TRY(expect_vec("bias", in_t(c, 2), w->dims[0]));
-	if (c->n->op == ATM_OP_CONV_BWD_WEIGHTS && c->n->n_out == 2)
-		TRY(expect_vec("bias gradient", out_t(c, 1), w->dims[0]));
+	if (n->op == ATM_OP_CONV_FWD && n->n_in == 3)
+		TRY(expect_vec("bias", in[2], w->dims[0]));
+	if (n->op == ATM_OP_CONV_BWD_WEIGHTS && n->n_out == 2)
+		TRY(expect_vec("bias gradient", out[1], w->dims[0]));
 	return ATM_OK;
 }
 
 /* atm_shape_ip -- x [N, ...], w [O, I] and y [N, O] of an inner product */
-atm_status atm_shape_ip(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_ip(const atm_node *n, const atm_tensor *const *in,
+                        const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
 	const atm_tensor *x, *w, *y;
 	char s[128];
-	switch (c->n->op) {
+	switch (n->op) {
 	case ATM_OP_IP_FWD:
-		x = in_t(c, 0), w = in_t(c, 1), y = out_t(c, 0);
+		x = in[0], w = in[1], y = out[0];
 		break;
 	case ATM_OP_IP_BWD_DATA:
-		y = in_t(c, 0), w = in_t(c, 1), x = out_t(c, 0);
+		y = in[0], w = in[1], x = out[0];
 		break;
 	default:
-		x = in_t(c, 0), y = in_t(c, 1), w = out_t(c, 0);
+		x = in[0], y = in[1], w = out[0];
 		break;
 	}
 	CHECK(x->ndim >= 2, "data '%s' has shape %s; expected [N, ...] with at least 2 dimensions",
@@ -190,21 +175,21 @@ atm_status atm_shape_ip(const atm_graph *g, const atm_node *n)
 	CHECK(y->ndim == 2 && y->dims[0] == x->dims[0] && y->dims[1] == w->dims[0],
 	      "'%s' has shape %s; expected [%lld, %lld]", y->name, shape_str(y, s, sizeof s),
 	      (long long)x->dims[0], (long long)w->dims[0]);
-	if (c->n->op == ATM_OP_IP_FWD)
-		TRY(expect_vec("bias", in_t(c, 2), w->dims[0]));
-	if (c->n->op == ATM_OP_IP_BWD_WEIGHTS)
-		TRY(expect_vec("bias gradient", out_t(c, 1), w->dims[0]));
+	if (n->op == ATM_OP_IP_FWD)
+		TRY(expect_vec("bias", in[2], w->dims[0]));
+	if (n->op == ATM_OP_IP_BWD_WEIGHTS)
+		TRY(expect_vec("bias gradient", out[1], w->dims[0]));
 	return ATM_OK;
 }
 
 /* atm_shape_pool -- the window over x, y and max pooling's argmax */
-atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_pool(const atm_node *n, const atm_tensor *const *in,
+                          const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	const atm_attrs *a = &c->n->attrs;
-	bool fwd = c->n->op == ATM_OP_MAXPOOL_FWD || c->n->op == ATM_OP_AVGPOOL_FWD;
-	const atm_tensor *x = fwd ? in_t(c, 0) : out_t(c, 0);
-	const atm_tensor *y = fwd ? out_t(c, 0) : in_t(c, 0);
+	const atm_attrs *a = &n->attrs;
+	bool fwd = n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_AVGPOOL_FWD;
+	const atm_tensor *x = fwd ? in[0] : out[0];
+	const atm_tensor *y = fwd ? out[0] : in[0];
 	int64_t oh, ow;
 	TRY(expect_rank("data", x, 4));
 	TRY(window(a, a->kernel[0], a->kernel[1]));
@@ -215,8 +200,8 @@ atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
 	      a->pad[2], a->pad[3], a->kernel[0], a->kernel[1]);
 	TRY(spatial(a, x, a->kernel[0], a->kernel[1], &oh, &ow));
 	TRY(expect_dims4(fwd ? "output" : "gradient", y, x->dims[0], x->dims[1], oh, ow));
-	if (c->n->op == ATM_OP_MAXPOOL_FWD || c->n->op == ATM_OP_MAXPOOL_BWD) {
-		const atm_tensor *ws = fwd ? out_t(c, 1) : in_t(c, 1);
+	if (n->op == ATM_OP_MAXPOOL_FWD || n->op == ATM_OP_MAXPOOL_BWD) {
+		const atm_tensor *ws = fwd ? out[1] : in[1];
 		TRY(expect_same("output", y, "argmax workspace", ws));
 		CHECK(ws->dtype == ATM_I32, "argmax workspace '%s' must be i32, got %s", ws->name,
 		      atm_dtype_name(ws->dtype));
@@ -225,48 +210,48 @@ atm_status atm_shape_pool(const atm_graph *g, const atm_node *n)
 }
 
 /* atm_shape_bn -- x and the per-channel vectors of batch norm */
-atm_status atm_shape_bn(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_bn(const atm_node *n, const atm_tensor *const *in,
+                        const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	const atm_tensor *x = in_t(c, 0);
+	const atm_tensor *x = in[0];
 	char s[128];
 	CHECK(x->ndim >= 2, "data '%s' has shape %s; expected [N, C, ...]", x->name,
 	      shape_str(x, s, sizeof s));
-	CHECK(c->n->attrs.epsilon > 0 && isfinite(c->n->attrs.epsilon),
-	      "epsilon must be a positive number, got %g", (double)c->n->attrs.epsilon);
+	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
+	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
 	int64_t ch = x->dims[1];
-	if (c->n->op == ATM_OP_BN_FWD) {
-		TRY(expect_vec("gamma", in_t(c, 1), ch));
-		TRY(expect_vec("beta", in_t(c, 2), ch));
-		TRY(expect_same("input", x, "output", out_t(c, 0)));
-		TRY(expect_vec("saved mean", out_t(c, 1), ch));
-		TRY(expect_vec("saved variance", out_t(c, 2), ch));
+	if (n->op == ATM_OP_BN_FWD) {
+		TRY(expect_vec("gamma", in[1], ch));
+		TRY(expect_vec("beta", in[2], ch));
+		TRY(expect_same("input", x, "output", out[0]));
+		TRY(expect_vec("saved mean", out[1], ch));
+		TRY(expect_vec("saved variance", out[2], ch));
 	} else {
-		TRY(expect_same("input", x, "gradient", in_t(c, 1)));
-		TRY(expect_vec("gamma", in_t(c, 2), ch));
-		TRY(expect_vec("saved mean", in_t(c, 3), ch));
-		TRY(expect_vec("saved variance", in_t(c, 4), ch));
-		TRY(expect_same("input", x, "input gradient", out_t(c, 0)));
-		TRY(expect_vec("gamma gradient", out_t(c, 1), ch));
-		TRY(expect_vec("beta gradient", out_t(c, 2), ch));
+		TRY(expect_same("input", x, "gradient", in[1]));
+		TRY(expect_vec("gamma", in[2], ch));
+		TRY(expect_vec("saved mean", in[3], ch));
+		TRY(expect_vec("saved variance", in[4], ch));
+		TRY(expect_same("input", x, "input gradient", out[0]));
+		TRY(expect_vec("gamma gradient", out[1], ch));
+		TRY(expect_vec("beta gradient", out[2], ch));
 	}
 	return ATM_OK;
 }
 
 /* atm_shape_concat -- the parts add up to the whole along the axis (concat, split) */
-atm_status atm_shape_concat(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_concat(const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	bool cat = c->n->op == ATM_OP_CONCAT;
-	const atm_tensor *whole = cat ? out_t(c, 0) : in_t(c, 0);
-	int n_parts = cat ? c->n->n_in : c->n->n_out;
-	int axis = c->n->attrs.axis;
+	bool cat = n->op == ATM_OP_CONCAT;
+	const atm_tensor *whole = cat ? out[0] : in[0];
+	int n_parts = cat ? n->n_in : n->n_out;
+	int axis = n->attrs.axis;
 	int64_t sum = 0;
 	char s[128], sw[128];
 	CHECK(axis >= 0 && axis < whole->ndim, "axis %d is out of range for '%s' with %d dimensions",
 	      axis, whole->name, whole->ndim);
 	for (int i = 0; i < n_parts; i++) {
-		const atm_tensor *p = cat ? in_t(c, i) : out_t(c, i);
+		const atm_tensor *p = cat ? in[i] : out[i];
 		bool ok = p->ndim == whole->ndim;
 		for (int d = 0; ok && d < p->ndim; d++)
 			ok = d == axis || p->dims[d] == whole->dims[d];
@@ -281,72 +266,66 @@ atm_status atm_shape_concat(const atm_graph *g, const atm_node *n)
 }
 
 /* atm_shape_loss -- [N, classes] logits or probabilities, labels and the loss */
-atm_status atm_shape_loss(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_loss(const atm_node *n, const atm_tensor *const *in,
+                          const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	const atm_tensor *p = in_t(c, 0);
+	const atm_tensor *p = in[0];
 	char s[128];
 	CHECK(p->ndim == 2, "'%s' has shape %s; expected [N, classes]", p->name,
 	      shape_str(p, s, sizeof s));
-	TRY(expect_same(c->n->op == ATM_OP_SOFTMAX_XENT_FWD ? "logits" : "probabilities", p, "labels",
-	                in_t(c, 1)));
-	TRY(expect_same("input", p, c->n->op == ATM_OP_SOFTMAX_XENT_FWD ? "probabilities" : "gradient",
-	                out_t(c, 0)));
-	if (c->n->op == ATM_OP_SOFTMAX_XENT_FWD)
-		TRY(expect_vec("loss", out_t(c, 1), 1));
+	TRY(expect_same(n->op == ATM_OP_SOFTMAX_XENT_FWD ? "logits" : "probabilities", p, "labels",
+	                in[1]));
+	TRY(expect_same("input", p, n->op == ATM_OP_SOFTMAX_XENT_FWD ? "probabilities" : "gradient",
+	                out[0]));
+	if (n->op == ATM_OP_SOFTMAX_XENT_FWD)
+		TRY(expect_vec("loss", out[1], 1));
 	return ATM_OK;
 }
 
 /* atm_shape_relu -- ReLU and its gradient keep the shape */
-atm_status atm_shape_relu(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_relu(const atm_node *n, const atm_tensor *const *in,
+                          const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
 	if (n->op == ATM_OP_RELU_FWD)
-		return expect_same("input", in_t(c, 0), "output", out_t(c, 0));
-	TRY(expect_same("forward output", in_t(c, 0), "gradient", in_t(c, 1)));
-	return expect_same("forward output", in_t(c, 0), "input gradient", out_t(c, 0));
+		return expect_same("input", in[0], "output", out[0]);
+	TRY(expect_same("forward output", in[0], "gradient", in[1]));
+	return expect_same("forward output", in[0], "input gradient", out[0]);
 }
 
 /* atm_shape_add -- a, b and y of one shape */
-atm_status atm_shape_add(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_add(const atm_node *n, const atm_tensor *const *in,
+                         const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
-	TRY(expect_same("input", in_t(c, 0), "input", in_t(c, 1)));
-	return expect_same("input", in_t(c, 0), "output", out_t(c, 0));
+	TRY(expect_same("input", in[0], "input", in[1]));
+	return expect_same("input", in[0], "output", out[0]);
 }
 
 /* atm_shape_sgd -- w and dw of one shape, a usable learning rate */
-atm_status atm_shape_sgd(const atm_graph *g, const atm_node *n)
+atm_status atm_shape_sgd(const atm_node *n, const atm_tensor *const *in,
+                         const atm_tensor *const *out)
 {
-	const struct ctx ctx = {g, n}, *c = &ctx;
 	CHECK(isfinite(n->attrs.lr) && n->attrs.lr >= 0,
 	      "learning rate must be a finite number >= 0, got %g", (double)n->attrs.lr);
-	return expect_same("parameter", in_t(c, 0), "gradient", in_t(c, 1));
+	return expect_same("parameter", in[0], "gradient", in[1]);
 }
 
-/* dtypes -- every operand is f32 but those the op's entry gives as indices (i32, checked by
- * the op's rule) */
-static atm_status dtypes(const struct ctx *c)
+/* role -- operand i's role among roles, data past the roles an entry gives */
+static atm_op_role role(const atm_op_role *roles, int i)
 {
-	for (int i = 0; i < c->n->n_in + c->n->n_out; i++) {
-		bool is_in = i < c->n->n_in;
-		const atm_tensor *t = is_in ? in_t(c, i) : out_t(c, i - c->n->n_in);
-		atm_op_role role = is_in ? atm_op_in_role(c->n->op, i)
-		                         : atm_op_out_role(c->n->op, i - c->n->n_in);
-		if (role != ATM_ROLE_INDEX)
+	return i < ATM_OP_MAX_ROLES ? roles[i] : ATM_ROLE_DATA;
+}
+
+/* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked
+ * by the op's rule) */
+atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
+{
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		bool is_in = i < n->n_in;
+		const atm_tensor *t = is_in ? in[i] : out[i - n->n_in];
+		if (role(is_in ? d->in_role : d->out_role, is_in ? i : i - n->n_in) != ATM_ROLE_INDEX)
 			CHECK(t->dtype == ATM_F32, "tensor '%s' is %s; %s works on f32", t->name,
-			      atm_dtype_name(t->dtype), atm_op_name(c->n->op));
+			      atm_dtype_name(t->dtype), d->name);
 	}
 	return ATM_OK;
-}
-
-/* atm_shape_check -- dtypes, then the rule of the node's op */
-atm_status atm_shape_check(const atm_graph *g, const atm_node *n)
-{
-	struct ctx c = {g, n};
-	const struct atm_op_entry *e = atm_op_entry(n->op);
-	if (!e || !e->shape)
-		return atm_err(ATM_E_INTERNAL, "no shape rule for op %d", (int)n->op);
-	TRY(dtypes(&c));
-	return e->shape(g, n);
 }

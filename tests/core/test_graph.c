@@ -3,11 +3,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "atm_core.h"
+
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
 
 static int setup(void **state)
 {
@@ -248,6 +252,80 @@ static void test_graph_concat_and_split(void **state)
 	expect_invalid(g, "the parts add up to 8 along axis 1 but 'z' has 9", NULL);
 }
 
+/* Parts of the concats below: more operands than most nodes have. */
+#define N_PARTS 40
+
+/* concat_many -- node "cat" joining N_PARTS parts [1, 1, 2, 2] along the channels into
+ * [1, N_PARTS, 2, 2], but part N_PARTS - 2, "odd", which is of dtype and has odd_channels */
+static int32_t concat_many(atm_graph *g, atm_dtype dtype, int64_t odd_channels)
+{
+	int32_t parts[N_PARTS], y, id;
+	int64_t odd[4] = {1, odd_channels, 2, 2};
+	char name[16];
+	atm_attrs ax = {.axis = 1};
+	for (int i = 0; i < N_PARTS; i++) {
+		snprintf(name, sizeof name, "p%d", i);
+		if (i == N_PARTS - 2)
+			assert_int_equal(atm_graph_add_tensor(g, "odd", dtype, 4, odd, ATM_KIND_INPUT,
+			                                      ATM_LOC_ANY, &parts[i]), ATM_OK);
+		else
+			parts[i] = t4(g, name, 1, 1, 2, 2, ATM_KIND_INPUT);
+	}
+	y = t4(g, "y", 1, N_PARTS, 2, 2, ATM_KIND_ACTIVATION);
+	assert_int_equal(atm_graph_add_node(g, "cat", ATM_OP_CONCAT, &ax, N_PARTS, parts, 1, &y, &id),
+	                 ATM_OK);
+	return id;
+}
+
+/* test_graph_concat_of_many_parts -- every part of a long concat is checked and counted in its
+ * work */
+static void test_graph_concat_of_many_parts(void **state)
+{
+	atm_graph *g = *state;
+	atm_work w;
+	int32_t id = concat_many(g, ATM_F32, 1);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	/* one operation an element read; every part read and the whole written once */
+	assert_int_equal(atm_node_work(g, id, &w), ATM_OK);
+	assert_true(w.flops == N_PARTS * 4 && w.traffic_bytes == 2 * N_PARTS * 4 * 4);
+}
+
+/* validate_once, work_once -- one whole call on the long concat */
+static atm_status validate_once(void *g)
+{
+	return atm_graph_validate(g);
+}
+
+static atm_status work_once(void *g)
+{
+	atm_work w;
+	return atm_node_work(g, 0, &w);
+}
+
+/* test_graph_concat_of_many_parts_out_of_memory -- its operands, too many to resolve without an
+ * allocation, are out of memory as a status */
+static void test_graph_concat_of_many_parts_out_of_memory(void **state)
+{
+	atm_graph *g = *state;
+	concat_many(g, ATM_F32, 1);
+	assert_true(alloc_fail_sweep("atm_graph_validate", validate_once, g) >= 2);
+	assert_true(alloc_fail_sweep("atm_node_work", work_once, g) >= 1);
+}
+
+/* test_graph_concat_of_many_parts_names_the_odd_one -- a wrong part past the first few */
+static void test_graph_concat_of_many_parts_names_the_odd_one(void **state)
+{
+	atm_graph *g = *state, *g2 = NULL;
+	concat_many(g, ATM_F32, 2);
+	expect_invalid(g, "the parts add up to 41 along axis 1 but 'y' has 40", NULL);
+	assert_int_equal(atm_graph_new(&g2, "t2"), ATM_OK);
+	concat_many(g2, ATM_I32, 1);
+	assert_int_equal(atm_graph_validate(g2), ATM_E_INPUT);
+	assert_string_equal(atm_errmsg(),
+	                    "node 0 ('cat', concat): tensor 'odd' is i32; concat works on f32");
+	atm_graph_destroy(g2);
+}
+
 static void test_graph_batch_norm_and_loss(void **state)
 {
 	atm_graph *g = *state;
@@ -345,6 +423,9 @@ int main(void)
 		T(test_graph_pool_and_window),
 		T(test_graph_pool_window_too_big),
 		T(test_graph_concat_and_split),
+		T(test_graph_concat_of_many_parts),
+		T(test_graph_concat_of_many_parts_names_the_odd_one),
+		T(test_graph_concat_of_many_parts_out_of_memory),
 		T(test_graph_batch_norm_and_loss),
 		T(test_graph_sgd_only_updates_params),
 		T(test_graph_producer),
