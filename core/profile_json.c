@@ -290,6 +290,32 @@ static void where_key(struct where *w, size_t base, const char *key)
 	snprintf(w->at + base, sizeof w->at - base, "[\"%s\"]", key);
 }
 
+/* check_shift -- a signature's in-step calibration (step_s - isolated_s, added to every
+ * configuration's time) must leave the configuration it was measured on, all fast with the
+ * first algorithm, above 0 s: a larger isolated_s would predict the kernel at 0 s */
+static atm_status check_shift(struct where *w, size_t base, json_t *cfgs)
+{
+	json_t *st = json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY), *e;
+	const char *cfg;
+	if (!st || !json_object_get(st, "statistic"))
+		return ATM_OK; /* an earlier autotm's: not used, measured again */
+	double step = json_number_value(json_object_get(st, "step_s"));
+	double isolated = json_number_value(json_object_get(st, "isolated_s"));
+	json_object_foreach(cfgs, cfg, e) {
+		if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY) || strpbrk(cfg, "S#"))
+			continue;
+		double t = json_number_value(json_object_get(e, "min_s"));
+		if (step > 0 && !(t + step - isolated > 0)) {
+			where_key(w, base, ATM_PROFILE_IN_STEP_KEY);
+			return bad(w, "isolated_s", "%g s is more than step_s (%g s) plus the time of "
+			           "configuration %s (%g s), so the kernel would be predicted at 0 s; "
+			           "isolated_s is the kernel's time alone when its step was measured",
+			           isolated, step, cfg, t);
+		}
+	}
+	return ATM_OK;
+}
+
 /* check_kernels -- every kernel and configuration of a machine's section */
 static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated)
 {
@@ -325,6 +351,9 @@ static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated
 			if (rc < 0)
 				return rc;
 		}
+		atm_status rc = check_shift(w, base2, cfgs);
+		if (rc < 0)
+			return rc;
 	}
 	w->at[base] = '\0';
 	return ATM_OK;

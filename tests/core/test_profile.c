@@ -270,6 +270,15 @@ static void test_profile_broken_text_refused(void **state)
 		 "{\"relu_fwd/f32[1]->f32[1]\": {\"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
 		 "1e-3, \"n_nodes\": 1, \"statistic\": \"min\"}}}}]}",
 		 "[\"in_step\"].statistic: must be \"fastest_step\""},
+		/* an isolated time that would predict the kernel at 0 s */
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "
+		 "{\"cpu\": \"c\", \"n_threads\": 1, \"backend\": \"b\", \"fast_tier\": \"f\", "
+		 "\"slow_tier\": \"s\", \"emulation\": \"\", \"estimated\": false}, \"kernels\": "
+		 "{\"relu_fwd/f32[1]->f32[1]\": {\"F/F\": {\"min_s\": 1e-3, \"median_s\": 1e-3, "
+		 "\"count\": 1, \"scratch_bytes\": 0}, \"in_step\": {\"step_s\": 1e-3, \"isolated_s\": "
+		 "5, \"n_nodes\": 1, \"statistic\": \"fastest_step\"}}}}]}",
+		 "[\"in_step\"].isolated_s: 5 s is more than step_s (0.001 s) plus the time of "
+		 "configuration F/F"},
 	};
 	atm_profile_machine m = machine(2);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
