@@ -49,6 +49,13 @@ static const char run_help_head[] =
 
 static const char run_help_tail[] =
 	"  --seed N          seed of the weights and data (default 1)\n"
+	"  --weights-in FILE start from these weights (safetensors, the graph's parameter names,\n"
+	"                    F32 of the graph's shapes; docs/formats.md) instead of --seed's\n"
+	"  --data FILE       the step's inputs and labels (safetensors: the graph's input names,\n"
+	"                    or 'input' and 'labels'; labels F32 one-hot rows or integer class\n"
+	"                    indices) instead of --seed's; every step trains on this batch\n"
+	"  --weights-out FILE  write the weights after the last step (safetensors, atomically; in\n"
+	"                    a comparison, the first placement to finish: all train alike)\n"
 	"  --placement-seed N  seed of the random placement (default: --seed)\n"
 	"  --iters N         measured steps (default 5)\n"
 	"  --warmup N        steps run first and not measured (default 1)\n"
@@ -309,12 +316,15 @@ static int check_comparison(struct run_args *a, const cli_plan_given *given)
 static int check_files(const struct run_args *a)
 {
 	char cache[PATH_MAX];
-	cli_file in[4 + MAX_PLACEMENTS], out[] = {{"-o", a->jo.results_path}};
+	cli_file in[6 + MAX_PLACEMENTS], out[] = {{"-o", a->jo.results_path},
+	                                          {"--weights-out", a->jo.weights_out}};
 	int n_in = cli_job_inputs(&a->src, &a->jo, in, cache, sizeof cache);
+	in[n_in++] = (cli_file){"--weights-in", a->jo.weights_in};
+	in[n_in++] = (cli_file){"--data", a->jo.data_in};
 	for (int i = 0; i < a->n_pl; i++)
 		if (!a->pl[i].optimize && a->pl[i].placement)
 			in[n_in++] = (cli_file){"--placement", a->pl[i].placement};
-	return cli_check_files("run", out, 1, in, n_in);
+	return cli_check_files("run", out, 2, in, n_in);
 }
 
 /* check_args -- the options that only make sense together; -1 to go on, else the exit code */
@@ -353,7 +363,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
 	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-	       OPT_RERUNS };
+	       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -371,6 +381,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"turns", required_argument, NULL, OPT_TURNS},
 		{"interleave", required_argument, NULL, OPT_INTERLEAVE},
 		{"reruns", required_argument, NULL, OPT_RERUNS},
+		{"weights-in", required_argument, NULL, OPT_WEIGHTS_IN},
+		{"weights-out", required_argument, NULL, OPT_WEIGHTS_OUT},
+		{"data", required_argument, NULL, OPT_DATA},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -459,6 +472,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'o':
 			jo->results_path = optarg;
+			break;
+		case OPT_WEIGHTS_IN:
+		case OPT_WEIGHTS_OUT:
+		case OPT_DATA:
+			if (!optarg[0])
+				return cli_usage_error("run", "--%s needs a file name", opt == OPT_DATA ? "data"
+				                       : opt == OPT_WEIGHTS_IN ? "weights-in" : "weights-out");
+			*(opt == OPT_DATA ? &jo->data_in : opt == OPT_WEIGHTS_IN ? &jo->weights_in
+			                                                       : &jo->weights_out) = optarg;
 			break;
 		default:
 			return cli_other_option("run", opt, argv, print_help);

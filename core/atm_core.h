@@ -911,6 +911,62 @@ atm_status atm_timeline_dump(const atm_plan *p, const atm_schedule *s, const atm
 atm_status atm_timeline_write(const char *path, const atm_plan *p, const atm_schedule *s,
                               const atm_timeline_opts *o);
 
+/* ---------------------------------------------------------------- safetensors */
+
+/* Tensors by name in the safetensors layout PyTorch's tools write (docs/formats.md): an 8-byte
+ * little-endian header length, a JSON header {"NAME": {"dtype", "shape", "data_offsets":
+ * [BEGIN, END]}, "__metadata__": {...}}, then the tensors' bytes, which the offsets (counted
+ * from the end of the header) cover whole, without a gap or an overlap. autotm reads weights
+ * (--weights-in) and a step's inputs and labels (--data) from such files and writes weights
+ * (--weights-out). */
+typedef enum {
+	ATM_ST_F32 = 0, ATM_ST_F64, ATM_ST_F16, ATM_ST_BF16, ATM_ST_I64, ATM_ST_I32, ATM_ST_I16,
+	ATM_ST_I8, ATM_ST_U8, ATM_ST_U16, ATM_ST_U32, ATM_ST_U64, ATM_ST_BOOL, ATM_ST_N_DTYPES
+} atm_st_dtype;
+
+typedef struct {
+	const char *name;
+	atm_st_dtype dtype;
+	int ndim;                   /* 0 (a scalar) to ATM_MAX_DIMS */
+	int64_t dims[ATM_MAX_DIMS];
+	int64_t n_elems;
+	const void *data;           /* little-endian, not aligned */
+	int64_t bytes;
+} atm_st_tensor;
+
+typedef struct atm_st_file atm_st_file;
+
+/* atm_st_read -- a safetensors file (a regular file, mapped), every field checked: ATM_E_INPUT
+ * naming the file and what is wrong (a short file, a header length past its end, a JSON error,
+ * an unknown dtype, offsets outside the data, not matching the shape, overlapping or leaving a
+ * gap), ATM_E_NOTFOUND, ATM_E_IO */
+atm_status atm_st_read(atm_st_file **f, const char *path);
+/* atm_st_parse -- the same from len bytes in memory (copied); path names them in messages */
+atm_status atm_st_parse(atm_st_file **f, const void *buf, size_t len, const char *path);
+void atm_st_destroy(atm_st_file *f);
+const char *atm_st_path(const atm_st_file *f);
+int64_t atm_st_count(const atm_st_file *f);
+/* atm_st_at -- the i-th tensor in the order of their bytes; NULL out of range */
+const atm_st_tensor *atm_st_at(const atm_st_file *f, int64_t i);
+const atm_st_tensor *atm_st_find(const atm_st_file *f, const char *name);
+const char *atm_st_dtype_name(atm_st_dtype d);
+int atm_st_dtype_size(atm_st_dtype d);
+/* atm_st_dump -- n tensors as a file's bytes (malloc'd), in the order given, the header padded
+ * so that the tensors start 8-byte aligned, {"format": format} as metadata (NULL: "pt") */
+atm_status atm_st_dump(const atm_st_tensor *t, int64_t n, const char *format, char **out,
+                       size_t *len);
+/* atm_st_write -- the same written to path atomically (temporary file + rename) */
+atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, const char *format);
+/* atm_st_check -- f holds g's tensors of kind (ATM_KIND_PARAM: weights; ATM_KIND_INPUT: a
+ * step's data) and nothing else: each by its graph name, F32 of the graph's shape. An input
+ * may also go by "input" (the graph's one data input) or "labels" (its one labels input), and
+ * labels may be integer class indices, one per row (the labels' elements over their last
+ * dimension), each within the classes. ATM_E_INPUT naming the tensor and what was expected. */
+atm_status atm_st_check(const atm_st_file *f, const atm_graph *g, atm_tensor_kind kind);
+/* atm_st_fill -- g's tensor t's starting values from f (checked by atm_st_check), class
+ * indices as one-hot rows; false (data untouched) when f (or NULL) does not hold it */
+bool atm_st_fill(const atm_st_file *f, const atm_graph *g, int32_t t, float *data);
+
 /* ---------------------------------------------------------------- files */
 
 /* atm_write_file_atomic -- write len bytes to path via a temporary file in the

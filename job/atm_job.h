@@ -62,6 +62,12 @@ typedef struct {
 	int iters, warmup;         /* as atm_exec_opts */
 	uint64_t seed;             /* weights and data */
 	int64_t twolm_bytes;       /* emulate 2LM with a cache of this size (all-slow plans) */
+	/* weights and data in and out (safetensors, docs/formats.md), checked against the graph
+	 * by atm_job_new before any work (atm_st_check) */
+	const char *weights_in;    /* the parameters' starting values; NULL: the seed's */
+	const char *data_in;       /* the step's inputs and labels; NULL: the seed's */
+	const char *weights_out;   /* the parameters after the last step, written atomically by
+	                            * atm_job_execute; NULL: none */
 	/* the results */
 	const char *results_path;  /* NULL: none */
 	bool append;

@@ -37,6 +37,7 @@ struct atm_job_compare {
 	const char *interleave;  /* "step" or "turn" once run */
 	atm_backend_caps caps;   /* what the chosen backend can do */
 	bool ran;
+	bool weights_out;        /* o.weights_out written: by the first placement to finish */
 };
 
 /* real_device -- the comparison runs on a real device, whose memory cannot hold every
@@ -129,6 +130,7 @@ static atm_status entry_new(atm_job_compare *c, int i)
 	jo.placement = e->spec.optimize ? NULL : e->spec.placement;
 	jo.results_path = NULL;
 	jo.append = false;
+	jo.weights_out = NULL; /* the comparison writes it once (write_weights) */
 	jo.quiet = c->o.quiet || i > 0; /* what a GPU probe says is said once */
 	atm_status rc = atm_job_new(&e->j, c->g, &jo);
 	if (rc < 0)
@@ -403,6 +405,16 @@ static atm_status open_all(atm_job_compare *c)
 	return n_compared(c) ? ATM_OK : atm_err(ATM_E_INFEASIBLE, "no placement could be run");
 }
 
+/* write_weights -- --weights-out from e's finished executor, unless a placement wrote it:
+ * every placement trains to the same weights */
+static atm_status write_weights(atm_job_compare *c, const struct entry *e)
+{
+	if (!c->o.weights_out || c->weights_out)
+		return ATM_OK;
+	c->weights_out = true;
+	return job_write_weights(e->j, c->o.weights_out);
+}
+
 /* by_step -- every executor alive; a turn is iters rounds of one step of each, in the turn's
  * order; a disturbed round is run again (a step more for every placement, so that all train
  * alike), at most max_reruns times a turn */
@@ -467,7 +479,8 @@ static atm_status by_step(atm_job_compare *c, int *order)
 	}
 	free(step_s);
 	for (int i = 0; i < c->n && rc == ATM_OK; i++)
-		if (c->e[i].j && (rc = atm_exec_finish(c->e[i].j->exec)) < 0)
+		if (c->e[i].j && ((rc = atm_exec_finish(c->e[i].j->exec)) < 0 ||
+		                  (rc = write_weights(c, &c->e[i])) < 0))
 			rc = atm_err_prefix(rc, "%s: ", c->e[i].name);
 	return rc;
 }
@@ -498,6 +511,8 @@ static atm_status one_turn(atm_job_compare *c, struct entry *e, int t)
 		}
 		if (rc == ATM_OK)
 			rc = atm_exec_finish(e->j->exec);
+		if (rc == ATM_OK)
+			rc = write_weights(c, e);
 		if (rc < 0)
 			return rc;
 		e->turn_reruns[t] = attempt;

@@ -165,6 +165,71 @@ static atm_status check_solver(const atm_job_opts *o)
 	return atm_opt_solver_resolve(o->opt.solver, &s);
 }
 
+/* open_tensors -- the weights and data files, read and checked against the graph; the
+ * weights' destination checked writable */
+static atm_status open_tensors(atm_job *j)
+{
+	const atm_job_opts *o = &j->o;
+	atm_status rc = ATM_OK;
+	if (o->estimate && (o->weights_in || o->data_in || o->weights_out))
+		return atm_err(ATM_E_USAGE, "--weights-in, --data and --weights-out are for a run: "
+		               "with an estimated profile nothing runs");
+	if (o->weights_in && ((rc = atm_st_read(&j->weights, o->weights_in)) < 0 ||
+	                      (rc = atm_st_check(j->weights, j->g, ATM_KIND_PARAM)) < 0))
+		return atm_err_prefix(rc, "--weights-in: ");
+	if (o->data_in && ((rc = atm_st_read(&j->data, o->data_in)) < 0 ||
+	                   (rc = atm_st_check(j->data, j->g, ATM_KIND_INPUT)) < 0))
+		return atm_err_prefix(rc, "--data: ");
+	if (o->weights_out && (rc = atm_check_writable(o->weights_out)) < 0)
+		return atm_err_prefix(rc, "--weights-out: ");
+	return ATM_OK;
+}
+
+atm_status job_write_weights(const atm_job *j, const char *path)
+{
+	int32_t nt = atm_graph_n_tensors(j->g), n = 0;
+	int64_t bytes = 0;
+	for (int32_t t = 0; t < nt; t++) {
+		const atm_tensor *x = atm_graph_tensor(j->g, t);
+		if (x->kind == ATM_KIND_PARAM) {
+			n++;
+			bytes += x->bytes;
+		}
+	}
+	atm_st_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
+	char *buf = malloc((size_t)bytes + 1);
+	atm_status rc = ATM_OK;
+	if (!ts || !buf) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory gathering the weights for %s", path);
+		goto out;
+	}
+	int64_t off = 0;
+	n = 0;
+	for (int32_t t = 0; t < nt && rc == ATM_OK; t++) {
+		const atm_tensor *x = atm_graph_tensor(j->g, t);
+		if (x->kind != ATM_KIND_PARAM)
+			continue;
+		atm_st_tensor *s = &ts[n++];
+		s->name = x->name;
+		s->dtype = ATM_ST_F32;
+		s->ndim = x->ndim;
+		memcpy(s->dims, x->dims, sizeof s->dims);
+		s->n_elems = x->n_elems;
+		s->bytes = x->bytes;
+		s->data = buf + off;
+		rc = atm_exec_read_tensor(j->exec, t, buf + off);
+		off += x->bytes;
+	}
+	if (rc == ATM_OK)
+		rc = atm_st_write(path, ts, n, NULL);
+	if (rc < 0)
+		atm_err_prefix(rc, "--weights-out: ");
+out:
+	free(ts);
+	free(buf);
+	return rc;
+}
+
 atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 {
 	atm_job *j = calloc(1, sizeof *j);
@@ -191,8 +256,10 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 		rc = atm_job_memory_resolve(j->who, &j->o.mem, o->quiet);
 	if (rc == ATM_OK && o->results_path)
 		rc = atm_results_check(o->results_path, g, o->append);
+	if (rc == ATM_OK)
+		rc = open_tensors(j);
 	if (rc < 0) {
-		free(j);
+		atm_job_destroy(j);
 		return rc;
 	}
 	*out = j;
@@ -204,6 +271,8 @@ void atm_job_destroy(atm_job *j)
 	if (!j)
 		return;
 	atm_exec_destroy(j->exec);
+	atm_st_destroy(j->weights);
+	atm_st_destroy(j->data);
 	atm_plan_destroy(j->plan);
 	atm_profile_destroy(j->prof);
 	free(j->kernel_pred_s);
@@ -344,6 +413,8 @@ atm_exec_opts job_exec_opts(const atm_job *j)
 		.stop = o->stop,
 		.twolm_bytes = j->twolm_bytes,
 		.quiet = o->quiet || !isatty(STDERR_FILENO),
+		.weights = j->weights,
+		.data = j->data,
 	};
 	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") &&
 	                 backend_caps(&o->mem).managed;
@@ -365,6 +436,8 @@ atm_status atm_job_execute(atm_job *j)
 	atm_status rc = job_exec_open(j);
 	if (rc == ATM_OK)
 		rc = atm_exec_run(j->exec);
+	if (rc == ATM_OK && j->o.weights_out)
+		rc = job_write_weights(j, j->o.weights_out);
 	/* the optimizer's all-fast measures what the calibration measured */
 	if (rc == ATM_OK && j->has_cal && j->o.optimize && j->o.formulation == ATM_OPT_ALL_FAST) {
 		j->drift = atm_exec_result_get(j->exec)->actual_runtime_s / j->cal.step_s;

@@ -29,7 +29,12 @@ struct atm_job {
 	atm_profile_calibration cal;
 	bool has_cal;
 	double drift;
+	atm_st_file *weights, *data; /* o.weights_in and o.data_in, read and checked */
 };
+
+/* job_write_weights -- the parameters j->exec holds now into path (safetensors, named as the
+ * graph names them), atomically */
+atm_status job_write_weights(const atm_job *j, const char *path);
 
 /* job_say_drift -- the drift note on stderr unless quiet, when it is worth saying */
 void job_say_drift(const char *who, bool quiet, double drift, const atm_profile_calibration *cal);

@@ -250,6 +250,9 @@ typedef struct {
 	int64_t twolm_bytes;    /* > 0: emulate 2LM, fast memory of this size caching the slow
 	                         * tier (the plan must be all-slow; needs emulate) */
 	bool quiet;             /* no progress on stderr */
+	const atm_st_file *weights; /* parameters' starting values instead of seed's (checked by
+	                             * atm_st_check for ATM_KIND_PARAM); NULL: seed's */
+	const atm_st_file *data;    /* inputs and labels (atm_st_check, ATM_KIND_INPUT); NULL: seed's */
 } atm_exec_opts;
 
 /* What a run measured. Times are seconds; per-step figures are of one step. */
@@ -311,6 +314,9 @@ atm_status atm_exec_step(atm_exec *e, double *step_s);
  * memory high-water marks and where it ran */
 atm_status atm_exec_finish(atm_exec *e);
 const atm_exec_result *atm_exec_result_get(const atm_exec *e);
+/* atm_exec_read_tensor -- the bytes persistent tensor t holds now (a parameter after the steps
+ * run so far), x->bytes of them into out; ATM_E_USAGE for a tensor that is not persistent */
+atm_status atm_exec_read_tensor(const atm_exec *e, int32_t t, void *out);
 void atm_exec_destroy(atm_exec *e);
 
 /* ---------------------------------------------------------------- kernel timing */

@@ -88,11 +88,15 @@ static enum init init_of(const atm_graph *g, int32_t t)
 	return INIT_WEIGHT;
 }
 
-/* fill -- the starting bytes of persistent tensor t, the same for every plan */
-static void fill(const atm_graph *g, int32_t t, float *data, uint64_t seed)
+/* fill -- the starting bytes of persistent tensor t, the same for every plan: the weights
+ * or data files' where they were given, else the seed's */
+static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
-	uint64_t s = atm_bk_tensor_seed(seed, t);
+	if ((x->kind == ATM_KIND_PARAM && atm_st_fill(o->weights, g, t, data)) ||
+	    (x->kind == ATM_KIND_INPUT && atm_st_fill(o->data, g, t, data)))
+		return;
+	uint64_t s = atm_bk_tensor_seed(o->seed, t);
 	int64_t n = x->n_elems;
 	switch (init_of(g, t)) {
 	case INIT_WEIGHT: {
@@ -395,7 +399,7 @@ static atm_status setup_persistent(atm_exec *e)
 			return rc;
 		void *data = ev->loc == ATM_LOC_FAST ? e->fast_ptr[ev->tensor] : e->slow_ptr[ev->tensor];
 		const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
-		fill(e->g, ev->tensor, e->host, e->opts.seed);
+		fill(e->g, ev->tensor, e->host, &e->opts);
 		if ((rc = e->b->iface->set(e->b, data, e->host, x->bytes)) < 0)
 			return atm_err_prefix(rc, "tensor '%s': ", x->name);
 	}
@@ -453,6 +457,20 @@ static float loss_now(const atm_exec *e)
 		return loss;
 	}
 	return NAN;
+}
+
+atm_status atm_exec_read_tensor(const atm_exec *e, int32_t t, void *out)
+{
+	const atm_tensor *x = t >= 0 && t < atm_graph_n_tensors(e->g) ? atm_graph_tensor(e->g, t)
+	                                                                : NULL;
+	const void *b = x && atm_tensor_is_persistent(x)
+	                    ? (e->fast_ptr[t] ? e->fast_ptr[t] : e->slow_ptr[t])
+	                    : NULL;
+	if (!b)
+		return atm_err(ATM_E_USAGE, "atm_exec_read_tensor: tensor %d is not a persistent tensor "
+		               "of the step", t);
+	atm_status rc = e->b->iface->get(e->b, out, b, x->bytes);
+	return rc < 0 ? atm_err_prefix(rc, "reading tensor '%s': ", x->name) : ATM_OK;
 }
 
 /* checksum -- FNV-1a over every parameter's bytes, in tensor order */

@@ -4,7 +4,7 @@
 # Targets (fuzz/fuzz_TARGET.c, seeds in fuzz/corpus/TARGET, dictionary fuzz/TARGET.dict):
 #   graph     graph JSON files (--graph)          plan      plan files (--placement FILE)
 #   profile   profile caches (--cache)            tierspec  tier specs (--emulate FILE)
-#   results   results files --append reads
+#   results   results files --append reads     safetensors  --weights-in and --data files
 # Each named target (default: all) runs SECONDS (default 60) one after another. Builds them with
 # clang in build-fuzz/ (ATM_FUZZ=ON; installs clang and libFuzzer through apt when they are
 # missing) and leaves what they found under fuzz/artifacts/TARGET/:
@@ -16,7 +16,7 @@
 # default build-fuzz), ATM_FUZZ_JOBS (parallel fuzzing processes per target, default 1).
 set -euo pipefail
 
-all_targets=(graph plan profile tierspec results)
+all_targets=(graph plan profile tierspec results safetensors)
 secs=${1:-60}
 case $secs in
 '' | *[!0-9]*)

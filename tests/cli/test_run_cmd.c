@@ -839,6 +839,178 @@ static void test_run_cmd_tiers(void **state)
 	cli_expect(2, "warp", "tiers --slow warp");
 }
 
+/* st_path -- NAME in cli_tmpdir */
+static const char *st_path(const char *name)
+{
+	static char buf[4][512];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", cli_tmpdir, name);
+	return buf[k];
+}
+
+/* st_raw -- a safetensors file of header text and n zero bytes after it */
+static void st_raw(const char *name, const char *header, size_t n)
+{
+	FILE *f = fopen(st_path(name), "wb");
+	uint64_t len = strlen(header);
+	unsigned char l[8];
+	for (int i = 0; i < 8; i++)
+		l[i] = (unsigned char)(len >> (8 * i));
+	assert_non_null(f);
+	fwrite(l, 1, 8, f);
+	fputs(header, f);
+	for (size_t i = 0; i < n; i++)
+		fputc(0, f);
+	fclose(f);
+}
+
+/* checksum_of -- the weights checksum of run ARGS */
+static char *checksum_of(const char *args)
+{
+	json_t *doc = results(args, "w.json");
+	char *c = strdup(str(first_run(doc), "weights_checksum"));
+	json_decref(doc);
+	return c;
+}
+
+/* expect_refused -- run ARGS exits code with want in its message, writing no results */
+static void expect_refused(const char *args, int code, const char *want)
+{
+	char full[2048], *err = NULL;
+	unlink(st_path("never.json"));
+	snprintf(full, sizeof full, "run --model tiny_mlp --batch 2 --iters 1 --quiet %s -o %s", args,
+	         st_path("never.json"));
+	int got = run(full, &err);
+	if (got != code || !strstr(err, want))
+		fail_msg("autotm %s: exit %d (want %d), stderr '%s' (want '%s')", full, got, code, err,
+		         want);
+	assert_int_equal(access(st_path("never.json"), F_OK), -1);
+	free(err);
+}
+
+/* test_run_cmd_weights_and_data -- --weights-out writes the weights after the last step, which
+ * --weights-in continues from as if the run had gone on, in any placement; --data's batch,
+ * as class indices or one-hot rows, trains alike in every placement; a bad file is refused
+ * before anything runs (exit 3, naming the tensor), a missing one with 8, and no output may
+ * be an input */
+static void test_run_cmd_weights_and_data(void **state)
+{
+	(void)state;
+	const char *m = "--model tiny_mlp --batch 2 --warmup 0";
+	char args[2048], *err = NULL;
+	/* one step written out, then one more from it: two steps */
+	snprintf(args, sizeof args, "%s --iters 1 --weights-out %s", m, st_path("w1.safetensors"));
+	json_decref(results(args, "w.json"));
+	atm_st_file *w = NULL;
+	assert_int_equal(atm_st_read(&w, st_path("w1.safetensors")), ATM_OK);
+	assert_int_equal(atm_st_count(w), 6);
+	assert_non_null(atm_st_find(w, "fc1.w"));
+	assert_int_equal(atm_st_find(w, "fc1.w")->dims[1], 64);
+	snprintf(args, sizeof args, "%s --iters 2", m);
+	char *two = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", m, st_path("w1.safetensors"));
+	char *cont = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s --placement all-slow --emulate optane",
+	         m, st_path("w1.safetensors"));
+	char *slow = checksum_of(args);
+	assert_string_equal(two, cont);
+	assert_string_equal(two, slow);
+	/* the same batch as class indices and as one-hot rows, under two placements */
+	float image[2 * 64], onehot[2 * 10] = {0};
+	int64_t idx[2] = {7, 2};
+	for (int i = 0; i < 2 * 64; i++)
+		image[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+	onehot[7] = onehot[10 + 2] = 1;
+	atm_st_tensor d[2] = {{.name = "input", .dtype = ATM_ST_F32, .ndim = 4, .dims = {2, 1, 8, 8},
+	                       .n_elems = 128, .data = image, .bytes = sizeof image},
+	                      {.name = "labels", .dtype = ATM_ST_I64, .ndim = 1, .dims = {2},
+	                       .n_elems = 2, .data = idx, .bytes = sizeof idx}};
+	assert_int_equal(atm_st_write(st_path("d-idx.safetensors"), d, 2, NULL), ATM_OK);
+	d[0].name = "image";
+	d[1] = (atm_st_tensor){.name = "labels", .dtype = ATM_ST_F32, .ndim = 2, .dims = {2, 10},
+	                       .n_elems = 20, .data = onehot, .bytes = sizeof onehot};
+	assert_int_equal(atm_st_write(st_path("d-onehot.safetensors"), d, 2, NULL), ATM_OK);
+	snprintf(args, sizeof args, "%s --iters 2 --data %s", m, st_path("d-idx.safetensors"));
+	char *a = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 2 --data %s --placement random",
+	         m, st_path("d-onehot.safetensors"));
+	char *b = checksum_of(args);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, two);
+	free(two), free(cont), free(slow), free(a), free(b);
+	/* bad files: refused before anything runs, naming the tensor */
+	const atm_st_tensor *fc1 = atm_st_find(w, "fc1.w");
+	char *bytes = NULL;
+	size_t len = 0;
+	assert_int_equal(atm_read_file(st_path("w1.safetensors"), &bytes, &len), ATM_OK);
+	FILE *f = fopen(st_path("cut.safetensors"), "wb");
+	fwrite(bytes, 1, len - 10, f);
+	fclose(f);
+	bytes[5] = 1; /* a header length of 2^40 and more */
+	f = fopen(st_path("long.safetensors"), "wb");
+	fwrite(bytes, 1, len, f);
+	fclose(f);
+	free(bytes);
+	(void)fc1;
+	snprintf(args, sizeof args, "--weights-in %s", st_path("cut.safetensors"));
+	expect_refused(args, 3, "is the file cut short?");
+	snprintf(args, sizeof args, "--weights-in %s", st_path("long.safetensors"));
+	expect_refused(args, 3, "runs past the end of the file");
+	st_raw("overlap.safetensors", "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+	       "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 12);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("overlap.safetensors"));
+	expect_refused(args, 3, "overlaps tensor 'a'");
+	/* the weights with fc1.w of another shape, of another dtype, left out, and one more */
+	atm_st_tensor ts[7];
+	for (int i = 0; i < 6; i++)
+		ts[i] = *atm_st_at(w, i);
+	int k1 = 0;
+	while (strcmp(ts[k1].name, "fc1.w"))
+		k1++;
+	ts[k1].dims[0] = 64, ts[k1].dims[1] = 32;
+	assert_int_equal(atm_st_write(st_path("shape.safetensors"), ts, 6, NULL), ATM_OK);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("shape.safetensors"));
+	expect_refused(args, 3, "tensor 'fc1.w' is F32 [64, 32]; the graph's 'fc1.w' is F32 [32, 64]");
+	ts[k1].dims[0] = 32, ts[k1].dims[1] = 64;
+	ts[k1].dtype = ATM_ST_I32;
+	assert_int_equal(atm_st_write(st_path("dtype.safetensors"), ts, 6, NULL), ATM_OK);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("dtype.safetensors"));
+	expect_refused(args, 3, "tensor 'fc1.w' is I32 [32, 64]");
+	ts[k1] = ts[5];
+	assert_int_equal(atm_st_write(st_path("missing.safetensors"), ts, 5, NULL), ATM_OK);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("missing.safetensors"));
+	expect_refused(args, 3, "the graph's parameter 'fc1.w' is missing");
+	for (int i = 0; i < 6; i++)
+		ts[i] = *atm_st_at(w, i);
+	ts[6] = (atm_st_tensor){.name = "fc9.w", .dtype = ATM_ST_F32, .ndim = 1, .dims = {1},
+	                        .n_elems = 1, .data = image, .bytes = 4};
+	assert_int_equal(atm_st_write(st_path("extra.safetensors"), ts, 7, NULL), ATM_OK);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("extra.safetensors"));
+	expect_refused(args, 3, "tensor 'fc9.w' is not a parameter of graph 'tiny_mlp'");
+	/* data: labels outside the classes, the weights given as data */
+	idx[0] = 10;
+	d[0].name = "input";
+	d[1] = (atm_st_tensor){.name = "labels", .dtype = ATM_ST_I64, .ndim = 1, .dims = {2},
+	                       .n_elems = 2, .data = idx, .bytes = sizeof idx};
+	assert_int_equal(atm_st_write(st_path("d-bad.safetensors"), d, 2, NULL), ATM_OK);
+	snprintf(args, sizeof args, "--data %s", st_path("d-bad.safetensors"));
+	expect_refused(args, 3, "class index 10 at element 0 is outside 0 to 9");
+	snprintf(args, sizeof args, "--data %s", st_path("w1.safetensors"));
+	expect_refused(args, 3, "--data: ");
+	/* a missing file; an output that is an input */
+	snprintf(args, sizeof args, "--weights-in %s", st_path("nosuch.safetensors"));
+	expect_refused(args, 8, "nosuch.safetensors");
+	snprintf(args, sizeof args, "--weights-in %s --weights-out %s", st_path("w1.safetensors"),
+	         st_path("w1.safetensors"));
+	expect_refused(args, 2, "is the file --weights-in");
+	snprintf(args, sizeof args, "--data %s --weights-out %s", st_path("d-idx.safetensors"),
+	         st_path("d-idx.safetensors"));
+	expect_refused(args, 2, "is the file --data");
+	atm_st_destroy(w);
+	(void)err;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -860,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_comparison_bad_input),
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
+		cmocka_unit_test(test_run_cmd_weights_and_data),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -29,6 +29,9 @@
 #define LLVMFuzzerTestOneInput fuzz_results_one
 #include "../../fuzz/fuzz_results.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_safetensors_one
+#include "../../fuzz/fuzz_safetensors.c"
+#undef LLVMFuzzerTestOneInput
 
 /* A target: its corpus folder, entry point, loader, the statuses a bad seed may get, and
  * how many valid and invalid seeds its corpus must at least hold. */
@@ -48,6 +51,7 @@ static const struct target targets[] = {
 	{"tierspec", "test_fuzz_corpus_tierspec", fuzz_tierspec_one, fuzz_tierspec_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 	/* the results loader reads a file: its messages name that file */
 	{"results", "test_fuzz_corpus_results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
+	{"safetensors", "test_fuzz_corpus_safetensors", fuzz_safetensors_one, fuzz_safetensors_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 };
 
 /* name_cmp -- qsort order of file names */
