@@ -146,7 +146,7 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 			return atm_err(ATM_E_USAGE, "--preset, --image and --classes apply to zoo models; "
 			               "a --graph file fixes its own sizes (only --batch overrides)");
 		atm_graph_load_opts lo = {.batch = src->batch};
-		atm_status rc = atm_graph_load(g, src->graph_file, &lo);
+		atm_status rc = atm_zoo_load(g, src->graph_file, &lo);
 		if (rc < 0)
 			return rc;
 		w->batch = atm_graph_batch(*g);

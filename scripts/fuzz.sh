@@ -5,6 +5,7 @@
 #   graph     graph JSON files (--graph)          plan      plan files (--placement FILE)
 #   profile   profile caches (--cache)            tierspec  tier specs (--emulate FILE)
 #   results   results files --append reads     safetensors  --weights-in and --data files
+#   forward   forward graphs (--graph, the PyTorch importer's)
 # Each named target (default: all) runs SECONDS (default 60) one after another. Builds them with
 # clang in build-fuzz/ (ATM_FUZZ=ON; installs clang and libFuzzer through apt when they are
 # missing) and leaves what they found under fuzz/artifacts/TARGET/:
@@ -16,7 +17,7 @@
 # default build-fuzz), ATM_FUZZ_JOBS (parallel fuzzing processes per target, default 1).
 set -euo pipefail
 
-all_targets=(graph plan profile tierspec results safetensors)
+all_targets=(graph plan profile tierspec results safetensors forward)
 secs=${1:-60}
 case $secs in
 '' | *[!0-9]*)

@@ -77,6 +77,25 @@ const atm_zoo_preset_info *atm_zoo_preset_at(int i);
  * with a message listing what is valid */
 atm_status atm_zoo_preset(const char *model, const char *preset, atm_zoo_preset_sizes *out);
 
+/* ---------------------------------------------------------------- forward graphs */
+
+/* A network given by its forward pass alone, as the PyTorch importer writes it
+ * (docs/graph-format.md, "Forward graphs": format "autotm-forward"): layers the zoo's builder
+ * knows (conv, batch_norm, relu, max_pool, avg_pool, global_avg_pool, flatten, linear, add,
+ * concat), their parameters named as the file says, built into the same full training step as
+ * the zoo's networks (softmax cross-entropy of the output against one-hot labels, backward,
+ * SGD). */
+
+/* atm_zoo_is_forward -- text is a JSON object whose "format" is "autotm-forward" */
+bool atm_zoo_is_forward(const char *text, size_t len);
+/* atm_zoo_forward_load_buffer -- the training step of a forward graph in memory, at batch (0:
+ * the file's "batch", else 1); ATM_E_INPUT naming origin and the layer for anything wrong */
+atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t len,
+                                       const char *origin, int64_t batch);
+/* atm_zoo_load -- a graph file of either format: a forward graph built here, an autotm-graph
+ * read as atm_graph_load reads it */
+atm_status atm_zoo_load(atm_graph **g, const char *path, const atm_graph_load_opts *o);
+
 #ifdef __cplusplus
 }
 #endif

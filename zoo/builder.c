@@ -24,6 +24,7 @@ struct zb {
 	int32_t cap_info;
 	int32_t *scratch; /* a forward node's ids, copied while its backward is added */
 	int32_t cap_scratch;
+	char pname[2][ZB_NAME_MAX]; /* the next layer's parameter names (zb_param_names); "": own */
 };
 
 /* ---------------------------------------------------------------- plumbing */
@@ -112,6 +113,16 @@ __attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_ki
 		return fail(b, rc);
 	b->info[id] = (struct zb_info){.grad = -1};
 	return id;
+}
+
+/* param -- the layer's parameter slot (0: weight or scale, 1: bias or shift) named as
+ * zb_param_names said, else LAYER.suffix */
+static int32_t param(zb *b, int slot, int ndim, const int64_t *dims, const char *layer,
+                     const char *suffix)
+{
+	if (b->pname[slot][0])
+		return tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
+	return tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
 }
 
 /* node -- append a node named by fmt; its id, or -1 */
@@ -232,6 +243,19 @@ void zb_destroy(zb *b)
 	free(b);
 }
 
+void zb_param_names(zb *b, const char *first, const char *second)
+{
+	const char *names[2] = {first, second};
+	for (int i = 0; i < 2; i++) {
+		b->pname[i][0] = '\0';
+		if (names[i] && strlen(names[i]) < ZB_NAME_MAX)
+			memcpy(b->pname[i], names[i], strlen(names[i]) + 1);
+		else if (names[i])
+			failf(b, ATM_E_USAGE, "parameter name '%.60s...' is longer than %d characters",
+			      names[i], ZB_NAME_MAX - 1);
+	}
+}
+
 const char *zb_namef(char *buf, const char *fmt, ...)
 {
 	va_list ap;
@@ -269,8 +293,9 @@ int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int k
 	int64_t yd[4] = {t->dims[0], out_c, oh, ow};
 	int32_t in[3];
 	in[0] = x;
-	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 4, wd, "%s.w", name);
-	in[2] = bias ? tensor(b, ATM_KIND_PARAM, ATM_F32, 1, bd, "%s.b", name) : -1;
+	in[1] = param(b, 0, 4, wd, name, "w");
+	in[2] = bias ? param(b, 1, 1, bd, name, "b") : -1;
+	zb_param_names(b, NULL, NULL);
 	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
 	atm_attrs a = {.stride = {stride, stride}, .pad = {ph, pw, ph, pw}};
 	if (node(b, ATM_OP_CONV_FWD, &a, bias ? 3 : 2, in, 1, &y, "%s", name) < 0)
@@ -294,8 +319,9 @@ int32_t zb_bn(zb *b, const char *name, int32_t x)
 	cd[0] = xd[1];
 	int32_t in[3], out[3];
 	in[0] = x;
-	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, cd, "%s.gamma", name);
-	in[2] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, cd, "%s.beta", name);
+	in[1] = param(b, 0, 1, cd, name, "gamma");
+	in[2] = param(b, 1, 1, cd, name, "beta");
+	zb_param_names(b, NULL, NULL);
 	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
 	out[1] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.mean", name);
 	out[2] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.var", name);
@@ -388,8 +414,9 @@ int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out)
 	int64_t wd[2] = {out, features}, bd[1] = {out}, yd[2] = {n, out};
 	int32_t in[3];
 	in[0] = x;
-	in[1] = tensor(b, ATM_KIND_PARAM, ATM_F32, 2, wd, "%s.w", name);
-	in[2] = tensor(b, ATM_KIND_PARAM, ATM_F32, 1, bd, "%s.b", name);
+	in[1] = param(b, 0, 2, wd, name, "w");
+	in[2] = param(b, 1, 1, bd, name, "b");
+	zb_param_names(b, NULL, NULL);
 	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 2, yd, "%s.y", name);
 	if (node(b, ATM_OP_IP_FWD, NULL, 3, in, 1, &y, "%s", name) < 0)
 		return -1;

@@ -72,6 +72,12 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1);
 /* zb_concat -- concatenation along channels; n == 1 returns xs[0] and adds no node */
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs);
 
+/* zb_param_names -- the names of the next layer's parameters instead of LAYER.w and LAYER.b
+ * (LAYER.gamma and LAYER.beta): first names its weight (scale), second its bias (shift); NULL
+ * keeps the layer's own. The next conv, bn or fc call uses them, and they are forgotten. An
+ * imported network names them as its framework does (PyTorch: "layer1.0.conv1.weight"). */
+void zb_param_names(zb *b, const char *first, const char *second);
+
 /* Composites with names "PREFIX.conv", "PREFIX.bn", "PREFIX.relu". */
 int32_t zb_conv_bn(zb *b, const char *prefix, int32_t x, int64_t out_c, int kh, int kw, int stride,
                    int ph, int pw);

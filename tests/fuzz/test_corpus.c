@@ -29,6 +29,9 @@
 #define LLVMFuzzerTestOneInput fuzz_results_one
 #include "../../fuzz/fuzz_results.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_forward_one
+#include "../../fuzz/fuzz_forward.c"
+#undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_safetensors_one
 #include "../../fuzz/fuzz_safetensors.c"
 #undef LLVMFuzzerTestOneInput
@@ -51,6 +54,7 @@ static const struct target targets[] = {
 	{"tierspec", "test_fuzz_corpus_tierspec", fuzz_tierspec_one, fuzz_tierspec_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 	/* the results loader reads a file: its messages name that file */
 	{"results", "test_fuzz_corpus_results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
+	{"forward", "test_fuzz_corpus_forward", fuzz_forward_one, fuzz_forward_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 	{"safetensors", "test_fuzz_corpus_safetensors", fuzz_safetensors_one, fuzz_safetensors_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 };
 

@@ -1,0 +1,159 @@
+/* test_forward.c -- forward graphs (format autotm-forward): built into the zoo's training step, parameters named as the file says, every mistake named */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_zoo.h"
+
+/* example -- examples/tiny_cnn.forward.json of the source tree (malloc'd text) */
+static char *example(size_t *len)
+{
+	char path[1024], *text = NULL;
+	const char *src = getenv("ATM_SOURCE_DIR");
+	if (!src)
+		fail_msg("ATM_SOURCE_DIR is not set; run the test through ctest");
+	snprintf(path, sizeof path, "%s/examples/tiny_cnn.forward.json", src);
+	if (atm_read_file(path, &text, len) < 0)
+		fail_msg("%s", atm_errmsg());
+	return text;
+}
+
+/* test_forward_example_is_tiny_cnn -- the example file builds the zoo's tiny_cnn exactly: the
+ * same graph, node for node and tensor for tensor, at the file's batch and at another */
+static void test_forward_example_is_tiny_cnn(void **state)
+{
+	(void)state;
+	size_t len = 0;
+	char *text = example(&len), *a = NULL, *b = NULL;
+	assert_true(atm_zoo_is_forward(text, len));
+	int64_t batches[2] = {0, 3};
+	for (int i = 0; i < 2; i++) {
+		atm_graph *f = NULL, *z = NULL;
+		atm_zoo_opts o = {.batch = batches[i] ? batches[i] : 8};
+		assert_int_equal(atm_zoo_forward_load_buffer(&f, text, len, "ex.json", batches[i]), ATM_OK);
+		assert_int_equal(atm_zoo_build(&z, "tiny_cnn", &o), ATM_OK);
+		assert_int_equal(atm_graph_dump(f, &a), ATM_OK);
+		assert_int_equal(atm_graph_dump(z, &b), ATM_OK);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+		atm_graph_destroy(f);
+		atm_graph_destroy(z);
+	}
+	free(text);
+}
+
+/* find -- the id of g's tensor named name, or -1 */
+static int32_t find(const atm_graph *g, const char *name)
+{
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (!strcmp(atm_graph_tensor(g, t)->name, name))
+			return t;
+	return -1;
+}
+
+/* test_forward_param_names -- parameters take the names the file gives (PyTorch's state_dict
+ * keys), a layer without "params" its own, and a conv without bias names one */
+static void test_forward_param_names(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", \"batch\": 2, \"lr\": 0.5,"
+		" \"input\": {\"shape\": [3, 8, 8]}, \"layers\": ["
+		"  {\"name\": \"c\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4,"
+		"   \"kernel\": 3, \"pad\": 1, \"bias\": false, \"params\": [\"features.0.weight\"]},"
+		"  {\"name\": \"b\", \"op\": \"batch_norm\", \"input\": \"c\", \"epsilon\": 1e-5,"
+		"   \"params\": [\"features.1.weight\", \"features.1.bias\"]},"
+		"  {\"name\": \"p\", \"op\": \"max_pool\", \"input\": \"b\", \"kernel\": 3, \"stride\": 2,"
+		"   \"pad\": 1},"
+		"  {\"name\": \"fc\", \"op\": \"linear\", \"input\": \"p\", \"out_features\": 5}],"
+		" \"output\": \"fc\"}";
+	atm_graph *g = NULL;
+	assert_int_equal(atm_zoo_forward_load_buffer(&g, text, strlen(text), "n.json", 0), ATM_OK);
+	assert_true(find(g, "features.0.weight") >= 0);
+	assert_true(find(g, "features.1.weight") >= 0);
+	assert_true(find(g, "features.1.bias") >= 0);
+	assert_true(find(g, "fc.w") >= 0 && find(g, "fc.b") >= 0);
+	assert_true(find(g, "c.w") < 0 && find(g, "c.b") < 0);
+	const atm_tensor *w = atm_graph_tensor(g, find(g, "fc.w"));
+	assert_int_equal(w->dims[0], 5);
+	assert_int_equal(w->dims[1], 4 * 4 * 4); /* pooled 8x8 to 4x4, flattened */
+	assert_int_equal(atm_graph_tensor(g, find(g, "image"))->dims[0], 2);
+	atm_graph_destroy(g);
+}
+
+/* test_forward_refusals -- every mistake is an input error naming the file, the layer and what
+ * is valid */
+static void test_forward_refusals(void **state)
+{
+	(void)state;
+#define HEAD "{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", " \
+	     "\"input\": {\"shape\": [3, 8, 8]}, \"layers\": ["
+#define CONV(name, in) "{\"name\": \"" name "\", \"op\": \"conv\", \"input\": \"" in "\", " \
+	                   "\"out_channels\": 4, \"kernel\": 3, \"pad\": 1}"
+#define FC(in) "{\"name\": \"fc\", \"op\": \"linear\", \"input\": \"" in "\", \"out_features\": 2}"
+	static const char *const bad[][2] = {
+		{"[]", "a forward graph is a JSON object"},
+		{"{\"format\": \"autotm-graph\"}", "'format' must be \"autotm-forward\""},
+		{HEAD FC("input") "], \"output\": \"fc\", \"x\": 1}", "unknown field 'x'"},
+		{HEAD FC("input") "], \"output\": \"fc\", \"version\": 2}", "duplicate"},
+		{"{\"format\": \"autotm-forward\", \"version\": 2, \"name\": \"n\"}",
+		 "'version' must be an integer from 1 to 1"},
+		{HEAD "{\"name\": \"x\", \"op\": \"gelu\", \"input\": \"input\"}], \"output\": \"x\"}",
+		 "layers[0] (\"x\"): 'op' must be one of conv, batch_norm, relu, max_pool"},
+		{HEAD CONV("a", "b") ", " CONV("b", "input") "], \"output\": \"b\"}",
+		 "layers[0] (\"a\"): 'input' 'b' is neither the input nor an earlier layer"},
+		{HEAD CONV("a", "input") ", " CONV("a", "a") "], \"output\": \"a\"}",
+		 "layers[1] (\"a\"): the name is taken by an earlier layer"},
+		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"kernel\": 3}], "
+		 "\"output\": \"a\"}", "layers[0] (\"a\"): 'out_channels' is missing"},
+		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
+		 "\"kernel\": 9}], \"output\": \"a\"}", "layers[0] (\"a\"): layer 'a'"},
+		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
+		 "\"kernel\": 3, \"stride\": [1, 2]}], \"output\": \"a\"}", "one stride for both sides"},
+		{HEAD "{\"name\": \"a\", \"op\": \"batch_norm\", \"input\": \"input\", \"epsilon\": "
+		 "0.001}], \"output\": \"a\"}", "'epsilon' must be 1e-05"},
+		{HEAD "{\"name\": \"a\", \"op\": \"relu\", \"input\": \"input\", \"params\": [\"w\"]}], "
+		 "\"output\": \"a\"}", "a relu layer has no parameters"},
+		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
+		 "\"kernel\": 3, \"params\": [\"w\"]}], \"output\": \"a\"}",
+		 "'params' must name the layer's 2 parameters (weight, then bias)"},
+		{HEAD "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"input\"]}], \"output\": \"a\"}",
+		 "takes 'inputs': [2 to"},
+		{HEAD CONV("a", "input") ", {\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", "
+		 "\"input\"]}], \"output\": \"s\"}", "differ in shape"},
+		{HEAD "{\"name\": \"a\", \"op\": \"max_pool\", \"input\": \"input\", \"kernel\": [2, 3]}], "
+		 "\"output\": \"a\"}", "autotm's pooling takes square windows"},
+		{HEAD FC("input") "], \"output\": \"nosuch\"}",
+		 "output: 'output' 'nosuch' is neither the input nor an earlier layer"},
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", \"input\": "
+		 "{\"shape\": [3, 8]}, \"layers\": [" FC("input") "], \"output\": \"fc\"}",
+		 "input: 'shape' must be [channels, height, width]"},
+		{HEAD "], \"output\": \"input\"}", "'layers' must be an array of 1 to"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		atm_graph *g = NULL;
+		atm_status rc = atm_zoo_forward_load_buffer(&g, bad[i][0], strlen(bad[i][0]), "f.json", 0);
+		if (rc != ATM_E_INPUT || !strstr(atm_errmsg(), bad[i][1]) ||
+		    strncmp(atm_errmsg(), "f.json", 6))
+			fail_msg("case %zu: status %d, message '%s' (want '%s')", i, rc, atm_errmsg(),
+			         bad[i][1]);
+		assert_null(g);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_forward_example_is_tiny_cnn),
+		cmocka_unit_test(test_forward_param_names),
+		cmocka_unit_test(test_forward_refusals),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
