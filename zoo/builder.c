@@ -307,6 +307,11 @@ int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int k
 
 int32_t zb_bn(zb *b, const char *name, int32_t x)
 {
+	return zb_bn_eps(b, name, x, ZB_EPSILON);
+}
+
+int32_t zb_bn_eps(zb *b, const char *name, int32_t x, float epsilon)
+{
 	if (!usable(b, name, x, 0))
 		return -1;
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
@@ -325,7 +330,10 @@ int32_t zb_bn(zb *b, const char *name, int32_t x)
 	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
 	out[1] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.mean", name);
 	out[2] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.var", name);
-	atm_attrs a = {.epsilon = ZB_EPSILON};
+	if (!(epsilon > 0) || !(epsilon <= 1))
+		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; batch norm takes one above 0 and "
+		             "at most 1", name, epsilon);
+	atm_attrs a = {.epsilon = epsilon};
 	if (node(b, ATM_OP_BN_FWD, &a, 3, in, 3, out, "%s", name) < 0)
 		return -1;
 	use(b, x);

@@ -57,6 +57,8 @@ int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int k
                 int ph, int pw, bool bias);
 /* zb_bn -- batch normalization (training: batch statistics), gamma and beta per channel */
 int32_t zb_bn(zb *b, const char *name, int32_t x);
+/* zb_bn_eps -- the same with its own epsilon (zb_bn: ZB_EPSILON), above 0 and at most 1 */
+int32_t zb_bn_eps(zb *b, const char *name, int32_t x, float epsilon);
 int32_t zb_relu(zb *b, const char *name, int32_t x);
 /* zb_maxpool -- k x k max pooling; also produces the i32 argmax "name.argmax" */
 int32_t zb_maxpool(zb *b, const char *name, int32_t x, int k, int stride, int pad);

@@ -240,11 +240,12 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *y)
 		*y = zb_conv(w->b, name, x, v, k[0], k[1], s[0], p[0], p[1], flag);
 	} else if (!strcmp(d->name, "batch_norm")) {
 		json_t *e = json_object_get(o, "epsilon");
-		if (e && (!json_is_number(e) || fabs(json_number_value(e) - ZB_EPSILON) > 1e-12))
-			return bad(w, "'epsilon' must be %g, the one autotm's batch norm uses", ZB_EPSILON);
+		if (e && (!json_is_number(e) || !(json_number_value(e) > 0) ||
+		          !(json_number_value(e) <= 1)))
+			return bad(w, "'epsilon' must be a number above 0 and at most 1");
 		if ((rc = params(w, o, 2, true)) < 0)
 			return rc;
-		*y = zb_bn(w->b, name, x);
+		*y = zb_bn_eps(w->b, name, x, e ? (float)json_number_value(e) : ZB_EPSILON);
 	} else if (!strcmp(d->name, "relu")) {
 		*y = zb_relu(w->b, name, x);
 	} else if (!strcmp(d->name, "max_pool") || !strcmp(d->name, "avg_pool")) {

@@ -118,7 +118,7 @@ static void test_forward_refusals(void **state)
 		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
 		 "\"kernel\": 3, \"stride\": [1, 2]}], \"output\": \"a\"}", "one stride for both sides"},
 		{HEAD "{\"name\": \"a\", \"op\": \"batch_norm\", \"input\": \"input\", \"epsilon\": "
-		 "0.001}], \"output\": \"a\"}", "'epsilon' must be 1e-05"},
+		 "0}], \"output\": \"a\"}", "'epsilon' must be a number above 0 and at most 1"},
 		{HEAD "{\"name\": \"a\", \"op\": \"relu\", \"input\": \"input\", \"params\": [\"w\"]}], "
 		 "\"output\": \"a\"}", "a relu layer has no parameters"},
 		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
