@@ -285,6 +285,8 @@ int32_t atm_graph_n_nodes(const atm_graph *g);
 /* NULL when id is out of range. The pointers stay valid until the next tensor
  * or node is added (the arrays grow), so copy what you keep while building. */
 const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
+/* atm_tensor_is_labels -- some node of g reads tensor t as labels (ATM_ROLE_LABELS) */
+bool atm_tensor_is_labels(const atm_graph *g, int32_t t);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
 /* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
 int32_t atm_graph_find_tensor(const atm_graph *g, const char *name);

@@ -448,25 +448,13 @@ atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, con
 
 /* ---------------------------------------------------------------- against a graph */
 
-/* is_labels -- g's input t is read as labels by some op */
-static bool is_labels(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_in; i++)
-			if (n->in[i] == t && atm_op_in_role(n->op, i) == ATM_ROLE_LABELS)
-				return true;
-	}
-	return false;
-}
-
 /* alias -- the other name f may give g's input t: "labels" for the one labels input, "input"
  * for the one other input; NULL when g has more than one of its kind */
 static const char *alias(const atm_graph *g, int32_t t)
 {
-	bool lab = is_labels(g, t);
+	bool lab = atm_tensor_is_labels(g, t);
 	for (int32_t u = 0; u < atm_graph_n_tensors(g); u++)
-		if (u != t && atm_graph_tensor(g, u)->kind == ATM_KIND_INPUT && is_labels(g, u) == lab)
+		if (u != t && atm_graph_tensor(g, u)->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, u) == lab)
 			return NULL;
 	return lab ? "labels" : "input";
 }
@@ -514,7 +502,7 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
 	char a[160], b[160];
-	if (x->kind == ATM_KIND_INPUT && is_labels(g, t) && class_indices(s, x)) {
+	if (x->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, t) && class_indices(s, x)) {
 		int64_t classes = x->dims[x->ndim - 1];
 		for (int64_t i = 0; i < s->n_elems; i++) {
 			int64_t c = index_at(s, i);
@@ -532,7 +520,7 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 		return ATM_OK;
 	shape_text(x->ndim, x->dims, a, sizeof a);
 	shape_text(s->ndim, s->dims, b, sizeof b);
-	if (x->kind == ATM_KIND_INPUT && is_labels(g, t))
+	if (x->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, t))
 		return bad(f, "tensor '%s' is %s %s; labels '%s' must be F32 %s (one-hot rows) or "
 		           "integer class indices, %lld of them", as, atm_st_dtype_name(s->dtype), b,
 		           x->name, a, (long long)(x->n_elems / (x->dims[x->ndim - 1] ? x->dims[x->ndim - 1] : 1)));

@@ -57,15 +57,8 @@ static bool takes_params(atm_op op)
 static enum init init_of(const atm_graph *g, int32_t t)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
-	if (x->kind == ATM_KIND_INPUT) {
-		for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-			const atm_node *n = atm_graph_node(g, k);
-			for (int i = 0; i < n->n_in; i++)
-				if (n->in[i] == t && atm_op_in_role(n->op, i) == ATM_ROLE_LABELS)
-					return INIT_LABELS;
-		}
-		return INIT_DATA;
-	}
+	if (x->kind == ATM_KIND_INPUT)
+		return atm_tensor_is_labels(g, t) ? INIT_LABELS : INIT_DATA;
 	if (x->kind != ATM_KIND_PARAM)
 		return INIT_ZERO;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
