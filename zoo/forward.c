@@ -339,8 +339,10 @@ static atm_status build(struct fw *w, json_t *doc, int32_t *logits)
 
 bool atm_zoo_is_forward(const char *text, size_t len)
 {
-	/* the format field near the start, as the importer writes it; a full parse decides */
-	json_t *doc = json_loadb(text, len, JSON_DISABLE_EOF_CHECK, NULL);
+	/* a graph file of the other format can be large: parsed only when the name is there */
+	if (!memmem(text, len, FW_FORMAT, strlen(FW_FORMAT)))
+		return false;
+	json_t *doc = json_loadb(text, len, 0, NULL);
 	bool is = doc && json_is_string(json_object_get(doc, "format")) &&
 	          !strcmp(json_string_value(json_object_get(doc, "format")), FW_FORMAT);
 	json_decref(doc);
