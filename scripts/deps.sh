@@ -10,6 +10,10 @@ ATM_PACKAGES=(
   python3-matplotlib
 )
 
+# the PyTorch importer (python/autotm_torch) and its check against PyTorch, which the test suite
+# runs: Debian's torch 1.13 and torchvision 0.14
+ATM_TORCH_PACKAGES=(python3-torch python3-torchvision)
+
 # atm_install_deps -- apt-get install whatever of ATM_PACKAGES (and "$@") is missing
 atm_install_deps() {
   local missing=() pkg sudo=""

@@ -1,0 +1,170 @@
+"""check -- one SGD step of a PyTorch model in PyTorch and in autotm, compared (docs/pytorch.md)
+
+usage: python3 -m autotm_torch.check MODEL --input N,C,H,W [--placements all-fast,random]
+                                      [--autotm PATH] [--kwargs JSON] [--seed S] [--lr LR]
+
+The model is made (torch.manual_seed(seed)), imported (importer.to_forward), and its weights and
+one batch written as safetensors. PyTorch then takes one step with deterministic algorithms:
+forward in training mode (batch statistics; dropout off, as autotm has none), mean softmax
+cross-entropy, backward, p -= lr * grad. autotm takes the same step from the same files under
+each placement (autotm run --graph G --weights-in W --data D --warmup 0 --iters 1
+--weights-out W1). Compared: the loss, relative to PyTorch's, and every parameter after the
+step, as the largest difference over the largest magnitude of PyTorch's tensor.
+
+Exit status: 0 every placement within the tolerances (loss 1e-5, weights 1e-4), 1 not, 2 bad
+usage, 3 the model cannot be imported or autotm failed, 8 MODEL or autotm not found.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable, shape_arg
+
+LOSS_TOL = 1e-5
+WEIGHT_TOL = 1e-4
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def find_autotm(given):
+    """the autotm binary: given, $AUTOTM, the build folders, PATH"""
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    if os.environ.get("AUTOTM"):
+        return shutil.which(os.environ["AUTOTM"])
+    for sub in ("build-release", "build", "build-test"):
+        p = os.path.join(REPO, sub, "cli", "autotm")
+        if os.access(p, os.X_OK):
+            return p
+    return shutil.which("autotm")
+
+
+def torch_step(model, data, lr):
+    """PyTorch's step: (loss, {name: parameter after the update})"""
+    import torch
+    import torch.nn.functional as F
+    model.train()
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
+            m.eval()
+    torch.use_deterministic_algorithms(True)
+    out = model(data["input"])
+    loss = F.cross_entropy(out, data["labels"])
+    params = dict(model.named_parameters())
+    grads = torch.autograd.grad(loss, list(params.values()))
+    with torch.no_grad():
+        after = {k: (p - lr * g).detach().clone() for (k, p), g in zip(params.items(), grads)}
+    return float(loss), after
+
+
+def compare(want, got):
+    """(name, relative difference) of the parameter that differs most"""
+    worst = ("", 0.0)
+    for k, w in want.items():
+        g = got[k].reshape(w.shape)
+        scale = float(w.abs().max()) or 1.0
+        d = float((g - w).abs().max()) / scale
+        if d > worst[1] or not worst[0]:
+            worst = (k, d)
+    return worst
+
+
+def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model", quiet=False,
+          threads=None):
+    """check -- [(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]
+    for one step of model; RuntimeError when autotm fails"""
+    import torch
+    from . import safetensors
+    from .importer import to_forward
+    graph, params, _ = to_forward(model, input_shape, name=name, lr=lr)
+    torch.manual_seed(seed + 1)
+    with torch.no_grad():
+        model.eval()
+        classes = model(torch.zeros(tuple(input_shape))).shape[1]
+    data = {"input": torch.randn(tuple(input_shape)),
+            "labels": torch.randint(0, classes, (input_shape[0],), dtype=torch.int64)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="autotm-check-") as tmp:
+        g, w, d = (os.path.join(tmp, f) for f in ("g.json", "w.safetensors", "d.safetensors"))
+        with open(g, "w") as f:
+            json.dump(graph, f)
+        safetensors.write(w, params)
+        safetensors.write(d, data)
+        before = {k: v.detach().clone() for k, v in params.items()}
+        loss_t, after_t = torch_step(model, data, lr)
+        with torch.no_grad():  # the model as it was, for anyone who runs it again
+            for k, p in model.named_parameters():
+                p.copy_(before[k])
+        env = dict(os.environ)
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        for pl in placements:
+            r, w1 = os.path.join(tmp, f"r-{pl}.json"), os.path.join(tmp, f"w1-{pl}.safetensors")
+            cmd = [autotm, "run", "--graph", g, "--placement", pl, "--weights-in", w, "--data", d,
+                   "--warmup", "0", "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")
+            with open(r) as f:
+                loss_a = json.load(f)["runs"][0]["losses"][0]
+            k, dw = compare(after_t, safetensors.read(w1))
+            rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw))
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m autotm_torch.check",
+                                description="One SGD step in PyTorch and in autotm, compared.")
+    p.add_argument("model", metavar="MODEL", help="module:callable or file.py:callable")
+    p.add_argument("--input", type=shape_arg, required=True, metavar="N,C,H,W")
+    p.add_argument("--kwargs", default="{}", metavar="JSON")
+    p.add_argument("--placements", default="all-fast,random",
+                   help="autotm placements to run the step under (default all-fast,random)")
+    p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian)")
+    from .importer import ImportError_
+    autotm = find_autotm(a.autotm)
+    if not autotm:
+        return fail(EXIT_NOT_FOUND, "no autotm binary: build it (scripts/demo.sh) or give --autotm")
+    try:
+        kwargs = json.loads(a.kwargs)
+        make = load_callable(a.model)
+    except (ValueError, LookupError) as e:
+        return fail(EXIT_USAGE if isinstance(e, ValueError) else EXIT_NOT_FOUND, str(e))
+    torch.manual_seed(a.seed)
+    model = make(**kwargs)
+    name = a.model.rsplit(":", 1)[1]
+    try:
+        rows = check(model, a.input, a.placements.split(","), autotm, a.lr, a.seed, name)
+    except ImportError_ as e:
+        return fail(EXIT_IMPORT, f"{a.model}: {e}")
+    except RuntimeError as e:
+        return fail(EXIT_IMPORT, str(e))
+    ok = True
+    print(f"{name} {a.input}: one SGD step (lr {a.lr}), autotm against PyTorch "
+          f"{torch.__version__}")
+    print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
+          f"largest weight difference (relative)")
+    for pl, la, lt, dl, k, dw in rows:
+        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
+        ok = ok and good
+        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
+              f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
