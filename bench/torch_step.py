@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""torch_step.py -- autotm's all-fast training step against PyTorch eager's, on the same network,
+shapes, weights, batch and threads, measured in turns (docs/benchmarks.md, "Kernels against
+PyTorch")
+
+usage: bench/torch_step.py [--networks LIST] [--turns N] [--iters N] [--threads N]
+                           [--autotm PATH] [--breakdown] [--top N]
+
+Each network is made in PyTorch at the zoo's small preset (batch and image size, 1000 classes)
+and imported into autotm (autotm_torch: the same layers, so both run the same network); its
+weights and one batch are written once and both start from them. A turn times PyTorch's step
+(forward, cross-entropy, backward, p -= lr * grad; the fastest of --iters after one warm-up
+step, in this process) and autotm's all-fast step (autotm run --placement all-fast: the fastest
+of --iters after one warm-up, as it reports it), the two in alternating order from turn to
+turn. It prints, per network, autotm / PyTorch: the median over turns and the range. With
+--breakdown, where each one's step goes: autotm's kernels by op (step_kernel_times of its
+fastest step) and PyTorch's by aten op (torch.profiler, self CPU time of one step).
+
+The target (issue: kernels as fast as PyTorch's): autotm / PyTorch <= 1.00 on every network.
+Networks: vgg16, vgg19, resnet50, resnet200, densenet121, densenet264 (torchvision's layouts;
+inception_v4 has no torchvision model and is not measured), and resnet18 (a quick check).
+Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+# name -> (batch, image) of the zoo's small preset ('autotm zoo')
+SMALL = {
+    "vgg16": (8, 64), "vgg19": (8, 64), "resnet50": (8, 112), "resnet200": (4, 112),
+    "densenet121": (8, 112), "densenet264": (4, 112), "resnet18": (8, 64),
+}
+LR = 0.01
+
+
+def make(name, image):
+    """the network as torchvision lays it out, sized as the zoo's: VGG without its adaptive
+    pooling (the zoo's first fully connected layer reads 512 x (image/32)^2 features)"""
+    import torch.nn as nn
+    import torchvision.models as tv
+    from torchvision.models.densenet import DenseNet
+    from torchvision.models.resnet import Bottleneck, ResNet
+    if name in ("vgg16", "vgg19"):
+        m = getattr(tv, name)()
+        m.avgpool = nn.Identity()
+        m.classifier[0] = nn.Linear(512 * (image // 32) ** 2, 4096)
+        return m
+    if name == "resnet200":
+        return ResNet(Bottleneck, [3, 24, 36, 3])
+    if name == "densenet264":
+        return DenseNet(32, (6, 12, 64, 48), 64)
+    return getattr(tv, name)()
+
+
+def torch_step(model, x, y):
+    """one training step: forward, mean cross-entropy, backward, SGD"""
+    import torch
+    import torch.nn.functional as F
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= LR * p.grad
+            p.grad = None
+
+
+def time_torch(model, x, y, iters):
+    torch_step(model, x, y)
+    best = float("inf")
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        torch_step(model, x, y)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def time_autotm(autotm, graph, weights, data, iters, out, env):
+    cmd = [autotm, "run", "--graph", graph, "--weights-in", weights, "--data", data,
+           "--placement", "all-fast", "--warmup", "1", "--iters", str(iters), "--quiet", "-o", out]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"autotm run exited {p.returncode}: {p.stderr.strip()}")
+    with open(out) as f:
+        return json.load(f)["runs"][0]
+
+
+def breakdown_autotm(autotm, graph, run, top):
+    """autotm's fastest step by op: {op: seconds}"""
+    p = subprocess.run([autotm, "zoo", "--graph", graph, "--export", "-"], capture_output=True,
+                       text=True)
+    ops = {n["name"]: n["op"] for n in json.loads(p.stdout)["nodes"]}
+    by = {}
+    for node, s in (run.get("step_kernel_times") or {}).items():
+        if s is not None:
+            by[ops.get(node, "?")] = by.get(ops.get(node, "?"), 0.0) + s
+    return sorted(by.items(), key=lambda kv: -kv[1])[:top]
+
+
+def breakdown_torch(model, x, y, top):
+    """PyTorch's step by aten op (self CPU time): [(op, seconds)]"""
+    from torch.profiler import ProfilerActivity, profile
+    torch_step(model, x, y)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch_step(model, x, y)
+    rows = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
+    return sorted(rows, key=lambda kv: -kv[1])[:top]
+
+
+def find_autotm(given):
+    for p in ([given] if given else []) + [os.environ.get("AUTOTM", "")] + [
+            os.path.join(REPO, d, "cli", "autotm") for d in ("build-release", "build")]:
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--networks", default="vgg16,vgg19,resnet50,resnet200,densenet121,densenet264",
+                    help="comma-separated, of: " + ", ".join(SMALL))
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2, help="threads of both (default 2)")
+    ap.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, build-release, build)")
+    ap.add_argument("--breakdown", action="store_true", help="where each one's step goes, by op")
+    ap.add_argument("--top", type=int, default=8, help="rows of the breakdown (default 8)")
+    a = ap.parse_args()
+    nets = a.networks.split(",")
+    bad = [n for n in nets if n not in SMALL]
+    if bad or a.turns < 1 or a.iters < 1 or a.threads < 1:
+        print(f"torch_step.py: unknown network {', '.join(bad)} (valid: {', '.join(SMALL)})"
+              if bad else "torch_step.py: --turns, --iters and --threads take 1 or more",
+              file=sys.stderr)
+        return 2
+    autotm = find_autotm(a.autotm)
+    if not autotm:
+        print("torch_step.py: no autotm binary: build build-release (scripts/test.sh) or give "
+              "--autotm", file=sys.stderr)
+        return 1
+    try:
+        import torch
+    except ImportError:
+        print("torch_step.py: install python3-torch and python3-torchvision (Debian), run with "
+              "/usr/bin/python3", file=sys.stderr)
+        return 1
+    from autotm_torch import safetensors
+    from autotm_torch.importer import to_forward
+    torch.set_num_threads(a.threads)
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    print(f"autotm all-fast against PyTorch {torch.__version__} eager, one training step, "
+          f"{a.threads} threads, float32; {a.turns} turns, fastest of {a.iters} steps a turn")
+    print(f"{'network':<12} {'batch, image':>12} {'autotm s':>9} {'PyTorch s':>10} "
+          f"{'autotm / PyTorch':>17}  {'range':>13}")
+    failed = 0
+    for name in nets:
+        batch, image = SMALL[name]
+        torch.manual_seed(0)
+        model = make(name, image)
+        shape = (batch, 3, image, image)
+        x = torch.randn(shape)
+        y = torch.randint(0, 1000, (batch,))
+        with tempfile.TemporaryDirectory(prefix="autotm-bench-") as tmp:
+            graph, params, _ = to_forward(model, shape, name=name, lr=LR)
+            g, w, d, r = (os.path.join(tmp, f) for f in ("g.json", "w.st", "d.st", "r.json"))
+            with open(g, "w") as f:
+                json.dump(graph, f)
+            safetensors.write(w, params)
+            safetensors.write(d, {"input": x, "labels": y})
+            model.train()
+            ta, tt, ratios, last = [], [], [], None
+            try:
+                for t in range(a.turns):
+                    for side in ((0, 1) if t % 2 == 0 else (1, 0)):
+                        if side == 0:
+                            tt.append(time_torch(model, x, y, a.iters))
+                        else:
+                            last = time_autotm(autotm, g, w, d, a.iters, r, env)
+                            ta.append(last["actual_runtime"])
+                    ratios.append(ta[-1] / tt[-1])
+            except RuntimeError as e:
+                print(f"{name:<12} {e}", file=sys.stderr)
+                failed += 1
+                continue
+            med = statistics.median(ratios)
+            print(f"{name:<12} {batch:>4}, {image:>3}x{image:<3} {statistics.median(ta):>9.3f} "
+                  f"{statistics.median(tt):>10.3f} {med:>17.3f}  [{min(ratios):.3f}, "
+                  f"{max(ratios):.3f}]  {'met' if med <= 1.0 else 'NOT met'}", flush=True)
+            if a.breakdown:
+                rows_a = breakdown_autotm(autotm, g, last, a.top)
+                rows_t = breakdown_torch(model, x, y, a.top)
+                for i in range(max(len(rows_a), len(rows_t))):
+                    la = f"{rows_a[i][0]:<18} {rows_a[i][1]:>8.4f}" if i < len(rows_a) else " " * 27
+                    lt = f"{rows_t[i][0]:<34} {rows_t[i][1]:>8.4f}" if i < len(rows_t) else ""
+                    print(f"    autotm {la}   PyTorch {lt}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
