@@ -470,11 +470,13 @@ def finish(fig, title, subtitle, handles=None, labels=None, ncol=None,
     w, h = fig.get_size_inches()
     chars = int(w * 13)  # characters per line of the 9 pt subtitle
     sub = textwrap.wrap(subtitle, chars) if subtitle else []
-    top_in = 0.18 + 0.3 + 0.19 * len(sub) + 0.12
-    fig.text(0.5, 1 - 0.18 / h, title, ha="center", va="top",
-             fontsize=13, fontweight="bold")
+    lines = textwrap.wrap(title, int(w * 9.2)) or [""]  # of the 13 pt bold title
+    extra = 0.24 * (len(lines) - 1)
+    top_in = 0.18 + 0.3 + extra + 0.19 * len(sub) + 0.12
+    fig.text(0.5, 1 - 0.18 / h, "\n".join(lines), ha="center", va="top",
+             fontsize=13, fontweight="bold", linespacing=1.2)
     if sub:
-        fig.text(0.5, 1 - (0.18 + 0.32) / h, "\n".join(sub), ha="center",
+        fig.text(0.5, 1 - (0.18 + 0.32 + extra) / h, "\n".join(sub), ha="center",
                  va="top", fontsize=9, color="#333333", linespacing=1.3)
     bottom_in = 0.1
     note_lines = textwrap.wrap(note, chars) if note else []
