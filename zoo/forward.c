@@ -222,9 +222,9 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *y)
 		if ((rc = ref(w, json_object_get(o, "input"), "'input'", &x)) < 0)
 			return rc;
 	}
-	int64_t v;
-	int k[2], s[2], p[2];
-	bool flag;
+	int64_t v = 0;
+	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0};
+	bool flag = false;
 	if (!strcmp(d->name, "conv")) {
 		if ((rc = get_int(w, o, "out_channels", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
 		    (rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
@@ -325,7 +325,7 @@ static atm_status build(struct fw *w, json_t *doc, int32_t *logits)
 		if (json_object_get(w->ids, name))
 			return bad(w, "the name is taken by %s",
 			           strcmp(name, "input") ? "an earlier layer" : "the input");
-		int32_t y;
+		int32_t y = -1;
 		if ((rc = layer(w, o, &y)) < 0)
 			return rc;
 		if (json_object_set_new(w->ids, name, json_integer(y)) < 0)
@@ -357,7 +357,7 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	struct fw w = {.origin = origin ? origin : "forward graph"};
 	json_error_t je;
 	atm_status rc;
-	int64_t file_batch;
+	int64_t file_batch = 1;
 	*g = NULL;
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
@@ -369,7 +369,7 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	}
 	json_t *f = json_object_get(doc, "format"), *name = json_object_get(doc, "name"),
 	       *lr = json_object_get(doc, "lr");
-	int64_t version;
+	int64_t version = 0;
 	if (!json_is_string(f) || strcmp(json_string_value(f), FW_FORMAT)) {
 		rc = bad(&w, "'format' must be \"%s\"", FW_FORMAT);
 		goto out;
@@ -399,7 +399,7 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 		rc = w.ids ? rc : atm_err(ATM_E_NOMEM, "out of memory reading %s", w.origin);
 		goto out;
 	}
-	int32_t logits;
+	int32_t logits = -1;
 	if ((rc = build(&w, doc, &logits)) < 0)
 		goto out;
 	if ((rc = zb_finish(w.b, logits, g)) < 0)
