@@ -366,6 +366,10 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 		return -1;
 	if (!window(b, name, x, kh, kw, stride, pad, pad, &oh, &ow))
 		return -1;
+	if (pad >= kh || pad >= kw)
+		return failf(b, ATM_E_USAGE, "layer '%s': padding %d must be smaller than the %dx%d "
+		             "window (a window wholly in the padding has nothing to pool)", name, pad,
+		             kh, kw);
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
 	int64_t yd[4] = {t->dims[0], t->dims[1], oh, ow};
 	int32_t out[2];
