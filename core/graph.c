@@ -572,3 +572,15 @@ int32_t atm_graph_find_tensor(const atm_graph *g, const char *name)
 {
 	return name ? index_find(&g->tensor_names, name, tensor_name_of, g) : -1;
 }
+
+/* atm_tensor_is_labels -- some node of g reads tensor t as labels */
+bool atm_tensor_is_labels(const atm_graph *g, int32_t t)
+{
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_in; i++)
+			if (n->in[i] == t && atm_op_in_role(n->op, i) == ATM_ROLE_LABELS)
+				return true;
+	}
+	return false;
+}

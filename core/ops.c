@@ -156,17 +156,6 @@ atm_op_role atm_op_in_role(atm_op op, int i)
 	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->in_role[i] : ATM_ROLE_DATA;
 }
 
-bool atm_tensor_is_labels(const atm_graph *g, int32_t t)
-{
-	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
-		const atm_node *n = atm_graph_node(g, k);
-		for (int i = 0; i < n->n_in; i++)
-			if (n->in[i] == t && atm_op_in_role(n->op, i) == ATM_ROLE_LABELS)
-				return true;
-	}
-	return false;
-}
-
 /* atm_op_out_role -- output i's role, data past the roles given */
 atm_op_role atm_op_out_role(atm_op op, int i)
 {
