@@ -89,7 +89,7 @@ static int bench(const char *model, int rounds)
 	double best_exec = 1e30, best_bare = 1e30;
 	if (atm_zoo_preset(model, "small", &ps) < 0)
 		return -1;
-	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image};
+	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image, .seq = ps.seq};
 	atm_exec_opts eo = {.iters = 1, .warmup = -1, .quiet = true};
 	if (atm_zoo_build(&g, model, &zo) < 0 || atm_plan_uniform(&p, g, ATM_LOC_FAST) < 0 ||
 	    atm_exec_new(&e, p, &eo) < 0 || bare_new(&b, g) < 0) {

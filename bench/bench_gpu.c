@@ -91,6 +91,7 @@ static int bench_one(const struct opts *o, const char *model, const atm_gpu_info
 	}
 	zo.batch = o->batch ? o->batch : ps.batch[0];
 	zo.image = ps.image;
+	zo.seq = ps.seq;
 	if (atm_zoo_build(&g, model, &zo) < 0 || atm_graph_stats_compute(g, &gs) < 0) {
 		fprintf(stderr, "bench_gpu: %s: %s\n", model, atm_errmsg());
 		goto done;

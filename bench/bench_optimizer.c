@@ -129,7 +129,7 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 		return rc;
 	if (!ps.n_batch)
 		return ATM_OK; /* the preset does not cover this network */
-	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image};
+	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image, .seq = ps.seq};
 	bool estimate = strcmp(preset, "small") || listed(o->estimate_small, model);
 	if ((rc = atm_zoo_build(&g, model, &zo)) < 0 ||
 	    (rc = open_profile(o, g, estimate, &pr, &prof)) < 0 ||

@@ -202,7 +202,7 @@ static atm_status bench_net(const struct opts *o, const char *model, struct net 
 		return rc;
 	if (!ps.n_batch)
 		return atm_err(ATM_E_USAGE, "preset '%s' has no size of '%s'", o->preset, model);
-	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image};
+	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image, .seq = ps.seq};
 	if ((rc = atm_zoo_build(&g, model, &zo)) < 0)
 		return rc;
 	snprintf(n->name, sizeof n->name, "%s", model);

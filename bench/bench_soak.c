@@ -107,7 +107,7 @@ static atm_status soak(const struct opts *o, const char *model, struct tally *t)
 	memset(t, 0, sizeof *t);
 	if ((rc = atm_zoo_preset(model, "small", &ps)) < 0)
 		return rc;
-	atm_zoo_opts zo = {.batch = o->batch, .image = ps.image};
+	atm_zoo_opts zo = {.batch = o->batch, .image = ps.image, .seq = ps.seq};
 	if ((rc = atm_zoo_build(&g, model, &zo)) < 0 ||
 	    (rc = atm_plan_uniform(&fast, g, ATM_LOC_FAST)) < 0 || (rc = train(o, fast, &ref)) < 0)
 		goto done;

@@ -28,6 +28,7 @@ typedef struct {
 	int64_t batch;      /* 0: from the preset or the file */
 	int64_t image;      /* 0: from the preset or the network */
 	int64_t classes;    /* 0: the network's default */
+	int64_t seq;        /* 0: from the preset or the network (language models) */
 } cli_graph_source;
 
 /* Long options every graph-taking command accepts; values past 1000 are ours. */
@@ -36,7 +37,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_GPU, CLI_OPT_GPU_MEMORY, CLI_OPT_GPU_DEVICE,
        CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
-       CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_FIRST_FREE };
+       CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -44,7 +45,8 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	{"batch", required_argument, NULL, CLI_OPT_BATCH},             \
 	{"preset", required_argument, NULL, CLI_OPT_PRESET},           \
 	{"image", required_argument, NULL, CLI_OPT_IMAGE},             \
-	{"classes", required_argument, NULL, CLI_OPT_CLASSES}
+	{"classes", required_argument, NULL, CLI_OPT_CLASSES},         \
+	{"seq", required_argument, NULL, CLI_OPT_SEQ}
 
 #define CLI_GRAPH_HELP                                                                      \
 	"  --model NAME      a network of the zoo (see 'autotm zoo')\n"                         \
@@ -52,7 +54,8 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	"  --batch B         batch size (default: the preset's, or the file's \"batch\")\n"     \
 	"  --preset P        size preset: small (default), paper, large, gpu\n"                 \
 	"  --image N         input height and width (default: the preset's or the network's)\n" \
-	"  --classes N       output classes (default: the network's)\n"
+	"  --classes N       output classes, a language model's vocabulary (default: the network's)\n" \
+	"  --seq T           sequence length of a language model (default: the preset's)\n"
 
 /* Memory options of the commands that open tiers, or a GPU. */
 typedef atm_job_memory cli_memory;

@@ -102,6 +102,8 @@ int cli_graph_option(cli_graph_source *src, int opt, const char *arg)
 		return cli_parse_int("image", arg, 1, 65536, &src->image) < 0 ? -1 : 1;
 	case CLI_OPT_CLASSES:
 		return cli_parse_int("classes", arg, 1, 1000000, &src->classes) < 0 ? -1 : 1;
+	case CLI_OPT_SEQ:
+		return cli_parse_int("seq", arg, 1, 1000000, &src->seq) < 0 ? -1 : 1;
 	default:
 		return 0;
 	}
@@ -128,6 +130,7 @@ static atm_status zoo_sizes(const cli_graph_source *src, atm_zoo_opts *o)
 	}
 	o->batch = src->batch ? src->batch : ps.batch[0];
 	o->image = src->image ? src->image : ps.image;
+	o->seq = src->seq ? src->seq : ps.seq;
 	o->n_classes = src->classes;
 	return ATM_OK;
 }
@@ -142,8 +145,8 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 		return atm_err(ATM_E_USAGE, "which network? give --model NAME (see 'autotm zoo') or "
 		               "--graph FILE");
 	if (src->graph_file) {
-		if (src->preset || src->image || src->classes)
-			return atm_err(ATM_E_USAGE, "--preset, --image and --classes apply to zoo models; "
+		if (src->preset || src->image || src->classes || src->seq)
+			return atm_err(ATM_E_USAGE, "--preset, --image, --classes and --seq apply to zoo models; "
 			               "a --graph file fixes its own sizes (only --batch overrides)");
 		atm_graph_load_opts lo = {.batch = src->batch};
 		atm_status rc = atm_zoo_load(g, src->graph_file, &lo);

@@ -135,6 +135,24 @@ typedef enum {
 	ATM_OP_SOFTMAX_XENT_FWD,  /* in: logits[N,K], labels[N,K] (one-hot) out: probs[N,K], loss[1] */
 	ATM_OP_SOFTMAX_XENT_BWD,  /* in: probs, labels         out: dlogits = (probs - labels) / N */
 	ATM_OP_SGD,               /* in: w, dw  out: none; writes w -= lr * dw in place */
+	/* transformers: activations are [batch, seq, features]; docs/graph-format.md has the rules */
+	ATM_OP_MATMUL,            /* in: a, b, (bias[N]) out: c = scale * op(a) op(b) (+ bias); three forms */
+	ATM_OP_REDUCE_SUM,        /* in: x[..., S...]          out: y[S...], the sum over the leading dims */
+	ATM_OP_LAYER_NORM_FWD,    /* in: x[..., C], gamma[C], beta[C] out: y, mean[...], var[...] */
+	ATM_OP_LAYER_NORM_BWD,    /* in: x, dy, gamma, mean, var out: dx, dgamma, dbeta */
+	ATM_OP_GELU_FWD,          /* in: x                     out: y (erf form; tanh form by attr) */
+	ATM_OP_GELU_BWD,          /* in: x, dy                 out: dx */
+	ATM_OP_TANH_FWD,          /* in: x                     out: y */
+	ATM_OP_TANH_BWD,          /* in: y (forward output), dy out: dx */
+	ATM_OP_SOFTMAX_FWD,       /* in: x[..., K]             out: y (over the last dim, causal by attr) */
+	ATM_OP_SOFTMAX_BWD,       /* in: y, dy                 out: dx */
+	ATM_OP_EMBEDDING_FWD,     /* in: table[V, C], (ids i32 [...]) out: y[..., C] (rows by id or position) */
+	ATM_OP_EMBEDDING_BWD,     /* in: dy, (ids)             out: dtable (a scatter-add in a fixed order) */
+	ATM_OP_PERMUTE,           /* in: x                     out: y (axes reordered by attrs.perm) */
+	ATM_OP_NARROW_FWD,        /* in: x                     out: y, the first y.dims[axis] along axis */
+	ATM_OP_NARROW_BWD,        /* in: dy                    out: dx, zero past dy along axis */
+	ATM_OP_TOKEN_XENT_FWD,    /* in: logits[..., V], labels i32 [...] out: logp, loss[1] (mean) */
+	ATM_OP_TOKEN_XENT_BWD,    /* in: logp, labels          out: dlogits = (exp(logp) - onehot) / rows */
 	ATM_N_OPS
 } atm_op;
 
@@ -147,6 +165,14 @@ typedef struct {
 	bool exclude_pad;   /* average pooling: padding not counted in the divisor */
 	float epsilon;      /* batch norm */
 	float lr;           /* SGD learning rate */
+	float scale;        /* matmul: the product's factor; 0 means 1 */
+	bool trans_a;       /* matmul: a's last two dims swapped */
+	bool trans_b;       /* matmul: b's last two dims swapped */
+	bool causal;        /* softmax: entry j of row i of the last two dims is masked when j > i */
+	bool tanh;          /* gelu: the tanh approximation (GPT-2) instead of the erf form */
+	bool positions;     /* embedding: row t for position t, no ids */
+	int32_t n_perm;     /* permute: entries of perm */
+	int32_t perm[ATM_MAX_DIMS]; /* permute: output axis i is axis perm[i] of the input's view */
 } atm_attrs;
 
 /* A tensor as the graph holds it (read-only view, owned by the graph). */
@@ -201,8 +227,15 @@ enum {
 	ATM_ATTR_EPSILON = 1u << 4,     /* "epsilon" */
 	ATM_ATTR_AXIS = 1u << 5,        /* "axis" */
 	ATM_ATTR_LR = 1u << 6,          /* "lr" */
+	ATM_ATTR_TRANS_A = 1u << 7,     /* "trans_a" */
+	ATM_ATTR_TRANS_B = 1u << 8,     /* "trans_b" */
+	ATM_ATTR_SCALE = 1u << 9,       /* "scale" */
+	ATM_ATTR_CAUSAL = 1u << 10,     /* "causal" */
+	ATM_ATTR_TANH = 1u << 11,       /* "tanh" */
+	ATM_ATTR_POSITIONS = 1u << 12,  /* "positions" */
+	ATM_ATTR_PERM = 1u << 13,       /* "perm" */
 };
-#define ATM_N_ATTRS 7
+#define ATM_N_ATTRS 14
 
 /* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
 const char *atm_attr_name(unsigned attr);
@@ -216,6 +249,7 @@ typedef enum {
 	ATM_ROLE_SCALE,    /* a parameter that starts at one (batch norm's gamma) */
 	ATM_ROLE_SHIFT,    /* a parameter that starts at zero (biases, batch norm's beta) */
 	ATM_ROLE_INDEX,    /* i32 indices (max pooling's argmax), where every other operand is f32 */
+	ATM_ROLE_TOKENS,   /* i32 token ids or labels, each below the rows or classes it indexes */
 } atm_op_role;
 
 /* Roles are given for an op's first operands; those past them are data. */
@@ -287,6 +321,10 @@ int32_t atm_graph_n_nodes(const atm_graph *g);
 const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
 /* atm_tensor_is_labels -- some node of g reads tensor t as labels (ATM_ROLE_LABELS) */
 bool atm_tensor_is_labels(const atm_graph *g, int32_t t);
+/* atm_tensor_token_limit -- some node of g reads tensor t as i32 token ids or labels
+ * (ATM_ROLE_TOKENS): the bound they must stay below (the fewest table rows or classes among
+ * those nodes); 0 when none does */
+int64_t atm_tensor_token_limit(const atm_graph *g, int32_t t);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
 /* atm_graph_find_tensor -- id of the tensor with this name, or -1 */
 int32_t atm_graph_find_tensor(const atm_graph *g, const char *name);
@@ -308,6 +346,27 @@ typedef struct {
 /* atm_node_work -- FLOPs and traffic of node of a valid graph; ATM_E_USAGE for a node out of
  * range. *w is zero on failure. */
 atm_status atm_node_work(const atm_graph *g, int32_t node, atm_work *w);
+
+/* A matmul as one GEMM per batch entry: c[i] (m x n) = scale * op(a[i]) (m x k) op(b[i]) (k x n),
+ * a stored row-major as [batch, trans_a ? k : m, trans_a ? m : k] and b likewise, where b with
+ * b_batched false is one matrix every entry shares. The three forms of the op (docs/graph-format.md):
+ * c of rank 2 folds the leading dims of a and b into rows (a weight gradient); b of rank 2
+ * folds a's leading dims into m (a linear layer on [batch, seq, features]); a, b and c of one
+ * rank >= 3 multiply matrix by matrix over the leading dims (attention). */
+typedef struct {
+	int64_t batch, m, n, k;
+	bool b_batched;
+} atm_matmul_dims;
+
+/* atm_matmul_dims_of -- the GEMM of matmul node n of a valid graph; ATM_E_INPUT (the message
+ * naming the tensors and the valid shapes) when its operands do not multiply */
+atm_status atm_matmul_dims_of(const atm_graph *g, const atm_node *n, atm_matmul_dims *d);
+
+/* atm_permute_view -- the shape permute node n reads its input in (view) and the shape it
+ * writes (permuted, view's axes in attrs.perm's order), each of attrs.n_perm dims; ATM_E_INPUT
+ * when the node's shapes do not fit its perm */
+atm_status atm_permute_view(const atm_graph *g, const atm_node *n, int64_t *view,
+                            int64_t *permuted);
 
 /* ---------------------------------------------------------------- liveness */
 

@@ -36,7 +36,9 @@ atm_status atm_name_lookup(const char *what, const char *const *names, int n, co
 
 /* Shape rules (shape.c), each for the ops its name says. */
 atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm_shape_bn,
-	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd;
+	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd, atm_shape_matmul,
+	atm_shape_reduce, atm_shape_layer_norm, atm_shape_softmax, atm_shape_embedding,
+	atm_shape_permute, atm_shape_narrow, atm_shape_token_loss;
 
 /* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked by
  * the op's rule): the check every op has, before its rule */
@@ -45,7 +47,8 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
 
 /* Work rules (work.c). */
 atm_work_rule atm_work_conv, atm_work_ip, atm_work_per_out_elem, atm_work_pool, atm_work_bn_fwd,
-	atm_work_bn_bwd, atm_work_copy, atm_work_softmax_xent_fwd, atm_work_two_per_in_elem;
+	atm_work_bn_bwd, atm_work_copy, atm_work_softmax_xent_fwd, atm_work_two_per_in_elem,
+	atm_work_matmul, atm_work_transcendental;
 
 /* atm_work_io_bytes -- every operand once, and an in-place op's input 0 twice (read and
  * written): the traffic every op has, before its rule */

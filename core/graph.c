@@ -584,3 +584,26 @@ bool atm_tensor_is_labels(const atm_graph *g, int32_t t)
 	}
 	return false;
 }
+
+/* atm_tensor_token_limit -- the ids tensor t may hold are below this: the fewest rows of a
+ * table or classes of a loss that a node reads t against; 0 when no node reads t as tokens */
+int64_t atm_tensor_token_limit(const atm_graph *g, int32_t t)
+{
+	int64_t limit = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_in; i++) {
+			if (n->in[i] != t || atm_op_in_role(n->op, i) != ATM_ROLE_TOKENS)
+				continue;
+			/* an embedding indexes its table's rows, a loss its logits' classes */
+			const atm_tensor *x = n->op == ATM_OP_EMBEDDING_FWD   ? atm_graph_tensor(g, n->in[0])
+			                      : n->op == ATM_OP_EMBEDDING_BWD ? atm_graph_tensor(g, n->out[0])
+			                                                      : NULL;
+			int64_t lim = x ? x->dims[x->ndim - 2]
+			                : atm_graph_tensor(g, n->in[0])->dims[atm_graph_tensor(g, n->in[0])->ndim - 1];
+			if (limit == 0 || lim < limit)
+				limit = lim;
+		}
+	}
+	return limit;
+}

@@ -1,4 +1,5 @@
 /* graph_json.c -- read, check and write the graph JSON format (docs/graph-format.md) */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -515,6 +516,7 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	a->axis = GJ_DEFAULT_AXIS;
 	a->epsilon = GJ_DEFAULT_EPSILON;
 	a->lr = GJ_DEFAULT_LR;
+	a->scale = 1.0f;
 	gj_sub(where, sizeof where, label, "attrs");
 	if (obj && !json_is_object(obj))
 		return gj_expected(where, "an object", obj);
@@ -533,6 +535,8 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	}
 	if (d && (d->attrs & ATM_ATTR_KERNEL) && !(obj && json_object_get(obj, "kernel")))
 		return gj_fail(where, "op %s needs \"kernel\": [h, w]", atm_op_name(op));
+	if (d && (d->attrs & ATM_ATTR_PERM) && !(obj && json_object_get(obj, "perm")))
+		return gj_fail(where, "op %s needs \"perm\": [axes]", atm_op_name(op));
 	if (!obj)
 		return ATM_OK;
 	if ((v = json_object_get(obj, "kernel")) &&
@@ -544,10 +548,37 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	if ((v = json_object_get(obj, "pad")) &&
 	    (rc = gj_pad(v, gj_sub(w, sizeof w, where, "pad"), a->pad)) < 0)
 		return rc;
-	if ((v = json_object_get(obj, "exclude_pad"))) {
+	struct {
+		const char *key;
+		bool *flag;
+	} flags[] = {{"exclude_pad", &a->exclude_pad}, {"trans_a", &a->trans_a},
+	             {"trans_b", &a->trans_b},         {"causal", &a->causal},
+	             {"tanh", &a->tanh},               {"positions", &a->positions}};
+	for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+		if (!(v = json_object_get(obj, flags[f].key)))
+			continue;
 		if (!json_is_boolean(v))
-			return gj_expected(gj_sub(w, sizeof w, where, "exclude_pad"), "true or false", v);
-		a->exclude_pad = json_is_true(v);
+			return gj_expected(gj_sub(w, sizeof w, where, flags[f].key), "true or false", v);
+		*flags[f].flag = json_is_true(v);
+	}
+	if ((v = json_object_get(obj, "scale")) &&
+	    (rc = gj_float(v, gj_sub(w, sizeof w, where, "scale"), -FLT_MAX, false,
+	                   "a finite number", &a->scale)) < 0)
+		return rc;
+	if ((v = json_object_get(obj, "perm"))) {
+		gj_sub(w, sizeof w, where, "perm");
+		if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > ATM_MAX_DIMS)
+			return gj_expected(w, "an array of 1 to 6 axes", v);
+		a->n_perm = (int32_t)json_array_size(v);
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			char wi[GJ_PATH + 64];
+			int64_t x;
+			snprintf(wi, sizeof wi, "%s[%zu]", w, i);
+			if ((rc = gj_int(json_array_get(v, i), wi, 0, ATM_MAX_DIMS - 1, "an axis from 0 to 5",
+			                 &x)) < 0)
+				return rc;
+			a->perm[i] = (int32_t)x;
+		}
 	}
 	if ((v = json_object_get(obj, "axis"))) {
 		int64_t x;
@@ -984,6 +1015,17 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 			atm_json_set_new(o, k, gj_real(a->epsilon), ok);
 		else if (strcmp(k, "lr") == 0)
 			atm_json_set_new(o, k, gj_real(a->lr), ok);
+		else if (strcmp(k, "scale") == 0)
+			atm_json_set_new(o, k, gj_real(a->scale ? a->scale : 1.0f), ok);
+		else if (strcmp(k, "perm") == 0)
+			atm_json_set_new(o, k, gj_ints(a->perm, a->n_perm), ok);
+		else /* the flags */
+			atm_json_set_new(o, k, json_boolean(strcmp(k, "trans_a") == 0   ? a->trans_a
+			                                    : strcmp(k, "trans_b") == 0 ? a->trans_b
+			                                    : strcmp(k, "causal") == 0  ? a->causal
+			                                    : strcmp(k, "tanh") == 0    ? a->tanh
+			                                                                : a->positions),
+			                 ok);
 	}
 	return o;
 }

@@ -107,6 +107,90 @@ static const struct atm_op_entry ops[] = {
 		      .attrs = ATM_ATTR_LR, .inplace = true},
 		.digest_id = 19, .shape = atm_shape_sgd, .work = atm_work_two_per_in_elem,
 	},
+	[ATM_OP_MATMUL] = {
+		.d = {.name = "matmul", .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_TRANS_A | ATM_ATTR_TRANS_B | ATM_ATTR_SCALE,
+		      .in_role = {[1] = ATM_ROLE_WEIGHT, [2] = ATM_ROLE_SHIFT}},
+		.digest_id = 20, .shape = atm_shape_matmul, .work = atm_work_matmul,
+	},
+	[ATM_OP_REDUCE_SUM] = {
+		.d = {.name = "reduce_sum", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 21, .shape = atm_shape_reduce, .work = atm_work_copy,
+	},
+	[ATM_OP_LAYER_NORM_FWD] = {
+		.d = {.name = "layer_norm_fwd", .min_in = 3, .max_in = 3, .min_out = 3, .max_out = 3,
+		      .attrs = ATM_ATTR_EPSILON,
+		      .in_role = {[1] = ATM_ROLE_SCALE, [2] = ATM_ROLE_SHIFT}},
+		.digest_id = 22, .shape = atm_shape_layer_norm, .work = atm_work_bn_fwd,
+	},
+	[ATM_OP_LAYER_NORM_BWD] = {
+		.d = {.name = "layer_norm_bwd", .min_in = 5, .max_in = 5, .min_out = 3, .max_out = 3,
+		      .attrs = ATM_ATTR_EPSILON},
+		.digest_id = 23, .shape = atm_shape_layer_norm, .work = atm_work_bn_bwd,
+	},
+	[ATM_OP_GELU_FWD] = {
+		.d = {.name = "gelu_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_TANH},
+		.digest_id = 24, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_GELU_BWD] = {
+		.d = {.name = "gelu_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_TANH},
+		.digest_id = 25, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_TANH_FWD] = {
+		.d = {.name = "tanh_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 26, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_TANH_BWD] = {
+		.d = {.name = "tanh_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 27, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_SOFTMAX_FWD] = {
+		.d = {.name = "softmax_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_CAUSAL},
+		.digest_id = 28, .shape = atm_shape_softmax, .work = atm_work_transcendental,
+	},
+	[ATM_OP_SOFTMAX_BWD] = {
+		.d = {.name = "softmax_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 29, .shape = atm_shape_softmax, .work = atm_work_two_per_in_elem,
+	},
+	[ATM_OP_EMBEDDING_FWD] = {
+		.d = {.name = "embedding_fwd", .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_POSITIONS,
+		      .in_role = {[0] = ATM_ROLE_WEIGHT, [1] = ATM_ROLE_TOKENS}},
+		.digest_id = 30, .shape = atm_shape_embedding, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_EMBEDDING_BWD] = {
+		.d = {.name = "embedding_bwd", .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_POSITIONS, .in_role = {[1] = ATM_ROLE_TOKENS}},
+		.digest_id = 31, .shape = atm_shape_embedding, .work = atm_work_copy,
+	},
+	[ATM_OP_PERMUTE] = {
+		.d = {.name = "permute", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_PERM},
+		.digest_id = 32, .shape = atm_shape_permute, .work = atm_work_copy,
+	},
+	[ATM_OP_NARROW_FWD] = {
+		.d = {.name = "narrow_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_AXIS},
+		.digest_id = 33, .shape = atm_shape_narrow, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_NARROW_BWD] = {
+		.d = {.name = "narrow_bwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_AXIS},
+		.digest_id = 34, .shape = atm_shape_narrow, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_TOKEN_XENT_FWD] = {
+		.d = {.name = "token_xent_fwd", .min_in = 2, .max_in = 2, .min_out = 2, .max_out = 2,
+		      .in_role = {[1] = ATM_ROLE_TOKENS}},
+		.digest_id = 35, .shape = atm_shape_token_loss, .work = atm_work_transcendental,
+	},
+	[ATM_OP_TOKEN_XENT_BWD] = {
+		.d = {.name = "token_xent_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .in_role = {[1] = ATM_ROLE_TOKENS}},
+		.digest_id = 36, .shape = atm_shape_token_loss, .work = atm_work_transcendental,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,
@@ -116,6 +200,7 @@ _Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has n
 /* The JSON keys of the ATM_ATTR_* bits, bit i at index i. */
 static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
+	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm",
 };
 
 /* atm_op_entry -- op's entry, NULL for a value that is no op */

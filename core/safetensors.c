@@ -502,6 +502,24 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
 	char a[160], b[160];
+	if (x->dtype == ATM_I32) {
+		/* token ids or labels per position: integers, as many as the graph's, in range */
+		int64_t limit = atm_tensor_token_limit(g, t);
+		shape_text(x->ndim, x->dims, a, sizeof a);
+		shape_text(s->ndim, s->dims, b, sizeof b);
+		if (!st_dtypes[s->dtype].integer || s->dtype == ATM_ST_BOOL || s->n_elems != x->n_elems)
+			return bad(f, "tensor '%s' is %s %s; the graph's '%s' takes %lld integers (I32 or "
+			           "I64 %s)", as, atm_st_dtype_name(s->dtype), b, x->name,
+			           (long long)x->n_elems, a);
+		for (int64_t i = 0; i < s->n_elems; i++) {
+			int64_t c = index_at(s, i);
+			if (c < 0 || c > INT32_MAX || (limit > 0 && c >= limit))
+				return bad(f, "tensor '%s': id %lld at element %lld is outside 0 to %lld (what "
+				           "'%s' indexes has %lld rows or classes)", as, (long long)c,
+				           (long long)i, (long long)limit - 1, x->name, (long long)limit);
+		}
+		return ATM_OK;
+	}
 	if (x->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, t) && class_indices(s, x)) {
 		int64_t classes = x->dims[x->ndim - 1];
 		for (int64_t i = 0; i < s->n_elems; i++) {
@@ -593,6 +611,12 @@ bool atm_st_fill(const atm_st_file *f, const atm_graph *g, int32_t t, float *dat
 	const atm_st_tensor *s = f ? source(f, g, t, &as) : NULL;
 	if (!s)
 		return false;
+	if (x->dtype == ATM_I32) { /* integers atm_st_check took */
+		int32_t *ids = (int32_t *)data;
+		for (int64_t i = 0; i < x->n_elems; i++)
+			ids[i] = (int32_t)index_at(s, i);
+		return true;
+	}
 	if (s->dtype == ATM_ST_F32) {
 		memcpy(data, s->data, (size_t)x->bytes);
 		return true;

@@ -282,14 +282,14 @@ atm_status atm_shape_loss(const atm_node *n, const atm_tensor *const *in,
 	return ATM_OK;
 }
 
-/* atm_shape_relu -- ReLU and its gradient keep the shape */
+/* atm_shape_relu -- an element-wise op (ReLU, GELU, tanh) and its gradient keep the shape */
 atm_status atm_shape_relu(const atm_node *n, const atm_tensor *const *in,
                           const atm_tensor *const *out)
 {
-	if (n->op == ATM_OP_RELU_FWD)
+	if (n->n_in == 1)
 		return expect_same("input", in[0], "output", out[0]);
-	TRY(expect_same("forward output", in[0], "gradient", in[1]));
-	return expect_same("forward output", in[0], "input gradient", out[0]);
+	TRY(expect_same("forward tensor", in[0], "gradient", in[1]));
+	return expect_same("forward tensor", in[0], "input gradient", out[0]);
 }
 
 /* atm_shape_add -- a, b and y of one shape */
@@ -309,6 +309,287 @@ atm_status atm_shape_sgd(const atm_node *n, const atm_tensor *const *in,
 	return expect_same("parameter", in[0], "gradient", in[1]);
 }
 
+/* ---------------------------------------------------------------- transformer ops */
+
+/* lead -- product of t's dims before the last `keep` ones */
+static int64_t lead(const atm_tensor *t, int keep)
+{
+	int64_t p = 1;
+	for (int i = 0; i < t->ndim - keep; i++)
+		p *= t->dims[i];
+	return p;
+}
+
+/* matmul_dims -- the GEMM of a, b -> c under n's transposes, or an error naming the tensors */
+static atm_status matmul_dims(const atm_node *n, const atm_tensor *a, const atm_tensor *b,
+                              const atm_tensor *c, atm_matmul_dims *d)
+{
+	char sa[128], sb[128], sc[128];
+	bool ta = n->attrs.trans_a, tb = n->attrs.trans_b;
+	int64_t ar, ac, br, bc; /* a and b as the matrices the GEMM reads */
+	CHECK(a->ndim >= 2 && b->ndim >= 2 && c->ndim >= 2,
+	      "matmul operands need at least 2 dimensions: a '%s' %s, b '%s' %s, c '%s' %s", a->name,
+	      shape_str(a, sa, sizeof sa), b->name, shape_str(b, sb, sizeof sb), c->name,
+	      shape_str(c, sc, sizeof sc));
+	memset(d, 0, sizeof *d);
+	d->batch = 1;
+	if (c->ndim == 2 || b->ndim == 2) {
+		/* one GEMM over rows: the leading dims fold into the rows */
+		CHECK(c->ndim == 2 || (!ta && a->ndim == c->ndim),
+		      "matmul with a 2-d b '%s' and a %d-d c '%s' takes a of c's rank without trans_a; "
+		      "a '%s' is %s%s", b->name, c->ndim, c->name, a->name, shape_str(a, sa, sizeof sa),
+		      ta ? " with trans_a" : "");
+		ar = lead(a, 1), ac = a->dims[a->ndim - 1];
+		br = lead(b, 1), bc = b->dims[b->ndim - 1];
+	} else {
+		bool same = a->ndim == b->ndim && b->ndim == c->ndim;
+		for (int i = 0; same && i < a->ndim - 2; i++)
+			same = a->dims[i] == b->dims[i] && b->dims[i] == c->dims[i];
+		CHECK(same, "batched matmul: a '%s' %s, b '%s' %s and c '%s' %s must have one rank and "
+		      "the same leading dims", a->name, shape_str(a, sa, sizeof sa), b->name,
+		      shape_str(b, sb, sizeof sb), c->name, shape_str(c, sc, sizeof sc));
+		d->batch = lead(c, 2);
+		d->b_batched = true;
+		ar = a->dims[a->ndim - 2], ac = a->dims[a->ndim - 1];
+		br = b->dims[b->ndim - 2], bc = b->dims[b->ndim - 1];
+	}
+	d->m = ta ? ac : ar;
+	d->k = ta ? ar : ac;
+	d->n = tb ? br : bc;
+	CHECK((tb ? bc : br) == d->k,
+	      "matmul inner dimensions differ: a '%s' %s%s gives k = %lld but b '%s' %s%s gives %lld",
+	      a->name, shape_str(a, sa, sizeof sa), ta ? " (transposed)" : "", (long long)d->k,
+	      b->name, shape_str(b, sb, sizeof sb), tb ? " (transposed)" : "",
+	      (long long)(tb ? bc : br));
+	bool ok = c->dims[c->ndim - 1] == d->n;
+	if (c->ndim == 2 || d->b_batched)
+		ok = ok && c->dims[c->ndim - 2] == d->m;
+	else
+		for (int i = 0; ok && i < c->ndim - 1; i++)
+			ok = c->dims[i] == a->dims[i];
+	CHECK(ok, "matmul output '%s' has shape %s; a '%s' %s times b '%s' %s makes %lld x %lld "
+	      "per matrix%s", c->name, shape_str(c, sc, sizeof sc), a->name,
+	      shape_str(a, sa, sizeof sa), b->name, shape_str(b, sb, sizeof sb), (long long)d->m,
+	      (long long)d->n, c->ndim > 2 && !d->b_batched ? " (a's leading dims kept)" : "");
+	return ATM_OK;
+}
+
+/* atm_shape_matmul -- a, b, c of one of the three forms, the bias [n] */
+atm_status atm_shape_matmul(const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
+{
+	atm_matmul_dims d;
+	CHECK(isfinite(n->attrs.scale), "scale must be a finite number (0 means 1), got %g",
+	      (double)n->attrs.scale);
+	TRY(matmul_dims(n, in[0], in[1], out[0], &d));
+	if (n->n_in == 3)
+		TRY(expect_vec("bias", in[2], d.n));
+	return ATM_OK;
+}
+
+/* atm_matmul_dims_of -- the GEMM of a matmul node */
+atm_status atm_matmul_dims_of(const atm_graph *g, const atm_node *n, atm_matmul_dims *d)
+{
+	const atm_tensor *a = atm_graph_tensor(g, n->in[0]), *b = atm_graph_tensor(g, n->in[1]);
+	const atm_tensor *c = atm_graph_tensor(g, n->out[0]);
+	if (n->op != ATM_OP_MATMUL || !a || !b || !c)
+		return atm_err(ATM_E_USAGE, "atm_matmul_dims_of: node '%s' is no matmul of this graph",
+		               n->name);
+	return matmul_dims(n, a, b, c, d);
+}
+
+/* atm_shape_reduce -- y is x's trailing dims, fewer of them */
+atm_status atm_shape_reduce(const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
+{
+	const atm_tensor *x = in[0], *y = out[0];
+	char sx[128], sy[128];
+	bool ok = y->ndim < x->ndim;
+	for (int i = 0; ok && i < y->ndim; i++)
+		ok = y->dims[i] == x->dims[x->ndim - y->ndim + i];
+	CHECK(ok, "sum '%s' has shape %s; it must be the trailing dims of '%s' %s, fewer of them",
+	      y->name, shape_str(y, sy, sizeof sy), x->name, shape_str(x, sx, sizeof sx));
+	return ATM_OK;
+}
+
+/* expect_stats -- t must be x's shape without its last dim (layer norm's mean and variance) */
+static atm_status expect_stats(const char *what, const atm_tensor *t, const atm_tensor *x)
+{
+	char st[128], sx[128];
+	bool ok = t->ndim == x->ndim - 1;
+	for (int i = 0; ok && i < t->ndim; i++)
+		ok = t->dims[i] == x->dims[i];
+	CHECK(ok, "%s '%s' has shape %s; expected the shape of '%s' %s without its last dim", what,
+	      t->name, shape_str(t, st, sizeof st), x->name, shape_str(x, sx, sizeof sx));
+	return ATM_OK;
+}
+
+/* atm_shape_layer_norm -- x [..., C], gamma, beta [C], mean and variance per row */
+atm_status atm_shape_layer_norm(const atm_node *n, const atm_tensor *const *in,
+                                const atm_tensor *const *out)
+{
+	const atm_tensor *x = in[0];
+	char s[128];
+	CHECK(x->ndim >= 2, "data '%s' has shape %s; layer norm expects [..., C] with at least 2 "
+	      "dimensions", x->name, shape_str(x, s, sizeof s));
+	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
+	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
+	int64_t ch = x->dims[x->ndim - 1];
+	if (n->op == ATM_OP_LAYER_NORM_FWD) {
+		TRY(expect_vec("gamma (the normalised shape)", in[1], ch));
+		TRY(expect_vec("beta (the normalised shape)", in[2], ch));
+		TRY(expect_same("input", x, "output", out[0]));
+		TRY(expect_stats("saved mean", out[1], x));
+		TRY(expect_stats("saved variance", out[2], x));
+	} else {
+		TRY(expect_same("input", x, "gradient", in[1]));
+		TRY(expect_vec("gamma (the normalised shape)", in[2], ch));
+		TRY(expect_stats("saved mean", in[3], x));
+		TRY(expect_stats("saved variance", in[4], x));
+		TRY(expect_same("input", x, "input gradient", out[0]));
+		TRY(expect_vec("gamma gradient", out[1], ch));
+		TRY(expect_vec("beta gradient", out[2], ch));
+	}
+	return ATM_OK;
+}
+
+/* atm_shape_softmax -- one shape throughout; a causal mask needs square rows x columns */
+atm_status atm_shape_softmax(const atm_node *n, const atm_tensor *const *in,
+                             const atm_tensor *const *out)
+{
+	const atm_tensor *x = in[0];
+	char s[128];
+	TRY(atm_shape_relu(n, in, out));
+	if (n->attrs.causal)
+		CHECK(x->ndim >= 2 && x->dims[x->ndim - 1] == x->dims[x->ndim - 2],
+		      "a causal mask needs square scores [..., T, T]; '%s' has shape %s", x->name,
+		      shape_str(x, s, sizeof s));
+	return ATM_OK;
+}
+
+/* expect_ids -- ids must be i32 of shape y's dims but the last (one per row of y) */
+static atm_status expect_ids(const char *what, const atm_tensor *ids, const atm_tensor *y)
+{
+	CHECK(ids->dtype == ATM_I32, "%s '%s' is %s; token ids and labels are i32", what, ids->name,
+	      atm_dtype_name(ids->dtype));
+	return expect_stats(what, ids, y);
+}
+
+/* atm_shape_embedding -- table [V, C] (or [1, V, C]), y or dy [..., C], ids i32 [...]; with
+ * positions no ids, and the sequence (y's next-to-last dim) no longer than the table */
+atm_status atm_shape_embedding(const atm_node *n, const atm_tensor *const *in,
+                               const atm_tensor *const *out)
+{
+	bool fwd = n->op == ATM_OP_EMBEDDING_FWD;
+	const atm_tensor *table = fwd ? in[0] : out[0], *y = fwd ? out[0] : in[0];
+	const atm_tensor *ids = n->n_in == 2 ? in[1] : NULL;
+	char st[128], sy[128];
+	bool tok = table->ndim == 2 || (table->ndim == 3 && table->dims[0] == 1);
+	CHECK(tok, "table '%s' has shape %s; expected [rows, C] or [1, rows, C]", table->name,
+	      shape_str(table, st, sizeof st));
+	int64_t rows = table->dims[table->ndim - 2], ch = table->dims[table->ndim - 1];
+	CHECK(y->ndim >= 2 && y->dims[y->ndim - 1] == ch,
+	      "'%s' has shape %s; expected [..., %lld] (the table '%s' is %s)", y->name,
+	      shape_str(y, sy, sizeof sy), (long long)ch, table->name, shape_str(table, st, sizeof st));
+	if (n->attrs.positions) {
+		CHECK(!ids, "a position embedding takes no ids (input '%s')", ids ? ids->name : "");
+		CHECK(y->dims[y->ndim - 2] <= rows, "the sequence of '%s' %s is %lld long but the "
+		      "position table '%s' has %lld rows", y->name, shape_str(y, sy, sizeof sy),
+		      (long long)y->dims[y->ndim - 2], table->name, (long long)rows);
+		return ATM_OK;
+	}
+	CHECK(ids, "a token embedding takes i32 ids as input 1 (or set \"positions\": true)");
+	return expect_ids("ids", ids, y);
+}
+
+/* permute_view -- the shape permute reads x in (view) and the shape it writes (permuted) */
+static atm_status permute_view(const atm_attrs *a, const atm_tensor *x, const atm_tensor *y,
+                               int64_t *view, int64_t *permuted)
+{
+	int r = a->n_perm;
+	char sx[128], sy[128];
+	bool seen[ATM_MAX_DIMS] = {false};
+	CHECK(r >= 1 && r <= ATM_MAX_DIMS, "perm has %d entries; it needs 1 to %d", r, ATM_MAX_DIMS);
+	for (int i = 0; i < r; i++) {
+		CHECK(a->perm[i] >= 0 && a->perm[i] < r && !seen[a->perm[i]],
+		      "perm must list each axis 0 to %d once; entry %d is %d", r - 1, i, a->perm[i]);
+		seen[a->perm[i]] = true;
+	}
+	/* the side of perm's rank is read as it is; the other side may be a reshape of it */
+	if (x->ndim == r) {
+		memcpy(view, x->dims, (size_t)r * sizeof *view);
+	} else {
+		CHECK(y->ndim == r, "perm has %d entries but input '%s' %s and output '%s' %s have "
+		      "%d and %d dimensions; one of them must have %d", r, x->name,
+		      shape_str(x, sx, sizeof sx), y->name, shape_str(y, sy, sizeof sy), x->ndim,
+		      y->ndim, r);
+		for (int i = 0; i < r; i++)
+			view[a->perm[i]] = y->dims[i];
+	}
+	for (int i = 0; i < r; i++)
+		permuted[i] = view[a->perm[i]];
+	bool ok = x->n_elems == y->n_elems;
+	if (ok && y->ndim == r)
+		ok = memcmp(y->dims, permuted, (size_t)r * sizeof *permuted) == 0;
+	CHECK(ok, "output '%s' has shape %s, which is not input '%s' %s with its axes in the order "
+	      "of perm", y->name, shape_str(y, sy, sizeof sy), x->name, shape_str(x, sx, sizeof sx));
+	return ATM_OK;
+}
+
+/* atm_permute_view -- the shapes of a permute node, for its kernels */
+atm_status atm_permute_view(const atm_graph *g, const atm_node *n, int64_t *view,
+                            int64_t *permuted)
+{
+	const atm_tensor *x = atm_graph_tensor(g, n->in[0]), *y = atm_graph_tensor(g, n->out[0]);
+	if (n->op != ATM_OP_PERMUTE || !x || !y)
+		return atm_err(ATM_E_USAGE, "atm_permute_view: node '%s' is no permute of this graph",
+		               n->name);
+	return permute_view(&n->attrs, x, y, view, permuted);
+}
+
+/* atm_shape_permute -- y is x (or a reshape of it) with its axes reordered */
+atm_status atm_shape_permute(const atm_node *n, const atm_tensor *const *in,
+                             const atm_tensor *const *out)
+{
+	int64_t view[ATM_MAX_DIMS], permuted[ATM_MAX_DIMS];
+	return permute_view(&n->attrs, in[0], out[0], view, permuted);
+}
+
+/* atm_shape_narrow -- the narrow side is the whole side cut along the axis */
+atm_status atm_shape_narrow(const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
+{
+	bool fwd = n->op == ATM_OP_NARROW_FWD;
+	const atm_tensor *whole = fwd ? in[0] : out[0], *part = fwd ? out[0] : in[0];
+	int axis = n->attrs.axis;
+	char sw[128], sp[128];
+	CHECK(axis >= 0 && axis < whole->ndim, "axis %d is out of range for '%s' with %d dimensions",
+	      axis, whole->name, whole->ndim);
+	bool ok = part->ndim == whole->ndim;
+	for (int d = 0; ok && d < part->ndim; d++)
+		ok = d == axis ? part->dims[d] <= whole->dims[d] : part->dims[d] == whole->dims[d];
+	CHECK(ok, "'%s' has shape %s; expected '%s' %s cut to at most its length along axis %d",
+	      part->name, shape_str(part, sp, sizeof sp), whole->name, shape_str(whole, sw, sizeof sw),
+	      axis);
+	return ATM_OK;
+}
+
+/* atm_shape_token_loss -- logits [..., V], labels i32 [...], log-probabilities, the loss */
+atm_status atm_shape_token_loss(const atm_node *n, const atm_tensor *const *in,
+                                const atm_tensor *const *out)
+{
+	const atm_tensor *p = in[0];
+	char s[128];
+	CHECK(p->ndim >= 2, "'%s' has shape %s; expected [..., classes]", p->name,
+	      shape_str(p, s, sizeof s));
+	TRY(expect_ids("labels", in[1], p));
+	TRY(expect_same("input", p, n->op == ATM_OP_TOKEN_XENT_FWD ? "log-probabilities" : "gradient",
+	                out[0]));
+	if (n->op == ATM_OP_TOKEN_XENT_FWD)
+		TRY(expect_vec("loss", out[1], 1));
+	return ATM_OK;
+}
+
 /* role -- operand i's role among roles, data past the roles an entry gives */
 static atm_op_role role(const atm_op_role *roles, int i)
 {
@@ -323,7 +604,8 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
 	for (int i = 0; i < n->n_in + n->n_out; i++) {
 		bool is_in = i < n->n_in;
 		const atm_tensor *t = is_in ? in[i] : out[i - n->n_in];
-		if (role(is_in ? d->in_role : d->out_role, is_in ? i : i - n->n_in) != ATM_ROLE_INDEX)
+		atm_op_role r = role(is_in ? d->in_role : d->out_role, is_in ? i : i - n->n_in);
+		if (r != ATM_ROLE_INDEX && r != ATM_ROLE_TOKENS)
 			CHECK(t->dtype == ATM_F32, "tensor '%s' is %s; %s works on f32", t->name,
 			      atm_dtype_name(t->dtype), d->name);
 	}

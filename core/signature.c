@@ -56,6 +56,23 @@ static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 		atm_text_add(s, "/a%d", a->axis);
 	if (attrs & ATM_ATTR_LR)
 		atm_text_add(s, "/lr%s", float_str(a->lr, f, sizeof f));
+	if (attrs & ATM_ATTR_TRANS_A)
+		atm_text_add(s, "/ta%d", a->trans_a ? 1 : 0);
+	if (attrs & ATM_ATTR_TRANS_B)
+		atm_text_add(s, "/tb%d", a->trans_b ? 1 : 0);
+	if (attrs & ATM_ATTR_SCALE)
+		atm_text_add(s, "/sc%s", float_str(a->scale ? a->scale : 1.0f, f, sizeof f));
+	if (attrs & ATM_ATTR_CAUSAL)
+		atm_text_add(s, "/c%d", a->causal ? 1 : 0);
+	if (attrs & ATM_ATTR_TANH)
+		atm_text_add(s, "/t%d", a->tanh ? 1 : 0);
+	if (attrs & ATM_ATTR_POSITIONS)
+		atm_text_add(s, "/pos%d", a->positions ? 1 : 0);
+	if (attrs & ATM_ATTR_PERM) {
+		atm_text_str(s, "/perm");
+		for (int i = 0; i < a->n_perm; i++)
+			atm_text_add(s, "%s%d", i ? "," : "", a->perm[i]);
+	}
 	atm_text_str(s, "/");
 	sig_tensors(s, g, n->n_in, n->in);
 	atm_text_str(s, "->");

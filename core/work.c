@@ -101,3 +101,24 @@ void atm_work_two_per_in_elem(const atm_node *n, const atm_tensor *const *in,
 {
 	w->flops = 2.0 * (double)in[0]->n_elems;
 }
+
+/* atm_work_matmul -- 2 FLOPs per multiply-add of every GEMM of the batch */
+void atm_work_matmul(const atm_node *n, const atm_tensor *const *in,
+                     const atm_tensor *const *out, atm_work *w)
+{
+	/* c has batch * m * n elements, each a sum of k products; k is a's or b's contracted
+	 * dim, which the shape rule has checked */
+	const atm_tensor *a = in[0];
+	int64_t k = n->attrs.trans_a ? (out[0]->ndim == 2 ? a->n_elems / a->dims[a->ndim - 1]
+	                                                  : a->dims[a->ndim - 2])
+	                             : a->dims[a->ndim - 1];
+	w->flops = 2.0 * (double)out[0]->n_elems * (double)k;
+}
+
+/* atm_work_transcendental -- an exp, erf or tanh and a few operations per element of input 0
+ * (GELU, softmax, the token loss) */
+void atm_work_transcendental(const atm_node *n, const atm_tensor *const *in,
+                             const atm_tensor *const *out, atm_work *w)
+{
+	w->flops = 10.0 * (double)in[0]->n_elems;
+}

@@ -186,6 +186,61 @@ static void cal_convs(struct cal *c, const char *p, const struct cal_size *z, in
 	                                       (int32_t[]){x, dy}, 1, &dw);
 }
 
+/* cal_seq -- one node of every transformer op over [n, hw, feat] sequences, a [n, hw, hw]
+ * score and a table of `classes` rows */
+static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_size *z)
+{
+	const atm_tensor_kind IN = ATM_KIND_INPUT, ACT = ATM_KIND_ACTIVATION, PAR = ATM_KIND_PARAM;
+	int64_t sq[3] = {z->n, z->hw, z->feat}, ww[2] = {z->feat, z->feat}, ch[1] = {z->feat};
+	int64_t rows[2] = {z->n, z->hw}, sc[3] = {z->n, z->hw, z->hw}, tab[2] = {z->classes, z->feat};
+	int64_t lg[3] = {z->n, z->hw, z->classes}, one[1] = {1}, hd[4] = {z->n, z->feat, z->hw, 1};
+	atm_attrs tb = {.trans_b = true}, eps = {.epsilon = 1e-5f}, causal = {.causal = true};
+	atm_attrs perm = {.n_perm = 3, .perm = {0, 2, 1}}, ax = {.axis = 1};
+	int32_t x = cal_t(c, p, "seq.x", ATM_F32, 3, sq, IN), dy = cal_t(c, p, "seq.dy", ATM_F32, 3, sq, IN);
+	int32_t w = cal_t(c, p, "seq.w", ATM_F32, 2, ww, PAR), b = cal_t(c, p, "seq.b", ATM_F32, 1, ch, PAR);
+	int32_t g = cal_t(c, p, "seq.gamma", ATM_F32, 1, ch, PAR);
+	int32_t s = cal_t(c, p, "seq.scores", ATM_F32, 3, sc, IN);
+	int32_t ds = cal_t(c, p, "seq.dscores", ATM_F32, 3, sc, IN);
+	int32_t ids = cal_t(c, p, "seq.ids", ATM_I32, 2, rows, IN);
+	int32_t t = cal_t(c, p, "seq.table", ATM_F32, 2, tab, PAR);
+	int32_t lo = cal_t(c, p, "seq.logits", ATM_F32, 3, lg, IN);
+#define OUT(name, nd_, dims) cal_t(c, p, name, ATM_F32, nd_, dims, ACT)
+	int32_t mm = OUT("mm.y", 3, sq), rs = OUT("sum.y", 1, ch);
+	int32_t ly = OUT("ln.y", 3, sq), lm = OUT("ln.mean", 2, rows), lv = OUT("ln.var", 2, rows);
+	int32_t ldx = OUT("ln.dx", 3, sq), ldg = OUT("ln.dgamma", 1, ch), ldb = OUT("ln.dbeta", 1, ch);
+	int32_t gy = OUT("gelu.y", 3, sq), gdx = OUT("gelu.dx", 3, sq);
+	int32_t ty = OUT("tanh.y", 3, sq), tdx = OUT("tanh.dx", 3, sq);
+	int32_t sy = OUT("softmax.y", 3, sc), sdx = OUT("softmax.dx", 3, sc);
+	int32_t ey = OUT("emb.y", 3, sq), edt = OUT("emb.dtable", 2, tab);
+	int32_t py = OUT("perm.y", 4, hd), ny = OUT("narrow.y", 3, sq), ndx = OUT("narrow.dx", 3, sq);
+	int32_t lp = OUT("xent.logp", 3, lg), ls = OUT("xent.loss", 1, one), dl = OUT("xent.dlogits", 3, lg);
+#undef OUT
+	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){x, w, b}, 1, &mm);
+	nd[ATM_OP_REDUCE_SUM] = cal_n(c, p, NULL, ATM_OP_REDUCE_SUM, NULL, 1, &dy, 1, &rs);
+	nd[ATM_OP_LAYER_NORM_FWD] = cal_n(c, p, NULL, ATM_OP_LAYER_NORM_FWD, &eps, 3,
+	                                  (int32_t[]){x, g, b}, 3, (int32_t[]){ly, lm, lv});
+	nd[ATM_OP_LAYER_NORM_BWD] = cal_n(c, p, NULL, ATM_OP_LAYER_NORM_BWD, &eps, 5,
+	                                  (int32_t[]){x, dy, g, lm, lv}, 3, (int32_t[]){ldx, ldg, ldb});
+	nd[ATM_OP_GELU_FWD] = cal_n(c, p, NULL, ATM_OP_GELU_FWD, NULL, 1, &x, 1, &gy);
+	nd[ATM_OP_GELU_BWD] = cal_n(c, p, NULL, ATM_OP_GELU_BWD, NULL, 2, (int32_t[]){x, dy}, 1, &gdx);
+	nd[ATM_OP_TANH_FWD] = cal_n(c, p, NULL, ATM_OP_TANH_FWD, NULL, 1, &x, 1, &ty);
+	nd[ATM_OP_TANH_BWD] = cal_n(c, p, NULL, ATM_OP_TANH_BWD, NULL, 2, (int32_t[]){ty, dy}, 1, &tdx);
+	nd[ATM_OP_SOFTMAX_FWD] = cal_n(c, p, NULL, ATM_OP_SOFTMAX_FWD, &causal, 1, &s, 1, &sy);
+	nd[ATM_OP_SOFTMAX_BWD] = cal_n(c, p, NULL, ATM_OP_SOFTMAX_BWD, NULL, 2, (int32_t[]){sy, ds}, 1,
+	                               &sdx);
+	nd[ATM_OP_EMBEDDING_FWD] = cal_n(c, p, NULL, ATM_OP_EMBEDDING_FWD, NULL, 2,
+	                                 (int32_t[]){t, ids}, 1, &ey);
+	nd[ATM_OP_EMBEDDING_BWD] = cal_n(c, p, NULL, ATM_OP_EMBEDDING_BWD, NULL, 2,
+	                                 (int32_t[]){dy, ids}, 1, &edt);
+	nd[ATM_OP_PERMUTE] = cal_n(c, p, NULL, ATM_OP_PERMUTE, &perm, 1, &x, 1, &py);
+	nd[ATM_OP_NARROW_FWD] = cal_n(c, p, NULL, ATM_OP_NARROW_FWD, &ax, 1, &x, 1, &ny);
+	nd[ATM_OP_NARROW_BWD] = cal_n(c, p, NULL, ATM_OP_NARROW_BWD, &ax, 1, &dy, 1, &ndx);
+	nd[ATM_OP_TOKEN_XENT_FWD] = cal_n(c, p, NULL, ATM_OP_TOKEN_XENT_FWD, NULL, 2,
+	                                  (int32_t[]){lo, ids}, 2, (int32_t[]){lp, ls});
+	nd[ATM_OP_TOKEN_XENT_BWD] = cal_n(c, p, NULL, ATM_OP_TOKEN_XENT_BWD, NULL, 2,
+	                                  (int32_t[]){lp, ids}, 1, &dl);
+}
+
 /* cal_set -- one node of every op (convolutions when z->convs) at sizes z */
 static void cal_set(struct cal *c, int set, const char *p, const struct cal_size *z)
 {
@@ -264,6 +319,7 @@ static void cal_set(struct cal *c, int set, const char *p, const struct cal_size
 	nd[ATM_OP_SOFTMAX_XENT_BWD] = cal_n(c, p, NULL, ATM_OP_SOFTMAX_XENT_BWD, NULL, 2,
 	                                    (int32_t[]){pr, la}, 1, &dl);
 	nd[ATM_OP_SGD] = cal_n(c, p, NULL, ATM_OP_SGD, &sgd, 2, (int32_t[]){sp, sd}, 0, NULL);
+	cal_seq(c, nd, p, z);
 }
 
 /* cal_graph -- the calibration graph for a cache of cache_bytes: the cached

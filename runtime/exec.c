@@ -40,8 +40,9 @@ static float uniform(uint64_t *s)
 /* How a parameter is used decides how it starts: weights He-uniform,
  * biases and batch-norm shifts zero, batch-norm scales one; the first op that
  * gives it a parameter role decides (atm_op_desc.in_role). An input an op
- * reads as labels holds one-hot rows. */
-enum init { INIT_WEIGHT, INIT_ZERO, INIT_ONE, INIT_DATA, INIT_LABELS };
+ * reads as labels holds one-hot rows; one it reads as tokens (ids, labels per position) holds
+ * ids drawn uniformly below the rows or classes they index, so none can be out of range. */
+enum init { INIT_WEIGHT, INIT_ZERO, INIT_ONE, INIT_DATA, INIT_LABELS, INIT_TOKENS };
 
 /* takes_params -- op names the roles of the parameters it reads */
 static bool takes_params(atm_op op)
@@ -58,7 +59,9 @@ static enum init init_of(const atm_graph *g, int32_t t)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
 	if (x->kind == ATM_KIND_INPUT)
-		return atm_tensor_is_labels(g, t) ? INIT_LABELS : INIT_DATA;
+		return atm_tensor_is_labels(g, t)         ? INIT_LABELS
+		       : atm_tensor_token_limit(g, t) > 0 ? INIT_TOKENS
+		                                          : INIT_DATA;
 	if (x->kind != ATM_KIND_PARAM)
 		return INIT_ZERO;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
@@ -114,6 +117,13 @@ static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts
 		for (int64_t i = 0; i < n; i++)
 			data[i] = 1.0f;
 		break;
+	case INIT_TOKENS: {
+		uint64_t limit = (uint64_t)atm_tensor_token_limit(g, t);
+		int32_t *ids = (int32_t *)data;
+		for (int64_t i = 0; i < n; i++)
+			ids[i] = (int32_t)(atm_bk_mix(&s) % limit);
+		break;
+	}
 	default:
 		memset(data, 0, (size_t)x->bytes);
 		break;

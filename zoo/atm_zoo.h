@@ -30,6 +30,9 @@ typedef struct {
 	                    * the parameter count of ResNet, Inception and DenseNet at any size;
 	                    * VGG's first fully connected layer follows it (512 * (image/32)^2). */
 	float lr;          /* 0: 0.01; else a finite number > 0 */
+	int64_t seq;       /* transformers' sequence length: 0: the model's default; else 1 to
+	                    * its position table (1024 for GPT-2, 512 for BERT); ViT's follows
+	                    * the image */
 } atm_zoo_opts;
 
 typedef struct {
@@ -40,6 +43,8 @@ typedef struct {
 	int64_t default_classes;
 	int64_t default_batch;    /* batch when none is given (16 for test_vgg, else the small preset) */
 	int64_t published_params; /* parameter count of the published architecture at default size */
+	int64_t default_seq;      /* a language model's sequence length by default (0: no sequence
+	                           * option; the CNNs and ViT) */
 } atm_zoo_model;
 
 typedef struct {
@@ -69,6 +74,7 @@ typedef struct {
 	int n_batch;      /* 0: the preset does not cover this model */
 	int64_t batch[4];
 	int64_t image;    /* 0: the network's default input size */
+	int64_t seq;      /* 0: the language model's default sequence */
 } atm_zoo_preset_sizes;
 
 int atm_zoo_n_presets(void);

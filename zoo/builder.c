@@ -460,38 +460,324 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1)
 
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs)
 {
+	return zb_concat_axis(b, name, n, xs, 1);
+}
+
+int32_t zb_concat_axis(zb *b, const char *name, int n, const int32_t *xs, int axis)
+{
 	if (b->status < 0)
 		return -1;
 	if (n < 1)
 		return failf(b, ATM_E_USAGE, "layer '%s': concatenation of %d tensors; needs >= 1",
 		             name ? name : "?", n);
-	int64_t yd[4] = {0};
+	int64_t yd[ATM_MAX_DIMS] = {0};
+	int nd = 0;
 	bool needs = false;
 	for (int i = 0; i < n; i++) {
-		if (!usable(b, name, xs[i], 4))
+		if (!usable(b, name, xs[i], 0))
 			return -1;
 		const atm_tensor *t = atm_graph_tensor(b->g, xs[i]);
-		if (i == 0)
+		bool same = i == 0 || t->ndim == nd;
+		for (int d = 0; same && i > 0 && d < nd; d++)
+			same = d == axis || t->dims[d] == yd[d];
+		if (i == 0 && (axis < 0 || axis >= t->ndim))
+			return failf(b, ATM_E_USAGE, "layer '%s': axis %d is out of range for '%s' with %d "
+			             "dimensions", name, axis, t->name, t->ndim);
+		if (!same)
+			return failf(b, ATM_E_USAGE, "layer '%s': input %d '%s' differs from the first "
+			             "input outside axis %d", name, i, t->name, axis);
+		if (i == 0) {
+			nd = t->ndim;
 			memcpy(yd, t->dims, sizeof yd);
-		else if (t->dims[0] != yd[0] || t->dims[2] != yd[2] || t->dims[3] != yd[3])
-			return failf(b, ATM_E_USAGE, "layer '%s': input %d '%s' is %lldx%lldx%lld (N, H, "
-			             "W) but the first input is %lldx%lldx%lld", name, i, t->name,
-			             (long long)t->dims[0], (long long)t->dims[2], (long long)t->dims[3],
-			             (long long)yd[0], (long long)yd[2], (long long)yd[3]);
-		else
-			yd[1] += t->dims[1];
+		} else {
+			yd[axis] += t->dims[axis];
+		}
 		needs = needs || b->info[xs[i]].needs_grad;
 	}
 	if (n == 1)
 		return xs[0]; /* nothing to join: no copy */
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
-	atm_attrs a = {.axis = 1};
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	atm_attrs a = {.axis = axis};
 	if (node(b, ATM_OP_CONCAT, &a, n, xs, 1, &y, "%s", name) < 0)
 		return -1;
 	for (int i = 0; i < n; i++)
 		use(b, xs[i]);
 	b->info[y].needs_grad = needs;
 	return y;
+}
+
+/* ---------------------------------------------------------------- transformer layers */
+
+/* tparam -- a parameter of a transformer layer: named as zb_param_names said, else
+ * LAYER.weight or LAYER.bias as PyTorch names them; counted as a use, for tied ones */
+static int32_t tparam(zb *b, int slot, int ndim, const int64_t *dims, const char *layer)
+{
+	int32_t w;
+	if (b->pname[slot][0]) {
+		w = atm_graph_find_tensor(b->g, b->pname[slot]);
+		if (w < 0)
+			w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
+	} else {
+		w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer,
+		           slot ? "bias" : "weight");
+	}
+	if (w >= 0) {
+		const atm_tensor *t = atm_graph_tensor(b->g, w);
+		if (t->kind != ATM_KIND_PARAM || t->ndim != ndim ||
+		    memcmp(t->dims, dims, (size_t)ndim * sizeof *dims))
+			return failf(b, ATM_E_USAGE, "layer '%s': parameter '%s' is used again with "
+			             "another shape", layer, t->name);
+		b->info[w].n_uses++;
+	}
+	return w;
+}
+
+/* act -- a new activation of layer: "LAYER.suffix" of dims, its gradient needed as said */
+static int32_t act(zb *b, const char *layer, const char *suffix, int ndim, const int64_t *dims,
+                   bool needs_grad)
+{
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	if (y >= 0)
+		b->info[y].needs_grad = needs_grad;
+	return y;
+}
+
+int64_t zb_dim(zb *b, int32_t x, int i)
+{
+	const atm_tensor *t = b->g ? atm_graph_tensor(b->g, x) : NULL;
+	return t && i >= 0 && i < t->ndim ? t->dims[i] : 0;
+}
+
+int32_t zb_tokens(zb *b, const char *name, int64_t seq)
+{
+	if (b->status < 0)
+		return -1;
+	if (!b->g)
+		return failf(b, ATM_E_USAGE, "%s: the network is finished already", name);
+	if (seq < 1)
+		return failf(b, ATM_E_USAGE, "%s: sequence length %lld; it must be >= 1", name,
+		             (long long)seq);
+	int64_t dims[2] = {b->batch, seq};
+	return tensor(b, ATM_KIND_INPUT, ATM_I32, 2, dims, "%s", name);
+}
+
+int32_t zb_embedding(zb *b, const char *name, int32_t ids, int64_t rows, int64_t dim)
+{
+	if (b->status < 0)
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, ids);
+	if (!t || t->dtype != ATM_I32)
+		return failf(b, ATM_E_USAGE, "layer '%s': its ids must be an i32 tensor", name);
+	if (rows < 1 || dim < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': a table of %lld x %lld; both must be >= 1",
+		             name, (long long)rows, (long long)dim);
+	int64_t yd[ATM_MAX_DIMS], td[2] = {rows, dim};
+	int nd = t->ndim + 1;
+	memcpy(yd, t->dims, (size_t)t->ndim * sizeof *yd);
+	yd[nd - 1] = dim;
+	int32_t in[2] = {tparam(b, 0, 2, td, name), ids};
+	zb_param_names(b, NULL, NULL);
+	int32_t y = act(b, name, "y", nd, yd, true);
+	if (node(b, ATM_OP_EMBEDDING_FWD, NULL, 2, in, 1, &y, "%s", name) < 0)
+		return -1;
+	return y;
+}
+
+int32_t zb_positions(zb *b, const char *name, const char *param, int64_t seq, int64_t rows,
+                     int64_t dim, bool lead_one)
+{
+	if (b->status < 0)
+		return -1;
+	if (seq > rows)
+		return failf(b, ATM_E_USAGE, "layer '%s': the sequence is %lld long but the position "
+		             "table has %lld rows", name, (long long)seq, (long long)rows);
+	if (seq < 1 || dim < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': sequence %lld, width %lld; both must be >= 1",
+		             name, (long long)seq, (long long)dim);
+	int64_t td[3] = {1, rows, dim}, yd[3] = {b->batch, seq, dim};
+	zb_param_names(b, param, NULL);
+	int32_t table = lead_one ? tparam(b, 0, 3, td, name) : tparam(b, 0, 2, td + 1, name);
+	zb_param_names(b, NULL, NULL);
+	int32_t y = act(b, name, "y", 3, yd, true);
+	atm_attrs a = {.positions = true};
+	if (node(b, ATM_OP_EMBEDDING_FWD, &a, 1, &table, 1, &y, "%s", name) < 0)
+		return -1;
+	return y;
+}
+
+int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
+	int nd = t->ndim;
+	if (nd < 2)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; layer norm needs "
+		             "[..., C]", name, t->name);
+	if (!(epsilon > 0) || !(epsilon <= 1))
+		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; layer norm takes one above 0 and "
+		             "at most 1", name, epsilon);
+	memcpy(xd, t->dims, sizeof xd);
+	int32_t in[3] = {x, tparam(b, 0, 1, cd, name), tparam(b, 1, 1, cd, name)}, out[3];
+	zb_param_names(b, NULL, NULL);
+	out[0] = act(b, name, "y", nd, xd, true);
+	out[1] = act(b, name, "mean", nd - 1, xd, false);
+	out[2] = act(b, name, "var", nd - 1, xd, false);
+	atm_attrs a = {.epsilon = epsilon};
+	if (node(b, ATM_OP_LAYER_NORM_FWD, &a, 3, in, 3, out, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return out[0];
+}
+
+/* matmul -- c = scale * op(a) op(w) (+ bias) as one node; the shape rule says what fits */
+static int32_t matmul(zb *b, const char *name, int32_t a, int32_t w, int32_t bias,
+                      const atm_attrs *at, int nd, const int64_t *cd)
+{
+	int32_t in[3] = {a, w, bias};
+	int32_t c = act(b, name, "y", nd, cd, true);
+	if (node(b, ATM_OP_MATMUL, at, bias >= 0 ? 3 : 2, in, 1, &c, "%s", name) < 0)
+		return -1;
+	use(b, a);
+	use(b, w);
+	return c;
+}
+
+int32_t zb_linear(zb *b, const char *name, int32_t x, int64_t out, bool bias)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (t->ndim < 2 || out < 1)
+		return failf(b, ATM_E_USAGE, "layer '%s': a linear layer takes [..., features] to %lld "
+		             "outputs; '%s' has %d dimensions", name, (long long)out, t->name, t->ndim);
+	int64_t wd[2] = {out, t->dims[t->ndim - 1]}, bd[1] = {out}, yd[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(yd, t->dims, sizeof yd);
+	yd[nd - 1] = out;
+	int32_t w = tparam(b, 0, 2, wd, name);
+	int32_t bb = bias ? tparam(b, 1, 1, bd, name) : -1;
+	zb_param_names(b, NULL, NULL);
+	atm_attrs a = {.trans_b = true, .scale = 1.0f};
+	return matmul(b, name, x, w, bb, &a, nd, yd);
+}
+
+int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, bool trans_b,
+                  float scale)
+{
+	if (!usable(b, name, x, 0) || !usable(b, name, y, 0))
+		return -1;
+	const atm_tensor *ta = atm_graph_tensor(b->g, x), *tb = atm_graph_tensor(b->g, y);
+	int nd = ta->ndim;
+	if (nd < 3 || tb->ndim != nd)
+		return failf(b, ATM_E_USAGE, "layer '%s': a batched matmul takes two tensors of one "
+		             "rank >= 3; '%s' has %d dimensions and '%s' %d", name, ta->name, nd, tb->name,
+		             tb->ndim);
+	int64_t cd[ATM_MAX_DIMS];
+	memcpy(cd, ta->dims, sizeof cd);
+	cd[nd - 2] = trans_a ? ta->dims[nd - 1] : ta->dims[nd - 2];
+	cd[nd - 1] = trans_b ? tb->dims[nd - 2] : tb->dims[nd - 1];
+	atm_attrs a = {.trans_a = trans_a, .trans_b = trans_b, .scale = scale};
+	return matmul(b, name, x, y, -1, &a, nd, cd);
+}
+
+/* unary -- a parameterless op x -> y of x's shape */
+static int32_t unary(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(xd, t->dims, sizeof xd);
+	int32_t y = act(b, name, "y", nd, xd, b->info[x].needs_grad);
+	if (node(b, op, a, 1, &x, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return y;
+}
+
+int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form)
+{
+	atm_attrs a = {.tanh = tanh_form};
+	return unary(b, name, x, ATM_OP_GELU_FWD, &a);
+}
+
+int32_t zb_tanh(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_TANH_FWD, NULL);
+}
+
+int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal)
+{
+	atm_attrs a = {.causal = causal};
+	return unary(b, name, x, ATM_OP_SOFTMAX_FWD, &a);
+}
+
+int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t *perm, int ndim,
+                   const int64_t *dims)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	if (n_perm < 1 || n_perm > ATM_MAX_DIMS)
+		return failf(b, ATM_E_USAGE, "layer '%s': a perm of %d axes; 1 to %d", name, n_perm,
+		             ATM_MAX_DIMS);
+	atm_attrs a = {.n_perm = n_perm};
+	memcpy(a.perm, perm, (size_t)n_perm * sizeof *perm);
+	int32_t y = act(b, name, "y", ndim, dims, b->info[x].needs_grad);
+	if (node(b, ATM_OP_PERMUTE, &a, 1, &x, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return y;
+}
+
+int32_t zb_narrow(zb *b, const char *name, int32_t x, int axis, int64_t len)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (axis < 0 || axis >= t->ndim || len < 1 || len > t->dims[axis])
+		return failf(b, ATM_E_USAGE, "layer '%s': cannot take %lld along axis %d of '%s'", name,
+		             (long long)len, axis, t->name);
+	int64_t yd[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	memcpy(yd, t->dims, sizeof yd);
+	yd[axis] = len;
+	atm_attrs a = {.axis = axis};
+	int32_t y = act(b, name, "y", nd, yd, b->info[x].needs_grad);
+	if (node(b, ATM_OP_NARROW_FWD, &a, 1, &x, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return y;
+}
+
+void zb_split(zb *b, const char *name, int32_t x, int axis, int n, int32_t *ys)
+{
+	for (int i = 0; i < n; i++)
+		ys[i] = -1;
+	if (!usable(b, name, x, 0))
+		return;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (n < 1 || axis < 0 || axis >= t->ndim || t->dims[axis] % n) {
+		failf(b, ATM_E_USAGE, "layer '%s': cannot split '%s' in %d equal parts along axis %d",
+		      name, t->name, n, axis);
+		return;
+	}
+	int64_t yd[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	bool needs = b->info[x].needs_grad;
+	memcpy(yd, t->dims, sizeof yd);
+	yd[axis] /= n;
+	for (int i = 0; i < n; i++) {
+		char suffix[32];
+		snprintf(suffix, sizeof suffix, "y%d", i);
+		ys[i] = act(b, name, suffix, nd, yd, needs);
+	}
+	atm_attrs a = {.axis = axis};
+	if (node(b, ATM_OP_SPLIT, &a, 1, &x, n, ys, "%s", name) < 0)
+		return;
+	use(b, x);
 }
 
 int32_t zb_conv_bn(zb *b, const char *prefix, int32_t x, int64_t out_c, int kh, int kw, int stride,
@@ -598,6 +884,15 @@ static void sgd(zb *b, int32_t w, int32_t dw)
 	node(b, ATM_OP_SGD, &a, 2, in, 0, NULL, "%s.sgd", atm_graph_tensor(b->g, w)->name);
 }
 
+/* param_contrib -- g is one more contribution to parameter w's gradient; once all have
+ * come (one per use, tparam), the sum is complete and w's SGD follows it */
+static void param_contrib(zb *b, int32_t w, int32_t g)
+{
+	accumulate(b, w, g);
+	if (b->status == ATM_OK && b->info[w].n_seen == b->info[w].n_uses)
+		sgd(b, w, b->info[w].grad);
+}
+
 /* param_grads -- the weights-gradient node of a conv or inner product (x, dy -> dw, db)
  * and the SGD of each parameter right after it */
 static void param_grads(zb *b, atm_op op, const atm_attrs *a, const char *layer, int32_t x,
@@ -636,6 +931,59 @@ static void unary_grad(zb *b, atm_op op, const atm_attrs *a, const char *layer, 
 	if (node(b, op, a, n_in, in, 1, &dx, "%s.bwd", layer) < 0)
 		return;
 	accumulate(b, x, dx);
+}
+
+/* grad_of -- where a contribution to x's gradient goes: a fresh tensor, or -1 when x needs
+ * none (a parameter always does) */
+static int32_t grad_of(zb *b, int32_t x)
+{
+	bool param = atm_graph_tensor(b->g, x)->kind == ATM_KIND_PARAM;
+	return param || b->info[x].needs_grad ? new_grad(b, x) : -1;
+}
+
+/* deliver -- g, written by the node just added, joins x's gradient */
+static void deliver(zb *b, int32_t x, int32_t g)
+{
+	if (atm_graph_tensor(b->g, x)->kind == ATM_KIND_PARAM)
+		param_contrib(b, x, g);
+	else
+		accumulate(b, x, g);
+}
+
+/* matmul_grads -- c = s op(A) op(B) (+ bias): dA and dB are matmuls of dC with the other
+ * operand, transposed as the forward one was (for a 2-d B, dB folds the rows: a weight
+ * gradient), and the bias gradient sums dC over its leading dims */
+static void matmul_grads(zb *b, const atm_attrs *a, const char *layer, const int32_t *in, int n_in,
+                         int32_t dc)
+{
+	int32_t A = in[0], B = in[1];
+	float s = a->scale ? a->scale : 1.0f;
+	int32_t dA = grad_of(b, A);
+	if (dA >= 0) {
+		/* A: dC op(B)^T, or for A^T: op(B) dC^T */
+		atm_attrs g = a->trans_a ? (atm_attrs){.trans_a = a->trans_b, .trans_b = true, .scale = s}
+		                         : (atm_attrs){.trans_b = !a->trans_b, .scale = s};
+		int32_t gin[2] = {a->trans_a ? B : dc, a->trans_a ? dc : B};
+		if (node(b, ATM_OP_MATMUL, &g, 2, gin, 1, &dA, "%s.bwd_a", layer) < 0)
+			return;
+		deliver(b, A, dA);
+	}
+	int32_t dB = grad_of(b, B);
+	if (dB >= 0) {
+		/* B: op(A)^T dC, or for B^T: dC^T op(A) */
+		atm_attrs g = a->trans_b ? (atm_attrs){.trans_a = true, .trans_b = a->trans_a, .scale = s}
+		                         : (atm_attrs){.trans_a = !a->trans_a, .scale = s};
+		int32_t gin[2] = {a->trans_b ? dc : A, a->trans_b ? A : dc};
+		if (node(b, ATM_OP_MATMUL, &g, 2, gin, 1, &dB, "%s.bwd_b", layer) < 0)
+			return;
+		deliver(b, B, dB);
+	}
+	if (n_in == 3) {
+		int32_t db = new_grad(b, in[2]);
+		if (node(b, ATM_OP_REDUCE_SUM, NULL, 1, &dc, 1, &db, "%s.bwd_bias", layer) < 0)
+			return;
+		param_contrib(b, in[2], db);
+	}
 }
 
 /* backward -- the gradient nodes of forward node id, whose output gradient is complete */
@@ -730,10 +1078,93 @@ static void backward(zb *b, int32_t id)
 			if (b->info[in[i]].needs_grad)
 				accumulate(b, in[i], dy);
 		break;
+	case ATM_OP_MATMUL:
+		matmul_grads(b, &a, layer, in, n_in, dy);
+		break;
+	case ATM_OP_LAYER_NORM_FWD: {
+		int32_t x = in[0];
+		int32_t bin[5] = {x, dy, in[1], out[1], out[2]}, bout[3];
+		bool want = b->info[x].needs_grad;
+		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
+		bout[1] = new_grad(b, in[1]);
+		bout[2] = new_grad(b, in[2]);
+		if (node(b, ATM_OP_LAYER_NORM_BWD, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
+			return;
+		param_contrib(b, in[1], bout[1]);
+		param_contrib(b, in[2], bout[2]);
+		if (want)
+			accumulate(b, x, bout[0]);
+		break;
+	}
+	case ATM_OP_GELU_FWD:
+		unary_grad(b, ATM_OP_GELU_BWD, &a, layer, in[0], 2, (int32_t[]){in[0], dy});
+		break;
+	case ATM_OP_TANH_FWD:
+		unary_grad(b, ATM_OP_TANH_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
+		break;
+	case ATM_OP_SOFTMAX_FWD:
+		unary_grad(b, ATM_OP_SOFTMAX_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
+		break;
+	case ATM_OP_NARROW_FWD:
+		unary_grad(b, ATM_OP_NARROW_BWD, &a, layer, in[0], 1, &dy);
+		break;
+	case ATM_OP_PERMUTE: {
+		atm_attrs inv = a;
+		for (int i = 0; i < a.n_perm; i++)
+			inv.perm[a.perm[i]] = i;
+		unary_grad(b, ATM_OP_PERMUTE, &inv, layer, in[0], 1, &dy);
+		break;
+	}
+	case ATM_OP_EMBEDDING_FWD: {
+		int32_t g = new_grad(b, in[0]);
+		int32_t bin[2] = {dy, n_in == 2 ? in[1] : -1};
+		if (node(b, ATM_OP_EMBEDDING_BWD, &a, n_in, bin, 1, &g, "%s.bwd", layer) < 0)
+			return;
+		param_contrib(b, in[0], g);
+		break;
+	}
+	case ATM_OP_SPLIT: {
+		/* forward split (q, k, v): its backward joins the parts' gradients */
+		int32_t *parts = malloc((size_t)n_out * sizeof *parts);
+		if (!parts) {
+			failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", layer);
+			return;
+		}
+		for (int i = 0; i < n_out && b->status == ATM_OK; i++) {
+			parts[i] = b->info[out[i]].grad;
+			if (parts[i] < 0 || b->info[out[i]].n_seen != b->info[out[i]].n_uses)
+				failf(b, ATM_E_USAGE, "layer '%s': part %d '%s' does not reach the loss; "
+				      "every part of a split must", layer, i,
+				      atm_graph_tensor(b->g, out[i])->name);
+		}
+		if (b->status == ATM_OK)
+			unary_grad(b, ATM_OP_CONCAT, &a, layer, in[0], n_out, parts);
+		free(parts);
+		break;
+	}
 	default:
 		failf(b, ATM_E_INTERNAL, "layer '%s': no backward rule for %s", layer, atm_op_name(op));
 		break;
 	}
+}
+
+/* walk_back -- the backward pass of the first n_forward nodes in reverse, then the graph is
+ * handed out */
+static atm_status walk_back(zb *b, int32_t n_forward, atm_graph **out)
+{
+	for (int32_t i = n_forward - 1; i >= 0 && b->status == ATM_OK; i--)
+		backward(b, i);
+	for (int32_t t = 0; t < atm_graph_n_tensors(b->g) && b->status == ATM_OK; t++)
+		if (b->info[t].n_seen != b->info[t].n_uses &&
+		    atm_graph_tensor(b->g, t)->kind == ATM_KIND_PARAM)
+			failf(b, ATM_E_USAGE, "parameter '%s' got %d of its %d gradients: a layer that "
+			      "reads it does not reach the loss", atm_graph_tensor(b->g, t)->name,
+			      b->info[t].n_seen, b->info[t].n_uses);
+	if (b->status < 0)
+		return b->status;
+	*out = b->g;
+	b->g = NULL;
+	return ATM_OK;
 }
 
 atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
@@ -761,11 +1192,47 @@ atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
 	         "loss.bwd") < 0)
 		return b->status;
 	accumulate(b, logits, dl);
-	for (int32_t i = n_forward - 1; i >= 0 && b->status == ATM_OK; i--)
-		backward(b, i);
-	if (b->status < 0)
-		return b->status;
-	*out = b->g;
-	b->g = NULL;
-	return ATM_OK;
+	return walk_back(b, n_forward, out);
+}
+
+/* token_loss -- the token cross-entropy of logits [..., V] against i32 labels named
+ * labels, its loss output named loss; the gradient starts logits' backward pass */
+static void token_loss(zb *b, int32_t logits, const char *labels, const char *loss)
+{
+	const atm_tensor *t = atm_graph_tensor(b->g, logits);
+	int64_t ld[ATM_MAX_DIMS], one[1] = {1};
+	int nd = t->ndim;
+	memcpy(ld, t->dims, sizeof ld);
+	int32_t lab = tensor(b, ATM_KIND_INPUT, ATM_I32, nd - 1, ld, "%s", labels);
+	int32_t fo[2];
+	fo[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, ld, "%s.logp", loss);
+	fo[1] = tensor(b, ATM_KIND_OUTPUT, ATM_F32, 1, one, "%s", loss);
+	if (node(b, ATM_OP_TOKEN_XENT_FWD, NULL, 2, (int32_t[]){logits, lab}, 2, fo, "%s", loss) < 0)
+		return;
+	b->info[logits].n_uses++;
+	int32_t dl = new_grad(b, logits);
+	if (node(b, ATM_OP_TOKEN_XENT_BWD, NULL, 2, (int32_t[]){fo[0], lab}, 1, &dl, "%s.bwd",
+	         loss) < 0)
+		return;
+	accumulate(b, logits, dl);
+}
+
+atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *const *labels,
+                            const char *const *losses, atm_graph **out)
+{
+	*out = NULL;
+	for (int i = 0; i < n; i++) {
+		if (!usable(b, losses[i], logits[i], 0))
+			return b->status;
+		if (atm_graph_tensor(b->g, logits[i])->ndim < 2) {
+			failf(b, ATM_E_USAGE, "loss '%s': logits '%s' need [..., classes]", losses[i],
+			      atm_graph_tensor(b->g, logits[i])->name);
+			return b->status;
+		}
+	}
+	int32_t n_forward = atm_graph_n_nodes(b->g);
+	/* every loss is counted as a use of its logits before any gradient arrives */
+	for (int i = 0; i < n; i++)
+		token_loss(b, logits[i], labels[i], losses[i]);
+	return walk_back(b, n_forward, out);
 }

@@ -34,6 +34,7 @@ typedef struct {
 	int64_t n_classes; /* >= 1 */
 	int64_t image;     /* input height and width, >= 1 */
 	float lr;          /* SGD learning rate */
+	int64_t seq;       /* sequence length of the transformers, >= 1 */
 } zb_spec;
 
 typedef struct zb zb;
@@ -74,6 +75,42 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1);
 /* zb_concat -- concatenation along channels; n == 1 returns xs[0] and adds no node */
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs);
 
+/* zb_concat_axis -- concatenation along any axis, the other dims equal */
+int32_t zb_concat_axis(zb *b, const char *name, int n, const int32_t *xs, int axis);
+
+/* Transformer layers. Their parameters are LAYER.weight and LAYER.bias as PyTorch names them
+ * (zb_param_names overrides); a parameter name given again is the same tensor (tied), its
+ * gradient summed over its uses before its SGD. */
+
+/* zb_dim -- dim i of tensor x, 0 when there is none */
+int64_t zb_dim(zb *b, int32_t x, int i);
+/* zb_tokens -- an i32 graph input [batch, seq] named name (token ids, token types) */
+int32_t zb_tokens(zb *b, const char *name, int64_t seq);
+/* zb_embedding -- rows of a [rows, dim] table picked by ids: [..., dim] */
+int32_t zb_embedding(zb *b, const char *name, int32_t ids, int64_t rows, int64_t dim);
+/* zb_positions -- the first seq rows of a table param of `rows` rows ([rows, dim], or
+ * [1, rows, dim] when lead_one), one copy per batch entry: [batch, seq, dim] */
+int32_t zb_positions(zb *b, const char *name, const char *param, int64_t seq, int64_t rows,
+                     int64_t dim, bool lead_one);
+int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon);
+/* zb_linear -- x [..., in] times a weight [out, in] (+ bias [out]): [..., out] */
+int32_t zb_linear(zb *b, const char *name, int32_t x, int64_t out, bool bias);
+/* zb_matmul -- batched: x [..., m, k] times y [..., k, n] (transposes as said), scaled */
+int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, bool trans_b,
+                  float scale);
+int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form);
+int32_t zb_tanh(zb *b, const char *name, int32_t x);
+/* zb_softmax -- over the last dim; causal masks entry j of row i of the last two when j > i */
+int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal);
+/* zb_permute -- x (or the reshape of x to the output's dims before permuting) with its axes
+ * in perm's order, as [ndim] dims */
+int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t *perm, int ndim,
+                   const int64_t *dims);
+/* zb_narrow -- the first len entries of x along axis */
+int32_t zb_narrow(zb *b, const char *name, int32_t x, int axis, int64_t len);
+/* zb_split -- n equal parts of x along axis into ys; every part must reach the loss */
+void zb_split(zb *b, const char *name, int32_t x, int axis, int n, int32_t *ys);
+
 /* zb_param_names -- the names of the next layer's parameters instead of LAYER.w and LAYER.b
  * (LAYER.gamma and LAYER.beta): first names its weight (scale), second its bias (shift); NULL
  * keeps the layer's own. The next conv, bn or fc call uses them, and they are forgotten. An
@@ -91,6 +128,12 @@ int32_t zb_conv_bn_relu(zb *b, const char *prefix, int32_t x, int64_t out_c, int
  * The builder is spent afterwards: destroy it. */
 atm_status zb_finish(zb *b, int32_t logits, atm_graph **g);
 
+/* zb_finish_tokens -- for each of n logits [..., classes], the token cross-entropy against an
+ * i32 input labels[i] of the logits' shape without its last dim, its loss output losses[i]
+ * (the first is the step's loss); then the backward pass and SGD as zb_finish */
+atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *const *labels,
+                            const char *const *losses, atm_graph **g);
+
 /* zb_namef -- snprintf into buf of ZB_NAME_MAX bytes, for layer names; returns buf.
  * It truncates, but a layer name that long leaves no room for the tensor names
  * derived from it, so the layer call fails with a message instead. */
@@ -104,5 +147,8 @@ atm_status zb_net_inception(atm_graph **g, const zb_spec *spec);  /* variant: 4 
 atm_status zb_net_densenet(atm_graph **g, const zb_spec *spec);   /* variant: 121, 169, 201, 264 */
 atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *spec);   /* variant unused */
 atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *spec);   /* variant unused */
+atm_status zb_net_gpt2(atm_graph **g, const zb_spec *spec);       /* variant: 12, 24, 36, 48 layers */
+atm_status zb_net_bert(atm_graph **g, const zb_spec *spec);       /* variant unused */
+atm_status zb_net_vit(atm_graph **g, const zb_spec *spec);        /* variant unused */
 
 #endif /* ATM_ZOO_BUILDER_H */

@@ -10,6 +10,7 @@
 #define MAX_CLASSES 1000000
 #define MAX_IMAGE 65536
 #define DEFAULT_LR 0.01f
+#define MAX_SEQ 1000000
 
 enum { P_PAPER, P_LARGE, P_GPU, P_SMALL, N_PRESETS };
 
@@ -31,6 +32,7 @@ struct entry {
 /* Sizes: ONE(b) at the default image, AT(b, image) at a reduced one. */
 #define ONE(b) {.n_batch = 1, .batch = {b}}
 #define AT(b, img) {.n_batch = 1, .batch = {b}, .image = img}
+#define SEQ(b, s) {.n_batch = 1, .batch = {b}, .seq = s}
 
 /* The small preset keeps every step at or below ~100 GFLOP (forward + backward,
  * 2 flops per multiply-add, convolutions and inner products) so that a 2-core
@@ -39,61 +41,93 @@ struct entry {
  * except for test_vgg, which is AutoTM's VGG19 at batch 16. */
 static const struct entry catalogue[] = {
 	{{"vgg16", "vgg", "VGG-16: 13 3x3 convolutions and 3 fully connected layers", 224, 1000, 8,
-	  138357544},
+	  138357544, 0},
 	 zb_net_vgg, 16, {[P_SMALL] = AT(8, 64)}},
 	{{"vgg19", "vgg", "VGG-19: 16 3x3 convolutions and 3 fully connected layers", 224, 1000, 8,
-	  143667240},
+	  143667240, 0},
 	 zb_net_vgg, 19,
 	 {[P_PAPER] = ONE(2048),
 	  [P_GPU] = {.n_batch = 2, .batch = {64, 128}},
 	  [P_SMALL] = AT(8, 64)}},
 	{{"vgg416", "vgg", "AutoTM's large VGG: 409 3x3 convolutions in five groups, 3 fully "
-	  "connected layers", 224, 1000, 1, 577082664},
+	  "connected layers", 224, 1000, 1, 577082664, 0},
 	 zb_net_vgg, 416, {[P_LARGE] = ONE(320), [P_SMALL] = AT(1, 32)}},
-	{{"resnet50", "resnet", "ResNet-50: bottleneck blocks [3, 4, 6, 3]", 224, 1000, 8, 25557032},
+	{{"resnet50", "resnet", "ResNet-50: bottleneck blocks [3, 4, 6, 3]", 224, 1000, 8, 25557032, 0},
 	 zb_net_resnet, 50, {[P_SMALL] = AT(8, 112)}},
 	{{"resnet101", "resnet", "ResNet-101: bottleneck blocks [3, 4, 23, 3]", 224, 1000, 8,
-	  44549160},
+	  44549160, 0},
 	 zb_net_resnet, 101, {[P_SMALL] = AT(8, 112)}},
 	{{"resnet152", "resnet", "ResNet-152: bottleneck blocks [3, 8, 36, 3]", 224, 1000, 4,
-	  60192808},
+	  60192808, 0},
 	 zb_net_resnet, 152, {[P_SMALL] = AT(4, 112)}},
 	{{"resnet200", "resnet", "ResNet-200: bottleneck blocks [3, 24, 36, 3]", 224, 1000, 4,
-	  64673832},
+	  64673832, 0},
 	 zb_net_resnet, 200,
 	 {[P_PAPER] = ONE(512),
 	  [P_LARGE] = ONE(2560),
 	  [P_GPU] = {.n_batch = 3, .batch = {32, 64, 128}},
 	  [P_SMALL] = AT(4, 112)}},
 	{{"inception_v4", "inception", "Inception-v4: stem, 4 x A, 7 x B, 3 x C blocks, 299x299 input",
-	  299, 1000, 4, 42679816},
+	  299, 1000, 4, 42679816, 0},
 	 zb_net_inception, 4,
 	 {[P_PAPER] = ONE(1024),
 	  [P_LARGE] = ONE(6144),
 	  [P_GPU] = {.n_batch = 3, .batch = {64, 128, 256}},
 	  [P_SMALL] = AT(4, 149)}},
 	{{"densenet121", "densenet", "DenseNet-121: dense blocks [6, 12, 24, 16], growth 32", 224,
-	  1000, 8, 7978856},
+	  1000, 8, 7978856, 0},
 	 zb_net_densenet, 121, {[P_SMALL] = AT(8, 112)}},
 	{{"densenet169", "densenet", "DenseNet-169: dense blocks [6, 12, 32, 32], growth 32", 224,
-	  1000, 8, 14149480},
+	  1000, 8, 14149480, 0},
 	 zb_net_densenet, 169, {[P_SMALL] = AT(8, 112)}},
 	{{"densenet201", "densenet", "DenseNet-201: dense blocks [6, 12, 48, 32], growth 32", 224,
-	  1000, 8, 20013928},
+	  1000, 8, 20013928, 0},
 	 zb_net_densenet, 201, {[P_SMALL] = AT(8, 112)}},
 	{{"densenet264", "densenet", "DenseNet-264: dense blocks [6, 12, 64, 48], growth 32", 224,
-	  1000, 4, 33337704},
+	  1000, 4, 33337704, 0},
 	 zb_net_densenet, 264,
 	 {[P_PAPER] = ONE(512),
 	  [P_LARGE] = ONE(3072),
 	  [P_GPU] = {.n_batch = 3, .batch = {32, 64, 128}},
 	  [P_SMALL] = AT(4, 112)}},
-	{{"test_vgg", "vgg", "AutoTM's check network: VGG-19 at batch 16", 224, 1000, 16, 143667240},
+	{{"test_vgg", "vgg", "AutoTM's check network: VGG-19 at batch 16", 224, 1000, 16, 143667240, 0},
 	 zb_net_vgg, 19, {[P_SMALL] = AT(16, 32)}},
-	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every op", 32, 10, 8, 4178},
+	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every op", 32, 10, 8, 4178, 0},
 	 zb_net_tiny_cnn, 0, {[P_SMALL] = ONE(8)}},
-	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466},
+	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466, 0},
 	 zb_net_tiny_mlp, 0, {[P_SMALL] = ONE(8)}},
+	/* Transformers: classes are the vocabulary of the language models. Small: a step of
+	 * seconds to tens of seconds here; paper: sequence 1024 (BERT 512) at batches whose
+	 * step needs tens of GB; gpu: batches past an 80 GB card for the larger ones. */
+	{{"gpt2", "gpt2", "GPT-2 (124M): 12 layers, 768 wide, 1024 positions, tied embeddings", 0,
+	  50257, 2, 124439808, 128},
+	 zb_net_gpt2, 12,
+	 {[P_PAPER] = SEQ(16, 1024), [P_GPU] = {.n_batch = 2, .batch = {32, 64}, .seq = 1024},
+	  [P_SMALL] = SEQ(2, 128)}},
+	{{"gpt2-medium", "gpt2", "GPT-2 medium (355M): 24 layers, 1024 wide", 0, 50257, 1, 354823168,
+	  128},
+	 zb_net_gpt2, 24,
+	 {[P_PAPER] = SEQ(8, 1024), [P_GPU] = {.n_batch = 2, .batch = {16, 32}, .seq = 1024},
+	  [P_SMALL] = SEQ(1, 128)}},
+	{{"gpt2-large", "gpt2", "GPT-2 large (774M): 36 layers, 1280 wide", 0, 50257, 1, 774030080,
+	  64},
+	 zb_net_gpt2, 36,
+	 {[P_PAPER] = SEQ(4, 1024), [P_GPU] = {.n_batch = 2, .batch = {8, 16}, .seq = 1024},
+	  [P_SMALL] = SEQ(1, 64)}},
+	{{"gpt2-xl", "gpt2", "GPT-2 XL (1.5B): 48 layers, 1600 wide", 0, 50257, 1, 1557611200, 64},
+	 zb_net_gpt2, 48,
+	 {[P_PAPER] = SEQ(2, 1024), [P_GPU] = {.n_batch = 2, .batch = {4, 8}, .seq = 1024},
+	  [P_SMALL] = SEQ(1, 64)}},
+	{{"bert-base", "bert", "BERT-base: 12 post-norm layers, 768 wide, 512 positions, pooler", 0,
+	  30522, 2, 109482240, 128},
+	 zb_net_bert, 0,
+	 {[P_PAPER] = SEQ(32, 512), [P_GPU] = {.n_batch = 2, .batch = {64, 128}, .seq = 512},
+	  [P_SMALL] = SEQ(2, 128)}},
+	{{"vit_b_16", "vit", "ViT-B/16: 16x16 patches, 12 layers, 768 wide (torchvision)", 224, 1000,
+	  2, 86567656, 0},
+	 zb_net_vit, 0,
+	 {[P_PAPER] = ONE(256), [P_GPU] = {.n_batch = 2, .batch = {256, 512}},
+	  [P_SMALL] = ONE(2)}},
 };
 
 #define N_MODELS ((int)(sizeof catalogue / sizeof catalogue[0]))
@@ -149,6 +183,7 @@ static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_sp
 		.n_classes = e->m.default_classes,
 		.image = e->m.default_image,
 		.lr = DEFAULT_LR,
+		.seq = e->m.default_seq,
 	};
 	if (!opts)
 		return ATM_OK;
@@ -173,6 +208,15 @@ static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_sp
 		               "(0: the default, %g)", name, (double)opts->lr, (double)DEFAULT_LR);
 	if (opts->lr > 0)
 		s->lr = opts->lr;
+	if (opts->seq && !e->m.default_seq)
+		return atm_err(ATM_E_USAGE, "%s: takes no sequence length (only the language models "
+		               "do; ViT's follows the image)", name);
+	if (opts->seq < 0 || opts->seq > MAX_SEQ)
+		return atm_err(ATM_E_USAGE, "%s: sequence %lld is out of range; valid: 1 to the "
+		               "model's positions (0: the default, %lld)", name, (long long)opts->seq,
+		               (long long)e->m.default_seq);
+	if (opts->seq)
+		s->seq = opts->seq;
 	return ATM_OK;
 }
 

@@ -452,38 +452,61 @@ fail:
 	return rc;
 }
 
-/* build_relu -- forward, or backward from the forward OUTPUT (relu_use_dst_for_bwd),
- * which lets the graph drop x after the forward pass */
-static atm_status build_relu(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+/* The element-wise ops as oneDNN algorithms: the forward one, and the one the backward pass
+ * and its forward hint use. ReLU and tanh differentiate from the forward OUTPUT (the
+ * *_use_dst_for_bwd forms), which lets the graph drop x after the forward pass; GELU from x. */
+struct eltwise_alg {
+	dnnl_alg_kind_t fwd, bwd;
+	bool bwd_from_dst;
+};
+
+static struct eltwise_alg eltwise_alg_of(const atm_node *n)
+{
+	switch (n->op) {
+	case ATM_OP_GELU_FWD:
+	case ATM_OP_GELU_BWD: {
+		dnnl_alg_kind_t g = n->attrs.tanh ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
+		return (struct eltwise_alg){g, g, false};
+	}
+	case ATM_OP_TANH_FWD:
+	case ATM_OP_TANH_BWD:
+		return (struct eltwise_alg){dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true};
+	default:
+		return (struct eltwise_alg){dnnl_eltwise_relu, dnnl_eltwise_relu_use_dst_for_bwd, true};
+	}
+}
+
+/* build_eltwise -- ReLU, GELU or tanh: forward (one input), or backward from the forward
+ * tensor and dy */
+static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
 	dnnl_memory_desc_t md;
 	dnnl_eltwise_desc_t fwd_d, bwd_d;
 	dnnl_primitive_desc_t hint = NULL, pd = NULL;
 	atm_status rc = ATM_OK;
+	struct eltwise_alg alg = eltwise_alg_of(knode(k));
 
 	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_IN, 0)), "describing the data");
-	if (knode(k)->op == ATM_OP_RELU_FWD) {
-		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, dnnl_eltwise_relu,
-		                                        &md, 0.f, 0.f),
-		         "describing the relu");
+	if (knode(k)->n_in == 1) {
+		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.fwd, &md, 0.f,
+		                                        0.f),
+		         "describing the element-wise op");
 		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
-		         "creating the relu");
+		         "creating the element-wise op");
 		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0}};
 		rc = add_step(k, pd, 2, bs);
 		goto fail;
 	}
-	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training,
-	                                        dnnl_eltwise_relu_use_dst_for_bwd, &md, 0.f, 0.f),
-	         "describing the forward relu hint");
+	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.bwd, &md, 0.f, 0.f),
+	         "describing the forward element-wise hint");
 	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
-	         "creating the forward relu hint");
-	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, dnnl_eltwise_relu_use_dst_for_bwd, &md, &md,
-	                                         0.f, 0.f),
-	         "describing the backward relu");
+	         "creating the forward element-wise hint");
+	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, alg.bwd, &md, &md, 0.f, 0.f),
+	         "describing the backward element-wise op");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
-	         "creating the backward relu");
-	struct bind bs[] = {{DNNL_ARG_DST, SLOT_IN, 0}, {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
-	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
+	         "creating the backward element-wise op");
+	struct bind bs[] = {{alg.bwd_from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, SLOT_IN, 0},
+	                    {DNNL_ARG_DIFF_DST, SLOT_IN, 1}, {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 3, bs);
 fail:
 	if (pd)
@@ -709,6 +732,268 @@ fail:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- transformer ops */
+
+/* md_strided -- an f32 descriptor of ndim dims with the given element strides */
+static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int ndim, const int64_t *dims,
+                                const int64_t *strides)
+{
+	dnnl_dims_t d, st;
+	for (int i = 0; i < ndim; i++)
+		d[i] = dims[i], st[i] = strides[i];
+	return dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, st);
+}
+
+/* md_matrix -- a batch of rows x cols matrices stored row-major ([batch, r, c] when not
+ * transposed, [batch, c, r] when it is), described as [batch, r, c] for the matmul; a batch
+ * of 1 that every entry shares broadcasts */
+static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int64_t batch, int64_t rows, int64_t cols,
+                               bool trans)
+{
+	int64_t dims[3] = {batch, rows, cols};
+	int64_t strides[3] = {rows * cols, trans ? 1 : cols, trans ? rows : 1};
+	return md_strided(md, 3, dims, strides);
+}
+
+/* md_lead -- t as [rows, last]: its leading dims folded */
+static dnnl_status_t md_lead(dnnl_memory_desc_t *md, const atm_tensor *t)
+{
+	int64_t last = t->dims[t->ndim - 1];
+	int64_t dims[2] = {t->n_elems / last, last};
+	return md_dense(md, 2, dims);
+}
+
+/* build_matmul -- one oneDNN matmul over [batch, m, k] x [batch or 1, k, n]; transposes are
+ * strides, the scale an output scale, the bias [1, 1, n] */
+static atm_status build_matmul(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	atm_matmul_dims d;
+	dnnl_memory_desc_t a_md, b_md, c_md, bias_md;
+	dnnl_matmul_desc_t md_d;
+	dnnl_primitive_attr_t scaled = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = atm_matmul_dims_of(k->g, n, &d);
+	if (rc < 0)
+		return rc;
+	float scale = n->attrs.scale ? n->attrs.scale : 1.0f;
+	DNNL_TRY(md_matrix(&a_md, d.batch, d.m, d.k, n->attrs.trans_a), "describing a");
+	DNNL_TRY(md_matrix(&b_md, d.b_batched ? d.batch : 1, d.k, d.n, n->attrs.trans_b),
+	         "describing b");
+	DNNL_TRY(md_matrix(&c_md, d.batch, d.m, d.n, false), "describing c");
+	DNNL_TRY(md_matrix(&bias_md, 1, 1, d.n, false), "describing the bias");
+	DNNL_TRY(dnnl_matmul_desc_init(&md_d, &a_md, &b_md, n->n_in == 3 ? &bias_md : NULL, &c_md),
+	         "describing the matmul");
+	if (scale != 1.0f) {
+		DNNL_TRY(dnnl_primitive_attr_clone(&scaled, attr), "copying the attributes");
+		DNNL_TRY(dnnl_primitive_attr_set_output_scales(scaled, 1, 0, &scale),
+		         "setting the scale");
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &md_d, scaled ? scaled : attr, k->cpu->engine, NULL),
+	         "creating the matmul");
+	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_WEIGHTS, SLOT_IN, 1},
+	                    {DNNL_ARG_DST, SLOT_OUT, 0}, {DNNL_ARG_BIAS, SLOT_IN, 2}};
+	rc = add_step(k, pd, n->n_in == 3 ? 4 : 3, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (scaled)
+		dnnl_primitive_attr_destroy(scaled);
+	return rc;
+}
+
+/* build_reduce -- oneDNN's sum reduction of x as [lead, rest] into [1, rest] */
+static atm_status build_reduce(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_tensor *x = tensor_of(k, SLOT_IN, 0), *y = tensor_of(k, SLOT_OUT, 0);
+	dnnl_memory_desc_t x_md, y_md;
+	dnnl_reduction_desc_t d;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = ATM_OK;
+	int64_t xd[2] = {x->n_elems / y->n_elems, y->n_elems}, yd[2] = {1, y->n_elems};
+	DNNL_TRY(md_dense(&x_md, 2, xd), "describing the data");
+	DNNL_TRY(md_dense(&y_md, 2, yd), "describing the sum");
+	DNNL_TRY(dnnl_reduction_desc_init(&d, dnnl_reduction_sum, &x_md, &y_md, 0.f, 0.f),
+	         "describing the reduction");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &d, attr, k->cpu->engine, NULL),
+	         "creating the reduction");
+	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 2, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+/* build_layer_norm -- oneDNN's layer normalization over x as [rows, C], statistics [rows];
+ * the backward pass binds gamma as the shift too, as batch norm's does (build_bn) */
+static atm_status build_layer_norm(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *x = tensor_of(k, SLOT_IN, 0);
+	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	dnnl_memory_desc_t x_md, s_md;
+	dnnl_layer_normalization_desc_t fwd_d, bwd_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	atm_status rc = ATM_OK;
+	int64_t rows = x->n_elems / x->dims[x->ndim - 1];
+
+	DNNL_TRY(md_lead(&x_md, x), "describing the data");
+	DNNL_TRY(md_dense(&s_md, 1, &rows), "describing the statistics");
+	DNNL_TRY(dnnl_layer_normalization_forward_desc_init(&fwd_d, dnnl_forward_training, &x_md,
+	                                                    &s_md, n->attrs.epsilon, flags),
+	         "describing the forward layer norm");
+	if (n->op == ATM_OP_LAYER_NORM_FWD) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the layer norm");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},   {DNNL_ARG_SCALE, SLOT_IN, 1},
+		                    {DNNL_ARG_SHIFT, SLOT_IN, 2}, {DNNL_ARG_DST, SLOT_OUT, 0},
+		                    {DNNL_ARG_MEAN, SLOT_OUT, 1}, {DNNL_ARG_VARIANCE, SLOT_OUT, 2}};
+		rc = add_step(k, pd, 6, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward layer norm hint");
+	DNNL_TRY(dnnl_layer_normalization_backward_desc_init(&bwd_d, dnnl_backward, &x_md, &x_md,
+	                                                     &s_md, n->attrs.epsilon, flags),
+	         "describing the backward layer norm");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+	         "creating the backward layer norm");
+	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},       {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+	                    {DNNL_ARG_SCALE, SLOT_IN, 2},     {DNNL_ARG_SHIFT, SLOT_IN, 2},
+	                    {DNNL_ARG_MEAN, SLOT_IN, 3},      {DNNL_ARG_VARIANCE, SLOT_IN, 4},
+	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}, {DNNL_ARG_DIFF_SCALE, SLOT_OUT, 1},
+	                    {DNNL_ARG_DIFF_SHIFT, SLOT_OUT, 2}};
+	rc = add_step(k, pd, 9, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* build_softmax -- oneDNN's softmax over the last dim (backward: from y), or its log form
+ * into the token loss's log-probabilities. A causal forward softmax has no oneDNN primitive
+ * (it takes no mask): plain C (run_causal_softmax) does it, and its backward is the plain
+ * one, since a masked entry's y is zero and so is its gradient. */
+static atm_status build_softmax(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	dnnl_memory_desc_t md;
+	dnnl_softmax_desc_t fwd_d, bwd_d;
+	dnnl_logsoftmax_desc_t log_d;
+	dnnl_primitive_desc_t hint = NULL, pd = NULL;
+	atm_status rc = ATM_OK;
+
+	if (n->op == ATM_OP_SOFTMAX_FWD && n->attrs.causal)
+		return ATM_OK;
+	DNNL_TRY(md_lead(&md, tensor_of(k, SLOT_IN, 0)), "describing the data");
+	if (n->op == ATM_OP_TOKEN_XENT_FWD) {
+		DNNL_TRY(dnnl_logsoftmax_forward_desc_init(&log_d, dnnl_forward_training, &md, 1),
+		         "describing the log-softmax");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &log_d, attr, k->cpu->engine, NULL),
+		         "creating the log-softmax");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 2, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_softmax_forward_desc_init(&fwd_d, dnnl_forward_training, &md, 1),
+	         "describing the softmax");
+	if (n->op == ATM_OP_SOFTMAX_FWD) {
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
+		         "creating the softmax");
+		struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0}, {DNNL_ARG_DST, SLOT_OUT, 0}};
+		rc = add_step(k, pd, 2, bs);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
+	         "creating the forward softmax hint");
+	DNNL_TRY(dnnl_softmax_backward_desc_init(&bwd_d, &md, &md, 1),
+	         "describing the backward softmax");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
+	         "creating the backward softmax");
+	struct bind bs[] = {{DNNL_ARG_DST, SLOT_IN, 0}, {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 3, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
+/* eltwise_step -- one oneDNN element-wise forward primitive alg(alpha, beta) from one
+ * buffer to another (the same one: in place) */
+static atm_status eltwise_step(atm_kernel *k, const_dnnl_primitive_attr_t attr,
+                               const atm_tensor *t, dnnl_alg_kind_t alg, float alpha, float beta,
+                               struct bind from, struct bind to)
+{
+	dnnl_memory_desc_t md;
+	dnnl_eltwise_desc_t d;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = ATM_OK;
+	DNNL_TRY(md_flat(&md, t), "describing the data");
+	DNNL_TRY(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha, beta),
+	         "describing an element-wise step");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &d, attr, k->cpu->engine, NULL),
+	         "creating an element-wise step");
+	from.arg = DNNL_ARG_SRC;
+	to.arg = DNNL_ARG_DST;
+	rc = add_step(k, pd, 2, (struct bind[]){from, to});
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+/* build_token_xent_bwd -- dlogits = exp(logp) / rows by two oneDNN element-wise steps; the
+ * run then takes 1 / rows off each row's label (run_token_xent_bwd) */
+static atm_status build_token_xent_bwd(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_tensor *lp = tensor_of(k, SLOT_IN, 0);
+	float inv = 1.0f / (float)(lp->n_elems / lp->dims[lp->ndim - 1]);
+	atm_status rc = eltwise_step(k, attr, lp, dnnl_eltwise_exp, 0.f, 0.f,
+	                             (struct bind){0, SLOT_IN, 0}, (struct bind){0, SLOT_OUT, 0});
+	if (rc < 0)
+		return rc;
+	return eltwise_step(k, attr, lp, dnnl_eltwise_linear, inv, 0.f, (struct bind){0, SLOT_OUT, 0},
+	                    (struct bind){0, SLOT_OUT, 0});
+}
+
+/* build_permute -- one oneDNN reorder that reads x through strides in the output's axis
+ * order: y[i...] = view(x)[perm...] */
+static atm_status build_permute(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_node *n = knode(k);
+	int64_t view[ATM_MAX_DIMS], permuted[ATM_MAX_DIMS], vstride[ATM_MAX_DIMS], st[ATM_MAX_DIMS];
+	dnnl_memory_desc_t x_md, y_md;
+	dnnl_primitive_desc_t pd = NULL;
+	int r = n->attrs.n_perm;
+	atm_status rc = atm_permute_view(k->g, n, view, permuted);
+	if (rc < 0)
+		return rc;
+	int64_t stride = 1;
+	for (int i = r - 1; i >= 0; i--) {
+		vstride[i] = stride;
+		stride *= view[i];
+	}
+	for (int i = 0; i < r; i++)
+		st[i] = vstride[n->attrs.perm[i]];
+	DNNL_TRY(md_strided(&x_md, r, permuted, st), "describing the input");
+	DNNL_TRY(md_dense(&y_md, r, permuted), "describing the output");
+	DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &x_md, k->cpu->engine, &y_md,
+	                                            k->cpu->engine, attr),
+	         "creating the reorder");
+	struct bind bs[] = {{DNNL_ARG_FROM, SLOT_IN, 0}, {DNNL_ARG_TO, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 2, bs);
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- plain C ops */
 
 /* build_rows -- a plain C op over the rows of input 0, [N, K] */
@@ -730,7 +1015,7 @@ static atm_status build_flat(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 }
 
 /* run_sgd -- w -= lr * dw, one element at a time in index order */
-static void run_sgd(const atm_kernel *k, void *const *in, void *const *out)
+static atm_status run_sgd(const atm_kernel *k, void *const *in, void *const *out)
 {
 	(void)out;
 	float *w = in[0];
@@ -738,13 +1023,14 @@ static void run_sgd(const atm_kernel *k, void *const *in, void *const *out)
 	float lr = knode(k)->attrs.lr;
 	for (int64_t i = 0; i < k->n_rows; i++)
 		w[i] -= lr * dw[i];
+	return ATM_OK;
 }
 
 /* run_softmax_xent -- probs = softmax(logits) per row and loss = mean over rows of
  * -sum(labels * log(probs)); log(probs) is taken as (x - max) - log(sum), which
  * is finite for finite logits (sum >= 1), so log(0) never happens; sums are in
  * double and in index order, so the result is reproducible */
-static void run_softmax_xent(const atm_kernel *k, void *const *in, void *const *out)
+static atm_status run_softmax_xent(const atm_kernel *k, void *const *in, void *const *out)
 {
 	const float *logits = in[0], *labels = in[1];
 	float *probs = out[0], *loss = out[1];
@@ -769,10 +1055,11 @@ static void run_softmax_xent(const atm_kernel *k, void *const *in, void *const *
 		}
 	}
 	loss[0] = (float)(total / (double)k->n_rows);
+	return ATM_OK;
 }
 
 /* run_softmax_xent_bwd -- dlogits = (probs - labels) / N */
-static void run_softmax_xent_bwd(const atm_kernel *k, void *const *in, void *const *out)
+static atm_status run_softmax_xent_bwd(const atm_kernel *k, void *const *in, void *const *out)
 {
 	const float *probs = in[0], *labels = in[1];
 	float *dlogits = out[0];
@@ -780,17 +1067,205 @@ static void run_softmax_xent_bwd(const atm_kernel *k, void *const *in, void *con
 	float inv = 1.0f / (float)k->n_rows;
 	for (int64_t i = 0; i < n; i++)
 		dlogits[i] = (probs[i] - labels[i]) * inv;
+	return ATM_OK;
+}
+
+/* build_lead -- a plain C op over input 0 as [rows, last] */
+static atm_status build_lead(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	(void)attr;
+	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
+	k->n_cols = t->dims[t->ndim - 1];
+	k->n_rows = t->n_elems / k->n_cols;
+	return ATM_OK;
+}
+
+/* run_causal_softmax -- for a causal softmax (the others ran as a primitive): softmax of each row of x over its first i + 1 entries, where i is the
+ * row's place in its [T, T] matrix; the masked entries are 0. The sum is in double, in index
+ * order. */
+static atm_status run_causal_softmax(const atm_kernel *k, void *const *in, void *const *out)
+{
+	if (!knode(k)->attrs.causal)
+		return ATM_OK; /* oneDNN's primitive did it */
+	const float *x = in[0];
+	float *y = out[0];
+	int64_t t = k->n_cols;
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		const float *xr = x + r * t;
+		float *yr = y + r * t;
+		int64_t valid = r % t + 1;
+		float max = xr[0];
+		for (int64_t c = 1; c < valid; c++)
+			max = xr[c] > max ? xr[c] : max;
+		double sum = 0;
+		for (int64_t c = 0; c < valid; c++) {
+			yr[c] = expf(xr[c] - max);
+			sum += yr[c];
+		}
+		float inv = (float)(1.0 / sum);
+		for (int64_t c = 0; c < valid; c++)
+			yr[c] *= inv;
+		for (int64_t c = valid; c < t; c++)
+			yr[c] = 0.0f;
+	}
+	return ATM_OK;
+}
+
+/* bad_id -- the message for a token id or label outside [0, limit) */
+static atm_status bad_id(const atm_kernel *k, const char *what, int64_t at, int32_t id,
+                         int64_t limit)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s %d at position %lld is outside the %lld %s", what, id,
+	         (long long)at, (long long)limit, strcmp(what, "label") == 0 ? "classes" : "rows of "
+	         "the table");
+	return node_err(k, ATM_E_INPUT, msg);
+}
+
+/* embedding_row -- the table row position r of y reads: its id, or its place in the
+ * sequence; -1 (after the message) for an id outside the table */
+static int64_t embedding_row(const atm_kernel *k, const int32_t *ids, int64_t r, int64_t seq,
+                             int64_t rows)
+{
+	if (!ids)
+		return r % seq;
+	if (ids[r] < 0 || ids[r] >= rows) {
+		bad_id(k, "token id", r, ids[r], rows);
+		return -1;
+	}
+	return ids[r];
+}
+
+/* run_embedding -- y's rows copied from the table, by id or by position */
+static atm_status run_embedding(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *tab = tensor_of(k, SLOT_IN, 0), *y = tensor_of(k, SLOT_OUT, 0);
+	const float *table = in[0];
+	const int32_t *ids = n->n_in == 2 ? in[1] : NULL;
+	float *dst = out[0];
+	int64_t c = y->dims[y->ndim - 1], rows = tab->dims[tab->ndim - 2];
+	int64_t seq = y->dims[y->ndim - 2];
+	for (int64_t r = 0; r < y->n_elems / c; r++) {
+		int64_t row = embedding_row(k, ids, r, seq, rows);
+		if (row < 0)
+			return ATM_E_INPUT;
+		memcpy(dst + r * c, table + row * c, (size_t)c * sizeof *dst);
+	}
+	return ATM_OK;
+}
+
+/* run_embedding_bwd -- dtable = 0, then each position's dy row added to its table row in
+ * position order: a fixed order of sums, so the gradient is the same on every run */
+static atm_status run_embedding_bwd(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	const atm_tensor *dy = tensor_of(k, SLOT_IN, 0), *tab = tensor_of(k, SLOT_OUT, 0);
+	const float *g = in[0];
+	const int32_t *ids = n->n_in == 2 ? in[1] : NULL;
+	float *dtable = out[0];
+	int64_t c = dy->dims[dy->ndim - 1], rows = tab->dims[tab->ndim - 2];
+	int64_t seq = dy->dims[dy->ndim - 2];
+	memset(dtable, 0, (size_t)tab->bytes);
+	for (int64_t r = 0; r < dy->n_elems / c; r++) {
+		int64_t row = embedding_row(k, ids, r, seq, rows);
+		if (row < 0)
+			return ATM_E_INPUT;
+		float *d = dtable + row * c;
+		const float *s = g + r * c;
+		for (int64_t j = 0; j < c; j++)
+			d[j] += s[j];
+	}
+	return ATM_OK;
+}
+
+/* run_narrow -- copy the part of whole along axis (first part_len of whole_len) to or from
+ * part; backward zeroes the rest of whole. memcpy of contiguous blocks: no oneDNN primitive
+ * is needed for that. */
+static atm_status run_narrow(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	bool fwd = n->op == ATM_OP_NARROW_FWD;
+	const atm_tensor *whole = fwd ? tensor_of(k, SLOT_IN, 0) : tensor_of(k, SLOT_OUT, 0);
+	const atm_tensor *part = fwd ? tensor_of(k, SLOT_OUT, 0) : tensor_of(k, SLOT_IN, 0);
+	int axis = n->attrs.axis;
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < axis; d++)
+		outer *= whole->dims[d];
+	for (int d = axis + 1; d < whole->ndim; d++)
+		inner *= whole->dims[d];
+	int64_t wlen = whole->dims[axis] * inner, plen = part->dims[axis] * inner;
+	for (int64_t o = 0; o < outer; o++) {
+		if (fwd) {
+			memcpy((float *)out[0] + o * plen, (const float *)in[0] + o * wlen,
+			       (size_t)plen * sizeof(float));
+		} else {
+			float *w = (float *)out[0] + o * wlen;
+			memcpy(w, (const float *)in[0] + o * plen, (size_t)plen * sizeof(float));
+			memset(w + plen, 0, (size_t)(wlen - plen) * sizeof(float));
+		}
+	}
+	return ATM_OK;
+}
+
+/* run_token_xent -- after the log-softmax step: loss = -mean over rows of logp[label], summed
+ * in double in row order */
+static atm_status run_token_xent(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const int32_t *labels = in[1];
+	const float *logp = out[0];
+	float *loss = out[1];
+	double total = 0;
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		if (labels[r] < 0 || labels[r] >= k->n_cols)
+			return bad_id(k, "label", r, labels[r], k->n_cols);
+		total -= logp[r * k->n_cols + labels[r]];
+	}
+	loss[0] = (float)(total / (double)k->n_rows);
+	return ATM_OK;
+}
+
+/* run_token_xent_bwd -- after exp(logp) / rows: take 1 / rows off each row's label */
+static atm_status run_token_xent_bwd(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const int32_t *labels = in[1];
+	float *d = out[0];
+	float inv = 1.0f / (float)k->n_rows;
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		if (labels[r] < 0 || labels[r] >= k->n_cols)
+			return bad_id(k, "label", r, labels[r], k->n_cols);
+		d[r * k->n_cols + labels[r]] -= inv;
+	}
+	return ATM_OK;
 }
 
 /* ---------------------------------------------------------------- the op table */
 
 /* What this backend does for each op: build makes the kernel of a node (oneDNN's primitives,
- * or a plain C op's sizes); run is a plain C op's body, NULL where the kernel runs its
- * primitives. An op without build has no CPU kernel. */
+ * or a plain C op's sizes); run is plain C that runs after the primitives (all of a plain C
+ * op's work, or what no primitive does), NULL where the primitives are all. An op without
+ * build has no CPU kernel. */
 struct cpu_op {
 	atm_status (*build)(atm_kernel *k, const_dnnl_primitive_attr_t attr);
-	void (*run)(const atm_kernel *k, void *const *in, void *const *out);
+	atm_status (*run)(const atm_kernel *k, void *const *in, void *const *out);
 };
+
+/* build_token_xent -- the log-softmax step, and the sizes its run needs */
+static atm_status build_token_xent(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	atm_status rc = build_lead(k, attr);
+	if (rc < 0)
+		return rc;
+	return knode(k)->op == ATM_OP_TOKEN_XENT_FWD ? build_softmax(k, attr)
+	                                             : build_token_xent_bwd(k, attr);
+}
+
+/* build_softmax_op -- oneDNN's softmax, or the sizes of the causal one's plain C */
+static atm_status build_softmax_op(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	atm_status rc = build_lead(k, attr);
+	return rc < 0 ? rc : build_softmax(k, attr);
+}
 
 static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_CONV_FWD] = {build_conv, NULL},
@@ -799,8 +1274,8 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_IP_FWD] = {build_ip, NULL},
 	[ATM_OP_IP_BWD_DATA] = {build_ip, NULL},
 	[ATM_OP_IP_BWD_WEIGHTS] = {build_ip, NULL},
-	[ATM_OP_RELU_FWD] = {build_relu, NULL},
-	[ATM_OP_RELU_BWD] = {build_relu, NULL},
+	[ATM_OP_RELU_FWD] = {build_eltwise, NULL},
+	[ATM_OP_RELU_BWD] = {build_eltwise, NULL},
 	[ATM_OP_MAXPOOL_FWD] = {build_pool, NULL},
 	[ATM_OP_MAXPOOL_BWD] = {build_pool, NULL},
 	[ATM_OP_AVGPOOL_FWD] = {build_pool, NULL},
@@ -813,6 +1288,23 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_SOFTMAX_XENT_FWD] = {build_rows, run_softmax_xent},
 	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
 	[ATM_OP_SGD] = {build_flat, run_sgd},
+	[ATM_OP_MATMUL] = {build_matmul, NULL},
+	[ATM_OP_REDUCE_SUM] = {build_reduce, NULL},
+	[ATM_OP_LAYER_NORM_FWD] = {build_layer_norm, NULL},
+	[ATM_OP_LAYER_NORM_BWD] = {build_layer_norm, NULL},
+	[ATM_OP_GELU_FWD] = {build_eltwise, NULL},
+	[ATM_OP_GELU_BWD] = {build_eltwise, NULL},
+	[ATM_OP_TANH_FWD] = {build_eltwise, NULL},
+	[ATM_OP_TANH_BWD] = {build_eltwise, NULL},
+	[ATM_OP_SOFTMAX_FWD] = {build_softmax_op, run_causal_softmax},
+	[ATM_OP_SOFTMAX_BWD] = {build_softmax_op, NULL},
+	[ATM_OP_EMBEDDING_FWD] = {build_flat, run_embedding},
+	[ATM_OP_EMBEDDING_BWD] = {build_flat, run_embedding_bwd},
+	[ATM_OP_PERMUTE] = {build_permute, NULL},
+	[ATM_OP_NARROW_FWD] = {build_flat, run_narrow},
+	[ATM_OP_NARROW_BWD] = {build_flat, run_narrow},
+	[ATM_OP_TOKEN_XENT_FWD] = {build_token_xent, run_token_xent},
+	[ATM_OP_TOKEN_XENT_BWD] = {build_token_xent, run_token_xent_bwd},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */
@@ -932,9 +1424,8 @@ atm_status atm_kernel_run(atm_kernel *k, void *const *in, void *const *out, void
 	}
 	if (k->scratch_bytes > 0 && !scratch)
 		return node_err(k, ATM_E_USAGE, "the kernel needs scratch memory but got none");
-	if (cpu_ops[n->op].run) {
-		cpu_ops[n->op].run(k, in, out);
-		return ATM_OK;
-	}
-	return run_steps(k, in, out, scratch);
+	atm_status rc = k->n_steps > 0 ? run_steps(k, in, out, scratch) : ATM_OK;
+	if (rc == ATM_OK && cpu_ops[n->op].run)
+		rc = cpu_ops[n->op].run(k, in, out);
+	return rc;
 }
