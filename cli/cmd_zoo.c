@@ -46,14 +46,20 @@ static const char *with_commas(int64_t v, char *buf, size_t len)
 static void list_catalogue(void)
 {
 	char pbuf[32];
-	printf("networks (a full training step each: forward, softmax cross-entropy, backward, SGD)\n\n");
-	printf("  %-14s %-10s %6s %14s  %s\n", "name", "family", "image", "parameters", "description");
+	printf("networks (a full training step each: forward, cross-entropy, backward, SGD)\n\n");
+	printf("  %-14s %-10s %8s %14s  %s\n", "name", "family", "input", "parameters", "description");
 	for (int i = 0; i < atm_zoo_n_models(); i++) {
 		const atm_zoo_model *m = atm_zoo_model_at(i);
-		printf("  %-14s %-10s %6lld %14s  %s\n", m->name, m->family, (long long)m->default_image,
+		char in[24];
+		if (m->default_seq)
+			snprintf(in, sizeof in, "seq %lld", (long long)m->default_seq);
+		else
+			snprintf(in, sizeof in, "%lld", (long long)m->default_image);
+		printf("  %-14s %-10s %8s %14s  %s\n", m->name, m->family, in,
 		       with_commas(m->published_params, pbuf, sizeof pbuf), m->description);
 	}
-	printf("\npresets (batch sizes; an image size in brackets where the preset shrinks it)\n");
+	printf("\npresets (batch sizes; an image size in brackets where the preset shrinks it, a "
+	       "language model's sequence after 'seq')\n");
 	for (int p = 0; p < atm_zoo_n_presets(); p++) {
 		const atm_zoo_preset_info *pi = atm_zoo_preset_at(p);
 		printf("\n  %s: %s\n", pi->name, pi->description);
@@ -67,6 +73,8 @@ static void list_catalogue(void)
 				printf("%s%lld", b ? "/" : " ", (long long)s.batch[b]);
 			if (s.image)
 				printf(" [%lldx%lld]", (long long)s.image, (long long)s.image);
+			if (s.seq)
+				printf(" seq %lld", (long long)s.seq);
 			printf("\n");
 		}
 	}
@@ -92,6 +100,19 @@ static int64_t input_image(const atm_graph *g)
 	return 0;
 }
 
+/* input_seq -- the sequence of a language model: its i32 token input [batch, seq]; 0 for none */
+static int64_t input_seq(const atm_graph *g)
+{
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (x->kind == ATM_KIND_INPUT && x->dtype == ATM_I32 && x->ndim == 2 &&
+		    atm_graph_producer(g, t) < 0 && !atm_tensor_is_labels(g, t) &&
+		    strcmp(x->name, "labels") != 0)
+			return x->dims[1];
+	}
+	return 0;
+}
+
 static atm_status print_json(const atm_graph *g, int64_t batch, const atm_graph_stats *s,
                              const atm_liveness *lv)
 {
@@ -105,6 +126,7 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_graph_
 	json_object_set_new(o, "name", json_string(atm_graph_name(g)));
 	json_object_set_new(o, "batch", json_integer(batch));
 	json_object_set_new(o, "image", json_integer(input_image(g)));
+	json_object_set_new(o, "seq", json_integer(input_seq(g)));
 	json_object_set_new(o, "n_params", json_integer(s->n_params));
 	json_object_set_new(o, "n_kernels", json_integer(s->n_kernels));
 	json_object_set_new(o, "n_tensors", json_integer(s->n_tensors));
@@ -128,6 +150,8 @@ static void print_text(const atm_graph *g, int64_t batch, const atm_graph_stats 
 	printf("%s: batch %lld", atm_graph_name(g), (long long)batch);
 	if (image)
 		printf(", %lldx%lld input", (long long)image, (long long)image);
+	if (input_seq(g))
+		printf(", sequence %lld", (long long)input_seq(g));
 	printf("\n");
 	printf("  parameters       %s (%s)\n", with_commas(s->n_params, a, sizeof a),
 	       atm_format_bytes(s->param_bytes, b, sizeof b));

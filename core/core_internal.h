@@ -40,6 +40,13 @@ atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm
 	atm_shape_reduce, atm_shape_layer_norm, atm_shape_softmax, atm_shape_embedding,
 	atm_shape_permute, atm_shape_narrow, atm_shape_token_loss;
 
+/* atm_shape_matmul_dims, atm_shape_permute_view -- the geometry the matmul and permute rules
+ * check, for atm_matmul_dims_of and atm_permute_view (geometry.c) */
+atm_status atm_shape_matmul_dims(const atm_node *n, const atm_tensor *a, const atm_tensor *b,
+                                 const atm_tensor *c, atm_matmul_dims *d);
+atm_status atm_shape_permute_view(const atm_attrs *a, const atm_tensor *x, const atm_tensor *y,
+                                  int64_t *view, int64_t *permuted);
+
 /* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked by
  * the op's rule): the check every op has, before its rule */
 atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,

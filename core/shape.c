@@ -320,9 +320,10 @@ static int64_t lead(const atm_tensor *t, int keep)
 	return p;
 }
 
-/* matmul_dims -- the GEMM of a, b -> c under n's transposes, or an error naming the tensors */
-static atm_status matmul_dims(const atm_node *n, const atm_tensor *a, const atm_tensor *b,
-                              const atm_tensor *c, atm_matmul_dims *d)
+/* atm_shape_matmul_dims -- the GEMM of a, b -> c under n's transposes, or an error naming the
+ * tensors */
+atm_status atm_shape_matmul_dims(const atm_node *n, const atm_tensor *a, const atm_tensor *b,
+                                 const atm_tensor *c, atm_matmul_dims *d)
 {
 	char sa[128], sb[128], sc[128];
 	bool ta = n->attrs.trans_a, tb = n->attrs.trans_b;
@@ -381,21 +382,10 @@ atm_status atm_shape_matmul(const atm_node *n, const atm_tensor *const *in,
 	atm_matmul_dims d;
 	CHECK(isfinite(n->attrs.scale), "scale must be a finite number (0 means 1), got %g",
 	      (double)n->attrs.scale);
-	TRY(matmul_dims(n, in[0], in[1], out[0], &d));
+	TRY(atm_shape_matmul_dims(n, in[0], in[1], out[0], &d));
 	if (n->n_in == 3)
 		TRY(expect_vec("bias", in[2], d.n));
 	return ATM_OK;
-}
-
-/* atm_matmul_dims_of -- the GEMM of a matmul node */
-atm_status atm_matmul_dims_of(const atm_graph *g, const atm_node *n, atm_matmul_dims *d)
-{
-	const atm_tensor *a = atm_graph_tensor(g, n->in[0]), *b = atm_graph_tensor(g, n->in[1]);
-	const atm_tensor *c = atm_graph_tensor(g, n->out[0]);
-	if (n->op != ATM_OP_MATMUL || !a || !b || !c)
-		return atm_err(ATM_E_USAGE, "atm_matmul_dims_of: node '%s' is no matmul of this graph",
-		               n->name);
-	return matmul_dims(n, a, b, c, d);
 }
 
 /* atm_shape_reduce -- y is x's trailing dims, fewer of them */
@@ -502,9 +492,10 @@ atm_status atm_shape_embedding(const atm_node *n, const atm_tensor *const *in,
 	return expect_ids("ids", ids, y);
 }
 
-/* permute_view -- the shape permute reads x in (view) and the shape it writes (permuted) */
-static atm_status permute_view(const atm_attrs *a, const atm_tensor *x, const atm_tensor *y,
-                               int64_t *view, int64_t *permuted)
+/* atm_shape_permute_view -- the shape permute reads x in (view) and the shape it writes
+ * (permuted) */
+atm_status atm_shape_permute_view(const atm_attrs *a, const atm_tensor *x, const atm_tensor *y,
+                                  int64_t *view, int64_t *permuted)
 {
 	int r = a->n_perm;
 	char sx[128], sy[128];
@@ -536,23 +527,12 @@ static atm_status permute_view(const atm_attrs *a, const atm_tensor *x, const at
 	return ATM_OK;
 }
 
-/* atm_permute_view -- the shapes of a permute node, for its kernels */
-atm_status atm_permute_view(const atm_graph *g, const atm_node *n, int64_t *view,
-                            int64_t *permuted)
-{
-	const atm_tensor *x = atm_graph_tensor(g, n->in[0]), *y = atm_graph_tensor(g, n->out[0]);
-	if (n->op != ATM_OP_PERMUTE || !x || !y)
-		return atm_err(ATM_E_USAGE, "atm_permute_view: node '%s' is no permute of this graph",
-		               n->name);
-	return permute_view(&n->attrs, x, y, view, permuted);
-}
-
 /* atm_shape_permute -- y is x (or a reshape of it) with its axes reordered */
 atm_status atm_shape_permute(const atm_node *n, const atm_tensor *const *in,
                              const atm_tensor *const *out)
 {
 	int64_t view[ATM_MAX_DIMS], permuted[ATM_MAX_DIMS];
-	return permute_view(&n->attrs, in[0], out[0], view, permuted);
+	return atm_shape_permute_view(&n->attrs, in[0], out[0], view, permuted);
 }
 
 /* atm_shape_narrow -- the narrow side is the whole side cut along the axis */

@@ -186,39 +186,44 @@ static void cal_convs(struct cal *c, const char *p, const struct cal_size *z, in
 	                                       (int32_t[]){x, dy}, 1, &dw);
 }
 
-/* cal_seq -- one node of every transformer op over [n, hw, feat] sequences, a [n, hw, hw]
- * score and a table of `classes` rows */
+/* cal_seq -- one node of every transformer op: a linear layer on [1, rows, feat] (the inner
+ * product's sizes), element-wise and normalising ops on [n, hw, feat] sequences, [n, hw, hw]
+ * scores, a table of [outf, feat] (the inner product's weight bytes) and a token loss over
+ * [1, rows, classes] (the softmax loss's) */
 static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_size *z)
 {
 	const atm_tensor_kind IN = ATM_KIND_INPUT, ACT = ATM_KIND_ACTIVATION, PAR = ATM_KIND_PARAM;
-	int64_t sq[3] = {z->n, z->hw, z->feat}, ww[2] = {z->feat, z->feat}, ch[1] = {z->feat};
-	int64_t rows[2] = {z->n, z->hw}, sc[3] = {z->n, z->hw, z->hw}, tab[2] = {z->classes, z->feat};
-	int64_t lg[3] = {z->n, z->hw, z->classes}, one[1] = {1}, hd[4] = {z->n, z->feat, z->hw, 1};
+	int64_t sq[3] = {z->n, z->hw, z->feat}, ch[1] = {z->feat}, rows[2] = {z->n, z->hw};
+	int64_t lx[3] = {1, z->rows, z->feat}, ly[3] = {1, z->rows, z->outf}, ww[2] = {z->outf, z->feat};
+	int64_t wb[1] = {z->outf}, sc[3] = {z->n, z->hw, z->hw}, lg[3] = {1, z->rows, z->classes};
+	int64_t lr[2] = {1, z->rows}, one[1] = {1}, hd[4] = {z->n, z->feat, z->hw, 1};
 	atm_attrs tb = {.trans_b = true}, eps = {.epsilon = 1e-5f}, causal = {.causal = true};
 	atm_attrs perm = {.n_perm = 3, .perm = {0, 2, 1}}, ax = {.axis = 1};
 	int32_t x = cal_t(c, p, "seq.x", ATM_F32, 3, sq, IN), dy = cal_t(c, p, "seq.dy", ATM_F32, 3, sq, IN);
-	int32_t w = cal_t(c, p, "seq.w", ATM_F32, 2, ww, PAR), b = cal_t(c, p, "seq.b", ATM_F32, 1, ch, PAR);
-	int32_t g = cal_t(c, p, "seq.gamma", ATM_F32, 1, ch, PAR);
+	int32_t lin = cal_t(c, p, "seq.lin", ATM_F32, 3, lx, IN);
+	int32_t w = cal_t(c, p, "seq.w", ATM_F32, 2, ww, PAR), b = cal_t(c, p, "seq.b", ATM_F32, 1, wb, PAR);
+	int32_t g = cal_t(c, p, "seq.gamma", ATM_F32, 1, ch, PAR), be = cal_t(c, p, "seq.beta", ATM_F32, 1, ch, PAR);
 	int32_t s = cal_t(c, p, "seq.scores", ATM_F32, 3, sc, IN);
 	int32_t ds = cal_t(c, p, "seq.dscores", ATM_F32, 3, sc, IN);
 	int32_t ids = cal_t(c, p, "seq.ids", ATM_I32, 2, rows, IN);
-	int32_t t = cal_t(c, p, "seq.table", ATM_F32, 2, tab, PAR);
+	int32_t lab = cal_t(c, p, "seq.labels", ATM_I32, 2, lr, IN);
+	int32_t t = cal_t(c, p, "seq.table", ATM_F32, 2, ww, PAR);
 	int32_t lo = cal_t(c, p, "seq.logits", ATM_F32, 3, lg, IN);
 #define OUT(name, nd_, dims) cal_t(c, p, name, ATM_F32, nd_, dims, ACT)
-	int32_t mm = OUT("mm.y", 3, sq), rs = OUT("sum.y", 1, ch);
-	int32_t ly = OUT("ln.y", 3, sq), lm = OUT("ln.mean", 2, rows), lv = OUT("ln.var", 2, rows);
+	int32_t mm = OUT("mm.y", 3, ly), rs = OUT("sum.y", 1, ch);
+	int32_t ly_ = OUT("ln.y", 3, sq), lm = OUT("ln.mean", 2, rows), lv = OUT("ln.var", 2, rows);
 	int32_t ldx = OUT("ln.dx", 3, sq), ldg = OUT("ln.dgamma", 1, ch), ldb = OUT("ln.dbeta", 1, ch);
 	int32_t gy = OUT("gelu.y", 3, sq), gdx = OUT("gelu.dx", 3, sq);
 	int32_t ty = OUT("tanh.y", 3, sq), tdx = OUT("tanh.dx", 3, sq);
 	int32_t sy = OUT("softmax.y", 3, sc), sdx = OUT("softmax.dx", 3, sc);
-	int32_t ey = OUT("emb.y", 3, sq), edt = OUT("emb.dtable", 2, tab);
+	int32_t ey = OUT("emb.y", 3, sq), edt = OUT("emb.dtable", 2, ww);
 	int32_t py = OUT("perm.y", 4, hd), ny = OUT("narrow.y", 3, sq), ndx = OUT("narrow.dx", 3, sq);
 	int32_t lp = OUT("xent.logp", 3, lg), ls = OUT("xent.loss", 1, one), dl = OUT("xent.dlogits", 3, lg);
 #undef OUT
-	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){x, w, b}, 1, &mm);
+	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){lin, w, b}, 1, &mm);
 	nd[ATM_OP_REDUCE_SUM] = cal_n(c, p, NULL, ATM_OP_REDUCE_SUM, NULL, 1, &dy, 1, &rs);
 	nd[ATM_OP_LAYER_NORM_FWD] = cal_n(c, p, NULL, ATM_OP_LAYER_NORM_FWD, &eps, 3,
-	                                  (int32_t[]){x, g, b}, 3, (int32_t[]){ly, lm, lv});
+	                                  (int32_t[]){x, g, be}, 3, (int32_t[]){ly_, lm, lv});
 	nd[ATM_OP_LAYER_NORM_BWD] = cal_n(c, p, NULL, ATM_OP_LAYER_NORM_BWD, &eps, 5,
 	                                  (int32_t[]){x, dy, g, lm, lv}, 3, (int32_t[]){ldx, ldg, ldb});
 	nd[ATM_OP_GELU_FWD] = cal_n(c, p, NULL, ATM_OP_GELU_FWD, NULL, 1, &x, 1, &gy);
@@ -236,9 +241,9 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	nd[ATM_OP_NARROW_FWD] = cal_n(c, p, NULL, ATM_OP_NARROW_FWD, &ax, 1, &x, 1, &ny);
 	nd[ATM_OP_NARROW_BWD] = cal_n(c, p, NULL, ATM_OP_NARROW_BWD, &ax, 1, &dy, 1, &ndx);
 	nd[ATM_OP_TOKEN_XENT_FWD] = cal_n(c, p, NULL, ATM_OP_TOKEN_XENT_FWD, NULL, 2,
-	                                  (int32_t[]){lo, ids}, 2, (int32_t[]){lp, ls});
+	                                  (int32_t[]){lo, lab}, 2, (int32_t[]){lp, ls});
 	nd[ATM_OP_TOKEN_XENT_BWD] = cal_n(c, p, NULL, ATM_OP_TOKEN_XENT_BWD, NULL, 2,
-	                                  (int32_t[]){lp, ids}, 1, &dl);
+	                                  (int32_t[]){lp, lab}, 1, &dl);
 }
 
 /* cal_set -- one node of every op (convolutions when z->convs) at sizes z */

@@ -34,6 +34,15 @@ struct entry {
 #define AT(b, img) {.n_batch = 1, .batch = {b}, .image = img}
 #define SEQ(b, s) {.n_batch = 1, .batch = {b}, .seq = s}
 
+/* The tiny transformers' counts: 2 layers of 12 w^2 + 13 w at width 64 (49,984 each), and
+ * GPT: tokens 512 x 64 + positions 64 x 64 + final norm 128; BERT: words 512 x 64,
+ * positions 64 x 64, 2 types x 64, embedding norm 128, pooler 64 x 64 + 64; ViT: 8x8x3
+ * patches to 64 (12,352), class token 64, 17 positions x 64, final norm 128, head 64 x 10
+ * + 10. */
+#define TINY_GPT_PARAMS (2 * 49984 + 512 * 64 + 64 * 64 + 128)
+#define TINY_BERT_PARAMS (2 * 49984 + 512 * 64 + 64 * 64 + 2 * 64 + 128 + 64 * 64 + 64)
+#define TINY_VIT_PARAMS (2 * 49984 + 12352 + 64 + 17 * 64 + 128 + 64 * 10 + 10)
+
 /* The small preset keeps every step at or below ~100 GFLOP (forward + backward,
  * 2 flops per multiply-add, convolutions and inner products) so that a 2-core
  * machine doing 50-100 GFLOP/s runs it in seconds; the figures per model are in
@@ -92,7 +101,7 @@ static const struct entry catalogue[] = {
 	  [P_SMALL] = AT(4, 112)}},
 	{{"test_vgg", "vgg", "AutoTM's check network: VGG-19 at batch 16", 224, 1000, 16, 143667240, 0},
 	 zb_net_vgg, 19, {[P_SMALL] = AT(16, 32)}},
-	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every op", 32, 10, 8, 4178, 0},
+	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every CNN op", 32, 10, 8, 4178, 0},
 	 zb_net_tiny_cnn, 0, {[P_SMALL] = ONE(8)}},
 	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466, 0},
 	 zb_net_tiny_mlp, 0, {[P_SMALL] = ONE(8)}},
@@ -128,6 +137,15 @@ static const struct entry catalogue[] = {
 	 zb_net_vit, 0,
 	 {[P_PAPER] = ONE(256), [P_GPU] = {.n_batch = 2, .batch = {256, 512}},
 	  [P_SMALL] = ONE(2)}},
+	{{"tiny_gpt", "tiny", "a 2-layer, 64-wide GPT-2 (causal, tied embeddings) on 512 tokens", 0,
+	  512, 2, TINY_GPT_PARAMS, 32},
+	 zb_net_gpt2, 2, {[P_SMALL] = SEQ(2, 32)}},
+	{{"tiny_bert", "tiny", "a 2-layer, 64-wide BERT (post-norm, pooler, two losses)", 0, 512, 2,
+	  TINY_BERT_PARAMS, 32},
+	 zb_net_bert, 2, {[P_SMALL] = SEQ(2, 32)}},
+	{{"tiny_vit", "tiny", "a 2-layer, 64-wide ViT on 32x32 images in 8x8 patches", 32, 10, 2,
+	  TINY_VIT_PARAMS, 0},
+	 zb_net_vit, 2, {[P_SMALL] = ONE(2)}},
 };
 
 #define N_MODELS ((int)(sizeof catalogue / sizeof catalogue[0]))

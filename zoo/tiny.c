@@ -1,7 +1,7 @@
-/* tiny.c -- two small networks for tests and quick runs: a CNN that reaches every op, and an MLP */
+/* tiny.c -- two small networks for tests and quick runs: a CNN that reaches every CNN op, and an MLP */
 #include "builder.h"
 
-/* zb_net_tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every op of
+/* zb_net_tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every CNN op of
  * atm_op appears in its training step:
  *
  *   conv1 3->8 3x3 (bias), relu1                                   32x32x8

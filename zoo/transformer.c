@@ -98,22 +98,25 @@ static int32_t block(zb *b, const struct tf *t, const char *p, int32_t x,
 }
 
 /* zb_net_gpt2 -- GPT-2 as nanoGPT writes it (transformer.wte, .wpe, .h.N, .ln_f; lm_head tied
- * to wte): variant 12, 24, 36 or 48 layers; next-token loss at every position */
+ * to wte): variant 12, 24, 36 or 48 layers, or 2 for the suite's tiny one; a token loss at
+ * every position */
 atm_status zb_net_gpt2(atm_graph **g, const zb_spec *s)
 {
 	static const struct {
 		int layers;
-		int64_t width, heads;
-	} sizes[] = {{12, 768, 12}, {24, 1024, 16}, {36, 1280, 20}, {48, 1600, 25}};
+		int64_t width, heads, positions;
+	} sizes[] = {{12, 768, 12, 1024}, {24, 1024, 16, 1024}, {36, 1280, 20, 1024},
+	             {48, 1600, 25, 1024}, {2, 64, 4, 64}};
 	static const struct block_names names = {
 		.ln1 = "ln_1", .ln2 = "ln_2", .attn = "attn", .qkv = "c_attn", .attn_out = "c_proj",
 		.mlp = "mlp", .fc = "c_fc", .proj = "c_proj",
 	};
-	struct tf t = {.positions = 1024, .vocab = s->n_classes, .gelu_tanh = true, .causal = true,
-	               .pre_norm = true, .eps = 1e-5f};
+	struct tf t = {.vocab = s->n_classes, .gelu_tanh = true, .causal = true, .pre_norm = true,
+	               .eps = 1e-5f};
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
 		if (sizes[i].layers == s->variant)
-			t.layers = sizes[i].layers, t.width = sizes[i].width, t.heads = sizes[i].heads;
+			t.layers = sizes[i].layers, t.width = sizes[i].width, t.heads = sizes[i].heads,
+			t.positions = sizes[i].positions;
 	zb *b = NULL;
 	char nm[ZB_NAME_MAX];
 	atm_status rc;
@@ -150,6 +153,8 @@ atm_status zb_net_bert(atm_graph **g, const zb_spec *s)
 	};
 	struct tf t = {.layers = 12, .width = 768, .heads = 12, .positions = 512,
 	               .vocab = s->n_classes, .eps = 1e-12f};
+	if (s->variant == 2) /* the suite's tiny one */
+		t.layers = 2, t.width = 64, t.heads = 4, t.positions = 64;
 	zb *b = NULL;
 	char nm[ZB_NAME_MAX];
 	atm_status rc;
@@ -188,8 +193,10 @@ atm_status zb_net_vit(atm_graph **g, const zb_spec *s)
 		.qkv_weight = "in_proj_weight", .qkv_bias = "in_proj_bias", .attn_out = "out_proj",
 		.mlp = "mlp", .fc = "0", .proj = "3",
 	};
-	struct tf t = {.layers = 12, .width = 768, .heads = 12, .eps = 1e-6f};
+	struct tf t = {.layers = 12, .width = 768, .heads = 12, .pre_norm = true, .eps = 1e-6f};
 	int patch = 16;
+	if (s->variant == 2) /* the suite's tiny one */
+		t.layers = 2, t.width = 64, t.heads = 4, patch = 8;
 	zb *b = NULL;
 	char nm[ZB_NAME_MAX];
 	atm_status rc;

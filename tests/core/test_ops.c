@@ -47,7 +47,8 @@ static void test_ops_names_round_trip(void **state)
 	atm_op x;
 	assert_int_equal(atm_op_from_name("sgd_momentum", &x), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "unknown op 'sgd_momentum' (valid: conv_fwd, "));
-	assert_non_null(strstr(atm_errmsg(), ", sgd)"));
+	assert_non_null(strstr(atm_errmsg(), ", sgd, matmul, "));
+	assert_non_null(strstr(atm_errmsg(), ", token_xent_bwd)"));
 }
 
 /* test_ops_out_of_range -- a value that is no op has no entry and no roles */
@@ -80,7 +81,13 @@ static void test_ops_digest_ids_stay_put(void **state)
 		{"maxpool_bwd", 9},  {"avgpool_fwd", 10},  {"avgpool_bwd", 11},
 		{"bn_fwd", 12},      {"bn_bwd", 13},       {"concat", 14},
 		{"split", 15},       {"add", 16},          {"softmax_xent_fwd", 17},
-		{"softmax_xent_bwd", 18}, {"sgd", 19},
+		{"softmax_xent_bwd", 18}, {"sgd", 19},    {"matmul", 20},
+		{"reduce_sum", 21},  {"layer_norm_fwd", 22}, {"layer_norm_bwd", 23},
+		{"gelu_fwd", 24},    {"gelu_bwd", 25},     {"tanh_fwd", 26},
+		{"tanh_bwd", 27},    {"softmax_fwd", 28},  {"softmax_bwd", 29},
+		{"embedding_fwd", 30}, {"embedding_bwd", 31}, {"permute", 32},
+		{"narrow_fwd", 33},  {"narrow_bwd", 34},   {"token_xent_fwd", 35},
+		{"token_xent_bwd", 36},
 	};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
 		atm_op op;
@@ -104,6 +111,9 @@ static void test_ops_roles_fit_arity(void **state)
 		for (int i = 0; i < ATM_OP_MAX_ROLES; i++) {
 			if (d->in_role[i] != ATM_ROLE_DATA)
 				assert_true(i < d->max_in);
+			if (d->in_role[i] == ATM_ROLE_TOKENS) /* ids and labels per position */
+				assert_true(op == ATM_OP_EMBEDDING_FWD || op == ATM_OP_EMBEDDING_BWD ||
+				            op == ATM_OP_TOKEN_XENT_FWD || op == ATM_OP_TOKEN_XENT_BWD);
 			if (d->out_role[i] != ATM_ROLE_DATA) {
 				assert_true(i < d->max_out);
 				assert_int_equal(d->out_role[i], ATM_ROLE_INDEX);

@@ -21,7 +21,8 @@ static struct exec_run run_plan(const atm_plan *p)
 	return exec_run(p, &o);
 }
 
-/* same_numbers -- model's static, synchronous and asynchronous plans at 4:1 and 8:1 against all fast */
+/* same_numbers -- model's all-slow plan, a random one, and its static, synchronous and
+ * asynchronous plans at 4:1 and 8:1 against all fast */
 static void same_numbers(const char *model)
 {
 	atm_graph *g = NULL;
@@ -33,6 +34,17 @@ static void same_numbers(const char *model)
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
 	struct exec_run ref = run_plan(fast);
 	assert_true(ref.n_losses >= 2);
+	for (int k = 0; k < 2; k++) {
+		atm_plan *p = NULL;
+		assert_int_equal(k ? atm_plan_random(&p, g, 11) : atm_plan_uniform(&p, g, ATM_LOC_SLOW),
+		                 ATM_OK);
+		struct exec_run got = run_plan(p);
+		if (strcmp(got.checksum, ref.checksum) ||
+		    memcmp(got.losses, ref.losses, (size_t)ref.n_losses * sizeof ref.losses[0]))
+			fail_msg("%s %s: weights %s, all fast %s", model, k ? "random" : "all-slow",
+			         got.checksum, ref.checksum);
+		atm_plan_destroy(p);
+	}
 	atm_opt_options o;
 	atm_opt_options_default(&o);
 	/* any valid plan will do: these numbers must not depend on how good it is */
@@ -81,11 +93,21 @@ static void test_runtime_tiny_mlp_plans_match_all_fast(void **state)
 	same_numbers("tiny_mlp");
 }
 
+/* the transformers: tied parameters, i32 token inputs, batched matmuls and their moves */
+static void test_runtime_tiny_transformers_plans_match_all_fast(void **state)
+{
+	(void)state;
+	same_numbers("tiny_gpt");
+	same_numbers("tiny_bert");
+	same_numbers("tiny_vit");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_tiny_cnn_plans_match_all_fast),
 		cmocka_unit_test(test_runtime_tiny_mlp_plans_match_all_fast),
+		cmocka_unit_test(test_runtime_tiny_transformers_plans_match_all_fast),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

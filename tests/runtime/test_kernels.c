@@ -883,6 +883,390 @@ static void test_kernels_softmax_xent_bwd_fd(void **state)
 	net_free(&n);
 }
 
+/* ---------------------------------------------------------------- transformer ops */
+
+/* T_I32 -- an i32 input (token ids, labels) */
+#define T_I32(n, name, ...) ten((n), (name), ATM_I32, ATM_KIND_INPUT, \
+	(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+/* ref_matmul -- c[i] = s op(a[i]) op(b[i]) (+ bias), matrices stored as the op says */
+static void ref_matmul(const atm_matmul_dims *d, bool ta, bool tb, float s, const float *a,
+                       const float *b, const float *bias, double *c)
+{
+	for (int64_t i = 0; i < d->batch; i++)
+		for (int64_t r = 0; r < d->m; r++)
+			for (int64_t col = 0; col < d->n; col++) {
+				double sum = 0;
+				for (int64_t k = 0; k < d->k; k++) {
+					const float *ai = a + i * d->m * d->k, *bi = b + (d->b_batched ? i : 0) * d->k * d->n;
+					double av = ta ? ai[k * d->m + r] : ai[r * d->k + k];
+					double bv = tb ? bi[col * d->k + k] : bi[k * d->n + col];
+					sum += av * bv;
+				}
+				c[(i * d->m + r) * d->n + col] = s * sum + (bias ? bias[col] : 0);
+			}
+}
+
+/* matmul_case -- one matmul a x b -> c of the dims given against the reference, then its
+ * gradients as the zoo's builder makes them (matmuls of dc with the other operand,
+ * reduce_sum for the bias) against finite differences */
+static void matmul_case(int na, const int64_t *ad, int nb, const int64_t *bd, int nc,
+                        const int64_t *cd, bool ta, bool tb, float scale, bool bias)
+{
+	struct net n;
+	atm_matmul_dims d;
+	atm_attrs f = {.trans_a = ta, .trans_b = tb, .scale = scale};
+	net_new(&n, "matmul");
+	int32_t a = ten(&n, "a", ATM_F32, ATM_KIND_INPUT, na, ad);
+	int32_t b = ten(&n, "b", ATM_F32, ATM_KIND_PARAM, nb, bd);
+	int32_t bi = bias ? T_PARAM(&n, "bias", cd[nc - 1]) : -1;
+	int32_t c = ten(&n, "c", ATM_F32, ATM_KIND_ACTIVATION, nc, cd);
+	int32_t dc = ten(&n, "dc", ATM_F32, ATM_KIND_INPUT, nc, cd);
+	int32_t da = ten(&n, "da", ATM_F32, ATM_KIND_GRAD, na, ad);
+	int32_t db = ten(&n, "db", ATM_F32, ATM_KIND_GRAD, nb, bd);
+	int32_t dbias = bias ? T_GRAD(&n, "dbias", cd[nc - 1]) : -1;
+	int32_t fwd = bias ? nod(&n, "mm", ATM_OP_MATMUL, &f, IDS(a, b, bi), IDS(c))
+	                   : nod(&n, "mm", ATM_OP_MATMUL, &f, IDS(a, b), IDS(c));
+	atm_attrs ga = ta ? (atm_attrs){.trans_a = tb, .trans_b = true, .scale = scale}
+	                  : (atm_attrs){.trans_b = !tb, .scale = scale};
+	atm_attrs gb = tb ? (atm_attrs){.trans_a = true, .trans_b = ta, .scale = scale}
+	                  : (atm_attrs){.trans_a = !ta, .scale = scale};
+	int32_t bwd_a = ta ? nod(&n, "mm.da", ATM_OP_MATMUL, &ga, IDS(b, dc), IDS(da))
+	                   : nod(&n, "mm.da", ATM_OP_MATMUL, &ga, IDS(dc, b), IDS(da));
+	int32_t bwd_b = tb ? nod(&n, "mm.db", ATM_OP_MATMUL, &gb, IDS(dc, a), IDS(db))
+	                   : nod(&n, "mm.db", ATM_OP_MATMUL, &gb, IDS(a, dc), IDS(db));
+	int32_t bwd_bias = bias ? nod(&n, "mm.dbias", ATM_OP_REDUCE_SUM, NULL, IDS(dc), IDS(dbias)) : -1;
+	net_ready(&n);
+	fill(F(&n, a), NE(&n, a), -1, 1);
+	fill(F(&n, b), NE(&n, b), -1, 1);
+	fill(F(&n, dc), NE(&n, dc), -1, 1);
+	if (bias)
+		fill(F(&n, bi), NE(&n, bi), -1, 1);
+	run(&n, fwd);
+	assert_int_equal(atm_matmul_dims_of(n.g, atm_graph_node(n.g, fwd), &d), ATM_OK);
+	double *want = dalloc(NE(&n, c));
+	ref_matmul(&d, ta, tb, scale ? scale : 1.0f, F(&n, a), F(&n, b), bias ? F(&n, bi) : NULL, want);
+	expect_close("c", F(&n, c), want, NE(&n, c), 1e-5, 1e-5);
+	free(want);
+	run(&n, bwd_a);
+	run(&n, bwd_b);
+	check_fd(&n, fwd, c, F(&n, dc), a, da);
+	check_fd(&n, fwd, c, F(&n, dc), b, db);
+	if (bias) {
+		run(&n, bwd_bias);
+		check_fd(&n, fwd, c, F(&n, dc), bi, dbias);
+	}
+	net_free(&n);
+}
+
+/* test_kernels_matmul -- the three forms, every transpose, a scale and a bias */
+static void test_kernels_matmul(void **state)
+{
+	(void)state;
+	/* batched (attention): [2, 3, 4] x [2, 4, 5], and each transposed */
+	for (int t = 0; t < 4; t++) {
+		bool ta = t & 1, tb = t & 2;
+		int64_t ad[3] = {2, ta ? 4 : 3, ta ? 3 : 4}, bd[3] = {2, tb ? 5 : 4, tb ? 4 : 5};
+		matmul_case(3, ad, 3, bd, 3, (int64_t[]){2, 3, 5}, ta, tb, t == 3 ? 0.5f : 0.0f, false);
+	}
+	/* linear: [2, 3, 4] x a [5, 4] weight transposed, with a bias; and not transposed */
+	matmul_case(3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){5, 4}, 3, (int64_t[]){2, 3, 5}, false,
+	            true, 1.0f, true);
+	matmul_case(3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){4, 5}, 3, (int64_t[]){2, 3, 5}, false,
+	            false, 1.0f, true);
+	/* a weight gradient: rows folded, [2, 3, 5]^T x [2, 3, 4] -> [5, 4] */
+	matmul_case(3, (int64_t[]){2, 3, 5}, 3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){5, 4}, true,
+	            false, 1.0f, false);
+}
+
+/* test_kernels_matmul_shapes -- inner dims that differ, a 2-d b under trans_a */
+static void test_kernels_matmul_shapes(void **state)
+{
+	(void)state;
+	atm_graph *g = NULL;
+	int32_t a, b, c, id;
+	atm_attrs f = {.trans_b = true};
+	assert_int_equal(atm_graph_new(&g, "mm"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 3, (int64_t[]){2, 3, 4},
+	                                      ATM_KIND_INPUT, ATM_LOC_ANY, &a), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "w", ATM_F32, 2, (int64_t[]){5, 6}, ATM_KIND_PARAM,
+	                                      ATM_LOC_ANY, &b), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "y", ATM_F32, 3, (int64_t[]){2, 3, 5},
+	                                      ATM_KIND_ACTIVATION, ATM_LOC_ANY, &c), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "fc", ATM_OP_MATMUL, &f, 2, (int32_t[]){a, b}, 1, &c,
+	                                    &id), ATM_OK);
+	assert_int_equal(atm_graph_validate(g), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "node 0 ('fc', matmul)"));
+	assert_non_null(strstr(atm_errmsg(), "matmul inner dimensions differ: a 'x' [2, 3, 4] gives "
+	                                     "k = 4 but b 'w' [5, 6] (transposed) gives 6"));
+	atm_graph_destroy(g);
+}
+
+/* ref_layer_norm -- y, mean and biased variance per row of [rows, c] */
+static void ref_layer_norm(int64_t rows, int64_t c, float eps, const float *x, const float *g,
+                           const float *b, double *y, double *mean, double *var)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		double m = 0, v = 0;
+		for (int64_t j = 0; j < c; j++)
+			m += x[r * c + j];
+		m /= (double)c;
+		for (int64_t j = 0; j < c; j++)
+			v += (x[r * c + j] - m) * (x[r * c + j] - m);
+		v /= (double)c;
+		mean[r] = m, var[r] = v;
+		for (int64_t j = 0; j < c; j++)
+			y[r * c + j] = (x[r * c + j] - m) / sqrt(v + eps) * g[j] + b[j];
+	}
+}
+
+/* test_kernels_layer_norm -- y and statistics against the reference, the backward against
+ * finite differences, on [2, 3, 5] */
+static void test_kernels_layer_norm(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs a = {.epsilon = 1e-3f};
+	net_new(&n, "ln");
+	int32_t x = T_IN(&n, "x", 2, 3, 5), g = T_PARAM(&n, "g", 5), b = T_PARAM(&n, "b", 5);
+	int32_t y = T_ACT(&n, "y", 2, 3, 5), m = T_ACT(&n, "mean", 2, 3), v = T_ACT(&n, "var", 2, 3);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 5), dx = T_GRAD(&n, "dx", 2, 3, 5);
+	int32_t dg = T_GRAD(&n, "dg", 5), db = T_GRAD(&n, "db", 5);
+	int32_t fwd = nod(&n, "ln", ATM_OP_LAYER_NORM_FWD, &a, IDS(x, g, b), IDS(y, m, v));
+	int32_t bwd = nod(&n, "ln.bwd", ATM_OP_LAYER_NORM_BWD, &a, IDS(x, dy, g, m, v), IDS(dx, dg, db));
+	net_ready(&n);
+	fill(F(&n, x), 30, -2, 2);
+	fill(F(&n, g), 5, 0.5f, 1.5f);
+	fill(F(&n, b), 5, -1, 1);
+	fill(F(&n, dy), 30, -1, 1);
+	run(&n, fwd);
+	double wy[30], wm[6], wv[6];
+	ref_layer_norm(6, 5, 1e-3f, F(&n, x), F(&n, g), F(&n, b), wy, wm, wv);
+	expect_close("y", F(&n, y), wy, 30, 1e-5, 1e-4);
+	expect_close("mean", F(&n, m), wm, 6, 1e-6, 1e-5);
+	expect_close("var", F(&n, v), wv, 6, 1e-6, 1e-5);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	check_fd(&n, fwd, y, F(&n, dy), g, dg);
+	check_fd(&n, fwd, y, F(&n, dy), b, db);
+	net_free(&n);
+}
+
+/* unary_case -- forward op against f(x), backward (from x or y) against finite differences */
+static void unary_case(atm_op fwd_op, atm_op bwd_op, const atm_attrs *a, bool bwd_from_y,
+                       double (*f)(double))
+{
+	struct net n;
+	net_new(&n, atm_op_name(fwd_op));
+	int32_t x = T_IN(&n, "x", 3, 7), y = T_ACT(&n, "y", 3, 7), dy = T_IN(&n, "dy", 3, 7);
+	int32_t dx = T_GRAD(&n, "dx", 3, 7);
+	int32_t fwd = nod(&n, "f", fwd_op, a, IDS(x), IDS(y));
+	int32_t bwd = nod(&n, "f.bwd", bwd_op, a, IDS(bwd_from_y ? y : x, dy), IDS(dx));
+	net_ready(&n);
+	fill(F(&n, x), 21, -3, 3);
+	fill(F(&n, dy), 21, -1, 1);
+	run(&n, fwd);
+	double want[21];
+	for (int i = 0; i < 21; i++)
+		want[i] = f(F(&n, x)[i]);
+	expect_close(atm_op_name(fwd_op), F(&n, y), want, 21, 1e-6, 1e-5);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	net_free(&n);
+}
+
+static double gelu_erf(double x)
+{
+	return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+}
+
+static double gelu_tanh(double x)
+{
+	return 0.5 * x * (1 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* test_kernels_gelu_tanh -- GELU in both forms, and tanh */
+static void test_kernels_gelu_tanh(void **state)
+{
+	(void)state;
+	atm_attrs t = {.tanh = true};
+	unary_case(ATM_OP_GELU_FWD, ATM_OP_GELU_BWD, NULL, false, gelu_erf);
+	unary_case(ATM_OP_GELU_FWD, ATM_OP_GELU_BWD, &t, false, gelu_tanh);
+	unary_case(ATM_OP_TANH_FWD, ATM_OP_TANH_BWD, NULL, true, tanh);
+}
+
+/* softmax_case -- [2, 4, 4] scores, causal or not: y against the reference (masked entries
+ * exactly 0), the backward from y against finite differences */
+static void softmax_case(bool causal)
+{
+	struct net n;
+	atm_attrs a = {.causal = causal};
+	net_new(&n, "softmax");
+	int32_t x = T_IN(&n, "x", 2, 4, 4), y = T_ACT(&n, "y", 2, 4, 4), dy = T_IN(&n, "dy", 2, 4, 4);
+	int32_t dx = T_GRAD(&n, "dx", 2, 4, 4);
+	int32_t fwd = nod(&n, "sm", ATM_OP_SOFTMAX_FWD, &a, IDS(x), IDS(y));
+	int32_t bwd = nod(&n, "sm.bwd", ATM_OP_SOFTMAX_BWD, NULL, IDS(y, dy), IDS(dx));
+	net_ready(&n);
+	fill(F(&n, x), 32, -3, 3);
+	fill(F(&n, dy), 32, -1, 1);
+	run(&n, fwd);
+	double want[32];
+	for (int r = 0; r < 8; r++) {
+		int valid = causal ? r % 4 + 1 : 4;
+		double mx = -INFINITY, sum = 0;
+		for (int j = 0; j < valid; j++)
+			mx = fmax(mx, F(&n, x)[r * 4 + j]);
+		for (int j = 0; j < valid; j++)
+			sum += exp(F(&n, x)[r * 4 + j] - mx);
+		for (int j = 0; j < 4; j++)
+			want[r * 4 + j] = j < valid ? exp(F(&n, x)[r * 4 + j] - mx) / sum : 0.0;
+	}
+	expect_close("y", F(&n, y), want, 32, 1e-7, 1e-5);
+	for (int r = 0; causal && r < 8; r++)
+		for (int j = r % 4 + 1; j < 4; j++)
+			assert_true(F(&n, y)[r * 4 + j] == 0.0f);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	net_free(&n);
+}
+
+/* test_kernels_softmax -- over the last dim, with and without the causal mask */
+static void test_kernels_softmax(void **state)
+{
+	(void)state;
+	softmax_case(false);
+	softmax_case(true);
+}
+
+/* test_kernels_embedding -- rows by id (repeats summed in the backward) and by position,
+ * against the reference and finite differences; an id past the table is refused */
+static void test_kernels_embedding(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs pos = {.positions = true};
+	net_new(&n, "emb");
+	int32_t tab = T_PARAM(&n, "table", 5, 3), ids = T_I32(&n, "ids", 2, 3);
+	int32_t ptab = T_PARAM(&n, "positions", 4, 3);
+	int32_t y = T_ACT(&n, "y", 2, 3, 3), py = T_ACT(&n, "py", 2, 3, 3);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 3), dtab = T_GRAD(&n, "dtable", 5, 3);
+	int32_t dptab = T_GRAD(&n, "dpositions", 4, 3);
+	int32_t fwd = nod(&n, "emb", ATM_OP_EMBEDDING_FWD, NULL, IDS(tab, ids), IDS(y));
+	int32_t bwd = nod(&n, "emb.bwd", ATM_OP_EMBEDDING_BWD, NULL, IDS(dy, ids), IDS(dtab));
+	int32_t pfwd = nod(&n, "pos", ATM_OP_EMBEDDING_FWD, &pos, IDS(ptab), IDS(py));
+	int32_t pbwd = nod(&n, "pos.bwd", ATM_OP_EMBEDDING_BWD, &pos, IDS(dy), IDS(dptab));
+	net_ready(&n);
+	fill(F(&n, tab), 15, -1, 1);
+	fill(F(&n, ptab), 12, -1, 1);
+	fill(F(&n, dy), 18, -1, 1);
+	int32_t *id = (int32_t *)F(&n, ids);
+	const int32_t chosen[6] = {4, 0, 4, 2, 2, 4};
+	memcpy(id, chosen, sizeof chosen);
+	run(&n, fwd);
+	run(&n, pfwd);
+	double want[18], pwant[18];
+	for (int r = 0; r < 6; r++)
+		for (int j = 0; j < 3; j++) {
+			want[r * 3 + j] = F(&n, tab)[chosen[r] * 3 + j];
+			pwant[r * 3 + j] = F(&n, ptab)[(r % 3) * 3 + j];
+		}
+	expect_close("y", F(&n, y), want, 18, 0, 0);
+	expect_close("positions y", F(&n, py), pwant, 18, 0, 0);
+	run(&n, bwd);
+	run(&n, pbwd);
+	check_fd(&n, fwd, y, F(&n, dy), tab, dtab);
+	check_fd(&n, pfwd, py, F(&n, dy), ptab, dptab);
+	for (int j = 0; j < 3; j++) /* row 3 of the position table is past the sequence */
+		assert_true(F(&n, dptab)[9 + j] == 0.0f);
+	id[4] = 5;
+	void *in[2] = {F(&n, tab), id}, *out[1] = {F(&n, y)};
+	assert_int_equal(atm_kernel_run(n.k[fwd], in, out, NULL), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "node 'emb' (embedding_fwd): token id 5 at position 4 "
+	                                     "is outside the 5 rows of the table"));
+	net_free(&n);
+}
+
+/* test_kernels_permute_narrow -- heads split from [2, 3, 8] into [2, 2, 3, 4] and joined
+ * back (exact), a narrow along the sequence and its zero-padded backward */
+static void test_kernels_permute_narrow(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs split = {.n_perm = 4, .perm = {0, 2, 1, 3}}, ax = {.axis = 1};
+	net_new(&n, "perm");
+	int32_t x = T_IN(&n, "x", 2, 3, 8), h = T_ACT(&n, "heads", 2, 2, 3, 4);
+	int32_t back = T_ACT(&n, "joined", 2, 3, 8), nx = T_ACT(&n, "first", 2, 2, 8);
+	int32_t dy = T_IN(&n, "dfirst", 2, 2, 8), dx = T_GRAD(&n, "dx", 2, 3, 8);
+	int32_t p1 = nod(&n, "split", ATM_OP_PERMUTE, &split, IDS(x), IDS(h));
+	int32_t p2 = nod(&n, "join", ATM_OP_PERMUTE, &split, IDS(h), IDS(back));
+	int32_t nf = nod(&n, "narrow", ATM_OP_NARROW_FWD, &ax, IDS(x), IDS(nx));
+	int32_t nb = nod(&n, "narrow.bwd", ATM_OP_NARROW_BWD, &ax, IDS(dy), IDS(dx));
+	net_ready(&n);
+	fill_distinct(F(&n, x), 48);
+	fill(F(&n, dy), 32, -1, 1);
+	run(&n, p1);
+	run(&n, p2);
+	run(&n, nf);
+	run(&n, nb);
+	for (int b = 0; b < 2; b++)
+		for (int hh = 0; hh < 2; hh++)
+			for (int t = 0; t < 3; t++)
+				for (int d = 0; d < 4; d++)
+					assert_true(F(&n, h)[((b * 2 + hh) * 3 + t) * 4 + d] ==
+					            F(&n, x)[(b * 3 + t) * 8 + hh * 4 + d]);
+	expect_same_floats("joined", F(&n, back), F(&n, x), 48);
+	for (int b = 0; b < 2; b++) {
+		expect_same_floats("first", F(&n, nx) + b * 16, F(&n, x) + b * 24, 16);
+		expect_same_floats("dx", F(&n, dx) + b * 24, F(&n, dy) + b * 16, 16);
+		for (int j = 16; j < 24; j++)
+			assert_true(F(&n, dx)[b * 24 + j] == 0.0f);
+	}
+	net_free(&n);
+}
+
+/* test_kernels_token_xent -- log-probabilities and the mean loss of labels per position
+ * against the reference, the gradient against finite differences; a label past the
+ * classes is refused */
+static void test_kernels_token_xent(void **state)
+{
+	(void)state;
+	struct net n;
+	net_new(&n, "txent");
+	int32_t lo = T_IN(&n, "logits", 2, 3, 5), lab = T_I32(&n, "labels", 2, 3);
+	int32_t lp = T_ACT(&n, "logp", 2, 3, 5), dl = T_GRAD(&n, "dlogits", 2, 3, 5);
+	int32_t loss = ten(&n, "loss", ATM_F32, ATM_KIND_OUTPUT, 1, (int64_t[]){1});
+	int32_t fwd = nod(&n, "xent", ATM_OP_TOKEN_XENT_FWD, NULL, IDS(lo, lab), IDS(lp, loss));
+	int32_t bwd = nod(&n, "xent.bwd", ATM_OP_TOKEN_XENT_BWD, NULL, IDS(lp, lab), IDS(dl));
+	net_ready(&n);
+	fill(F(&n, lo), 30, -3, 3);
+	int32_t *l = (int32_t *)F(&n, lab);
+	for (int r = 0; r < 6; r++)
+		l[r] = (int32_t)(rng() % 5);
+	run(&n, fwd);
+	double want[30], total = 0;
+	for (int r = 0; r < 6; r++) {
+		double mx = -INFINITY, sum = 0;
+		for (int j = 0; j < 5; j++)
+			mx = fmax(mx, F(&n, lo)[r * 5 + j]);
+		for (int j = 0; j < 5; j++)
+			sum += exp(F(&n, lo)[r * 5 + j] - mx);
+		for (int j = 0; j < 5; j++)
+			want[r * 5 + j] = F(&n, lo)[r * 5 + j] - mx - log(sum);
+		total -= want[r * 5 + l[r]];
+	}
+	total /= 6;
+	/* oneDNN's log-softmax takes its exp and log in float: a few 1e-6 off near 0 */
+	expect_close("logp", F(&n, lp), want, 30, 1e-5, 1e-5);
+	expect_close("loss", F(&n, loss), &total, 1, 0, 1e-6);
+	run(&n, bwd);
+	check_fd(&n, fwd, loss, NULL, lo, dl);
+	l[2] = 5;
+	void *in[2] = {F(&n, lo), l}, *out[2] = {F(&n, lp), F(&n, loss)};
+	assert_int_equal(atm_kernel_run(n.k[fwd], in, out, NULL), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "label 5 at position 2 is outside the 5 classes"));
+	net_free(&n);
+}
+
 /* test_kernels_sgd -- w -= lr * dw in place; lr 0 leaves w alone */
 static void test_kernels_sgd(void **state)
 {
@@ -1153,6 +1537,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),
+		cmocka_unit_test_setup(test_kernels_matmul, reseed),
+		cmocka_unit_test_setup(test_kernels_matmul_shapes, reseed),
+		cmocka_unit_test_setup(test_kernels_layer_norm, reseed),
+		cmocka_unit_test_setup(test_kernels_gelu_tanh, reseed),
+		cmocka_unit_test_setup(test_kernels_softmax, reseed),
+		cmocka_unit_test_setup(test_kernels_embedding, reseed),
+		cmocka_unit_test_setup(test_kernels_permute_narrow, reseed),
+		cmocka_unit_test_setup(test_kernels_token_xent, reseed),
 		cmocka_unit_test_setup(test_kernels_deterministic_across_addresses, reseed),
 		cmocka_unit_test_setup(test_kernels_unsupported_pool_padding, reseed),
 		cmocka_unit_test_setup(test_kernels_every_op_has_a_kernel, reseed),

@@ -32,40 +32,65 @@ struct expect {
 	int64_t classes;
 	int64_t image;
 	struct feature features[4];
+	int64_t seq;    /* a language model's default sequence; transformers are checked apart */
+	bool tokens;    /* a transformer: token cross-entropy, i32 labels */
 };
 
 static const struct expect expects[] = {
-	{"vgg16", 138357544, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"fc7.y", 2, {BATCH, 4096}}}},
-	{"vgg19", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"pool1.y", 4, {BATCH, 64, 112, 112}}}},
-	{"vgg416", 0, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"conv5_83.y", 4, {BATCH, 512, 14, 14}}}},
+	{"vgg16", 138357544, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"fc7.y", 2, {BATCH, 4096}}}, 0, false},
+	{"vgg19", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"pool1.y", 4, {BATCH, 64, 112, 112}}}, 0, false},
+	{"vgg416", 0, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}, {"conv5_83.y", 4, {BATCH, 512, 14, 14}}}, 0, false},
 	{"resnet50", 25557032, 1000, 224,
 	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"maxpool.y", 4, {BATCH, 64, 56, 56}},
 	  {"layer1.2.relu.y", 4, {BATCH, 256, 56, 56}},
 	  /* v1.5: the stride is on the 3x3 */
-	  {"layer2.0.conv1.y", 4, {BATCH, 128, 56, 56}}}},
+	  {"layer2.0.conv1.y", 4, {BATCH, 128, 56, 56}}}, 0, false},
 	{"resnet101", 44549160, 1000, 224,
-	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer3.22.relu.y", 4, {BATCH, 1024, 14, 14}}}},
+	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer3.22.relu.y", 4, {BATCH, 1024, 14, 14}}}, 0, false},
 	{"resnet152", 60192808, 1000, 224,
-	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer2.7.relu.y", 4, {BATCH, 512, 28, 28}}}},
+	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer2.7.relu.y", 4, {BATCH, 512, 28, 28}}}, 0, false},
 	{"resnet200", 64673832, 1000, 224,
-	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer2.23.relu.y", 4, {BATCH, 512, 28, 28}}}},
+	 {{"layer4.2.relu.y", 4, {BATCH, 2048, 7, 7}}, {"layer2.23.relu.y", 4, {BATCH, 512, 28, 28}}}, 0, false},
 	{"inception_v4", 42679816, 1000, 299,
 	 {{"inception_c3.cat.y", 4, {BATCH, 1536, 8, 8}}, {"mixed_5a.cat.y", 4, {BATCH, 384, 35, 35}},
-	  {"reduction_a.cat.y", 4, {BATCH, 1024, 17, 17}}}},
+	  {"reduction_a.cat.y", 4, {BATCH, 1024, 17, 17}}}, 0, false},
 	{"densenet121", 7978856, 1000, 224,
 	 {{"norm5.y", 4, {BATCH, 1024, 7, 7}}, {"denseblock1.cat.y", 4, {BATCH, 256, 56, 56}},
 	  {"transition3.pool.y", 4, {BATCH, 512, 7, 7}},
-	  {"denseblock2.denselayer12.cat.y", 4, {BATCH, 128 + 11 * 32, 28, 28}}}},
+	  {"denseblock2.denselayer12.cat.y", 4, {BATCH, 128 + 11 * 32, 28, 28}}}, 0, false},
 	{"densenet169", 14149480, 1000, 224,
-	 {{"norm5.y", 4, {BATCH, 1664, 7, 7}}, {"transition3.pool.y", 4, {BATCH, 640, 7, 7}}}},
+	 {{"norm5.y", 4, {BATCH, 1664, 7, 7}}, {"transition3.pool.y", 4, {BATCH, 640, 7, 7}}}, 0, false},
 	{"densenet201", 20013928, 1000, 224,
-	 {{"norm5.y", 4, {BATCH, 1920, 7, 7}}, {"transition3.pool.y", 4, {BATCH, 896, 7, 7}}}},
+	 {{"norm5.y", 4, {BATCH, 1920, 7, 7}}, {"transition3.pool.y", 4, {BATCH, 896, 7, 7}}}, 0, false},
 	{"densenet264", 33337704, 1000, 224,
 	 {{"norm5.y", 4, {BATCH, 2688, 7, 7}}, {"transition3.pool.y", 4, {BATCH, 1152, 7, 7}},
-	  {"denseblock3.denselayer64.conv2.y", 4, {BATCH, 32, 14, 14}}}},
-	{"test_vgg", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}}},
-	{"tiny_cnn", 0, 10, 32, {{"cat.y", 4, {BATCH, 16, 16, 16}}, {"gap.y", 4, {BATCH, 16, 1, 1}}}},
-	{"tiny_mlp", 0, 10, 8, {{"fc2.y", 2, {BATCH, 32}}}},
+	  {"denseblock3.denselayer64.conv2.y", 4, {BATCH, 32, 14, 14}}}, 0, false},
+	{"test_vgg", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}}, 0, false},
+	{"tiny_cnn", 0, 10, 32, {{"cat.y", 4, {BATCH, 16, 16, 16}}, {"gap.y", 4, {BATCH, 16, 1, 1}}}, 0, false},
+	{"tiny_mlp", 0, 10, 8, {{"fc2.y", 2, {BATCH, 32}}}, 0, false},
+	/* transformers: the published counts (GPT-2 and BERT as Hugging Face's GPT2Model and
+	 * BertModel with the pooler, ViT-B/16 as torchvision's); sequence 128 unless said */
+	{"gpt2", 124439808, 50257, 0,
+	 {{"transformer.h.11.attn.scores.y", 4, {BATCH, 12, 128, 128}},
+	  {"transformer.h.0.mlp.c_fc.y", 3, {BATCH, 128, 3072}}, {"lm_head.y", 3, {BATCH, 128, 50257}}},
+	 128, true},
+	{"gpt2-medium", 354823168, 50257, 0, {{"transformer.h.23.attn.scores.y", 4, {BATCH, 16, 128, 128}}},
+	 128, true},
+	{"gpt2-large", 774030080, 50257, 0, {{"transformer.h.35.attn.scores.y", 4, {BATCH, 20, 64, 64}}},
+	 64, true},
+	{"gpt2-xl", 1557611200, 50257, 0, {{"transformer.h.47.attn.q_heads.y", 4, {BATCH, 25, 64, 64}}},
+	 64, true},
+	{"bert-base", 109482240, 30522, 0,
+	 {{"encoder.layer.11.output.LayerNorm.y", 3, {BATCH, 128, 768}},
+	  {"pooler.activation.y", 3, {BATCH, 1, 768}}, {"mlm_decoder.y", 3, {BATCH, 128, 30522}}},
+	 128, true},
+	{"vit_b_16", 86567656, 1000, 224,
+	 {{"patches.y", 3, {BATCH, 196, 768}}, {"tokens.y", 3, {BATCH, 197, 768}},
+	  {"heads.head.y", 3, {BATCH, 1, 1000}}},
+	 0, true},
+	{"tiny_gpt", 0, 512, 0, {{"transformer.h.1.attn.scores.y", 4, {BATCH, 4, 32, 32}}}, 32, true},
+	{"tiny_bert", 0, 512, 0, {{"pooler.dense.y", 3, {BATCH, 1, 64}}}, 32, true},
+	{"tiny_vit", 0, 10, 32, {{"tokens.y", 3, {BATCH, 17, 64}}}, 0, true},
 };
 
 #define N_EXPECTS ((int)(sizeof expects / sizeof expects[0]))
@@ -103,6 +128,15 @@ static int64_t expected_params(const struct expect *e)
 		       (16 * 10 + 10);
 	if (strcmp(e->name, "tiny_mlp") == 0)
 		return (64 * 32 + 32) + (32 * 32 + 32) + (32 * 10 + 10);
+	/* the tiny transformers: per layer 4 (w^2 + w) of attention, 2 w 4w + 5 w of MLP and
+	 * 2 x 2 w of layer norms at w = 64 */
+	int64_t w = 64, layer = 4 * (w * w + w) + (w * 4 * w + 4 * w) + (4 * w * w + w) + 4 * w;
+	if (strcmp(e->name, "tiny_gpt") == 0) /* tokens 512, positions 64, final norm */
+		return 2 * layer + 512 * w + 64 * w + 2 * w;
+	if (strcmp(e->name, "tiny_bert") == 0) /* words, positions, 2 types, norm, pooler */
+		return 2 * layer + 512 * w + 64 * w + 2 * w + 2 * w + (w * w + w);
+	if (strcmp(e->name, "tiny_vit") == 0) /* 8x8x3 patches, class token, 17 positions, norm, head */
+		return 2 * layer + (8 * 8 * 3 * w + w) + w + 17 * w + 2 * w + (w * 10 + 10);
 	fail_msg("no expected parameter count for %s", e->name);
 	return -1;
 }
@@ -279,6 +313,48 @@ static void check_network(const atm_graph *g, const struct expect *e, int64_t ba
 	atm_liveness_destroy(lv);
 }
 
+/* check_transformer -- a transformer's step: its count, an i32 labels input and the token
+ * loss first after the forward pass, one SGD per parameter after its last read (a tied one
+ * after its summed gradient), nothing computed for nothing */
+static void check_transformer(const atm_graph *g, const struct expect *e, int64_t batch)
+{
+	int64_t params = 0, n_params = 0, n_sgd = 0;
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (x->kind == ATM_KIND_PARAM)
+			params += x->n_elems, n_params++;
+	}
+	if (params != expected_params(e))
+		fail_msg("%s: %lld parameters, expected %lld", e->name, (long long)params,
+		         (long long)expected_params(e));
+	const atm_tensor *labels = atm_graph_tensor(g, find(g, "labels"));
+	assert_int_equal(labels->dtype, ATM_I32);
+	assert_int_equal(labels->dims[0], batch);
+	assert_int_equal(atm_tensor_token_limit(g, labels->id), e->classes);
+	assert_int_equal(atm_graph_tensor(g, find(g, "loss"))->kind, ATM_KIND_OUTPUT);
+	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++)
+		n_sgd += atm_graph_node(g, i)->op == ATM_OP_SGD;
+	assert_int_equal(n_sgd, n_params);
+	check_sgd(g);
+	check_all_read(g);
+	for (int f = 0; f < 4 && e->features[f].tensor; f++) {
+		int64_t dims[4];
+		memcpy(dims, e->features[f].dims, sizeof dims);
+		dims[0] = batch;
+		expect_shape(g, e->features[f].tensor, e->features[f].ndim, dims);
+	}
+	int32_t wte = atm_graph_find_tensor(g, "transformer.wte.weight");
+	if (wte >= 0) {
+		/* tied: the embedding's and the output projection's gradients, summed once */
+		int32_t grad = find(g, "transformer.wte.weight.grad");
+		int32_t p = atm_graph_producer(g, grad);
+		assert_int_equal(atm_graph_node(g, p)->op, ATM_OP_ADD);
+		assert_true(atm_graph_find_tensor(g, "transformer.wte.weight.grad.1") >= 0);
+		assert_true(atm_graph_find_tensor(g, "transformer.wte.weight.grad.2") >= 0);
+	}
+}
+
 /* test_networks_training_step -- state: the expect of one network */
 static void test_networks_training_step(void **state)
 {
@@ -287,7 +363,10 @@ static void test_networks_training_step(void **state)
 	atm_zoo_opts o = {.batch = BATCH};
 	if (atm_zoo_build(&g, e->name, &o) < 0)
 		fail_msg("%s: %s", e->name, atm_errmsg());
-	check_network(g, e, BATCH);
+	if (e->tokens)
+		check_transformer(g, e, BATCH);
+	else
+		check_network(g, e, BATCH);
 	atm_graph_destroy(g);
 }
 
@@ -305,6 +384,7 @@ static void test_networks_catalogue(void **state)
 		assert_int_equal(mi->published_params, expected_params(&expects[i]));
 		assert_int_equal(mi->default_image, expects[i].image);
 		assert_int_equal(mi->default_classes, expects[i].classes);
+		assert_int_equal(mi->default_seq, expects[i].seq);
 		assert_non_null(mi->family);
 		assert_true(strlen(mi->description) > 10);
 		assert_int_equal(atm_zoo_find(mi->name, &m), ATM_OK);
@@ -320,28 +400,38 @@ static void test_networks_catalogue(void **state)
 	assert_null(atm_zoo_model_at(N_EXPECTS));
 }
 
-/* test_networks_tiny_cnn_uses_every_op -- tiny_cnn reaches every op, convolution with and without bias */
+/* test_networks_tiny_cnn_uses_every_op -- tiny_cnn reaches every CNN op (conv with and without bias), and with the tiny transformers every op */
 static void test_networks_tiny_cnn_uses_every_op(void **state)
 {
 	(void)state;
 	atm_graph *g = NULL;
 	int count[ATM_N_OPS] = {0};
-	int conv_bias = 0, conv_plain = 0, exclude_pad = 0;
-	assert_int_equal(atm_zoo_build(&g, "tiny_cnn", NULL), ATM_OK);
-	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
-		const atm_node *n = atm_graph_node(g, i);
-		count[n->op]++;
-		if (n->op == ATM_OP_CONV_FWD)
-			*(n->n_in == 3 ? &conv_bias : &conv_plain) += 1;
-		if (n->op == ATM_OP_AVGPOOL_FWD && n->attrs.exclude_pad)
-			exclude_pad++;
+	int conv_bias = 0, conv_plain = 0, exclude_pad = 0, causal = 0, plain_softmax = 0;
+	static const char *const tiny[] = {"tiny_cnn", "tiny_gpt", "tiny_bert", "tiny_vit"};
+	for (int m = 0; m < 4; m++) {
+		assert_int_equal(atm_zoo_build(&g, tiny[m], NULL), ATM_OK);
+		for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
+			const atm_node *n = atm_graph_node(g, i);
+			count[n->op]++;
+			if (n->op == ATM_OP_CONV_FWD)
+				*(n->n_in == 3 ? &conv_bias : &conv_plain) += 1;
+			if (n->op == ATM_OP_AVGPOOL_FWD && n->attrs.exclude_pad)
+				exclude_pad++;
+			if (n->op == ATM_OP_SOFTMAX_FWD)
+				*(n->attrs.causal ? &causal : &plain_softmax) += 1;
+		}
+		if (m == 0)
+			for (int op = 0; op <= ATM_OP_SGD; op++)
+				if (!count[op])
+					fail_msg("tiny_cnn lacks %s", atm_op_name((atm_op)op));
+		atm_graph_destroy(g);
 	}
 	for (int op = 0; op < ATM_N_OPS; op++)
 		if (!count[op])
-			fail_msg("tiny_cnn lacks %s", atm_op_name((atm_op)op));
+			fail_msg("the tiny networks lack %s", atm_op_name((atm_op)op));
 	assert_true(conv_bias > 0 && conv_plain > 0);
 	assert_true(exclude_pad > 0);
-	atm_graph_destroy(g);
+	assert_true(causal > 0 && plain_softmax > 0);
 }
 
 /* test_networks_names_and_kinds -- readable names, kinds, dtypes and attributes in ResNet-50 */
@@ -526,11 +616,11 @@ static void test_networks_small_preset_builds(void **state)
 		atm_zoo_preset_sizes s;
 		atm_graph *g = NULL;
 		assert_int_equal(atm_zoo_preset(m->name, "small", &s), ATM_OK);
-		atm_zoo_opts o = {.batch = s.batch[0], .image = s.image};
+		atm_zoo_opts o = {.batch = s.batch[0], .image = s.image, .seq = s.seq};
 		if (atm_zoo_build(&g, m->name, &o) < 0)
 			fail_msg("%s small: %s", m->name, atm_errmsg());
 		assert_int_equal(atm_graph_validate(g), ATM_OK);
-		assert_int_equal(atm_graph_tensor(g, find(g, "image"))->dims[0], s.batch[0]);
+		assert_int_equal(atm_graph_batch(g), s.batch[0]);
 		atm_graph_destroy(g);
 	}
 }

@@ -1,0 +1,175 @@
+"""zoo_check -- one SGD step of a zoo transformer in PyTorch and in autotm, compared
+
+usage: python3 -m autotm_torch.zoo_check MODEL [--batch B] [--seq T]
+                                          [--placements all-fast,random] [--autotm PATH]
+
+MODEL is a transformer of autotm's zoo: tiny_gpt, gpt2, gpt2-medium, gpt2-large, gpt2-xl,
+tiny_bert, bert-base, tiny_vit or vit_b_16. Its PyTorch twin (examples/gpt2.py,
+examples/bert.py, torchvision's VisionTransformer) is made with torch.manual_seed(seed); its
+parameters, named as the zoo names them, and one batch of random tokens (or images) are written
+as safetensors. PyTorch takes one step (float32, deterministic algorithms, p -= lr * grad);
+autotm takes the same step of `autotm run --model MODEL` from the same files under each
+placement. Compared as autotm_torch.check does: the loss, and every parameter after the step.
+
+Exit status: 0 every placement within the tolerances, 1 not, 2 bad usage, 3 autotm failed,
+8 autotm not found.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from .check import LOSS_TOL, WEIGHT_TOL, REPO, compare, find_autotm
+from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable
+
+# (family, PyTorch sizes, default batch, default sequence) of each zoo transformer
+MODELS = {
+    "tiny_gpt": ("gpt", dict(layers=2, width=64, heads=4, positions=64, vocab=512), 2, 32),
+    "gpt2": ("gpt", dict(), 2, 128),
+    "gpt2-medium": ("gpt", dict(layers=24, width=1024, heads=16), 1, 128),
+    "gpt2-large": ("gpt", dict(layers=36, width=1280, heads=20), 1, 64),
+    "gpt2-xl": ("gpt", dict(layers=48, width=1600, heads=25), 1, 64),
+    "tiny_bert": ("bert", dict(layers=2, width=64, heads=4, positions=64, vocab=512), 2, 32),
+    "bert-base": ("bert", dict(), 2, 128),
+    "tiny_vit": ("vit", dict(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                             hidden_dim=64, mlp_dim=256, num_classes=10), 2, 0),
+    "vit_b_16": ("vit", dict(image_size=224, patch_size=16, num_layers=12, num_heads=12,
+                             hidden_dim=768, mlp_dim=3072, num_classes=1000), 2, 0),
+}
+
+
+def make(name):
+    """(family, the PyTorch model) of zoo transformer name"""
+    family, sizes, _, _ = MODELS[name]
+    if family == "vit":
+        from torchvision.models.vision_transformer import VisionTransformer
+        return family, VisionTransformer(**sizes)
+    ex = os.path.join(REPO, "examples", "gpt2.py" if family == "gpt" else "bert.py")
+    return family, load_callable(f"{ex}:make")(**sizes)
+
+
+def batch_of(family, model, batch, seq, gen):
+    """one batch of inputs, named as the zoo's graph names them"""
+    import torch
+    if family == "vit":
+        size = model.image_size
+        classes = model.heads.head.out_features
+        return {"image": torch.randn(batch, 3, size, size, generator=gen),
+                "labels": torch.randint(0, classes, (batch, 1), generator=gen)}
+    vocab = (model.transformer.wte if family == "gpt" else model.embeddings.word_embeddings)
+    v = vocab.num_embeddings
+    d = {"input_ids": torch.randint(0, v, (batch, seq), generator=gen),
+         "labels": torch.randint(0, v, (batch, seq), generator=gen)}
+    if family == "bert":
+        width = model.pooler.dense.out_features
+        d["token_type_ids"] = torch.randint(0, 2, (batch, seq), generator=gen)
+        d["sentence_labels"] = torch.randint(0, width, (batch, 1), generator=gen)
+    return d
+
+
+def torch_step(family, model, data, lr):
+    """PyTorch's step: (the reported loss, {name: parameter after the update})"""
+    import torch
+    import torch.nn.functional as F
+    torch.use_deterministic_algorithms(True)
+    model.train()
+    if family == "vit":
+        loss = total = F.cross_entropy(model(data["image"]), data["labels"].reshape(-1))
+    elif family == "gpt":
+        logits = model(data["input_ids"])
+        loss = total = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
+                                       data["labels"].reshape(-1))
+    else:
+        bert = load_callable(os.path.join(REPO, "examples", "bert.py") + ":step_loss")
+        loss, total = bert(model, data["input_ids"], data["token_type_ids"], data["labels"],
+                           data["sentence_labels"])
+    params = dict(model.named_parameters())  # a tied parameter once
+    grads = torch.autograd.grad(total, list(params.values()))
+    with torch.no_grad():
+        after = {k: (p - lr * g).detach().clone() for (k, p), g in zip(params.items(), grads)}
+    return float(loss), after
+
+
+def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None):
+    """[(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]"""
+    import torch
+    from . import safetensors
+    torch.manual_seed(seed)
+    family, model = make(name)
+    gen = torch.Generator().manual_seed(seed + 1)
+    data = batch_of(family, model, batch, seq, gen)
+    params = {k: p.detach().clone() for k, p in model.named_parameters()}
+    loss_t, after_t = torch_step(family, model, data, lr)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="autotm-zoo-check-") as tmp:
+        w, d = os.path.join(tmp, "w.safetensors"), os.path.join(tmp, "d.safetensors")
+        safetensors.write(w, params)
+        safetensors.write(d, data)
+        env = dict(os.environ)
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        for pl in placements:
+            r, w1 = os.path.join(tmp, f"r-{pl}.json"), os.path.join(tmp, f"w1-{pl}.safetensors")
+            cmd = [autotm, "run", "--model", name, "--batch", str(batch),
+                   "--placement", pl, "--weights-in", w, "--data", d, "--warmup", "0",
+                   "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
+            if seq:
+                cmd += ["--seq", str(seq)]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")
+            with open(r) as f:
+                loss_a = json.load(f)["runs"][0]["losses"][0]
+            k, dw = compare(after_t, safetensors.read(w1))
+            rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw))
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m autotm_torch.zoo_check",
+                                description="One SGD step of a zoo transformer in PyTorch and "
+                                            "in autotm, compared.")
+    p.add_argument("model", metavar="MODEL", help=", ".join(MODELS))
+    p.add_argument("--batch", type=int, help="batch (default: the small preset's)")
+    p.add_argument("--seq", type=int, help="sequence of a language model (default: the preset's)")
+    p.add_argument("--placements", default="all-fast,random")
+    p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    if a.model not in MODELS:
+        return fail(EXIT_USAGE, f"unknown model '{a.model}'; valid: {', '.join(MODELS)}")
+    try:
+        import torch
+    except ImportError:
+        return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian)")
+    autotm = find_autotm(a.autotm)
+    if not autotm:
+        return fail(EXIT_NOT_FOUND, "no autotm binary: build it (scripts/demo.sh) or give --autotm")
+    _, _, batch, seq = MODELS[a.model]
+    batch, seq = a.batch or batch, (a.seq or seq) if seq else 0
+    try:
+        rows = check(a.model, batch, seq, a.placements.split(","), autotm, a.lr, a.seed)
+    except RuntimeError as e:
+        return fail(EXIT_IMPORT, str(e))
+    ok = True
+    print(f"{a.model} batch {batch}{f', sequence {seq}' if seq else ''}: one SGD step (lr {a.lr}), "
+          f"autotm against PyTorch {torch.__version__}")
+    print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
+          f"largest weight difference (relative)")
+    for pl, la, lt, dl, k, dw in rows:
+        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
+        ok = ok and good
+        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
+              f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
