@@ -148,5 +148,38 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         self.check(torchvision.models.resnet18(num_classes=10), (2, 3, 64, 64))
 
 
+@unittest.skipIf(torch is None, "python3-torch is not installed")
+@unittest.skipIf(autotm() is None, "no autotm binary in $ATM_BINARY_DIR (run through ctest)")
+class TestZooTransformersEqualPyTorch(unittest.TestCase):
+    """one SGD step of the zoo's tiny transformers equals their PyTorch twins' (examples/gpt2.py,
+    examples/bert.py, torchvision's VisionTransformer): tied parameters, i32 tokens, causal and
+    plain attention, both GELUs, post-norm and pre-norm"""
+
+    def check(self, name):
+        from autotm_torch.check import LOSS_TOL, WEIGHT_TOL
+        from autotm_torch.zoo_check import MODELS, check
+        _, _, batch, seq = MODELS[name]
+        rows = check(name, batch, seq, ["all-fast", "random"], autotm(), threads=2)
+        for pl, la, lt, dl, k, dw in rows:
+            self.assertLessEqual(dl, LOSS_TOL, f"{name} {pl}: loss {la} against {lt}")
+            self.assertLessEqual(dw, WEIGHT_TOL, f"{name} {pl}: weight {k} differs by {dw:.2e}")
+
+    def test_tiny_gpt(self):
+        self.check("tiny_gpt")
+
+    def test_tiny_bert(self):
+        self.check("tiny_bert")
+
+    def test_tiny_vit(self):
+        self.check("tiny_vit")
+
+    def test_counts_match_pytorch(self):
+        from autotm_torch.zoo_check import make
+        for name, want in (("gpt2", 124439808), ("bert-base", 109482240),
+                           ("vit_b_16", 86567656)):
+            _, m = make(name)
+            self.assertEqual(sum(p.numel() for p in m.parameters()), want, name)
+
+
 if __name__ == "__main__":
     unittest.main()
