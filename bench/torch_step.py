@@ -16,9 +16,15 @@ turn. It prints, per network, autotm / PyTorch: the median over turns and the ra
 --breakdown, where each one's step goes: autotm's kernels by op (step_kernel_times of its
 fastest step) and PyTorch's by aten op (torch.profiler, self CPU time of one step).
 
+The transformers (gpt2, bert-base, vit_b_16 and the tiny ones) are the zoo's own networks
+(autotm run --model NAME) and their PyTorch twins (autotm_torch.zoo_check: examples/gpt2.py,
+examples/bert.py, torchvision's VisionTransformer) from the same weights and batch, at the small
+preset (gpt2 and bert-base: batch 2, sequence 128; vit_b_16: 2 images of 224).
+
 The target (issue: kernels as fast as PyTorch's): autotm / PyTorch <= 1.00 on every network.
 Networks: vgg16, vgg19, resnet50, resnet200, densenet121, densenet264 (torchvision's layouts;
-inception_v4 has no torchvision model and is not measured), and resnet18 (a quick check).
+inception_v4 has no torchvision model and is not measured), resnet18 (a quick check), and the
+transformers.
 Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
 """
 
@@ -40,6 +46,8 @@ SMALL = {
     "densenet121": (8, 112), "densenet264": (4, 112), "resnet18": (8, 64),
 }
 LR = 0.01
+# the zoo's transformers, measured as the zoo builds them (autotm_torch.zoo_check's twins)
+TRANSFORMERS = ("gpt2", "bert-base", "vit_b_16", "tiny_gpt", "tiny_bert", "tiny_vit")
 
 
 def make(name, image):
@@ -73,18 +81,32 @@ def torch_step(model, x, y):
             p.grad = None
 
 
-def time_torch(model, x, y, iters):
-    torch_step(model, x, y)
+def transformer_step(family, model, data):
+    """one training step of a zoo transformer's twin, as autotm_torch.zoo_check takes it"""
+    import torch
+    from autotm_torch.zoo_check import torch_loss
+    torch_loss(family, model, data).backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= LR * p.grad
+            p.grad = None
+
+
+def time_fn(step, iters):
+    """the fastest of iters calls of step after one"""
+    step()
     best = float("inf")
     for _ in range(iters):
         t0 = time.perf_counter()
-        torch_step(model, x, y)
+        step()
         best = min(best, time.perf_counter() - t0)
     return best
 
 
 def time_autotm(autotm, graph, weights, data, iters, out, env):
-    cmd = [autotm, "run", "--graph", graph, "--weights-in", weights, "--data", data,
+    """graph: a graph file, or ["--model", NAME, ...] for a zoo network"""
+    src = graph if isinstance(graph, list) else ["--graph", graph]
+    cmd = [autotm, "run", *src, "--weights-in", weights, "--data", data,
            "--placement", "all-fast", "--warmup", "1", "--iters", str(iters), "--quiet", "-o", out]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
@@ -95,8 +117,8 @@ def time_autotm(autotm, graph, weights, data, iters, out, env):
 
 def breakdown_autotm(autotm, graph, run, top):
     """autotm's fastest step by op: {op: seconds}"""
-    p = subprocess.run([autotm, "zoo", "--graph", graph, "--export", "-"], capture_output=True,
-                       text=True)
+    src = graph if isinstance(graph, list) else ["--graph", graph]
+    p = subprocess.run([autotm, "zoo", *src, "--export", "-"], capture_output=True, text=True)
     ops = {n["name"]: n["op"] for n in json.loads(p.stdout)["nodes"]}
     by = {}
     for node, s in (run.get("step_kernel_times") or {}).items():
@@ -105,12 +127,12 @@ def breakdown_autotm(autotm, graph, run, top):
     return sorted(by.items(), key=lambda kv: -kv[1])[:top]
 
 
-def breakdown_torch(model, x, y, top):
+def breakdown_torch(step, top):
     """PyTorch's step by aten op (self CPU time): [(op, seconds)]"""
     from torch.profiler import ProfilerActivity, profile
-    torch_step(model, x, y)
+    step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        torch_step(model, x, y)
+        step()
     rows = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
     return sorted(rows, key=lambda kv: -kv[1])[:top]
 
@@ -127,7 +149,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", default="vgg16,vgg19,resnet50,resnet200,densenet121,densenet264",
-                    help="comma-separated, of: " + ", ".join(SMALL))
+                    help="comma-separated, of: " + ", ".join(list(SMALL) + list(TRANSFORMERS)))
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="threads of both (default 2)")
@@ -136,9 +158,10 @@ def main():
     ap.add_argument("--top", type=int, default=8, help="rows of the breakdown (default 8)")
     a = ap.parse_args()
     nets = a.networks.split(",")
-    bad = [n for n in nets if n not in SMALL]
+    bad = [n for n in nets if n not in SMALL and n not in TRANSFORMERS]
     if bad or a.turns < 1 or a.iters < 1 or a.threads < 1:
-        print(f"torch_step.py: unknown network {', '.join(bad)} (valid: {', '.join(SMALL)})"
+        print(f"torch_step.py: unknown network {', '.join(bad)} (valid: "
+              f"{', '.join(list(SMALL) + list(TRANSFORMERS))})"
               if bad else "torch_step.py: --turns, --iters and --threads take 1 or more",
               file=sys.stderr)
         return 2
@@ -160,30 +183,44 @@ def main():
     env.setdefault("OMP_WAIT_POLICY", "passive")
     print(f"autotm all-fast against PyTorch {torch.__version__} eager, one training step, "
           f"{a.threads} threads, float32; {a.turns} turns, fastest of {a.iters} steps a turn")
-    print(f"{'network':<12} {'batch, image':>12} {'autotm s':>9} {'PyTorch s':>10} "
+    print(f"{'network':<12} {'batch, input':>16} {'autotm s':>9} {'PyTorch s':>10} "
           f"{'autotm / PyTorch':>17}  {'range':>13}")
     failed = 0
     for name in nets:
-        batch, image = SMALL[name]
-        torch.manual_seed(0)
-        model = make(name, image)
-        shape = (batch, 3, image, image)
-        x = torch.randn(shape)
-        y = torch.randint(0, 1000, (batch,))
         with tempfile.TemporaryDirectory(prefix="autotm-bench-") as tmp:
-            graph, params, _ = to_forward(model, shape, name=name, lr=LR)
             g, w, d, r = (os.path.join(tmp, f) for f in ("g.json", "w.st", "d.st", "r.json"))
-            with open(g, "w") as f:
-                json.dump(graph, f)
+            if name in TRANSFORMERS:
+                from autotm_torch.zoo_check import MODELS, batch_of, make as make_twin
+                family, _, batch, seq = MODELS[name]
+                torch.manual_seed(0)
+                family, model = make_twin(name)
+                data = batch_of(family, model, batch, seq, torch.Generator().manual_seed(1))
+                params = {k: p.detach().clone() for k, p in model.named_parameters()}
+                g = ["--model", name, "--batch", str(batch)] + (["--seq", str(seq)] if seq else [])
+                size = f"{batch}, seq {seq}" if seq else f"{batch}, {model.image_size}x{model.image_size}"
+                step = (lambda m=model, f=family, dd=data: transformer_step(f, m, dd))
+            else:
+                batch, image = SMALL[name]
+                torch.manual_seed(0)
+                model = make(name, image)
+                shape = (batch, 3, image, image)
+                x = torch.randn(shape)
+                y = torch.randint(0, 1000, (batch,))
+                graph, params, _ = to_forward(model, shape, name=name, lr=LR)
+                with open(g, "w") as f:
+                    json.dump(graph, f)
+                data = {"input": x, "labels": y}
+                size = f"{batch}, {image}x{image}"
+                step = (lambda m=model, xx=x, yy=y: torch_step(m, xx, yy))
             safetensors.write(w, params)
-            safetensors.write(d, {"input": x, "labels": y})
+            safetensors.write(d, data)
             model.train()
             ta, tt, ratios, last = [], [], [], None
             try:
                 for t in range(a.turns):
                     for side in ((0, 1) if t % 2 == 0 else (1, 0)):
                         if side == 0:
-                            tt.append(time_torch(model, x, y, a.iters))
+                            tt.append(time_fn(step, a.iters))
                         else:
                             last = time_autotm(autotm, g, w, d, a.iters, r, env)
                             ta.append(last["actual_runtime"])
@@ -193,12 +230,12 @@ def main():
                 failed += 1
                 continue
             med = statistics.median(ratios)
-            print(f"{name:<12} {batch:>4}, {image:>3}x{image:<3} {statistics.median(ta):>9.3f} "
+            print(f"{name:<12} {size:>16} {statistics.median(ta):>9.3f} "
                   f"{statistics.median(tt):>10.3f} {med:>17.3f}  [{min(ratios):.3f}, "
                   f"{max(ratios):.3f}]  {'met' if med <= 1.0 else 'NOT met'}", flush=True)
             if a.breakdown:
                 rows_a = breakdown_autotm(autotm, g, last, a.top)
-                rows_t = breakdown_torch(model, x, y, a.top)
+                rows_t = breakdown_torch(step, a.top)
                 for i in range(max(len(rows_a), len(rows_t))):
                     la = f"{rows_a[i][0]:<18} {rows_a[i][1]:>8.4f}" if i < len(rows_a) else " " * 27
                     lt = f"{rows_t[i][0]:<34} {rows_t[i][1]:>8.4f}" if i < len(rows_t) else ""

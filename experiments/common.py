@@ -44,6 +44,8 @@ DEFAULT_BINARIES = ("build-release/cli/autotm", "build/cli/autotm")
 
 # the paper's four networks (VGG19, ResNet-200, Inception v4, DenseNet-264)
 PAPER_NETWORKS = ("vgg19", "resnet200", "inception_v4", "densenet264")
+# today's: Figure 7's transformer panel (conventional.py --networks ...)
+TRANSFORMER_NETWORKS = ("gpt2", "vit_b_16")
 QUICK_NETWORKS = ("tiny_cnn", "tiny_mlp")
 
 # The presets' batch sizes as 'autotm zoo' lists them; used only when the binary
@@ -232,7 +234,7 @@ class Zoo:
                 section = "presets"
                 continue
             if section == "networks":
-                m = re.match(r"^  ([a-z0-9_]+)\s+\S+\s+\d+\s+[\d,]+\s", line)
+                m = re.match(r"^  ([a-z0-9_-]+)\s+\S+\s+(?:seq )?\d+\s+[\d,]+\s", line)
                 if m:
                     names.add(m.group(1))
             elif section == "presets":
@@ -241,7 +243,7 @@ class Zoo:
                     preset = m.group(1)
                     self.presets[preset] = {}
                     continue
-                m = re.match(r"^    ([a-z0-9_]+)\s+(\d+(?:/\d+)*)", line)
+                m = re.match(r"^    ([a-z0-9_-]+)\s+(\d+(?:/\d+)*)", line)
                 if m and preset:
                     self.presets[preset][m.group(1)] = [int(b) for b in m.group(2).split("/")]
         if names:

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """conventional.py -- the conventional networks under every placement: Figures 7, 9 and 11.
 
-VGG19, ResNet-200, Inception v4 and DenseNet-264 (preset small): per network and
+VGG19, ResNet-200, Inception v4 and DenseNet-264, and Figure 7's transformer
+panel, GPT-2 and ViT-B/16 (preset small): per network and
 ratio (8:1, 4:1, 1:1) one comparison of all-fast, all-slow, numa and the static,
 synchronous and asynchronous ILPs, trained in turns in one process, plus one of
 all-fast and synchronous at 1:0 (all slow, Figure 9's first point). Slow memory
@@ -14,6 +15,7 @@ import sys
 
 import common
 
+NETWORKS = common.PAPER_NETWORKS + common.TRANSFORMER_NETWORKS
 DEFAULT_RATIOS = [(8, 1), (4, 1), (1, 1)]
 QUICK_RATIOS = [(4, 1)]
 FORMULATIONS = ("all-fast", "all-slow", "numa", "static", "synchronous", "asynchronous")
@@ -43,10 +45,10 @@ def build(args, zoo):
 def main():
     parser = common.make_parser(
         "conventional.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, common.PRESET_HELP,
-        common.PAPER_NETWORKS, DEFAULT_RATIOS,
+        NETWORKS, DEFAULT_RATIOS,
         "CI: networks tiny_cnn,tiny_mlp, ratio 4:1, --turns 2 --iters 1")
     return common.main("conventional", parser, build, common.QUICK_NETWORKS, QUICK_RATIOS,
-                       common.PAPER_NETWORKS, DEFAULT_RATIOS)
+                       NETWORKS, DEFAULT_RATIOS)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.
 NETWORK_ORDER = ["vgg19", "resnet200", "inception_v4", "densenet264",
-                 "vgg416", "test_vgg"]
+                 "gpt2", "vit_b_16", "bert-base", "vgg416", "test_vgg"]
 NETWORK_NAMES = {
     "vgg16": "VGG16", "vgg19": "VGG19", "vgg416": "VGG416",
     "resnet50": "ResNet-50", "resnet101": "ResNet-101",
@@ -54,6 +54,9 @@ NETWORK_NAMES = {
     "densenet121": "DenseNet-121", "densenet169": "DenseNet-169",
     "densenet201": "DenseNet-201", "densenet264": "DenseNet-264",
     "test_vgg": "test VGG", "tiny_cnn": "tiny CNN", "tiny_mlp": "tiny MLP",
+    "gpt2": "GPT-2", "gpt2-medium": "GPT-2 medium", "gpt2-large": "GPT-2 large",
+    "gpt2-xl": "GPT-2 XL", "bert-base": "BERT-base", "vit_b_16": "ViT-B/16",
+    "tiny_gpt": "tiny GPT", "tiny_bert": "tiny BERT", "tiny_vit": "tiny ViT",
 }
 
 FORMULATION_NAMES = {

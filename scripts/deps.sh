@@ -11,8 +11,10 @@ ATM_PACKAGES=(
 )
 
 # the PyTorch importer (python/autotm_torch) and its check against PyTorch, which the test suite
-# runs: Debian's torch 1.13 and torchvision 0.14
-ATM_TORCH_PACKAGES=(python3-torch python3-torchvision)
+# runs: Debian's torch 1.13 and torchvision 0.14; and OpenBLAS, without which Debian's torch
+# multiplies matrices with the reference BLAS (a GPT-2 step: 80 s instead of 4) and
+# bench/torch_step.py would compare autotm with a PyTorch nobody runs
+ATM_TORCH_PACKAGES=(python3-torch python3-torchvision libopenblas0-pthread)
 
 # atm_install_deps -- apt-get install whatever of ATM_PACKAGES (and "$@") is missing
 atm_install_deps() {

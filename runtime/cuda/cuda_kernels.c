@@ -1,4 +1,4 @@
-/* cuda_kernels.c -- GPU kernels of every graph op: cuDNN convolutions, batch norm and ReLU, cuBLAS inner products, small CUDA kernels for the rest */
+/* cuda_kernels.c -- GPU kernels of every graph op: cuDNN convolutions, batch norm and ReLU, cuBLAS inner products and matmuls, small CUDA kernels for the rest */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,9 @@
 /* cuBLAS's workspace, fixed so that its results do not depend on what it
  * could allocate (NVIDIA recommends 32 MiB on Hopper). */
 #define CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+_Static_assert(ATM_MAX_DIMS <= ATM_CU_MAX_DIMS,
+               "elementwise.h's permute holds fewer dims than a tensor has");
 
 struct atm_cuda_ctx {
 	int device;
@@ -41,10 +44,13 @@ struct atm_cuda_kernel {
 	/* batch norm, ReLU: x described as [N, C, S, 1], per-channel [1, C, 1, 1] */
 	cudnnTensorDescriptor_t bnd;
 	cudnnActivationDescriptor_t act;
-	/* inner product: y[N, O] = x[N, I] w[O, I]^T + b */
+	/* inner product: y[N, O] = x[N, I] w[O, I]^T + b; the row ops: rows of cols */
 	int64_t rows, cols, inner;
+	atm_matmul_dims mm;
+	atm_cu_perm perm;
 	atm_cu_pool pool;
-	int64_t ws_extra; /* workspace of non-convolutions (batch norm, the loss) */
+	int64_t ws_extra; /* workspace of non-convolutions (batch norm, layer norm's backward, the
+	                   * losses) */
 };
 
 static const atm_node *knode(const atm_cuda_kernel *k)
@@ -407,6 +413,82 @@ static atm_status build_softmax_xent(atm_cuda_kernel *k)
 	return ATM_OK;
 }
 
+/* ws_round -- workspace bytes rounded up to the 256 the runtime aligns buffers to */
+static int64_t ws_round(int64_t bytes)
+{
+	return (bytes + 255) / 256 * 256;
+}
+
+/* build_matmul -- the GEMM's sizes, each within cuBLAS's 32-bit ints */
+static atm_status build_matmul(atm_cuda_kernel *k)
+{
+	atm_status rc = atm_matmul_dims_of(k->g, knode(k), &k->mm);
+	if (rc < 0)
+		return rc;
+	if (k->mm.batch > INT32_MAX || k->mm.m > INT32_MAX || k->mm.n > INT32_MAX ||
+	    k->mm.k > INT32_MAX)
+		return node_err(k, ATM_E_UNSUPPORTED, "describing the matmul",
+		                "a dimension past cuBLAS's 32-bit sizes");
+	return ATM_OK;
+}
+
+/* build_reduce -- x as [rows, cols], cols the elements of y */
+static atm_status build_reduce(atm_cuda_kernel *k)
+{
+	k->cols = tout(k, 0)->n_elems;
+	k->rows = tin(k, 0)->n_elems / k->cols;
+	return ATM_OK;
+}
+
+/* build_lead -- input 0 as [rows, cols], cols its last dim */
+static atm_status build_lead(atm_cuda_kernel *k)
+{
+	const atm_tensor *t = tin(k, 0);
+	k->cols = t->dims[t->ndim - 1];
+	k->rows = t->n_elems / k->cols;
+	return ATM_OK;
+}
+
+/* build_layer_norm -- the rows; the backward's partial parameter sums in the workspace */
+static atm_status build_layer_norm(atm_cuda_kernel *k)
+{
+	build_lead(k);
+	if (knode(k)->op == ATM_OP_LAYER_NORM_BWD)
+		k->ws_extra = ws_round(atm_cu_layer_norm_bwd_chunks(k->rows) * 2 * k->cols * 4);
+	return ATM_OK;
+}
+
+/* build_token_xent -- the rows; the forward's per-row losses in the workspace */
+static atm_status build_token_xent(atm_cuda_kernel *k)
+{
+	build_lead(k);
+	if (knode(k)->op == ATM_OP_TOKEN_XENT_FWD)
+		k->ws_extra = ws_round(k->rows * 8);
+	return ATM_OK;
+}
+
+/* build_permute -- y's dims and, for each, the stride of x's view axis it walks */
+static atm_status build_permute(atm_cuda_kernel *k)
+{
+	const atm_node *n = knode(k);
+	int64_t view[ATM_MAX_DIMS], permuted[ATM_MAX_DIMS], vstride[ATM_MAX_DIMS];
+	atm_status rc = atm_permute_view(k->g, n, view, permuted);
+	if (rc < 0)
+		return rc;
+	int r = n->attrs.n_perm;
+	int64_t stride = 1;
+	for (int i = r - 1; i >= 0; i--) {
+		vstride[i] = stride;
+		stride *= view[i];
+	}
+	k->perm.ndim = r;
+	for (int i = 0; i < r; i++) {
+		k->perm.dims[i] = permuted[i];
+		k->perm.strides[i] = vstride[n->attrs.perm[i]];
+	}
+	return ATM_OK;
+}
+
 void atm_cuda_kernel_destroy(atm_cuda_kernel *k)
 {
 	if (!k)
@@ -675,6 +757,160 @@ static atm_status run_sgd(atm_cuda_kernel *k, void *const *in, void *const *out,
 	return ATM_OK;
 }
 
+/* run_matmul -- one strided batched GEMM: row-major c = op(a) op(b) is column-major
+ * c^T = op(b)^T op(a)^T, and a row-major matrix read as column-major is already its
+ * transpose, so b goes first and each keeps its own op; a shared b has stride 0 */
+static atm_status run_matmul(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	const atm_matmul_dims *d = &k->mm;
+	bool ta = n->attrs.trans_a, tb = n->attrs.trans_b;
+	const float scale = n->attrs.scale ? n->attrs.scale : 1.0f, zero = 0;
+	int M = (int)d->m, N = (int)d->n, K = (int)d->k;
+	BLAS_TRY(cublasSgemmStridedBatched(k->c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+	                                   ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &scale, in[1],
+	                                   tb ? K : N, d->b_batched ? (long long)K * N : 0, in[0],
+	                                   ta ? M : K, (long long)M * K, &zero, out[0], N,
+	                                   (long long)M * N, (int)d->batch),
+	         "matmul");
+	if (n->n_in == 3)
+		CUDA_TRY(atm_cu_add_bias_rows(k->c->stream, out[0], in[2], d->batch * d->m, d->n),
+		         "adding the bias");
+	return ATM_OK;
+}
+
+/* run_reduce -- y = the sum of x's rows, in row order */
+static atm_status run_reduce(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_sum_rows(k->c->stream, in[0], out[0], k->rows, k->cols), "sum");
+	return ATM_OK;
+}
+
+/* run_layer_norm -- forward: y and each row's mean and variance; backward: dx, dgamma, dbeta */
+static atm_status run_layer_norm(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	const atm_node *n = knode(k);
+	cudaStream_t s = k->c->stream;
+	float eps = n->attrs.epsilon;
+	if (n->op == ATM_OP_LAYER_NORM_FWD)
+		CUDA_TRY(atm_cu_layer_norm_fwd(s, in[0], in[1], in[2], out[0], out[1], out[2], eps,
+		                               k->rows, k->cols),
+		         "layer norm");
+	else
+		CUDA_TRY(atm_cu_layer_norm_bwd(s, in[0], in[1], in[2], in[3], in[4], out[0], out[1],
+		                               out[2], ws, eps, k->rows, k->cols),
+		         "layer norm backward");
+	return ATM_OK;
+}
+
+/* run_gelu -- y = gelu(x), or dx = dy * gelu'(x), in the form attrs.tanh names */
+static atm_status run_gelu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	int64_t len = tout(k, 0)->n_elems;
+	if (n->op == ATM_OP_GELU_FWD)
+		CUDA_TRY(atm_cu_gelu_fwd(k->c->stream, in[0], out[0], n->attrs.tanh, len), "GELU");
+	else
+		CUDA_TRY(atm_cu_gelu_bwd(k->c->stream, in[0], in[1], out[0], n->attrs.tanh, len),
+		         "GELU backward");
+	return ATM_OK;
+}
+
+/* run_tanh -- y = tanh(x), or dx = dy * (1 - y^2) from the forward output */
+static atm_status run_tanh(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	int64_t len = tout(k, 0)->n_elems;
+	if (knode(k)->op == ATM_OP_TANH_FWD)
+		CUDA_TRY(atm_cu_tanh_fwd(k->c->stream, in[0], out[0], len), "tanh");
+	else
+		CUDA_TRY(atm_cu_tanh_bwd(k->c->stream, in[0], in[1], out[0], len), "tanh backward");
+	return ATM_OK;
+}
+
+/* run_softmax -- softmax over each row (causal by attr), or its gradient from y */
+static atm_status run_softmax(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	if (n->op == ATM_OP_SOFTMAX_FWD)
+		CUDA_TRY(atm_cu_softmax_fwd(k->c->stream, in[0], out[0], n->attrs.causal, k->rows,
+		                            k->cols),
+		         "softmax");
+	else
+		CUDA_TRY(atm_cu_softmax_bwd(k->c->stream, in[0], in[1], out[0], k->rows, k->cols),
+		         "softmax backward");
+	return ATM_OK;
+}
+
+/* run_embedding -- y's rows gathered from the table, or dy's rows added into a zeroed
+ * dtable in row order; by id, or by position when there are no ids */
+static atm_status run_embedding(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	bool fwd = n->op == ATM_OP_EMBEDDING_FWD;
+	const atm_tensor *tab = fwd ? tin(k, 0) : tout(k, 0), *y = fwd ? tout(k, 0) : tin(k, 0);
+	const int32_t *ids = n->n_in == 2 ? in[1] : NULL;
+	int64_t cols = y->dims[y->ndim - 1], rows = y->n_elems / cols, seq = y->dims[y->ndim - 2];
+	int64_t table_rows = tab->dims[tab->ndim - 2];
+	if (fwd)
+		CUDA_TRY(atm_cu_embedding_fwd(k->c->stream, in[0], ids, out[0], seq, table_rows, rows,
+		                              cols),
+		         "embedding");
+	else
+		CUDA_TRY(atm_cu_embedding_bwd(k->c->stream, in[0], ids, out[0], seq, table_rows, rows,
+		                              cols),
+		         "embedding backward");
+	return ATM_OK;
+}
+
+/* run_permute -- y = x with its axes reordered */
+static atm_status run_permute(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_permute(k->c->stream, &k->perm, in[0], out[0]), "permute");
+	return ATM_OK;
+}
+
+/* run_narrow -- whole and part as rows (the dims before the axis) of their lengths from the
+ * axis on: the part is the head of each row of the whole; backward zeroes the rest (a kernel,
+ * not cudaMemset, which may not reach a tensor in mapped host memory) */
+static atm_status run_narrow(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	bool fwd = n->op == ATM_OP_NARROW_FWD;
+	const atm_tensor *whole = fwd ? tin(k, 0) : tout(k, 0), *part = fwd ? tout(k, 0) : tin(k, 0);
+	int64_t rows = 1;
+	for (int d = 0; d < n->attrs.axis; d++)
+		rows *= whole->dims[d];
+	int64_t wlen = whole->n_elems / rows, plen = part->n_elems / rows;
+	CUDA_TRY(atm_cu_narrow(k->c->stream, in[0], out[0], rows, fwd ? wlen : plen,
+	                       fwd ? plen : wlen),
+	         fwd ? "narrowing" : "widening the gradient");
+	return ATM_OK;
+}
+
+/* run_token_xent -- forward: log-probabilities and each row's loss, then their mean;
+ * backward: dlogits = (exp(logp) - onehot(labels)) / rows */
+static atm_status run_token_xent(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	cudaStream_t s = k->c->stream;
+	if (knode(k)->op == ATM_OP_TOKEN_XENT_BWD) {
+		CUDA_TRY(atm_cu_token_xent_bwd(s, in[0], in[1], out[0], k->rows, k->cols),
+		         "token cross-entropy backward");
+		return ATM_OK;
+	}
+	CUDA_TRY(atm_cu_token_xent_rows(s, in[0], in[1], out[0], ws, k->rows, k->cols),
+	         "token cross-entropy");
+	CUDA_TRY(atm_cu_mean_loss(s, ws, out[1], k->rows), "the loss");
+	return ATM_OK;
+}
+
 /* ---------------------------------------------------------------- the op table */
 
 /* What this backend does for each op: build prepares a node's kernel (descriptors,
@@ -706,6 +942,23 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_SOFTMAX_XENT_FWD] = {build_softmax_xent, run_softmax_xent},
 	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
 	[ATM_OP_SGD] = {NULL, run_sgd},
+	[ATM_OP_MATMUL] = {build_matmul, run_matmul},
+	[ATM_OP_REDUCE_SUM] = {build_reduce, run_reduce},
+	[ATM_OP_LAYER_NORM_FWD] = {build_layer_norm, run_layer_norm},
+	[ATM_OP_LAYER_NORM_BWD] = {build_layer_norm, run_layer_norm},
+	[ATM_OP_GELU_FWD] = {NULL, run_gelu},
+	[ATM_OP_GELU_BWD] = {NULL, run_gelu},
+	[ATM_OP_TANH_FWD] = {NULL, run_tanh},
+	[ATM_OP_TANH_BWD] = {NULL, run_tanh},
+	[ATM_OP_SOFTMAX_FWD] = {build_lead, run_softmax},
+	[ATM_OP_SOFTMAX_BWD] = {build_lead, run_softmax},
+	[ATM_OP_EMBEDDING_FWD] = {NULL, run_embedding},
+	[ATM_OP_EMBEDDING_BWD] = {NULL, run_embedding},
+	[ATM_OP_PERMUTE] = {build_permute, run_permute},
+	[ATM_OP_NARROW_FWD] = {NULL, run_narrow},
+	[ATM_OP_NARROW_BWD] = {NULL, run_narrow},
+	[ATM_OP_TOKEN_XENT_FWD] = {build_token_xent, run_token_xent},
+	[ATM_OP_TOKEN_XENT_BWD] = {build_token_xent, run_token_xent},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -28,6 +28,16 @@
  * tensor (shape of y); the backward gathers: dx at a position is the sum, in
  * a fixed order, of dy over the windows whose argmax is that position.
  *
+ * Token ids and labels (embeddings, the token loss) are read on the device
+ * and not checked there, where no error can be returned: the executor and the
+ * kernel timer make them below their bound, and one outside it turns what it
+ * touches NaN (elementwise.h says what; never a read or write outside a
+ * tensor) where the CPU refuses it with ATM_E_INPUT.
+ *
+ * Matmuls are one cuBLAS strided batched GEMM each, in plain float32 (the
+ * handle's pedantic math: no TF32), then the bias added to every row:
+ * c = scale * op(a) op(b) + bias.
+ *
  * Convolutions offer several algorithms (atm_cuda_kernel_n_algos); the
  * default, index 0, is the deterministic algorithm cuDNN ranks fastest that
  * needs no more than ATM_CUDA_DEFAULT_WORKSPACE bytes, the others follow in

@@ -1,4 +1,4 @@
-/* elementwise.cu -- SGD, add, bias, pooling, softmax cross-entropy and batch-norm statistics conversions on the GPU */
+/* elementwise.cu -- SGD, add, bias, pooling, losses, batch-norm statistics, and the transformer ops' element-wise, row and copy kernels on the GPU */
 #include "elementwise.h"
 
 #define THREADS 256
@@ -205,6 +205,332 @@ __global__ void k_var_to_inv(const float *var, float *inv, float eps, int64_t n)
 	FOR_EACH(i, n) inv[i] = 1.0f / sqrtf(var[i] + eps);
 }
 
+/* ---------------------------------------------------------------- transformer ops */
+
+#define WARP 32
+#define FULL_MASK 0xffffffffu
+
+/* row_blocks -- enough blocks of THREADS for one warp per row, capped (the kernels stride) */
+static unsigned row_blocks(int64_t rows)
+{
+	int64_t per = THREADS / WARP, b = (rows + per - 1) / per;
+	return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+/* One warp per row: every lane of a warp has the same r, so the shuffles see all 32 lanes. */
+#define FOR_EACH_ROW(r, rows)                                                               \
+	for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP; r < (rows); \
+	     r += (int64_t)gridDim.x * blockDim.x / WARP)
+
+/* warp_sum -- the sum of v over the warp, the same butterfly every time; every lane gets the
+ * same bits (each step adds the same two values, and addition commutes) */
+__device__ double warp_sum(double v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v += __shfl_xor_sync(FULL_MASK, v, o);
+	return v;
+}
+
+/* warp_max -- the largest v over the warp, on every lane */
+__device__ float warp_max(float v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+	return v;
+}
+
+#define SQRT_2_OVER_PI 0.79788456080286535588f
+#define INV_SQRT_2 0.70710678118654752440f
+#define INV_SQRT_2PI 0.39894228040143267794f
+#define GELU_A 0.044715f
+
+/* k_gelu_fwd -- y = gelu(x), tanh or erf form */
+__global__ void k_gelu_fwd(const float *x, float *y, int tanh_form, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i];
+		float t = tanh_form ? tanhf(SQRT_2_OVER_PI * v * (1.0f + GELU_A * v * v))
+		                    : erff(v * INV_SQRT_2);
+		y[i] = 0.5f * v * (1.0f + t);
+	}
+}
+
+/* k_gelu_bwd -- dx = dy * gelu'(x) */
+__global__ void k_gelu_bwd(const float *x, const float *dy, float *dx, int tanh_form, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i], d;
+		if (tanh_form) {
+			float v2 = v * v;
+			float t = tanhf(SQRT_2_OVER_PI * v * (1.0f + GELU_A * v2));
+			float dg = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_A * v2);
+			d = 0.5f * (1.0f + t) * (1.0f + v * (1.0f - t) * dg);
+		} else {
+			d = 0.5f * (1.0f + erff(v * INV_SQRT_2)) + v * INV_SQRT_2PI * expf(-0.5f * v * v);
+		}
+		dx[i] = dy[i] * d;
+	}
+}
+
+/* k_tanh_fwd -- y = tanh(x) */
+__global__ void k_tanh_fwd(const float *x, float *y, int64_t n)
+{
+	FOR_EACH(i, n) y[i] = tanhf(x[i]);
+}
+
+/* k_tanh_bwd -- dx = dy * (1 - y^2) */
+__global__ void k_tanh_bwd(const float *y, const float *dy, float *dx, int64_t n)
+{
+	FOR_EACH(i, n) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* k_softmax_fwd -- one warp per row: the row's maximum over its valid entries, exp(x - max)
+ * summed in double, scaled by the sum's inverse; 0 past the valid entries (the CPU's
+ * run_causal_softmax, step for step) */
+__global__ void k_softmax_fwd(const float *x, float *y, int causal, int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		float *yr = y + r * cols;
+		int64_t valid = causal ? r % cols + 1 : cols;
+		float mx = -INFINITY;
+		for (int64_t c = lane; c < valid; c += WARP)
+			mx = fmaxf(mx, xr[c]);
+		mx = warp_max(mx);
+		double sum = 0;
+		for (int64_t c = lane; c < valid; c += WARP) {
+			float e = expf(xr[c] - mx);
+			yr[c] = e;
+			sum += e;
+		}
+		float inv = (float)(1.0 / warp_sum(sum));
+		/* each lane scales the entries it wrote itself: no other lane's writes are read */
+		for (int64_t c = lane; c < valid; c += WARP)
+			yr[c] *= inv;
+		for (int64_t c = valid + lane; c < cols; c += WARP)
+			yr[c] = 0.0f;
+	}
+}
+
+/* k_softmax_bwd -- one warp per row: dx = y * (dy - sum(dy * y)), the sum in double */
+__global__ void k_softmax_bwd(const float *y, const float *dy, float *dx, int64_t rows,
+                              int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *yr = y + r * cols, *dr = dy + r * cols;
+		double dot = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			dot += (double)dr[c] * yr[c];
+		float s = (float)warp_sum(dot);
+		for (int64_t c = lane; c < cols; c += WARP)
+			dx[r * cols + c] = yr[c] * (dr[c] - s);
+	}
+}
+
+/* k_layer_norm_fwd -- one warp per row: mean, then the biased variance about it (two passes,
+ * in double), then y = (x - mean) * inv * gamma + beta */
+__global__ void k_layer_norm_fwd(const float *x, const float *gamma, const float *beta, float *y,
+                                 float *mean, float *var, float eps, int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		double sum = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			sum += xr[c];
+		double mu = warp_sum(sum) / (double)cols, sq = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			sq += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+		float m = (float)mu, v = (float)(warp_sum(sq) / (double)cols);
+		float inv = 1.0f / sqrtf(v + eps);
+		for (int64_t c = lane; c < cols; c += WARP)
+			y[r * cols + c] = (xr[c] - m) * inv * gamma[c] + beta[c];
+		if (lane == 0) {
+			mean[r] = m;
+			var[r] = v;
+		}
+	}
+}
+
+/* k_layer_norm_bwd_dx -- one warp per row: with xhat = (x - mean) * inv and g = dy * gamma,
+ * dx = inv * (g - mean(g) - xhat * mean(g * xhat)), the means in double */
+__global__ void k_layer_norm_bwd_dx(const float *x, const float *dy, const float *gamma,
+                                    const float *mean, const float *var, float *dx, float eps,
+                                    int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols, *dr = dy + r * cols;
+		float m = mean[r], inv = 1.0f / sqrtf(var[r] + eps);
+		double sg = 0, sgx = 0;
+		for (int64_t c = lane; c < cols; c += WARP) {
+			float g = dr[c] * gamma[c];
+			sg += g;
+			sgx += (double)g * ((xr[c] - m) * inv);
+		}
+		float mg = (float)(warp_sum(sg) / (double)cols);
+		float mgx = (float)(warp_sum(sgx) / (double)cols);
+		for (int64_t c = lane; c < cols; c += WARP) {
+			float xhat = (xr[c] - m) * inv;
+			dx[r * cols + c] = inv * (dr[c] * gamma[c] - mg - xhat * mgx);
+		}
+	}
+}
+
+/* k_layer_norm_bwd_part -- one thread per (chunk of rows, column): that chunk's sums of
+ * dy * xhat and of dy, rows in order, into part[chunk][0][c] and part[chunk][1][c] */
+__global__ void k_layer_norm_bwd_part(const float *x, const float *dy, const float *mean,
+                                      const float *var, float *part, float eps, int64_t rows,
+                                      int64_t cols, int64_t chunks)
+{
+	FOR_EACH(i, chunks * cols) {
+		int64_t ch = i / cols, c = i % cols;
+		int64_t r1 = (ch + 1) * ATM_CU_LN_CHUNK < rows ? (ch + 1) * ATM_CU_LN_CHUNK : rows;
+		float sg = 0, sb = 0;
+		for (int64_t r = ch * ATM_CU_LN_CHUNK; r < r1; r++) {
+			float d = dy[r * cols + c];
+			sg += d * ((x[r * cols + c] - mean[r]) * (1.0f / sqrtf(var[r] + eps)));
+			sb += d;
+		}
+		part[(ch * 2) * cols + c] = sg;
+		part[(ch * 2 + 1) * cols + c] = sb;
+	}
+}
+
+/* k_layer_norm_bwd_params -- one thread per column: the chunks' partial sums in chunk order */
+__global__ void k_layer_norm_bwd_params(const float *part, float *dgamma, float *dbeta,
+                                        int64_t cols, int64_t chunks)
+{
+	FOR_EACH(c, cols) {
+		float sg = 0, sb = 0;
+		for (int64_t ch = 0; ch < chunks; ch++) {
+			sg += part[(ch * 2) * cols + c];
+			sb += part[(ch * 2 + 1) * cols + c];
+		}
+		dgamma[c] = sg;
+		dbeta[c] = sb;
+	}
+}
+
+/* table_row -- the table row row r of y reads (its id, or its place in the sequence), or -1
+ * for an id outside the table */
+__device__ int64_t table_row(const int32_t *ids, int64_t r, int64_t seq, int64_t table_rows)
+{
+	if (!ids)
+		return r % seq;
+	int64_t id = ids[r];
+	return id >= 0 && id < table_rows ? id : -1;
+}
+
+/* k_embedding_fwd -- one thread per element of y: its table row's entry (NaN for a bad id) */
+__global__ void k_embedding_fwd(const float *table, const int32_t *ids, float *y, int64_t seq,
+                                int64_t table_rows, int64_t rows, int64_t cols)
+{
+	FOR_EACH(i, rows * cols) {
+		int64_t t = table_row(ids, i / cols, seq, table_rows);
+		y[i] = t < 0 ? NAN : table[t * cols + i % cols];
+	}
+}
+
+/* k_zero -- p[i] = 0 (a kernel, not cudaMemset: the tensor may be mapped host memory) */
+__global__ void k_zero(float *p, int64_t n)
+{
+	FOR_EACH(i, n) p[i] = 0.0f;
+}
+
+/* k_embedding_bwd -- one thread per column of the (zeroed) dtable: dy's rows added into it in
+ * increasing row order, the CPU's order; a bad id anywhere makes the whole column NaN */
+__global__ void k_embedding_bwd(const float *dy, const int32_t *ids, float *dtable, int64_t seq,
+                                int64_t table_rows, int64_t rows, int64_t cols)
+{
+	FOR_EACH(c, cols) {
+		bool bad = false;
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t t = table_row(ids, r, seq, table_rows);
+			if (t < 0)
+				bad = true;
+			else
+				dtable[t * cols + c] += dy[r * cols + c];
+		}
+		for (int64_t t = 0; bad && t < table_rows; t++)
+			dtable[t * cols + c] = NAN;
+	}
+}
+
+/* k_permute -- one thread per element of y: its index split over y's dims gives x's offset */
+__global__ void k_permute(atm_cu_perm p, const float *x, float *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		int64_t rest = i, at = 0;
+		for (int d = p.ndim - 1; d >= 0; d--) {
+			at += rest % p.dims[d] * p.strides[d];
+			rest /= p.dims[d];
+		}
+		y[i] = x[at];
+	}
+}
+
+/* k_narrow -- one thread per element of dst (rows of dst_len): entry c of its row is entry c
+ * of src's row (rows of src_len) where both have one, else 0; narrowing (dst_len <= src_len)
+ * and its gradient (dst_len >= src_len, zero past src) alike */
+__global__ void k_narrow(const float *src, float *dst, int64_t rows, int64_t src_len,
+                         int64_t dst_len)
+{
+	FOR_EACH(i, rows * dst_len) {
+		int64_t r = i / dst_len, c = i % dst_len;
+		dst[i] = c < src_len ? src[r * src_len + c] : 0.0f;
+	}
+}
+
+/* log_prob -- entry c of a row's log-softmax, from its maximum and log-sum: the one
+ * expression both the writer of logp and the loss use, so the loss sees logp's bits */
+__device__ float log_prob(const float *xr, int64_t c, float mx, double log_sum)
+{
+	return (float)((double)xr[c] - mx - log_sum);
+}
+
+/* k_token_xent_rows -- one warp per row: logp = x - max - log(sum exp(x - max)), the sum in
+ * double; row_loss[r] = -logp[label] (NaN for a label outside the classes) */
+__global__ void k_token_xent_rows(const float *x, const int32_t *labels, float *logp,
+                                  double *row_loss, int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		float mx = -INFINITY;
+		for (int64_t c = lane; c < cols; c += WARP)
+			mx = fmaxf(mx, xr[c]);
+		mx = warp_max(mx);
+		double sum = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			sum += exp((double)xr[c] - mx);
+		double log_sum = log(warp_sum(sum));
+		for (int64_t c = lane; c < cols; c += WARP)
+			logp[r * cols + c] = log_prob(xr, c, mx, log_sum);
+		if (lane == 0) {
+			int64_t l = labels[r];
+			row_loss[r] = l >= 0 && l < cols ? -(double)log_prob(xr, l, mx, log_sum) : NAN;
+		}
+	}
+}
+
+/* k_token_xent_bwd -- dx = exp(logp) / rows, less 1 / rows at the label (the CPU's steps);
+ * NaN across a row whose label is outside the classes */
+__global__ void k_token_xent_bwd(const float *logp, const int32_t *labels, float *dx,
+                                 int64_t rows, int64_t cols)
+{
+	float inv = 1.0f / (float)rows;
+	FOR_EACH(i, rows * cols) {
+		int64_t l = labels[i / cols], c = i % cols;
+		float d = expf(logp[i]) * inv;
+		if (c == l)
+			d -= inv;
+		dx[i] = l >= 0 && l < cols ? d : NAN;
+	}
+}
+
 extern "C" {
 
 cudaError_t atm_cu_add(cudaStream_t s, const float *a, const float *b, float *y, int64_t n)
@@ -287,6 +613,145 @@ cudaError_t atm_cu_inv_to_var(cudaStream_t s, const float *inv, float *var, floa
 cudaError_t atm_cu_var_to_inv(cudaStream_t s, const float *var, float *inv, float eps, int64_t n)
 {
 	k_var_to_inv<<<blocks(n), THREADS, 0, s>>>(var, inv, eps, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_gelu_fwd -- launch k_gelu_fwd */
+cudaError_t atm_cu_gelu_fwd(cudaStream_t s, const float *x, float *y, int tanh_form, int64_t n)
+{
+	k_gelu_fwd<<<blocks(n), THREADS, 0, s>>>(x, y, tanh_form, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_gelu_bwd -- launch k_gelu_bwd */
+cudaError_t atm_cu_gelu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx,
+                            int tanh_form, int64_t n)
+{
+	k_gelu_bwd<<<blocks(n), THREADS, 0, s>>>(x, dy, dx, tanh_form, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_tanh_fwd -- launch k_tanh_fwd */
+cudaError_t atm_cu_tanh_fwd(cudaStream_t s, const float *x, float *y, int64_t n)
+{
+	k_tanh_fwd<<<blocks(n), THREADS, 0, s>>>(x, y, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_tanh_bwd -- launch k_tanh_bwd */
+cudaError_t atm_cu_tanh_bwd(cudaStream_t s, const float *y, const float *dy, float *dx, int64_t n)
+{
+	k_tanh_bwd<<<blocks(n), THREADS, 0, s>>>(y, dy, dx, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_softmax_fwd -- launch k_softmax_fwd, a warp per row */
+cudaError_t atm_cu_softmax_fwd(cudaStream_t s, const float *x, float *y, int causal, int64_t rows,
+                               int64_t cols)
+{
+	k_softmax_fwd<<<row_blocks(rows), THREADS, 0, s>>>(x, y, causal, rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_softmax_bwd -- launch k_softmax_bwd, a warp per row */
+cudaError_t atm_cu_softmax_bwd(cudaStream_t s, const float *y, const float *dy, float *dx,
+                               int64_t rows, int64_t cols)
+{
+	k_softmax_bwd<<<row_blocks(rows), THREADS, 0, s>>>(y, dy, dx, rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_layer_norm_fwd -- launch k_layer_norm_fwd, a warp per row */
+cudaError_t atm_cu_layer_norm_fwd(cudaStream_t s, const float *x, const float *gamma,
+                                  const float *beta, float *y, float *mean, float *var, float eps,
+                                  int64_t rows, int64_t cols)
+{
+	k_layer_norm_fwd<<<row_blocks(rows), THREADS, 0, s>>>(x, gamma, beta, y, mean, var, eps,
+	                                                       rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_layer_norm_bwd_chunks -- chunks of ATM_CU_LN_CHUNK rows the parameter sums take */
+int64_t atm_cu_layer_norm_bwd_chunks(int64_t rows)
+{
+	return (rows + ATM_CU_LN_CHUNK - 1) / ATM_CU_LN_CHUNK;
+}
+
+/* atm_cu_layer_norm_bwd -- dx, then the chunks' partial parameter sums, then their totals */
+cudaError_t atm_cu_layer_norm_bwd(cudaStream_t s, const float *x, const float *dy,
+                                  const float *gamma, const float *mean, const float *var,
+                                  float *dx, float *dgamma, float *dbeta, float *part, float eps,
+                                  int64_t rows, int64_t cols)
+{
+	int64_t chunks = atm_cu_layer_norm_bwd_chunks(rows);
+	k_layer_norm_bwd_dx<<<row_blocks(rows), THREADS, 0, s>>>(x, dy, gamma, mean, var, dx, eps,
+	                                                          rows, cols);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	k_layer_norm_bwd_part<<<blocks(chunks * cols), THREADS, 0, s>>>(x, dy, mean, var, part, eps,
+	                                                                 rows, cols, chunks);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	k_layer_norm_bwd_params<<<blocks(cols), THREADS, 0, s>>>(part, dgamma, dbeta, cols, chunks);
+	return cudaGetLastError();
+}
+
+/* atm_cu_embedding_fwd -- launch k_embedding_fwd */
+cudaError_t atm_cu_embedding_fwd(cudaStream_t s, const float *table, const int32_t *ids,
+                                 float *y, int64_t seq, int64_t table_rows, int64_t rows,
+                                 int64_t cols)
+{
+	k_embedding_fwd<<<blocks(rows * cols), THREADS, 0, s>>>(table, ids, y, seq, table_rows, rows,
+	                                                         cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_embedding_bwd -- zero dtable, then launch k_embedding_bwd */
+cudaError_t atm_cu_embedding_bwd(cudaStream_t s, const float *dy, const int32_t *ids,
+                                 float *dtable, int64_t seq, int64_t table_rows, int64_t rows,
+                                 int64_t cols)
+{
+	k_zero<<<blocks(table_rows * cols), THREADS, 0, s>>>(dtable, table_rows * cols);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	k_embedding_bwd<<<blocks(cols), THREADS, 0, s>>>(dy, ids, dtable, seq, table_rows, rows,
+	                                                  cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_permute -- launch k_permute over y's elements */
+cudaError_t atm_cu_permute(cudaStream_t s, const atm_cu_perm *p, const float *x, float *y)
+{
+	int64_t n = 1;
+	for (int d = 0; d < p->ndim; d++)
+		n *= p->dims[d];
+	k_permute<<<blocks(n), THREADS, 0, s>>>(*p, x, y, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_narrow -- launch k_narrow */
+cudaError_t atm_cu_narrow(cudaStream_t s, const float *src, float *dst, int64_t rows,
+                          int64_t src_len, int64_t dst_len)
+{
+	k_narrow<<<blocks(rows * dst_len), THREADS, 0, s>>>(src, dst, rows, src_len, dst_len);
+	return cudaGetLastError();
+}
+
+/* atm_cu_token_xent_rows -- launch k_token_xent_rows, a warp per row */
+cudaError_t atm_cu_token_xent_rows(cudaStream_t s, const float *x, const int32_t *labels,
+                                   float *logp, double *row_loss, int64_t rows, int64_t cols)
+{
+	k_token_xent_rows<<<row_blocks(rows), THREADS, 0, s>>>(x, labels, logp, row_loss, rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_token_xent_bwd -- launch k_token_xent_bwd */
+cudaError_t atm_cu_token_xent_bwd(cudaStream_t s, const float *logp, const int32_t *labels,
+                                  float *dx, int64_t rows, int64_t cols)
+{
+	k_token_xent_bwd<<<blocks(rows * cols), THREADS, 0, s>>>(logp, labels, dx, rows, cols);
 	return cudaGetLastError();
 }
 

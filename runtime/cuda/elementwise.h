@@ -2,7 +2,17 @@
  *
  * Each launches on stream and returns cudaGetLastError(). Every kernel writes
  * each output element from one thread in a fixed order: no atomics, so the
- * same inputs give the same bits.
+ * same inputs give the same bits. The row kernels (softmax, layer norm, the
+ * token loss) give each row to one warp: its lanes sum their columns in
+ * index order, then combine the 32 partial sums by the same butterfly of
+ * shuffles every time, so their order is fixed too.
+ *
+ * Token ids and labels are not checked against their bound before a kernel
+ * reads them (they are on the device, where no error can be returned; the
+ * executor and the kernel timer make them in range): an id outside the table
+ * or a label outside the classes makes what it touches NaN (the embedding's
+ * row, the whole table gradient, the loss, the label's gradient row), never a
+ * read or write outside the tensors.
  */
 #ifndef ATM_RUNTIME_CUDA_ELEMENTWISE_H
 #define ATM_RUNTIME_CUDA_ELEMENTWISE_H
@@ -14,6 +24,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The most dims a permute has (ATM_MAX_DIMS; cuda_kernels.c checks they agree). */
+#define ATM_CU_MAX_DIMS 6
 
 /* A pooling window over planes of x ([N*C] planes of H x W) giving y ([N*C] of OH x OW). */
 typedef struct {
@@ -52,6 +65,68 @@ cudaError_t atm_cu_softmax_xent_bwd(cudaStream_t s, const float *probs, const fl
 cudaError_t atm_cu_inv_to_var(cudaStream_t s, const float *inv, float *var, float eps, int64_t n);
 /* inv[c] = 1 / sqrt(var[c] + eps) */
 cudaError_t atm_cu_var_to_inv(cudaStream_t s, const float *var, float *inv, float eps, int64_t n);
+
+/* A permute: y, dense in dims (ndim of them), reads x at sum over d of index[d] * strides[d]. */
+typedef struct {
+	int32_t ndim;
+	int64_t dims[ATM_CU_MAX_DIMS];
+	int64_t strides[ATM_CU_MAX_DIMS];
+} atm_cu_perm;
+
+/* y = gelu(x): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) when tanh_form, else
+ * 0.5 x (1 + erf(x / sqrt(2))) */
+cudaError_t atm_cu_gelu_fwd(cudaStream_t s, const float *x, float *y, int tanh_form, int64_t n);
+/* dx = dy * gelu'(x) */
+cudaError_t atm_cu_gelu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx,
+                            int tanh_form, int64_t n);
+/* y = tanh(x) */
+cudaError_t atm_cu_tanh_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
+/* dx = dy * (1 - y^2), from the forward output y */
+cudaError_t atm_cu_tanh_bwd(cudaStream_t s, const float *y, const float *dy, float *dx, int64_t n);
+/* y = softmax of each row of x over its first valid entries, 0 past them: valid is cols, or
+ * (r % cols) + 1 when causal (rows of square [T, T] matrices) */
+cudaError_t atm_cu_softmax_fwd(cudaStream_t s, const float *x, float *y, int causal, int64_t rows,
+                               int64_t cols);
+/* dx = y * (dy - sum over the row of dy * y) */
+cudaError_t atm_cu_softmax_bwd(cudaStream_t s, const float *y, const float *dy, float *dx,
+                               int64_t rows, int64_t cols);
+/* per row of x: mean, biased var; y = (x - mean) / sqrt(var + eps) * gamma + beta */
+cudaError_t atm_cu_layer_norm_fwd(cudaStream_t s, const float *x, const float *gamma,
+                                  const float *beta, float *y, float *mean, float *var, float eps,
+                                  int64_t rows, int64_t cols);
+/* atm_cu_layer_norm_bwd_chunks -- the partial sums atm_cu_layer_norm_bwd keeps in its
+ * workspace: one per ATM_CU_LN_CHUNK rows, 2 * cols floats each */
+#define ATM_CU_LN_CHUNK 64
+int64_t atm_cu_layer_norm_bwd_chunks(int64_t rows);
+/* dx of each row from the saved mean and var; dgamma[c] = sum over rows of dy * xhat,
+ * dbeta[c] = sum of dy, by chunks of rows into part (atm_cu_layer_norm_bwd_chunks(rows) *
+ * 2 * cols floats), then the chunks in order */
+cudaError_t atm_cu_layer_norm_bwd(cudaStream_t s, const float *x, const float *dy,
+                                  const float *gamma, const float *mean, const float *var,
+                                  float *dx, float *dgamma, float *dbeta, float *part, float eps,
+                                  int64_t rows, int64_t cols);
+/* y row r (rows of cols) = table row ids[r], or r % seq when ids is NULL; table has
+ * table_rows rows */
+cudaError_t atm_cu_embedding_fwd(cudaStream_t s, const float *table, const int32_t *ids,
+                                 float *y, int64_t seq, int64_t table_rows, int64_t rows,
+                                 int64_t cols);
+/* dtable = 0 (by a kernel), then dy row r added to dtable row ids[r] (or r % seq), r
+ * increasing */
+cudaError_t atm_cu_embedding_bwd(cudaStream_t s, const float *dy, const int32_t *ids,
+                                 float *dtable, int64_t seq, int64_t table_rows, int64_t rows,
+                                 int64_t cols);
+/* dst row r (rows of dst_len) = src row r (rows of src_len) cut to dst_len, or padded with
+ * zeros to it: narrow's forward and backward */
+cudaError_t atm_cu_narrow(cudaStream_t s, const float *src, float *dst, int64_t rows,
+                          int64_t src_len, int64_t dst_len);
+/* y = x with its axes reordered as p says */
+cudaError_t atm_cu_permute(cudaStream_t s, const atm_cu_perm *p, const float *x, float *y);
+/* logp = log-softmax of each row of x; row_loss[r] = -logp[r][labels[r]] (in double) */
+cudaError_t atm_cu_token_xent_rows(cudaStream_t s, const float *x, const int32_t *labels,
+                                   float *logp, double *row_loss, int64_t rows, int64_t cols);
+/* dx = (exp(logp) - onehot(labels)) / rows */
+cudaError_t atm_cu_token_xent_bwd(cudaStream_t s, const float *logp, const int32_t *labels,
+                                  float *dx, int64_t rows, int64_t cols);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,8 @@ static void test_zoo_cmd_lists_networks_and_presets(void **state)
 	struct cli_result r = cli_run("zoo");
 	assert_int_equal(r.code, 0);
 	const char *names[] = {"vgg19", "vgg416", "resnet200", "inception_v4", "densenet264",
-	                       "test_vgg", "tiny_cnn", "paper", "large", "gpu", "small"};
+	                       "test_vgg", "tiny_cnn", "paper", "large", "gpu", "small",
+	                       "gpt2-xl", "seq 1024", "bert-base", "vit_b_16", "tiny_gpt"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strstr(r.out, names[i]))
 			fail_msg("'autotm zoo' does not list %s", names[i]);
@@ -116,6 +117,25 @@ static void test_zoo_cmd_bad_usage(void **state)
 	cli_expect(2, "--model", "zoo --json");
 	cli_expect(2, "unknown command 'frobnicate'", "frobnicate");
 	cli_expect(2, "usage: autotm", "%s", "");
+	/* a language model's sequence: at most its position table, and only a language model's */
+	cli_expect(2, "gpt2 at batch 1, image 0: layer 'transformer.wpe': the sequence is 2048 long but "
+	           "the position table has 1024 rows", "zoo --model gpt2 --batch 1 --seq 2048");
+	cli_expect(2, "vgg19: takes no sequence length", "zoo --model vgg19 --seq 8");
+}
+
+/* test_zoo_cmd_transformer_summary -- counts, the sequence, its option */
+static void test_zoo_cmd_transformer_summary(void **state)
+{
+	(void)state;
+	json_t *j = summary("--model gpt2-xl --batch 1 --seq 16");
+	assert_int_equal(field(j, "n_params"), 1557611200);
+	assert_int_equal(field(j, "seq"), 16);
+	json_decref(j);
+	j = summary("--model vit_b_16 --batch 1");
+	assert_int_equal(field(j, "n_params"), 86567656);
+	assert_int_equal(field(j, "image"), 224);
+	assert_int_equal(field(j, "seq"), 0);
+	json_decref(j);
 }
 
 static void test_zoo_cmd_bad_graph_files(void **state)
@@ -126,6 +146,16 @@ static void test_zoo_cmd_bad_graph_files(void **state)
 	snprintf(path, sizeof path, "%s/broken.json", cli_tmpdir);
 	assert_int_equal(atm_write_file_atomic(path, "{\"format\": ", 11), ATM_OK);
 	cli_expect(3, "broken.json", "zoo --graph %s", path);
+	/* a transformer op's shapes: the node, the tensors and what would fit */
+	snprintf(path, sizeof path, "%s/causal.json", cli_tmpdir);
+	const char *causal = "{\"format\": \"autotm-graph\", \"version\": 1, \"tensors\": ["
+	                     "{\"id\": 0, \"name\": \"s\", \"shape\": [2, 3, 4], \"kind\": \"input\"},"
+	                     "{\"id\": 1, \"name\": \"p\", \"shape\": [2, 3, 4], \"kind\": \"activation\"}],"
+	                     "\"nodes\": [{\"id\": 0, \"name\": \"sm\", \"op\": \"softmax_fwd\", "
+	                     "\"inputs\": [0], \"outputs\": [1], \"attrs\": {\"causal\": true}}]}";
+	assert_int_equal(atm_write_file_atomic(path, causal, strlen(causal)), ATM_OK);
+	cli_expect(3, "node 0 ('sm', softmax_fwd): a causal mask needs square scores [..., T, T]; 's' "
+	           "has shape [2, 3, 4]", "zoo --graph %s", path);
 }
 
 static void test_zoo_cmd_help(void **state)
@@ -176,6 +206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_zoo_cmd_lists_networks_and_presets),
 		cmocka_unit_test(test_zoo_cmd_json_summary),
+		cmocka_unit_test(test_zoo_cmd_transformer_summary),
 		cmocka_unit_test(test_zoo_cmd_text_summary),
 		cmocka_unit_test(test_zoo_cmd_export_then_load),
 		cmocka_unit_test(test_zoo_cmd_bad_usage),
