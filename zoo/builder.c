@@ -120,9 +120,12 @@ __attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_ki
 static int32_t param(zb *b, int slot, int ndim, const int64_t *dims, const char *layer,
                      const char *suffix)
 {
-	if (b->pname[slot][0])
-		return tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
-	return tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	int32_t w = b->pname[slot][0]
+	                ? tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot])
+	                : tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	if (w >= 0)
+		b->info[w].n_uses++; /* its one use: param_contrib counts the gradient against it */
+	return w;
 }
 
 /* node -- append a node named by fmt; its id, or -1 */
@@ -682,6 +685,17 @@ int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, b
 	return matmul(b, name, x, y, -1, &a, nd, cd);
 }
 
+/* one_in -- a parameterless op x -> y of ndim dims, y's gradient needed as x's is */
+static int32_t one_in(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a,
+                      int ndim, const int64_t *dims)
+{
+	int32_t y = act(b, name, "y", ndim, dims, b->info[x].needs_grad);
+	if (node(b, op, a, 1, &x, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return y;
+}
+
 /* unary -- a parameterless op x -> y of x's shape */
 static int32_t unary(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a)
 {
@@ -691,11 +705,7 @@ static int32_t unary(zb *b, const char *name, int32_t x, atm_op op, const atm_at
 	int64_t xd[ATM_MAX_DIMS];
 	int nd = t->ndim;
 	memcpy(xd, t->dims, sizeof xd);
-	int32_t y = act(b, name, "y", nd, xd, b->info[x].needs_grad);
-	if (node(b, op, a, 1, &x, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x);
-	return y;
+	return one_in(b, name, x, op, a, nd, xd);
 }
 
 int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form)
@@ -725,11 +735,7 @@ int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t
 		             ATM_MAX_DIMS);
 	atm_attrs a = {.n_perm = n_perm};
 	memcpy(a.perm, perm, (size_t)n_perm * sizeof *perm);
-	int32_t y = act(b, name, "y", ndim, dims, b->info[x].needs_grad);
-	if (node(b, ATM_OP_PERMUTE, &a, 1, &x, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x);
-	return y;
+	return one_in(b, name, x, ATM_OP_PERMUTE, &a, ndim, dims);
 }
 
 int32_t zb_narrow(zb *b, const char *name, int32_t x, int axis, int64_t len)
@@ -745,11 +751,7 @@ int32_t zb_narrow(zb *b, const char *name, int32_t x, int axis, int64_t len)
 	memcpy(yd, t->dims, sizeof yd);
 	yd[axis] = len;
 	atm_attrs a = {.axis = axis};
-	int32_t y = act(b, name, "y", nd, yd, b->info[x].needs_grad);
-	if (node(b, ATM_OP_NARROW_FWD, &a, 1, &x, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x);
-	return y;
+	return one_in(b, name, x, ATM_OP_NARROW_FWD, &a, nd, yd);
 }
 
 void zb_split(zb *b, const char *name, int32_t x, int axis, int n, int32_t *ys)
@@ -899,13 +901,13 @@ static void param_grads(zb *b, atm_op op, const atm_attrs *a, const char *layer,
                         int32_t dy, int32_t w, int32_t bias)
 {
 	int32_t in[2] = {x, dy}, out[2];
-	out[0] = like(b, w, ".grad");
-	out[1] = bias >= 0 ? like(b, bias, ".grad") : -1;
+	out[0] = new_grad(b, w);
+	out[1] = bias >= 0 ? new_grad(b, bias) : -1;
 	if (node(b, op, a, 2, in, bias >= 0 ? 2 : 1, out, "%s.bwd_weights", layer) < 0)
 		return;
-	sgd(b, w, out[0]);
+	param_contrib(b, w, out[0]);
 	if (bias >= 0)
-		sgd(b, bias, out[1]);
+		param_contrib(b, bias, out[1]);
 }
 
 /* data_grad -- op (dy, w) -> dx for x when x needs a gradient */
@@ -1041,17 +1043,20 @@ static void backward(zb *b, int32_t id)
 	case ATM_OP_AVGPOOL_FWD:
 		unary_grad(b, ATM_OP_AVGPOOL_BWD, &a, layer, in[0], 1, &dy);
 		break;
-	case ATM_OP_BN_FWD: {
+	case ATM_OP_BN_FWD:
+	case ATM_OP_LAYER_NORM_FWD: {
+		/* x, its gradient; gamma and beta, theirs; the saved statistics */
 		int32_t x = in[0];
 		int32_t bin[5] = {x, dy, in[1], out[1], out[2]}, bout[3];
 		bool want = b->info[x].needs_grad;
 		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
-		bout[1] = like(b, in[1], ".grad");
-		bout[2] = like(b, in[2], ".grad");
-		if (node(b, ATM_OP_BN_BWD, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
+		bout[1] = new_grad(b, in[1]);
+		bout[2] = new_grad(b, in[2]);
+		atm_op bwd = op == ATM_OP_BN_FWD ? ATM_OP_BN_BWD : ATM_OP_LAYER_NORM_BWD;
+		if (node(b, bwd, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
 			return;
-		sgd(b, in[1], bout[1]);
-		sgd(b, in[2], bout[2]);
+		param_contrib(b, in[1], bout[1]);
+		param_contrib(b, in[2], bout[2]);
 		if (want)
 			accumulate(b, x, bout[0]);
 		break;
@@ -1081,21 +1086,6 @@ static void backward(zb *b, int32_t id)
 	case ATM_OP_MATMUL:
 		matmul_grads(b, &a, layer, in, n_in, dy);
 		break;
-	case ATM_OP_LAYER_NORM_FWD: {
-		int32_t x = in[0];
-		int32_t bin[5] = {x, dy, in[1], out[1], out[2]}, bout[3];
-		bool want = b->info[x].needs_grad;
-		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
-		bout[1] = new_grad(b, in[1]);
-		bout[2] = new_grad(b, in[2]);
-		if (node(b, ATM_OP_LAYER_NORM_BWD, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
-			return;
-		param_contrib(b, in[1], bout[1]);
-		param_contrib(b, in[2], bout[2]);
-		if (want)
-			accumulate(b, x, bout[0]);
-		break;
-	}
 	case ATM_OP_GELU_FWD:
 		unary_grad(b, ATM_OP_GELU_BWD, &a, layer, in[0], 2, (int32_t[]){in[0], dy});
 		break;

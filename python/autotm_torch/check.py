@@ -116,6 +116,19 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
     return rows
 
 
+def report(rows):
+    """print each placement's row (check's); True when every one is within the tolerances"""
+    ok = True
+    print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
+          f"largest weight difference (relative)")
+    for pl, la, lt, dl, k, dw in rows:
+        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
+        ok = ok and good
+        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
+              f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
+    return ok
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m autotm_torch.check",
                                 description="One SGD step in PyTorch and in autotm, compared.")
@@ -150,16 +163,9 @@ def main(argv=None):
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
-    ok = True
     print(f"{name} {a.input}: one SGD step (lr {a.lr}), autotm against PyTorch "
           f"{torch.__version__}")
-    print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
-          f"largest weight difference (relative)")
-    for pl, la, lt, dl, k, dw in rows:
-        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
-        ok = ok and good
-        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
-              f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
+    ok = report(rows)
     return 0 if ok else 1
 
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from .check import LOSS_TOL, WEIGHT_TOL, REPO, compare, find_autotm
+from .check import REPO, compare, find_autotm, report
 from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable
 
 # (family, PyTorch sizes, default batch, default sequence) of each zoo transformer
@@ -70,22 +70,32 @@ def batch_of(family, model, batch, seq, gen):
     return d
 
 
+def losses(family, model, data):
+    """(the loss the step reports, the loss whose gradient it takes) of one batch"""
+    import torch.nn.functional as F
+    if family == "vit":
+        loss = F.cross_entropy(model(data["image"]), data["labels"].reshape(-1))
+        return loss, loss
+    if family == "gpt":
+        logits = model(data["input_ids"])
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), data["labels"].reshape(-1))
+        return loss, loss
+    bert = load_callable(os.path.join(REPO, "examples", "bert.py") + ":step_loss")
+    return bert(model, data["input_ids"], data["token_type_ids"], data["labels"],
+                data["sentence_labels"])
+
+
+def torch_loss(family, model, data):
+    """the loss whose gradient a step takes (bench/torch_step.py times its steps with it)"""
+    return losses(family, model, data)[1]
+
+
 def torch_step(family, model, data, lr):
     """PyTorch's step: (the reported loss, {name: parameter after the update})"""
     import torch
-    import torch.nn.functional as F
     torch.use_deterministic_algorithms(True)
     model.train()
-    if family == "vit":
-        loss = total = F.cross_entropy(model(data["image"]), data["labels"].reshape(-1))
-    elif family == "gpt":
-        logits = model(data["input_ids"])
-        loss = total = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
-                                       data["labels"].reshape(-1))
-    else:
-        bert = load_callable(os.path.join(REPO, "examples", "bert.py") + ":step_loss")
-        loss, total = bert(model, data["input_ids"], data["token_type_ids"], data["labels"],
-                           data["sentence_labels"])
+    loss, total = losses(family, model, data)
     params = dict(model.named_parameters())  # a tied parameter once
     grads = torch.autograd.grad(total, list(params.values()))
     with torch.no_grad():
@@ -155,16 +165,9 @@ def main(argv=None):
         rows = check(a.model, batch, seq, a.placements.split(","), autotm, a.lr, a.seed)
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
-    ok = True
     print(f"{a.model} batch {batch}{f', sequence {seq}' if seq else ''}: one SGD step (lr {a.lr}), "
           f"autotm against PyTorch {torch.__version__}")
-    print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
-          f"largest weight difference (relative)")
-    for pl, la, lt, dl, k, dw in rows:
-        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
-        ok = ok and good
-        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
-              f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
+    ok = report(rows)
     return 0 if ok else 1
 
 

@@ -287,6 +287,17 @@ fail:
 
 /* ---------------------------------------------------------------- op builders */
 
+/* pds_release -- a builder's one way out: its primitive descriptors (NULL: none) destroyed,
+ * its status returned */
+static atm_status pds_release(atm_status rc, dnnl_primitive_desc_t pd, dnnl_primitive_desc_t hint)
+{
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	return rc;
+}
+
 /* window -- strides and paddings of a convolution or pooling node */
 struct window {
 	dnnl_dims_t strides, pad_l, pad_r, kernel;
@@ -379,11 +390,7 @@ static atm_status build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		rc = add_step(k, pd, b ? 4 : 3, bs);
 	}
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* build_ip -- inner product forward (training), backward data, backward
@@ -445,11 +452,7 @@ static atm_status build_ip(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		rc = add_step(k, pd, 4, bs);
 	}
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* The element-wise ops as oneDNN algorithms: the forward one, and the one the backward pass
@@ -509,11 +512,7 @@ static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	                    {DNNL_ARG_DIFF_DST, SLOT_IN, 1}, {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 3, bs);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* build_pool -- max pooling keeps oneDNN's workspace (the argmax in u8 or s32,
@@ -576,12 +575,21 @@ static atm_status build_pool(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	                    {DNNL_ARG_WORKSPACE, SLOT_IN, 1}};
 	rc = add_step(k, pd, max ? 3 : 2, bs);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
+
+/* norm_bwd_binds -- the backward of batch and layer norm: x, dy, gamma, mean, var -> dx,
+ * dgamma, dbeta. oneDNN 2.x counts the shift among the backward pass's inputs whenever
+ * use_shift is set and refuses to run without one, yet no gradient depends on beta, so the
+ * graph's backward nodes do not carry it: gamma's buffer, of the same [C] shape, stands in; it
+ * is only ever read as the scale. */
+static const struct bind norm_bwd_binds[9] = {
+	{DNNL_ARG_SRC, SLOT_IN, 0},       {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
+	{DNNL_ARG_SCALE, SLOT_IN, 2},     {DNNL_ARG_SHIFT, SLOT_IN, 2},
+	{DNNL_ARG_MEAN, SLOT_IN, 3},      {DNNL_ARG_VARIANCE, SLOT_IN, 4},
+	{DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}, {DNNL_ARG_DIFF_SCALE, SLOT_OUT, 1},
+	{DNNL_ARG_DIFF_SHIFT, SLOT_OUT, 2},
+};
 
 /* build_bn -- training batch norm with gamma and beta as separate memories
  * (use_scale | use_shift); forward writes the batch mean and the biased
@@ -621,23 +629,9 @@ static atm_status build_bn(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	         "describing the backward batch norm");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
 	         "creating the backward batch norm");
-	/* oneDNN 2.x counts the shift among the backward pass's inputs whenever
-	 * use_shift is set and refuses to run without one, yet no gradient depends
-	 * on beta (dx, dgamma, dbeta need only x, dy, gamma, mean and var), so the
-	 * graph's bn_bwd does not carry it. gamma's buffer, of the same [C] shape,
-	 * stands in; it is only ever read as the scale. */
-	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},        {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
-	                    {DNNL_ARG_SCALE, SLOT_IN, 2},      {DNNL_ARG_SHIFT, SLOT_IN, 2},
-	                    {DNNL_ARG_MEAN, SLOT_IN, 3},       {DNNL_ARG_VARIANCE, SLOT_IN, 4},
-	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0},  {DNNL_ARG_DIFF_SCALE, SLOT_OUT, 1},
-	                    {DNNL_ARG_DIFF_SHIFT, SLOT_OUT, 2}};
-	rc = add_step(k, pd, 9, bs);
+	rc = add_step(k, pd, 9, norm_bwd_binds);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* build_concat -- oneDNN's concat of the inputs along attrs.axis */
@@ -707,9 +701,7 @@ static atm_status build_split(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 			goto fail;
 	}
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	return rc;
+	return pds_release(rc, pd, NULL);
 }
 
 /* build_add -- y = a + b with oneDNN's binary add on flat dense tensors */
@@ -727,9 +719,7 @@ static atm_status build_add(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	                    {DNNL_ARG_DST, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 3, bs);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	return rc;
+	return pds_release(rc, pd, NULL);
 }
 
 /* ---------------------------------------------------------------- transformer ops */
@@ -817,7 +807,7 @@ fail:
 }
 
 /* build_layer_norm -- oneDNN's layer normalization over x as [rows, C], statistics [rows];
- * the backward pass binds gamma as the shift too, as batch norm's does (build_bn) */
+ * the backward pass binds as batch norm's (norm_bwd_binds) */
 static atm_status build_layer_norm(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
 	const atm_node *n = knode(k);
@@ -850,18 +840,9 @@ static atm_status build_layer_norm(atm_kernel *k, const_dnnl_primitive_attr_t at
 	         "describing the backward layer norm");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
 	         "creating the backward layer norm");
-	struct bind bs[] = {{DNNL_ARG_SRC, SLOT_IN, 0},       {DNNL_ARG_DIFF_DST, SLOT_IN, 1},
-	                    {DNNL_ARG_SCALE, SLOT_IN, 2},     {DNNL_ARG_SHIFT, SLOT_IN, 2},
-	                    {DNNL_ARG_MEAN, SLOT_IN, 3},      {DNNL_ARG_VARIANCE, SLOT_IN, 4},
-	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}, {DNNL_ARG_DIFF_SCALE, SLOT_OUT, 1},
-	                    {DNNL_ARG_DIFF_SHIFT, SLOT_OUT, 2}};
-	rc = add_step(k, pd, 9, bs);
+	rc = add_step(k, pd, 9, norm_bwd_binds);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* build_softmax -- oneDNN's softmax over the last dim (backward: from y), or its log form
@@ -908,11 +889,7 @@ static atm_status build_softmax(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	                    {DNNL_ARG_DIFF_SRC, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 3, bs);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (hint)
-		dnnl_primitive_desc_destroy(hint);
-	return rc;
+	return pds_release(rc, pd, hint);
 }
 
 /* eltwise_step -- one oneDNN element-wise forward primitive alg(alpha, beta) from one
@@ -934,9 +911,7 @@ static atm_status eltwise_step(atm_kernel *k, const_dnnl_primitive_attr_t attr,
 	to.arg = DNNL_ARG_DST;
 	rc = add_step(k, pd, 2, (struct bind[]){from, to});
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	return rc;
+	return pds_release(rc, pd, NULL);
 }
 
 /* build_token_xent_bwd -- dlogits = exp(logp) / rows by two oneDNN element-wise steps; the
@@ -980,9 +955,7 @@ static atm_status build_permute(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	struct bind bs[] = {{DNNL_ARG_FROM, SLOT_IN, 0}, {DNNL_ARG_TO, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 2, bs);
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	return rc;
+	return pds_release(rc, pd, NULL);
 }
 
 /* ---------------------------------------------------------------- plain C ops */
