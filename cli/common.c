@@ -164,6 +164,8 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	/* the graph's own batch (its batched tensors'), as for a graph file */
 	w->batch = atm_graph_batch(*g);
 	w->image = o.image;
+	const atm_zoo_model *m = NULL;
+	w->seq = o.seq ? o.seq : atm_zoo_find(src->model, &m) == ATM_OK ? m->default_seq : 0;
 	/* sizes from a preset (named, or small by default) unless --batch gave them */
 	w->preset = src->preset ? src->preset : src->batch ? NULL : "small";
 	return ATM_OK;

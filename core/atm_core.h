@@ -859,6 +859,7 @@ typedef struct {
 	const char *preset; /* the zoo preset the sizes came from; NULL: a graph file or given sizes */
 	int64_t batch;      /* 0: atm_graph_batch */
 	int64_t image;      /* input height and width; 0: not an image network or unknown */
+	int64_t seq;        /* a language model's sequence; 0: none or unknown (not written) */
 } atm_results_workload;
 
 /* A run's part in a comparison: placements of one workload trained in turns in one process,

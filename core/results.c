@@ -348,6 +348,9 @@ static atm_status document(int n, const atm_plan *const *p, const atm_schedule *
 	                           "batch", (json_int_t)batch, "preset",
 	                           w && w->preset ? json_string(w->preset) : json_null(), "image",
 	                           w && w->image ? json_integer(w->image) : json_null()), &ok);
+	json_t *wl = json_object_get(doc, "workload");
+	if (wl && w && w->seq)
+		atm_json_set_new(wl, "seq", json_integer(w->seq), &ok);
 	atm_json_set_new(doc, "io_size", json_integer(gs.io_bytes), &ok);
 	atm_json_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes), &ok);
 	atm_json_set_new(doc, "gpu_managed_runtime", managed ? json_real(managed->actual_runtime_s)

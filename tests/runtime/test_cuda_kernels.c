@@ -1,4 +1,4 @@
-/* test_cuda_kernels.c -- every GPU kernel against the CPU's on the same inputs, every convolution algorithm, bitwise repeatable; skipped (77) without a GPU */
+/* test_cuda_kernels.c -- every GPU kernel against the CPU's on the same inputs (CNNs and transformers), every convolution algorithm, bitwise repeatable; skipped (77) without a GPU */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,6 +77,13 @@ static void make_argmax(const atm_graph *g, int32_t t, void *host, void *devbuf,
 	free(hy);
 }
 
+/* fill_tokens -- n ids below limit from stream seed, the same on both sides */
+static void fill_tokens(int32_t *ids, int64_t n, int64_t limit, uint64_t seed)
+{
+	for (int64_t i = 0; i < n; i++)
+		ids[i] = (int32_t)(atm_bk_mix(&seed) % (uint64_t)limit);
+}
+
 /* rel_err -- ||a - b|| / ||b|| over n floats (NaN anywhere: infinity) */
 static double rel_err(const float *a, const float *b, int64_t n)
 {
@@ -107,10 +114,14 @@ static int check_node(const atm_graph *g, int32_t k)
 		if (i >= n->n_in)
 			continue;
 		uint64_t seed = 1000003u * (uint64_t)t + 7;
-		if (x->dtype == ATM_I32) {
+		if (x->dtype == ATM_I32 && atm_tensor_token_limit(g, t) == 0) {
 			make_argmax(g, t, host[i], devp[i], seed);
 		} else {
-			atm_bk_fill_positive(host[i], x->n_elems, seed);
+			/* token ids and labels stay below their table's rows or their classes */
+			if (x->dtype == ATM_I32)
+				fill_tokens(host[i], x->n_elems, atm_tensor_token_limit(g, t), seed);
+			else
+				atm_bk_fill_positive(host[i], x->n_elems, seed);
 			assert_int_equal(cudaMemcpy(devp[i], host[i], (size_t)x->bytes, cudaMemcpyHostToDevice),
 			                 cudaSuccess);
 		}
@@ -240,6 +251,111 @@ static void test_cuda_kernels_densenet121(void **state)
 	check_network("densenet121", 1, 32);
 }
 
+/* the transformer ops: matmuls (attention's batched ones, transposed and scaled; linear layers
+ * over [batch, seq, C] with a bias; weight gradients folding the rows), layer norm, GELU,
+ * softmax (causal in GPT), embeddings by id and by position, permutes, token losses */
+static void test_cuda_kernels_tiny_gpt(void **state)
+{
+	(void)state;
+	check_network("tiny_gpt", 2, 0);
+}
+
+static void test_cuda_kernels_tiny_bert(void **state)
+{
+	(void)state;
+	/* post-norm, tanh pooler over the first token (narrow), two losses */
+	check_network("tiny_bert", 2, 0);
+}
+
+static void test_cuda_kernels_tiny_vit(void **state)
+{
+	(void)state;
+	/* patches by a strided convolution and a permute, the class token and the positions as
+	 * position embeddings, the head on the class token (narrow) */
+	check_network("tiny_vit", 2, 0);
+}
+
+/* gpu_run -- node k of g on the GPU from host inputs in; its outputs copied back into
+ * out (host buffers of the tensors' sizes) */
+static void gpu_run(const atm_graph *g, int32_t k, void *const *in, void *const *out)
+{
+	const atm_node *n = atm_graph_node(g, k);
+	void *devp[8] = {0};
+	assert_true(n->n_in + n->n_out <= 8);
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		const atm_tensor *x = atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
+		devp[i] = dev(x->bytes);
+		if (i < n->n_in)
+			assert_int_equal(cudaMemcpy(devp[i], in[i], (size_t)x->bytes, cudaMemcpyHostToDevice),
+			                 cudaSuccess);
+	}
+	atm_cuda_kernel *gk = NULL;
+	assert_int_equal(atm_cuda_kernel_new(&gk, ctx, g, k), ATM_OK);
+	int64_t wsb = atm_cuda_kernel_workspace_bytes(gk);
+	void *ws = wsb ? dev(wsb) : NULL;
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(atm_cuda_kernel_run(gk, devp, devp + n->n_in, ws), ATM_OK);
+	assert_int_equal(cudaStreamSynchronize(atm_cuda_ctx_stream(ctx)), cudaSuccess);
+	for (int i = 0; i < n->n_out; i++)
+		assert_int_equal(cudaMemcpy(out[i], devp[n->n_in + i],
+		                            (size_t)atm_graph_tensor(g, n->out[i])->bytes,
+		                            cudaMemcpyDeviceToHost),
+		                 cudaSuccess);
+	atm_cuda_kernel_destroy(gk);
+	cudaFree(ws);
+	for (int i = 0; i < n->n_in + n->n_out; i++)
+		cudaFree(devp[i]);
+}
+
+/* test_cuda_kernels_bad_token_is_nan -- an id past the table or a label past the classes,
+ * which the CPU refuses, makes what it touches NaN on the GPU (no read outside the table):
+ * the embedding's row and the whole table gradient, the loss and the label's gradient row */
+static void test_cuda_kernels_bad_token_is_nan(void **state)
+{
+	(void)state;
+	atm_graph *g = NULL;
+	atm_zoo_opts o = {.batch = 1};
+	assert_int_equal(atm_zoo_build(&g, "tiny_gpt", &o), ATM_OK);
+	int seen = 0;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		bool emb = (n->op == ATM_OP_EMBEDDING_FWD || n->op == ATM_OP_EMBEDDING_BWD) &&
+		           n->n_in == 2;
+		if (!emb && n->op != ATM_OP_TOKEN_XENT_FWD && n->op != ATM_OP_TOKEN_XENT_BWD)
+			continue;
+		const atm_tensor *x = atm_graph_tensor(g, n->in[0]), *ids = atm_graph_tensor(g, n->in[1]);
+		const atm_tensor *y = atm_graph_tensor(g, n->out[0]);
+		float *hx = host_buf(x->bytes);
+		int32_t *hids = host_buf(ids->bytes);
+		void *out[2] = {host_buf(y->bytes), n->n_out > 1 ? host_buf(4) : NULL};
+		atm_bk_fill_positive(hx, x->n_elems, 11);
+		fill_tokens(hids, ids->n_elems, atm_tensor_token_limit(g, n->in[1]), 13);
+		hids[1] = (int32_t)atm_tensor_token_limit(g, n->in[1]); /* row 1: one past the end */
+		gpu_run(g, k, (void *[]){hx, hids}, out);
+		const float *got = out[0];
+		int64_t cols = y->dims[y->ndim - 1];
+		if (n->op == ATM_OP_EMBEDDING_BWD) {
+			for (int64_t i = 0; i < y->n_elems; i++)
+				assert_true(isnan(got[i]));
+		} else {
+			/* y or the gradient: row 1 NaN, the others not */
+			for (int64_t i = 0; i < y->n_elems; i++)
+				assert_int_equal(!!isnan(got[i]),
+				                 n->op != ATM_OP_TOKEN_XENT_FWD && i / cols == 1);
+		}
+		if (n->op == ATM_OP_TOKEN_XENT_FWD)
+			assert_true(isnan(*(float *)out[1]));
+		free(out[1]);
+		free(out[0]);
+		free(hids);
+		free(hx);
+		seen |= 1 << (n->op == ATM_OP_EMBEDDING_FWD ? 0 : n->op == ATM_OP_EMBEDDING_BWD ? 1
+		              : n->op == ATM_OP_TOKEN_XENT_FWD ? 2 : 3);
+	}
+	assert_int_equal(seen, 15);
+	atm_graph_destroy(g);
+}
+
 static void test_cuda_kernels_bad_device(void **state)
 {
 	(void)state;
@@ -279,6 +395,10 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_cnn),
 		cmocka_unit_test(test_cuda_kernels_inception_v4),
 		cmocka_unit_test(test_cuda_kernels_densenet121),
+		cmocka_unit_test(test_cuda_kernels_tiny_gpt),
+		cmocka_unit_test(test_cuda_kernels_tiny_bert),
+		cmocka_unit_test(test_cuda_kernels_tiny_vit),
+		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	atm_cpu_destroy(cpu);

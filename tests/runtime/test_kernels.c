@@ -974,6 +974,9 @@ static void test_kernels_matmul(void **state)
 	            true, 1.0f, true);
 	matmul_case(3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){4, 5}, 3, (int64_t[]){2, 3, 5}, false,
 	            false, 1.0f, true);
+	/* a scale with a bias: the bias is added after the scale */
+	matmul_case(3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){5, 4}, 3, (int64_t[]){2, 3, 5}, false,
+	            true, 0.5f, true);
 	/* a weight gradient: rows folded, [2, 3, 5]^T x [2, 3, 4] -> [5, 4] */
 	matmul_case(3, (int64_t[]){2, 3, 5}, 3, (int64_t[]){2, 3, 4}, 2, (int64_t[]){5, 4}, true,
 	            false, 1.0f, false);
