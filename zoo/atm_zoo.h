@@ -10,8 +10,9 @@
  *     atm_zoo_preset("resnet200", "small", &s);   // s.batch[0], s.image
  *
  * Every network's graph holds, in schedule order: the forward pass, softmax
- * cross-entropy against one-hot labels, the backward pass in reverse order,
- * and an SGD update of each parameter right after its gradient is complete.
+ * cross-entropy against one-hot labels (the transformers: token cross-entropy against i32
+ * labels), the backward pass in reverse order, and an SGD update of each parameter right
+ * after its gradient is complete (a tied parameter's after the sum of its parts).
  */
 #ifndef ATM_ZOO_H
 #define ATM_ZOO_H
@@ -65,7 +66,9 @@ atm_status atm_zoo_find(const char *name, const atm_zoo_model **model);
  * "image", "labels", "loss", and per layer "LAYER.w", "LAYER.b", "LAYER.gamma",
  * "LAYER.beta", "LAYER.y", "LAYER.mean", "LAYER.var", "LAYER.argmax"; the
  * gradient of tensor T is "T.grad" (its parts, when T feeds several layers,
- * "T.grad.1", "T.grad.2", ... summed through "T.grad.sumK"). */
+ * "T.grad.1", "T.grad.2", ... summed through "T.grad.sumK"). The transformers name their
+ * tensors as their PyTorch modules do ("transformer.h.0.attn.c_attn.weight"; zoo/README.md)
+ * and take i32 "input_ids" (BERT also "token_type_ids") or an "image". */
 atm_status atm_zoo_build(atm_graph **g, const char *name, const atm_zoo_opts *opts);
 
 /* Presets: named sizes. A preset may hold several batches (the GPU runs) and
