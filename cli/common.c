@@ -163,9 +163,11 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 		return rc;
 	/* the graph's own batch (its batched tensors'), as for a graph file */
 	w->batch = atm_graph_batch(*g);
-	w->image = o.image;
+	/* the sizes it was built at: the options', else the network's own */
 	const atm_zoo_model *m = NULL;
-	w->seq = o.seq ? o.seq : atm_zoo_find(src->model, &m) == ATM_OK ? m->default_seq : 0;
+	bool known = atm_zoo_find(src->model, &m) == ATM_OK;
+	w->image = o.image ? o.image : known ? m->default_image : 0;
+	w->seq = o.seq ? o.seq : known ? m->default_seq : 0;
 	/* sizes from a preset (named, or small by default) unless --batch gave them */
 	w->preset = src->preset ? src->preset : src->batch ? NULL : "small";
 	return ATM_OK;
