@@ -889,6 +889,39 @@ static void expect_refused(const char *args, int code, const char *want)
 	free(err);
 }
 
+/* test_run_cmd_token_data -- a language model's --data: integer token ids and labels, the same
+ * step under two placements; an id past the vocabulary, or a float id, refused naming it */
+static void test_run_cmd_token_data(void **state)
+{
+	(void)state;
+	char args[1024];
+	const char *m = "--model tiny_gpt --batch 1 --seq 4 --quiet";
+	int32_t ids[4] = {3, 511, 0, 42}, labels[4] = {1, 2, 3, 4};
+	atm_st_tensor d[2] = {{.name = "input_ids", .dtype = ATM_ST_I32, .ndim = 2, .dims = {1, 4},
+	                       .n_elems = 4, .data = ids, .bytes = sizeof ids},
+	                      {.name = "labels", .dtype = ATM_ST_I32, .ndim = 2, .dims = {1, 4},
+	                       .n_elems = 4, .data = labels, .bytes = sizeof labels}};
+	assert_int_equal(atm_st_write(st_path("tokens.safetensors"), d, 2, NULL), ATM_OK);
+	snprintf(args, sizeof args, "%s --iters 2 --data %s", m, st_path("tokens.safetensors"));
+	char *a = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 2 --data %s --placement random", m,
+	         st_path("tokens.safetensors"));
+	char *b = checksum_of(args);
+	assert_string_equal(a, b);
+	free(a), free(b);
+	ids[1] = 512;
+	assert_int_equal(atm_st_write(st_path("tokens-bad.safetensors"), d, 2, NULL), ATM_OK);
+	snprintf(args, sizeof args, "%s --data %s", m, st_path("tokens-bad.safetensors"));
+	expect_refused(args, 3, "tensor 'input_ids': id 512 at element 1 is outside 0 to 511");
+	float f[4] = {0};
+	d[0] = (atm_st_tensor){.name = "input_ids", .dtype = ATM_ST_F32, .ndim = 2, .dims = {1, 4},
+	                       .n_elems = 4, .data = f, .bytes = sizeof f};
+	assert_int_equal(atm_st_write(st_path("tokens-f32.safetensors"), d, 2, NULL), ATM_OK);
+	snprintf(args, sizeof args, "%s --data %s", m, st_path("tokens-f32.safetensors"));
+	expect_refused(args, 3, "tensor 'input_ids' is F32 [1, 4]; the graph's 'input_ids' takes 4 "
+	               "integers");
+}
+
 /* test_run_cmd_weights_and_data -- --weights-out writes the weights after the last step, which
  * --weights-in continues from as if the run had gone on, in any placement; --data's batch,
  * as class indices or one-hot rows, trains alike in every placement; a bad file is refused
@@ -1033,6 +1066,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
 		cmocka_unit_test(test_run_cmd_weights_and_data),
+		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_tiers),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
