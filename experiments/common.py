@@ -46,7 +46,7 @@ DEFAULT_BINARIES = ("build-release/cli/autotm", "build/cli/autotm")
 PAPER_NETWORKS = ("vgg19", "resnet200", "inception_v4", "densenet264")
 # today's: Figure 7's transformer panel (conventional.py --networks ...)
 TRANSFORMER_NETWORKS = ("gpt2", "vit_b_16")
-QUICK_NETWORKS = ("tiny_cnn", "tiny_mlp")
+QUICK_NETWORKS = ("tiny_cnn", "tiny_mlp", "tiny_gpt")
 
 # The presets' batch sizes as 'autotm zoo' lists them; used only when the binary
 # cannot be asked (a --dry-run without a build) -- the zoo's own list wins.

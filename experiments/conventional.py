@@ -28,7 +28,7 @@ comparisons, per network (autotm run --formulation LIST --turns N, one process e
   at 1:0              all-fast,synchronous (Figure 9's all-slow point)
 With --estimate every placement of a comparison is planned alone instead
 (autotm plan --estimate): predictions, nothing run.
---quick: tiny_cnn and tiny_mlp, ratio 4:1 (and 1:0), 2 turns of 1 step: the
+--quick: tiny_cnn, tiny_mlp and tiny_gpt, ratio 4:1 (and 1:0), 2 turns of 1 step: the
 whole pipeline in seconds, for CI.
 
 data: DATA/MACHINE/cpu/NETWORK-PRESET.json (experiments/README.md)
@@ -46,7 +46,7 @@ def main():
     parser = common.make_parser(
         "conventional.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, common.PRESET_HELP,
         NETWORKS, DEFAULT_RATIOS,
-        "CI: networks tiny_cnn,tiny_mlp, ratio 4:1, --turns 2 --iters 1")
+        "CI: networks tiny_cnn,tiny_mlp,tiny_gpt, ratio 4:1, --turns 2 --iters 1")
     return common.main("conventional", parser, build, common.QUICK_NETWORKS, QUICK_RATIOS,
                        NETWORKS, DEFAULT_RATIOS)
 

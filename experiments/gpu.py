@@ -36,7 +36,7 @@ EPILOG = """\
 comparisons, per network and batch: autotm run --formulation
 managed,synchronous,asynchronous --turns N at every --ratios (default 1:1: the
 device holds half the step's peak)
---quick: tiny_cnn and tiny_mlp at 1:8 (their kernels do not fit half their
+--quick: tiny_cnn, tiny_mlp and tiny_gpt at 1:8 (their kernels do not fit half their
 peak), 2 turns of 1 step, on the simulated GPU unless --gpu cuda.
 
 data: DATA/MACHINE/gpu/NETWORK-PRESET-bBATCH.json
@@ -84,7 +84,7 @@ def validate(parser, args):
 def main():
     parser = common.make_parser(
         "gpu.py", __doc__.split("\n\n", 1)[1].strip(), EPILOG, PRESETS, common.PAPER_NETWORKS,
-        DEFAULT_RATIOS, "CI: networks tiny_cnn,tiny_mlp, ratio 1:8, --turns 2 --iters 1", emulate=False,
+        DEFAULT_RATIOS, "CI: networks tiny_cnn,tiny_mlp,tiny_gpt, ratio 1:8, --turns 2 --iters 1", emulate=False,
         default_preset="small with --gpu sim, gpu with --gpu cuda")
     parser.add_argument("--gpu", choices=("sim", "cuda"), default="sim",
                         help="sim (default): a simulated GPU, the CPU's kernels with the host link "

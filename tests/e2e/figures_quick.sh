@@ -57,7 +57,7 @@ for name in "${IMAGES[@]}"; do
   done
 done
 
-for net in tiny_cnn tiny_mlp; do
+for net in tiny_cnn tiny_mlp tiny_gpt; do
   for ext in png pdf; do
     f="$T/figs/plan-$net.$ext"
     [ -s "$f" ] || FAIL+=("plan-$net.$ext: missing or empty after scripts/figures.sh --quick")
