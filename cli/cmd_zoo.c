@@ -100,15 +100,16 @@ static int64_t input_image(const atm_graph *g)
 	return 0;
 }
 
-/* input_seq -- the sequence of a language model: its i32 token input [batch, seq]; 0 for none */
+/* input_seq -- the sequence of a language model: the last dim of the token ids an embedding
+ * reads; 0 for none */
 static int64_t input_seq(const atm_graph *g)
 {
-	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++) {
-		const atm_tensor *x = atm_graph_tensor(g, t);
-		if (x->kind == ATM_KIND_INPUT && x->dtype == ATM_I32 && x->ndim == 2 &&
-		    atm_graph_producer(g, t) < 0 && !atm_tensor_is_labels(g, t) &&
-		    strcmp(x->name, "labels") != 0)
-			return x->dims[1];
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		if (n->op == ATM_OP_EMBEDDING_FWD && n->n_in == 2) {
+			const atm_tensor *ids = atm_graph_tensor(g, n->in[1]);
+			return ids->dims[ids->ndim - 1];
+		}
 	}
 	return 0;
 }

@@ -596,11 +596,10 @@ int64_t atm_tensor_token_limit(const atm_graph *g, int32_t t)
 			if (n->in[i] != t || atm_op_in_role(n->op, i) != ATM_ROLE_TOKENS)
 				continue;
 			/* an embedding indexes its table's rows, a loss its logits' classes */
-			const atm_tensor *x = n->op == ATM_OP_EMBEDDING_FWD   ? atm_graph_tensor(g, n->in[0])
-			                      : n->op == ATM_OP_EMBEDDING_BWD ? atm_graph_tensor(g, n->out[0])
-			                                                      : NULL;
-			int64_t lim = x ? x->dims[x->ndim - 2]
-			                : atm_graph_tensor(g, n->in[0])->dims[atm_graph_tensor(g, n->in[0])->ndim - 1];
+			bool emb = n->op == ATM_OP_EMBEDDING_FWD || n->op == ATM_OP_EMBEDDING_BWD;
+			const atm_tensor *x = atm_graph_tensor(g, n->op == ATM_OP_EMBEDDING_BWD ? n->out[0]
+			                                                                        : n->in[0]);
+			int64_t lim = x->dims[x->ndim - (emb ? 2 : 1)];
 			if (limit == 0 || lim < limit)
 				limit = lim;
 		}

@@ -960,13 +960,13 @@ fail:
 
 /* ---------------------------------------------------------------- plain C ops */
 
-/* build_rows -- a plain C op over the rows of input 0, [N, K] */
-static atm_status build_rows(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+/* build_lead -- a plain C op over input 0 as [rows, last] (the losses' [N, K]) */
+static atm_status build_lead(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
 	(void)attr;
 	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
-	k->n_rows = t->dims[0];
-	k->n_cols = t->dims[1];
+	k->n_cols = t->dims[t->ndim - 1];
+	k->n_rows = t->n_elems / k->n_cols;
 	return ATM_OK;
 }
 
@@ -1031,16 +1031,6 @@ static atm_status run_softmax_xent_bwd(const atm_kernel *k, void *const *in, voi
 	float inv = 1.0f / (float)k->n_rows;
 	for (int64_t i = 0; i < n; i++)
 		dlogits[i] = (probs[i] - labels[i]) * inv;
-	return ATM_OK;
-}
-
-/* build_lead -- a plain C op over input 0 as [rows, last] */
-static atm_status build_lead(atm_kernel *k, const_dnnl_primitive_attr_t attr)
-{
-	(void)attr;
-	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
-	k->n_cols = t->dims[t->ndim - 1];
-	k->n_rows = t->n_elems / k->n_cols;
 	return ATM_OK;
 }
 
@@ -1266,8 +1256,8 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_CONCAT] = {build_concat, NULL},
 	[ATM_OP_SPLIT] = {build_split, NULL},
 	[ATM_OP_ADD] = {build_add, NULL},
-	[ATM_OP_SOFTMAX_XENT_FWD] = {build_rows, run_softmax_xent},
-	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
+	[ATM_OP_SOFTMAX_XENT_FWD] = {build_lead, run_softmax_xent},
+	[ATM_OP_SOFTMAX_XENT_BWD] = {build_lead, run_softmax_xent_bwd},
 	[ATM_OP_SGD] = {build_flat, run_sgd},
 	[ATM_OP_MATMUL] = {build_matmul, NULL},
 	[ATM_OP_REDUCE_SUM] = {build_flat, run_reduce_sum},

@@ -335,6 +335,12 @@ static atm_status build_conv(atm_cuda_kernel *k)
 	return ATM_OK;
 }
 
+/* ws_round -- workspace bytes rounded up to the 256 the runtime aligns buffers to */
+static int64_t ws_round(int64_t bytes)
+{
+	return (bytes + 255) / 256 * 256;
+}
+
 /* build_bn -- x as [N, C, S, 1] and the per-channel [1, C, 1, 1] */
 static atm_status build_bn(atm_cuda_kernel *k)
 {
@@ -343,7 +349,7 @@ static atm_status build_bn(atm_cuda_kernel *k)
 	DNN_TRY(tensor4(&k->xd, x->dims[0], x->dims[1], s, 1), "describing x");
 	DNN_TRY(tensor4(&k->bnd, 1, x->dims[1], 1, 1), "describing the channels");
 	/* the saved inverse standard deviation, in the workspace */
-	k->ws_extra = (x->dims[1] * 4 + 255) / 256 * 256;
+	k->ws_extra = ws_round(x->dims[1] * 4);
 	return ATM_OK;
 }
 
@@ -397,28 +403,6 @@ static atm_status build_ip(atm_cuda_kernel *k)
 	return ATM_OK;
 }
 
-/* build_rows -- the loss gradient over the rows of input 0 */
-static atm_status build_rows(atm_cuda_kernel *k)
-{
-	k->rows = tin(k, 0)->dims[0];
-	k->cols = tin(k, 0)->n_elems / k->rows;
-	return ATM_OK;
-}
-
-/* build_softmax_xent -- the rows, and each row's loss in the workspace */
-static atm_status build_softmax_xent(atm_cuda_kernel *k)
-{
-	build_rows(k);
-	k->ws_extra = (k->rows * 8 + 255) / 256 * 256;
-	return ATM_OK;
-}
-
-/* ws_round -- workspace bytes rounded up to the 256 the runtime aligns buffers to */
-static int64_t ws_round(int64_t bytes)
-{
-	return (bytes + 255) / 256 * 256;
-}
-
 /* build_matmul -- the GEMM's sizes, each within cuBLAS's 32-bit ints */
 static atm_status build_matmul(atm_cuda_kernel *k)
 {
@@ -458,11 +442,12 @@ static atm_status build_layer_norm(atm_cuda_kernel *k)
 	return ATM_OK;
 }
 
-/* build_token_xent -- the rows; the forward's per-row losses in the workspace */
-static atm_status build_token_xent(atm_cuda_kernel *k)
+/* build_loss -- a loss's rows; a forward's per-row losses in the workspace */
+static atm_status build_loss(atm_cuda_kernel *k)
 {
 	build_lead(k);
-	if (knode(k)->op == ATM_OP_TOKEN_XENT_FWD)
+	atm_op op = knode(k)->op;
+	if (op == ATM_OP_SOFTMAX_XENT_FWD || op == ATM_OP_TOKEN_XENT_FWD)
 		k->ws_extra = ws_round(k->rows * 8);
 	return ATM_OK;
 }
@@ -939,8 +924,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_CONCAT] = {NULL, run_concat},
 	[ATM_OP_SPLIT] = {NULL, run_concat},
 	[ATM_OP_ADD] = {NULL, run_add},
-	[ATM_OP_SOFTMAX_XENT_FWD] = {build_softmax_xent, run_softmax_xent},
-	[ATM_OP_SOFTMAX_XENT_BWD] = {build_rows, run_softmax_xent_bwd},
+	[ATM_OP_SOFTMAX_XENT_FWD] = {build_loss, run_softmax_xent},
+	[ATM_OP_SOFTMAX_XENT_BWD] = {build_lead, run_softmax_xent_bwd},
 	[ATM_OP_SGD] = {NULL, run_sgd},
 	[ATM_OP_MATMUL] = {build_matmul, run_matmul},
 	[ATM_OP_REDUCE_SUM] = {build_reduce, run_reduce},
@@ -957,8 +942,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_PERMUTE] = {build_permute, run_permute},
 	[ATM_OP_NARROW_FWD] = {NULL, run_narrow},
 	[ATM_OP_NARROW_BWD] = {NULL, run_narrow},
-	[ATM_OP_TOKEN_XENT_FWD] = {build_token_xent, run_token_xent},
-	[ATM_OP_TOKEN_XENT_BWD] = {build_token_xent, run_token_xent},
+	[ATM_OP_TOKEN_XENT_FWD] = {build_loss, run_token_xent},
+	[ATM_OP_TOKEN_XENT_BWD] = {build_loss, run_token_xent},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

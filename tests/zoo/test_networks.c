@@ -245,6 +245,17 @@ static void check_all_read(const atm_graph *g)
 	free(read);
 }
 
+/* expect_features -- e's feature tensors have their shapes at batch */
+static void expect_features(const atm_graph *g, const struct expect *e, int64_t batch)
+{
+	for (int f = 0; f < 4 && e->features[f].tensor; f++) {
+		int64_t dims[4];
+		memcpy(dims, e->features[f].dims, sizeof dims);
+		dims[0] = batch;
+		expect_shape(g, e->features[f].tensor, e->features[f].ndim, dims);
+	}
+}
+
 /* check_network -- everything a training step of e must satisfy */
 static void check_network(const atm_graph *g, const struct expect *e, int64_t batch)
 {
@@ -300,12 +311,7 @@ static void check_network(const atm_graph *g, const struct expect *e, int64_t ba
 	check_sgd(g);
 	check_all_read(g);
 
-	for (int f = 0; f < 4 && e->features[f].tensor; f++) {
-		int64_t dims[4];
-		memcpy(dims, e->features[f].dims, sizeof dims);
-		dims[0] = batch;
-		expect_shape(g, e->features[f].tensor, e->features[f].ndim, dims);
-	}
+	expect_features(g, e, batch);
 
 	atm_liveness *lv = NULL;
 	assert_int_equal(atm_liveness_new(&lv, g), ATM_OK);
@@ -338,12 +344,7 @@ static void check_transformer(const atm_graph *g, const struct expect *e, int64_
 	assert_int_equal(n_sgd, n_params);
 	check_sgd(g);
 	check_all_read(g);
-	for (int f = 0; f < 4 && e->features[f].tensor; f++) {
-		int64_t dims[4];
-		memcpy(dims, e->features[f].dims, sizeof dims);
-		dims[0] = batch;
-		expect_shape(g, e->features[f].tensor, e->features[f].ndim, dims);
-	}
+	expect_features(g, e, batch);
 	int32_t wte = atm_graph_find_tensor(g, "transformer.wte.weight");
 	if (wte >= 0) {
 		/* tied: the embedding's and the output projection's gradients, summed once */
