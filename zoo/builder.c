@@ -733,6 +733,14 @@ int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t
 	if (n_perm < 1 || n_perm > ATM_MAX_DIMS)
 		return failf(b, ATM_E_USAGE, "layer '%s': a perm of %d axes; 1 to %d", name, n_perm,
 		             ATM_MAX_DIMS);
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t n = 1;
+	for (int i = 0; i < ndim; i++)
+		n *= dims[i];
+	if (ndim < 1 || ndim > ATM_MAX_DIMS || n != t->n_elems)
+		return failf(b, ATM_E_USAGE, "layer '%s': '%s' has %lld elements; the %d-dimensional "
+		             "output would have %lld", name, t->name, (long long)t->n_elems, ndim,
+		             (long long)n);
 	atm_attrs a = {.n_perm = n_perm};
 	memcpy(a.perm, perm, (size_t)n_perm * sizeof *perm);
 	return one_in(b, name, x, ATM_OP_PERMUTE, &a, ndim, dims);

@@ -32,20 +32,31 @@
 /* What a layer's op reads and which fields it takes beside name, op, its input(s). */
 static const struct fw_op {
 	const char *name;
-	int n_params;          /* names in "params" */
-	bool many;             /* "inputs": [...] rather than "input" */
+	int n_params;          /* names in "params" (with a bias, where it may have none) */
+	int n_inputs;          /* 0: none, 1: "input", 2: "inputs" of two, -1: of two or more */
 	const char *fields[6]; /* the op's own fields */
 } fw_ops[] = {
-	{"conv", 2, false, {"out_channels", "kernel", "stride", "pad", "bias", NULL}},
-	{"batch_norm", 2, false, {"epsilon", NULL}},
-	{"relu", 0, false, {NULL}},
-	{"max_pool", 0, false, {"kernel", "stride", "pad", NULL}},
-	{"avg_pool", 0, false, {"kernel", "stride", "pad", "count_include_pad", NULL}},
-	{"global_avg_pool", 0, false, {NULL}},
-	{"flatten", 0, false, {NULL}},
-	{"linear", 2, false, {"out_features", NULL}},
-	{"add", 0, true, {NULL}},
-	{"concat", 0, true, {NULL}},
+	{"conv", 2, 1, {"out_channels", "kernel", "stride", "pad", "bias", NULL}},
+	{"batch_norm", 2, 1, {"epsilon", NULL}},
+	{"relu", 0, 1, {NULL}},
+	{"max_pool", 0, 1, {"kernel", "stride", "pad", NULL}},
+	{"avg_pool", 0, 1, {"kernel", "stride", "pad", "count_include_pad", NULL}},
+	{"global_avg_pool", 0, 1, {NULL}},
+	{"flatten", 0, 1, {NULL}},
+	{"linear", 2, 1, {"out_features", "bias", "flatten", NULL}},
+	{"add", 0, 2, {NULL}},
+	{"concat", 0, -1, {"axis", NULL}},
+	{"embedding", 1, 1, {"num_embeddings", "embedding_dim", NULL}},
+	{"positions", 1, 0, {"table", "length", NULL}},
+	{"layer_norm", 2, 1, {"epsilon", NULL}},
+	{"gelu", 0, 1, {"approximate", NULL}},
+	{"tanh", 0, 1, {NULL}},
+	{"softmax", 0, 1, {"causal", NULL}},
+	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}},
+	{"permute", 0, 1, {"perm", "view", "shape", NULL}},
+	{"reshape", 0, 1, {"shape", NULL}},
+	{"narrow", 0, 1, {"axis", "length", NULL}},
+	{"split", 0, 1, {"axis", "parts", NULL}},
 };
 #define FW_N_OPS ((int)(sizeof fw_ops / sizeof fw_ops[0]))
 
@@ -65,6 +76,12 @@ static atm_status bad(const struct fw *w, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	return atm_err(ATM_E_INPUT, "%s: %s%s%s", w->origin, w->at, w->at[0] ? ": " : "", msg);
+}
+
+/* a_an -- "an" before a name that starts with a vowel, else "a" */
+static const char *a_an(const char *name)
+{
+	return strchr("aeiou", name[0]) ? "an" : "a";
 }
 
 static const char *op_list(char *buf, size_t len)
@@ -163,12 +180,11 @@ static atm_status ref(const struct fw *w, json_t *v, const char *what, int32_t *
 	return ATM_OK;
 }
 
-/* params -- the layer's parameter names, n of them, handed to the builder */
-static atm_status params(struct fw *w, json_t *o, int n, bool second)
+/* params -- the layer's parameter names, want of them, handed to the builder */
+static atm_status params(struct fw *w, json_t *o, size_t want)
 {
 	json_t *p = json_object_get(o, "params");
 	const char *names[2] = {NULL, NULL};
-	size_t want = (size_t)(second ? n : n - 1);
 	if (!p) {
 		zb_param_names(w->b, NULL, NULL);
 		return ATM_OK;
@@ -186,15 +202,96 @@ static atm_status params(struct fw *w, json_t *o, int n, bool second)
 	return ATM_OK;
 }
 
-/* layer -- one layer added by the builder; its output id in *y */
-static atm_status layer(struct fw *w, json_t *o, int32_t *y)
+/* get_dims -- field key: an array of lo_n to hi_n integers, each from lo to FW_MAX_SIZE (absent,
+ * when optional: *n = 0) */
+static atm_status get_dims(const struct fw *w, json_t *o, const char *key, int lo_n, int hi_n,
+                           int64_t lo, bool optional, int64_t *out, int *n)
+{
+	json_t *v = json_object_get(o, key);
+	*n = 0;
+	if (!v && optional)
+		return ATM_OK;
+	bool ok = json_is_array(v) && (int)json_array_size(v) >= lo_n &&
+	          (int)json_array_size(v) <= hi_n;
+	for (size_t i = 0; ok && i < json_array_size(v); i++) {
+		json_t *d = json_array_get(v, i);
+		ok = json_is_integer(d) && json_integer_value(d) >= lo &&
+		     json_integer_value(d) <= FW_MAX_SIZE;
+		out[i] = ok ? json_integer_value(d) : 0;
+	}
+	if (!ok)
+		return bad(w, "'%s' must be %d to %d integers, each from %lld to %lld", key, lo_n, hi_n,
+		           (long long)lo, (long long)FW_MAX_SIZE);
+	*n = (int)json_array_size(v);
+	return ATM_OK;
+}
+
+/* get_epsilon -- field "epsilon": above 0 and at most 1 (absent: def) */
+static atm_status get_epsilon(const struct fw *w, json_t *o, float def, float *out)
+{
+	json_t *e = json_object_get(o, "epsilon");
+	if (e && (!json_is_number(e) || !(json_number_value(e) > 0) || !(json_number_value(e) <= 1)))
+		return bad(w, "'epsilon' must be a number above 0 and at most 1");
+	*out = e ? (float)json_number_value(e) : def;
+	return ATM_OK;
+}
+
+/* with_batch -- [batch, dims...]: a shape given without its batch */
+static int with_batch(zb *b, int32_t x, const int64_t *dims, int n, int64_t *out)
+{
+	out[0] = zb_dim(b, x, 0);
+	memcpy(out + 1, dims, (size_t)n * sizeof *dims);
+	return n + 1;
+}
+
+/* permute -- a permute layer: perm over every axis, the batch's first; the input read as
+ * [batch, view...] or the output written as [batch, shape...] where one is given */
+static atm_status permute(struct fw *w, json_t *o, const char *name, int32_t x, int32_t *y)
+{
+	int64_t perm[ATM_MAX_DIMS], view[ATM_MAX_DIMS], shape[ATM_MAX_DIMS], dims[ATM_MAX_DIMS];
+	int n_perm, n_view, n_shape, nd = 0;
+	atm_status rc;
+	if ((rc = get_dims(w, o, "perm", 2, ATM_MAX_DIMS, 0, false, perm, &n_perm)) < 0 ||
+	    (rc = get_dims(w, o, "view", 1, ATM_MAX_DIMS - 1, 1, true, view, &n_view)) < 0 ||
+	    (rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, true, shape, &n_shape)) < 0)
+		return rc;
+	if (perm[0] != 0)
+		return bad(w, "'perm' must keep the batch first (perm[0] = 0): autotm's activations "
+		           "lead with the batch");
+	if (n_view && n_shape)
+		return bad(w, "give 'view' (the input read as) or 'shape' (the output written as), "
+		           "not both");
+	if (n_view && n_view + 1 != n_perm)
+		return bad(w, "'view' has %d dimensions past the batch; 'perm' has %d axes", n_view,
+		           n_perm);
+	int32_t p[ATM_MAX_DIMS];
+	for (int i = 0; i < n_perm; i++)
+		p[i] = (int32_t)perm[i];
+	if (n_shape) {
+		nd = with_batch(w->b, x, shape, n_shape, dims);
+	} else {
+		int64_t in[ATM_MAX_DIMS];
+		int n_in = n_view ? with_batch(w->b, x, view, n_view, in) : n_perm;
+		for (int i = 0; !n_view && i < n_in; i++)
+			in[i] = zb_dim(w->b, x, i);
+		for (int i = 0; i < n_perm; i++)
+			dims[i] = perm[i] < n_in ? in[perm[i]] : 0;
+		nd = n_perm;
+	}
+	*y = zb_permute(w->b, name, x, n_perm, p, nd, dims);
+	return ATM_OK;
+}
+
+/* layer -- one layer added by the builder; its outputs in ys (a split's parts), *n_ys of them */
+static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 {
 	static const char *const common[] = {"name", "op", "input", "inputs", "params", NULL};
-	char ops[200];
+	char ops[300];
 	json_t *opv = json_object_get(o, "op");
 	const char *name = json_string_value(json_object_get(o, "name"));
 	const struct fw_op *d = NULL;
 	atm_status rc;
+	*n_ys = 1;
 	for (int i = 0; json_is_string(opv) && i < FW_N_OPS; i++)
 		if (!strcmp(json_string_value(opv), fw_ops[i].name))
 			d = &fw_ops[i];
@@ -203,29 +300,38 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *y)
 	if ((rc = only_fields(w, o, common, d->fields)) < 0)
 		return rc;
 	if (!d->n_params && json_object_get(o, "params"))
-		return bad(w, "a %s layer has no parameters", d->name);
+		return bad(w, "%s %s layer has no parameters", a_an(d->name), d->name);
 	int32_t x = -1, xs[FW_MAX_INPUTS];
 	int n = 0;
-	if (d->many) {
+	if (d->n_inputs == 0) {
+		if (json_object_get(o, "input") || json_object_get(o, "inputs"))
+			return bad(w, "%s %s layer reads no other layer", a_an(d->name), d->name);
+	} else if (d->n_inputs != 1) {
 		json_t *in = json_object_get(o, "inputs");
+		size_t most = d->n_inputs == 2 ? 2 : FW_MAX_INPUTS;
 		if (json_object_get(o, "input") || !json_is_array(in) || json_array_size(in) < 2 ||
-		    json_array_size(in) > FW_MAX_INPUTS)
-			return bad(w, "a %s layer takes 'inputs': [2 to %d names]", d->name, FW_MAX_INPUTS);
-		if (!strcmp(d->name, "add") && json_array_size(in) != 2)
-			return bad(w, "an add layer takes 'inputs': [two names]");
+		    json_array_size(in) > most)
+			return d->n_inputs == 2
+			               ? bad(w, "%s %s layer takes 'inputs': [two names]", a_an(d->name),
+			                     d->name)
+			               : bad(w, "%s %s layer takes 'inputs': [2 to %d names]",
+			                     a_an(d->name), d->name, FW_MAX_INPUTS);
 		for (n = 0; n < (int)json_array_size(in); n++)
 			if ((rc = ref(w, json_array_get(in, (size_t)n), "each of 'inputs'", &xs[n])) < 0)
 				return rc;
 	} else {
 		if (json_object_get(o, "inputs"))
-			return bad(w, "a %s layer takes one 'input'", d->name);
+			return bad(w, "%s %s layer takes one 'input'", a_an(d->name), d->name);
 		if ((rc = ref(w, json_object_get(o, "input"), "'input'", &x)) < 0)
 			return rc;
 	}
-	int64_t v = 0;
-	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0};
-	bool flag = false;
-	if (!strcmp(d->name, "conv")) {
+	int64_t v = 0, v2 = 0, dims[ATM_MAX_DIMS], full[ATM_MAX_DIMS];
+	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0}, nd = 0;
+	bool flag = false, flag2 = false;
+	float eps = ZB_EPSILON;
+	int32_t *y = &ys[0];
+	const char *op = d->name;
+	if (!strcmp(op, "conv")) {
 		if ((rc = get_int(w, o, "out_channels", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
 		    (rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
 		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, 1, s)) < 0 ||
@@ -235,21 +341,17 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *y)
 		if (s[0] != s[1])
 			return bad(w, "a stride of [%d, %d]: autotm's convolutions take one stride for "
 			           "both sides", s[0], s[1]);
-		if ((rc = params(w, o, 2, flag)) < 0)
+		if ((rc = params(w, o, flag ? 2 : 1)) < 0)
 			return rc;
 		*y = zb_conv(w->b, name, x, v, k[0], k[1], s[0], p[0], p[1], flag);
-	} else if (!strcmp(d->name, "batch_norm")) {
-		json_t *e = json_object_get(o, "epsilon");
-		if (e && (!json_is_number(e) || !(json_number_value(e) > 0) ||
-		          !(json_number_value(e) <= 1)))
-			return bad(w, "'epsilon' must be a number above 0 and at most 1");
-		if ((rc = params(w, o, 2, true)) < 0)
+	} else if (!strcmp(op, "batch_norm") || !strcmp(op, "layer_norm")) {
+		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 2)) < 0)
 			return rc;
-		*y = zb_bn_eps(w->b, name, x, e ? (float)json_number_value(e) : ZB_EPSILON);
-	} else if (!strcmp(d->name, "relu")) {
+		*y = op[0] == 'b' ? zb_bn_eps(w->b, name, x, eps) : zb_layer_norm(w->b, name, x, eps);
+	} else if (!strcmp(op, "relu")) {
 		*y = zb_relu(w->b, name, x);
-	} else if (!strcmp(d->name, "max_pool") || !strcmp(d->name, "avg_pool")) {
-		bool avg = d->name[0] == 'a', include = true;
+	} else if (!strcmp(op, "max_pool") || !strcmp(op, "avg_pool")) {
+		bool avg = op[0] == 'a', include = true;
 		if ((rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
 		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, k[0], s)) < 0 ||
 		    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
@@ -261,53 +363,148 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *y)
 			           s[1], p[0], p[1]);
 		*y = avg ? zb_avgpool(w->b, name, x, k[0], s[0], p[0], !include)
 		         : zb_maxpool(w->b, name, x, k[0], s[0], p[0]);
-	} else if (!strcmp(d->name, "global_avg_pool")) {
+	} else if (!strcmp(op, "global_avg_pool")) {
 		*y = zb_global_avgpool(w->b, name, x);
-	} else if (!strcmp(d->name, "flatten")) {
+	} else if (!strcmp(op, "flatten")) {
 		*y = x; /* the next linear layer reads every dimension past the batch */
-	} else if (!strcmp(d->name, "linear")) {
+	} else if (!strcmp(op, "linear")) {
 		if ((rc = get_int(w, o, "out_features", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
-		    (rc = params(w, o, 2, true)) < 0)
+		    (rc = get_bool(w, o, "bias", true, &flag)) < 0 ||
+		    (rc = get_bool(w, o, "flatten", true, &flag2)) < 0 ||
+		    (rc = params(w, o, flag ? 2 : 1)) < 0)
 			return rc;
-		*y = zb_fc(w->b, name, x, v);
-	} else if (!strcmp(d->name, "add")) {
+		if (flag2 && !flag)
+			return bad(w, "a flattening linear layer has a bias; give \"flatten\": false for "
+			           "one over the last dimension without it");
+		*y = flag2 ? zb_fc(w->b, name, x, v) : zb_linear(w->b, name, x, v, flag);
+	} else if (!strcmp(op, "add")) {
 		*y = zb_add(w->b, name, xs[0], xs[1]);
+	} else if (!strcmp(op, "concat")) {
+		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, 1, &v)) < 0)
+			return rc;
+		*y = zb_concat_axis(w->b, name, n, xs, (int)v);
+	} else if (!strcmp(op, "embedding")) {
+		if ((rc = get_int(w, o, "num_embeddings", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
+		    (rc = get_int(w, o, "embedding_dim", 1, FW_MAX_SIZE, -1, &v2)) < 0 ||
+		    (rc = params(w, o, 1)) < 0)
+			return rc;
+		*y = zb_embedding(w->b, name, x, v, v2);
+	} else if (!strcmp(op, "positions")) {
+		json_t *pn = json_object_get(o, "params");
+		char pname[ZB_NAME_MAX];
+		if ((rc = get_dims(w, o, "table", 2, 3, 1, false, dims, &nd)) < 0)
+			return rc;
+		if (nd == 3 && dims[0] != 1)
+			return bad(w, "'table' must be [rows, dim] or [1, rows, dim]");
+		if ((rc = get_int(w, o, "length", 1, dims[nd - 2], dims[nd - 2], &v)) < 0)
+			return rc;
+		if (pn && (!json_is_array(pn) || json_array_size(pn) != 1 ||
+		           !json_is_string(json_array_get(pn, 0)) ||
+		           !json_string_value(json_array_get(pn, 0))[0]))
+			return bad(w, "'params' must name the layer's 1 parameter (its table)");
+		if (pn)
+			zb_namef(pname, "%s", json_string_value(json_array_get(pn, 0)));
+		else
+			zb_namef(pname, "%s.weight", name);
+		*y = zb_positions(w->b, name, pname, v, dims[nd - 2], dims[nd - 1], nd == 3);
+	} else if (!strcmp(op, "gelu")) {
+		json_t *ap = json_object_get(o, "approximate");
+		const char *form = ap ? json_string_value(ap) : "none";
+		if (!form || (strcmp(form, "none") && strcmp(form, "tanh")))
+			return bad(w, "'approximate' must be \"none\" (the erf form) or \"tanh\"");
+		*y = zb_gelu(w->b, name, x, !strcmp(form, "tanh"));
+	} else if (!strcmp(op, "tanh")) {
+		*y = zb_tanh(w->b, name, x);
+	} else if (!strcmp(op, "softmax")) {
+		if ((rc = get_bool(w, o, "causal", false, &flag)) < 0)
+			return rc;
+		*y = zb_softmax(w->b, name, x, flag);
+	} else if (!strcmp(op, "matmul")) {
+		json_t *sc = json_object_get(o, "scale");
+		if ((rc = get_bool(w, o, "trans_a", false, &flag)) < 0 ||
+		    (rc = get_bool(w, o, "trans_b", false, &flag2)) < 0)
+			return rc;
+		if (sc && (!json_is_number(sc) || !isfinite(json_number_value(sc)) ||
+		           json_number_value(sc) == 0 || fabs(json_number_value(sc)) > 1e30))
+			return bad(w, "'scale' must be a finite number other than 0");
+		*y = zb_matmul(w->b, name, xs[0], xs[1], flag, flag2,
+		               sc ? (float)json_number_value(sc) : 1.0f);
+	} else if (!strcmp(op, "permute")) {
+		if ((rc = permute(w, o, name, x, y)) < 0)
+			return rc;
+	} else if (!strcmp(op, "reshape")) {
+		int32_t same[ATM_MAX_DIMS] = {0, 1, 2, 3, 4, 5};
+		int n_in = 0;
+		while (n_in < ATM_MAX_DIMS && zb_dim(w->b, x, n_in))
+			n_in++;
+		if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0)
+			return rc;
+		*y = zb_permute(w->b, name, x, n_in, same, with_batch(w->b, x, dims, nd, full), full);
+	} else if (!strcmp(op, "narrow")) {
+		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &v)) < 0 ||
+		    (rc = get_int(w, o, "length", 1, FW_MAX_SIZE, -1, &v2)) < 0)
+			return rc;
+		*y = zb_narrow(w->b, name, x, (int)v, v2);
 	} else {
-		*y = zb_concat(w->b, name, n, xs);
+		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &v)) < 0 ||
+		    (rc = get_int(w, o, "parts", 2, 64, -1, &v2)) < 0)
+			return rc;
+		zb_split(w->b, name, x, (int)v, (int)v2, ys);
+		*n_ys = (int)v2;
 	}
 	if (*y < 0)
 		return bad(w, "%s", atm_errmsg());
 	return ATM_OK;
 }
 
+/* input -- the graph's input: an image {"shape": [c, h, w]} or token ids {"tokens": seq} */
+static atm_status input(struct fw *w, json_t *in, int32_t *x)
+{
+	static const char *const in_fields[] = {"shape", "tokens", NULL};
+	int64_t dims[3], seq = 0;
+	int nd = 0;
+	atm_status rc;
+	strcpy(w->at, "input");
+	if (!json_is_object(in) || !json_object_get(in, "shape") == !json_object_get(in, "tokens"))
+		return bad(w, "must be an object {\"shape\": [channels, height, width]} (an image) or "
+		           "{\"tokens\": sequence length} (token ids)");
+	if ((rc = only_fields(w, in, in_fields, NULL)) < 0)
+		return rc;
+	if (json_object_get(in, "tokens")) {
+		if ((rc = get_int(w, in, "tokens", 1, FW_MAX_SIZE, -1, &seq)) < 0)
+			return rc;
+		*x = zb_tokens(w->b, "input_ids", seq);
+	} else {
+		if ((rc = get_dims(w, in, "shape", 3, 3, 1, false, dims, &nd)) < 0)
+			return bad(w, "'shape' must be [channels, height, width] without the batch, each "
+			           "from 1 to %lld", (long long)FW_MAX_SIZE);
+		*x = zb_image(w->b, dims[0], dims[1], dims[2]);
+	}
+	if (*x < 0)
+		return bad(w, "%s", atm_errmsg());
+	return ATM_OK;
+}
+
+/* name_id -- ids[name] = id, the name new */
+static atm_status name_id(struct fw *w, const char *name, int32_t id)
+{
+	if (json_object_get(w->ids, name))
+		return bad(w, "the name '%s' is taken by %s", name,
+		           strcmp(name, "input") ? "an earlier layer" : "the input");
+	if (json_object_set_new(w->ids, name, json_integer(id)) < 0)
+		return atm_err(ATM_E_NOMEM, "out of memory reading %s", w->origin);
+	return ATM_OK;
+}
+
 /* build -- the document's network into b; the logits' id in *logits */
 static atm_status build(struct fw *w, json_t *doc, int32_t *logits)
 {
-	json_t *in = json_object_get(doc, "input"), *layers = json_object_get(doc, "layers");
-	static const char *const in_fields[] = {"shape", NULL};
+	json_t *layers = json_object_get(doc, "layers");
 	atm_status rc;
-	strcpy(w->at, "input");
-	if (!json_is_object(in))
-		return bad(w, "must be an object {\"shape\": [channels, height, width]}");
-	if ((rc = only_fields(w, in, in_fields, NULL)) < 0)
+	int32_t x = -1;
+	if ((rc = input(w, json_object_get(doc, "input"), &x)) < 0 ||
+	    (rc = name_id(w, "input", x)) < 0)
 		return rc;
-	json_t *shape = json_object_get(in, "shape");
-	int64_t dims[3];
-	if (!json_is_array(shape) || json_array_size(shape) != 3)
-		return bad(w, "'shape' must be [channels, height, width], without the batch");
-	for (int i = 0; i < 3; i++) {
-		json_t *d = json_array_get(shape, (size_t)i);
-		if (!json_is_integer(d) || json_integer_value(d) < 1 ||
-		    json_integer_value(d) > FW_MAX_SIZE)
-			return bad(w, "'shape'[%d] must be an integer from 1 to %lld", i,
-			           (long long)FW_MAX_SIZE);
-		dims[i] = json_integer_value(d);
-	}
-	int32_t x = zb_image(w->b, dims[0], dims[1], dims[2]);
-	if (x < 0)
-		return bad(w, "%s", atm_errmsg());
-	if (json_object_set_new(w->ids, "input", json_integer(x)) < 0)
-		return atm_err(ATM_E_NOMEM, "out of memory reading %s", w->origin);
 	w->at[0] = '\0';
 	if (!json_is_array(layers) || !json_array_size(layers) ||
 	    json_array_size(layers) > FW_MAX_LAYERS)
@@ -322,14 +519,17 @@ static atm_status build(struct fw *w, json_t *doc, int32_t *logits)
 		if (!name || !name[0] || strlen(name) > 200)
 			return bad(w, "'name' must be a name of 1 to 200 characters");
 		snprintf(w->at, sizeof w->at, "layers[%zu] (\"%s\")", i, name);
+		int32_t ys[64];
+		int n_ys = 1;
+		char part[ZB_NAME_MAX];
 		if (json_object_get(w->ids, name))
-			return bad(w, "the name is taken by %s",
-			           strcmp(name, "input") ? "an earlier layer" : "the input");
-		int32_t y = -1;
-		if ((rc = layer(w, o, &y)) < 0)
+			return name_id(w, name, -1);
+		if ((rc = layer(w, o, ys, &n_ys)) < 0)
 			return rc;
-		if (json_object_set_new(w->ids, name, json_integer(y)) < 0)
-			return atm_err(ATM_E_NOMEM, "out of memory reading %s", w->origin);
+		/* a split's parts are NAME.0, NAME.1, ... */
+		for (int k = 0; k < n_ys; k++)
+			if ((rc = name_id(w, n_ys > 1 ? zb_namef(part, "%s.%d", name, k) : name, ys[k])) < 0)
+				return rc;
 	}
 	strcpy(w->at, "output");
 	if ((rc = ref(w, json_object_get(doc, "output"), "'output'", logits)) < 0)
@@ -402,7 +602,15 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	int32_t logits = -1;
 	if ((rc = build(&w, doc, &logits)) < 0)
 		goto out;
-	if ((rc = zb_finish(w.b, logits, g)) < 0)
+	/* logits [batch, classes]: a class per sample; [batch, ..., classes]: one per position */
+	rc = zb_dim(w.b, logits, 2) ? zb_finish_tokens(w.b, 1, &logits, (const char *[]){"labels"},
+	                                               (const char *[]){"loss"}, g)
+	                            : zb_finish(w.b, logits, g);
+	if (rc == ATM_OK && (rc = atm_graph_validate(*g)) < 0) {
+		atm_graph_destroy(*g);
+		*g = NULL;
+	}
+	if (rc < 0)
 		rc = bad(&w, "%s", atm_errmsg());
 out:
 	zb_destroy(w.b);

@@ -11,33 +11,33 @@
 
 #include "atm_zoo.h"
 
-/* example -- examples/tiny_cnn.forward.json of the source tree (malloc'd text) */
-static char *example(size_t *len)
+/* example -- examples/NAME.forward.json of the source tree (malloc'd text) */
+static char *example(const char *name, size_t *len)
 {
 	char path[1024], *text = NULL;
 	const char *src = getenv("ATM_SOURCE_DIR");
 	if (!src)
 		fail_msg("ATM_SOURCE_DIR is not set; run the test through ctest");
-	snprintf(path, sizeof path, "%s/examples/tiny_cnn.forward.json", src);
+	snprintf(path, sizeof path, "%s/examples/%s.forward.json", src, name);
 	if (atm_read_file(path, &text, len) < 0)
 		fail_msg("%s", atm_errmsg());
 	return text;
 }
 
-/* test_forward_example_is_tiny_cnn -- the example file builds the zoo's tiny_cnn exactly: the
- * same graph, node for node and tensor for tensor, at the file's batch and at another */
-static void test_forward_example_is_tiny_cnn(void **state)
+/* same_as_zoo -- examples/NAME.forward.json builds the zoo's NAME exactly: the same graph, node
+ * for node and tensor for tensor, at the file's batch and at another */
+static void same_as_zoo(const char *name, int64_t file_batch)
 {
-	(void)state;
 	size_t len = 0;
-	char *text = example(&len), *a = NULL, *b = NULL;
+	char *text = example(name, &len), *a = NULL, *b = NULL;
 	assert_true(atm_zoo_is_forward(text, len));
 	int64_t batches[2] = {0, 3};
 	for (int i = 0; i < 2; i++) {
 		atm_graph *f = NULL, *z = NULL;
-		atm_zoo_opts o = {.batch = batches[i] ? batches[i] : 8};
-		assert_int_equal(atm_zoo_forward_load_buffer(&f, text, len, "ex.json", batches[i]), ATM_OK);
-		assert_int_equal(atm_zoo_build(&z, "tiny_cnn", &o), ATM_OK);
+		atm_zoo_opts o = {.batch = batches[i] ? batches[i] : file_batch};
+		if (atm_zoo_forward_load_buffer(&f, text, len, "ex.json", batches[i]) < 0)
+			fail_msg("%s", atm_errmsg());
+		assert_int_equal(atm_zoo_build(&z, name, &o), ATM_OK);
 		assert_int_equal(atm_graph_dump(f, &a), ATM_OK);
 		assert_int_equal(atm_graph_dump(z, &b), ATM_OK);
 		assert_string_equal(a, b);
@@ -47,6 +47,20 @@ static void test_forward_example_is_tiny_cnn(void **state)
 		atm_graph_destroy(z);
 	}
 	free(text);
+}
+
+static void test_forward_example_is_tiny_cnn(void **state)
+{
+	(void)state;
+	same_as_zoo("tiny_cnn", 8);
+}
+
+/* test_forward_example_is_tiny_gpt -- token input, embeddings, positions, layer norms, a split,
+ * permutes with reshapes, scaled and causal attention, tied output weights, the token loss */
+static void test_forward_example_is_tiny_gpt(void **state)
+{
+	(void)state;
+	same_as_zoo("tiny_gpt", 2);
 }
 
 /* find -- the id of g's tensor named name, or -1 */
@@ -105,12 +119,12 @@ static void test_forward_refusals(void **state)
 		{HEAD FC("input") "], \"output\": \"fc\", \"version\": 2}", "duplicate"},
 		{"{\"format\": \"autotm-forward\", \"version\": 2, \"name\": \"n\"}",
 		 "'version' must be an integer from 1 to 1"},
-		{HEAD "{\"name\": \"x\", \"op\": \"gelu\", \"input\": \"input\"}], \"output\": \"x\"}",
+		{HEAD "{\"name\": \"x\", \"op\": \"dropout\", \"input\": \"input\"}], \"output\": \"x\"}",
 		 "layers[0] (\"x\"): 'op' must be one of conv, batch_norm, relu, max_pool"},
 		{HEAD CONV("a", "b") ", " CONV("b", "input") "], \"output\": \"b\"}",
 		 "layers[0] (\"a\"): 'input' 'b' is neither the input nor an earlier layer"},
 		{HEAD CONV("a", "input") ", " CONV("a", "a") "], \"output\": \"a\"}",
-		 "layers[1] (\"a\"): the name is taken by an earlier layer"},
+		 "layers[1] (\"a\"): the name 'a' is taken by an earlier layer"},
 		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"kernel\": 3}], "
 		 "\"output\": \"a\"}", "layers[0] (\"a\"): 'out_channels' is missing"},
 		{HEAD "{\"name\": \"a\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
@@ -125,7 +139,7 @@ static void test_forward_refusals(void **state)
 		 "\"kernel\": 3, \"params\": [\"w\"]}], \"output\": \"a\"}",
 		 "'params' must name the layer's 2 parameters (weight, then bias)"},
 		{HEAD "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"input\"]}], \"output\": \"a\"}",
-		 "takes 'inputs': [2 to"},
+		 "an add layer takes 'inputs': [two names]"},
 		{HEAD CONV("a", "input") ", {\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", "
 		 "\"input\"]}], \"output\": \"s\"}", "differ in shape"},
 		{HEAD "{\"name\": \"a\", \"op\": \"max_pool\", \"input\": \"input\", \"kernel\": [2, 3]}], "
@@ -136,6 +150,39 @@ static void test_forward_refusals(void **state)
 		 "{\"shape\": [3, 8]}, \"layers\": [" FC("input") "], \"output\": \"fc\"}",
 		 "input: 'shape' must be [channels, height, width]"},
 		{HEAD "], \"output\": \"input\"}", "'layers' must be an array of 1 to"},
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", \"input\": "
+		 "{\"shape\": [3, 8, 8], \"tokens\": 4}, \"layers\": [" FC("input") "], \"output\": "
+		 "\"fc\"}", "input: must be an object {\"shape\""},
+		{HEAD "{\"name\": \"p\", \"op\": \"positions\", \"input\": \"input\", \"table\": [4, 8]}], "
+		 "\"output\": \"p\"}", "a positions layer reads no other layer"},
+		{HEAD "{\"name\": \"p\", \"op\": \"positions\", \"table\": [2, 4, 8]}], \"output\": \"p\"}",
+		 "'table' must be [rows, dim] or [1, rows, dim]"},
+		{HEAD "{\"name\": \"p\", \"op\": \"positions\", \"table\": [4, 8], \"length\": 5}], "
+		 "\"output\": \"p\"}", "'length' must be an integer from 1 to 4"},
+		{HEAD "{\"name\": \"g\", \"op\": \"gelu\", \"input\": \"input\", \"approximate\": \"erf\"}], "
+		 "\"output\": \"g\"}", "'approximate' must be \"none\" (the erf form) or \"tanh\""},
+		{HEAD "{\"name\": \"t\", \"op\": \"permute\", \"input\": \"input\", \"perm\": [1, 0, 2, 3]}], "
+		 "\"output\": \"t\"}", "'perm' must keep the batch first"},
+		{HEAD "{\"name\": \"t\", \"op\": \"permute\", \"input\": \"input\", \"perm\": [0, 2, 1], "
+		 "\"view\": [3, 64], \"shape\": [64, 3]}], \"output\": \"t\"}", "not both"},
+		{HEAD "{\"name\": \"t\", \"op\": \"permute\", \"input\": \"input\", \"perm\": [0, 2, 1], "
+		 "\"view\": [3, 8, 8]}], \"output\": \"t\"}", "'view' has 3 dimensions past the batch"},
+		{HEAD "{\"name\": \"t\", \"op\": \"reshape\", \"input\": \"input\", \"shape\": [5, 7]}], "
+		 "\"output\": \"t\"}", "layer 't': 'image' has 192 elements"},
+		{HEAD "{\"name\": \"s\", \"op\": \"split\", \"input\": \"input\", \"axis\": 1, \"parts\": 2}, "
+		 FC("s.0") "], \"output\": \"fc\"}", "cannot split 'image' in 2 equal parts"},
+		{HEAD "{\"name\": \"s\", \"op\": \"split\", \"input\": \"input\", \"axis\": 2, \"parts\": 2}, "
+		 "{\"name\": \"s.1\", \"op\": \"relu\", \"input\": \"s.0\"}], \"output\": \"s.1\"}",
+		 "the name 's.1' is taken by an earlier layer"},
+		{HEAD "{\"name\": \"m\", \"op\": \"matmul\", \"inputs\": [\"input\", \"input\"], "
+		 "\"scale\": 0}], \"output\": \"m\"}", "'scale' must be a finite number other than 0"},
+		{HEAD "{\"name\": \"m\", \"op\": \"matmul\", \"inputs\": [\"input\", \"input\", \"input\"]}], "
+		 "\"output\": \"m\"}", "a matmul layer takes 'inputs': [two names]"},
+		{HEAD "{\"name\": \"e\", \"op\": \"embedding\", \"input\": \"input\", \"num_embeddings\": 4, "
+		 "\"embedding_dim\": 2}], \"output\": \"e\"}", "its ids must be an i32 tensor"},
+		{HEAD FC("input") ", {\"name\": \"l\", \"op\": \"linear\", \"input\": \"fc\", "
+		 "\"out_features\": 2, \"bias\": false}], \"output\": \"l\"}",
+		 "a flattening linear layer has a bias"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		atm_graph *g = NULL;
@@ -152,6 +199,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_example_is_tiny_cnn),
+		cmocka_unit_test(test_forward_example_is_tiny_gpt),
 		cmocka_unit_test(test_forward_param_names),
 		cmocka_unit_test(test_forward_refusals),
 	};
