@@ -448,13 +448,27 @@ atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, con
 
 /* ---------------------------------------------------------------- against a graph */
 
+/* loss_labels -- a loss reads g's tensor t as its labels: one-hot (or class) rows, or a
+ * language model's class per position */
+static bool loss_labels(const atm_graph *g, int32_t t)
+{
+	if (atm_tensor_is_labels(g, t))
+		return true;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		if (n->op == ATM_OP_TOKEN_XENT_FWD && n->in[1] == t)
+			return true;
+	}
+	return false;
+}
+
 /* alias -- the other name f may give g's input t: "labels" for the one labels input, "input"
  * for the one other input; NULL when g has more than one of its kind */
 static const char *alias(const atm_graph *g, int32_t t)
 {
-	bool lab = atm_tensor_is_labels(g, t);
+	bool lab = loss_labels(g, t);
 	for (int32_t u = 0; u < atm_graph_n_tensors(g); u++)
-		if (u != t && atm_graph_tensor(g, u)->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, u) == lab)
+		if (u != t && atm_graph_tensor(g, u)->kind == ATM_KIND_INPUT && loss_labels(g, u) == lab)
 			return NULL;
 	return lab ? "labels" : "input";
 }

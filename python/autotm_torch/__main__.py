@@ -1,6 +1,6 @@
 """python3 -m autotm_torch -- a PyTorch model into an autotm forward graph (docs/pytorch.md)
 
-usage: python3 -m autotm_torch MODEL --input N,C,H,W -o GRAPH.json [options]
+usage: python3 -m autotm_torch MODEL (--input N,C,H,W | --input-ids N,T) -o GRAPH.json [options]
 
 MODEL is module:callable (torchvision.models:resnet50) or file.py:callable
 (examples/small_cnn.py:make), called with --kwargs to make the nn.Module.
@@ -14,22 +14,26 @@ import json
 import os
 import sys
 
-from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable, shape_arg,
-                  write_text_atomic)
+from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, ids_arg, load_callable,
+                  shape_arg, write_text_atomic)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="python3 -m autotm_torch",
         description="Trace a PyTorch nn.Module (torch.fx) into an autotm forward graph; autotm "
-                    "builds its training step (softmax cross-entropy, backward, SGD). "
+                    "builds its training step (softmax cross-entropy per sample or per "
+                    "position, backward, SGD). "
                     "Parameters keep their state_dict names.",
         epilog="exit status: 0 written, 2 bad usage, 3 the model cannot be imported, 8 MODEL "
                "not found, 130 interrupted; nothing is written unless everything succeeded")
     p.add_argument("model", metavar="MODEL", help="module:callable or file.py:callable that "
                    "returns the nn.Module (torchvision.models:resnet18)")
-    p.add_argument("--input", type=shape_arg, required=True, metavar="N,C,H,W",
-                   help="the input batch's shape")
+    inp = p.add_mutually_exclusive_group(required=True)
+    inp.add_argument("--input", type=shape_arg, metavar="N,C,H,W",
+                     help="the shape of the image batch the forward takes")
+    inp.add_argument("--input-ids", type=ids_arg, metavar="N,T",
+                     help="the forward takes token ids [batch, sequence] (a language model)")
     p.add_argument("-o", "--output", required=True, metavar="GRAPH.json",
                    help="the forward graph (autotm run --graph GRAPH.json)")
     p.add_argument("--kwargs", default="{}", metavar="JSON",
@@ -41,7 +45,8 @@ def main(argv=None):
     p.add_argument("--weights-out", metavar="FILE", help="the model's parameters, safetensors "
                    "(autotm run --weights-in FILE)")
     p.add_argument("--data-out", metavar="FILE", help="a batch: 'input' drawn from a normal "
-                   "distribution, 'labels' class indices drawn uniformly (autotm run --data FILE)")
+                   "distribution (token ids: uniformly below the vocabulary), 'labels' class "
+                   "indices drawn uniformly, per sample or per position (autotm run --data FILE)")
     a = p.parse_args(argv)
     try:
         kwargs = json.loads(a.kwargs)
@@ -64,6 +69,7 @@ def main(argv=None):
         return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian) and run "
                     "with /usr/bin/python3")
     from . import safetensors
+    from .check import make_batch
     from .importer import ImportError_, to_forward
     try:
         make = load_callable(a.model)
@@ -79,21 +85,15 @@ def main(argv=None):
     if not isinstance(model, torch.nn.Module):
         return fail(EXIT_USAGE, f"{a.model} returned {type(model).__name__}, not an nn.Module")
     name = a.name or a.model.rsplit(":", 1)[1]
+    shape, tokens = a.input or a.input_ids, a.input_ids is not None
     try:
-        graph, params, left_out = to_forward(model, a.input, name=name, lr=a.lr)
+        graph, params, left_out = to_forward(model, shape, name=name, lr=a.lr, tokens=tokens)
     except ImportError_ as e:
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     for kind, where in left_out:
         print(f"autotm_torch: warning: {kind}{where} left out (autotm trains without it, "
               f"deterministically)", file=sys.stderr)
-    data = None
-    if a.data_out:
-        with torch.no_grad():
-            model.eval()
-            classes = model(torch.zeros(tuple(a.input))).shape[1]
-            model.train()
-        data = {"input": torch.randn(tuple(a.input)),
-                "labels": torch.randint(0, classes, (a.input[0],), dtype=torch.int64)}
+    data = make_batch(model, graph, shape, tokens) if a.data_out else None
     if a.weights_out:
         safetensors.write(a.weights_out, params)
     if data is not None:

@@ -1,12 +1,14 @@
 """check -- one SGD step of a PyTorch model in PyTorch and in autotm, compared (docs/pytorch.md)
 
-usage: python3 -m autotm_torch.check MODEL --input N,C,H,W [--placements all-fast,random]
-                                      [--autotm PATH] [--kwargs JSON] [--seed S] [--lr LR]
+usage: python3 -m autotm_torch.check MODEL (--input N,C,H,W | --input-ids N,T)
+                                      [--placements all-fast,random] [--autotm PATH]
+                                      [--kwargs JSON] [--seed S] [--lr LR]
 
 The model is made (torch.manual_seed(seed)), imported (importer.to_forward), and its weights and
 one batch written as safetensors. PyTorch then takes one step with deterministic algorithms:
 forward in training mode (batch statistics; dropout off, as autotm has none), mean softmax
-cross-entropy, backward, p -= lr * grad. autotm takes the same step from the same files under
+cross-entropy (over the batch, or over every position of a language model's logits
+[batch, seq, vocab]), backward, p -= lr * grad. autotm takes the same step from the same files under
 each placement (autotm run --graph G --weights-in W --data D --warmup 0 --iters 1
 --weights-out W1). Compared: the loss, relative to PyTorch's, and every parameter after the
 step, as the largest difference over the largest magnitude of PyTorch's tensor.
@@ -23,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 
-from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable, shape_arg
+from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, ids_arg, load_callable,
+                  shape_arg)
 
 LOSS_TOL = 1e-5
 WEIGHT_TOL = 1e-4
@@ -43,6 +46,26 @@ def find_autotm(given):
     return shutil.which("autotm")
 
 
+def make_batch(model, graph, input_shape, tokens, gen=None):
+    """one batch for model's imported graph: 'input' (an image from a normal distribution, or
+    token ids below the smallest vocabulary its input is looked up in) and 'labels' (a class
+    per sample, or per position of a language model's logits), drawn with generator gen"""
+    import torch
+    with torch.no_grad():
+        was = model.training
+        model.eval()
+        example = torch.zeros(tuple(input_shape), dtype=torch.int64 if tokens else torch.float32)
+        out = model(example).shape
+        model.train(was)
+    if tokens:
+        vocab = min(l["num_embeddings"] for l in graph["layers"]
+                    if l["op"] == "embedding" and l.get("input") == "input")
+        x = torch.randint(0, vocab, tuple(input_shape), generator=gen)
+    else:
+        x = torch.randn(tuple(input_shape), generator=gen)
+    return {"input": x, "labels": torch.randint(0, out[-1], tuple(out[:-1]), generator=gen)}
+
+
 def torch_step(model, data, lr):
     """PyTorch's step: (loss, {name: parameter after the update})"""
     import torch
@@ -53,7 +76,7 @@ def torch_step(model, data, lr):
             m.eval()
     torch.use_deterministic_algorithms(True)
     out = model(data["input"])
-    loss = F.cross_entropy(out, data["labels"])
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
     params = dict(model.named_parameters())
     grads = torch.autograd.grad(loss, list(params.values()))
     with torch.no_grad():
@@ -74,19 +97,16 @@ def compare(want, got):
 
 
 def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model", quiet=False,
-          threads=None):
+          threads=None, tokens=False):
     """check -- [(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]
-    for one step of model; RuntimeError when autotm fails"""
+    for one step of model at input_shape (token ids [batch, seq] when tokens); RuntimeError
+    when autotm fails"""
     import torch
     from . import safetensors
     from .importer import to_forward
-    graph, params, _ = to_forward(model, input_shape, name=name, lr=lr)
+    graph, params, _ = to_forward(model, input_shape, name=name, lr=lr, tokens=tokens)
     torch.manual_seed(seed + 1)
-    with torch.no_grad():
-        model.eval()
-        classes = model(torch.zeros(tuple(input_shape))).shape[1]
-    data = {"input": torch.randn(tuple(input_shape)),
-            "labels": torch.randint(0, classes, (input_shape[0],), dtype=torch.int64)}
+    data = make_batch(model, graph, input_shape, tokens)
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotm-check-") as tmp:
         g, w, d = (os.path.join(tmp, f) for f in ("g.json", "w.safetensors", "d.safetensors"))
@@ -133,7 +153,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m autotm_torch.check",
                                 description="One SGD step in PyTorch and in autotm, compared.")
     p.add_argument("model", metavar="MODEL", help="module:callable or file.py:callable")
-    p.add_argument("--input", type=shape_arg, required=True, metavar="N,C,H,W")
+    inp = p.add_mutually_exclusive_group(required=True)
+    inp.add_argument("--input", type=shape_arg, metavar="N,C,H,W", help="an image batch's shape")
+    inp.add_argument("--input-ids", type=ids_arg, metavar="N,T",
+                     help="token ids [batch, sequence] of a language model")
     p.add_argument("--kwargs", default="{}", metavar="JSON")
     p.add_argument("--placements", default="all-fast,random",
                    help="autotm placements to run the step under (default all-fast,random)")
@@ -158,12 +181,13 @@ def main(argv=None):
     model = make(**kwargs)
     name = a.model.rsplit(":", 1)[1]
     try:
-        rows = check(model, a.input, a.placements.split(","), autotm, a.lr, a.seed, name)
+        rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
+                     a.seed, name, tokens=a.input_ids is not None)
     except ImportError_ as e:
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
-    print(f"{name} {a.input}: one SGD step (lr {a.lr}), autotm against PyTorch "
+    print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}), autotm against PyTorch "
           f"{torch.__version__}")
     ok = report(rows)
     return 0 if ok else 1

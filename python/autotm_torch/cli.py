@@ -51,3 +51,14 @@ def shape_arg(text):
     if len(dims) != 4 or min(dims) < 1:
         raise argparse.ArgumentTypeError(f"'{text}': expected N,C,H,W, each at least 1")
     return dims
+
+
+def ids_arg(text):
+    try:
+        dims = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected N,T (integers)") from None
+    if len(dims) != 2 or min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': expected N,T (batch, sequence), each at "
+                                         f"least 1")
+    return dims

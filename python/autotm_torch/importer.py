@@ -1,21 +1,31 @@
 """importer -- a PyTorch nn.Module traced into an autotm forward graph (docs/pytorch.md)
 
-    graph, params = to_forward(model, (8, 3, 224, 224), name="resnet50")
+    graph, params, left_out = to_forward(model, (8, 3, 224, 224), name="resnet50")
+    graph, params, left_out = to_forward(gpt, (2, 128), tokens=True)
     # graph: the "autotm-forward" JSON document; params: {state_dict key: tensor} it uses
 
 The route: torch.fx's symbolic trace of the module's forward, recording the source line of
-every node; each call is mapped to one of autotm's forward layers (conv, batch_norm, relu,
-max_pool, avg_pool, global_avg_pool, flatten, linear, add, concat), and autotm builds the
-training step (softmax cross-entropy, backward, SGD) from them, as it builds its zoo. A
-symbolic trace keeps PyTorch's module structure, so a layer's parameters are named by the
-module's state_dict keys. Shapes are propagated with a real batch (ShapeProp), so that
-adaptive pooling and flattening are decided on sizes, not guessed.
+every node, in which every traced tensor also carries its value: the forward runs for real, once,
+on an example input (zeros of the given shape), as it is traced. So code that reads a tensor's
+sizes into Python values (`b, t, c = x.size()`, `math.sqrt(k.size(-1))`, torchvision's ViT) traces,
+and the mapping decides on shapes, not guesses; branching on a tensor's values stays an error.
+Modules from torch.nn are kept whole (leaves), so a layer's parameters are named by the module's
+state_dict keys; other modules are traced through.
+
+Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
+concat, embedding, positions, layer_norm, gelu, tanh, softmax, matmul, permute, reshape, narrow,
+split) and autotm builds the training step from them (loss, backward, SGD), as it builds its zoo.
+Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
+the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
+a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax becomes
+a causal softmax.
 
 Anything it cannot map is an ImportError_ naming the call, its module path and its source line,
 with the list of what is supported. Dropout is left out (identity): autotm's training step is
 deterministic; the caller is told.
 """
 
+import math
 import operator
 import os
 import re
@@ -24,32 +34,29 @@ import torch
 import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.fx.passes.shape_prop import ShapeProp
 
 FORMAT = "autotm-forward"
 SUPPORTED = (
     "modules: Conv2d (groups 1, dilation 1, zero padding, one stride), BatchNorm2d (affine), "
     "ReLU, MaxPool2d and AvgPool2d (square, no ceil_mode or dilation), "
-    "AdaptiveAvgPool2d (to 1x1, or to the size it is given), Linear (with bias), Flatten, "
-    "Dropout (left out), Identity; functions: torch.flatten(x, 1), x.flatten(1), x.view(n, -1), "
-    "+ / torch.add / operator.iadd of two tensors of one shape, torch.cat(dim=1), F.relu / "
-    "torch.relu, F.adaptive_avg_pool2d, F.avg_pool2d, F.max_pool2d, F.dropout (left out)")
+    "AdaptiveAvgPool2d (to 1x1, or to the size it is given), Linear, Flatten, LayerNorm (over "
+    "the last dimension, affine), GELU, Tanh, Softmax (last dimension), Embedding (no "
+    "padding_idx or max_norm), MultiheadAttention (batch_first self-attention, no masks), "
+    "Dropout (left out), Identity; functions and methods: flatten, view, reshape, contiguous, "
+    "transpose, permute, split and chunk (equal parts), x[:, i] and x[:, :k] (from the start), "
+    "+ of two tensors (or of a parameter broadcast over the batch), torch.cat, relu, gelu, "
+    "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
+    "masked_fill with a causal -inf mask before a softmax, expand of a parameter over the "
+    "batch, adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
 
 
 class ImportError_(Exception):
     """what the importer cannot map, named: the call, the module path, the source line"""
 
 
-class _Tracer(torch.fx.Tracer):
-    """symbolic tracing that keeps every node's source line"""
-
-    def __init__(self):
-        super().__init__()
-        self.record_stack_traces = True
-
-
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _TORCH = os.path.dirname(torch.__file__) + os.sep
+_HERE = os.path.abspath(__file__)
 
 
 def _where(node, module_path=None):
@@ -60,7 +67,7 @@ def _where(node, module_path=None):
         parts.append(f"module {module_path}")
     trace = node.meta.get("stack_trace") if hasattr(node, "meta") else None
     for path, line, func in _FRAME.findall(trace or getattr(node, "stack_trace", None) or ""):
-        if not path.startswith(_TORCH) and not path.startswith("<frozen"):
+        if not path.startswith(_TORCH) and not path.startswith("<frozen") and path != _HERE:
             parts.append(f"at {path}:{line} in {func}")
             break
     return f" ({', '.join(parts)})" if parts else ""
@@ -75,63 +82,391 @@ def _pair(v, what, node, path):
                        f"a pair of ints")
 
 
-def trace(model):
-    """trace -- the module's forward as a torch.fx GraphModule, its source lines recorded;
+# ---------------------------------------------------------------------- tracing with values
+
+class _ValueProxy(torch.fx.Proxy):
+    """a traced tensor that knows its value, so that the forward may read its sizes"""
+
+    def _value(self):
+        v = self.tracer.values.get(self.node)
+        if v is None:
+            raise RuntimeError(f"the value of {self.node.name} is unknown")
+        return v
+
+    def size(self, dim=None):
+        return self._value().size() if dim is None else self._value().size(dim)
+
+    def dim(self):
+        return self._value().dim()
+
+    def numel(self):
+        return self._value().numel()
+
+    def __len__(self):
+        return len(self._value())
+
+    def __iter__(self):
+        # q, k, v = x.split(c, dim=2): as many items as the value has (torch.fx's own way reads
+        # the caller's bytecode, which Python 3.11 laid out anew)
+        return iter([self[i] for i in range(len(self._value()))])
+
+    @property
+    def shape(self):
+        return self._value().shape
+
+    @property
+    def ndim(self):
+        return self._value().dim()
+
+    @property
+    def dtype(self):
+        return self._value().dtype
+
+    @property
+    def device(self):
+        return self._value().device
+
+
+class _Tracer(torch.fx.Tracer):
+    """symbolic tracing that keeps every node's source line and runs every node for real"""
+
+    def __init__(self, example):
+        super().__init__()
+        self.record_stack_traces = True
+        self.example = example
+        self.values = {}
+        self.running = 0  # > 0 while a value is computed: modules and attributes are plain
+        self.scope = []   # the paths of the modules being traced through
+        self.scopes = {}  # node -> the path of the module whose forward made it
+
+    def proxy(self, node):
+        return _ValueProxy(node, self)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        if self.running:
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def call_module(self, m, forward, args, kwargs):
+        if self.running:
+            return forward(*args, **kwargs)
+        self.scope.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.scope.pop()
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None,
+                     proxy_factory_fn=None):
+        p = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
+        if self.scope and self.scope[-1]:
+            self.scopes[p.node] = self.scope[-1]
+        if kind == "output":
+            return p
+
+        def val(a):
+            return self.values.get(a.node) if isinstance(a, torch.fx.Proxy) else a
+
+        a = torch.fx.node.map_aggregate(args, val)
+        kw = torch.fx.node.map_aggregate(kwargs, val)
+        self.running += 1
+        try:
+            if kind == "placeholder":
+                v = self.example
+            elif kind == "get_attr":
+                v = self.root
+                for atom in target.split("."):
+                    v = getattr(v, atom)
+            elif kind == "call_module":
+                v = self.root.get_submodule(target)(*a, **kw)
+            elif kind == "call_function":
+                v = target(*a, **kw)
+            else:
+                v = getattr(a[0], target)(*a[1:], **kw)
+        finally:
+            self.running -= 1
+        self.values[p.node] = v
+        return p
+
+
+def trace(model, example):
+    """trace -- (GraphModule, {node: value}, {node: the path of the module that made it}) of
+    the module's forward on example;
     ImportError_ with the reason when torch.fx cannot trace it"""
+    tracer = _Tracer(example)
+    was_training = model.training
+    model.eval()  # shapes only: batch norm with running statistics, dropout off
     try:
-        graph = _Tracer().trace(model)
+        with torch.no_grad():
+            graph = tracer.trace(model)
+    except ImportError_:
+        raise
     except Exception as e:  # torch.fx raises TraceError, TypeError, ... for dynamic code
         raise ImportError_(
-            f"torch.fx cannot trace {type(model).__name__}.forward symbolically: "
-            f"{type(e).__name__}: {e}. Code that reads a tensor's size into Python values "
-            f"(B, T, C = x.size()) or branches on data needs a forward written without it") from None
-    return torch.fx.GraphModule(model, graph)
+            f"tracing {type(model).__name__}.forward on an input of "
+            f"{list(example.shape)} failed: {type(e).__name__}: {e}. Branching on a tensor's "
+            f"values (if x.sum() > 0) cannot be traced; reading its sizes can") from None
+    finally:
+        model.train(was_training)
+    # constants the trace made (torch.ones(t, t).tril()) are attributes of the root now
+    for node in graph.nodes:
+        if node.op == "get_attr" and node not in tracer.values:
+            v = model
+            for atom in node.target.split("."):
+                v = getattr(v, atom)
+            tracer.values[node] = v
+    return torch.fx.GraphModule(model, graph), tracer.values, tracer.scopes
+
+
+# ---------------------------------------------------------------------- what a node is
+
+class _Expr:
+    """what a traced node is in autotm's terms; name: the layer it became, once it did"""
+    name = None
+    shape = None  # autotm's shape (with the batch)
+
+
+class _Layer(_Expr):
+    def __init__(self, name, shape):
+        self.name, self.shape = name, tuple(shape)
+
+
+class _View(_Expr):
+    """src read as another shape (view, reshape, flatten, x[:, 0]'s dropped axis)"""
+
+    def __init__(self, src, shape):
+        self.src, self.shape = src, tuple(shape)
+
+
+class _Perm(_Expr):
+    """src with its axes reordered"""
+
+    def __init__(self, src, perm):
+        self.src, self.perm = src, list(perm)
+        self.shape = tuple(src.shape[p] for p in perm)
+
+
+class _Matmul(_Expr):
+    def __init__(self, a, b, shape, scale=1.0):
+        self.a, self.b, self.shape, self.scale = a, b, tuple(shape), scale
+
+
+class _Masked(_Expr):
+    """src with a causal -inf mask, for the softmax that reads it"""
+
+    def __init__(self, src):
+        self.src, self.shape = src, src.shape
+
+
+class _Split(_Expr):
+    def __init__(self, src, axis, parts):
+        self.src, self.axis, self.parts = src, axis, parts
+
+
+class _Part(_Expr):
+    def __init__(self, split, i, shape):
+        self.split, self.i, self.shape = split, i, tuple(shape)
+
+
+class _Param(_Expr):
+    """a parameter the forward reads itself (a class token, a position table)"""
+
+    def __init__(self, pname, tensor):
+        self.pname, self.tensor, self.shape = pname, tensor, tuple(tensor.shape)
+
+
+class _Const(_Expr):
+    """a tensor that does not depend on the input (a mask, position ids)"""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Tuple(_Expr):
+    def __init__(self, items):
+        self.items = items
+
+
+class _Nothing(_Expr):
+    """a result a layer does not give (MultiheadAttention's weights without need_weights)"""
+
+
+def _swaps_last_two(perm):
+    n = len(perm)
+    return n >= 3 and list(perm) == list(range(n - 2)) + [n - 1, n - 2]
 
 
 class _Builder:
     """the forward graph, layer by layer, with the parameters it names"""
 
-    def __init__(self, gm, named_params):
+    def __init__(self, gm, values, canonical, batch):
         self.gm = gm
+        self.values = values
         self.modules = dict(gm.named_modules())
-        self.named_params = named_params
+        self.canonical = canonical  # id(parameter) -> its name in named_parameters()
+        self.batch = batch
         self.layers = []
-        self.out = {}          # fx node -> the autotm layer name (or "input") it is
+        self.names = set()
+        self.ex = {}           # fx node -> _Expr
         self.used = {}         # parameter name -> tensor
         self.left_out = []     # (kind, where) of what was dropped (dropout)
+        self.node = None       # the node being mapped, for messages
 
-    def shape(self, node):
-        meta = node.meta.get("tensor_meta")
-        return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+    # ------------------------------------------------------------------ plumbing
 
-    def src(self, node, arg):
-        if not isinstance(arg, torch.fx.Node) or arg not in self.out:
-            raise ImportError_(f"{node.op} {node.target}{_where(node)}: reads {arg!r}, which is "
-                               f"not a tensor autotm computes")
-        return self.out[arg]
+    def tshape(self, node):
+        v = self.values.get(node)
+        return tuple(v.shape) if isinstance(v, torch.Tensor) else None
 
-    def add(self, node, op, inputs, params=None, **fields):
-        layer = {"name": node.name, "op": op}
-        if len(inputs) == 1 and op not in ("add", "concat"):
+    def unsupported(self, what, path=None, node=None):
+        raise ImportError_(f"{what}{_where(node or self.node, path)} is not supported. "
+                           f"Supported: {SUPPORTED}")
+
+    def pname(self, tensor):
+        return self.canonical[id(tensor)]
+
+    def fresh(self, base):
+        name, k = base, 1
+        while name in self.names or name == "input":
+            k += 1
+            name = f"{base}_{k}"
+        self.names.add(name)
+        return name
+
+    def emit(self, base, op, inputs, dims, params=(), **fields):
+        """a layer; its _Layer"""
+        name = self.fresh(base)
+        layer = {"name": name, "op": op}
+        if len(inputs) == 1:
             layer["input"] = inputs[0]
-        else:
-            layer["inputs"] = inputs
+        elif inputs:
+            layer["inputs"] = list(inputs)
         layer.update(fields)
         if params:
-            layer["params"] = [p for p in params]
+            layer["params"] = [self.pname(p) for p in params]
             for p in params:
-                self.used[p] = self.named_params[p]
+                self.used[self.pname(p)] = p
         self.layers.append(layer)
-        self.out[node] = node.name
+        return _Layer(name, dims)
 
-    def alias(self, node, arg, kind=None):
-        """node computes what arg holds (flatten before a linear layer, dropout, identity)"""
-        self.out[node] = self.src(node, arg)
-        if kind:
-            self.left_out.append((kind, _where(node, node.target if node.op == "call_module" else None)))
+    def expr(self, arg):
+        if not isinstance(arg, torch.fx.Node) or arg not in self.ex:
+            raise ImportError_(f"{self.node.op} {self.node.target}{_where(self.node)}: reads "
+                               f"{arg!r}, which is not a tensor autotm computes")
+        return self.ex[arg]
 
-    def unsupported(self, node, what, path=None):
-        raise ImportError_(f"{what}{_where(node, path)} is not supported. Supported: {SUPPORTED}")
+    def base(self):
+        """the name of the node's layer: its module's path, or its call's name within the
+        module that made it (transformer.h.0.attn.softmax)"""
+        n = self.node
+        if n.op == "call_module":
+            return n.target
+        scope = self.scopes.get(n)
+        return f"{scope}.{n.name}" if scope else n.name
+
+    # ------------------------------------------------------------------ materialising
+
+    def get(self, e):
+        """the layer e is, made now if it is not yet"""
+        if e.name is not None:
+            return e.name
+        if isinstance(e, _View):
+            s = e.src
+            if s.shape == e.shape:
+                e.name = self.get(s)
+                return e.name
+            self.batch_first(e.shape)
+            src, perm = self.chain(s)
+            if perm is not None and not (isinstance(src, _View) and src.name is None):
+                made = self.permute(e.origin, src, perm, shape=e.shape)
+            else:
+                made = self.emit(e.origin, "reshape", [self.get(s)], e.shape,
+                                 shape=list(e.shape[1:]))
+        elif isinstance(e, _Perm):
+            src, perm = self.chain(e)
+            made = self.permute(e.origin, src, perm)
+        elif isinstance(e, _Matmul):
+            ops, flags = [], {}
+            for side, x in (("a", e.a), ("b", e.b)):
+                if isinstance(x, _Perm) and x.name is None and _swaps_last_two(x.perm):
+                    flags[f"trans_{side}"] = True
+                    x = x.src
+                ops.append(self.get(x))
+            if e.scale != 1.0:
+                flags["scale"] = e.scale
+            made = self.emit(e.origin, "matmul", ops, e.shape, **flags)
+        elif isinstance(e, _Part):
+            sp = e.split
+            if sp.name is None:
+                used = [u for u in self.split_users.get(id(sp), ())]
+                sp.name = self.emit(sp.origin, "split", [self.get(sp.src)], (),
+                                    axis=sp.axis, parts=sp.parts).name
+                if len(set(used)) != sp.parts:
+                    self.unsupported(f"a split into {sp.parts} parts of which "
+                                     f"{len(set(used))} are used (autotm's backward needs each)")
+            e.name = f"{sp.name}.{e.i}"
+            return e.name
+        elif isinstance(e, _Masked):
+            self.unsupported("a masked_fill read by anything but a softmax over the last "
+                             "dimension")
+        elif isinstance(e, _Param):
+            self.unsupported(f"reading the parameter {e.pname} {list(e.shape)} other than "
+                             f"added to an activation or expanded over the batch")
+        elif isinstance(e, _Const):
+            self.unsupported(f"a constant tensor {list(e.value.shape)} (computed without the "
+                             f"input) read as data")
+        elif isinstance(e, _Nothing):
+            self.unsupported("reading a result the layer does not give (MultiheadAttention's "
+                             "weights: autotm's attention gives none)")
+        else:
+            self.unsupported("a tuple read as a tensor")
+        e.name = made.name
+        return e.name
+
+    def batch_first(self, shape):
+        if not shape or shape[0] != self.batch:
+            self.unsupported(f"a view to {list(shape)}, which does not keep the batch "
+                             f"({self.batch}) first (autotm's activations lead with it)")
+
+    def chain(self, e):
+        """(src, perm): e is src with its axes in perm's order (perm None: e is no permute);
+        permutes not made yet are one"""
+        if not isinstance(e, _Perm) or e.name is not None:
+            return e, None
+        src, perm = e.src, e.perm
+        while isinstance(src, _Perm) and src.name is None:
+            perm = [src.perm[p] for p in perm]
+            src = src.src
+        return src, perm
+
+    def permute(self, base, src, perm, shape=None):
+        """a permute layer of src (read through its view, if it is one), written as shape"""
+        if perm[0] != 0:
+            self.unsupported(f"a permutation {perm} that moves the batch axis")
+        fields = {"perm": list(perm)}
+        out = tuple(src.shape[p] for p in perm)
+        if isinstance(src, _View) and src.name is None and shape is None:
+            self.batch_first(src.shape)
+            fields["view"] = list(src.shape[1:])
+            x = self.get(src.src)
+        else:
+            x = self.get(src)
+        if shape is not None:
+            fields["shape"] = list(shape[1:])
+            out = shape
+        return self.emit(base, "permute", [x], out, **fields)
+
+    def positions(self, p, length=None, base=None):
+        """a parameter broadcast over the batch: [batch, rows, dim] of its first length rows;
+        the layer named base (default: the parameter's name)"""
+        shape = list(p.shape)
+        if len(shape) == 3 and shape[0] != 1 or len(shape) not in (2, 3):
+            self.unsupported(f"broadcasting the parameter {p.pname} {shape} over the batch "
+                             f"(it must be [rows, dim] or [1, rows, dim])")
+        rows = shape[-2]
+        length = rows if length is None else length
+        return self.emit(base or p.pname, "positions", [], (self.batch, length, shape[-1]),
+                         params=[p.tensor], table=shape, length=length)
 
     # ------------------------------------------------------------------ modules
 
@@ -139,186 +474,443 @@ class _Builder:
         path = node.target
         m = self.modules[path]
         x = node.args[0] if node.args else None
+        out = self.tshape(node)
         if isinstance(m, nn.Conv2d):
             if m.groups != 1 or tuple(m.dilation) != (1, 1) or m.padding_mode != "zeros" \
                     or isinstance(m.padding, str) or m.stride[0] != m.stride[1]:
-                self.unsupported(node, f"Conv2d with groups {m.groups}, dilation {m.dilation}, "
+                self.unsupported(f"Conv2d with groups {m.groups}, dilation {m.dilation}, "
                                  f"padding {m.padding!r} ({m.padding_mode}), stride {m.stride}", path)
-            params = [f"{path}.weight"] + ([f"{path}.bias"] if m.bias is not None else [])
-            self.add(node, "conv", [self.src(node, x)], params, out_channels=m.out_channels,
-                     kernel=list(m.kernel_size), stride=m.stride[0], pad=list(m.padding),
-                     bias=m.bias is not None)
-        elif isinstance(m, nn.BatchNorm2d):
+            params = [m.weight] + ([m.bias] if m.bias is not None else [])
+            return self.emit(path, "conv", [self.get(self.expr(x))], out, params,
+                             out_channels=m.out_channels, kernel=list(m.kernel_size),
+                             stride=m.stride[0], pad=list(m.padding), bias=m.bias is not None)
+        if isinstance(m, nn.BatchNorm2d):
             if not m.affine:
-                self.unsupported(node, "BatchNorm2d without affine (autotm's has scale and "
-                                 "shift)", path)
-            self.add(node, "batch_norm", [self.src(node, x)], [f"{path}.weight", f"{path}.bias"],
-                     epsilon=float(m.eps))
-        elif isinstance(m, nn.ReLU):
-            self.add(node, "relu", [self.src(node, x)])
-        elif isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
-            self.pool(node, x, isinstance(m, nn.MaxPool2d), m.kernel_size, m.stride, m.padding,
-                      getattr(m, "dilation", 1), m.ceil_mode, getattr(m, "count_include_pad", True),
-                      getattr(m, "divisor_override", None), path)
-        elif isinstance(m, nn.AdaptiveAvgPool2d):
-            self.adaptive(node, x, m.output_size, path)
-        elif isinstance(m, nn.Linear):
-            if m.bias is None:
-                self.unsupported(node, "Linear without bias", path)
-            self.add(node, "linear", [self.src(node, x)], [f"{path}.weight", f"{path}.bias"],
-                     out_features=m.out_features)
-        elif isinstance(m, nn.Flatten):
-            if m.start_dim != 1 or m.end_dim != -1:
-                self.unsupported(node, f"Flatten(start_dim={m.start_dim}, end_dim={m.end_dim})", path)
-            self.flatten(node, x)
-        elif isinstance(m, (nn.Dropout, nn.Dropout2d)):
-            self.alias(node, x, "dropout")
-        elif isinstance(m, nn.Identity):
-            self.alias(node, x)
-        else:
-            self.unsupported(node, f"module {type(m).__name__}", path)
+                self.unsupported("BatchNorm2d without affine (autotm's has scale and shift)", path)
+            return self.emit(path, "batch_norm", [self.get(self.expr(x))], out,
+                             [m.weight, m.bias], epsilon=float(m.eps))
+        if isinstance(m, nn.ReLU):
+            return self.emit(path, "relu", [self.get(self.expr(x))], out)
+        if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
+            return self.pool(x, out, isinstance(m, nn.MaxPool2d), m.kernel_size, m.stride,
+                             m.padding, getattr(m, "dilation", 1), m.ceil_mode,
+                             getattr(m, "count_include_pad", True),
+                             getattr(m, "divisor_override", None), path)
+        if isinstance(m, nn.AdaptiveAvgPool2d):
+            return self.adaptive(x, m.output_size, path)
+        if isinstance(m, nn.Linear):
+            return self.linear(x, m, path)
+        if isinstance(m, nn.Flatten):
+            return self.view(x, out)
+        if isinstance(m, (nn.Dropout, nn.Dropout2d)):
+            if m.p > 0:
+                self.left_out.append(("dropout", _where(node, path)))
+            return self.expr(x)
+        if isinstance(m, nn.Identity):
+            return self.expr(x)
+        if isinstance(m, nn.LayerNorm):
+            if len(m.normalized_shape) != 1 or not m.elementwise_affine:
+                self.unsupported(f"LayerNorm over {list(m.normalized_shape)}, elementwise_affine "
+                                 f"{m.elementwise_affine} (autotm's: over the last dimension, "
+                                 f"with scale and shift)", path)
+            return self.emit(path, "layer_norm", [self.get(self.expr(x))], out,
+                             [m.weight, m.bias], epsilon=float(m.eps))
+        if isinstance(m, nn.GELU):
+            return self.emit(path, "gelu", [self.get(self.expr(x))], out,
+                             approximate=m.approximate)
+        if isinstance(m, nn.Tanh):
+            return self.emit(path, "tanh", [self.get(self.expr(x))], out)
+        if isinstance(m, nn.Softmax):
+            return self.softmax(x, m.dim, path)
+        if isinstance(m, nn.Embedding):
+            return self.embedding(x, m, path)
+        if isinstance(m, nn.MultiheadAttention):
+            return self.attention(node, m, path)
+        self.unsupported(f"module {type(m).__name__}", path)
 
-    def pool(self, node, x, is_max, k, s, p, dilation, ceil, include, divisor, path=None):
+    def pool(self, x, out, is_max, k, s, p, dilation, ceil, include, divisor, path=None):
+        node = self.node
         k = _pair(k, "kernel", node, path)
         s = _pair(s if s not in (None, ()) else k, "stride", node, path)
         p = _pair(p, "padding", node, path)
         d = _pair(dilation, "dilation", node, path)
         if k[0] != k[1] or s[0] != s[1] or p[0] != p[1] or d != [1, 1] or ceil or divisor:
-            self.unsupported(node, f"{'max' if is_max else 'average'} pooling {k}, stride {s}, "
+            self.unsupported(f"{'max' if is_max else 'average'} pooling {k}, stride {s}, "
                              f"padding {p}, dilation {d}, ceil_mode {ceil}, divisor_override "
                              f"{divisor}", path)
         fields = {"kernel": k[0], "stride": s[0], "pad": p[0]}
         if not is_max:
             fields["count_include_pad"] = bool(include)
-        self.add(node, "max_pool" if is_max else "avg_pool", [self.src(node, x)], **fields)
+        return self.emit(path or self.base(), "max_pool" if is_max else "avg_pool",
+                         [self.get(self.expr(x))], out, **fields)
 
-    def adaptive(self, node, x, size, path=None):
-        size = _pair(size, "output_size", node, path) if size is not None else None
-        shape = self.shape(x)
+    def adaptive(self, x, size, path=None):
+        size = _pair(size, "output_size", self.node, path) if size is not None else None
+        shape = self.tshape(x)
         if size == [1, 1]:
-            self.add(node, "global_avg_pool", [self.src(node, x)])
-        elif shape is not None and size is not None and list(shape[2:]) == size:
-            self.alias(node, x)  # pooling an image to its own size: nothing to do
-        else:
-            self.unsupported(node, f"adaptive average pooling of {shape and list(shape[2:])} to "
-                             f"{size}", path)
+            return self.emit(path or self.base(), "global_avg_pool", [self.get(self.expr(x))],
+                             self.tshape(self.node))
+        if shape is not None and size is not None and list(shape[2:]) == size:
+            return self.expr(x)  # pooling an image to its own size: nothing to do
+        self.unsupported(f"adaptive average pooling of {shape and list(shape[2:])} to {size}",
+                         path)
 
-    def flatten(self, node, x):
-        out = self.shape(node)
-        if out is not None and len(out) != 2:
-            self.unsupported(node, f"flattening to {list(out)} (only to [batch, features])")
-        self.alias(node, x)
+    def linear(self, x, m, path):
+        e = self.expr(x)
+        out = self.tshape(self.node)
+        params = [m.weight] + ([m.bias] if m.bias is not None else [])
+        fields = {"out_features": m.out_features}
+        if m.bias is None:
+            fields["bias"] = False
+        if len(e.shape) == 2:
+            # [batch, features]: autotm's flattening linear reads every dimension past the batch
+            # of what the view was taken of, with no copy
+            src = e
+            while isinstance(src, _View) and src.name is None and src.src.shape \
+                    and src.src.shape[0] == self.batch:
+                src = src.src
+            if m.bias is not None:
+                return self.emit(path, "linear", [self.get(src)], out, params, **fields)
+            return self.emit(path, "linear", [self.get(e)], out, params, flatten=False, **fields)
+        return self.emit(path, "linear", [self.get(e)], out, params, flatten=False, **fields)
+
+    def softmax(self, x, dim, path=None, dtype=None):
+        e = self.expr(x)
+        if dim is None or dim not in (-1, len(e.shape) - 1) or dtype is not None:
+            self.unsupported(f"softmax over dim {dim}{' to ' + str(dtype) if dtype else ''} "
+                             f"(only over the last one)", path)
+        causal = isinstance(e, _Masked)
+        src = e.src if causal else e
+        fields = {"causal": True} if causal else {}
+        return self.emit(path or self.base(), "softmax", [self.get(src)], e.shape, **fields)
+
+    def embedding(self, x, m, path):
+        if m.padding_idx is not None or m.max_norm is not None or m.scale_grad_by_freq \
+                or m.sparse:
+            self.unsupported(f"Embedding with padding_idx {m.padding_idx}, max_norm "
+                             f"{m.max_norm}, scale_grad_by_freq {m.scale_grad_by_freq}, sparse "
+                             f"{m.sparse}", path)
+        e = self.expr(x)
+        if isinstance(e, _Const):  # position ids: the table's first rows, the same per sample
+            ids = e.value.reshape(-1)
+            if e.value.dim() > 2 or e.value.dim() == 2 and e.value.shape[0] != 1 \
+                    or not torch.equal(ids, torch.arange(len(ids), dtype=ids.dtype)):
+                self.unsupported(f"an embedding of constant ids other than 0, 1, ..., n-1 (of "
+                                 f"shape {list(e.value.shape)})", path)
+            p = _Param(self.pname(m.weight), m.weight)
+            return self.positions(p, len(ids), path)
+        if e is not self.input or not self.tokens:
+            self.unsupported("an embedding of other than the token ids the forward takes", path)
+        return self.emit(path, "embedding", [self.get(e)], e.shape + (m.embedding_dim,),
+                         [m.weight], num_embeddings=m.num_embeddings,
+                         embedding_dim=m.embedding_dim)
+
+    def attention(self, node, m, path):
+        """nn.MultiheadAttention as autotm composes it: one q, k, v projection, a split, the
+        heads by permutes, scaled scores, softmax, weighted values, the heads joined, the
+        output projection (the zoo's ViT has the same layers)"""
+        a = dict(zip(("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+                      "average_attn_weights"), node.args))
+        a.update(node.kwargs)
+        q, k, v = a.get("query"), a.get("key"), a.get("value")
+        if not m.batch_first or not m._qkv_same_embed_dim or m.in_proj_bias is None \
+                or m.bias_k is not None or m.add_zero_attn or not (q is k is v) \
+                or a.get("key_padding_mask") is not None or a.get("attn_mask") is not None \
+                or a.get("need_weights", True):
+            self.unsupported("MultiheadAttention other than self-attention (query, key and value "
+                             "one tensor) with batch_first=True, biases, no masks, no bias_k or "
+                             "add_zero_attn, called with need_weights=False", path)
+        if m.dropout > 0:
+            self.left_out.append(("attention dropout", _where(node, path)))
+        e = self.expr(q)
+        x = self.get(e)
+        b, t, width = e.shape
+        h = m.num_heads
+        hd = width // h
+        qkv = self.emit(f"{path}.in_proj", "linear", [x], (b, t, 3 * width),
+                        [m.in_proj_weight, m.in_proj_bias], out_features=3 * width,
+                        flatten=False)
+        split = self.emit(f"{path}.qkv_split", "split", [qkv.name], (), axis=2, parts=3)
+        heads = [self.emit(f"{path}.{c}_heads", "permute", [f"{split.name}.{i}"], (b, h, t, hd),
+                           perm=[0, 2, 1, 3], view=[t, h, hd]) for i, c in enumerate("qkv")]
+        s = self.emit(f"{path}.scores", "matmul", [heads[0].name, heads[1].name], (b, h, t, t),
+                      trans_b=True, scale=1.0 / math.sqrt(hd))
+        s = self.emit(f"{path}.softmax", "softmax", [s.name], s.shape)
+        c = self.emit(f"{path}.context", "matmul", [s.name, heads[2].name], (b, h, t, hd))
+        c = self.emit(f"{path}.join_heads", "permute", [c.name], (b, t, width),
+                      perm=[0, 2, 1, 3], shape=[t, width])
+        o = m.out_proj
+        y = self.emit(f"{path}.out_proj", "linear", [c.name], (b, t, width), [o.weight, o.bias],
+                      out_features=width, flatten=False)
+        return _Tuple([y, _Nothing()])
 
     # ------------------------------------------------------------------ functions and methods
 
+    def view(self, x, shape):
+        e = self.expr(x)
+        if isinstance(e, _View) and e.name is None:
+            e = e.src  # a view of a view is one view
+        return e if tuple(shape) == e.shape else _View(e, shape)
+
     def function(self, node):
         f, a, kw = node.target, node.args, node.kwargs
-        if f in (torch.flatten,) or (node.op == "call_method" and f == "flatten"):
-            start = a[1] if len(a) > 1 else kw.get("start_dim", 0 if f is torch.flatten else 0)
-            end = a[2] if len(a) > 2 else kw.get("end_dim", -1)
-            if start != 1 or end != -1:
-                self.unsupported(node, f"flatten(start_dim={start}, end_dim={end})")
-            self.flatten(node, a[0])
-        elif node.op == "call_method" and f in ("view", "reshape"):
-            out = self.shape(node)
-            if out is None or len(out) != 2 or out[0] != self.shape(a[0])[0]:
-                self.unsupported(node, f"x.{f}(...) to {out and list(out)} (only to [batch, -1])")
-            self.alias(node, a[0])
-        elif f in (operator.add, torch.add, operator.iadd) or (node.op == "call_method" and f in ("add", "add_")):
-            if len(a) != 2 or kw.get("alpha", 1) != 1 or not all(isinstance(v, torch.fx.Node) for v in a):
-                self.unsupported(node, "add of other than two tensors")
-            self.add(node, "add", [self.src(node, a[0]), self.src(node, a[1])])
-        elif f is torch.cat:
-            tensors = a[0]
-            dim = a[1] if len(a) > 1 else kw.get("dim", 0)
-            if dim != 1:
-                self.unsupported(node, f"torch.cat along dim {dim} (only along channels, dim 1)")
-            if len(tensors) == 1:
-                self.alias(node, tensors[0])
-            else:
-                self.add(node, "concat", [self.src(node, t) for t in tensors])
-        elif f in (F.relu, torch.relu) or (node.op == "call_method" and f in ("relu", "relu_")):
-            self.add(node, "relu", [self.src(node, a[0])])
-        elif f is F.adaptive_avg_pool2d:
-            self.adaptive(node, a[0], a[1] if len(a) > 1 else kw.get("output_size"))
-        elif f in (F.avg_pool2d, F.max_pool2d):
-            names = ("input", "kernel_size", "stride", "padding")
-            v = dict(zip(names, a))
+        method = node.op == "call_method"
+        out = self.tshape(node)
+
+        def is_(*names):
+            return method and f in names
+
+        if f in (torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze) \
+                or is_("flatten", "view", "reshape", "unflatten", "squeeze", "unsqueeze"):
+            return self.view(a[0], out)
+        if is_("contiguous") or f is F.dropout or is_("clone"):
+            if f is F.dropout and (a[1] if len(a) > 1 else kw.get("p", 0.5)) > 0:
+                self.left_out.append(("dropout", _where(node)))
+            return self.expr(a[0])
+        if f in (operator.add, torch.add, operator.iadd) or is_("add", "add_"):
+            return self.add(a, kw)
+        if f is torch.cat:
+            return self.cat(a, kw)
+        if f in (F.relu, torch.relu) or is_("relu", "relu_"):
+            return self.emit(self.base(), "relu", [self.get(self.expr(a[0]))], out)
+        if f is F.gelu or is_("gelu"):
+            form = kw.get("approximate", a[1] if len(a) > 1 else "none")
+            return self.emit(self.base(), "gelu", [self.get(self.expr(a[0]))], out,
+                             approximate=form)
+        if f in (torch.tanh, F.tanh) or is_("tanh"):
+            return self.emit(self.base(), "tanh", [self.get(self.expr(a[0]))], out)
+        if f in (F.softmax, torch.softmax) or is_("softmax"):
+            dim = a[1] if len(a) > 1 else kw.get("dim")
+            return self.softmax(a[0], dim, dtype=kw.get("dtype"))
+        if f in (operator.matmul, torch.matmul, torch.bmm) or is_("matmul", "bmm"):
+            return self.matmul(a[0], a[1], out)
+        if f in (operator.mul, torch.mul, operator.truediv, torch.div) or is_("mul", "div"):
+            return self.scale(a, kw, f in (operator.truediv, torch.div) or is_("div"))
+        if is_("transpose") or f is torch.transpose:
+            e = self.expr(a[0])
+            n = len(e.shape)
+            perm = list(range(n))
+            d0, d1 = (v % n for v in a[1:3])
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+            return _Perm(e, perm)
+        if is_("permute") or f is torch.permute:
+            e = self.expr(a[0])
+            dims = a[1] if len(a) == 2 and isinstance(a[1], (tuple, list)) else a[1:]
+            return _Perm(e, [d % len(e.shape) for d in dims])
+        if is_("split", "chunk") or f in (torch.split, torch.chunk):
+            return self.split(node, a, kw)
+        if f is operator.getitem:
+            return self.getitem(a[0], a[1])
+        if is_("masked_fill", "masked_fill_"):
+            return self.masked(a)
+        if is_("expand"):
+            return self.expand(a, out)
+        if f is F.adaptive_avg_pool2d:
+            return self.adaptive(a[0], a[1] if len(a) > 1 else kw.get("output_size"))
+        if f in (F.avg_pool2d, F.max_pool2d):
+            v = dict(zip(("input", "kernel_size", "stride", "padding"), a))
             v.update(kw)
             if f is F.max_pool2d:
-                self.pool(node, a[0], True, v["kernel_size"], v.get("stride"), v.get("padding", 0),
-                          v.get("dilation", 1), v.get("ceil_mode", False), True, None)
-            else:
-                self.pool(node, a[0], False, v["kernel_size"], v.get("stride"), v.get("padding", 0),
-                          1, v.get("ceil_mode", False), v.get("count_include_pad", True),
-                          v.get("divisor_override"))
-        elif f is F.dropout:
-            self.alias(node, a[0], "dropout")
-        else:
-            name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
-            self.unsupported(node, f"{'method' if node.op == 'call_method' else 'function'} {name}")
+                return self.pool(a[0], out, True, v["kernel_size"], v.get("stride"),
+                                 v.get("padding", 0), v.get("dilation", 1),
+                                 v.get("ceil_mode", False), True, None)
+            return self.pool(a[0], out, False, v["kernel_size"], v.get("stride"),
+                             v.get("padding", 0), 1, v.get("ceil_mode", False),
+                             v.get("count_include_pad", True), v.get("divisor_override"))
+        name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
+        self.unsupported(f"{'method' if method else 'function'} {name}")
+
+    def add(self, a, kw):
+        if len(a) != 2 or kw.get("alpha", 1) != 1 or not all(isinstance(v, torch.fx.Node)
+                                                             for v in a):
+            self.unsupported("add of other than two tensors")
+        es = [self.expr(v) for v in a]
+        for i, e in enumerate(es):
+            if isinstance(e, _Param):  # x + pos_embedding: the table broadcast over the batch
+                other = es[1 - i].shape
+                if len(other) != 3 or tuple(e.shape[-2:]) != tuple(other[1:]):
+                    self.unsupported(f"adding the parameter {e.pname} {list(e.shape)} to "
+                                     f"{list(other)}")
+                es[i] = self.positions(e)
+        if es[0].shape != es[1].shape:
+            self.unsupported(f"adding {list(es[0].shape)} and {list(es[1].shape)} (broadcasting "
+                             f"other than a parameter over the batch)")
+        return self.emit(self.base(), "add", [self.get(e) for e in es], es[0].shape)
+
+    def cat(self, a, kw):
+        tensors = a[0]
+        dim = a[1] if len(a) > 1 else kw.get("dim", 0)
+        es = [self.expr(t) for t in tensors]
+        n = len(es[0].shape)
+        dim = dim % n if isinstance(dim, int) else dim
+        if dim == 0:
+            self.unsupported("torch.cat along the batch (dim 0)")
+        if len(es) == 1:
+            return es[0]
+        shape = list(es[0].shape)
+        shape[dim] = sum(e.shape[dim] for e in es)
+        fields = {} if dim == 1 else {"axis": dim}
+        return self.emit(self.base(), "concat", [self.get(e) for e in es], shape, **fields)
+
+    def matmul(self, x, y, out):
+        a, b = self.expr(x), self.expr(y)
+        if len(a.shape) < 3 or len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]:
+            self.unsupported(f"matmul of {list(a.shape)} and {list(b.shape)} (autotm's is "
+                             f"batched: two tensors of one rank >= 3, the leading dimensions "
+                             f"equal)")
+        return _Matmul(a, b, out)
+
+    def scale(self, a, kw, divide):
+        if len(a) != 2 or kw:
+            self.unsupported("multiplication of other than a tensor by a number")
+        t, c = (a[0], a[1]) if isinstance(a[0], torch.fx.Node) else (a[1], a[0])
+        e = self.expr(t)
+        if not isinstance(c, (int, float)) or isinstance(c, bool) or not isinstance(e, _Matmul) \
+                or e.name is not None or (divide and t is not a[0]) or c == 0:
+            self.unsupported("multiplication or division other than of a matmul's result by a "
+                             "number")
+        return _Matmul(e.a, e.b, e.shape, e.scale * (1.0 / c if divide else c))
+
+    def split(self, node, a, kw):
+        e = self.expr(a[0])
+        n = len(e.shape)
+        dim = a[2] if len(a) > 2 else kw.get("dim", 0)
+        dim %= n
+        size = a[1] if len(a) > 1 else kw.get("split_size_or_sections", kw.get("chunks"))
+        chunk = (node.op == "call_method" and node.target == "chunk") or node.target is torch.chunk
+        parts = size if chunk else (e.shape[dim] // size if isinstance(size, int) else 0)
+        if not isinstance(size, int) or parts < 1 or e.shape[dim] % parts or dim == 0:
+            self.unsupported(f"a split of {list(e.shape)} by {size!r} along dim {dim} (only into "
+                             f"equal parts, not along the batch)")
+        sp = _Split(e, dim, parts)
+        sp.origin = self.base()
+        part = list(e.shape)
+        part[dim] //= parts
+        self.split_users.setdefault(id(sp), [])
+        return _Tuple([_Part(sp, i, part) for i in range(parts)])
+
+    def getitem(self, x, index):
+        e = self.expr(x)
+        if isinstance(e, _Tuple):
+            if not isinstance(index, int) or not -len(e.items) <= index < len(e.items):
+                self.unsupported(f"item {index!r} of a layer's results")
+            item = e.items[index]
+            if isinstance(item, _Part):
+                self.split_users[id(item.split)].append(item.i)
+            return item
+        index = index if isinstance(index, tuple) else (index,)
+        shape, axis, cut = list(e.shape), None, None
+        for d, ix in enumerate(index):
+            if ix == slice(None):
+                continue
+            if axis is None and d >= 1 and (ix == 0 or isinstance(ix, slice) and ix.start in (
+                    None, 0) and ix.step in (None, 1) and isinstance(ix.stop, int)
+                    and 0 < ix.stop <= shape[d]):
+                axis, cut = d, ix
+                continue
+            self.unsupported(f"indexing {list(e.shape)} by {index!r} (supported: x[:, i] with "
+                             f"i = 0 and x[:, :k], on one axis past the batch)")
+        if axis is None:
+            return e
+        length = 1 if cut == 0 else cut.stop
+        shape[axis] = length
+        y = self.emit(self.base(), "narrow", [self.get(e)], shape, axis=axis, length=length)
+        if cut == 0:
+            return _View(y, shape[:axis] + shape[axis + 1:])
+        return y
+
+    def masked(self, a):
+        e, mask, value = self.expr(a[0]), self.expr(a[1]), a[2]
+        if not isinstance(mask, _Const) or not (isinstance(value, float) and value == -math.inf):
+            self.unsupported("masked_fill other than of a constant causal mask with -inf")
+        t = e.shape[-1]
+        m = mask.value
+        want = torch.ones(t, t, dtype=torch.bool).triu(1)
+        if m.dtype != torch.bool or m.shape[-2:] != (t, t) or m.numel() != t * t \
+                or not torch.equal(m.reshape(t, t), want) or e.shape[-2] != t:
+            self.unsupported(f"masked_fill with a mask {list(m.shape)} that is not the causal "
+                             f"one (True above the diagonal)")
+        return _Masked(e)
+
+    def expand(self, a, out):
+        e = self.expr(a[0])
+        if isinstance(e, _Param) and len(out) == 3 and out[0] == self.batch \
+                and tuple(out[1:]) == tuple(e.shape[-2:]):
+            return self.positions(e)
+        self.unsupported(f"expand of {list(e.shape)} to {list(out)} (only a parameter "
+                         f"[1, rows, dim] over the batch)")
 
 
-def to_forward(model, input_shape, name=None, lr=0.01):
+def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
     """to_forward -- (graph, params, left_out): the forward graph document of model's training
-    step at input_shape (batch, channels, height, width), the parameters it names by their
-    state_dict keys, and what was left out ([(kind, where)]: dropout). ImportError_ when a call
-    cannot be mapped."""
-    if len(input_shape) != 4:
+    step at input_shape (an image [batch, channels, height, width], or token ids [batch, seq]
+    when tokens), the parameters it names by their state_dict keys, and what was left out
+    ([(kind, where)]: dropout). ImportError_ when a call cannot be mapped."""
+    if tokens and len(input_shape) != 2:
+        raise ImportError_(f"token ids {list(input_shape)}: expected [batch, sequence]")
+    if not tokens and len(input_shape) != 4:
         raise ImportError_(f"input {list(input_shape)}: autotm's forward graphs take one image "
-                           f"input [batch, channels, height, width]")
-    gm = trace(model)
+                           f"[batch, channels, height, width] or token ids [batch, sequence]")
+    example = torch.zeros(tuple(input_shape), dtype=torch.int64 if tokens else torch.float32)
+    gm, values, scopes = trace(model, example)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
         raise ImportError_(f"{type(model).__name__}.forward takes {len(placeholders)} inputs "
-                           f"({', '.join(n.target for n in placeholders)}); one image is supported")
-    was_training = model.training
-    model.eval()  # shapes only: batch norm with running statistics, dropout off
-    try:
-        with torch.no_grad():
-            ShapeProp(gm).propagate(torch.zeros(tuple(input_shape)))
-    except Exception as e:
-        raise ImportError_(f"running {type(model).__name__} on an input of {list(input_shape)} "
-                           f"failed: {type(e).__name__}: {e}") from None
-    finally:
-        model.train(was_training)
-    named = dict(model.named_parameters())
-    b = _Builder(gm, named)
+                           f"({', '.join(n.target for n in placeholders)}); one is supported")
+    named = dict(model.named_parameters())  # a tied parameter once, by its first name
+    canonical = {id(p): k for k, p in named.items()}
+    b = _Builder(gm, values, canonical, int(input_shape[0]))
+    b.scopes = scopes
+    b.split_users = {}
+    b.tokens = tokens
     output = None
     for node in gm.graph.nodes:
+        b.node = node
         if node.op == "placeholder":
-            b.out[node] = "input"
+            b.ex[node] = b.input = _Layer("input", input_shape)
         elif node.op == "get_attr":
-            raise ImportError_(f"the forward reads the attribute {node.target}{_where(node)} as a "
-                               f"tensor; only layers' own parameters are supported")
-        elif node.op == "call_module":
-            b.module(node)
-        elif node.op in ("call_function", "call_method"):
-            b.function(node)
+            v = values[node]
+            if isinstance(v, nn.Parameter) and id(v) in canonical:
+                b.ex[node] = _Param(canonical[id(v)], v)
+            elif isinstance(v, torch.Tensor):
+                b.ex[node] = _Const(v)
+            else:
+                raise ImportError_(f"the forward reads the attribute {node.target}{_where(node)}, "
+                                   f"a {type(v).__name__}; only tensors are supported")
+        elif node.op in ("call_module", "call_function", "call_method"):
+            e = b.module(node) if node.op == "call_module" else b.function(node)
+            if getattr(e, "origin", None) is None:
+                e.origin = b.base()  # a lazy one's layer is named after the call it stands for
+            b.ex[node] = e
         elif node.op == "output":
             arg = node.args[0]
             if not isinstance(arg, torch.fx.Node):
                 raise ImportError_(f"{type(model).__name__}.forward returns {type(arg).__name__}; "
                                    f"it must return the logits tensor alone")
-            output = b.src(node, arg)
-    if output is None or output == "input":
-        raise ImportError_(f"{type(model).__name__}.forward computes nothing autotm can train")
-    last = next((l for l in b.layers if l["name"] == output), None)
-    if last is None or last["op"] != "linear":
-        shape = b.shape(next(n for n in gm.graph.nodes if n.op == "output").args[0])
-        if shape is None or len(shape) != 2:
-            raise ImportError_(f"the output is {shape and list(shape)}; autotm trains logits "
-                               f"[batch, classes] with softmax cross-entropy")
+            e = b.expr(arg)
+            shape = b.tshape(arg)
+            if shape is None or e is b.input or len(shape) != 2 and not (
+                    tokens and len(shape) == 3):
+                raise ImportError_(f"the output is {shape and list(shape)}; autotm trains logits "
+                                   f"[batch, classes] (a class per sample) or, from token ids, "
+                                   f"[batch, seq, vocab] (a class per position) with softmax "
+                                   f"cross-entropy")
+            output = b.get(e)
     unused = [k for k in named if k not in b.used]
     if unused:
         raise ImportError_(f"{len(unused)} parameter(s) the traced forward never uses, so autotm "
                            f"could not train them: {', '.join(unused[:5])}"
-                           f"{', ...' if len(unused) > 5 else ''}")
+                           f"{', ...' if len(unused) > 5 else ''} (the forward is traced as "
+                           f"evaluation runs it: a branch only training takes, such as "
+                           f"inception_v3's auxiliary classifier, is not seen; make the model "
+                           f"without it)")
+    inp = {"tokens": int(input_shape[1])} if tokens else {
+        "shape": [int(v) for v in input_shape[1:]]}
     graph = {
         "format": FORMAT, "version": 1,
         "name": name or type(model).__name__.lower(),
         "batch": int(input_shape[0]), "lr": float(lr),
-        "input": {"shape": [int(v) for v in input_shape[1:]]},
+        "input": inp,
         "layers": b.layers, "output": output,
     }
-    return graph, {k: named[k] for k in named}, b.left_out
+    return graph, dict(named), b.left_out

@@ -45,8 +45,13 @@ def make(name):
     """(family, the PyTorch model) of zoo transformer name"""
     family, sizes, _, _ = MODELS[name]
     if family == "vit":
+        import torch.nn as nn
         from torchvision.models.vision_transformer import VisionTransformer
-        return family, VisionTransformer(**sizes)
+        m = VisionTransformer(**sizes)
+        # torchvision's head starts at zeros, through which no gradient reaches the encoder:
+        # drawn at random, one step checks every weight
+        nn.init.normal_(m.heads.head.weight, std=m.hidden_dim ** -0.5)
+        return family, m
     ex = os.path.join(REPO, "examples", "gpt2.py" if family == "gpt" else "bert.py")
     return family, load_callable(f"{ex}:make")(**sizes)
 

@@ -59,32 +59,60 @@ class TestImport(unittest.TestCase):
     def test_refusals_name_the_call(self):
         from autotm_torch.importer import ImportError_, to_forward
 
-        class Gelu(nn.Module):
+        class Silu(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.fc = nn.Linear(12, 4)
-                self.act = nn.GELU()
+                self.act = nn.SiLU()
 
             def forward(self, x):
                 return self.act(self.fc(torch.flatten(x, 1)))
 
-        class Dynamic(nn.Module):
+        class Branchy(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.fc = nn.Linear(12, 4)
 
             def forward(self, x):
-                b, c, h, w = x.size()
-                return self.fc(x.reshape(b, c * h * w))
+                if x.sum() > 0:
+                    x = -x
+                return self.fc(x.flatten(1))
+
+        class Sigmoid(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(12, 4)
+
+            def forward(self, x):
+                return torch.sigmoid(self.fc(x.flatten(1)))
+
+        class NotCausal(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(8, 4)
+
+            def forward(self, ids):
+                x = self.emb(ids)
+                att = x @ x.transpose(-2, -1).unsqueeze(1).squeeze(1)
+                mask = torch.ones(ids.size(1), ids.size(1), dtype=torch.bool).triu()
+                return torch.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
 
         with self.assertRaises(ImportError_) as e:
-            to_forward(Gelu(), (2, 3, 2, 2))
-        self.assertIn("module GELU", str(e.exception))
+            to_forward(Silu(), (2, 3, 2, 2))
+        self.assertIn("module SiLU", str(e.exception))
         self.assertIn("module act", str(e.exception))
         self.assertIn("Supported:", str(e.exception))
         with self.assertRaises(ImportError_) as e:
-            to_forward(Dynamic(), (2, 3, 2, 2))
-        self.assertIn("cannot trace Dynamic.forward", str(e.exception))
+            to_forward(Branchy(), (2, 3, 2, 2))
+        self.assertIn("tracing Branchy.forward", str(e.exception))
+        self.assertIn("Branching on a tensor's values", str(e.exception))
+        with self.assertRaises(ImportError_) as e:
+            to_forward(Sigmoid(), (2, 3, 2, 2))
+        self.assertIn("function sigmoid", str(e.exception))
+        self.assertIn("test_torch.py:", str(e.exception))  # the source line
+        with self.assertRaises(ImportError_) as e:
+            to_forward(NotCausal(), (2, 5), tokens=True)
+        self.assertIn("not the causal one", str(e.exception))
 
     def test_command_writes_nothing_on_failure(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -108,15 +136,92 @@ class TestImport(unittest.TestCase):
                 self.assertEqual(json.load(f)["format"], "autotm-forward")
 
 
+GPT_BLOCK = os.path.join(REPO, "examples", "gpt_block.py")
+
+
+def tiny_vit():
+    """torchvision's ViT, small, its head drawn at random (torchvision's is zeros, through which
+    no gradient would reach the encoder)"""
+    from torchvision.models.vision_transformer import VisionTransformer
+    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
+                          mlp_dim=256, num_classes=10)
+    nn.init.normal_(m.heads.head.weight, std=0.125)
+    return m
+
+
+@unittest.skipIf(torch is None, "python3-torch is not installed")
+class TestImportTransformers(unittest.TestCase):
+    """transformers written in plain PyTorch (sizes read into Python values, split, view and
+    transpose, a registered causal mask, tied weights) and torchvision's ViT"""
+
+    def setUp(self):
+        torch.set_num_threads(1)
+
+    def test_gpt_block_maps_to_attention(self):
+        from autotm_torch.cli import load_callable
+        from autotm_torch.importer import to_forward
+        torch.manual_seed(0)
+        m = load_callable(GPT_BLOCK + ":make")()
+        g, params, left = to_forward(m, (2, 128), tokens=True)
+        self.assertEqual(g["input"], {"tokens": 128})
+        self.assertEqual(sum(p.numel() for p in params.values()),
+                         sum(p.numel() for p in m.parameters()))
+        by_op = {}
+        for l in g["layers"]:
+            by_op.setdefault(l["op"], []).append(l)
+        self.assertEqual(len(by_op["embedding"]), 1)
+        self.assertEqual(by_op["positions"][0]["params"], ["wpe.weight"])
+        scores, context = by_op["matmul"]
+        self.assertTrue(scores["trans_b"])
+        self.assertAlmostEqual(scores["scale"], 1 / 32 ** 0.5)
+        self.assertEqual(by_op["softmax"][0].get("causal"), True)
+        self.assertEqual(by_op["gelu"][0]["approximate"], "tanh")
+        self.assertEqual([p["view"] for p in by_op["permute"][:3]], [[128, 4, 32]] * 3)
+        self.assertEqual(by_op["permute"][3]["shape"], [128, 128])
+        self.assertNotIn("reshape", by_op)  # each view went into a permute
+        head = next(l for l in g["layers"] if l["name"] == "lm_head")
+        self.assertEqual(head["params"], ["wte.weight"])  # tied: one tensor
+        self.assertFalse(head.get("bias", True))
+        self.assertEqual(left, [])  # dropout at 0 is no loss
+
+    def test_vit_b_16_counts(self):
+        from autotm_torch.importer import to_forward
+        m = torchvision.models.vit_b_16()
+        g, params, _ = to_forward(m, (1, 3, 224, 224))
+        self.assertEqual(sum(p.numel() for p in params.values()), 86567656)
+        tables = [l["table"] for l in g["layers"] if l["op"] == "positions"]
+        self.assertEqual(tables, [[1, 1, 768], [1, 197, 768]])
+        self.assertEqual(sum(l["op"] == "softmax" for l in g["layers"]), 12)
+
+    def test_command_takes_token_ids(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, d = os.path.join(tmp, "g.json"), os.path.join(tmp, "d.safetensors")
+            env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+            p = subprocess.run([sys.executable, "-m", "autotm_torch", GPT_BLOCK + ":make",
+                                "--input-ids", "2,16", "-o", out, "--data-out", d],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            from autotm_torch import safetensors
+            data = safetensors.read(d)
+            self.assertEqual(list(data["input"].shape), [2, 16])
+            self.assertEqual(list(data["labels"].shape), [2, 16])
+            self.assertLess(int(data["input"].max()), 1024)
+            p = subprocess.run([sys.executable, "-m", "autotm_torch", GPT_BLOCK + ":make",
+                                "--input-ids", "2,16,3", "-o", out], capture_output=True,
+                               text=True, env=env)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("expected N,T", p.stderr)
+
+
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 @unittest.skipIf(autotm() is None, "no autotm binary in $ATM_BINARY_DIR (run through ctest)")
 class TestStepEqualsPyTorch(unittest.TestCase):
     """one SGD step in autotm (all-fast and a random placement) equals PyTorch's: the loss to
     1e-5 and every weight to 1e-4, relative"""
 
-    def check(self, model, shape):
+    def check(self, model, shape, tokens=False):
         from autotm_torch.check import LOSS_TOL, WEIGHT_TOL, check
-        rows = check(model, shape, ["all-fast", "random"], autotm(), threads=2)
+        rows = check(model, shape, ["all-fast", "random"], autotm(), threads=2, tokens=tokens)
         for pl, la, lt, dl, k, dw in rows:
             self.assertLessEqual(dl, LOSS_TOL, f"{pl}: loss {la} against {lt}")
             self.assertLessEqual(dw, WEIGHT_TOL, f"{pl}: weight {k} differs by {dw:.2e}")
@@ -146,6 +251,15 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         # noise there (docs/pytorch.md); at 64x64 every batch norm sees at least 8 values
         torch.manual_seed(0)
         self.check(torchvision.models.resnet18(num_classes=10), (2, 3, 64, 64))
+
+    def test_gpt_block(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True)
+
+    def test_vit(self):
+        torch.manual_seed(0)
+        self.check(tiny_vit(), (2, 3, 32, 32))
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
