@@ -66,21 +66,36 @@ def make_batch(model, graph, input_shape, tokens, gen=None):
     return {"input": x, "labels": torch.randint(0, out[-1], tuple(out[:-1]), generator=gen)}
 
 
-def torch_step(model, data, lr):
-    """PyTorch's step: (loss, {name: parameter after the update})"""
+def deterministic(device):
+    """PyTorch as autotm computes: deterministic algorithms, and on a GPU no TF32"""
+    import torch
+    torch.use_deterministic_algorithms(True)
+    if device == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
+def torch_step(model, data, lr, device="cpu"):
+    """PyTorch's step on device: (loss, {name: parameter after the update, on the CPU}); the
+    model is left on the CPU"""
     import torch
     import torch.nn.functional as F
+    deterministic(device)
+    model.to(device)
+    data = {k: v.to(device) for k, v in data.items()}
     model.train()
     for m in model.modules():
         if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
             m.eval()
-    torch.use_deterministic_algorithms(True)
     out = model(data["input"])
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
     params = dict(model.named_parameters())
     grads = torch.autograd.grad(loss, list(params.values()))
     with torch.no_grad():
-        after = {k: (p - lr * g).detach().clone() for (k, p), g in zip(params.items(), grads)}
+        after = {k: (p - lr * g).detach().cpu().clone()
+                 for (k, p), g in zip(params.items(), grads)}
+    model.to("cpu")
     return float(loss), after
 
 
@@ -97,10 +112,11 @@ def compare(want, got):
 
 
 def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model", quiet=False,
-          threads=None, tokens=False):
+          threads=None, tokens=False, device="cpu"):
     """check -- [(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]
-    for one step of model at input_shape (token ids [batch, seq] when tokens); RuntimeError
-    when autotm fails"""
+    for one step of model at input_shape (token ids [batch, seq] when tokens), on the CPU or,
+    device "cuda", on a GPU (PyTorch's step there, autotm run --gpu=cuda); RuntimeError when
+    autotm fails"""
     import torch
     from . import safetensors
     from .importer import to_forward
@@ -115,7 +131,7 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
         safetensors.write(w, params)
         safetensors.write(d, data)
         before = {k: v.detach().clone() for k, v in params.items()}
-        loss_t, after_t = torch_step(model, data, lr)
+        loss_t, after_t = torch_step(model, data, lr, device)
         with torch.no_grad():  # the model as it was, for anyone who runs it again
             for k, p in model.named_parameters():
                 p.copy_(before[k])
@@ -126,6 +142,8 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
             r, w1 = os.path.join(tmp, f"r-{pl}.json"), os.path.join(tmp, f"w1-{pl}.safetensors")
             cmd = [autotm, "run", "--graph", g, "--placement", pl, "--weights-in", w, "--data", d,
                    "--warmup", "0", "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
+            if device == "cuda":
+                cmd.append("--gpu=cuda")
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if p.returncode != 0:
                 raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")
@@ -163,11 +181,16 @@ def main(argv=None):
     p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where both steps run: cpu, or cuda (PyTorch on the GPU, autotm run "
+                        "--gpu=cuda)")
     a = p.parse_args(argv)
     try:
         import torch
     except ImportError:
         return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian)")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        return fail(EXIT_USAGE, "--device cuda: this PyTorch sees no GPU")
     from .importer import ImportError_
     autotm = find_autotm(a.autotm)
     if not autotm:
@@ -182,13 +205,13 @@ def main(argv=None):
     name = a.model.rsplit(":", 1)[1]
     try:
         rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
-                     a.seed, name, tokens=a.input_ids is not None)
+                     a.seed, name, tokens=a.input_ids is not None, device=a.device)
     except ImportError_ as e:
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
-    print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}), autotm against PyTorch "
-          f"{torch.__version__}")
+    print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}) on {a.device}, autotm "
+          f"against PyTorch {torch.__version__}")
     ok = report(rows)
     return 0 if ok else 1
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from .check import REPO, compare, find_autotm, report
+from .check import REPO, compare, deterministic, find_autotm, report
 from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable
 
 # (family, PyTorch sizes, default batch, default sequence) of each zoo transformer
@@ -95,21 +95,27 @@ def torch_loss(family, model, data):
     return losses(family, model, data)[1]
 
 
-def torch_step(family, model, data, lr):
-    """PyTorch's step: (the reported loss, {name: parameter after the update})"""
+def torch_step(family, model, data, lr, device="cpu"):
+    """PyTorch's step on device: (the reported loss, {name: parameter after the update, on the
+    CPU}); the model is left on the CPU"""
     import torch
-    torch.use_deterministic_algorithms(True)
+    deterministic(device)
+    model.to(device)
+    data = {k: v.to(device) for k, v in data.items()}
     model.train()
     loss, total = losses(family, model, data)
     params = dict(model.named_parameters())  # a tied parameter once
     grads = torch.autograd.grad(total, list(params.values()))
     with torch.no_grad():
-        after = {k: (p - lr * g).detach().clone() for (k, p), g in zip(params.items(), grads)}
+        after = {k: (p - lr * g).detach().cpu().clone()
+                 for (k, p), g in zip(params.items(), grads)}
+    model.to("cpu")
     return float(loss), after
 
 
-def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None):
-    """[(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]"""
+def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None, device="cpu"):
+    """[(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)], on the CPU
+    or, device "cuda", on a GPU (autotm run --gpu=cuda)"""
     import torch
     from . import safetensors
     torch.manual_seed(seed)
@@ -117,7 +123,7 @@ def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None):
     gen = torch.Generator().manual_seed(seed + 1)
     data = batch_of(family, model, batch, seq, gen)
     params = {k: p.detach().clone() for k, p in model.named_parameters()}
-    loss_t, after_t = torch_step(family, model, data, lr)
+    loss_t, after_t = torch_step(family, model, data, lr, device)
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotm-zoo-check-") as tmp:
         w, d = os.path.join(tmp, "w.safetensors"), os.path.join(tmp, "d.safetensors")
@@ -133,6 +139,8 @@ def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None):
                    "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
             if seq:
                 cmd += ["--seq", str(seq)]
+            if device == "cuda":
+                cmd.append("--gpu=cuda")
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if p.returncode != 0:
                 raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")

@@ -137,16 +137,7 @@ class TestImport(unittest.TestCase):
 
 
 GPT_BLOCK = os.path.join(REPO, "examples", "gpt_block.py")
-
-
-def tiny_vit():
-    """torchvision's ViT, small, its head drawn at random (torchvision's is zeros, through which
-    no gradient would reach the encoder)"""
-    from torchvision.models.vision_transformer import VisionTransformer
-    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
-                          mlp_dim=256, num_classes=10)
-    nn.init.normal_(m.heads.head.weight, std=0.125)
-    return m
+VIT_SMALL = os.path.join(REPO, "examples", "vit_small.py")
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
@@ -258,8 +249,9 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True)
 
     def test_vit(self):
+        from autotm_torch.cli import load_callable
         torch.manual_seed(0)
-        self.check(tiny_vit(), (2, 3, 32, 32))
+        self.check(load_callable(VIT_SMALL + ":make")(), (2, 3, 32, 32))
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
