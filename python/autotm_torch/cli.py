@@ -43,22 +43,23 @@ def write_text_atomic(path, text):
     write_atomic(path, text.encode())
 
 
-def shape_arg(text):
+def dims_arg(text, names):
+    """a shape given as comma-separated integers, one per name of names ("N,C,H,W")"""
+    want = names.count(",") + 1
     try:
         dims = [int(v) for v in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}': expected N,C,H,W (integers)") from None
-    if len(dims) != 4 or min(dims) < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': expected N,C,H,W, each at least 1")
+        raise argparse.ArgumentTypeError(f"'{text}': expected {names} (integers)") from None
+    if len(dims) != want or min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': expected {names}, each at least 1")
     return dims
+
+
+def shape_arg(text):
+    """an image batch's shape, N,C,H,W"""
+    return dims_arg(text, "N,C,H,W")
 
 
 def ids_arg(text):
-    try:
-        dims = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}': expected N,T (integers)") from None
-    if len(dims) != 2 or min(dims) < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': expected N,T (batch, sequence), each at "
-                                         f"least 1")
-    return dims
+    """token ids' shape, N,T (batch, sequence)"""
+    return dims_arg(text, "N,T")
