@@ -841,6 +841,34 @@ class _Builder:
                          f"[1, rows, dim] over the batch)")
 
 
+_INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv)
+
+
+def _check_inplace(gm, node, order):
+    """ImportError_ when node changes its first argument in place (relu_, x += y, inplace=True)
+    and a later call reads that argument: autotm's layers make new tensors, so the later reader
+    would see the value from before the change"""
+    if node.op == "call_module":
+        inplace = getattr(gm.get_submodule(node.target), "inplace", False)
+    elif node.op == "call_method":
+        inplace = node.target.endswith("_") and not node.target.endswith("__")
+    elif node.op == "call_function":
+        inplace = node.target in _INPLACE_OPERATORS or node.kwargs.get("inplace", False)
+    else:
+        inplace = False
+    x = node.args[0] if inplace and node.args else None
+    if not isinstance(x, torch.fx.Node):
+        return
+    later = [u for u in x.users if u is not node and order[u] > order[node]]
+    if later:
+        what = node.target if isinstance(node.target, str) else getattr(
+            node.target, "__name__", repr(node.target))
+        raise ImportError_(f"{what}{_where(node, node.target if node.op == 'call_module' else None)} "
+                           f"changes {x.name} in place, and {later[0].name}{_where(later[0])} "
+                           f"reads it afterwards: autotm's layers make new tensors and cannot "
+                           f"order that; write the forward without the in-place change there")
+
+
 def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
     """to_forward -- (graph, params, left_out): the forward graph document of model's training
     step at input_shape (an image [batch, channels, height, width], or token ids [batch, seq]
@@ -864,8 +892,10 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
     b.split_users = {}
     b.tokens = tokens
     output = None
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in gm.graph.nodes:
         b.node = node
+        _check_inplace(gm, node, order)
         if node.op == "placeholder":
             b.ex[node] = b.input = _Layer("input", input_shape)
         elif node.op == "get_attr":

@@ -114,6 +114,22 @@ class TestImport(unittest.TestCase):
             to_forward(NotCausal(), (2, 5), tokens=True)
         self.assertIn("not the causal one", str(e.exception))
 
+        class InPlace(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(12, 4)
+                self.act = nn.ReLU(inplace=True)
+
+            def forward(self, x):
+                y = self.fc(x.flatten(1))
+                z = self.act(y)
+                return y + z  # y is z after the in-place ReLU in PyTorch
+
+        with self.assertRaises(ImportError_) as e:
+            to_forward(InPlace(), (2, 3, 2, 2))
+        self.assertIn("changes fc in place", str(e.exception))
+        self.assertIn("module act", str(e.exception))
+
     def test_command_writes_nothing_on_failure(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "g.json")
