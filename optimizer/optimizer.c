@@ -131,14 +131,16 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 	return ATM_OK;
 }
 
-/* tighten -- lower the limit around each overflow below what the plan used there. A region
+/* tighten -- lower the limit around each overflow below what the plan used there (false: no
+ * limit could go lower, every one is down to the bytes that must be fast). A region
  * that overflows again round after round is cut deeper and wider (attempt counts the rounds
  * in a row that did not fit): first fit is decided by copies placed long before the one that
  * fails, so the room must sometimes be made well before it */
-static void tighten(const struct model *m, const struct solution *sol, int64_t *slot_limit,
+static bool tighten(const struct model *m, const struct solution *sol, int64_t *slot_limit,
                     int64_t limit, const struct overflow *ov, int n_ov, int attempt,
                     int64_t *bytes)
 {
+	bool lowered = false;
 	int32_t reach = 2 << (2 * (attempt < 5 ? attempt : 5));
 	opt_solution_bytes(m, sol, bytes);
 	for (int i = 0; i < n_ov; i++) {
@@ -154,10 +156,13 @@ static void tighten(const struct model *m, const struct solution *sol, int64_t *
 			int64_t cap = bytes[s] - cut;
 			if (cap < m->floor[s])
 				cap = m->floor[s];
-			if (cap < slot_limit[s])
+			if (cap < slot_limit[s]) {
 				slot_limit[s] = cap;
+				lowered = true;
+			}
 		}
 	}
+	return lowered;
 }
 
 /* plan_no_limit -- the plan for no limit: nothing to decide */
@@ -232,6 +237,22 @@ static atm_status too_small(const struct defrag *d, int round, int64_t need, int
 	                                           : " (the kernels' operands, each from just before "
 	                                             "its use to just after)",
 	               atm_format_bytes(need, b, sizeof b));
+}
+
+/* stuck -- the error for a round that overflows where every limit around the overflows is down
+ * to the bytes that must be fast there: the next round would be this one again */
+static atm_status stuck(const struct defrag *d, int round)
+{
+	int32_t slot = d->ov[0].slot, k = slot > 0 ? (slot - 1) / 2 : 0;
+	int64_t floor = d->m->floor[slot];
+	char a[32], b[32];
+	return atm_err(ATM_E_INFEASIBLE, "the plan does not fit the fast arena of %s for "
+	               "fragmentation: after %d rounds, at node %d ('%s') the tensors that must be "
+	               "fast there take %s (%d%% of the arena) and first fit cannot lay them out "
+	               "around the tensors placed before them; give a larger limit",
+	               atm_format_bytes(d->limit, a, sizeof a), round + 1, k,
+	               atm_graph_node(d->g, k)->name, atm_format_bytes(floor, b, sizeof b),
+	               (int)(100.0 * (double)floor / (double)d->limit));
 }
 
 /* round_model -- this round's model under the slot limits; warm when it has the same gates
@@ -397,8 +418,11 @@ static atm_status defrag_round(struct defrag *d, int round, bool *fits)
 	if ((rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
 		return rc;
 	*fits = r->fits = d->n_ov == 0;
-	if (!*fits)
-		tighten(d->m, &d->sol, d->slot_limit, d->limit, d->ov, d->n_ov, round, d->bytes);
+	/* from round 6 on the cut is as deep and wide as it gets: a round that lowers no limit
+	 * would be followed by the same round */
+	if (!*fits && !tighten(d->m, &d->sol, d->slot_limit, d->limit, d->ov, d->n_ov, round,
+	                       d->bytes) && round >= 5)
+		return stuck(d, round);
 	return ATM_OK;
 }
 

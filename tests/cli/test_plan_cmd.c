@@ -441,6 +441,20 @@ static void test_plan_cmd_refuses_outputs_before_solving(void **state)
 	free(back);
 }
 
+/* test_plan_cmd_fragmentation_stuck -- a limit at which one kernel's operands fill nearly the
+ * whole arena (tiny_vit at 4:1 on a simulated GPU: 94%) is refused (4) once the rounds stop
+ * changing anything, naming the node, the bytes and the share, not after every round */
+static void test_plan_cmd_fragmentation_stuck(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --model tiny_vit --gpu=sim --ratio 4:1 --formulation "
+	                              "synchronous --cache %s/tiny-vit-sim.json", cli_tmpdir);
+	if (r.code != 4 || !strstr(r.err, "for fragmentation: after 6 rounds") ||
+	    !strstr(r.err, "% of the arena") || !strstr(r.err, "give a larger limit"))
+		fail_msg("exit %d (want 4), stderr '%s'", r.code, r.err);
+	cli_release(&r);
+}
+
 /* test_plan_cmd_step_too_large -- a step whose estimated kernels take more than a day is
  * refused as one no plan helps (4), naming the kernel and what to change, not with the
  * profile's internal limit */
@@ -728,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
 		cmocka_unit_test(test_plan_cmd_extreme_times),
 		cmocka_unit_test(test_plan_cmd_step_too_large),
+		cmocka_unit_test(test_plan_cmd_fragmentation_stuck),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
 		cmocka_unit_test(test_plan_cmd_json_summary),
