@@ -56,6 +56,15 @@ class TestImport(unittest.TestCase):
             self.assertEqual(sum(p.numel() for p in params.values()),
                              sum(p.numel() for p in m.parameters()), make.__name__)
 
+    def test_inception_v4_example_is_the_zoos(self):
+        # bench/torch_step.py times it against autotm's zoo layout: the same parameters
+        from autotm_torch.cli import load_callable
+        from autotm_torch.importer import to_forward
+        m = load_callable(os.path.join(REPO, "examples", "inception_v4.py") + ":make")()
+        g, params, _ = to_forward(m, (1, 3, 149, 149))
+        self.assertEqual(sum(p.numel() for p in params.values()), 42679816)
+        self.assertEqual(sum(l["op"] == "concat" for l in g["layers"]), 19)  # as the zoo's
+
     def test_refusals_name_the_call(self):
         from autotm_torch.importer import ImportError_, to_forward
 
