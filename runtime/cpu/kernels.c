@@ -387,21 +387,23 @@ static atm_status conv_steps(atm_kernel *k, const_dnnl_primitive_desc_t pd, int 
 		k->region[i + 1] = at;
 		at += (int64_t)dnnl_memory_desc_get_size(a[i].want);
 	}
-	for (int pass = 0; pass < 3; pass++) /* reorders in, the convolution, reorders out */
-		for (int i = 0; i < n; i++) {
-			bool in = a[i].slot == SLOT_IN;
-			struct bind t = {in ? DNNL_ARG_FROM : DNNL_ARG_TO, a[i].slot, a[i].index};
-			struct bind c = {in ? DNNL_ARG_TO : DNNL_ARG_FROM, SLOT_SCRATCH, a[i].region};
-			if (pass == 1) {
-				bs[i] = a[i].reorder ? (struct bind){a[i].arg, SLOT_SCRATCH, a[i].region}
-				                     : (struct bind){a[i].arg, a[i].slot, a[i].index};
-				if (i == n - 1 && (rc = add_step(k, pd, n, bs)) < 0)
-					goto fail;
-			} else if (a[i].reorder && in == (pass == 0) &&
-			           (rc = add_step(k, a[i].reorder, 2, (struct bind[]){t, c})) < 0) {
-				goto fail;
-			}
-		}
+	for (int i = 0; i < n; i++) /* the inputs into their copies */
+		if (a[i].reorder && a[i].slot == SLOT_IN &&
+		    (rc = add_step(k, a[i].reorder, 2,
+		                   (struct bind[]){{DNNL_ARG_FROM, SLOT_IN, a[i].index},
+		                                   {DNNL_ARG_TO, SLOT_SCRATCH, a[i].region}})) < 0)
+			goto fail;
+	for (int i = 0; i < n; i++)
+		bs[i] = a[i].reorder ? (struct bind){a[i].arg, SLOT_SCRATCH, a[i].region}
+		                     : (struct bind){a[i].arg, a[i].slot, a[i].index};
+	if ((rc = add_step(k, pd, n, bs)) < 0)
+		goto fail;
+	for (int i = 0; i < n; i++) /* the outputs out of theirs */
+		if (a[i].reorder && a[i].slot == SLOT_OUT &&
+		    (rc = add_step(k, a[i].reorder, 2,
+		                   (struct bind[]){{DNNL_ARG_FROM, SLOT_SCRATCH, a[i].region},
+		                                   {DNNL_ARG_TO, SLOT_OUT, a[i].index}})) < 0)
+			goto fail;
 	if (at > k->scratch_bytes)
 		k->scratch_bytes = at;
 fail:
@@ -757,6 +759,19 @@ static void bn_row_dot(const float *x, const float *dy, int64_t n, float mean, d
 	*sum_dyx += sb;
 }
 
+/* bn_shape -- a batch norm's x as [n, c, sp], the count of values per channel, its epsilon */
+struct bn_shape {
+	int64_t n, c, sp;
+	double count;
+	float eps;
+};
+
+static struct bn_shape bn_shape_of(const atm_kernel *k)
+{
+	int64_t n = k->n_rows, c = k->n_cols, sp = tensor_of(k, SLOT_IN, 0)->n_elems / (n * c);
+	return (struct bn_shape){n, c, sp, (double)(n * sp), knode(k)->attrs.epsilon};
+}
+
 /* build_bn -- the batch norm's [N, C, S] */
 static atm_status build_bn(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
@@ -773,19 +788,18 @@ static atm_status run_bn(const atm_kernel *k, void *const *in, void *const *out)
 {
 	const float *x = in[0], *gamma = in[1], *beta = in[2];
 	float *y = out[0], *mean = out[1], *var = out[2];
-	int64_t n = k->n_rows, c = k->n_cols, sp = tensor_of(k, SLOT_IN, 0)->n_elems / (n * c);
-	double count = (double)(n * sp);
-	float eps = knode(k)->attrs.epsilon;
+	const struct bn_shape sh = bn_shape_of(k);
+	const int64_t n = sh.n, c = sh.c, sp = sh.sp;
 #pragma omp parallel for schedule(static)
 	for (int64_t ch = 0; ch < c; ch++) {
 		double sum = 0, sq = 0;
 		for (int64_t b = 0; b < n; b++)
 			sum += bn_row_sum(x + (b * c + ch) * sp, sp, 0.0f, false);
-		float m = (float)(sum / count);
+		float m = (float)(sum / sh.count);
 		for (int64_t b = 0; b < n; b++)
 			sq += bn_row_sum(x + (b * c + ch) * sp, sp, m, true);
-		float v = (float)(sq / count);
-		float scale = gamma[ch] / sqrtf(v + eps), shift = beta[ch];
+		float v = (float)(sq / sh.count);
+		float scale = gamma[ch] / sqrtf(v + sh.eps), shift = beta[ch];
 		for (int64_t b = 0; b < n; b++) {
 			const float *xr = x + (b * c + ch) * sp;
 			float *yr = y + (b * c + ch) * sp;
@@ -804,17 +818,17 @@ static atm_status run_bn_bwd(const atm_kernel *k, void *const *in, void *const *
 {
 	const float *x = in[0], *dy = in[1], *gamma = in[2], *mean = in[3], *var = in[4];
 	float *dx = out[0], *dgamma = out[1], *dbeta = out[2];
-	int64_t n = k->n_rows, c = k->n_cols, sp = tensor_of(k, SLOT_IN, 0)->n_elems / (n * c);
-	double count = (double)(n * sp);
-	float eps = knode(k)->attrs.epsilon;
+	const struct bn_shape sh = bn_shape_of(k);
+	const int64_t n = sh.n, c = sh.c, sp = sh.sp;
 #pragma omp parallel for schedule(static)
 	for (int64_t ch = 0; ch < c; ch++) {
 		double sum_dy = 0, sum_dyx = 0;
-		float m = mean[ch], rstd = 1.0f / sqrtf(var[ch] + eps);
+		float m = mean[ch], rstd = 1.0f / sqrtf(var[ch] + sh.eps);
 		for (int64_t b = 0; b < n; b++)
 			bn_row_dot(x + (b * c + ch) * sp, dy + (b * c + ch) * sp, sp, m, &sum_dy, &sum_dyx);
 		float db = (float)sum_dy, dg = (float)(sum_dyx * rstd);
-		float a = gamma[ch] * rstd, mdg = (float)(dg / count) * rstd, mdb = (float)(db / count);
+		float a = gamma[ch] * rstd, mdg = (float)(dg / sh.count) * rstd;
+		float mdb = (float)(db / sh.count);
 		for (int64_t b = 0; b < n; b++) {
 			const float *xr = x + (b * c + ch) * sp, *dyr = dy + (b * c + ch) * sp;
 			float *dxr = dx + (b * c + ch) * sp;
