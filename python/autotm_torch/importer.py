@@ -261,6 +261,7 @@ class _Masked(_Expr):
 class _Split(_Expr):
     def __init__(self, src, axis, parts):
         self.src, self.axis, self.parts = src, axis, parts
+        self.used = set()  # the parts something reads
 
 
 class _Part(_Expr):
@@ -299,12 +300,15 @@ def _swaps_last_two(perm):
 class _Builder:
     """the forward graph, layer by layer, with the parameters it names"""
 
-    def __init__(self, gm, values, canonical, batch):
+    def __init__(self, gm, values, scopes, canonical, input_shape, tokens):
         self.gm = gm
         self.values = values
+        self.scopes = scopes        # node -> the path of the module whose forward made it
         self.modules = dict(gm.named_modules())
         self.canonical = canonical  # id(parameter) -> its name in named_parameters()
-        self.batch = batch
+        self.batch = int(input_shape[0])
+        self.input = _Layer("input", input_shape)
+        self.tokens = tokens        # the input is token ids
         self.layers = []
         self.names = set()
         self.ex = {}           # fx node -> _Expr
@@ -398,12 +402,11 @@ class _Builder:
         elif isinstance(e, _Part):
             sp = e.split
             if sp.name is None:
-                used = [u for u in self.split_users.get(id(sp), ())]
                 sp.name = self.emit(sp.origin, "split", [self.get(sp.src)], (),
                                     axis=sp.axis, parts=sp.parts).name
-                if len(set(used)) != sp.parts:
-                    self.unsupported(f"a split into {sp.parts} parts of which "
-                                     f"{len(set(used))} are used (autotm's backward needs each)")
+                if len(sp.used) != sp.parts:
+                    self.unsupported(f"a split into {sp.parts} parts of which {len(sp.used)} "
+                                     f"are used (autotm's backward needs each)")
             e.name = f"{sp.name}.{e.i}"
             return e.name
         elif isinstance(e, _Masked):
@@ -786,7 +789,6 @@ class _Builder:
         sp.origin = self.base()
         part = list(e.shape)
         part[dim] //= parts
-        self.split_users.setdefault(id(sp), [])
         return _Tuple([_Part(sp, i, part) for i in range(parts)])
 
     def getitem(self, x, index):
@@ -796,7 +798,8 @@ class _Builder:
                 self.unsupported(f"item {index!r} of a layer's results")
             item = e.items[index]
             if isinstance(item, _Part):
-                self.split_users[id(item.split)].append(item.i)
+                if self.node.users:  # q, k, v = x.split(...) takes every part; reads count
+                    item.split.used.add(item.i)
             return item
         index = index if isinstance(index, tuple) else (index,)
         shape, axis, cut = list(e.shape), None, None
@@ -887,17 +890,14 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
                            f"({', '.join(n.target for n in placeholders)}); one is supported")
     named = dict(model.named_parameters())  # a tied parameter once, by its first name
     canonical = {id(p): k for k, p in named.items()}
-    b = _Builder(gm, values, canonical, int(input_shape[0]))
-    b.scopes = scopes
-    b.split_users = {}
-    b.tokens = tokens
+    b = _Builder(gm, values, scopes, canonical, input_shape, tokens)
     output = None
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in gm.graph.nodes:
         b.node = node
         _check_inplace(gm, node, order)
         if node.op == "placeholder":
-            b.ex[node] = b.input = _Layer("input", input_shape)
+            b.ex[node] = b.input
         elif node.op == "get_attr":
             v = values[node]
             if isinstance(v, nn.Parameter) and id(v) in canonical:

@@ -134,6 +134,20 @@ class TestImport(unittest.TestCase):
                 z = self.act(y)
                 return y + z  # y is z after the in-place ReLU in PyTorch
 
+        class UnusedPart(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(8, 6)
+                self.fc = nn.Linear(2, 8)
+
+            def forward(self, ids):
+                a, b, c = self.emb(ids).split(2, dim=2)
+                return self.fc(a + b)  # c is taken but never read
+
+        with self.assertRaises(ImportError_) as e:
+            to_forward(UnusedPart(), (2, 4), tokens=True)
+        self.assertIn("a split into 3 parts of which 2 are used", str(e.exception))
+
         with self.assertRaises(ImportError_) as e:
             to_forward(InPlace(), (2, 3, 2, 2))
         self.assertIn("changes fc in place", str(e.exception))
