@@ -559,6 +559,53 @@ static void print_disturbance(const atm_job_compare *c, bool by_step)
 		       "measured again %d time%s for it\n", others / n, reruns, reruns == 1 ? "" : "s");
 }
 
+/* print_weights -- each placement's weights checksum; false when two placements that ran the
+ * same kernel algorithms trained to different weights (a bug). Placements of a GPU whose plans
+ * chose other cuDNN algorithms for some kernels sum in another order, so their bits may differ:
+ * printed by algorithms, not a failure. */
+static bool print_weights(const atm_job_compare *c)
+{
+	int n = atm_job_compare_n(c), group[n], first = -1, n_groups = 0;
+	const atm_plan *plan[n];
+	const char *sum[n];
+	bool same = true, agree = true;
+	for (int i = 0; i < n; i++) {
+		group[i] = -1;
+		if (atm_job_compare_get(c, i)->left_out)
+			continue;
+		plan[i] = atm_job_plan_get(atm_job_compare_job(c, i));
+		sum[i] = atm_job_exec_result(atm_job_compare_job(c, i))->weights_checksum;
+		first = first < 0 ? i : first;
+		for (int k = 0; k < i && group[i] < 0; k++)
+			if (group[k] == k && !atm_plan_algos_differ(plan[i], plan[k]))
+				group[i] = k;
+		if (group[i] < 0)
+			group[i] = i, n_groups++;
+		same = same && !strcmp(sum[i], sum[first]);
+		agree = agree && !strcmp(sum[i], sum[group[i]]);
+	}
+	if (same) {
+		printf("  weights checksum %s, the same for every placement\n", sum[first]);
+		return true;
+	}
+	for (int i = 0; i < n; i++) {
+		if (group[i] < 0)
+			continue;
+		printf("  weights checksum %s: %s", sum[i], atm_job_compare_get(c, i)->name);
+		if (!agree)
+			printf(" -- NOT the same for every placement");
+		else if (group[i] != group[first])
+			printf(" (%d kernels ran other algorithms than %s's)",
+			       atm_plan_algos_differ(plan[i], plan[first]), atm_job_compare_get(c, first)->name);
+		printf("\n");
+	}
+	if (agree)
+		printf("  %d groups of algorithms: placements that ran the same algorithms trained to the\n"
+		       "  same weights; the others sum in another order, so other bits (docs/gpu.md)\n",
+		       n_groups);
+	return agree;
+}
+
 /* print_comparison -- each placement's step, its turns' range and, with all-fast compared, its
  * per-turn ratio to all-fast beside the predicted one; then whether every placement trained to
  * the same weights (returned) */
@@ -567,8 +614,6 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 {
 	int n = atm_job_compare_n(c), w = 9, n_in = 0;
 	bool fast = atm_job_compare_all_fast(c) >= 0, by_step;
-	const char *checksum = NULL;
-	bool same = true;
 	by_step = !strcmp(atm_job_compare_interleave(c), "step");
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(atm_job_compare_get(c, i)->name);
@@ -618,10 +663,6 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 				printf(" %9s %7s", "-", "-");
 		}
 		printf("\n");
-		const char *sum = atm_job_exec_result(atm_job_compare_job(c, i))->weights_checksum;
-		if (checksum && strcmp(checksum, sum))
-			same = false;
-		checksum = checksum ? checksum : sum;
 	}
 	for (int i = 0; i < n; i++) {
 		const atm_job_compared *m = atm_job_compare_get(c, i);
@@ -631,15 +672,7 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 	print_disturbance(c, by_step);
 	print_calibration(atm_job_calibration(atm_job_compare_job(c, i0)),
 	                  m0->profile_drift);
-	if (same)
-		printf("  weights checksum %s, the same for every placement\n", checksum);
-	else
-		for (int i = 0; i < n; i++)
-			if (!atm_job_compare_get(c, i)->left_out)
-				printf("  weights checksum %s: %s -- NOT the same for every placement\n",
-				       atm_job_exec_result(atm_job_compare_job(c, i))->weights_checksum,
-				       atm_job_compare_get(c, i)->name);
-	return same;
+	return print_weights(c);
 }
 
 /* compare_main -- a comparison: every placement planned, then trained in turns, printed and

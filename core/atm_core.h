@@ -505,6 +505,9 @@ const atm_plan_info *atm_plan_info_get(const atm_plan *p);
  * found a faster one; ATM_E_INPUT out of 0..ATM_MAX_ALGOS - 1) */
 atm_status atm_plan_set_algo(atm_plan *p, int32_t node, int algo);
 int atm_plan_algo(const atm_plan *p, int32_t node);
+/* atm_plan_algos_differ -- how many nodes run another algorithm in b than in a (plans of one
+ * graph): placements that run the same algorithms train to the same bits, others need not */
+int32_t atm_plan_algos_differ(const atm_plan *a, const atm_plan *b);
 /* atm_plan_set_workspace -- node's kernel takes bytes of workspace inside the fast arena while it
  * runs: GPU plans that count the chosen algorithm's workspace against the limit (0, the default:
  * the backend's own scratch outside the arena; ATM_E_INPUT when negative) */

@@ -69,6 +69,14 @@ int atm_plan_algo(const atm_plan *p, int32_t node)
 	return p->algo && node >= 0 && node < atm_graph_n_nodes(p->g) ? p->algo[node] : 0;
 }
 
+int32_t atm_plan_algos_differ(const atm_plan *a, const atm_plan *b)
+{
+	int32_t k = 0;
+	for (int32_t i = 0; i < atm_graph_n_nodes(a->g); i++)
+		k += atm_plan_algo(a, i) != atm_plan_algo(b, i);
+	return k;
+}
+
 atm_status atm_plan_set_workspace(atm_plan *p, int32_t node, int64_t bytes)
 {
 	const atm_node *n = atm_graph_node(p->g, node);

@@ -399,8 +399,8 @@ static void test_plan_json_rejects_mismatches(void **state)
 	atm_plan_destroy(p);
 }
 
-/* test_plan_algorithms -- a node's algorithm is kept, saved by node name, read back, and a bad
- * one refused */
+/* test_plan_algorithms -- a node's algorithm is kept, saved by node name, read back, counted
+ * against another plan's, and a bad one refused */
 static void test_plan_algorithms(void **state)
 {
 	struct small *sm = *state;
@@ -420,6 +420,13 @@ static void test_plan_algorithms(void **state)
 	assert_int_equal(atm_plan_load_buffer(&q, sm->g, a, strlen(a), "p.json"), ATM_OK);
 	assert_int_equal(atm_plan_algo(q, 1), 3);
 	assert_int_equal(atm_plan_algo(q, 0), 0);
+	assert_int_equal(atm_plan_algos_differ(p, q), 0);
+	assert_int_equal(atm_plan_set_algo(q, 0, 2), ATM_OK);
+	assert_int_equal(atm_plan_set_algo(q, 1, 0), ATM_OK);
+	assert_int_equal(atm_plan_algos_differ(p, q), 2);
+	assert_int_equal(atm_plan_algos_differ(q, p), 2);
+	assert_int_equal(atm_plan_set_algo(q, 0, 0), ATM_OK);
+	assert_int_equal(atm_plan_set_algo(q, 1, 3), ATM_OK);
 	assert_int_equal(atm_plan_dump(q, &b), ATM_OK);
 	assert_string_equal(a, b);
 	char node[80], bad[96];
