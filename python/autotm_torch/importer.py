@@ -136,7 +136,7 @@ class _Tracer(torch.fx.Tracer):
         self.example = example
         self.values = {}
         self.running = 0  # > 0 while a value is computed: modules and attributes are plain
-        self.scope = []   # the paths of the modules being traced through
+        self.module_paths = []  # the modules being traced through (torch.fx has a self.scope)
         self.scopes = {}  # node -> the path of the module whose forward made it
 
     def proxy(self, node):
@@ -150,17 +150,17 @@ class _Tracer(torch.fx.Tracer):
     def call_module(self, m, forward, args, kwargs):
         if self.running:
             return forward(*args, **kwargs)
-        self.scope.append(self.path_of_module(m))
+        self.module_paths.append(self.path_of_module(m))
         try:
             return super().call_module(m, forward, args, kwargs)
         finally:
-            self.scope.pop()
+            self.module_paths.pop()
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None,
                      proxy_factory_fn=None):
         p = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
-        if self.scope and self.scope[-1]:
-            self.scopes[p.node] = self.scope[-1]
+        if self.module_paths and self.module_paths[-1]:
+            self.scopes[p.node] = self.module_paths[-1]
         if kind == "output":
             return p
 
