@@ -4,7 +4,7 @@ shapes, weights, batch and threads, measured in turns (docs/benchmarks.md, "Kern
 PyTorch")
 
 usage: bench/torch_step.py [--networks LIST] [--turns N] [--iters N] [--threads N]
-                           [--autotm PATH] [--breakdown] [--top N]
+                           [--device cpu|cuda] [--batch N] [--autotm PATH] [--breakdown] [--top N]
 
 Each network is made in PyTorch at the zoo's small preset (batch and image size, 1000 classes)
 and imported into autotm (autotm_torch: the same layers, so both run the same network); its
@@ -20,6 +20,10 @@ The transformers (gpt2, bert-base, vit_b_16 and the tiny ones) are the zoo's own
 (autotm run --model NAME) and their PyTorch twins (autotm_torch.zoo_check: examples/gpt2.py,
 examples/bert.py, torchvision's VisionTransformer) from the same weights and batch, at the small
 preset (gpt2 and bert-base: batch 2, sequence 128; vit_b_16: 2 images of 224).
+
+With --device cuda both run on the GPU: PyTorch eager on CUDA without TF32 (autotm's cuBLAS
+and cuDNN calls use none), each step timed to torch.cuda.synchronize(), and autotm run
+--gpu=cuda all-fast. --batch N replaces every network's small-preset batch (a GPU wants more).
 
 The target: autotm / PyTorch <= 1.00 on every network.
 Networks: vgg16, vgg19, resnet50, resnet200, densenet121, densenet264 (torchvision's layouts),
@@ -96,22 +100,26 @@ def transformer_step(family, model, data):
             p.grad = None
 
 
-def time_fn(step, iters):
-    """the fastest of iters calls of step after one"""
+def time_fn(step, iters, sync=lambda: None):
+    """the fastest of iters calls of step after one, each timed until sync() returns"""
     step()
+    sync()
     best = float("inf")
     for _ in range(iters):
         t0 = time.perf_counter()
         step()
+        sync()
         best = min(best, time.perf_counter() - t0)
     return best
 
 
-def time_autotm(autotm, graph, weights, data, iters, out, env):
+def time_autotm(autotm, graph, weights, data, iters, out, env, device="cpu"):
     """graph: a graph file, or ["--model", NAME, ...] for a zoo network"""
     src = graph if isinstance(graph, list) else ["--graph", graph]
     cmd = [autotm, "run", *src, "--weights-in", weights, "--data", data,
            "--placement", "all-fast", "--warmup", "1", "--iters", str(iters), "--quiet", "-o", out]
+    if device == "cuda":
+        cmd.append("--gpu=cuda")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"autotm run exited {p.returncode}: {p.stderr.strip()}")
@@ -131,13 +139,20 @@ def breakdown_autotm(autotm, graph, run, top):
     return sorted(by.items(), key=lambda kv: -kv[1])[:top]
 
 
-def breakdown_torch(step, top):
-    """PyTorch's step by aten op (self CPU time): [(op, seconds)]"""
+def breakdown_torch(step, top, device="cpu"):
+    """PyTorch's step by op: [(op, seconds)], self CPU time of its aten ops, or on a GPU the
+    self time of its CUDA kernels"""
     from torch.profiler import ProfilerActivity, profile
     step()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    act = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=act) as prof:
         step()
-    rows = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
+    if device == "cuda":  # self_device_time_total since PyTorch 2.4, self_cuda_time_total before
+        rows = [(e.key, getattr(e, "self_device_time_total", None)
+                 or getattr(e, "self_cuda_time_total", 0)) for e in prof.key_averages()]
+        rows = [(k[:34], t / 1e6) for k, t in rows if t]
+    else:
+        rows = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
     return sorted(rows, key=lambda kv: -kv[1])[:top]
 
 
@@ -158,16 +173,19 @@ def main():
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="threads of both (default 2)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cpu (default), or cuda: both on the GPU (autotm run --gpu=cuda)")
+    ap.add_argument("--batch", type=int, help="every network's batch (default: the small preset's)")
     ap.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, build-release, build)")
     ap.add_argument("--breakdown", action="store_true", help="where each one's step goes, by op")
     ap.add_argument("--top", type=int, default=8, help="rows of the breakdown (default 8)")
     a = ap.parse_args()
     nets = a.networks.split(",")
     bad = [n for n in nets if n not in SMALL and n not in TRANSFORMERS]
-    if bad or a.turns < 1 or a.iters < 1 or a.threads < 1:
+    if bad or a.turns < 1 or a.iters < 1 or a.threads < 1 or (a.batch is not None and a.batch < 1):
         print(f"torch_step.py: unknown network {', '.join(bad)} (valid: "
               f"{', '.join(list(SMALL) + list(TRANSFORMERS))})"
-              if bad else "torch_step.py: --turns, --iters and --threads take 1 or more",
+              if bad else "torch_step.py: --turns, --iters, --threads and --batch take 1 or more",
               file=sys.stderr)
         return 2
     autotm = find_autotm(a.autotm)
@@ -183,11 +201,19 @@ def main():
         return 1
     from autotm_torch import safetensors
     from autotm_torch.importer import to_forward
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print("torch_step.py: --device cuda: this PyTorch sees no GPU", file=sys.stderr)
+        return 2
     torch.set_num_threads(a.threads)
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     env.setdefault("OMP_WAIT_POLICY", "passive")
+    dev, sync, where = a.device, (lambda: None), f"{a.threads} threads"
+    if dev == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        sync, where = torch.cuda.synchronize, torch.cuda.get_device_name(0) + ", no TF32"
     print(f"autotm all-fast against PyTorch {torch.__version__} eager, one training step, "
-          f"{a.threads} threads, float32; {a.turns} turns, fastest of {a.iters} steps a turn")
+          f"{where}, float32; {a.turns} turns, fastest of {a.iters} steps a turn")
     print(f"{'network':<12} {'batch, input':>16} {'autotm s':>9} {'PyTorch s':>10} "
           f"{'autotm / PyTorch':>17}  {'range':>13}")
     failed = 0
@@ -197,15 +223,16 @@ def main():
             if name in TRANSFORMERS:
                 from autotm_torch.zoo_check import MODELS, batch_of, make as make_twin
                 family, _, batch, seq = MODELS[name]
+                batch = a.batch or batch
                 torch.manual_seed(0)
                 family, model = make_twin(name)
                 data = batch_of(family, model, batch, seq, torch.Generator().manual_seed(1))
                 params = {k: p.detach().clone() for k, p in model.named_parameters()}
                 g = ["--model", name, "--batch", str(batch)] + (["--seq", str(seq)] if seq else [])
                 size = f"{batch}, seq {seq}" if seq else f"{batch}, {model.image_size}x{model.image_size}"
-                step = (lambda m=model, f=family, dd=data: transformer_step(f, m, dd))
             else:
                 batch, image = SMALL[name]
+                batch = a.batch or batch
                 torch.manual_seed(0)
                 model = make(name, image)
                 shape = (batch, 3, image, image)
@@ -216,18 +243,24 @@ def main():
                     json.dump(graph, f)
                 data = {"input": x, "labels": y}
                 size = f"{batch}, {image}x{image}"
-                step = (lambda m=model, xx=x, yy=y: torch_step(m, xx, yy))
             safetensors.write(w, params)
             safetensors.write(d, data)
+            model.to(dev)
+            if name in TRANSFORMERS:
+                data = {k: v.to(dev) for k, v in data.items()}
+                step = (lambda m=model, f=family, dd=data: transformer_step(f, m, dd))
+            else:
+                x, y = x.to(dev), y.to(dev)
+                step = (lambda m=model, xx=x, yy=y: torch_step(m, xx, yy))
             model.train()
             ta, tt, ratios, last = [], [], [], None
             try:
                 for t in range(a.turns):
                     for side in ((0, 1) if t % 2 == 0 else (1, 0)):
                         if side == 0:
-                            tt.append(time_fn(step, a.iters))
+                            tt.append(time_fn(step, a.iters, sync))
                         else:
-                            last = time_autotm(autotm, g, w, d, a.iters, r, env)
+                            last = time_autotm(autotm, g, w, d, a.iters, r, env, dev)
                             ta.append(last["actual_runtime"])
                     ratios.append(ta[-1] / tt[-1])
             except RuntimeError as e:
@@ -240,7 +273,7 @@ def main():
                   f"{max(ratios):.3f}]  {'met' if med <= 1.0 else 'NOT met'}", flush=True)
             if a.breakdown:
                 rows_a = breakdown_autotm(autotm, g, last, a.top)
-                rows_t = breakdown_torch(step, a.top)
+                rows_t = breakdown_torch(step, a.top, dev)
                 for i in range(max(len(rows_a), len(rows_t))):
                     la = f"{rows_a[i][0]:<18} {rows_a[i][1]:>8.4f}" if i < len(rows_a) else " " * 27
                     lt = f"{rows_t[i][0]:<34} {rows_t[i][1]:>8.4f}" if i < len(rows_t) else ""
