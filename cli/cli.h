@@ -37,7 +37,8 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_SLOW_SIZE, CLI_OPT_EMULATE, CLI_OPT_GPU, CLI_OPT_GPU_MEMORY, CLI_OPT_GPU_DEVICE,
        CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
-       CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_FIRST_FREE };
+       CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_GPU_MODEL,
+       CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -70,7 +71,8 @@ typedef atm_job_memory cli_memory;
 	{"gpu", optional_argument, NULL, CLI_OPT_GPU},                \
 	{"gpu-memory", required_argument, NULL, CLI_OPT_GPU_MEMORY},  \
 	{"gpu-device", required_argument, NULL, CLI_OPT_GPU_DEVICE},  \
-	{"gpu-link", required_argument, NULL, CLI_OPT_GPU_LINK}
+	{"gpu-link", required_argument, NULL, CLI_OPT_GPU_LINK},      \
+	{"gpu-model", required_argument, NULL, CLI_OPT_GPU_MODEL}
 
 #define CLI_MEMORY_HELP                                                                         \
 	"  --slow TIER       slow memory: auto (default), kmem-dax, numa:N, pmem-dir, fsdax\n"       \
@@ -86,7 +88,9 @@ typedef atm_job_memory cli_memory;
 	"  --gpu-memory SIZE device memory the plan may use (default: free memory less 1.5 GiB;\n" \
 	"                    simulated: 11 GB less 1.5 GiB, an RTX 2080 Ti's)\n"                   \
 	"  --gpu-device N    which GPU (default 0)\n"                                              \
-	"  --gpu-link L      simulated GPU's host link: pcie4 (default), pcie5, nvlink-c2c\n"
+	"  --gpu-link L      simulated GPU's host link: pcie4 (default), pcie5, nvlink-c2c\n"   \
+	"  --gpu-model NAME  (plan, profile, with --estimate) a GPU this machine need not have,\n" \
+	"                    from its datasheet: h100, h200, a100, rtx2080ti (docs/gpu.md)\n"
 
 /* cli_memory_option -- consume opt if it is a memory option; 1 consumed, 0 not, <0 error */
 int cli_memory_option(cli_memory *mem, int opt, const char *arg);

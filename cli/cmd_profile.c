@@ -88,6 +88,7 @@ static json_t *roofline_json(const atm_prof_roofline *rf)
 {
 	json_t *o = json_object(), *ops = json_object();
 	json_object_set_new(o, "calibrated", json_boolean(rf->calibrated));
+	json_object_set_new(o, "gpu_model", json_boolean(rf->gpu_model));
 	json_object_set_new(o, "fast_gbps", json_real(rf->fast_gbps));
 	json_object_set_new(o, "cache_bytes", json_integer(rf->cache_bytes));
 	json_object_set_new(o, "slow_read_gbps", json_real(rf->slow_read_gbps));
@@ -184,7 +185,8 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 	if (atm_prof_get_roofline(pr, &rf) == ATM_OK)
 		printf("  roofline         %s: convolution %.1f GFLOPS (1x1 %.1f), inner product "
 		       "%.1f GFLOPS,\n                   memory %.1f GB/s, a call %.1f us\n",
-		       rf.calibrated ? "calibrated here" : "given", rf.gflops[ATM_OP_CONV_FWD],
+		       rf.gpu_model ? "GPU model" : rf.calibrated ? "calibrated here" : "given",
+		       rf.gflops[ATM_OP_CONV_FWD],
 		       rf.gflops_1x1[ATM_OP_CONV_FWD], rf.gflops[ATM_OP_IP_FWD], rf.fast_gbps,
 		       rf.overhead_s[ATM_OP_CONV_FWD] * 1e6);
 	atm_err_clear();
@@ -269,7 +271,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(a->mem.gpu.mode, &caps) < 0)
 		return cli_fail("profile", ATM_E_USAGE);
-	if (a->estimate && !caps.host_tiers)
+	if (caps.modelled && !a->estimate)
+		return cli_usage_error("profile", "--gpu-model %s is estimated, never measured: give "
+		                       "--estimate", a->mem.gpu.model);
+	if (a->estimate && !caps.host_tiers && !caps.modelled)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");
 	return -1;

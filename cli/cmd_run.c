@@ -343,6 +343,10 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
 		return cli_usage_error("run", "%s", atm_errmsg());
+	if (caps.modelled)
+		return cli_usage_error("run", "--gpu-model %s describes a GPU for plans (autotm plan "
+		                       "--gpu-model NAME --estimate): nothing runs on it; run on the GPU "
+		                       "itself with --gpu", jo->mem.gpu.model);
 	if (managed && !caps.device_memory)
 		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
 		                       "a GPU: give --gpu");

@@ -209,7 +209,26 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 			        "or --gpu=sim (a simulated one)", arg);
 			return -1;
 		}
+		if (mem->gpu.model || (arg && caps.modelled)) {
+			atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
+			return -1;
+		}
 		mem->gpu.mode = arg ? arg : "cuda";
+		return 1;
+	}
+	case CLI_OPT_GPU_MODEL: {
+		const atm_gpu_model *m;
+		atm_backend_caps given;
+		if (atm_backend_caps_get(mem->gpu.mode, &given) == ATM_OK && given.device_memory) {
+			atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
+			return -1;
+		}
+		if (atm_gpu_model_get(arg, &m) < 0) {
+			atm_err_prefix(ATM_E_USAGE, "--gpu-model: ");
+			return -1;
+		}
+		mem->gpu.mode = "model";
+		mem->gpu.model = m->name;
 		return 1;
 	}
 	case CLI_OPT_GPU_MEMORY:
@@ -327,6 +346,9 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
 	if (rc < 0)
 		return rc;
+	if (caps.modelled && !jo->estimate)
+		return atm_err(ATM_E_USAGE, "--gpu-model %s is estimated, never measured: give "
+		               "--estimate", jo->mem.gpu.model);
 	if (given->ratio && given->limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
 	/* a device's memory is a limit of its own */

@@ -92,7 +92,9 @@ atm_status atm_job_memory_resolve(const char *who, atm_job_memory *mem, bool qui
 	mem->gpu.memory_bytes = info.memory_bytes;
 	if (!quiet)
 		fprintf(stderr, "autotm %s: %s%s, %s of device memory for the plan (%s free)\n", who,
-		        info.name, info.simulated ? " (SIMULATED: CPU kernels, emulated link)" : "",
+		        info.name, info.simulated  ? " (SIMULATED: CPU kernels, emulated link)"
+		                   : info.modelled ? " (GPU MODEL: estimated from its datasheet, nothing runs)"
+		                                   : "",
 		        atm_format_bytes(info.memory_bytes, a, sizeof a),
 		        atm_format_bytes(info.free_bytes, f, sizeof f));
 	return ATM_OK;

@@ -146,12 +146,17 @@ typedef struct atm_prof_roofline {
 	bool emulated;                /* slow time is waited after the kernel, as the emulator does */
 	int n_threads;
 	bool calibrated;              /* measured by atm_prof_roofline_calibrate, else defaults */
+	bool gpu_model;               /* a GPU's datasheet (atm_prof_roofline_gpu) */
 } atm_prof_roofline;
 
 /* atm_prof_roofline_default -- round constants for this side of the model
  * (10 GFLOPS per thread for every op, 5 us a call, 10 GB/s, 4 MiB of cache)
  * and a slow tier as fast as the fast one: a model for tests, not for plans */
 void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads);
+/* atm_prof_roofline_gpu -- the model of a GPU described by its datasheet (--gpu-model): its
+ * rates scaled by the shares its kernels reach, its L2 as the cache, its host link as the
+ * slow tier's bandwidth (docs/gpu.md, "GPU models") */
+void atm_prof_roofline_gpu(atm_prof_roofline *rf, const atm_gpu_model *m);
 /* atm_prof_roofline_calibrate -- measure this side of the model: every op on
  * almost nothing, on operands that fit in the cache and (but convolutions,
  * which would take seconds) on operands twice its size, all of a made-up

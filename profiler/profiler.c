@@ -115,6 +115,7 @@ atm_status atm_prof_count(const atm_graph *g, atm_prof_report *r)
 }
 
 static atm_status open_bench(atm_prof *pr);
+static atm_status model_machine(atm_prof *pr);
 
 /* atm_prof_new -- a profiler with the tiers of a run open */
 atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts *o)
@@ -136,9 +137,16 @@ atm_status atm_prof_new(atm_prof **out, const atm_graph *g, const atm_prof_opts 
 		pr->o.flush_s = 30;
 	/* the tiers are opened in estimate mode too: they are part of the machine
 	 * key, and opening them allocates nothing of the graph */
-	if ((rc = atm_backend_caps_get(pr->o.gpu.mode, &pr->caps)) < 0 || (rc = open_bench(pr)) < 0)
+	if ((rc = atm_backend_caps_get(pr->o.gpu.mode, &pr->caps)) < 0)
 		goto fail;
-	atm_kbench_machine(pr->kb, &pr->m);
+	if (pr->caps.modelled) {
+		if ((rc = model_machine(pr)) < 0)
+			goto fail;
+	} else {
+		if ((rc = open_bench(pr)) < 0)
+			goto fail;
+		atm_kbench_machine(pr->kb, &pr->m);
+	}
 	pr->m.estimated = pr->o.estimate;
 	*out = pr;
 	return ATM_OK;
@@ -147,10 +155,32 @@ fail:
 	return rc;
 }
 
+/* model_machine -- the machine key of a GPU model (nothing is opened): estimated only */
+static atm_status model_machine(atm_prof *pr)
+{
+	const atm_gpu_model *m;
+	atm_status rc = atm_gpu_model_get(pr->o.gpu.model, &m);
+	if (rc < 0)
+		return rc;
+	if (!pr->o.estimate)
+		return atm_err(ATM_E_USAGE, "the %s is a GPU model: its kernels are estimated, never "
+		               "measured (give --estimate)", m->title);
+	memset(&pr->m, 0, sizeof pr->m);
+	snprintf(pr->m.cpu, sizeof pr->m.cpu, "%s (GPU model)", m->title);
+	pr->m.n_threads = 1;
+	snprintf(pr->m.backend, sizeof pr->m.backend, "gpu-model-%s", m->name);
+	snprintf(pr->m.fast_tier, sizeof pr->m.fast_tier, "gpu-device");
+	snprintf(pr->m.slow_tier, sizeof pr->m.slow_tier, "pinned-host");
+	return ATM_OK;
+}
+
 /* open_bench -- the kernel timer and its tiers, opened again after an in-step measurement
- * closed them (two backends with live memkind kinds in one process are not safe) */
+ * closed them (two backends with live memkind kinds in one process are not safe); none for a
+ * GPU model */
 static atm_status open_bench(atm_prof *pr)
 {
+	if (pr->caps.modelled)
+		return ATM_OK;
 	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
 	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
 	return pr->kb ? ATM_OK : atm_kbench_new(&pr->kb, pr->g, &ko);
@@ -194,6 +224,14 @@ static atm_status roofline_for(atm_prof *pr)
 	atm_status rc;
 	if (pr->o.roofline) {
 		*rf = *pr->o.roofline;
+		pr->have_rf = true;
+		return ATM_OK;
+	}
+	if (pr->caps.modelled) {
+		const atm_gpu_model *m;
+		if ((rc = atm_gpu_model_get(pr->o.gpu.model, &m)) < 0)
+			return rc;
+		atm_prof_roofline_gpu(rf, m);
 		pr->have_rf = true;
 		return ATM_OK;
 	}

@@ -44,6 +44,86 @@ void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads)
 	rf->slow_read_gbps = rf->slow_write_gbps = rf->ref_fast_gbps = DEFAULT_GBPS;
 }
 
+/* A GPU model's kernels reach these shares of its datasheet rates: fitted to the kernels of
+ * vgg19, resnet200, inception_v4 and densenet264 measured on an H100 (cuDNN 9, cuBLAS, float32
+ * without TF32, autotm's own kernels for the rest; docs/gpu.md, "GPU models"). */
+#define GPU_CONV_FWD_SHARE 0.46   /* of the FP32 peak: cuDNN's forward convolutions */
+#define GPU_CONV_DATA_SHARE 0.46  /* backward to the data */
+#define GPU_CONV_WEIGHTS_SHARE 0.39 /* backward to the weights */
+/* a cuDNN convolution's own set-up beyond a launch, small as its shape may be (least squares
+ * over the H100's convolutions: time = set-up + FLOPs / rate) */
+#define GPU_CONV_FWD_SETUP_S 107e-6
+#define GPU_CONV_DATA_SETUP_S 151e-6
+#define GPU_CONV_WEIGHTS_SETUP_S 227e-6
+#define GPU_GEMM_SHARE 0.35       /* inner products and matmuls (cuBLAS) */
+#define GPU_OTHER_SHARE 0.5       /* every other op's arithmetic */
+#define GPU_STREAM_SHARE 0.7      /* of the memory bandwidth: element-wise kernels */
+#define GPU_BN_STREAM_SHARE 0.45  /* cuDNN's batch norms */
+#define GPU_PLAIN_STREAM_SHARE 0.2 /* autotm's gather and scatter kernels (concat, split,
+                                     * pooling): fixed-order, unvectorised */
+#define GPU_OVERHEAD_S 8e-6       /* a kernel's launch and library set-up */
+
+/* gpu_share -- op's share of the FP32 peak */
+static double gpu_share(atm_op o)
+{
+	switch (o) {
+	case ATM_OP_CONV_FWD:
+		return GPU_CONV_FWD_SHARE;
+	case ATM_OP_CONV_BWD_DATA:
+		return GPU_CONV_DATA_SHARE;
+	case ATM_OP_CONV_BWD_WEIGHTS:
+		return GPU_CONV_WEIGHTS_SHARE;
+	case ATM_OP_IP_FWD:
+	case ATM_OP_IP_BWD_DATA:
+	case ATM_OP_IP_BWD_WEIGHTS:
+	case ATM_OP_MATMUL:
+		return GPU_GEMM_SHARE;
+	default:
+		return GPU_OTHER_SHARE;
+	}
+}
+
+/* gpu_stream_share -- op's share of the memory bandwidth */
+static double gpu_stream_share(atm_op o)
+{
+	switch (o) {
+	case ATM_OP_BN_FWD:
+	case ATM_OP_BN_BWD:
+		return GPU_BN_STREAM_SHARE;
+	case ATM_OP_CONCAT:
+	case ATM_OP_SPLIT:
+	case ATM_OP_MAXPOOL_BWD:
+	case ATM_OP_AVGPOOL_FWD:
+	case ATM_OP_AVGPOOL_BWD:
+		return GPU_PLAIN_STREAM_SHARE;
+	default:
+		return GPU_STREAM_SHARE;
+	}
+}
+
+void atm_prof_roofline_gpu(atm_prof_roofline *rf, const atm_gpu_model *m)
+{
+	memset(rf, 0, sizeof *rf);
+	rf->n_threads = 1;
+	rf->gpu_model = true;
+	for (int o = 0; o < ATM_N_OPS; o++) {
+		rf->gflops[o] = m->fp32_tflops * 1e3 * gpu_share((atm_op)o);
+		if (atm_op_describe((atm_op)o)->pointwise_rate)
+			rf->gflops_1x1[o] = rf->gflops[o];
+		rf->gbps[o] = m->memory_gbps * gpu_stream_share((atm_op)o);
+		rf->overhead_s[o] = GPU_OVERHEAD_S;
+	}
+	rf->overhead_s[ATM_OP_CONV_FWD] = GPU_CONV_FWD_SETUP_S;
+	rf->overhead_s[ATM_OP_CONV_BWD_DATA] = GPU_CONV_DATA_SETUP_S;
+	rf->overhead_s[ATM_OP_CONV_BWD_WEIGHTS] = GPU_CONV_WEIGHTS_SETUP_S;
+	rf->fast_gbps = m->memory_gbps * GPU_STREAM_SHARE;
+	rf->cache_bytes = m->l2_bytes;
+	/* the slow tier is host memory behind the link: what moves cross */
+	rf->slow_read_gbps = m->h2d_gbps;
+	rf->slow_write_gbps = m->d2h_gbps;
+	rf->ref_fast_gbps = rf->fast_gbps;
+}
+
 /* model_s -- the roofline of op for work w with these operand bytes */
 static double model_s(const atm_prof_roofline *rf, atm_op op, const atm_prof_work *w, double fb,
                       double sr, double sw)

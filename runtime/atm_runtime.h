@@ -164,7 +164,9 @@ bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len);
 /* Which GPU, when the run is on one. A zeroed struct means the CPU. */
 typedef struct {
 	const char *mode;       /* the backend's choice (atm_backend_caps): NULL or "cpu": the CPU;
-	                         * "cuda": a real NVIDIA GPU; "sim": a simulated one */
+	                         * "cuda": a real NVIDIA GPU; "sim": a simulated one; "model": one
+	                         * described by its datasheet (model), for plans and estimates */
+	const char *model;      /* model: the GPU's name, of atm_gpu_model_nth's ("h100", ...) */
 	int device;             /* cuda: device index */
 	int64_t memory_bytes;   /* device memory the fast arena may take; 0: the device's free
 	                         * memory less ATM_GPU_RESERVE_BYTES (sim: ATM_GPU_SIM_BYTES) */
@@ -194,7 +196,28 @@ typedef struct {
 	int64_t memory_bytes;   /* what the fast arena may take: o->memory_bytes when given,
 	                         * else free_bytes less ATM_GPU_RESERVE_BYTES */
 	bool simulated;
+	bool modelled;          /* described by a GPU model: nothing runs, times are estimated */
 } atm_gpu_info;
+
+/* A GPU described by its datasheet, for plans and estimates made without it
+ * (autotm plan --gpu-model NAME --estimate): the profiler's roofline prices its kernels from
+ * these rates (docs/gpu.md, "GPU models"). */
+typedef struct {
+	const char *name;       /* how --gpu-model names it: "h100" */
+	const char *title;      /* "NVIDIA H100 SXM5 80GB" */
+	int64_t memory_bytes;   /* device memory */
+	int64_t l2_bytes;       /* its last-level cache */
+	double fp32_tflops;     /* float32 peak without tensor cores (autotm runs TF32 off) */
+	double memory_gbps;     /* device memory bandwidth */
+	double h2d_gbps;        /* pinned copies to the device over its host link */
+	double d2h_gbps;        /* and back */
+	const char *source;     /* where the figures come from */
+} atm_gpu_model;
+
+/* atm_gpu_model_get -- the model named name; ATM_E_USAGE naming the valid ones */
+atm_status atm_gpu_model_get(const char *name, const atm_gpu_model **m);
+/* atm_gpu_model_nth -- the i-th model, from 0; NULL past the last */
+const atm_gpu_model *atm_gpu_model_nth(int i);
 
 /* atm_gpu_probe -- the GPU o names, before anything is planned: ATM_E_UNSUPPORTED with the
  * reason when this build has no CUDA, there is no such device or no driver, o->memory_bytes
@@ -227,6 +250,8 @@ typedef struct {
 	bool managed;            /* its fast arena can be managed memory (atm_gpu_opts.managed, the
 	                          * cudaMallocManaged baseline) */
 	bool link_presets;       /* the host link it simulates is chosen by name (atm_gpu_opts.link) */
+	bool modelled;           /* a described device (atm_gpu_opts.model): nothing runs on it, its
+	                          * kernels and copies are estimated, never measured */
 } atm_backend_caps;
 
 /* atm_backend_caps_get -- what the backend choice names can do (NULL: the CPU); ATM_E_USAGE,

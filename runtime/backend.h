@@ -160,6 +160,10 @@ atm_status atm_backend_sim_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_sim_probe -- the simulated device: o->memory_bytes of host memory, or
  * ATM_GPU_SIM_BYTES */
 atm_status atm_backend_sim_probe(const atm_gpu_opts *o, atm_gpu_info *info);
+/* atm_backend_model_new -- refused: a GPU model (atm_gpu_opts.model) runs nothing;
+ * atm_backend_model_probe -- the GPU the model describes, its memory less the reserve */
+atm_status atm_backend_model_new(atm_backend **b, const atm_backend_opts *o);
+atm_status atm_backend_model_probe(const atm_gpu_opts *o, atm_gpu_info *info);
 atm_status atm_backend_cuda_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_cuda_probe -- name, free and total memory of CUDA device */
 atm_status atm_backend_cuda_probe(int device, atm_gpu_info *info);

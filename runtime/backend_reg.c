@@ -87,6 +87,15 @@ static const atm_backend_reg backends[] = {
 		.probe = atm_backend_sim_probe,
 		.supports_op = atm_backend_cpu_supports_op,
 	},
+	{
+		/* a GPU described by its datasheet: planned as the CUDA backend runs (every operand
+		 * on the device, copy engines), one estimated algorithm per kernel */
+		.caps = {.choice = "model", .name = "gpu-model", .built = true, .device_memory = true,
+		         .device_only = true, .copy_engine = true, .modelled = true},
+		.open = atm_backend_model_new,
+		.probe = atm_backend_model_probe,
+		.supports_op = atm_backend_cpu_supports_op,
+	},
 };
 
 #define N_BACKENDS ((int)(sizeof backends / sizeof backends[0]))

@@ -232,6 +232,41 @@ static void test_plan_cmd_json_summary(void **state)
 	cli_release(&r);
 }
 
+/* test_plan_cmd_gpu_model -- a plan for a GPU model (an H100, half of vgg19's step) on a
+ * machine without one: estimated, on the device's memory, with moves over its link; the
+ * model's refusals */
+static void test_plan_cmd_gpu_model(void **state)
+{
+	(void)state;
+	char est[700];
+	snprintf(est, sizeof est, "%s.gpu-model", cache);
+	struct cli_result r = cli_run("plan --model vgg19 --preset gpu --batch 64 --gpu-model h100 "
+	                              "--estimate --ratio 1:1 --formulation asynchronous "
+	                              "--time-limit 10 --cache %s --json", est);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_non_null(strstr(r.err, "H100"));
+	assert_non_null(strstr(r.err, "GPU MODEL"));
+	json_error_t e;
+	json_t *j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("not JSON: %s", r.out);
+	double pred = json_real_value(json_object_get(j, "predicted_runtime_s"));
+	double fast = json_real_value(json_object_get(j, "all_fast_kernel_s"));
+	assert_true(pred > fast && fast > 0.01 && pred < 10 * fast);
+	assert_true(json_integer_value(json_object_get(json_object_get(j, "moves"), "n_async")) > 0);
+	json_decref(j);
+	cli_release(&r);
+	unlink(est);
+	cli_expect(2, "unknown GPU model 'v100'; valid: h100, h200, a100, rtx2080ti",
+	           "plan --model tiny_mlp --gpu-model v100 --estimate");
+	cli_expect(2, "give --estimate", "plan --model tiny_mlp --gpu-model a100");
+	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu=sim --gpu-model a100 --estimate");
+	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu-model a100 --gpu --estimate");
+	cli_expect(2, "nothing runs on it", "run --model tiny_mlp --gpu-model h100");
+	cli_expect(2, "give --estimate", "profile --model tiny_mlp --gpu-model h200");
+}
+
 /* solver_name -- a plan --json summary's solver.name (NULL when null) */
 static const char *solver_name(json_t *summary)
 {
@@ -748,6 +783,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
 		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
 		cmocka_unit_test(test_plan_cmd_json_summary),
+		cmocka_unit_test(test_plan_cmd_gpu_model),
 		cmocka_unit_test(test_plan_cmd_solver_choice),
 		cmocka_unit_test(test_plan_cmd_write_model),
 		cmocka_unit_test(test_plan_cmd_results_record),

@@ -486,6 +486,76 @@ static void test_profiler_estimate_kept_apart_and_marked(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_profiler_gpu_model -- a GPU model's estimate prices every kernel from its datasheet
+ * (a kernel on the faster GPU is no slower, a large convolution at the GEMM share of its FP32
+ * peak), its copies at its host link, under a machine key of its own; it measures nothing and
+ * opens no device, and an unknown name or a measurement is refused */
+static void test_profiler_gpu_model(void **state)
+{
+	(void)state;
+	char path[512];
+	atm_graph *g = zoo("vgg19", 64);
+	const atm_gpu_model *h100, *a100;
+	assert_int_equal(atm_gpu_model_get("h100", &h100), ATM_OK);
+	assert_int_equal(atm_gpu_model_get("a100", &a100), ATM_OK);
+	atm_prof_roofline rh, ra;
+	atm_prof_roofline_gpu(&rh, h100);
+	atm_prof_roofline_gpu(&ra, a100);
+	assert_true(rh.gpu_model && !rh.calibrated && rh.cache_bytes == h100->l2_bytes);
+	assert_true(rh.slow_read_gbps == h100->h2d_gbps && rh.slow_write_gbps == h100->d2h_gbps);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		atm_profile_entry eh, ea;
+		assert_int_equal(atm_prof_estimate(&rh, g, k, 0, &eh), ATM_OK);
+		assert_int_equal(atm_prof_estimate(&ra, g, k, 0, &ea), ATM_OK);
+		assert_true(eh.min_s > 0 && eh.min_s <= ea.min_s);
+	}
+	/* conv1_2: 64 x 64 x 224 x 224 outputs of 64 x 3 x 3 inputs, compute-bound */
+	int32_t conv = -1;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g) && conv < 0; k++)
+		if (!strcmp(atm_graph_node(g, k)->name, "conv1_2"))
+			conv = k;
+	assert_true(conv >= 0);
+	atm_prof_work w;
+	atm_profile_entry e;
+	assert_int_equal(atm_prof_kernel_work(g, conv, &w), ATM_OK);
+	assert_int_equal(atm_prof_estimate(&rh, g, conv, 0, &e), ATM_OK);
+	double peak = h100->fp32_tflops * 1e3, rate = rh.gflops[ATM_OP_CONV_FWD];
+	assert_true(rate > 0.2 * peak && rate < peak);
+	assert_true(fabs(e.min_s - rh.overhead_s[ATM_OP_CONV_FWD] - w.flops / (rate * 1e9)) <
+	            1e-9 * e.min_s);
+	/* a run: its own machine key, every kernel estimated, the link's copies */
+	atm_prof_opts o = {.gpu = {.mode = "model", .model = "h100"}, .estimate = true};
+	atm_prof_report r;
+	snprintf(path, sizeof path, "%s/gpu-model.json", tmpdir);
+	assert_int_equal(profile(g, path, &o, &r), ATM_OK);
+	assert_true(r.estimated);
+	assert_int_equal(r.n_configs_measured, r.n_configs);
+	assert_int_equal(r.n_configs, r.n_unique_kernels); /* every operand on the device */
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_profile_machine m;
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_true(m.estimated);
+	assert_non_null(strstr(m.cpu, "H100"));
+	assert_string_equal(m.backend, "gpu-model-h100");
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
+	atm_profile_moves mv;
+	assert_int_equal(atm_profile_get_moves(p, &mv), ATM_OK);
+	assert_true(mv.estimated && mv.to_fast_gbps <= h100->h2d_gbps &&
+	            mv.to_fast_gbps > 0.95 * h100->h2d_gbps);
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	/* measured: refused; an unknown GPU: refused with the valid names */
+	o.estimate = false;
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "give --estimate"));
+	o = (atm_prof_opts){.gpu = {.mode = "model", .model = "v100"}, .estimate = true};
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "valid: h100, h200, a100, rtx2080ti"));
+	atm_graph_destroy(g);
+}
+
 static void test_profiler_compare(void **state)
 {
 	(void)state;
@@ -623,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_estimate_monotone),
 		cmocka_unit_test(test_profiler_estimate_slow_never_faster),
 		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
+		cmocka_unit_test(test_profiler_gpu_model),
 		cmocka_unit_test(test_profiler_compare),
 		cmocka_unit_test(test_profiler_calibrate),
 		cmocka_unit_test(test_profiler_kernel_work),

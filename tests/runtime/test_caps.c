@@ -75,13 +75,48 @@ static void test_caps_cuda(void **state)
 	}
 }
 
+/* a GPU described by its datasheet: planned as a CUDA device, nothing opened */
+static void test_caps_model(void **state)
+{
+	(void)state;
+	atm_gpu_info info;
+	const atm_gpu_model *m;
+	expect_caps("model", (atm_backend_caps){.choice = "model", .name = "gpu-model", .built = true,
+	                                        .device_memory = true, .device_only = true,
+	                                        .copy_engine = true, .modelled = true});
+	atm_gpu_opts o = {.mode = "model", .model = "h100"};
+	assert_int_equal(atm_gpu_probe(&o, &info), ATM_OK);
+	assert_true(info.modelled);
+	assert_false(info.simulated);
+	assert_int_equal(atm_gpu_model_get("h100", &m), ATM_OK);
+	assert_int_equal(info.total_bytes, m->memory_bytes);
+	assert_int_equal(info.memory_bytes, m->memory_bytes - ATM_GPU_RESERVE_BYTES);
+	o.memory_bytes = m->memory_bytes + 1;
+	assert_int_equal(atm_gpu_probe(&o, &info), ATM_E_USAGE);
+	o = (atm_gpu_opts){.mode = "model", .model = "v100"};
+	assert_int_equal(atm_gpu_probe(&o, &info), ATM_E_USAGE);
+	assert_string_equal(atm_errmsg(), "unknown GPU model 'v100'; valid: h100, h200, a100, rtx2080ti");
+	/* every model is complete, named apart, and found by its name */
+	int n = 0;
+	for (const atm_gpu_model *a; (a = atm_gpu_model_nth(n)); n++) {
+		assert_true(a->memory_bytes > ATM_GPU_RESERVE_BYTES && a->l2_bytes > 0);
+		assert_true(a->fp32_tflops > 0 && a->memory_gbps > 0 && a->h2d_gbps > 0 &&
+		            a->d2h_gbps > 0);
+		assert_non_null(a->title);
+		assert_non_null(a->source);
+		assert_int_equal(atm_gpu_model_get(a->name, &m), ATM_OK);
+		assert_ptr_equal(m, a);
+	}
+	assert_int_equal(n, 4);
+}
+
 static void test_caps_unknown_choice(void **state)
 {
 	(void)state;
 	atm_backend_caps c;
 	memset(&c, 0xff, sizeof c);
 	assert_int_equal(atm_backend_caps_get("tpu", &c), ATM_E_USAGE);
-	assert_string_equal(atm_errmsg(), "unknown backend 'tpu'; valid: cpu, cuda, sim");
+	assert_string_equal(atm_errmsg(), "unknown backend 'tpu'; valid: cpu, cuda, sim, model");
 	assert_null(c.name);
 	assert_false(c.built);
 	assert_false(atm_backend_supports_op("tpu", ATM_OP_ADD));
@@ -95,7 +130,7 @@ static void test_caps_nth_lists_every_backend(void **state)
 	int n = 0;
 	while (n < 8 && atm_backend_caps_nth(n, &c[n]) == ATM_OK)
 		n++;
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 4);
 	assert_int_equal(atm_backend_caps_nth(n, &past), ATM_E_NOTFOUND);
 	assert_null(past.choice);
 	assert_int_equal(atm_backend_caps_nth(-1, &past), ATM_E_NOTFOUND);
@@ -136,7 +171,7 @@ static void test_caps_probe_follows_device_memory(void **state)
 	assert_int_equal(info.memory_bytes, 1 << 20);
 	o.mode = "tpu";
 	assert_int_equal(atm_gpu_probe(&o, &info), ATM_E_USAGE);
-	assert_string_equal(atm_errmsg(), "unknown GPU mode 'tpu'; valid: cuda, sim");
+	assert_string_equal(atm_errmsg(), "unknown GPU mode 'tpu'; valid: cuda, sim, model");
 }
 
 /* an opened backend is what its capabilities say: its results carry the capabilities' name, a
@@ -156,7 +191,12 @@ static void test_caps_agree_with_opened_backends(void **state)
 		                    .gpu = {.mode = c.choice}};
 		atm_kbench_opts ko = {.gpu = eo.gpu, .reps = 1, .seed = 3};
 		assert_int_equal(atm_plan_uniform(&p, s.g, ATM_LOC_FAST), ATM_OK);
+		eo.gpu.model = c.modelled ? "h100" : NULL;
 		atm_status rc = atm_exec_new(&e, p, &eo);
+		if (c.modelled) { /* a datasheet runs nothing */
+			assert_int_equal(rc, ATM_E_UNSUPPORTED);
+			assert_non_null(strstr(atm_errmsg(), "nothing runs on it"));
+		}
 		if (rc == ATM_E_UNSUPPORTED) { /* not in this build, or no such device here */
 			atm_plan_destroy(p);
 			continue;
@@ -191,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_caps_cpu),
 		cmocka_unit_test(test_caps_sim),
 		cmocka_unit_test(test_caps_cuda),
+		cmocka_unit_test(test_caps_model),
 		cmocka_unit_test(test_caps_unknown_choice),
 		cmocka_unit_test(test_caps_nth_lists_every_backend),
 		cmocka_unit_test(test_caps_supports_op),
