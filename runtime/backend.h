@@ -160,6 +160,9 @@ atm_status atm_backend_sim_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_sim_probe -- the simulated device: o->memory_bytes of host memory, or
  * ATM_GPU_SIM_BYTES */
 atm_status atm_backend_sim_probe(const atm_gpu_opts *o, atm_gpu_info *info);
+/* atm_gpu_take_memory -- the memory info's GPU gives a plan: o->memory_bytes (ATM_E_*
+ * code when more than info->free_bytes), else what is free less ATM_GPU_RESERVE_BYTES */
+atm_status atm_gpu_take_memory(const atm_gpu_opts *o, atm_gpu_info *info, atm_status code);
 /* atm_backend_model_new -- refused: a GPU model (atm_gpu_opts.model) runs nothing;
  * atm_backend_model_probe -- the GPU the model describes, its memory less the reserve */
 atm_status atm_backend_model_new(atm_backend **b, const atm_backend_opts *o);

@@ -40,16 +40,13 @@ static bool cuda_supports_op(atm_op op)
 }
 #endif
 
-/* cuda_probe_reserve -- the GPU a run would get, and the memory its arena may take: what was
- * asked, else what is free less the reserve */
-static atm_status cuda_probe_reserve(const atm_gpu_opts *o, atm_gpu_info *info)
+/* atm_gpu_take_memory -- the memory info's GPU gives a plan: what o asks (refused with code
+ * past what is free), else what is free less the reserve */
+atm_status atm_gpu_take_memory(const atm_gpu_opts *o, atm_gpu_info *info, atm_status code)
 {
 	char a[32], f[32];
-	atm_status rc = cuda_probe(o->device, info);
-	if (rc < 0)
-		return rc;
 	if (o->memory_bytes > info->free_bytes)
-		return atm_err(ATM_E_UNSUPPORTED, "--gpu-memory %s is more than %s has free (%s)",
+		return atm_err(code, "--gpu-memory %s is more than %s has free (%s)",
 		               atm_format_bytes(o->memory_bytes, a, sizeof a), info->name,
 		               atm_format_bytes(info->free_bytes, f, sizeof f));
 	info->memory_bytes = o->memory_bytes > 0 ? o->memory_bytes
@@ -60,6 +57,14 @@ static atm_status cuda_probe_reserve(const atm_gpu_opts *o, atm_gpu_info *info)
 		               atm_format_bytes(info->free_bytes, f, sizeof f),
 		               atm_format_bytes(ATM_GPU_RESERVE_BYTES, a, sizeof a));
 	return ATM_OK;
+}
+
+/* cuda_probe_reserve -- the GPU a run would get, and the memory its arena may take: what was
+ * asked, else what is free less the reserve */
+static atm_status cuda_probe_reserve(const atm_gpu_opts *o, atm_gpu_info *info)
+{
+	atm_status rc = cuda_probe(o->device, info);
+	return rc < 0 ? rc : atm_gpu_take_memory(o, info, ATM_E_UNSUPPORTED);
 }
 
 /* Every backend, in the order messages list them; the first is the default (a NULL choice). */

@@ -55,7 +55,6 @@ atm_status atm_gpu_model_get(const char *name, const atm_gpu_model **m)
 atm_status atm_backend_model_probe(const atm_gpu_opts *o, atm_gpu_info *info)
 {
 	const atm_gpu_model *m;
-	char a[32], t[32];
 	memset(info, 0, sizeof *info);
 	atm_status rc = atm_gpu_model_get(o->model, &m);
 	if (rc < 0)
@@ -66,13 +65,7 @@ atm_status atm_backend_model_probe(const atm_gpu_opts *o, atm_gpu_info *info)
 	snprintf(info->name, sizeof info->name, "%s", m->title);
 	info->modelled = true;
 	info->total_bytes = info->free_bytes = m->memory_bytes;
-	if (o->memory_bytes > m->memory_bytes)
-		return atm_err(ATM_E_USAGE, "--gpu-memory %s is more than the %s has (%s)",
-		               atm_format_bytes(o->memory_bytes, a, sizeof a), m->title,
-		               atm_format_bytes(m->memory_bytes, t, sizeof t));
-	info->memory_bytes = o->memory_bytes > 0 ? o->memory_bytes
-	                                         : m->memory_bytes - ATM_GPU_RESERVE_BYTES;
-	return ATM_OK;
+	return atm_gpu_take_memory(o, info, ATM_E_USAGE);
 }
 
 /* atm_backend_model_new -- nothing runs on a described GPU */
