@@ -775,14 +775,6 @@ atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t n
  * measured */
 atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
                                    atm_profile_in_step *out);
-/* atm_profile_put_in_step_slow, atm_profile_get_in_step_slow -- the same for the signature's
- * all-slow configuration, timed inside an all-slow step (isolated_s: that configuration
- * alone). A configuration with a share f of its operand bytes in slow memory is shifted by
- * (1 - f) times the all-fast shift plus f times this one. */
-atm_status atm_profile_put_in_step_slow(atm_profile *p, const atm_graph *g, int32_t node,
-                                        const atm_profile_in_step *s);
-atm_status atm_profile_get_in_step_slow(const atm_profile *p, const atm_graph *g, int32_t node,
-                                        atm_profile_in_step *out);
 /* The all-fast step of one graph as its in-step calibration measured it: when, and the
  * fastest of the calibration's steps (what a run reports as its step). A run that measures
  * all-fast later compares its step with this one to tell how much faster or slower the

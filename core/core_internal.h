@@ -135,8 +135,6 @@ int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *c
 /* The key of a kernel's in-step calibration beside its configurations: no configuration is
  * named so (atm_config_name_valid refuses it). */
 #define ATM_PROFILE_IN_STEP_KEY "in_step"
-/* the same of its all-slow configuration, timed inside an all-slow step */
-#define ATM_PROFILE_IN_STEP_SLOW_KEY "in_step_slow"
 /* the in-step object's "statistic": each kernel's time in the fastest step, as a run measures
  * it; an object without it (an earlier autotm's, each kernel's own fastest) is not used */
 #define ATM_PROFILE_IN_STEP_STAT "fastest_step"

@@ -122,25 +122,11 @@ static void in_step_of(json_t *o, atm_profile_in_step *s)
 
 /* in_step_current -- the signature's in-step object when it holds the statistic this autotm
  * measures (ATM_PROFILE_IN_STEP_STAT), else NULL */
-static json_t *in_step_current(json_t *cfgs, const char *key)
+static json_t *in_step_current(json_t *cfgs)
 {
-	json_t *st = json_object_get(cfgs, key);
+	json_t *st = json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY);
 	const char *stat = json_string_value(json_object_get(st, "statistic"));
 	return stat && !strcmp(stat, ATM_PROFILE_IN_STEP_STAT) ? st : NULL;
-}
-
-/* slow_share -- the share of node's operand bytes that config puts in slow memory */
-static double slow_share(const atm_graph *g, int32_t node, uint32_t config)
-{
-	const atm_node *n = atm_graph_node(g, node);
-	double slow = 0, all = 0;
-	for (int i = 0; i < n->n_in + n->n_out; i++) {
-		double b = (double)atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->bytes;
-		all += b;
-		if (atm_node_config_loc(g, node, config, i) == ATM_LOC_SLOW)
-			slow += b;
-	}
-	return all > 0 ? slow / all : 0;
 }
 
 /* atm_profile_get -- look up node in config, naming the kernel when it is missing */
@@ -171,19 +157,11 @@ atm_status atm_profile_get_algo(const atm_profile *p, const atm_graph *g, int32_
 		return rc;
 	}
 	entry_of(e, out);
-	json_t *st = p->isolated ? NULL : in_step_current(cfgs, ATM_PROFILE_IN_STEP_KEY);
-	json_t *ss = p->isolated ? NULL : in_step_current(cfgs, ATM_PROFILE_IN_STEP_SLOW_KEY);
-	if (st || ss) {
+	json_t *st = p->isolated ? NULL : in_step_current(cfgs);
+	if (st) {
 		atm_profile_in_step s;
-		double shift = 0, f = ss ? slow_share(g, node, config) : 0;
-		if (st) {
-			in_step_of(st, &s);
-			shift = s.step_s - s.isolated_s;
-		}
-		if (ss && f > 0) {
-			in_step_of(ss, &s);
-			shift = (1 - f) * shift + f * (s.step_s - s.isolated_s);
-		}
+		in_step_of(st, &s);
+		double shift = s.step_s - s.isolated_s;
 		out->min_s = fmax(0, out->min_s + shift);
 		out->median_s = fmax(out->min_s, out->median_s + shift);
 	}
@@ -198,76 +176,51 @@ static atm_status in_step_sig(const atm_graph *g, int32_t node, const char *who,
 	return atm_node_key(g, node, 0, 0, who, sig, cfg);
 }
 
-/* put_in_step -- record the signature's in-step time under key, kept for the next save */
-static atm_status put_in_step(atm_profile *p, const atm_graph *g, int32_t node,
-                              const atm_profile_in_step *s, const char *key, const char *who)
+/* atm_profile_put_in_step -- record the signature's in-step time, kept for the next save */
+atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t node,
+                                   const atm_profile_in_step *s)
 {
 	char *sig = NULL;
 	if (!(s->step_s >= 0) || !(s->step_s <= ATM_PROFILE_MAX_S) || !(s->isolated_s >= 0) ||
 	    !(s->isolated_s <= ATM_PROFILE_MAX_S) || s->n_nodes < 1)
-		return atm_err(ATM_E_USAGE, "%s: node %d: times must be from 0 to %g s and n_nodes >= 1 "
-		               "(got %g, %g, %d)", who, node, ATM_PROFILE_MAX_S, s->step_s, s->isolated_s,
-		               s->n_nodes);
+		return atm_err(ATM_E_USAGE, "atm_profile_put_in_step: node %d: times must be from 0 to "
+		               "%g s and n_nodes >= 1 (got %g, %g, %d)", node, ATM_PROFILE_MAX_S,
+		               s->step_s, s->isolated_s, s->n_nodes);
 	if (p->m.estimated)
-		return atm_err(ATM_E_USAGE, "%s: an estimated profile holds no measured step", who);
-	atm_status rc = in_step_sig(g, node, who, &sig);
+		return atm_err(ATM_E_USAGE, "atm_profile_put_in_step: an estimated profile holds no "
+		               "measured step");
+	atm_status rc = in_step_sig(g, node, "atm_profile_put_in_step", &sig);
 	if (rc < 0)
 		return rc;
 	json_t *o = json_pack("{s:f, s:f, s:i, s:s}", "step_s", rounded(s->step_s), "isolated_s",
 	                      rounded(s->isolated_s), "n_nodes", (json_int_t)s->n_nodes,
 	                      "statistic", ATM_PROFILE_IN_STEP_STAT);
-	if (!o || atm_profile_set_entry(p->kernels, sig, key, o) < 0 ||
-	    atm_profile_set_entry(p->dirty, sig, key, o) < 0)
+	if (!o || atm_profile_set_entry(p->kernels, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0 ||
+	    atm_profile_set_entry(p->dirty, sig, ATM_PROFILE_IN_STEP_KEY, o) < 0)
 		rc = atm_err(ATM_E_NOMEM, "out of memory recording an in-step time");
 	json_decref(o);
 	free(sig);
 	return rc;
 }
 
-/* get_in_step -- the signature's in-step time under key, when measured by this autotm */
-static atm_status get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
-                              atm_profile_in_step *out, const char *key, const char *who)
+/* atm_profile_get_in_step -- the signature's in-step time, when measured by this autotm */
+atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
+                                   atm_profile_in_step *out)
 {
 	char *sig = NULL;
 	memset(out, 0, sizeof *out);
-	atm_status rc = in_step_sig(g, node, who, &sig);
+	atm_status rc = in_step_sig(g, node, "atm_profile_get_in_step", &sig);
 	if (rc < 0)
 		return rc;
-	json_t *st = in_step_current(json_object_get(p->kernels, sig), key);
+	json_t *st = in_step_current(json_object_get(p->kernels, sig));
 	if (!st) {
-		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' of '%s' has no %s time in the profile",
-		             atm_graph_node(g, node)->name, atm_graph_name(g), key);
+		rc = atm_err(ATM_E_NOTFOUND, "kernel '%s' of '%s' has no in-step time in the profile",
+		             atm_graph_node(g, node)->name, atm_graph_name(g));
 	} else {
 		in_step_of(st, out);
 	}
 	free(sig);
 	return rc;
-}
-
-atm_status atm_profile_put_in_step(atm_profile *p, const atm_graph *g, int32_t node,
-                                   const atm_profile_in_step *s)
-{
-	return put_in_step(p, g, node, s, ATM_PROFILE_IN_STEP_KEY, "atm_profile_put_in_step");
-}
-
-atm_status atm_profile_get_in_step(const atm_profile *p, const atm_graph *g, int32_t node,
-                                   atm_profile_in_step *out)
-{
-	return get_in_step(p, g, node, out, ATM_PROFILE_IN_STEP_KEY, "atm_profile_get_in_step");
-}
-
-atm_status atm_profile_put_in_step_slow(atm_profile *p, const atm_graph *g, int32_t node,
-                                        const atm_profile_in_step *s)
-{
-	return put_in_step(p, g, node, s, ATM_PROFILE_IN_STEP_SLOW_KEY,
-	                   "atm_profile_put_in_step_slow");
-}
-
-atm_status atm_profile_get_in_step_slow(const atm_profile *p, const atm_graph *g, int32_t node,
-                                        atm_profile_in_step *out)
-{
-	return get_in_step(p, g, node, out, ATM_PROFILE_IN_STEP_SLOW_KEY,
-	                   "atm_profile_get_in_step_slow");
 }
 
 /* atm_profile_use_in_step -- turn the calibration on or off */

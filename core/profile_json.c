@@ -302,8 +302,7 @@ static atm_status check_shift(struct where *w, size_t base, json_t *cfgs)
 	double step = json_number_value(json_object_get(st, "step_s"));
 	double isolated = json_number_value(json_object_get(st, "isolated_s"));
 	json_object_foreach(cfgs, cfg, e) {
-		if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY) || !strcmp(cfg, ATM_PROFILE_IN_STEP_SLOW_KEY) ||
-		    strpbrk(cfg, "S#"))
+		if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY) || strpbrk(cfg, "S#"))
 			continue;
 		double t = json_number_value(json_object_get(e, "min_s"));
 		if (step > 0 && !(t + step - isolated > 0)) {
@@ -336,7 +335,7 @@ static atm_status check_kernels(struct where *w, json_t *kernels, bool estimated
 		size_t base2 = strlen(w->at);
 		json_object_foreach(cfgs, cfg, e) {
 			where_key(w, base2, cfg);
-			if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY) || !strcmp(cfg, ATM_PROFILE_IN_STEP_SLOW_KEY)) {
+			if (!strcmp(cfg, ATM_PROFILE_IN_STEP_KEY)) {
 				atm_status rc = estimated ? bad(w, "", "an estimated profile holds no measured "
 				                                "step")
 				                          : parse_in_step(w, e);
@@ -481,8 +480,7 @@ static int64_t count_entries(json_t *kernels)
 	int64_t n = 0;
 	json_object_foreach(kernels, sig, cfgs)
 		n += (int64_t)json_object_size(cfgs) -
-		     (json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY) ? 1 : 0) -
-		     (json_object_get(cfgs, ATM_PROFILE_IN_STEP_SLOW_KEY) ? 1 : 0);
+		     (json_object_get(cfgs, ATM_PROFILE_IN_STEP_KEY) ? 1 : 0);
 	return n;
 }
 

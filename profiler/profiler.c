@@ -372,35 +372,16 @@ static atm_status measure_overlap(atm_prof *pr, const atm_profile *p, atm_profil
 	return rc;
 }
 
-/* in_step_missing -- a signature of g has no in-step time (with slow: of its all-slow
- * configuration either) */
-static bool in_step_missing(const atm_graph *g, const atm_profile *p, bool slow)
+/* in_step_missing -- a signature of g has no in-step time */
+static bool in_step_missing(const atm_graph *g, const atm_profile *p)
 {
 	atm_profile_in_step st;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
-		if (atm_profile_get_in_step(p, g, k, &st) < 0 ||
-		    (slow && atm_profile_get_in_step_slow(p, g, k, &st) < 0)) {
+		if (atm_profile_get_in_step(p, g, k, &st) < 0) {
 			atm_err_clear();
 			return true;
 		}
 	return false;
-}
-
-/* all_slow_config -- node's configuration with every operand in slow memory */
-static atm_status all_slow_config(const atm_graph *g, int32_t node, uint32_t *config)
-{
-	const atm_node *n = atm_graph_node(g, node);
-	unsigned locs[2 * ATM_CONFIG_MAX_OPERANDS];
-	unsigned *lp = n->n_in + n->n_out <= 2 * ATM_CONFIG_MAX_OPERANDS
-	                       ? locs : calloc((size_t)(n->n_in + n->n_out), sizeof *lp);
-	if (!lp)
-		return atm_err(ATM_E_NOMEM, "out of memory timing kernels in a step");
-	for (int i = 0; i < n->n_in + n->n_out; i++)
-		lp[i] = ATM_LOC_SLOW;
-	atm_status rc = atm_node_config_of(g, node, lp, config);
-	if (lp != locs)
-		free(lp);
-	return rc;
 }
 
 /* step_fits -- the all-fast step of plan fits the memory at hand: on a CPU within half of
@@ -428,12 +409,10 @@ static bool step_fits(const atm_prof *pr, const atm_plan *plan, char *why, size_
 }
 
 /* put_in_step -- each signature's mean over its nodes of their times in the fastest measured
- * step, for the signatures the profile lacks (slow: of an all-slow step, beside the all-slow
- * configuration's time alone). The fastest step is what a run reports, and its kernels are
- * what the prediction is compared with: each kernel's own fastest over the steps would sum
- * below any real step (on DenseNet-264's 6,251 kernels, by 9%). */
-static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s, bool slow,
-                              int32_t *n_put)
+ * step, for the signatures the profile lacks. The fastest step is what a run reports, and its
+ * kernels are what the prediction is compared with: each kernel's own fastest over the steps
+ * would sum below any real step (on DenseNet-264's 6,251 kernels, by 9%). */
+static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s, int32_t *n_put)
 {
 	const atm_graph *g = pr->g;
 	int32_t nn = atm_graph_n_nodes(g);
@@ -461,15 +440,11 @@ static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s
 			int32_t n = (int32_t)json_integer_value(json_array_get(a, 1));
 			atm_profile_in_step st;
 			atm_profile_entry e;
-			uint32_t cfg = 0;
-			if ((slow ? atm_profile_get_in_step_slow(p, g, k, &st)
-			          : atm_profile_get_in_step(p, g, k, &st)) == ATM_OK ||
-			    (slow && all_slow_config(g, k, &cfg) < 0) || atm_profile_get(p, g, k, cfg, &e) < 0)
+			if (atm_profile_get_in_step(p, g, k, &st) == ATM_OK || atm_profile_get(p, g, k, 0, &e) < 0)
 				continue;
 			st = (atm_profile_in_step){.step_s = json_real_value(json_array_get(a, 0)) / n,
 			                           .isolated_s = e.min_s, .n_nodes = n};
-			if ((rc = slow ? atm_profile_put_in_step_slow(p, g, k, &st)
-			               : atm_profile_put_in_step(p, g, k, &st)) < 0)
+			if ((rc = atm_profile_put_in_step(p, g, k, &st)) < 0)
 				break;
 			(*n_put)++;
 		}
@@ -480,23 +455,26 @@ static atm_status put_in_step(atm_prof *pr, atm_profile *p, const double *step_s
 	return rc;
 }
 
-/* step_in_place -- steps of g with every tensor at loc, run by the executor as a plan's run
- * would; each signature's kernel time put in p (put_in_step), and for all fast the step
- * itself as the graph's calibration. A step that does not fit leaves a note and nothing. */
-static atm_status step_in_place(atm_prof *pr, atm_profile *p, unsigned loc, atm_prof_report *r,
-                                int32_t *n_put)
+/* measure_in_step -- all-fast steps of g run by the executor, as a plan's run would, and
+ * each signature's time in the fastest of them recorded beside its configurations, the
+ * fastest step itself and when it ran as g's calibration step. The kernel
+ * timer's backend is closed first; a step that cannot run here (too large for the memory at
+ * hand, the GPU's included) is skipped with the reason in r, and the plan is then priced
+ * by the isolated times alone. */
+static atm_status measure_in_step(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 {
 	atm_plan *plan = NULL;
 	atm_exec *e = NULL;
-	bool slow = loc == ATM_LOC_SLOW;
-	atm_status rc = atm_plan_uniform(&plan, pr->g, loc);
+	atm_status rc = atm_plan_uniform(&plan, pr->g, ATM_LOC_FAST);
 	if (rc < 0)
 		return rc;
 	if (!step_fits(pr, plan, r->in_step_note, sizeof r->in_step_note))
 		goto done;
+	atm_kbench_destroy(pr->kb);
+	pr->kb = NULL;
 	if (pr->o.progress)
-		fprintf(stderr, "  timing the kernels inside %d all-%s steps of '%s'\n",
-		        ATM_PROF_IN_STEP_ITERS + 1, slow ? "slow" : "fast", atm_graph_name(pr->g));
+		fprintf(stderr, "  timing the kernels inside %d all-fast steps of '%s'\n",
+		        ATM_PROF_IN_STEP_ITERS + 1, atm_graph_name(pr->g));
 	atm_exec_opts eo = {.iters = ATM_PROF_IN_STEP_ITERS, .seed = pr->o.seed, .tiers = pr->o.tiers,
 	                    .emulate = pr->o.emulate, .gpu = pr->o.gpu, .stop = pr->o.stop,
 	                    .quiet = true};
@@ -509,31 +487,15 @@ static atm_status step_in_place(atm_prof *pr, atm_profile *p, unsigned loc, atm_
 	atm_profile_calibration cal;
 	atm_utc_now(cal.measured_at);
 	if (rc >= 0 && (rc = atm_exec_run(e)) >= 0)
-		rc = put_in_step(pr, p, atm_exec_result_get(e)->step_kernel_s, slow, n_put);
+		rc = put_in_step(pr, p, atm_exec_result_get(e)->step_kernel_s, &r->n_in_step_measured);
 	/* the step as a later run will measure it: how fast the machine was when calibrated */
-	if (rc >= 0 && !slow && (cal.step_s = atm_exec_result_get(e)->actual_runtime_s) > 0)
+	if (rc >= 0 && (cal.step_s = atm_exec_result_get(e)->actual_runtime_s) > 0)
 		rc = atm_profile_put_calibration(p, pr->g, &cal);
 	if (rc < 0)
-		atm_err_prefix(rc, "timing the kernels in an all-%s step: ", slow ? "slow" : "fast");
+		atm_err_prefix(rc, "timing the kernels in a step: ");
 done:
 	atm_exec_destroy(e);
 	atm_plan_destroy(plan);
-	return rc;
-}
-
-/* measure_in_step -- the kernels timed inside all-fast steps, and where kernels can read slow
- * memory (not on a GPU) inside all-slow steps too: a kernel alone reruns on operands its last
- * run left in the caches, and inside a step a slow operand costs more than that */
-static atm_status measure_in_step(atm_prof *pr, atm_profile *p, atm_prof_report *r)
-{
-	int32_t n_slow = 0;
-	atm_kbench_destroy(pr->kb);
-	pr->kb = NULL;
-	atm_status rc = ATM_OK;
-	if (in_step_missing(pr->g, p, false))
-		rc = step_in_place(pr, p, ATM_LOC_FAST, r, &r->n_in_step_measured);
-	if (rc >= 0 && !pr->caps.device_only && !r->in_step_note[0])
-		rc = step_in_place(pr, p, ATM_LOC_SLOW, r, &n_slow);
 	return rc;
 }
 
@@ -600,8 +562,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	/* a node's configurations one after another: its kernel is built once */
 	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
 	/* what is measured must have somewhere to go: find out before measuring for hours */
-	bool need_step = !pr->o.estimate && !pr->o.isolated &&
-	                 in_step_missing(pr->g, p, !pr->caps.device_only);
+	bool need_step = !pr->o.estimate && !pr->o.isolated && in_step_missing(pr->g, p);
 	bool need_write = st.n_todo || need_moves || atm_profile_unsaved(p);
 	if ((need_write || need_step || need_overlap) && atm_profile_path(p) &&
 	    (rc = atm_check_writable(atm_profile_path(p))) < 0) {

@@ -231,49 +231,6 @@ static void test_profiler_in_step(void **state)
 	/* the steps that timed the kernels are the graph's calibration step, dated */
 	assert_int_equal(calibration_of(mlp, path, &o, &cal), ATM_OK);
 	assert_true(cal.step_s > 0 && atm_utc_valid(cal.measured_at));
-	/* all-slow steps timed every signature's all-slow configuration too: a configuration's
-	 * time is shifted by the all-fast and all-slow calibrations in proportion to its slow
-	 * bytes */
-	{
-		atm_prof *pr = NULL;
-		atm_profile *p = NULL;
-		atm_profile_machine m;
-		assert_int_equal(atm_prof_new(&pr, mlp, &o), ATM_OK);
-		atm_prof_get_machine(pr, &m);
-		assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
-		for (int32_t k = 0; k < atm_graph_n_nodes(mlp); k++) {
-			const atm_node *n = atm_graph_node(mlp, k);
-			atm_profile_in_step f, sl;
-			atm_profile_entry alone, in;
-			assert_int_equal(atm_profile_get_in_step(p, mlp, k, &f), ATM_OK);
-			assert_int_equal(atm_profile_get_in_step_slow(p, mlp, k, &sl), ATM_OK);
-			assert_true(sl.step_s > 0 && sl.isolated_s > 0 && sl.n_nodes >= 1);
-			uint32_t last = (uint32_t)atm_node_n_configs(mlp, k) - 1;
-			const uint32_t ends[2] = {0, last};
-			for (int j = 0; j < 2; j++) {
-				uint32_t c = ends[j];
-				double share = 0, all = 0;
-				for (int i = 0; i < n->n_in + n->n_out; i++) {
-					double b = (double)atm_graph_tensor(mlp, i < n->n_in ? n->in[i]
-					                                               : n->out[i - n->n_in])->bytes;
-					all += b;
-					share += atm_node_config_loc(mlp, k, c, i) == ATM_LOC_SLOW ? b : 0;
-				}
-				share /= all;
-				atm_profile_use_in_step(p, false);
-				assert_int_equal(atm_profile_get(p, mlp, k, c, &alone), ATM_OK);
-				atm_profile_use_in_step(p, true);
-				assert_int_equal(atm_profile_get(p, mlp, k, c, &in), ATM_OK);
-				double want = fmax(0, alone.min_s + (1 - share) * (f.step_s - f.isolated_s) +
-				                          share * (sl.step_s - sl.isolated_s));
-				assert_true(fabs(in.min_s - want) <= 1e-12 + 1e-9 * want);
-				if (j == 1)
-					assert_true(fabs(share - 1) < 1e-12); /* the last is all slow */
-			}
-		}
-		atm_profile_destroy(p);
-		atm_prof_destroy(pr);
-	}
 	assert_int_equal(profile(mlp, path, &o, &r), ATM_OK);
 	assert_int_equal(r.n_in_step_measured, 0);
 	/* other conditions: their own kernels and steps */
