@@ -268,10 +268,10 @@ class Task:
     it runs under (subclasses: Compare, a comparison measured in turns; Plan, a plan alone)."""
 
     def __init__(self, network, preset, file, ratio, batch=None, gpu=None, emulate="optane",
-                 shown_batch=None):
+                 shown_batch=None, pmem_dir=None):
         self.network, self.preset, self.file, self.ratio = network, preset, Path(file), ratio
         self.shown_batch = batch if shown_batch is None else shown_batch
-        self.batch, self.gpu, self.emulate = batch, gpu, emulate
+        self.batch, self.gpu, self.emulate, self.pmem_dir = batch, gpu, emulate, pmem_dir
 
     def _size(self):
         size = ["--model", self.network, "--preset", self.preset]
@@ -284,7 +284,8 @@ class Task:
             return ["--gpu=sim"]
         if self.gpu == "cuda":
             return ["--gpu"]
-        return ["--emulate", self.emulate] if self.emulate else []
+        return (["--emulate", self.emulate] if self.emulate else []) + \
+            (["--pmem-dir", self.pmem_dir] if self.pmem_dir else [])
 
     def _label(self, what):
         parts = [self.network, self.preset]
@@ -358,6 +359,7 @@ class Plan(Task):
 
 def tasks_for(args, network, preset, file, ratio, formulations, **kw):
     """One comparison of FORMULATIONS at RATIO, or with --estimate one plan of each."""
+    kw.setdefault("pmem_dir", getattr(args, "pmem_dir", None))
     if getattr(args, "estimate", False):
         return [Plan(network, preset, file, f, ratio, emulate=getattr(args, "emulate", None), **kw)
                 for f in formulations]
@@ -440,6 +442,10 @@ def make_parser(prog, description, epilog, presets, default_networks, default_ra
         p.add_argument("--emulate", default="optane", metavar="P",
                        help="what the slow tier is made to behave like: optane (default), cxl, numa, a tier "
                             "spec file, or none for the machine's real slow memory (PMM, CXL, a far node)")
+        p.add_argument("--pmem-dir", metavar="DIR",
+                       help="folder of the emulated slow tier, passed to autotm (default: autotm's, "
+                            "/tmp/autotm-pmem); a tmpfs (/dev/shm/...) keeps the disk's writeback out "
+                            "of the measurements (docs/tiers.md)")
     p.add_argument("--force", action="store_true",
                    help="run again (and append again) comparisons already in the data")
     p.add_argument("--data", metavar="DIR", help="data folder (default: %s)" % (REPO / "data"))
