@@ -271,9 +271,8 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(a->mem.gpu.mode, &caps) < 0)
 		return cli_fail("profile", ATM_E_USAGE);
-	if (caps.modelled && !a->estimate)
-		return cli_usage_error("profile", "--gpu-model %s is estimated, never measured: give "
-		                       "--estimate", a->mem.gpu.model);
+	if (cli_gpu_model_check(&a->mem, a->estimate) < 0)
+		return cli_usage_error("profile", "%s", atm_errmsg());
 	if (a->estimate && !caps.host_tiers && !caps.modelled)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
 		                       "memories); with --gpu, profile on the GPU itself");

@@ -173,6 +173,13 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	return ATM_OK;
 }
 
+/* gpu_model_beside_gpu -- the refusal of --gpu and --gpu-model together (-1) */
+static int gpu_model_beside_gpu(void)
+{
+	atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
+	return -1;
+}
+
 int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 {
 	switch (opt) {
@@ -209,20 +216,16 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 			        "or --gpu=sim (a simulated one)", arg);
 			return -1;
 		}
-		if (mem->gpu.model || (arg && caps.modelled)) {
-			atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
-			return -1;
-		}
+		if (mem->gpu.model || (arg && caps.modelled))
+			return gpu_model_beside_gpu();
 		mem->gpu.mode = arg ? arg : "cuda";
 		return 1;
 	}
 	case CLI_OPT_GPU_MODEL: {
 		const atm_gpu_model *m;
 		atm_backend_caps given;
-		if (atm_backend_caps_get(mem->gpu.mode, &given) == ATM_OK && given.device_memory) {
-			atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
-			return -1;
-		}
+		if (atm_backend_caps_get(mem->gpu.mode, &given) == ATM_OK && given.device_memory)
+			return gpu_model_beside_gpu();
 		if (atm_gpu_model_get(arg, &m) < 0) {
 			atm_err_prefix(ATM_E_USAGE, "--gpu-model: ");
 			return -1;
@@ -340,15 +343,24 @@ int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *give
 	return used;
 }
 
+atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate)
+{
+	atm_backend_caps caps;
+	atm_status rc = atm_backend_caps_get(mem->gpu.mode, &caps);
+	if (rc == ATM_OK && caps.modelled && !estimate)
+		rc = atm_err(ATM_E_USAGE, "--gpu-model %s is estimated, never measured: give "
+		             "--estimate", mem->gpu.model);
+	return rc;
+}
+
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 {
 	atm_backend_caps caps;
 	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
 	if (rc < 0)
 		return rc;
-	if (caps.modelled && !jo->estimate)
-		return atm_err(ATM_E_USAGE, "--gpu-model %s is estimated, never measured: give "
-		               "--estimate", jo->mem.gpu.model);
+	if ((rc = cli_gpu_model_check(&jo->mem, jo->estimate)) < 0)
+		return rc;
 	if (given->ratio && given->limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
 	/* a device's memory is a limit of its own */
