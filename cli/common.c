@@ -319,6 +319,9 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	case CLI_OPT_ISOLATED:
 		jo->isolated = true;
 		return 1;
+	case CLI_OPT_FULL_MODEL:
+		o->full_model = true;
+		return 1;
 	default:
 		return 0;
 	}
@@ -416,6 +419,9 @@ void cli_plan_help(FILE *f)
 	        "                    else ~/.cache/autotm/profiles.json)\n"
 	        "  --isolated        price each kernel by its time alone, not by its time inside\n"
 	        "                    a step as the profile calibrates it (docs/profile.md)\n"
+	        "  --full-model      solve the full program (every tensor's states at every\n"
+	        "                    point of its life), not the reduced one: the same optimum,\n"
+	        "                    a larger model (docs/optimizer.md)\n"
 	        "  --verbose         the solver's progress on stderr\n",
 	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
 	        ATM_PLAN_MAX_ROUNDS, atm_opt_solver_name(best));

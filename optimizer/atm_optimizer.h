@@ -89,6 +89,10 @@ typedef struct {
 	                          * the plan reserves it in the fast arena while the kernel runs */
 	bool no_seed;          /* do not hand the solver the heuristic's plan (for tests and
 	                        * comparisons) */
+	bool full_model;       /* solve the full program, every phase of every tensor with its
+	                        * states and every gate's stays as columns, not the reduced one
+	                        * (the default), whose optimum and relaxation are the same: for
+	                        * checking the reduction */
 	atm_opt_solver solver; /* default ATM_OPT_SOLVER_AUTO */
 	int threads;           /* solver threads (CBC; GLPK has one): 0, the default, is one per
 	                        * core the process may run on */

@@ -15,7 +15,12 @@
 
 /* Where the model's choices live among the program's columns (-1: none). */
 struct cols {
-	int32_t *gate;          /* by (tmodel.ph_off + gate) * N_EDGES + edge */
+	bool reduced;           /* the reduced program (see tensor_program); else every phase's
+	                         * states as the edges into them (tensor_columns) */
+	int32_t *gate;          /* by (tmodel.ph_off + gate) * N_EDGES + edge (reduced: moves only) */
+	int32_t *st;            /* reduced: by (tmodel.ph_off + phase) * N_ST + state, where the
+	                         * phase is kept */
+	uint8_t *kept;          /* reduced: by tmodel.ph_off + phase, the phase has state columns */
 	int32_t *home;          /* by tensor: persistent movable, "fast all its life, never moves" */
 	int32_t *z, *y;         /* by node: its first configuration; max(kernel, copies) */
 	int32_t *a;             /* by node with a choice: its first algorithm */
@@ -34,6 +39,7 @@ struct build {
 	struct milp *p;
 	struct cols *c;
 	struct row r;
+	struct row e;           /* an expression: a tensor's fast copies over a range of slots */
 	bool failed;
 	/* memory deltas: (slot, column, KiB) triples, bucketed into the slots' rows */
 	struct delta {
@@ -44,10 +50,9 @@ struct build {
 	int64_t n_d, cap_d;
 };
 
-/* row_add -- v times column col joins the row being built */
-static void row_add(struct build *b, int32_t col, double v)
+/* push -- v times column col joins r (a row or an expression being built) */
+static void push(struct build *b, struct row *r, int32_t col, double v)
 {
-	struct row *r = &b->r;
 	if (b->failed || col < 0 || v == 0)
 		return;
 	if (r->n == r->cap) {
@@ -66,6 +71,12 @@ static void row_add(struct build *b, int32_t col, double v)
 	}
 	r->ind[r->n] = col;
 	r->val[r->n++] = v;
+}
+
+/* row_add -- v times column col joins the row being built */
+static void row_add(struct build *b, int32_t col, double v)
+{
+	push(b, &b->r, col, v);
 }
 
 /* ent_cmp -- order (column, value) pairs by column */
@@ -149,13 +160,14 @@ static int delta_cmp(const void *a, const void *b)
 	return (x->col > y->col) - (x->col < y->col);
 }
 
-/* presence -- add tensor t's fast bytes (KiB) over slots [lo, hi] for column col */
-static void presence(struct build *b, const struct tmodel *t, int32_t col, int32_t lo, int32_t hi)
+/* presence -- add v times tensor t's fast bytes (KiB) over slots [lo, hi] for column col */
+static void presence(struct build *b, const struct tmodel *t, int32_t col, int32_t lo, int32_t hi,
+                     double v)
 {
-	if (lo > hi)
+	if (lo > hi || col < 0)
 		return;
-	delta_add(b, lo, col, (double)t->abytes * KIB);
-	delta_add(b, hi + 1, col, -(double)t->abytes * KIB);
+	delta_add(b, lo, col, v * (double)t->abytes * KIB);
+	delta_add(b, hi + 1, col, -v * (double)t->abytes * KIB);
 }
 
 /* gate_col -- the column of edge e of tensor t's gate i */
@@ -164,17 +176,108 @@ static int32_t *gate_col(const struct cols *c, const struct tmodel *t, int32_t i
 	return &c->gate[((int64_t)t->ph_off + i) * N_EDGES + e];
 }
 
+/* st_col -- the column of state x in kept phase i of tensor t (reduced program) */
+static int32_t st_col(const struct cols *c, const struct tmodel *t, int32_t i, int x)
+{
+	return c->st[((int64_t)t->ph_off + i) * N_ST + x];
+}
+
+/* is_kept -- phase i of t has columns of its own */
+static bool is_kept(const struct cols *c, const struct tmodel *t, int32_t i)
+{
+	return !c->reduced || c->kept[t->ph_off + i];
+}
+
+/* move_terms -- sign times (the moves of t's gate g into x less those out of x) into r */
+static void move_terms(struct build *b, struct row *r, const struct tmodel *t, int32_t g, int x,
+                       double sign)
+{
+	for (int e = 0; e < N_EDGES; e++) {
+		if (!(t->gates[g].edges >> e & 1u) || EDGE_FROM(e) == EDGE_TO(e))
+			continue;
+		if (EDGE_TO(e) == x)
+			push(b, r, *gate_col(b->c, t, g, e), sign);
+		if (EDGE_FROM(e) == x)
+			push(b, r, *gate_col(b->c, t, g, e), -sign);
+	}
+}
+
+/* state_terms -- sign times "t is in state x during phase ph" into r. The full program: the
+ * edges of gate ph into x. The reduced one: x's column in the last kept phase up to ph, and
+ * the moves of the gates since */
+static void state_terms(struct build *b, struct row *r, const struct tmodel *t, int32_t ph, int x,
+                        double sign)
+{
+	if (!b->c->reduced) {
+		const struct gate *g = &t->gates[ph];
+		for (int e = 0; e < N_EDGES; e++)
+			if ((g->edges >> e & 1u) && EDGE_TO(e) == x)
+				push(b, r, *gate_col(b->c, t, ph, e), sign);
+		return;
+	}
+	int32_t i = ph;
+	while (!is_kept(b->c, t, i))
+		i--;
+	push(b, r, st_col(b->c, t, i, x), sign);
+	for (int32_t g = i + 1; g <= ph; g++)
+		move_terms(b, r, t, g, x, sign);
+}
+
+/* edge_terms -- sign times "t takes edge e of gate g" into r: its column, or in the reduced
+ * program a stay's: the state before the gate less the moves out of it */
+static void edge_terms(struct build *b, struct row *r, const struct tmodel *t, int32_t g, int e,
+                       double sign)
+{
+	if (!b->c->reduced || EDGE_FROM(e) != EDGE_TO(e)) {
+		push(b, r, *gate_col(b->c, t, g, e), sign);
+		return;
+	}
+	state_terms(b, r, t, g - 1, EDGE_FROM(e), sign);
+	for (int f = 0; f < N_EDGES; f++)
+		if ((t->gates[g].edges >> f & 1u) && EDGE_FROM(f) == EDGE_FROM(e) && f != e)
+			push(b, r, *gate_col(b->c, t, g, f), -sign);
+}
+
 /* slow_expr -- add sign * "t is slow in phase ph" to the current row */
 static void slow_expr(struct build *b, const struct tmodel *t, int32_t ph, double sign)
 {
-	const struct gate *g = &t->gates[ph];
-	for (int e = 0; e < N_EDGES; e++)
-		if ((g->edges >> e & 1u) && EDGE_TO(e) == ST_S)
-			row_add(b, *gate_col(b->c, t, ph, e), sign);
+	state_terms(b, &b->r, t, ph, ST_S, sign);
 }
 
-/* tensor_columns -- the edges of every gate of a movable tensor, its source and flow rows,
- * and its memory deltas */
+/* presence_expr -- t's fast bytes (KiB) over slots [lo, hi] as the expression e says */
+static void presence_expr(struct build *b, const struct tmodel *t, struct row *e, int32_t lo,
+                          int32_t hi)
+{
+	for (int32_t i = 0; i < e->n; i++)
+		presence(b, t, e->ind[i], lo, hi, e->val[i]);
+	e->n = 0;
+}
+
+/* tensor_presence -- t's fast bytes at every slot of its life: the fast states of each phase,
+ * and the edges of an asynchronous gate that hold a fast copy while its copy runs */
+static void tensor_presence(struct build *b, const struct tmodel *t)
+{
+	struct row *e = &b->e;
+	if (b->c->home[t->id] >= 0)
+		presence(b, t, b->c->home[t->id], t->slot_lo, t->slot_hi, 1);
+	for (int32_t i = 0; i < t->n_gates; i++) {
+		const struct gate *g = &t->gates[i];
+		if (t->ph_lo[i] <= t->ph_hi[i]) {
+			state_terms(b, e, t, i, ST_F, 1);
+			state_terms(b, e, t, i, ST_B, 1);
+			presence_expr(b, t, e, t->ph_lo[i], t->ph_hi[i]);
+		}
+		if (g->kind != G_ASYNC)
+			continue;
+		for (int x = 0; x < N_EDGES; x++)
+			if ((g->edges >> x & 1u) && opt_present_in_gate(x))
+				edge_terms(b, e, t, i, x, 1);
+		presence_expr(b, t, e, SLOT_M(g->at - 1), g->fetch ? SLOT_K(g->at) : SLOT_M(g->at));
+	}
+}
+
+/* tensor_columns -- the full program of a movable tensor: the edges of every gate, its source
+ * and flow rows */
 static void tensor_columns(struct build *b, const struct tmodel *t)
 {
 	for (int32_t i = 0; i < t->n_gates; i++) {
@@ -203,18 +306,80 @@ static void tensor_columns(struct build *b, const struct tmodel *t)
 			}
 			row_flush(b, 0, 0);
 		}
-	if (home >= 0)
-		presence(b, t, home, t->slot_lo, t->slot_hi);
+}
+
+/* enters_later -- some move of t's gates g..j enters state x */
+static bool enters_later(const struct tmodel *t, int32_t g, int32_t j, int x)
+{
+	for (; g <= j; g++)
+		for (int e = 0; e < N_EDGES; e++)
+			if ((t->gates[g].edges >> e & 1u) && EDGE_TO(e) == x && EDGE_FROM(e) != x)
+				return true;
+	return false;
+}
+
+/* stay_rows -- in the reduced program a gate's stays are no columns: what stays in x at gate g
+ * (the state before it less the moves out) must not be negative, and is nothing where the gate
+ * has no stay in x. A row says so where nothing else does: where x is entered again before
+ * the next kept phase j (else that phase's column, at least 0, bounds it) */
+static void stay_rows(struct build *b, const struct tmodel *t, int32_t g, int32_t j)
+{
+	for (int x = 0; x < N_ST; x++) {
+		if (!(t->ph_states[g - 1] >> x & 1u))
+			continue;
+		bool stay = t->gates[g].edges >> EDGE(x, x) & 1u, out = false;
+		for (int e = 0; e < N_EDGES; e++)
+			out |= (t->gates[g].edges >> e & 1u) && EDGE_FROM(e) == x && EDGE_TO(e) != x;
+		if (stay && (!out || !enters_later(t, g, j, x)))
+			continue;
+		edge_terms(b, &b->r, t, g, EDGE(x, x), 1);
+		if (!stay) {
+			/* no stay column: the state before the gate less its moves out, which is what
+			 * edge_terms adds for a stay, must be nothing */
+			row_flush(b, 0, 0);
+			continue;
+		}
+		row_flush(b, 0, INFINITY);
+	}
+}
+
+/* tensor_program -- the reduced program of a movable tensor: a column per state of each kept
+ * phase (the first, the last, and those a kernel reads the tensor in: where its place prices
+ * a kernel) and per move of each gate, not per stay. Between kept phases i and j the states
+ * are i's and the moves since, so the phases in between (where the tensor is only carried
+ * from one use to the next) and their stays cost no columns and no rows: a linear
+ * substitution of the full program (tensor_columns), whose relaxation it keeps exactly */
+static void tensor_program(struct build *b, const struct tmodel *t)
+{
 	for (int32_t i = 0; i < t->n_gates; i++) {
 		const struct gate *g = &t->gates[i];
-		for (int e = 0; e < N_EDGES; e++) {
-			if (!(g->edges >> e & 1u))
-				continue;
-			int32_t col = *gate_col(b->c, t, i, e);
-			if (IS_FAST(EDGE_TO(e)))
-				presence(b, t, col, t->ph_lo[i], t->ph_hi[i]);
-			if (g->kind == G_ASYNC && opt_present_in_gate(e))
-				presence(b, t, col, SLOT_M(g->at - 1), g->fetch ? SLOT_K(g->at) : SLOT_M(g->at));
+		if (is_kept(b->c, t, i))
+			for (int x = 0; x < N_ST; x++)
+				if (t->ph_states[i] >> x & 1u)
+					b->c->st[((int64_t)t->ph_off + i) * N_ST + x] = add_col(b, true, 0, 1, 0);
+		for (int e = 0; i && e < N_EDGES; e++)
+			if ((g->edges >> e & 1u) && EDGE_FROM(e) != EDGE_TO(e))
+				*gate_col(b->c, t, i, e) = add_col(b, true, 0, 1, g->kind == G_SYNC ?
+				                                   g->cost[e] * US : 0);
+	}
+	int32_t home = b->c->home[t->id] = t->persistent ? add_col(b, true, 0, 1, 0) : -1;
+	/* the first phase's state, or the tensor is pinned in fast memory */
+	for (int x = 0; x < N_ST; x++)
+		row_add(b, st_col(b->c, t, 0, x), 1);
+	row_add(b, home, 1);
+	row_flush(b, 1, 1);
+	/* a kept phase's states are the kept phase's before it and the moves between */
+	for (int32_t i = 0, j; i + 1 < t->n_gates; i = j) {
+		for (j = i + 1; j + 1 < t->n_gates && !is_kept(b->c, t, j); j++)
+			;
+		for (int32_t g = i + 1; g <= j; g++)
+			stay_rows(b, t, g, j);
+		for (int x = 0; x < N_ST; x++) {
+			row_add(b, st_col(b->c, t, j, x), 1);
+			state_terms(b, &b->r, t, i, x, -1);
+			for (int32_t g = i + 1; g <= j; g++)
+				move_terms(b, &b->r, t, g, x, -1);
+			row_flush(b, 0, 0);
 		}
 	}
 }
@@ -411,18 +576,51 @@ static void memory_rows(struct build *b)
 	}
 }
 
-/* cols_new -- an empty column map of m; cols_free releases it */
-static bool cols_new(const struct model *m, struct cols *c)
+/* mark_kept -- the phases of the reduced program with columns of their own: each tensor's
+ * first and last, and every phase in which a kernel's configuration or a forced place reads
+ * its state (node_rows) */
+static void mark_kept(const struct model *m, struct cols *c)
 {
-	c->gate = malloc(((size_t)m->n_phases * N_EDGES + 1) * sizeof *c->gate);
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		if (t->cls == TC_MOVABLE && t->n_gates) {
+			c->kept[t->ph_off] = 1;
+			c->kept[t->ph_off + t->n_gates - 1] = 1;
+		}
+	}
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		const struct nmodel *nm = &m->n[k];
+		for (int u = 0; u < nm->n_free; u++)
+			for (int j = 0; j < nm->units[u].n_members; j++)
+				if (nm->units[u].phase[j] >= 0)
+					c->kept[m->t[nm->units[u].members[j]].ph_off + nm->units[u].phase[j]] = 1;
+		for (int j = 0; j < nm->n_forced; j++)
+			if (nm->forced[j].phase >= 0)
+				c->kept[m->t[nm->forced[j].tensor].ph_off + nm->forced[j].phase] = 1;
+	}
+}
+
+/* cols_new -- an empty column map of m (reduced: of the reduced program); cols_free releases it */
+static bool cols_new(const struct model *m, struct cols *c, bool reduced)
+{
+	size_t np = (size_t)m->n_phases + 1;
+	memset(c, 0, sizeof *c);
+	c->reduced = reduced;
+	c->gate = malloc(np * N_EDGES * sizeof *c->gate);
+	c->st = reduced ? malloc(np * N_ST * sizeof *c->st) : NULL;
+	c->kept = reduced ? calloc(np, 1) : NULL;
 	c->home = malloc(((size_t)m->n_tensors + 1) * sizeof *c->home);
 	c->z = malloc(((size_t)m->n_nodes + 1) * sizeof *c->z);
 	c->y = malloc(((size_t)m->n_nodes + 1) * sizeof *c->y);
 	c->a = malloc(((size_t)m->n_nodes + 1) * sizeof *c->a);
 	c->m0 = -1;
-	if (!c->gate || !c->home || !c->z || !c->y || !c->a)
+	if (!c->gate || !c->home || !c->z || !c->y || !c->a || (reduced && (!c->st || !c->kept)))
 		return false;
-	memset(c->gate, 0xff, ((size_t)m->n_phases * N_EDGES + 1) * sizeof *c->gate);
+	memset(c->gate, 0xff, np * N_EDGES * sizeof *c->gate);
+	if (reduced) {
+		memset(c->st, 0xff, np * N_ST * sizeof *c->st);
+		mark_kept(m, c);
+	}
 	memset(c->home, 0xff, ((size_t)m->n_tensors + 1) * sizeof *c->home);
 	memset(c->z, 0xff, ((size_t)m->n_nodes + 1) * sizeof *c->z);
 	memset(c->y, 0xff, ((size_t)m->n_nodes + 1) * sizeof *c->y);
@@ -433,6 +631,8 @@ static bool cols_new(const struct model *m, struct cols *c)
 static void cols_free(struct cols *c)
 {
 	free(c->gate);
+	free(c->st);
+	free(c->kept);
 	free(c->home);
 	free(c->z);
 	free(c->y);
@@ -445,10 +645,16 @@ static atm_status build(const struct model *m, struct milp *p, struct cols *c)
 {
 	struct build b = {.m = m, .p = p, .c = c};
 	milp_init(p);
-	b.failed = p->failed || !cols_new(m, c);
-	for (int32_t x = 0; x < m->n_tensors; x++)
-		if (m->t[x].cls == TC_MOVABLE)
+	b.failed = p->failed || !cols_new(m, c, !m->o.full_model);
+	for (int32_t x = 0; !b.failed && x < m->n_tensors; x++) {
+		if (m->t[x].cls != TC_MOVABLE)
+			continue;
+		if (c->reduced)
+			tensor_program(&b, &m->t[x]);
+		else
 			tensor_columns(&b, &m->t[x]);
+		tensor_presence(&b, &m->t[x]);
+	}
 	for (int32_t k = 0; k < m->n_nodes; k++)
 		node_rows(&b, k);
 	async_rows(&b);
@@ -459,6 +665,8 @@ static atm_status build(const struct model *m, struct milp *p, struct cols *c)
 		memory_rows(&b);
 	free(b.r.ind);
 	free(b.r.val);
+	free(b.e.ind);
+	free(b.e.val);
 	free(b.d);
 	if (b.failed || p->failed)
 		return atm_err(ATM_E_NOMEM, "out of memory building the model");
@@ -491,7 +699,11 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 		for (int32_t i = 0; i < t->n_gates; i++) {
 			uint8_t to = s->st[t->ph_off + i], from = i ? s->st[t->ph_off + i - 1] : ST_S;
 			const struct gate *g = &t->gates[i];
-			x[*gate_col(c, t, i, EDGE(from, to))] = 1;
+			int32_t col = *gate_col(c, t, i, EDGE(from, to));
+			if (col >= 0)
+				x[col] = 1;
+			if (c->reduced && is_kept(c, t, i))
+				x[st_col(c, t, i, to)] = 1;
 			if (g->kind == G_ASYNC)
 				xfer[g->at] += g->cost[EDGE(from, to)];
 		}
@@ -518,6 +730,47 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 	return x;
 }
 
+/* full_edge -- the edge of gate i of t that x takes from the state s has t in before it
+ * (-1: none, or one from another state) */
+static int full_edge(const struct cols *c, const struct tmodel *t, int32_t i, const double *x,
+                     const struct solution *s)
+{
+	uint8_t from = i ? s->st[t->ph_off + i - 1] : ST_S;
+	int taken = -1;
+	for (int e = 0; e < N_EDGES; e++)
+		if ((t->gates[i].edges >> e & 1u) && x[*gate_col(c, t, i, e)] > 0.5)
+			taken = e;
+	return taken >= 0 && EDGE_FROM(taken) == from ? taken : -1;
+}
+
+/* reduced_edge -- the same in the reduced program: the first phase's state, a move out of the
+ * state before, or else the stay; a kept phase's column must agree */
+static int reduced_edge(const struct cols *c, const struct tmodel *t, int32_t i, const double *x,
+                        const struct solution *s)
+{
+	const struct gate *g = &t->gates[i];
+	int taken = -1;
+	if (!i) {
+		for (int st = 0; st < N_ST; st++)
+			if (st_col(c, t, 0, st) >= 0 && x[st_col(c, t, 0, st)] > 0.5)
+				taken = EDGE(ST_S, st);
+		return taken;
+	}
+	uint8_t from = s->st[t->ph_off + i - 1];
+	for (int e = 0; e < N_EDGES; e++)
+		if ((g->edges >> e & 1u) && EDGE_FROM(e) != EDGE_TO(e) && x[*gate_col(c, t, i, e)] > 0.5) {
+			if (EDGE_FROM(e) != from || taken >= 0)
+				return -1;
+			taken = e;
+		}
+	if (taken < 0 && (g->edges >> EDGE(from, from) & 1u))
+		taken = EDGE(from, from);
+	if (taken >= 0 && is_kept(c, t, i) &&
+	    !(st_col(c, t, i, EDGE_TO(taken)) >= 0 && x[st_col(c, t, i, EDGE_TO(taken))] > 0.5))
+		return -1;
+	return taken;
+}
+
 /* decode -- the placement columns x describe */
 static atm_status decode(const struct model *m, const struct cols *c, const double *x,
                          struct solution *s)
@@ -530,13 +783,8 @@ static atm_status decode(const struct model *m, const struct cols *c, const doub
 		if (s->pinned[id])
 			continue;
 		for (int32_t i = 0; i < t->n_gates; i++) {
-			const struct gate *g = &t->gates[i];
-			int taken = -1;
-			for (int e = 0; e < N_EDGES; e++)
-				if ((g->edges >> e & 1u) && x[*gate_col(c, t, i, e)] > 0.5)
-					taken = e;
-			uint8_t from = i ? s->st[t->ph_off + i - 1] : ST_S;
-			if (taken < 0 || EDGE_FROM(taken) != from)
+			int taken = c->reduced ? reduced_edge(c, t, i, x, s) : full_edge(c, t, i, x, s);
+			if (taken < 0)
 				return atm_err(ATM_E_INTERNAL, "the solver's solution breaks the flow of tensor "
 				               "'%s' at gate %d", atm_graph_tensor(m->g, id)->name, i);
 			s->st[t->ph_off + i] = (uint8_t)EDGE_TO(taken);

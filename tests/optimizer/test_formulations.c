@@ -189,6 +189,60 @@ static void test_formulations_more_memory_never_slower(void **state)
 	}
 }
 
+/* same_optimum -- the reduced program and the full one reach the same optimum of the first
+ * round at limit, each plan checked; the reduced one is no larger, and smaller where phases
+ * are carried between uses (the asynchronous formulation's) */
+static void same_optimum(const struct net *n, int64_t limit, atm_opt_formulation f,
+                         const atm_opt_options *base)
+{
+	atm_opt_options o = *base;
+	atm_opt_report full, red;
+	o.full_model = true;
+	atm_plan *p = checked_plan(n, limit, f, &o, &full);
+	atm_plan_destroy(p);
+	o.full_model = false;
+	p = checked_plan(n, limit, f, &o, &red);
+	atm_plan_destroy(p);
+	double a = full.rounds[0].objective_s, b = red.rounds[0].objective_s;
+	double tol = o.mip_gap * a + 1e-9 * (1 + a);
+	if (fabs(a - b) > tol)
+		fail_msg("%s, %s at %lld bytes: the full program's optimum is %.12f s, the reduced "
+		         "one's %.12f s", atm_graph_name(n->g), atm_opt_formulation_name(f),
+		         (long long)limit, a, b);
+	assert_true(red.n_columns <= full.n_columns);
+	if (f == ATM_OPT_ASYNCHRONOUS && red.n_columns >= full.n_columns)
+		fail_msg("%s at %lld bytes: the reduced asynchronous program has %d columns, the full "
+		         "one %d", atm_graph_name(n->g), (long long)limit, red.n_columns, full.n_columns);
+}
+
+/* test_formulations_reduced_same_optimum -- the reduced program against the full one: every
+ * formulation of tiny_mlp at 8:1, 4:1, 1:1 and near its least workable limit, with and without a
+ * copy's loss beside a kernel; tiny_cnn's synchronous and asynchronous ones at 4:1 */
+static void test_formulations_reduced_same_optimum(void **state)
+{
+	struct net *n = (struct net *)*state;
+	atm_opt_options o = exact();
+	int64_t lo;
+	int32_t node;
+	assert_int_equal(atm_opt_min_limit(n[0].g, &o, &lo, &node), ATM_OK);
+	int64_t peak = ratio_limit(n[0].g, 0.0001, 1000);
+	const int64_t limits[] = {ratio_limit(n[0].g, 8, 1), ratio_limit(n[0].g, 4, 1),
+	                          ratio_limit(n[0].g, 1, 1), lo + (peak - lo) / 8};
+	for (int f = 0; f < 3; f++)
+		for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+			same_optimum(&n[0], limits[i], (atm_opt_formulation)f, &o);
+	atm_profile_moves mv;
+	assert_int_equal(atm_profile_get_moves(n[0].prof, &mv), ATM_OK);
+	atm_profile_moves lossy = mv;
+	lossy.overlap_loss = 0.5;
+	assert_int_equal(atm_profile_set_moves(n[0].prof, &lossy), ATM_OK);
+	same_optimum(&n[0], limits[1], ATM_OPT_ASYNCHRONOUS, &o);
+	assert_int_equal(atm_profile_set_moves(n[0].prof, &mv), ATM_OK);
+	o.mip_gap = 0.005; /* tiny_cnn's asynchronous model closes its last fraction slowly */
+	same_optimum(&n[1], ratio_limit(n[1].g, 4, 1), ATM_OPT_SYNCHRONOUS, &o);
+	same_optimum(&n[1], ratio_limit(n[1].g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o);
+}
+
 /* test_formulations_asynchronous_overlaps -- at a tight limit the asynchronous plan copies
  * while kernels run, and the checker prices those copies as the model does */
 static void test_formulations_asynchronous_overlaps(void **state)
@@ -523,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_formulations_order_tiny_mlp),
 		cmocka_unit_test(test_formulations_order_tiny_cnn),
 		cmocka_unit_test(test_formulations_more_memory_never_slower),
+		cmocka_unit_test(test_formulations_reduced_same_optimum),
 		cmocka_unit_test(test_formulations_asynchronous_overlaps),
 cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
