@@ -582,8 +582,8 @@ fail:
 	return rc;
 }
 
-/* make_dirs -- dir and every folder above it that is missing (mkdir -p) */
-static atm_status make_dirs(const char *dir)
+/* atm_tier_make_dirs -- dir and every folder above it that is missing (mkdir -p) */
+atm_status atm_tier_make_dirs(const char *dir)
 {
 	char part[PATH_MAX];
 	if (snprintf(part, sizeof part, "%s", dir) >= (int)sizeof part)
@@ -594,8 +594,8 @@ static atm_status make_dirs(const char *dir)
 		char c = *p;
 		*p = '\0';
 		if (mkdir(part, 0700) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot create pmem dir '%s'%s%s: %s", dir,
-			               c ? " (at " : "", c ? part : "", strerror(errno));
+			return atm_err(ATM_E_IO, "cannot create pmem dir '%s'%s%s%s: %s", dir,
+			               c ? " (making " : "", c ? part : "", c ? ")" : "", strerror(errno));
 		*p = c;
 		if (!c)
 			return ATM_OK;
@@ -609,7 +609,7 @@ static atm_status check_dir(const char *dir, bool is_default)
 	struct stat st;
 	char probe[PATH_MAX];
 	atm_status rc;
-	if (stat(dir, &st) < 0 && errno == ENOENT && is_default && (rc = make_dirs(dir)) < 0)
+	if (stat(dir, &st) < 0 && errno == ENOENT && is_default && (rc = atm_tier_make_dirs(dir)) < 0)
 		return rc;
 	if (stat(dir, &st) < 0) {
 		if (errno == ENOENT)
