@@ -13,7 +13,10 @@ static const char tiers_help[] =
 	"Lists the NUMA nodes hwloc finds (kind, capacity, bandwidth and latency where the\n"
 	"platform reports them) and the fast and slow tiers a run would use with these\n"
 	"options. Opening the slow tier checks that it works (a pmem directory must be\n"
-	"writable); nothing is left allocated.\n"
+	"writable); nothing is left allocated. A slow tier in a file says where the file\n"
+	"is and on what file system: with --emulate and no --pmem-dir, a run's default\n"
+	"folder is " ATM_TIER_TMPFS_PMEM_DIR " where /dev/shm is a tmpfs with room\n"
+	"(a run checks for the room it needs; this survey for 1 GiB).\n"
 	"\n"
 	"options:\n" CLI_MEMORY_HELP
 	"  --json            print one JSON object\n"
@@ -39,6 +42,11 @@ static json_t *desc_json(const atm_tier_desc *d)
 	json_object_set_new(o, "emulated", json_boolean(d->emulated));
 	if (d->emulated)
 		json_object_set_new(o, "emulation", json_string(d->emulation));
+	if (d->file.path[0])
+		json_object_set_new(o, "file", json_pack("{s:s, s:s, s:b, s:b, s:s}", "path",
+		                                         d->file.path, "fs", d->file.fs, "writeback",
+		                                         d->file.writeback, "given", d->file.given,
+		                                         "why", d->file.given ? "given" : d->file.why));
 	return o;
 }
 
@@ -111,6 +119,14 @@ int cmd_tiers(int argc, char **argv)
 		print_desc("fast", atm_tiers_fast(t));
 		print_desc("slow", atm_tiers_slow(t));
 		printf("  (slow: %s)\n", atm_tiers_slow_reason(t));
+		const atm_tier_file *f = &atm_tiers_slow(t)->file;
+		char warning[512];
+		if (f->path[0])
+			printf("  (%s %s on %s: %s)\n", f->folder ? "folder" : "file", f->path, f->fs,
+			       f->given ? "given" : f->why);
+		if (atm_tier_file_warning(f, atm_tiers_slow(t)->emulated ? atm_tiers_slow(t)->emulation
+		                                                         : NULL, warning, sizeof warning))
+			printf("\nwarning: %s\n", warning);
 		if (!atm_tiers_slow(t)->emulated && atm_tiers_slow(t)->kind == ATM_TIER_PMEM_DIR)
 			printf("\nThe slow tier is a file in a directory: as fast as DRAM here. Add --emulate\n"
 			       "optane (or cxl, numa) so that placement matters and can be measured.\n");

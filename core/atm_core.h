@@ -909,6 +909,8 @@ typedef struct {
 	const char *memory_mode;  /* 2LM runs: "hardware" (the machine is in Memory Mode) or
 	                           * "emulated"; NULL for other runs */
 	const char *fast_tier, *slow_tier; /* descriptions */
+	const char *slow_path, *slow_fs; /* a file slow tier's folder (or fsdax file) and its file
+	                          * system ("tmpfs", "ext4"); NULL for memory tiers */
 	double slow_read_gbps, slow_write_gbps; /* for move_time; 0 unknown */
 	uint64_t seed;
 	int n_threads;

@@ -184,8 +184,10 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	                                                    : json_null(), ok);
 	atm_json_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s), ok);
 	atm_json_set_new(run, "move_wait_s", json_real(m->move_wait_s), ok);
-	atm_json_set_new(run, "tiers", json_pack("{s:s?, s:s?}", "fast", m->fast_tier, "slow",
-	                                         m->slow_tier), ok);
+	/* slow_path and slow_fs were added later: readers of older files find them absent */
+	atm_json_set_new(run, "tiers", json_pack("{s:s?, s:s?, s:s?, s:s?}", "fast", m->fast_tier,
+	                                         "slow", m->slow_tier, "slow_path", m->slow_path,
+	                                         "slow_fs", m->slow_fs), ok);
 	atm_json_set_new(run, "seed", json_integer((json_int_t)m->seed), ok);
 	atm_json_set_new(run, "n_threads", json_integer(m->n_threads), ok);
 	atm_json_set_new(run, "backend", json_string(m->backend ? m->backend : "cpu"), ok);

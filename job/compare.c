@@ -38,6 +38,7 @@ struct atm_job_compare {
 	atm_backend_caps caps;   /* what the chosen backend can do */
 	bool ran;
 	bool weights_out;        /* o.weights_out written: by the first placement to finish */
+	char slow_dir[ATM_TIER_PATH_MAX]; /* the default pmem folder chosen for every executor */
 };
 
 /* real_device -- the comparison runs on a real device, whose memory cannot hold every
@@ -551,12 +552,12 @@ static atm_status by_turn(atm_job_compare *c, int *order)
 	return ATM_OK;
 }
 
-/* fits_together -- the compared placements' memories (fast arenas, slow peaks) all at once
- * within three quarters of what the machine has available (true when unknown); *need_bytes */
-static atm_status fits_together(const atm_job_compare *c, bool *fits, int64_t *need_bytes,
-                                int64_t *avail_bytes)
+/* memories -- the fast arenas and slow peaks of the compared placements' executors: summed
+ * (all alive at once) or the largest of each (one at a time) */
+static atm_status memories(const atm_job_compare *c, bool sum, int64_t *fast_bytes,
+                           int64_t *slow_bytes)
 {
-	int64_t need = 0;
+	*fast_bytes = *slow_bytes = 0;
 	for (int i = 0; i < c->n; i++) {
 		const atm_job *j = c->e[i].j;
 		atm_schedule *s = NULL;
@@ -567,9 +568,25 @@ static atm_status fits_together(const atm_job_compare *c, bool *fits, int64_t *n
 			return rc;
 		const atm_schedule_stats *st = atm_schedule_stats_get(s);
 		int64_t limit = atm_plan_info_get(j->plan)->fast_limit_bytes;
-		need += (limit && !c->caps.device_memory ? limit : st->fast_arena_bytes) + st->slow_peak_bytes;
+		int64_t fast = limit && !c->caps.device_memory ? limit : st->fast_arena_bytes;
+		*fast_bytes = sum ? *fast_bytes + fast : fast > *fast_bytes ? fast : *fast_bytes;
+		*slow_bytes = sum ? *slow_bytes + st->slow_peak_bytes
+		                  : st->slow_peak_bytes > *slow_bytes ? st->slow_peak_bytes : *slow_bytes;
 		atm_schedule_destroy(s);
 	}
+	return ATM_OK;
+}
+
+/* fits_together -- the compared placements' memories (fast arenas, slow peaks) all at once
+ * within three quarters of what the machine has available (true when unknown); *need_bytes */
+static atm_status fits_together(const atm_job_compare *c, bool *fits, int64_t *need_bytes,
+                                int64_t *avail_bytes)
+{
+	int64_t fast = 0, slow = 0;
+	atm_status rc = memories(c, true, &fast, &slow);
+	if (rc < 0)
+		return rc;
+	int64_t need = fast + slow;
 	*need_bytes = need;
 	*avail_bytes = atm_mem_available_bytes();
 	*fits = *avail_bytes < 0 || need <= *avail_bytes / 4 * 3;
@@ -696,13 +713,57 @@ static atm_status alloc_turns(atm_job_compare *c)
 	return ATM_OK;
 }
 
+/* choose_slow_file -- with an emulated slow tier in a pmem dir of the default, one folder for
+ * every executor, chosen for their slow memory together (by step: every peak at once; by turn:
+ * the largest), so that the placements are measured on one file system and none finds the
+ * tmpfs full midway; and the writeback warning, once for the comparison */
+static atm_status choose_slow_file(atm_job_compare *c, bool by_steps)
+{
+	atm_tier_opts to = c->o.mem.tiers;
+	atm_emu_spec spec;
+	atm_tier_file f;
+	char said[ATM_TIER_PATH_MAX] = "";
+	atm_status rc;
+	if (!c->o.mem.emulate || !c->caps.host_tiers)
+		return ATM_OK;
+	to.emulated = true;
+	if (!to.pmem_dir) {
+		if ((rc = memories(c, by_steps, &to.fast_need_bytes, &to.slow_need_bytes)) < 0)
+			return rc;
+		if (!to.slow_need_bytes)
+			to.slow_need_bytes = 1; /* nothing slow: a byte, not the unknown need's allowance */
+	}
+	if ((rc = atm_tier_file_choose(&to, &f)) < 0 ||
+	    (rc = atm_emu_spec_resolve(c->o.mem.emulate, &spec)) < 0)
+		return rc;
+	if (!f.path[0])
+		return ATM_OK;
+	if (!to.pmem_dir && f.folder)
+		snprintf(c->slow_dir, sizeof c->slow_dir, "%s", f.path);
+	/* said while profiling, the folder is not named again */
+	for (int i = 0; i < c->n; i++)
+		if (c->e[i].j && !strcmp(c->e[i].j->said_file, f.path))
+			snprintf(said, sizeof said, "%s", f.path);
+	job_say_file(c->who, c->o.quiet, &f, spec.name, said);
+	for (int i = 0; i < c->n; i++) {
+		atm_job *j = c->e[i].j;
+		if (!j)
+			continue;
+		if (c->slow_dir[0])
+			j->o.mem.tiers.pmem_dir = c->slow_dir;
+		snprintf(j->said_file, sizeof j->said_file, "%s", said);
+	}
+	return ATM_OK;
+}
+
 atm_status atm_job_compare_run(atm_job_compare *c)
 {
 	bool by_steps = false;
 	atm_status rc;
 	if (c->ran || c->interleave)
 		return atm_err(ATM_E_USAGE, "the comparison ran already");
-	if ((rc = choose_interleave(c, &by_steps)) < 0 || (rc = alloc_turns(c)) < 0)
+	if ((rc = choose_interleave(c, &by_steps)) < 0 || (rc = choose_slow_file(c, by_steps)) < 0 ||
+	    (rc = alloc_turns(c)) < 0)
 		return rc;
 	c->interleave = by_steps ? "step" : "turn";
 	/* the order, and room to rotate it; the medians' scratch */

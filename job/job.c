@@ -123,9 +123,29 @@ atm_status atm_job_open_cache(const atm_prof *pr, const char *cache, bool rebuil
 	return atm_prof_cache_open(prof, cache, &m, rebuild);
 }
 
+void job_say_file(const char *who, bool quiet, const atm_tier_file *f, const char *emulation,
+                  char *said)
+{
+	char warning[512];
+	if (quiet || !atm_tier_file_warning(f, emulation, warning, sizeof warning) ||
+	    !strcmp(said, f->path))
+		return;
+	fprintf(stderr, "autotm %s: warning: %s\n", who, warning);
+	snprintf(said, ATM_TIER_PATH_MAX, "%s", f->path);
+}
+
 atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
                                  const char *cache, bool estimate, bool isolated, bool quiet,
                                  volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof)
+{
+	char said[ATM_TIER_PATH_MAX] = "";
+	return job_profile_graph(who, g, mem, cache, estimate, isolated, quiet, stop, pr, prof, said);
+}
+
+atm_status job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
+                             const char *cache, bool estimate, bool isolated, bool quiet,
+                             volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof,
+                             char *said)
 {
 	atm_prof_report rep;
 	atm_status rc;
@@ -153,6 +173,10 @@ atm_status atm_job_profile_graph(const char *who, const atm_graph *g, const atm_
 	if (!quiet && rep.in_step_note[0])
 		fprintf(stderr, "autotm %s: kernels are priced by their isolated times: no all-fast step "
 		        "was run (%s)\n", who, rep.in_step_note);
+	/* kernels timed with their slow operands on a disk's file carry its writeback */
+	const atm_tier_desc *slow = atm_prof_slow_tier(*pr);
+	if (slow && !estimate && (rep.n_configs_measured || rep.moves_measured))
+		job_say_file(who, quiet, &slow->file, slow->emulated ? slow->emulation : NULL, said);
 	return ATM_OK;
 }
 
@@ -369,8 +393,8 @@ static atm_status optimize(atm_job *j)
 	 * anything else: none of its memory stays while the step runs, and two backends with
 	 * live memkind kinds in one process have crashed memkind's allocator under load */
 	atm_prof *pr = NULL;
-	rc = atm_job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->isolated,
-	                           o->quiet, o->stop, &pr, &j->prof);
+	rc = job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->isolated, o->quiet,
+	                       o->stop, &pr, &j->prof, j->said_file);
 	atm_prof_destroy(pr);
 	if (rc < 0)
 		return rc;
@@ -428,7 +452,13 @@ atm_status job_exec_open(atm_job *j)
 	atm_exec_opts eo = job_exec_opts(j);
 	if (j->o.estimate)
 		return atm_err(ATM_E_USAGE, "a plan priced by an estimated profile is not run");
-	return atm_exec_new(&j->exec, j->plan, &eo);
+	atm_status rc = atm_exec_new(&j->exec, j->plan, &eo);
+	if (rc == ATM_OK) {
+		const atm_tier_desc *slow = atm_exec_slow_tier(j->exec);
+		job_say_file(j->who, j->o.quiet, &slow->file, slow->emulated ? slow->emulation : NULL,
+		             j->said_file);
+	}
+	return rc;
 }
 
 atm_status atm_job_execute(atm_job *j)
@@ -589,6 +619,8 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
 		.fast_tier = r->fast_tier.name,
 		.slow_tier = r->slow_tier.name,
+		.slow_path = r->slow_tier.file.path[0] ? r->slow_tier.file.path : NULL,
+		.slow_fs = r->slow_tier.file.path[0] ? r->slow_tier.file.fs : NULL,
 		.slow_read_gbps = r->slow_tier.read_gbps,
 		.slow_write_gbps = r->slow_tier.write_gbps,
 		.seed = o->seed,

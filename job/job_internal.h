@@ -30,6 +30,7 @@ struct atm_job {
 	bool has_cal;
 	double drift;
 	atm_st_file *weights, *data; /* o.weights_in and o.data_in, read and checked */
+	char said_file[ATM_TIER_PATH_MAX]; /* the slow tier's file the writeback warning named */
 };
 
 /* job_write_weights -- the parameters j->exec holds now into path (safetensors, named as the
@@ -38,6 +39,17 @@ atm_status job_write_weights(const atm_job *j, const char *path);
 
 /* job_say_drift -- the drift note on stderr unless quiet, when it is worth saying */
 void job_say_drift(const char *who, bool quiet, double drift, const atm_profile_calibration *cal);
+
+/* job_say_file -- unless quiet, the warning that the file f of a slow tier emulating emulation
+ * (NULL: none) is on a disk whose writeback adds to its cost; said once per file: said holds
+ * the last one named (ATM_TIER_PATH_MAX bytes) */
+void job_say_file(const char *who, bool quiet, const atm_tier_file *f, const char *emulation,
+                  char *said);
+/* job_profile_graph -- atm_job_profile_graph, the writeback warning said once with said */
+atm_status job_profile_graph(const char *who, const atm_graph *g, const atm_job_memory *mem,
+                             const char *cache, bool estimate, bool isolated, bool quiet,
+                             volatile sig_atomic_t *stop, atm_prof **pr, atm_profile **prof,
+                             char *said);
 
 /* job_exec_opts -- how the job's step is run */
 atm_exec_opts job_exec_opts(const atm_job *j);

@@ -77,6 +77,9 @@ typedef struct atm_prof atm_prof;
  * and the emulation, builds nothing yet. Errors as atm_exec_new's tiers. */
 atm_status atm_prof_new(atm_prof **pr, const atm_graph *g, const atm_prof_opts *o);
 void atm_prof_destroy(atm_prof *pr);
+/* atm_prof_slow_tier -- the slow tier kernels are timed with (its file, what it emulates);
+ * NULL when nothing is timed here (a GPU model) */
+const atm_tier_desc *atm_prof_slow_tier(const atm_prof *pr);
 /* atm_prof_get_machine -- the machine key of this run's timings (estimated when o->estimate) */
 void atm_prof_get_machine(const atm_prof *pr, atm_profile_machine *m);
 /* atm_prof_run -- everything of g that p lacks, measured or estimated into p,

@@ -23,6 +23,8 @@ struct atm_prof {
 	atm_profile_machine m;
 	atm_prof_roofline rf; /* estimating: the model, once calibrated */
 	bool have_rf;
+	atm_tier_desc slow;   /* the kernel timer's slow tier, as it was first opened */
+	bool has_slow;
 };
 
 /* One (signature, configuration) pair to have in the profile: node is the
@@ -183,7 +185,15 @@ static atm_status open_bench(atm_prof *pr)
 		return ATM_OK;
 	atm_kbench_opts ko = {.tiers = pr->o.tiers, .emulate = pr->o.emulate, .gpu = pr->o.gpu,
 	                      .reps = pr->o.reps, .seed = pr->o.seed, .stop = pr->o.stop};
-	return pr->kb ? ATM_OK : atm_kbench_new(&pr->kb, pr->g, &ko);
+	if (pr->kb)
+		return ATM_OK;
+	atm_status rc = atm_kbench_new(&pr->kb, pr->g, &ko);
+	if (rc == ATM_OK && !pr->has_slow) {
+		atm_tier_desc fast;
+		atm_kbench_tiers(pr->kb, &fast, &pr->slow);
+		pr->has_slow = true;
+	}
+	return rc;
 }
 
 /* atm_prof_destroy -- release the profiler; NULL is fine */
@@ -193,6 +203,12 @@ void atm_prof_destroy(atm_prof *pr)
 		return;
 	atm_kbench_destroy(pr->kb);
 	free(pr);
+}
+
+/* atm_prof_slow_tier -- the slow tier kernels are timed with */
+const atm_tier_desc *atm_prof_slow_tier(const atm_prof *pr)
+{
+	return pr->has_slow ? &pr->slow : NULL;
 }
 
 /* atm_prof_get_machine -- the machine key its entries will carry */

@@ -57,6 +57,20 @@ typedef enum {
 const char *atm_tier_kind_name(atm_tier_kind kind);
 
 #define ATM_TIER_NAME_MAX 160
+#define ATM_TIER_PATH_MAX 256
+
+/* Where a file-backed slow tier (a pmem directory, an fsdax file) keeps its file. */
+typedef struct {
+	char path[ATM_TIER_PATH_MAX]; /* the pmem directory or the fsdax file; "" for memory tiers */
+	bool folder;                  /* path is a pmem directory (false: an fsdax file) */
+	char fs[16];                  /* its file system: "tmpfs", "ext4", "xfs", "overlay", ... */
+	bool writeback;               /* that file system writes dirty pages back to a disk (it is
+	                               * neither a tmpfs nor ramfs, and not DAX): the kernel's
+	                               * writeback then throttles whoever writes the tier */
+	bool given;                   /* the caller named it; false: the default folder */
+	char why[128];                /* for a default folder, why that one ("a tmpfs with room
+	                               * for 1.2 GiB", "/dev/shm is not a tmpfs", ...) */
+} atm_tier_file;
 
 /* What a tier (or a NUMA node) is. Speeds are 1e9 bytes per second and 0 when unknown. */
 typedef struct {
@@ -75,6 +89,7 @@ typedef struct {
 	                               * DRAM caching PMM), its size; 0 when none */
 	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
 	char emulation[32];           /* the spec's name when emulated */
+	atm_tier_file file;           /* file tiers: where the file is */
 } atm_tier_desc;
 
 /* How to choose tiers. A zeroed struct means: fast and slow "auto", the default
@@ -85,8 +100,8 @@ typedef struct {
 	const char *fast;
 	/* "auto" (or NULL), "kmem-dax", "numa:N", "pmem-dir", "fsdax" */
 	const char *slow;
-	/* pmem-dir: NULL means ATM_TIER_DEFAULT_PMEM_DIR, created if missing; a
-	 * directory given here must exist */
+	/* pmem-dir: NULL means the default folder (atm_tier_file_choose), created if missing;
+	 * a directory given here must exist and is used as it is */
 	const char *pmem_dir;
 	/* fsdax: the file to map; "auto" picks fsdax over pmem-dir when it is set */
 	const char *fsdax_path;
@@ -94,9 +109,40 @@ typedef struct {
 	 * least 16 MiB, memkind's minimum); fsdax: the file's size when it is
 	 * created or shorter (0: use the file as it is) */
 	int64_t slow_bytes;
+	/* The default pmem folder's choice: the slow tier will be emulated (the CPU backend sets
+	 * it from its emulate option), and the most bytes the run will hold in the slow tier and
+	 * in fast memory (0: unknown; the executor fills them in from its plan, the kernel timer
+	 * from its graph). */
+	bool emulated;
+	int64_t slow_need_bytes;
+	int64_t fast_need_bytes;
 } atm_tier_opts;
 
+/* The folder of a pmem-dir slow tier when none is given. An emulated tier's file goes to
+ * ATM_TIER_TMPFS_PMEM_DIR when its parent is a tmpfs with room for the run: in a disk's
+ * file system the kernel's writeback throttles the writers of the file, and that, not the
+ * emulator, would make most of the slow tier's cost (docs/tiers.md). Otherwise, and for a
+ * tier that is not emulated, ATM_TIER_DEFAULT_PMEM_DIR. Either is created when missing. */
 #define ATM_TIER_DEFAULT_PMEM_DIR "/tmp/autotm-pmem"
+#define ATM_TIER_TMPFS_PMEM_DIR "/dev/shm/autotm-pmem"
+/* The room rule: the tmpfs is taken when its free space holds the slow tier's need plus a
+ * quarter (the allocator's size classes round up by as much, and the slow heap keeps freed
+ * blocks) plus ATM_TIER_TMPFS_SLACK_BYTES, and when the memory available holds that and the
+ * fast need too (a tmpfs's pages are memory, and its size may be set above what there is).
+ * An unknown slow need counts as ATM_TIER_TMPFS_UNKNOWN_BYTES; a --slow-size cap bounds it. */
+#define ATM_TIER_TMPFS_SLACK_BYTES ((int64_t)64 << 20)
+#define ATM_TIER_TMPFS_UNKNOWN_BYTES ((int64_t)1 << 30)
+
+/* atm_tier_file_choose -- where the slow tier o chooses would keep its file, without opening it:
+ * the folder (o->pmem_dir, else the default for o->emulated and o->*_need_bytes) or the fsdax
+ * file, its file system and whether it writes back to a disk; f->path "" when that slow tier
+ * is memory (a NUMA node), not a file */
+atm_status atm_tier_file_choose(const atm_tier_opts *o, atm_tier_file *f);
+/* atm_tier_file_warning -- when the file f of a slow tier emulating emulation (NULL: not
+ * emulated, no warning) sits on a file system that writes back to a disk: true, and one line
+ * in buf that names the folder, its file system and why it was taken, says the writeback adds
+ * to slow memory's cost, and how to choose another folder */
+bool atm_tier_file_warning(const atm_tier_file *f, const char *emulation, char *buf, size_t len);
 
 /* atm_tiers_survey -- what `autotm tiers` shows: this machine's NUMA nodes as hwloc finds
  * them, and the fast and slow tiers a run with o would use, opened to check that they work
@@ -339,6 +385,9 @@ atm_status atm_exec_step(atm_exec *e, double *step_s);
  * memory high-water marks and where it ran */
 atm_status atm_exec_finish(atm_exec *e);
 const atm_exec_result *atm_exec_result_get(const atm_exec *e);
+/* atm_exec_slow_tier -- the slow tier e opened, as atm_exec_new left it (the result's slow_tier
+ * is filled in by atm_exec_finish) */
+const atm_tier_desc *atm_exec_slow_tier(const atm_exec *e);
 /* atm_exec_read_tensor -- the bytes persistent tensor t holds now (a parameter after the steps
  * run so far), x->bytes of them into out; ATM_E_USAGE for a tensor that is not persistent */
 atm_status atm_exec_read_tensor(const atm_exec *e, int32_t t, void *out);

@@ -316,6 +316,12 @@ static atm_status open_memory(atm_exec *e)
 	atm_backend_opts bo = {.tiers = e->opts.tiers, .emulate = e->opts.emulate, .gpu = e->opts.gpu,
 	                       .stop = e->opts.stop};
 	atm_status rc;
+	/* what the step holds, for the default pmem folder's room check (a plan with nothing in
+	 * slow memory needs a byte, not the unknown need's allowance) */
+	if (!bo.tiers.slow_need_bytes)
+		bo.tiers.slow_need_bytes = st->slow_peak_bytes > 0 ? st->slow_peak_bytes : 1;
+	if (!bo.tiers.fast_need_bytes)
+		bo.tiers.fast_need_bytes = arena;
 	if ((rc = atm_backend_open(&e->b, &bo)) < 0)
 		return rc;
 	e->b->iface->describe(e->b, &e->desc);
@@ -633,6 +639,12 @@ atm_status atm_exec_run(atm_exec *e)
 const atm_exec_result *atm_exec_result_get(const atm_exec *e)
 {
 	return &e->result;
+}
+
+/* atm_exec_slow_tier -- the slow tier the executor opened */
+const atm_tier_desc *atm_exec_slow_tier(const atm_exec *e)
+{
+	return &e->desc.slow;
 }
 
 void atm_exec_destroy(atm_exec *e)

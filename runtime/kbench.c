@@ -39,6 +39,8 @@ struct atm_kbench {
 	int max_args;
 };
 
+static int64_t most_bytes(const atm_graph *g);
+
 /* atm_kbench_new -- open the backend of a run, nothing of g yet */
 atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench_opts *o)
 {
@@ -77,6 +79,12 @@ atm_status atm_kbench_new(atm_kbench **out, const atm_graph *g, const atm_kbench
 	/* the same backend, memories and emulation as the executor's */
 	atm_backend_opts bo = {.tiers = kb->o.tiers, .emulate = kb->o.emulate, .gpu = kb->o.gpu,
 	                       .stop = kb->o.stop};
+	/* what it holds at most, for the default pmem folder's room check: one node's operands,
+	 * and beside them two copies that time the overlap of moves */
+	if (!bo.tiers.slow_need_bytes)
+		bo.tiers.slow_need_bytes = most_bytes(g) + 2 * MOVE_BYTES;
+	if (!bo.tiers.fast_need_bytes)
+		bo.tiers.fast_need_bytes = most_bytes(g);
 	if ((rc = atm_backend_open(&kb->b, &bo)) < 0 || (rc = kb->b->iface->reserve(kb->b, 0, 2)) < 0)
 		goto fail;
 	kb->b->iface->describe(kb->b, &kb->desc);
@@ -158,16 +166,22 @@ static int64_t fast_bytes(const atm_graph *g, const atm_node *n, int64_t *offset
 	return at;
 }
 
+/* most_bytes -- the operand bytes of g's node with the most, or a move's if more */
+static int64_t most_bytes(const atm_graph *g)
+{
+	int64_t most = MOVE_BYTES;
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		int64_t b = fast_bytes(g, atm_graph_node(g, k), NULL);
+		most = b > most ? b : most;
+	}
+	return most;
+}
+
 /* make_arena -- the fast arena, sized for the node with the most operand
  * bytes and for the copies that time moves */
 static atm_status make_arena(atm_kbench *kb)
 {
-	int64_t most = MOVE_BYTES;
-	for (int32_t k = 0; k < atm_graph_n_nodes(kb->g); k++) {
-		int64_t b = fast_bytes(kb->g, atm_graph_node(kb->g, k), NULL);
-		most = b > most ? b : most;
-	}
-	atm_status rc = kb->b->iface->arena_new(kb->b, most);
+	atm_status rc = kb->b->iface->arena_new(kb->b, most_bytes(kb->g));
 	if (rc < 0)
 		return atm_err_prefix(rc, "kernel timing: ");
 	kb->arena = true;

@@ -471,7 +471,10 @@ atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 	if ((rc = atm_cpu_bk_new(&b, &cpu_iface, o)) < 0)
 		return rc;
 	struct cpu_ctx *c = ctx_of(b);
-	if ((rc = atm_tier_open_slow(&c->slow, c->topo, &o->tiers)) >= 0)
+	/* an emulated tier's default folder is one the disk's writeback stays out of */
+	atm_tier_opts to = o->tiers;
+	to.emulated = o->emulate != NULL;
+	if ((rc = atm_tier_open_slow(&c->slow, c->topo, &to)) >= 0)
 		rc = atm_pool_heap_new(&c->heap, c->slow, 0);
 	if (rc >= 0 && o->emulate) {
 		atm_emu_spec spec;

@@ -100,6 +100,31 @@ atm_status atm_tier_open_fast(atm_tier **t, atm_tier_topo *topo, const atm_tier_
 atm_status atm_tier_open_slow(atm_tier **t, atm_tier_topo *topo, const atm_tier_opts *o);
 void atm_tier_destroy(atm_tier *t);
 
+/* Where a file tier's file goes (tier_file.c; atm_tier_file_choose is the public face). */
+
+/* atm_tier_make_dirs -- dir and every folder above it that is missing (mkdir -p, mode 0700);
+ * ATM_E_IO naming dir, the folder that could not be made and why */
+atm_status atm_tier_make_dirs(const char *dir);
+/* atm_tier_file_fs -- path's file system (of the folder it would be made in, when it is not
+ * made yet): its name ("tmpfs", "ext4": /proc/self/mountinfo's, else from statfs), and whether
+ * it writes dirty pages back to a disk (not tmpfs or ramfs, not DAX); false when nothing of
+ * path can be looked at */
+bool atm_tier_file_fs(const char *path, char *fs, size_t len, bool *writeback);
+/* atm_tier_tmpfs_need -- the free bytes the room rule (atm_runtime.h) asks of a tmpfs for o */
+int64_t atm_tier_tmpfs_need(const atm_tier_opts *o);
+/* atm_tier_tmpfs_has_room -- the room rule: a tmpfs with free_bytes free, on a machine with
+ * mem_available_bytes available (< 0: unknown), holds o's run */
+bool atm_tier_tmpfs_has_room(const atm_tier_opts *o, int64_t free_bytes, int64_t mem_available_bytes);
+/* atm_tier_pmem_default -- the default folder of o's pmem-dir tier (o->pmem_dir aside) with
+ * the tmpfs's free bytes (< 0: no tmpfs there) and the memory available (< 0: unknown) given
+ * rather than measured: ATM_TIER_TMPFS_PMEM_DIR for an emulated tier with room, else
+ * ATM_TIER_DEFAULT_PMEM_DIR, and why, its file system looked at */
+void atm_tier_pmem_default(const atm_tier_opts *o, int64_t tmpfs_free_bytes,
+                           int64_t mem_available_bytes, atm_tier_file *f);
+/* atm_tier_pmem_file -- the folder o's pmem-dir tier uses: o->pmem_dir as given, else the
+ * default, with the tmpfs and the memory measured now */
+void atm_tier_pmem_file(const atm_tier_opts *o, atm_tier_file *f);
+
 const atm_tier_desc *atm_tier_describe(const atm_tier *t);
 /* atm_tier_alignment -- alignment of every allocation from t: 64 bytes (a cache
  * line, a full AVX-512 vector), 256 on PMM-backed tiers (Optane's internal

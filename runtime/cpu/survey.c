@@ -1,6 +1,9 @@
 /* survey.c -- what `autotm tiers` shows: the machine's nodes and the tiers a run would open,
- * described and closed again (above tiers.c and emulate.c, which it calls) */
+ * described and closed again, and where a slow tier's file would go (above tiers.c,
+ * tier_file.c and emulate.c, which it calls) */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memory.h"
 
@@ -16,7 +19,12 @@ atm_status atm_tiers_survey(atm_tiers **out, const atm_tier_opts *o, const char 
 	atm_tier *fast = NULL, *slow = NULL;
 	atm_emu_spec spec;
 	atm_status rc;
+	atm_tier_opts to = {0};
 	*out = NULL;
+	if (o)
+		to = *o;
+	to.emulated = emulate != NULL; /* the default pmem folder a run emulating would take */
+	o = &to;
 	atm_tiers *t = calloc(1, sizeof *t);
 	if (!t)
 		return atm_err(ATM_E_NOMEM, "out of memory surveying the tiers");
@@ -39,6 +47,32 @@ fail:
 	atm_tier_destroy(fast);
 	atm_tiers_destroy(t);
 	return rc;
+}
+
+/* atm_tier_file_choose -- where the slow tier o chooses keeps its file, nothing opened */
+atm_status atm_tier_file_choose(const atm_tier_opts *o, atm_tier_file *f)
+{
+	static const atm_tier_opts none = {0};
+	atm_tier_topo *topo = NULL;
+	atm_tier_choice c;
+	atm_status rc;
+	memset(f, 0, sizeof *f);
+	if (!o)
+		o = &none;
+	if ((rc = atm_tier_topo_new(&topo)) < 0)
+		return rc;
+	rc = atm_tier_choose(topo, o, &c);
+	atm_tier_topo_destroy(topo);
+	if (rc < 0)
+		return rc;
+	if (c.kind == ATM_TIER_PMEM_DIR) {
+		atm_tier_pmem_file(o, f);
+	} else if (c.kind == ATM_TIER_FSDAX_FILE) {
+		snprintf(f->path, sizeof f->path, "%s", o->fsdax_path);
+		f->given = true;
+		atm_tier_file_fs(f->path, f->fs, sizeof f->fs, &f->writeback);
+	}
+	return ATM_OK;
 }
 
 /* atm_tiers_destroy -- NULL is fine */

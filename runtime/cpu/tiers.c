@@ -582,16 +582,35 @@ fail:
 	return rc;
 }
 
-/* check_dir -- the pmem directory exists (the default one is made), is a
- * directory and takes a new file; all before memkind allocates anything */
+/* atm_tier_make_dirs -- dir and every folder above it that is missing (mkdir -p) */
+atm_status atm_tier_make_dirs(const char *dir)
+{
+	char part[PATH_MAX];
+	if (snprintf(part, sizeof part, "%s", dir) >= (int)sizeof part)
+		return atm_err(ATM_E_IO, "pmem dir '%s': path too long", dir);
+	for (char *p = part + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(part, 0700) < 0 && errno != EEXIST)
+			return atm_err(ATM_E_IO, "cannot create pmem dir '%s'%s%s%s: %s", dir,
+			               c ? " (making " : "", c ? part : "", c ? ")" : "", strerror(errno));
+		*p = c;
+		if (!c)
+			return ATM_OK;
+	}
+}
+
+/* check_dir -- the pmem directory exists (a default one is made, with the folders above it),
+ * is a directory and takes a new file; all before memkind allocates anything */
 static atm_status check_dir(const char *dir, bool is_default)
 {
 	struct stat st;
 	char probe[PATH_MAX];
-	if (stat(dir, &st) < 0 && errno == ENOENT && is_default) {
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot create pmem dir '%s': %s", dir, strerror(errno));
-	}
+	atm_status rc;
+	if (stat(dir, &st) < 0 && errno == ENOENT && is_default && (rc = atm_tier_make_dirs(dir)) < 0)
+		return rc;
 	if (stat(dir, &st) < 0) {
 		if (errno == ENOENT)
 			return atm_err(ATM_E_IO,
@@ -619,16 +638,21 @@ static atm_status check_dir(const char *dir, bool is_default)
 /* open_pmem_dir -- a memkind PMEM kind on a temporary file in the directory */
 static atm_status open_pmem_dir(atm_tier *t, const atm_tier_opts *o)
 {
-	const char *dir = o->pmem_dir ? o->pmem_dir : ATM_TIER_DEFAULT_PMEM_DIR;
+	atm_tier_file *f = &t->desc.file;
 	char name[ATM_TIER_NAME_MAX];
 	atm_status rc;
+	/* the folder given, or the default for this run (a tmpfs when emulating) */
+	atm_tier_pmem_file(o, f);
+	const char *dir = o->pmem_dir ? o->pmem_dir : f->path; /* a given one whole, however long */
 	if (o->slow_bytes < 0 || (o->slow_bytes > 0 && o->slow_bytes < MEMKIND_PMEM_MIN_SIZE))
 		return atm_err(ATM_E_USAGE,
 		               "pmem dir '%s': a size limit of %lld bytes is below memkind's minimum of "
 		               "16 MiB (%d bytes); 0 means no limit",
 		               dir, (long long)o->slow_bytes, (int)MEMKIND_PMEM_MIN_SIZE);
-	if ((rc = check_dir(dir, o->pmem_dir == NULL)) < 0)
+	if ((rc = check_dir(dir, !f->given)) < 0)
 		return rc;
+	/* now that it exists: a file system mounted on the folder itself is the one used */
+	atm_tier_file_fs(dir, f->fs, sizeof f->fs, &f->writeback);
 	t->be = BACKEND_MEMKIND;
 	int err = memkind_create_pmem(dir, (size_t)o->slow_bytes, &t->kind);
 	if (err != MEMKIND_SUCCESS) {
@@ -648,7 +672,7 @@ static atm_status open_pmem_dir(atm_tier *t, const atm_tier_opts *o)
 	                                 : avail;
 	/* 256-byte lines inside Optane: tensors sharing one would be written twice */
 	t->align = 256;
-	snprintf(name, sizeof name, "pmem dir %s (%s)", dir, t->desc.dax ? "DAX" : "page cache, not PMM");
+	snprintf(name, sizeof name, "pmem dir %.120s (%s)", dir, t->desc.dax ? "DAX" : "page cache, not PMM");
 	set_name(t, name);
 	return ATM_OK;
 }
@@ -730,6 +754,10 @@ static atm_status open_fsdax(atm_tier *t, const atm_tier_opts *o)
 	t->desc.kind = ATM_TIER_FSDAX_FILE;
 	t->desc.numa_node = -1;
 	t->desc.capacity_bytes = t->map_bytes;
+	snprintf(t->desc.file.path, sizeof t->desc.file.path, "%s", path);
+	t->desc.file.given = true;
+	atm_tier_file_fs(path, t->desc.file.fs, sizeof t->desc.file.fs, &t->desc.file.writeback);
+	t->desc.file.writeback = t->desc.file.writeback && !t->desc.dax;
 	t->align = 256; /* as for pmem dirs: Optane's 256-byte internal line */
 	snprintf(name, sizeof name, "fsdax file %s (%s)", path, t->desc.dax ? "DAX" : "page cache, not PMM");
 	set_name(t, name);

@@ -11,12 +11,14 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <linux/magic.h>
 
 #include "atm_core.h"
 #include "atm_optimizer.h"
@@ -835,8 +837,106 @@ static void test_run_cmd_tiers(void **state)
 	assert_true(json_array_size(json_object_get(j, "nodes")) >= 1);
 	assert_true(json_is_true(json_object_get(json_object_get(j, "slow"), "emulated")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "fast"), "kind")), "dram");
+	/* a slow tier in a file says where, on what, and why there */
+	json_t *slow = json_object_get(j, "slow"), *file = json_object_get(slow, "file");
+	if (!strcmp(json_string_value(json_object_get(slow, "kind")), "pmem-dir")) {
+		assert_non_null(file);
+		assert_true(json_is_string(json_object_get(file, "path")));
+		assert_true(json_is_string(json_object_get(file, "fs")));
+		assert_true(json_is_boolean(json_object_get(file, "writeback")));
+		assert_true(json_is_false(json_object_get(file, "given")));
+		assert_true(json_is_string(json_object_get(file, "why")));
+	}
 	json_decref(j);
 	cli_expect(2, "warp", "tiers --slow warp");
+}
+
+/* count_of -- how many times s occurs in text */
+static int count_of(const char *text, const char *s)
+{
+	int n = 0;
+	for (const char *p = strstr(text, s); p; p = strstr(p + 1, s))
+		n++;
+	return n;
+}
+
+/* slow_file -- the run's tiers.slow_path and tiers.slow_fs (NULL when null or absent) */
+static void slow_file(json_t *run, const char **path, const char **fs)
+{
+	json_t *tiers = json_object_get(run, "tiers");
+	assert_non_null(tiers);
+	*path = json_string_value(json_object_get(tiers, "slow_path"));
+	*fs = json_string_value(json_object_get(tiers, "slow_fs"));
+}
+
+/* test_run_cmd_slow_tier_file -- the results say where the slow tier's file was and on what
+ * file system; an emulated run given no folder takes the tmpfs where /dev/shm is one, a folder
+ * given is kept (warned about once when on a disk), and a results file written before the
+ * fields were added still takes an append */
+static void test_run_cmd_slow_tier_file(void **state)
+{
+	(void)state;
+	const char *path, *fs;
+	struct statfs sf;
+	bool shm_tmpfs = statfs("/dev/shm", &sf) == 0 && (unsigned long)sf.f_type == TMPFS_MAGIC;
+	/* emulated, no folder: the tmpfs default ("/dev/shm/autotm-pmem", atm_runtime.h) */
+	json_t *doc = results("--model tiny_mlp --batch 2 --iters 1 --placement all-slow --slow "
+	                      "pmem-dir --emulate optane", "file-default.json");
+	slow_file(first_run(doc), &path, &fs);
+	assert_non_null(path);
+	assert_non_null(fs);
+	if (shm_tmpfs) {
+		assert_string_equal(path, "/dev/shm/autotm-pmem");
+		assert_string_equal(fs, "tmpfs");
+	}
+	json_decref(doc);
+	/* not emulated: the old default, "/tmp/autotm-pmem" */
+	doc = results("--model tiny_mlp --batch 2 --iters 1 --placement all-slow --slow pmem-dir",
+	              "file-plain.json");
+	slow_file(first_run(doc), &path, &fs);
+	assert_string_equal(path, "/tmp/autotm-pmem");
+	json_decref(doc);
+	/* a folder given is kept; on a disk the warning is said once */
+	char file[512];
+	snprintf(file, sizeof file, "%s/file-given.json", cli_tmpdir);
+	struct cli_result r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --placement all-slow "
+	                              "--slow pmem-dir --emulate optane --pmem-dir %s -o %s",
+	                              cli_tmpdir, file);
+	if (r.code != 0)
+		fail_msg("--pmem-dir %s: exit %d, %s", cli_tmpdir, r.code, r.err);
+	json_error_t e;
+	doc = json_load_file(file, 0, &e);
+	assert_non_null(doc);
+	slow_file(first_run(doc), &path, &fs);
+	assert_string_equal(path, cli_tmpdir);
+	assert_int_equal(statfs(cli_tmpdir, &sf), 0);
+	bool disk = (unsigned long)sf.f_type != TMPFS_MAGIC && (unsigned long)sf.f_type != RAMFS_MAGIC;
+	if (disk && strcmp(fs, "tmpfs")) {
+		assert_int_equal(count_of(r.err, "writeback"), 1);
+		assert_non_null(strstr(r.err, cli_tmpdir));
+		assert_non_null(strstr(r.err, fs));
+		assert_non_null(strstr(r.err, "--pmem-dir"));
+	} else {
+		assert_int_equal(count_of(r.err, "writeback"), 0);
+	}
+	cli_release(&r);
+	/* a file whose runs lack the fields (written before them) is appended to */
+	json_t *tiers = json_object_get(first_run(doc), "tiers");
+	json_object_del(tiers, "slow_path");
+	json_object_del(tiers, "slow_fs");
+	assert_int_equal(json_dump_file(doc, file, JSON_INDENT(1)), 0);
+	json_decref(doc);
+	r = cli_run("run --model tiny_mlp --batch 2 --iters 1 --placement all-fast --emulate optane "
+	            "--quiet -o %s --append", file);
+	if (r.code != 0)
+		fail_msg("append to an older file: exit %d, %s", r.code, r.err);
+	cli_release(&r);
+	doc = json_load_file(file, 0, &e);
+	assert_non_null(doc);
+	assert_int_equal(json_array_size(json_object_get(doc, "runs")), 2);
+	slow_file(first_run(doc), &path, &fs);
+	assert_null(path);
+	json_decref(doc);
 }
 
 /* st_path -- NAME in cli_tmpdir */
@@ -1068,6 +1168,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_weights_and_data),
 		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_tiers),
+		cmocka_unit_test(test_run_cmd_slow_tier_file),
 	};
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }

@@ -1,4 +1,4 @@
-/* test_tiers.c -- tier discovery, the slow-tier choice on this and on made-up machines, option and pmem dir errors */
+/* test_tiers.c -- tier discovery, the slow-tier choice on this and on made-up machines, option and pmem dir errors, the default pmem folder */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "atm_core.h"
 #include "memory.h"
@@ -380,6 +383,157 @@ static void test_tiers_default_pmem_dir_is_created(void **state)
 		rmdir(ATM_TIER_DEFAULT_PMEM_DIR); /* memkind left no file in it */
 }
 
+/* ---------------------------------------------------------------- the default pmem folder */
+
+static void test_tiers_tmpfs_room_rule(void **state)
+{
+	(void)state;
+	const int64_t mib = 1 << 20;
+	atm_tier_opts o = {.emulated = true, .slow_need_bytes = 400 * mib};
+	/* the need, a quarter more for the allocator, and the slack */
+	int64_t need = 400 * mib + 100 * mib + ATM_TIER_TMPFS_SLACK_BYTES;
+	assert_int_equal(atm_tier_tmpfs_need(&o), need);
+	assert_true(atm_tier_tmpfs_has_room(&o, need, -1));
+	assert_false(atm_tier_tmpfs_has_room(&o, need - 1, -1));
+	/* a tmpfs's pages are memory: the fast need and the slow one must both be available */
+	o.fast_need_bytes = 300 * mib;
+	assert_true(atm_tier_tmpfs_has_room(&o, need, need + 300 * mib));
+	assert_false(atm_tier_tmpfs_has_room(&o, 8 * need, need + 300 * mib - 1));
+	/* a --slow-size cap bounds what the kind can hold */
+	o.slow_bytes = 100 * mib;
+	assert_int_equal(atm_tier_tmpfs_need(&o), 100 * mib + 25 * mib + ATM_TIER_TMPFS_SLACK_BYTES);
+	/* unknown: the allowance */
+	atm_tier_opts unknown = {.emulated = true};
+	assert_int_equal(atm_tier_tmpfs_need(&unknown), ATM_TIER_TMPFS_UNKNOWN_BYTES);
+	unknown.slow_bytes = 32 * mib;
+	assert_int_equal(atm_tier_tmpfs_need(&unknown), 40 * mib + ATM_TIER_TMPFS_SLACK_BYTES);
+}
+
+/* test_tiers_default_without_room_falls_back -- told that the tmpfs has too little room (or
+ * the memory too little), or that there is none, an emulated tier takes the old default and
+ * says why; on a disk that is the warning's case */
+static void test_tiers_default_without_room_falls_back(void **state)
+{
+	(void)state;
+	const int64_t gib = (int64_t)1 << 30;
+	atm_tier_opts o = {.slow = "pmem-dir", .emulated = true, .slow_need_bytes = 2 * gib,
+	                   .fast_need_bytes = gib};
+	atm_tier_file f;
+	char warning[512];
+	atm_tier_pmem_default(&o, gib, -1, &f);
+	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_false(f.given);
+	assert_true(f.folder);
+	char need[32], why[96];
+	snprintf(why, sizeof why, "the run needs %s",
+	         atm_format_bytes(atm_tier_tmpfs_need(&o), need, sizeof need));
+	assert_non_null(strstr(f.why, "1.00 GiB free"));
+	assert_non_null(strstr(f.why, why));
+	/* the warning names the folder, its file system, the writeback and the way out */
+	bool warned = atm_tier_file_warning(&f, "optane", warning, sizeof warning);
+	assert_int_equal(warned, f.writeback);
+	if (warned) {
+		assert_non_null(strstr(warning, ATM_TIER_DEFAULT_PMEM_DIR));
+		assert_non_null(strstr(warning, f.fs));
+		assert_non_null(strstr(warning, "writeback"));
+		assert_non_null(strstr(warning, "emulated optane"));
+		assert_non_null(strstr(warning, "1.00 GiB free"));
+		assert_non_null(strstr(warning, "--pmem-dir"));
+		assert_null(strchr(warning, '\n'));
+	}
+	/* not emulated: nothing to warn about */
+	assert_false(atm_tier_file_warning(&f, NULL, warning, sizeof warning));
+	assert_string_equal(warning, "");
+	/* room on the tmpfs, but not in memory beside the fast need */
+	atm_tier_pmem_default(&o, 100 * gib, 3 * gib, &f);
+	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_non_null(strstr(f.why, "memory"));
+	/* no tmpfs at all */
+	atm_tier_pmem_default(&o, -1, -1, &f);
+	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_non_null(strstr(f.why, "no tmpfs"));
+	/* room enough: the tmpfs folder */
+	atm_tier_pmem_default(&o, 100 * gib, 100 * gib, &f);
+	assert_string_equal(f.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_non_null(strstr(f.why, "a tmpfs with room"));
+	/* a tier that is not emulated keeps the old default, room or none */
+	o.emulated = false;
+	atm_tier_pmem_default(&o, 100 * gib, 100 * gib, &f);
+	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+}
+
+/* test_tiers_given_dir_is_kept -- a folder the caller names is used as it is, emulated or not,
+ * and its file system is reported; on a disk, an emulated tier's warning says so */
+static void test_tiers_given_dir_is_kept(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	atm_tier_file f;
+	char warning[512];
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = tmp, .emulated = true,
+	                   .slow_need_bytes = 1 << 20};
+	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
+	assert_string_equal(f.path, tmp);
+	assert_true(f.given);
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	const atm_tier_desc *d = atm_tier_describe(slow);
+	assert_string_equal(d->file.path, tmp);
+	assert_true(d->file.given);
+	assert_true(d->file.folder);
+	assert_string_equal(d->file.fs, f.fs);
+	struct statfs sf;
+	assert_int_equal(statfs(tmp, &sf), 0);
+	bool memory_fs = (unsigned long)sf.f_type == TMPFS_MAGIC || (unsigned long)sf.f_type == RAMFS_MAGIC;
+	if ((unsigned long)sf.f_type == TMPFS_MAGIC)
+		assert_string_equal(d->file.fs, "tmpfs");
+	if (memory_fs)
+		assert_false(d->file.writeback);
+	else
+		assert_int_equal(d->file.writeback, !d->dax);
+	assert_int_equal(atm_tier_file_warning(&d->file, "optane", warning, sizeof warning),
+	                 d->file.writeback);
+	if (d->file.writeback) {
+		assert_non_null(strstr(warning, tmp));
+		assert_non_null(strstr(warning, d->file.fs));
+	}
+	atm_tier_destroy(slow);
+	/* not emulated: the same folder, and no warning */
+	o.emulated = false;
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	assert_string_equal(atm_tier_describe(slow)->file.path, tmp);
+	assert_false(atm_tier_file_warning(&atm_tier_describe(slow)->file, NULL, warning,
+	                                   sizeof warning));
+	atm_tier_destroy(slow);
+	/* a memory slow tier has no file */
+	atm_tier_opts numa = {.slow = "kmem-dax"};
+	if (atm_tier_file_choose(&numa, &f) == ATM_OK)
+		assert_string_equal(f.path, "");
+	atm_tier_topo_destroy(topo);
+}
+
+/* test_tiers_default_dir_is_made_with_parents -- a default folder is made as mkdir -p makes it,
+ * and one that cannot be made is an error naming it and where it stopped */
+static void test_tiers_default_dir_is_made_with_parents(void **state)
+{
+	(void)state;
+	char dir[200], file[200], under[240], stop[240];
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s/a/b/c", tmp);
+	assert_int_equal(atm_tier_make_dirs(dir), ATM_OK);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(atm_tier_make_dirs(dir), ATM_OK); /* there already: fine */
+	snprintf(file, sizeof file, "%s/f", tmp);
+	assert_int_equal(atm_write_file_atomic(file, "x", 1), ATM_OK);
+	snprintf(under, sizeof under, "%.200s/x/y", file);
+	snprintf(stop, sizeof stop, "(making %.200s/x)", file);
+	assert_int_equal(atm_tier_make_dirs(under), ATM_E_IO);
+	has(under);
+	has(stop);
+}
+
 static void test_tiers_missing_pmem_dir_is_io(void **state)
 {
 	(void)state;
@@ -709,6 +863,80 @@ static void test_tiers_xml_missing_or_malformed(void **state)
 	has(path);
 }
 
+/* ---------------------------------------------------------------- a tmpfs */
+
+/* test_tiers_emulated_default_is_on_tmpfs -- with /dev/shm a tmpfs with room, an emulated
+ * pmem-dir tier given no folder takes ATM_TIER_TMPFS_PMEM_DIR (made when missing) and says
+ * so; one that is not emulated keeps ATM_TIER_DEFAULT_PMEM_DIR */
+static void test_tiers_emulated_default_is_on_tmpfs(void **state)
+{
+	(void)state;
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	atm_tier_file f;
+	char warning[512];
+	struct stat st;
+	bool existed = stat(ATM_TIER_TMPFS_PMEM_DIR, &st) == 0;
+	atm_tier_opts o = {.slow = "pmem-dir", .emulated = true, .slow_need_bytes = 16 << 20,
+	                   .fast_need_bytes = 16 << 20};
+	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
+	assert_string_equal(f.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_string_equal(f.fs, "tmpfs");
+	assert_false(f.writeback);
+	assert_false(f.given);
+	assert_non_null(strstr(f.why, "a tmpfs with room"));
+	assert_false(atm_tier_file_warning(&f, "optane", warning, sizeof warning));
+	if (existed && access(ATM_TIER_TMPFS_PMEM_DIR, W_OK) != 0)
+		skip(); /* another user's: opening it is the error test_tiers_default_pmem_dir_is_created checks */
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
+	const atm_tier_desc *d = atm_tier_describe(slow);
+	assert_string_equal(d->file.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_string_equal(d->file.fs, "tmpfs");
+	assert_false(d->file.writeback);
+	assert_non_null(strstr(d->name, ATM_TIER_TMPFS_PMEM_DIR));
+	assert_int_equal(stat(ATM_TIER_TMPFS_PMEM_DIR, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	void *p = NULL;
+	assert_int_equal(atm_tier_alloc(slow, 4 << 20, &p), ATM_OK);
+	memset(p, 5, 4 << 20);
+	atm_tier_free(slow, p, 4 << 20);
+	atm_tier_destroy(slow);
+	/* memkind unlinked its file when it made it: nothing is left behind */
+	if (!existed)
+		assert_int_equal(rmdir(ATM_TIER_TMPFS_PMEM_DIR), 0);
+	/* the same run, not emulated, keeps the disk default */
+	o.emulated = false;
+	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
+	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	atm_tier_topo_destroy(topo);
+}
+
+/* test_tiers_given_tmpfs_dir_gives_no_warning -- a folder of one's own on a tmpfs is kept and
+ * meets no disk */
+static void test_tiers_given_tmpfs_dir_gives_no_warning(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/atm-test-tiers-XXXXXX";
+	atm_tier_file f;
+	char warning[512];
+	assert_non_null(mkdtemp(dir));
+	atm_tier_opts o = {.slow = "pmem-dir", .pmem_dir = dir, .emulated = true};
+	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
+	assert_string_equal(f.path, dir);
+	assert_true(f.given);
+	assert_string_equal(f.fs, "tmpfs");
+	assert_false(atm_tier_file_warning(&f, "optane", warning, sizeof warning));
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* shm_is_tmpfs -- /dev/shm is a tmpfs here */
+static bool shm_is_tmpfs(void)
+{
+	struct statfs sf;
+	return statfs("/dev/shm", &sf) == 0 && (unsigned long)sf.f_type == TMPFS_MAGIC;
+}
+
 /* ---------------------------------------------------------------- real hardware */
 
 static void test_tiers_hw_kmem_dax_allocates(void **state)
@@ -772,7 +1000,8 @@ static bool hardware_present(void)
 }
 
 /* main -- the portable suite; with --hardware, the tests that need PMM, CXL or
- * a second socket, which exit 77 (skipped) on machines without them */
+ * a second socket, which exit 77 (skipped) on machines without them; with --tmpfs, those of
+ * the default pmem folder on /dev/shm, skipped where it is not a tmpfs */
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -784,6 +1013,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_tiers_slow_falls_back_to_pmem_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_fsdax_map_and_copy, setup, teardown),
 		cmocka_unit_test(test_tiers_default_pmem_dir_is_created),
+		cmocka_unit_test(test_tiers_tmpfs_room_rule),
+		cmocka_unit_test(test_tiers_default_without_room_falls_back),
+		cmocka_unit_test_setup_teardown(test_tiers_given_dir_is_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiers_default_dir_is_made_with_parents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_missing_pmem_dir_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_pmem_dir_under_a_file_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_readonly_pmem_dir_is_io, setup, teardown),
@@ -803,6 +1036,17 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tiers_hw_kmem_dax_allocates),
 		cmocka_unit_test(test_tiers_hw_slow_node_allocates),
 	};
+	const struct CMUnitTest tmpfs[] = {
+		cmocka_unit_test(test_tiers_emulated_default_is_on_tmpfs),
+		cmocka_unit_test(test_tiers_given_tmpfs_dir_gives_no_warning),
+	};
+	if (argc > 1 && strcmp(argv[1], "--tmpfs") == 0) {
+		if (!shm_is_tmpfs()) {
+			printf("/dev/shm is not a tmpfs here: skipped\n");
+			return 77;
+		}
+		return cmocka_run_group_tests(tmpfs, NULL, NULL);
+	}
 	if (argc > 1 && strcmp(argv[1], "--hardware") == 0) {
 		if (!hardware_present()) {
 			printf("no kmem-DAX memory and no slower NUMA node here: skipped\n");
