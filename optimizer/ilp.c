@@ -24,6 +24,7 @@ struct cols {
 	int32_t *home;          /* by tensor: persistent movable, "fast all its life, never moves" */
 	int32_t *z, *y;         /* by node: its first configuration; max(kernel, copies) */
 	int32_t *a;             /* by node with a choice: its first algorithm */
+	bool *sep;              /* by node: separable, priced by its units' slow states */
 	int32_t m0;             /* the first memory slot's fast bytes */
 };
 
@@ -384,24 +385,57 @@ static void tensor_program(struct build *b, const struct tmodel *t)
 	}
 }
 
-/* kernel_terms -- minus node k's kernel time, over its algorithm or configuration columns
- * (a = the first algorithm's, z = the first configuration's, -1: none), into the row; false
- * when the time is a constant (one configuration, one algorithm): the caller bounds the row
- * with it */
-static bool kernel_terms(struct build *b, int32_t k, int32_t a, int32_t z)
+/* separable -- node k's time is its all-fast time plus what each of its free units costs
+ * slow on its own, in every configuration (to rounding): a roofline's memory-bound kernel, and
+ * every node with one free unit. Its configurations then need no columns: the time is linear
+ * in the units' slow states, and any slow states in [0, 1] are the marginals of some mix of
+ * configurations, so the relaxation is the configuration columns' too */
+static bool separable(const struct model *m, int32_t k)
+{
+	const struct nmodel *nm = &m->n[k];
+	if (m->o.full_model || !nm->n_free || nm->n_algo > 1)
+		return false;
+	for (int c = 0; c < nm->n_cfg; c++) {
+		double t = nm->time[0];
+		for (int u = 0; u < nm->n_free; u++)
+			if (c >> u & 1)
+				t += nm->time[1 << u] - nm->time[0];
+		if (nm->time[c] < 0 || fabs(t - nm->time[c]) > 1e-9 * nm->time[c])
+			return false;
+	}
+	return true;
+}
+
+/* unit_terms -- sign times what node k's units cost slow over its all-fast time, each unit's
+ * first member standing for it, into r */
+static void unit_terms(struct build *b, struct row *r, int32_t k, double sign)
 {
 	const struct nmodel *nm = &b->m->n[k];
-	if (a >= 0) {
+	for (int u = 0; u < nm->n_free; u++)
+		state_terms(b, r, &b->m->t[nm->units[u].members[0]], nm->units[u].phase[0], ST_S,
+		            sign * (nm->time[1 << u] - nm->time[0]) * US);
+}
+
+/* kernel_terms -- minus node k's kernel time into the row: over its algorithm columns, its
+ * configuration columns, or (separable) its units' slow states; returns the time's constant
+ * part, for the caller to put in the row's bound */
+static double kernel_terms(struct build *b, int32_t k)
+{
+	const struct nmodel *nm = &b->m->n[k];
+	const struct cols *c = b->c;
+	if (c->a[k] >= 0) {
 		for (int i = 0; i < nm->n_algo; i++)
-			row_add(b, a + i, -nm->algo_time[i] * US);
-		return true;
+			row_add(b, c->a[k] + i, -nm->algo_time[i] * US);
+		return 0;
 	}
-	if (z >= 0) {
-		for (int c = 0; c < nm->n_cfg; c++)
-			row_add(b, z + c, -nm->time[c] * US);
-		return true;
+	if (c->z[k] >= 0) {
+		for (int i = 0; i < nm->n_cfg; i++)
+			row_add(b, c->z[k] + i, -nm->time[i] * US);
+		return 0;
 	}
-	return false;
+	if (c->sep[k])
+		unit_terms(b, &b->r, k, -1);
+	return nm->time[0] * US;
 }
 
 /* algo_rows -- a GPU kernel's algorithms: a binary each, exactly one chosen, its time the
@@ -430,8 +464,7 @@ static void algo_rows(struct build *b, int32_t k, int32_t y)
 	/* with a loss the row holds the copies too: async_rows writes it */
 	if (nm->has_async && !(b->m->overlap_loss > 0)) {
 		row_add(b, y, 1);
-		kernel_terms(b, k, a, -1);
-		row_flush(b, 0, INFINITY);
+		row_flush(b, kernel_terms(b, k), INFINITY);
 	}
 }
 
@@ -446,14 +479,30 @@ static void node_rows(struct build *b, int32_t k)
 		y = add_col(b, false, nm->n_free ? 0 : nm->time[0] * US, INFINITY, 1);
 	if (nm->n_algo > 1) {
 		algo_rows(b, k, y);
-	} else if (!nm->n_free) {
-		if (!nm->has_async)
+	} else if (!nm->n_free || b->c->sep[k]) {
+		if (!nm->has_async) {
 			b->p->obj_const += nm->time[0] * US;
+			unit_terms(b, &b->e, k, 1);
+			for (int32_t i = 0; i < b->e.n; i++)
+				b->p->obj[b->e.ind[i]] += b->e.val[i];
+			b->e.n = 0;
+		}
+		/* a unit's members share its place */
+		for (int u = 0; u < nm->n_free; u++)
+			for (int j = 1; j < nm->units[u].n_members; j++) {
+				slow_expr(b, &m->t[nm->units[u].members[j]], nm->units[u].phase[j], 1);
+				slow_expr(b, &m->t[nm->units[u].members[0]], nm->units[u].phase[0], -1);
+				row_flush(b, 0, 0);
+			}
+		if (nm->has_async && nm->n_free && !(m->overlap_loss > 0)) {
+			row_add(b, y, 1);
+			row_flush(b, kernel_terms(b, k), INFINITY);
+		}
 	} else {
 		for (int c = 0; c < nm->n_cfg; c++) {
 			int32_t j = add_col(b, false, 0, 1, nm->has_async ? 0 : nm->time[c] * US);
 			if (!c)
-				z = j;
+				z = b->c->z[k] = j;
 		}
 		for (int c = 0; c < nm->n_cfg; c++)
 			row_add(b, z + c, 1);
@@ -469,8 +518,7 @@ static void node_rows(struct build *b, int32_t k)
 		/* with a loss the row holds the copies too: async_rows writes it */
 		if (nm->has_async && !(m->overlap_loss > 0)) {
 			row_add(b, y, 1);
-			kernel_terms(b, k, -1, z);
-			row_flush(b, 0, INFINITY);
+			row_flush(b, kernel_terms(b, k), INFINITY);
 		}
 	}
 	b->c->y[k] = y;
@@ -540,9 +588,9 @@ static void async_rows(struct build *b)
 		if (!(m->overlap_loss > 0))
 			continue;
 		row_add(b, b->c->y[k], 1);
-		bool terms = kernel_terms(b, k, b->c->a[k], b->c->z[k]);
+		double t0 = kernel_terms(b, k);
 		copy_terms(b, refs, cnt[k], cnt[k + 1], m->overlap_loss);
-		row_flush(b, terms ? 0 : m->n[k].time[0] * US, INFINITY);
+		row_flush(b, t0, INFINITY);
 	}
 	free(cnt);
 	free(refs);
@@ -613,9 +661,13 @@ static bool cols_new(const struct model *m, struct cols *c, bool reduced)
 	c->z = malloc(((size_t)m->n_nodes + 1) * sizeof *c->z);
 	c->y = malloc(((size_t)m->n_nodes + 1) * sizeof *c->y);
 	c->a = malloc(((size_t)m->n_nodes + 1) * sizeof *c->a);
+	c->sep = malloc(((size_t)m->n_nodes + 1) * sizeof *c->sep);
 	c->m0 = -1;
-	if (!c->gate || !c->home || !c->z || !c->y || !c->a || (reduced && (!c->st || !c->kept)))
+	if (!c->gate || !c->home || !c->z || !c->y || !c->a || !c->sep ||
+	    (reduced && (!c->st || !c->kept)))
 		return false;
+	for (int32_t k = 0; k < m->n_nodes; k++)
+		c->sep[k] = separable(m, k);
 	memset(c->gate, 0xff, np * N_EDGES * sizeof *c->gate);
 	if (reduced) {
 		memset(c->st, 0xff, np * N_ST * sizeof *c->st);
@@ -637,6 +689,7 @@ static void cols_free(struct cols *c)
 	free(c->z);
 	free(c->y);
 	free(c->a);
+	free(c->sep);
 }
 
 /* build -- the program of the model: columns of every movable tensor, rows of every node, the

@@ -27,8 +27,10 @@ static inline double synth_time(const atm_graph *g, int32_t k, uint32_t config)
 	return t;
 }
 
-/* synth_profile -- an in-memory profile of every configuration of every node of g */
-static inline atm_status synth_profile(const atm_graph *g, atm_profile **out)
+/* synth_profile_mixed -- an in-memory profile of every configuration of every node of g; a
+ * configuration with two or more slow operand groups takes `mixed` times its synthetic time (1:
+ * every kernel's time is the sum of what each group costs slow; above 1 the groups interact) */
+static inline atm_status synth_profile_mixed(const atm_graph *g, double mixed, atm_profile **out)
 {
 	atm_profile_machine m = {.cpu = "synthetic", .n_threads = 1, .backend = "test",
 	                      .fast_tier = "dram:0", .slow_tier = "synthetic", .estimated = true};
@@ -37,7 +39,7 @@ static inline atm_status synth_profile(const atm_graph *g, atm_profile **out)
 	for (int32_t k = 0; rc == ATM_OK && k < atm_graph_n_nodes(g); k++)
 		for (int i = 0; rc == ATM_OK && i < atm_node_n_configs(g, k); i++) {
 			uint32_t c = atm_node_config_at(g, k, i);
-			double t = synth_time(g, k, c);
+			double t = synth_time(g, k, c) * (__builtin_popcount((unsigned)i) >= 2 ? mixed : 1);
 			atm_profile_entry e = {.min_s = t, .median_s = t, .count = 1, .estimated = true};
 			rc = atm_profile_put(p, g, k, c, &e);
 		}
@@ -50,6 +52,12 @@ static inline atm_status synth_profile(const atm_graph *g, atm_profile **out)
 	}
 	*out = p;
 	return ATM_OK;
+}
+
+/* synth_profile -- the synthetic profile, each kernel's slow groups costing what they do alone */
+static inline atm_status synth_profile(const atm_graph *g, atm_profile **out)
+{
+	return synth_profile_mixed(g, 1, out);
 }
 
 #endif /* ATM_TEST_SYNTH_H */

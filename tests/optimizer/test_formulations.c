@@ -217,7 +217,8 @@ static void same_optimum(const struct net *n, int64_t limit, atm_opt_formulation
 
 /* test_formulations_reduced_same_optimum -- the reduced program against the full one: every
  * formulation of tiny_mlp at 8:1, 4:1, 1:1 and near its least workable limit, with and without a
- * copy's loss beside a kernel; tiny_cnn's synchronous and asynchronous ones at 4:1 */
+ * copy's loss beside a kernel, and with kernels whose slow groups interact (no longer
+ * separable); tiny_cnn's synchronous and asynchronous ones at 4:1 */
 static void test_formulations_reduced_same_optimum(void **state)
 {
 	struct net *n = (struct net *)*state;
@@ -238,6 +239,12 @@ static void test_formulations_reduced_same_optimum(void **state)
 	assert_int_equal(atm_profile_set_moves(n[0].prof, &lossy), ATM_OK);
 	same_optimum(&n[0], limits[1], ATM_OPT_ASYNCHRONOUS, &o);
 	assert_int_equal(atm_profile_set_moves(n[0].prof, &mv), ATM_OK);
+	/* kernels whose slow groups interact keep their configuration columns */
+	struct net mixed = {.g = n[0].g};
+	assert_int_equal(synth_profile_mixed(n[0].g, 1.2, &mixed.prof), ATM_OK);
+	for (int f = 1; f < 3; f++)
+		same_optimum(&mixed, limits[1], (atm_opt_formulation)f, &o);
+	atm_profile_destroy(mixed.prof);
 	o.mip_gap = 0.005; /* tiny_cnn's asynchronous model closes its last fraction slowly */
 	same_optimum(&n[1], ratio_limit(n[1].g, 4, 1), ATM_OPT_SYNCHRONOUS, &o);
 	same_optimum(&n[1], ratio_limit(n[1].g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o);
