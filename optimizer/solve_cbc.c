@@ -26,15 +26,19 @@
 
 /* seconds past the deadline before the child is ended: CBC checks its clock between nodes */
 #define OVERRUN_S 2.0
+/* CBC's message number for "MIPStart provided solution with cost ..." (Cbc0045I) */
+#define CBC_MSG_START 45
 /* how often the parent looks at the child and the stop flag */
 #define POLL_NS 10000000L
 
 /* What the child hands back, followed by n_cols values of x. */
 struct answer {
+	volatile int has_root;  /* root_bound is set: the root relaxation is solved */
+	volatile double root_bound; /* its objective, the constant included */
 	int done;               /* the child got to the end */
 	int status, secondary;  /* Cbc_status, Cbc_secondaryStatus */
 	int optimal, infeasible, has_x;
-	double obj, bound;      /* CBC's, without the objective's constant */
+	double obj, bound;      /* CBC's, the objective's constant included (its column's) */
 	double x[];
 };
 
@@ -103,6 +107,26 @@ static void set(Cbc_Model *cm, const char *name, double v)
 	Cbc_setParameter(cm, name, buf);
 }
 
+/* The answer the child's message callback writes to: CBC's C callback takes no user data, and
+ * the child is a process of its own that solves one model. */
+static struct answer *child_answer;
+
+/* on_message -- CBC's messages in the child: the first about the start comes once the root
+ * relaxation is solved (CBC reads a start after it), and the bound known then is that
+ * relaxation's, which the parent may use at once */
+static void COINLINKAGE_CB on_message(Cbc_Model *cm, int msgno, int nd, const double *dv, int ni,
+                                      const int *iv, int nc, char **cv)
+{
+	(void)nd, (void)dv, (void)ni, (void)iv, (void)nc, (void)cv;
+	if (msgno != CBC_MSG_START || child_answer->has_root)
+		return;
+	double b = Cbc_getBestPossibleObjValue(cm);
+	if (isfinite(b) && fabs(b) < 1e30) {
+		child_answer->root_bound = b;
+		__atomic_store_n(&child_answer->has_root, 1, __ATOMIC_RELEASE);
+	}
+}
+
 /* child -- load, solve and answer; runs in the forked process and never returns */
 static void child(const struct milp *p, const struct milp_params *par, struct answer *a,
                   pid_t parent)
@@ -136,6 +160,9 @@ static void child(const struct milp *p, const struct milp_params *par, struct an
 	for (int32_t j = 0; j < p->n_cols; j++)
 		if (p->col_int[j])
 			Cbc_setInteger(cm, j);
+	/* the objective's constant as the cost of a column fixed at 1, so that CBC's objective,
+	 * bound and relative gap are the model's, constant included */
+	Cbc_addCol(cm, "constant", 1, 1, p->obj_const, 0, 0, NULL, NULL);
 	/* CBC checks its clock between steps, some of them long (a feasibility pump pass over a
 	 * large model takes seconds): it is given less than the parent waits for */
 	double left = (par->deadline - atm_now_s()) * 0.9;
@@ -147,16 +174,22 @@ static void child(const struct milp *p, const struct milp_params *par, struct an
 	if (!par->presolve)
 		Cbc_setParameter(cm, "preprocess", "off");
 	if (par->start) {
-		int *idx = malloc(((size_t)p->n_cols + 1) * sizeof *idx);
-		if (!idx)
+		int *idx = malloc(((size_t)p->n_cols + 2) * sizeof *idx);
+		double *v = malloc(((size_t)p->n_cols + 2) * sizeof *v);
+		if (!idx || !v)
 			_exit(3);
-		for (int32_t j = 0; j < p->n_cols; j++)
+		for (int32_t j = 0; j <= p->n_cols; j++) {
 			idx[j] = j;
-		Cbc_setMIPStartI(cm, p->n_cols, idx, par->start);
+			v[j] = j < p->n_cols ? par->start[j] : 1;
+		}
+		Cbc_setMIPStartI(cm, p->n_cols + 1, idx, v);
 		free(idx);
+		free(v);
 		/* with a start the pump's first solution is rarely better, and on large models
 		 * it takes most of the time */
 		Cbc_setParameter(cm, "feas", "off");
+		child_answer = a;
+		Cbc_registerCallBack(cm, on_message);
 	}
 	Cbc_solve(cm);
 	a->status = Cbc_status(cm);
@@ -175,12 +208,33 @@ static void child(const struct milp *p, const struct milp_params *par, struct an
 	_exit(0);
 }
 
+/* How the parent's wait for the child ended. */
+enum waited {
+	W_ANSWERED,             /* the child ended by itself */
+	W_OVERRAN,              /* it overran the deadline and was ended */
+	W_ROOT_PROVED,          /* the root relaxation proved the start within the gap: ended */
+};
+
+/* root_proves -- the child's root relaxation bounds the start's objective seed_obj to within
+ * the gap (its relative gap through *gap) */
+static bool root_proves(const struct answer *a, double seed_obj, double want, double *gap)
+{
+	if (!__atomic_load_n(&a->has_root, __ATOMIC_ACQUIRE) || !isfinite(seed_obj))
+		return false;
+	*gap = fmax(0, (seed_obj - a->root_bound) / (fabs(seed_obj) > 0 ? fabs(seed_obj) : 1));
+	return *gap <= want;
+}
+
 /* wait_child -- the child's end: ATM_E_INTERRUPTED (it is killed) when the stop flag is set;
- * *killed when it overran the deadline and was ended */
-static atm_status wait_child(pid_t pid, const struct milp_params *par, int *wstatus, bool *killed)
+ * it is ended too when it overruns the deadline, or once its root relaxation proves the start
+ * (objective seed_obj, NAN: none) within the gap: CBC reads the start only after the root, and
+ * on large models that alone takes it past the minute */
+static atm_status wait_child(pid_t pid, const struct milp_params *par, const struct answer *a,
+                             double seed_obj, int *wstatus, enum waited *how)
 {
 	struct timespec nap = {0, POLL_NS};
-	*killed = false;
+	double gap;
+	*how = W_ANSWERED;
 	for (;;) {
 		pid_t r = waitpid(pid, wstatus, WNOHANG);
 		if (r == pid)
@@ -188,13 +242,14 @@ static atm_status wait_child(pid_t pid, const struct milp_params *par, int *wsta
 		if (r < 0 && errno != EINTR)
 			return atm_err(ATM_E_INTERNAL, "waiting for the CBC process: %s", strerror(errno));
 		bool stop = par->stop && *par->stop;
-		if (stop || atm_now_s() > par->deadline + OVERRUN_S) {
+		bool proved = root_proves(a, seed_obj, par->gap, &gap);
+		if (stop || proved || atm_now_s() > par->deadline + OVERRUN_S) {
 			kill(pid, SIGKILL);
 			while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
 				;
 			if (stop)
 				return atm_err(ATM_E_INTERRUPTED, "planning interrupted while CBC was solving");
-			*killed = true;
+			*how = proved ? W_ROOT_PROVED : W_OVERRAN;
 			return ATM_OK;
 		}
 		nanosleep(&nap, NULL);
@@ -205,11 +260,11 @@ static atm_status wait_child(pid_t pid, const struct milp_params *par, int *wsta
 static void read_answer(const struct milp *p, const struct answer *a, struct milp_out *out)
 {
 	if (a->bound > -1e30 && a->bound < 1e30)
-		out->bound = a->bound + p->obj_const;
+		out->bound = a->bound;
 	if (a->has_x) {
 		memcpy(out->x, a->x, (size_t)p->n_cols * sizeof *out->x);
 		out->has_x = true;
-		out->obj = a->obj + p->obj_const;
+		out->obj = a->obj;
 		if (out->bound > -1e300)
 			out->gap = fmax(0, (out->obj - out->bound) / (fabs(out->obj) > 0 ? fabs(out->obj) : 1));
 	}
@@ -248,20 +303,28 @@ static atm_status cbc_solve(const struct milp *p, const struct milp_params *par,
 	if (pid == 0)
 		child(p, par, a, parent);
 	int ws = 0;
-	bool killed = false;
-	atm_status rc = wait_child(pid, par, &ws, &killed);
-	if (rc == ATM_OK) {
-		if (a->done && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
-			read_answer(p, a, out);
-		} else {
-			/* ended before it answered: nothing of what it proved survives, so a model
-			 * whose search overran is treated as one whose relaxation did */
-			out->status = killed ? MILP_LP_TIME : MILP_FAILED;
-			if (par->verbosity)
-				fprintf(stderr, "optimizer: CBC %s after %.1f s; the heuristic's plan stands\n",
-				        killed ? "overran the time limit and was ended" :
-				        WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "failed", atm_now_s() - t0);
-		}
+	enum waited how;
+	double seed_obj = par->start ? milp_objective(p, par->start) : NAN, gap;
+	atm_status rc = wait_child(pid, par, a, seed_obj, &ws, &how);
+	if (rc == ATM_OK && how == W_ROOT_PROVED && root_proves(a, seed_obj, par->gap, &gap)) {
+		out->status = gap > 0 ? MILP_WITHIN_GAP : MILP_OPTIMAL;
+		out->bound = a->root_bound;
+		out->gap = gap;
+		if (par->verbosity)
+			fprintf(stderr, "optimizer: CBC's root relaxation (bound %.6g) proves the start "
+			        "within %.3g%% after %.1f s\n", a->root_bound, 100 * gap, atm_now_s() - t0);
+	} else if (rc == ATM_OK && a->done && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+		read_answer(p, a, out);
+	} else if (rc == ATM_OK) {
+		/* ended before it answered: only the root's bound survives, when it got that far */
+		out->status = how == W_OVERRAN ? (a->has_root ? MILP_NO_SOLUTION : MILP_LP_TIME)
+		                               : MILP_FAILED;
+		if (a->has_root)
+			out->bound = a->root_bound;
+		if (par->verbosity)
+			fprintf(stderr, "optimizer: CBC %s after %.1f s; the heuristic's plan stands\n",
+			        how == W_OVERRAN ? "overran the time limit and was ended" :
+			        WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "failed", atm_now_s() - t0);
 	}
 	if (par->verbosity)
 		fprintf(stderr, "optimizer: CBC %.2f s\n", atm_now_s() - t0);
