@@ -16,6 +16,10 @@ ATM_PACKAGES=(
 # bench/torch_step.py would compare autotm with a PyTorch nobody runs
 ATM_TORCH_PACKAGES=(python3-torch python3-torchvision libopenblas0-pthread)
 
+# the glpsol and cbc commands, with which the suite checks that the model file autotm writes
+# (plan --write-model) reads alike in other solvers
+ATM_SOLVER_CLI_PACKAGES=(glpk-utils coinor-cbc)
+
 # atm_install_deps -- apt-get install whatever of ATM_PACKAGES (and "$@") is missing
 atm_install_deps() {
   local missing=() pkg sudo=""

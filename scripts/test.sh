@@ -4,7 +4,7 @@ set -euo pipefail
 ATM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ATM_ROOT/scripts/deps.sh"
 
-atm_install_deps "${ATM_TORCH_PACKAGES[@]}"
+atm_install_deps "${ATM_TORCH_PACKAGES[@]}" "${ATM_SOLVER_CLI_PACKAGES[@]}"
 # two builds: the optimised one the demo uses, with the CUDA backend where the toolkit is
 # (gcc warns differently at -O2), and the sanitised test build without it, so that both
 # ways compile; the GPU tests of the first run here and skip (77) without a GPU
