@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# model_file_solvers.sh -- the model file autotm writes reads alike in other solvers: plans of tiny
-# networks (their objectives with a non-zero constant) written as MPS and as CPLEX LP, solved by
-# the glpsol command (glpk-utils) and the cbc command (coinor-cbc), each finding the optimum the
-# plan predicts
+# model_file_solvers.sh -- the model file autotm writes reads alike in other solvers: a tiny
+# network's synchronous and asynchronous plans (objectives with a non-zero constant) written as
+# MPS and as CPLEX LP, solved by the glpsol command (glpk-utils) and the cbc command
+# (coinor-cbc), each finding the optimum the plan predicts
 #
 # usage: tests/e2e/model_file_solvers.sh AUTOTM_BINARY
 # Exit status: 0 passed, 1 failed (what failed is printed), 2 bad usage,
@@ -72,7 +72,7 @@ print(repr(d['predicted_runtime_s'] * 1e6))" "$T/plan.out") \
   done
 }
 
-check tiny_cnn synchronous
+check tiny_mlp synchronous
 check tiny_mlp asynchronous
 
 if [ ${#FAIL[@]} -gt 0 ]; then
