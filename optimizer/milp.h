@@ -2,8 +2,9 @@
  *
  * ilp.c writes the placement model here once (columns with bounds, costs and integrality; rows
  * as sparse ranges), checks placements against it and prices them by its objective; a backend
- * (solve_glpk.c, solve_cbc.c) solves it. solvers.c is the registry: the only place that knows
- * which backends this build has.
+ * (solve_glpk.c, solve_cbc.c) solves it, in a child process that the stop flag ends at once
+ * (solve_child.c). solvers.c is the registry: the only place that knows which backends this
+ * build has.
  */
 #ifndef ATM_MILP_H
 #define ATM_MILP_H
@@ -104,6 +105,44 @@ struct milp_solver {
 	atm_status (*solve)(const struct milp *p, const struct milp_params *params,
 	                    struct milp_out *out);
 };
+
+/* How a backend runs its solve in a child process (solve_child.c). */
+struct milp_child_opts {
+	const char *who;        /* the solver, as messages name it: "GLPK", "CBC" */
+	size_t shared_bytes;    /* the memory the child answers in (zeroed) */
+	double overrun_s;       /* seconds past the deadline before the child is ended (< 0: never) */
+	/* the solve, in the child: p, params (with no stop flag: the parent watches it), the
+	 * caller's out as it was; writes its answer into shared. The child ends when it returns */
+	void (*body)(const struct milp *p, const struct milp_params *params,
+	             const struct milp_out *out, void *shared);
+	/* polled by the parent with what the child has written so far: true ends the child, its
+	 * answer being enough (NULL: never) */
+	bool (*enough)(const void *shared, void *arg);
+	void *arg;
+};
+/* Why the child ended. */
+enum milp_child_end {
+	MILP_CHILD_EXITED,      /* by itself: its answer is complete, or it failed */
+	MILP_CHILD_OVERRAN,     /* killed for running overrun_s past the deadline */
+	MILP_CHILD_ENOUGH,      /* killed because enough said so */
+};
+/* How the child ended, and what it wrote. */
+struct milp_child {
+	void *shared;           /* the child's answer, shared_bytes */
+	size_t shared_bytes;
+	int wstatus;            /* waitpid's status */
+	enum milp_child_end end;
+};
+/* milp_child_run -- o->body in a child process that dies with its parent, waited for: when
+ * params->stop is set the child is killed at once and ATM_E_INTERRUPTED returned; otherwise
+ * ATM_OK with c filled, to be released (milp_child_release) once read. On an error (ATM_E_NOMEM:
+ * no child could be started) nothing is left to release */
+atm_status milp_child_run(const struct milp *p, const struct milp_params *params,
+                          const struct milp_out *out, const struct milp_child_opts *o,
+                          struct milp_child *c);
+/* milp_child_exited_ok -- the child ended by itself, with status 0 */
+bool milp_child_exited_ok(const struct milp_child *c);
+void milp_child_release(struct milp_child *c);
 
 /* milp_solver_of -- the backend of a resolved solver (never AUTO), NULL when not built in */
 const struct milp_solver *milp_solver_of(atm_opt_solver s);

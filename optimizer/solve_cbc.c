@@ -2,21 +2,17 @@
  * child process.
  *
  * CBC's C interface has no way to stop a solve from outside and prints to stdout. So the solve
- * runs in a forked child that writes its answer into shared memory: Ctrl-C and an overrun of
- * the time limit end it at once (SIGKILL), a crash inside CBC leaves the heuristic's plan
- * standing, and its log goes to stderr (or nowhere), never into the command's stdout.
+ * runs in a child process (solve_child.c) that writes its answer into shared memory: Ctrl-C and
+ * an overrun of the time limit end it at once (SIGKILL), a crash inside CBC leaves the
+ * heuristic's plan standing, and its log goes to stderr (or nowhere), never into the command's
+ * stdout.
  */
-#include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -28,8 +24,6 @@
 #define OVERRUN_S 2.0
 /* CBC's message number for "MIPStart provided solution with cost ..." (Cbc0045I) */
 #define CBC_MSG_START 45
-/* how often the parent looks at the child and the stop flag */
-#define POLL_NS 10000000L
 
 /* What the child hands back, followed by n_cols values of x. */
 struct answer {
@@ -127,20 +121,12 @@ static void COINLINKAGE_CB on_message(Cbc_Model *cm, int msgno, int nd, const do
 	}
 }
 
-/* child -- load, solve and answer; runs in the forked process and never returns */
-static void child(const struct milp *p, const struct milp_params *par, struct answer *a,
-                  pid_t parent)
+/* child -- load, solve and answer into shared; runs in the child process */
+static void child(const struct milp *p, const struct milp_params *par, const struct milp_out *out,
+                  void *shared)
 {
-	/* it dies with its parent, whatever ends that (SIGKILL too), and takes the default
-	 * actions of the signals the parent catches or blocks */
-	sigset_t all;
-	sigfillset(&all);
-	sigprocmask(SIG_UNBLOCK, &all, NULL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(4);
+	struct answer *a = shared;
+	(void)out;
 	/* CBC prints on stdout: that is the command's (plan --json), so the log goes to stderr
 	 * when asked for, else nowhere */
 	int null = open("/dev/null", O_WRONLY);
@@ -204,16 +190,7 @@ static void child(const struct milp *p, const struct milp_params *par, struct an
 		a->has_x = 1;
 	}
 	a->done = 1;
-	fflush(stdout);
-	_exit(0);
 }
-
-/* How the parent's wait for the child ended. */
-enum waited {
-	W_ANSWERED,             /* the child ended by itself */
-	W_OVERRAN,              /* it overran the deadline and was ended */
-	W_ROOT_PROVED,          /* the root relaxation proved the start within the gap: ended */
-};
 
 /* root_proves -- the child's root relaxation bounds the start's objective seed_obj to within
  * the gap (its relative gap through *gap) */
@@ -225,35 +202,20 @@ static bool root_proves(const struct answer *a, double seed_obj, double want, do
 	return *gap <= want;
 }
 
-/* wait_child -- the child's end: ATM_E_INTERRUPTED (it is killed) when the stop flag is set;
- * it is ended too when it overruns the deadline, or once its root relaxation proves the start
- * (objective seed_obj, NAN: none) within the gap: CBC reads the start only after the root, and
- * on large models that alone takes it past the minute */
-static atm_status wait_child(pid_t pid, const struct milp_params *par, const struct answer *a,
-                             double seed_obj, int *wstatus, enum waited *how)
+/* The start's objective (NAN: none) and the gap asked for, against which the parent weighs the
+ * child's root bound. */
+struct seed {
+	double obj, gap;
+};
+
+/* root_enough -- the root relaxation proves the start within the gap: CBC reads the start
+ * only after the root, and on large models that alone takes it past the minute, so the child
+ * is ended then (arg: the seed) */
+static bool root_enough(const void *shared, void *arg)
 {
-	struct timespec nap = {0, POLL_NS};
+	const struct seed *sd = arg;
 	double gap;
-	*how = W_ANSWERED;
-	for (;;) {
-		pid_t r = waitpid(pid, wstatus, WNOHANG);
-		if (r == pid)
-			return ATM_OK;
-		if (r < 0 && errno != EINTR)
-			return atm_err(ATM_E_INTERNAL, "waiting for the CBC process: %s", strerror(errno));
-		bool stop = par->stop && *par->stop;
-		bool proved = root_proves(a, seed_obj, par->gap, &gap);
-		if (stop || proved || atm_now_s() > par->deadline + OVERRUN_S) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
-				;
-			if (stop)
-				return atm_err(ATM_E_INTERRUPTED, "planning interrupted while CBC was solving");
-			*how = proved ? W_ROOT_PROVED : W_OVERRAN;
-			return ATM_OK;
-		}
-		nanosleep(&nap, NULL);
-	}
+	return root_proves(shared, sd->obj, sd->gap, &gap);
 }
 
 /* read_answer -- out from the child's answer */
@@ -288,48 +250,46 @@ static void read_answer(const struct milp *p, const struct answer *a, struct mil
 static atm_status cbc_solve(const struct milp *p, const struct milp_params *par,
                             struct milp_out *out)
 {
-	size_t size = sizeof(struct answer) + ((size_t)p->n_cols + 1) * sizeof(double);
-	struct answer *a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (a == MAP_FAILED)
-		return atm_err(ATM_E_NOMEM, "out of memory for CBC's answer (%zu bytes)", size);
-	double t0 = atm_now_s();
-	fflush(NULL); /* what is buffered is the parent's to write, not the child's too */
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		munmap(a, size);
-		return atm_err(ATM_E_NOMEM, "cannot start the CBC process: %s", strerror(errno));
-	}
-	if (pid == 0)
-		child(p, par, a, parent);
-	int ws = 0;
-	enum waited how;
-	double seed_obj = par->start ? milp_objective(p, par->start) : NAN, gap;
-	atm_status rc = wait_child(pid, par, a, seed_obj, &ws, &how);
-	if (rc == ATM_OK && how == W_ROOT_PROVED && root_proves(a, seed_obj, par->gap, &gap)) {
+	struct seed sd = {.obj = par->start ? milp_objective(p, par->start) : NAN, .gap = par->gap};
+	struct milp_child_opts o = {
+		.who = "CBC",
+		.shared_bytes = sizeof(struct answer) + ((size_t)p->n_cols + 1) * sizeof(double),
+		.overrun_s = OVERRUN_S,
+		.body = child,
+		.enough = root_enough,
+		.arg = &sd,
+	};
+	struct milp_child c;
+	double t0 = atm_now_s(), gap;
+	atm_status rc = milp_child_run(p, par, out, &o, &c);
+	if (rc < 0)
+		return rc;
+	const struct answer *a = c.shared;
+	if (c.end == MILP_CHILD_ENOUGH && root_proves(a, sd.obj, par->gap, &gap)) {
 		out->status = gap > 0 ? MILP_WITHIN_GAP : MILP_OPTIMAL;
 		out->bound = a->root_bound;
 		out->gap = gap;
 		if (par->verbosity)
 			fprintf(stderr, "optimizer: CBC's root relaxation (bound %.6g) proves the start "
 			        "within %.3g%% after %.1f s\n", a->root_bound, 100 * gap, atm_now_s() - t0);
-	} else if (rc == ATM_OK && a->done && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+	} else if (a->done && milp_child_exited_ok(&c)) {
 		read_answer(p, a, out);
-	} else if (rc == ATM_OK) {
+	} else {
 		/* ended before it answered: only the root's bound survives, when it got that far */
-		out->status = how == W_OVERRAN ? (a->has_root ? MILP_NO_SOLUTION : MILP_LP_TIME)
-		                               : MILP_FAILED;
+		bool overran = c.end == MILP_CHILD_OVERRAN;
+		out->status = overran ? (a->has_root ? MILP_NO_SOLUTION : MILP_LP_TIME) : MILP_FAILED;
 		if (a->has_root)
 			out->bound = a->root_bound;
 		if (par->verbosity)
 			fprintf(stderr, "optimizer: CBC %s after %.1f s; the heuristic's plan stands\n",
-			        how == W_OVERRAN ? "overran the time limit and was ended" :
-			        WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "failed", atm_now_s() - t0);
+			        overran ? "overran the time limit and was ended" :
+			        WIFSIGNALED(c.wstatus) ? strsignal(WTERMSIG(c.wstatus)) : "failed",
+			        atm_now_s() - t0);
 	}
 	if (par->verbosity)
 		fprintf(stderr, "optimizer: CBC %.2f s\n", atm_now_s() - t0);
-	munmap(a, size);
-	return rc;
+	milp_child_release(&c);
+	return ATM_OK;
 }
 
 const struct milp_solver milp_cbc = {

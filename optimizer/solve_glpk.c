@@ -1,17 +1,23 @@
-/* solve_glpk.c -- the GLPK backend: the root relaxation by dual simplex, then seeded branch and cut */
+/* solve_glpk.c -- the GLPK backend: the root relaxation by dual simplex, then seeded branch and cut
+ *
+ * The solve runs in a child process (solve_child.c), which the parent kills at once on Ctrl-C:
+ * on large models GLPK calls none of our hooks for tens of seconds at a time (its feasibility
+ * pump and cut generators at the root), so a stop flag looked at from inside it could wait that
+ * long. Its time limit is its own, as it always was: the child is not ended for overrunning it.
+ */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <glpk.h>
 
 #include "milp.h"
 
-/* How often GLPK reports its progress (milliseconds): the terminal hook that hears it is where
- * a Ctrl-C ends a long simplex */
+/* How often GLPK reports its progress (milliseconds), on stderr with --verbose */
 #define GLPK_OUT_MS 100
 /* binary columns above which branch and cut runs without Gomory and clique cuts */
 #define LARGE_MODEL_BINARIES 20000
@@ -70,18 +76,13 @@ struct cb {
 	const double *seed; /* 1-based, as GLPK's columns */
 	bool seeded;
 	double gap, bound;
-	volatile sig_atomic_t *stop;
 };
 
-/* callback -- hand GLPK the start once, follow the gap, stop on Ctrl-C */
+/* callback -- hand GLPK the start once, follow the gap */
 static void callback(glp_tree *tree, void *info)
 {
 	struct cb *c = info;
 	int reason = glp_ios_reason(tree);
-	if (c->stop && *c->stop) {
-		glp_ios_terminate(tree);
-		return;
-	}
 	if (reason == GLP_IHEUR && c->seed && !c->seeded) {
 		c->seeded = true;
 		glp_ios_heur_sol(tree, c->seed);
@@ -105,8 +106,7 @@ struct run {
 	const struct milp_params *par;
 	struct milp_out *out;
 	glp_prob *lp;       /* NULL once GLPK has been abandoned (see guarded) */
-	jmp_buf escape;     /* where GLPK's hooks jump to */
-	bool interrupted;   /* the terminal hook jumped: Ctrl-C */
+	jmp_buf escape;     /* where GLPK's error hook jumps to */
 	int msg;            /* GLPK's message level */
 	struct cb cb;
 };
@@ -126,16 +126,11 @@ static void on_glpk_error(void *info)
 	longjmp(v->escape, 1);
 }
 
-/* on_glpk_output -- every line GLPK prints (the simplex reports every GLPK_OUT_MS): jump back
- * to guarded on Ctrl-C, else pass it to stderr when the user asked for the solver's output
- * (stdout is the command's: plan --json) */
+/* on_glpk_output -- every line GLPK prints, to stderr when the user asked for the solver's
+ * output (stdout is the command's: plan --json) */
 static int on_glpk_output(void *info, const char *s)
 {
 	struct run *v = info;
-	if (v->par->stop && *v->par->stop) {
-		v->interrupted = true;
-		longjmp(v->escape, 1);
-	}
 	if (v->par->verbosity)
 		fputs(s, stderr);
 	return 1; /* GLPK itself prints nothing */
@@ -227,8 +222,6 @@ static atm_status branch_and_cut(struct run *v)
 	if (par->verbosity)
 		fprintf(stderr, "optimizer: GLPK branch and cut %.2f s (code %d)\n", atm_now_s() - t_bb,
 		        ret);
-	if (ret == GLP_ESTOP && par->stop && *par->stop)
-		return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
 	int st = glp_mip_status(v->lp);
 	if (v->cb.bound > -DBL_MAX / 2 && v->cb.bound > out->bound)
 		out->bound = v->cb.bound;
@@ -256,10 +249,10 @@ static atm_status steps(struct run *v)
 	return stop ? ATM_OK : branch_and_cut(v);
 }
 
-/* guarded -- steps with GLPK's hooks set. GLPK cannot be returned to from a hook, so when one
- * jumps, everything GLPK holds is freed (glp_free_env, as its error hook's documentation asks)
- * and the solve ends: ATM_E_INTERRUPTED on Ctrl-C, else MILP_FAILED. (v lives in the caller's
- * frame, so what the hooks change in it is still there after the jump.) */
+/* guarded -- steps with GLPK's hooks set. GLPK cannot be returned to from its error hook, so
+ * when it jumps, everything GLPK holds is freed (glp_free_env, as the hook's documentation
+ * asks) and the solve ends with MILP_FAILED. (v lives in the caller's frame, so what the hooks
+ * change in it is still there after the jump.) */
 static atm_status guarded(struct run *v)
 {
 	glp_error_hook(on_glpk_error, v);
@@ -268,8 +261,6 @@ static atm_status guarded(struct run *v)
 	if (setjmp(v->escape)) {
 		glp_free_env();
 		v->lp = NULL;
-		if (v->interrupted)
-			return atm_err(ATM_E_INTERRUPTED, "planning interrupted while GLPK was solving");
 		v->out->status = MILP_FAILED;
 		v->out->has_x = false;
 		if (v->par->verbosity)
@@ -282,8 +273,8 @@ static atm_status guarded(struct run *v)
 	return rc;
 }
 
-/* glpk_solve -- p loaded into GLPK and solved under guarded */
-static atm_status glpk_solve(const struct milp *p, const struct milp_params *par,
+/* solve_here -- p loaded into GLPK and solved under guarded, in this process */
+static atm_status solve_here(const struct milp *p, const struct milp_params *par,
                              struct milp_out *out)
 {
 	struct run v = {.p = p, .par = par, .out = out, .cb = {.gap = -1, .bound = -DBL_MAX}};
@@ -300,9 +291,6 @@ static atm_status glpk_solve(const struct milp *p, const struct milp_params *par
 		memcpy(seed1 + 1, par->start, (size_t)p->n_cols * sizeof *seed1);
 	}
 	v.cb.seed = seed1;
-	v.cb.stop = par->stop;
-	/* progress messages at least: they are what calls the terminal hook during a long simplex
-	 * (which prints them only when asked) */
 	v.msg = par->verbosity >= 2 ? GLP_MSG_ALL : GLP_MSG_ON;
 	atm_status rc = (v.lp = load(p)) ? guarded(&v)
 	                : atm_err(ATM_E_NOMEM, "out of memory loading the model into GLPK");
@@ -310,6 +298,66 @@ static atm_status glpk_solve(const struct milp *p, const struct milp_params *par
 		glp_delete_prob(v.lp);
 	glp_term_out(term);
 	free(seed1);
+	return rc;
+}
+
+/* What the child hands back, followed by n_cols values of x. */
+struct answer {
+	int done;               /* the child got to the end */
+	atm_status rc;          /* solve_here's, and its message when it failed */
+	char msg[256];
+	struct milp_out out;    /* what it found (its x pointer is the child's) */
+	double x[];
+};
+
+/* child -- solve_here into shared; runs in the child process */
+static void child(const struct milp *p, const struct milp_params *par, const struct milp_out *out,
+                  void *shared)
+{
+	struct answer *a = shared;
+	struct milp_out o = *out;
+	o.x = a->x;
+	a->rc = solve_here(p, par, &o);
+	if (a->rc < 0)
+		snprintf(a->msg, sizeof a->msg, "%s", atm_errmsg());
+	a->out = o;
+	a->done = 1;
+}
+
+/* glpk_solve -- p solved by GLPK in a child process (see the top of the file) */
+static atm_status glpk_solve(const struct milp *p, const struct milp_params *par,
+                             struct milp_out *out)
+{
+	struct milp_child_opts o = {
+		.who = "GLPK",
+		.shared_bytes = sizeof(struct answer) + ((size_t)p->n_cols + 1) * sizeof(double),
+		.overrun_s = -1,
+		.body = child,
+	};
+	struct milp_child c;
+	atm_status rc = milp_child_run(p, par, out, &o, &c);
+	if (rc < 0)
+		return rc;
+	const struct answer *a = c.shared;
+	if (a->done && milp_child_exited_ok(&c)) {
+		if (a->rc < 0) {
+			rc = atm_err(a->rc, "%s", a->msg);
+		} else {
+			double *x = out->x;
+			*out = a->out;
+			out->x = x;
+			if (out->has_x)
+				memcpy(x, a->x, (size_t)p->n_cols * sizeof *x);
+		}
+	} else {
+		/* a crash inside GLPK: the heuristic's plan stands */
+		out->status = MILP_FAILED;
+		out->has_x = false;
+		if (par->verbosity)
+			fprintf(stderr, "optimizer: the GLPK process %s; the heuristic's plan stands\n",
+			        WIFSIGNALED(c.wstatus) ? strsignal(WTERMSIG(c.wstatus)) : "failed");
+	}
+	milp_child_release(&c);
 	return rc;
 }
 

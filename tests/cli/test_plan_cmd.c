@@ -601,10 +601,14 @@ static void interrupt_solve(const char *big, const char *solver, const char *mar
 	double t0 = atm_now_s();
 	kill(pid, sig);
 	int code = cli_wait_within(pid, 30);
-	/* it ends within a fraction of a second (0.05 to 0.13 s measured in the optimised build,
-	 * GLPK and CBC alike); the bound leaves room for a sanitised build on a loaded machine */
+	/* it ends within a fraction of a second, whatever the solver is doing (0.03 to 0.06 s
+	 * measured in the debug build, GLPK and CBC alike, at the root and in branch and cut, where
+	 * GLPK in the planning process itself took 16 to 18 s); the bound leaves room for a
+	 * sanitised build on a loaded machine */
 	double took_s = atm_now_s() - t0;
-	if (took_s > 5)
+	print_message("%s, signal %d %.1f s after '%s': ended in %.3f s\n", solver, sig, settle_s,
+	              marker, took_s);
+	if (took_s > 2)
 		fail_msg("%s, signal %d: autotm took %.2f s to end", solver, sig, took_s);
 	char *err = NULL;
 	size_t len = 0;
@@ -628,9 +632,11 @@ static void interrupt_solve(const char *big, const char *solver, const char *mar
 /* test_plan_cmd_interrupt_while_solving -- Ctrl-C in the middle of a long solve (an exact
  * asynchronous plan of resnet200 with a 300 s limit, its kernels at the synthetic times, so that
  * the model is the same on every machine and build) ends it at once with exit 130, claiming no
- * save of anything and writing no plan; SIGTERM and SIGHUP the same. With GLPK (its progress line says the
- * solve is under way) and, where the build has it, with CBC, whose solving child is ended too,
- * even when autotm itself is killed (SIGKILL). */
+ * save of anything and writing no plan; SIGTERM and SIGHUP the same. With GLPK, in its root
+ * relaxation (its progress line says the solve is under way) and in branch and cut (a second
+ * after it took the start: its feasibility pump, which calls nothing of autotm's for tens of
+ * seconds), and, where the build has it, with CBC. Each solver's process is ended too, even
+ * when autotm itself is killed (SIGKILL). */
 static void test_plan_cmd_interrupt_while_solving(void **state)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
@@ -652,6 +658,8 @@ static void test_plan_cmd_interrupt_while_solving(void **state)
 		if (with_cbc)
 			interrupt_solve(big, "cbc", "solving with cbc", 1.0, sigs[i]);
 	}
+	interrupt_solve(big, "glpk", "Solution found by heuristic", 1.0, SIGTERM);
+	interrupt_solve(big, "glpk", " obj = ", 0, SIGKILL);
 	if (with_cbc)
 		interrupt_solve(big, "cbc", "solving with cbc", 1.0, SIGKILL);
 }
