@@ -465,6 +465,28 @@ typedef struct {
 	bool async;
 } atm_move;
 
+/* A recomputation: tensor's every copy is freed after node drop_after, and the tensor is
+ * computed again, into fast memory, right before node `before` runs, by running the node that
+ * produced it once more (in the configuration its inputs have there). Between the two it
+ * takes no memory. Eligible tensors (atm_recompute_eligible): not persistent, the only output
+ * of a node that is a forward op and writes nothing in place. At `before` every input of that
+ * node must hold a copy: a persistent one not written since the node ran, or one still live
+ * there (its last use at or after `before`) and not itself dropped. So a chain (an input that
+ * was dropped too) is never recomputed: each recomputation is one kernel. No use of the
+ * tensor and no move of it lies between drop_after and before; drop_after is at or after the
+ * node that produced it; `before` is a use of it. */
+typedef struct {
+	int32_t tensor;
+	int32_t drop_after; /* node after which (after its moves) every copy is freed */
+	int32_t before;     /* node before which (after the moves due there) it is made again */
+} atm_recompute;
+
+/* atm_recompute_eligible -- t may be recomputed (the rule above, without the inputs' copies,
+ * which depend on the plan); when not, and why is not NULL, *why says why in a few words */
+bool atm_recompute_eligible(const atm_graph *g, int32_t t, const char **why);
+/* atm_recompute_producer -- the node that makes t (-1: none, a persistent tensor) */
+int32_t atm_recompute_producer(const atm_graph *g, int32_t t);
+
 /* Most solves one plan records: the optimizer's defragmentation rounds. */
 #define ATM_PLAN_MAX_ROUNDS 16
 
@@ -498,6 +520,12 @@ unsigned atm_plan_location(const atm_plan *p, int32_t tensor);
 atm_status atm_plan_add_move(atm_plan *p, const atm_move *m);
 int32_t atm_plan_n_moves(const atm_plan *p);
 const atm_move *atm_plan_move(const atm_plan *p, int32_t i);
+/* atm_plan_add_recompute -- append a recomputation (checked, with the moves, by
+ * atm_schedule_new; ATM_E_INPUT here for a tensor or node out of range or a tensor that is
+ * not eligible, naming it and why) */
+atm_status atm_plan_add_recompute(atm_plan *p, const atm_recompute *r);
+int32_t atm_plan_n_recomputes(const atm_plan *p);
+const atm_recompute *atm_plan_recompute(const atm_plan *p, int32_t i);
 atm_plan_info *atm_plan_info_of(atm_plan *p);
 const atm_plan_info *atm_plan_info_get(const atm_plan *p);
 
@@ -527,6 +555,10 @@ typedef enum {
 	ATM_EV_MOVE_START, /* move starts copying tensor to loc (the destination is allocated) */
 	ATM_EV_MOVE_WAIT,  /* wait until move is done */
 	ATM_EV_FREE,       /* tensor's copy in loc is released */
+	ATM_EV_RECOMPUTE,  /* node runs again to make tensor (its only output) anew: recompute is
+	                    * the index of the plan's recomputation; its fast copy was allocated by
+	                    * the ALLOC before it; cfg gives its inputs' locations there, then the
+	                    * output's (fast) */
 } atm_event_kind;
 
 typedef struct {
@@ -534,6 +566,7 @@ typedef struct {
 	int32_t node;   /* KERNEL; for the others the node they follow (-1 before the first) */
 	int32_t tensor; /* ALLOC, MOVE_*, FREE */
 	int32_t move;   /* MOVE_*: index into the plan's moves */
+	int32_t recompute; /* RECOMPUTE: index into the plan's recomputations (else -1) */
 	unsigned loc;   /* ALLOC, FREE: which copy; MOVE_START: destination */
 	int64_t offset; /* ALLOC in fast memory: offset in the fast arena; KERNEL: its workspace's */
 	const unsigned *cfg; /* KERNEL: location of each input then each output */
@@ -569,6 +602,8 @@ typedef struct {
 	int32_t n_moves_to_fast, n_moves_to_slow, n_async_to_fast, n_async_to_slow;
 	int64_t bytes_to_fast, bytes_to_slow, bytes_async_to_fast, bytes_async_to_slow;
 	int64_t persistent_fast_bytes, persistent_slow_bytes; /* allocated once, before any step */
+	int32_t n_recomputes;     /* kernels run again to make a dropped tensor */
+	int64_t bytes_recomputed;
 } atm_schedule_stats;
 
 /* atm_schedule_new -- check the plan against its graph and lay out one step: every

@@ -93,6 +93,9 @@ typedef struct {
 	                        * states and every gate's stays as columns, not the reduced one
 	                        * (the default), whose optimum and relaxation are the same: for
 	                        * checking the reduction */
+	bool recompute;        /* static, synchronous and asynchronous: a tensor may also be
+	                        * dropped after a use and computed again before a later one
+	                        * (atm_recompute); the baselines refuse it (ATM_E_USAGE) */
 	atm_opt_solver solver; /* default ATM_OPT_SOLVER_AUTO */
 	int threads;           /* solver threads (CBC; GLPK has one): 0, the default, is one per
 	                        * core the process may run on */
@@ -192,6 +195,10 @@ typedef struct {
 	int32_t fast_peak_node;
 	int64_t fast_arena_bytes; /* arena extent the offsets use */
 	int32_t n_moves, n_async_moves;
+	double recompute_s;       /* kernels run again for the plan's recomputations, in the
+	                           * configuration their inputs have there (in predicted_s, not in
+	                           * kernel_s) */
+	int32_t n_recomputes;
 } atm_opt_check_result;
 
 /* atm_opt_check -- prove plan p within its fast limit and price it. It walks p's schedule
