@@ -137,6 +137,8 @@ static atm_status walk(struct tl_walk *w, const atm_schedule *s, int32_t nn)
 		case ATM_EV_MOVE_WAIT:
 			w->mv[ev->move].done_after = ev->node;
 			break;
+		case ATM_EV_RECOMPUTE:
+			break; /* its copy's ALLOC is the memory it takes */
 		}
 	}
 	for (int32_t k = 0; k < nn; k++)

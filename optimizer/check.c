@@ -362,6 +362,8 @@ static atm_status walk_event(struct walk *w, const atm_event *ev)
 			w->t = w->done[ev->move];
 		}
 		return ATM_OK;
+	case ATM_EV_RECOMPUTE:
+		return atm_err(ATM_E_UNSUPPORTED, "the checker cannot price recomputations yet");
 	}
 	return ATM_OK;
 }

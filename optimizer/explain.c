@@ -143,6 +143,8 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 				fprintf(f, "%6s  .. '%s' arrives in %s memory\n", "", x->name,
 				        ev->loc == ATM_LOC_FAST ? "fast" : "slow");
 			break;
+		case ATM_EV_RECOMPUTE:
+			break;
 		}
 	}
 	fprintf(f, "\n%d kernel(s) slowed by slow operands, %s in all; predicted step %s\n", n_slowed,

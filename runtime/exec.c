@@ -277,6 +277,9 @@ static atm_status step(atm_exec *e)
 		case ATM_EV_KERNEL: rc = do_kernel(e, ev); break;
 		case ATM_EV_MOVE_START: rc = do_move_start(e, ev); break;
 		case ATM_EV_MOVE_WAIT: rc = do_move_wait(e, ev); break;
+		case ATM_EV_RECOMPUTE:
+			rc = atm_err(ATM_E_UNSUPPORTED, "the executor cannot run recomputations yet");
+			break;
 		}
 	}
 	if (rc >= 0)
