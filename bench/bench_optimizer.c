@@ -15,7 +15,7 @@ static const char usage[] =
 	"usage: bench_optimizer [--models LIST] [--presets LIST] [--ratios LIST]\n"
 	"                       [--formulations LIST] [--solver LIST] [--time-limit S]\n"
 	"                       [--mip-gap G] [--cache FILE] [--emulate P]\n"
-	"                       [--estimate-small LIST] [--quiet]\n"
+	"                       [--estimate-small LIST] [--recompute] [--quiet]\n"
 	"\n"
 	"For every network and preset, profiles what the cache lacks (small presets\n"
 	"measured, paper presets estimated; --estimate-small estimates the small presets\n"
@@ -25,7 +25,9 @@ static const char usage[] =
 	"total, rounds, final gap and status, and the predicted step against all fast.\n"
 	"The solvers of --solver (glpk, cbc, auto) plan the same models one after the\n"
 	"other, a row each, so that glpk,cbc compares them side by side; each solver\n"
-	"gets its own summary line. Lists are comma separated; --models all is the\n"
+	"gets its own summary line. --recompute plans every formulation a second time\n"
+	"with recomputation (autotm plan --recompute), its row ('sync+rc', 'async+rc')\n"
+	"right after the one without. Lists are comma separated; --models all is the\n"
 	"whole zoo.\n"
 	"Defaults: vgg19, resnet200, inception_v4, densenet264 (the paper's networks),\n"
 	"gpt2 and gpt2-xl (today's; gpt2-xl's small preset estimated too: --estimate-small);\n"
@@ -49,7 +51,7 @@ struct opts {
 	const char *models, *presets, *ratios, *forms, *cache, *emulate, *solver_list;
 	double time_limit, gap;
 	const char *estimate_small;
-	bool quiet;
+	bool quiet, recompute;
 	/* --solver resolved to what this build runs, each once, in the order given */
 	atm_opt_solver solvers[ATM_OPT_N_SOLVERS];
 	int n_solvers;
@@ -87,9 +89,9 @@ struct totals {
 /* print_row -- one plan of one solver: the model, the times, the gap and the prediction
  * against all fast (fast_s); counted into tot */
 static void print_row(const char *model, const char *preset, int64_t batch, bool estimate,
-                      const char *ratio, atm_opt_formulation form, const char *form_name,
-                      atm_opt_solver solver, const atm_plan_info *info, const atm_opt_report *rep,
-                      double fast_s, struct totals *tot)
+                      const char *ratio, const char *form_name, atm_opt_solver solver,
+                      const atm_plan_info *info, const atm_opt_report *rep, double fast_s,
+                      struct totals *tot)
 {
 	double create = 0, solve = 0;
 	for (int i = 0; i < rep->n_rounds; i++) {
@@ -106,8 +108,7 @@ static void print_row(const char *model, const char *preset, int64_t batch, bool
 		tot->worst_gap = gap < 0 ? 1 : gap;
 	printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %-6s | %7d | %7d | %7d | %6.2f | %7.2f "
 	       "| %6.2f | %2d | %6.2f%% | %-22s | %9.4f | %6.3f |%s\n",
-	       model, preset, (long long)batch, estimate ? "est" : "meas", ratio,
-	       form == ATM_OPT_SYNCHRONOUS ? "sync" : form == ATM_OPT_ASYNCHRONOUS ? "async" : form_name,
+	       model, preset, (long long)batch, estimate ? "est" : "meas", ratio, form_name,
 	       atm_opt_solver_name(solver), rep->n_columns, rep->n_rows, rep->n_binaries, create,
 	       solve, whole, rep->n_rounds, gap < 0 ? -1.0 : gap * 100, info->solver_status,
 	       info->predicted_runtime_s, info->predicted_runtime_s / fast_s, met ? "" : " *");
@@ -148,25 +149,32 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 			atm_opt_formulation form;
 			if ((rc = atm_opt_formulation_from_name(fbuf, &form)) < 0)
 				goto done;
-			/* the same model, solver after solver: rows side by side */
-			for (int k = 0; k < o->n_solvers; k++) {
+			/* the same model, solver after solver (and without, then with recomputation):
+			 * rows side by side */
+			for (int k = 0; k < o->n_solvers * (o->recompute ? 2 : 1); k++) {
+				int sv = k % o->n_solvers;
+				bool again = k >= o->n_solvers;
+				char name[16];
 				atm_opt_options oo;
 				atm_opt_report rep;
 				atm_plan *p = NULL;
 				atm_opt_options_default(&oo);
 				oo.time_limit_s = o->time_limit;
 				oo.mip_gap = o->gap;
-				oo.solver = o->solvers[k];
+				oo.solver = o->solvers[sv];
+				oo.recompute = again;
+				snprintf(name, sizeof name, "%s%s", form == ATM_OPT_SYNCHRONOUS ? "sync" :
+				         form == ATM_OPT_ASYNCHRONOUS ? "async" : fbuf, again ? "+rc" : "");
 				rc = atm_opt_plan(&p, g, prof, limit, form, &oo, &rep);
 				if (rc < 0) {
 					printf("| %-12s | %-5s | %5lld | %-4s | %-5s | %-5s | %-6s | %s |\n", model,
-					       preset, (long long)ps.batch[0], estimate ? "est" : "meas", rbuf, fbuf,
-					       atm_opt_solver_name(o->solvers[k]), atm_errmsg());
+					       preset, (long long)ps.batch[0], estimate ? "est" : "meas", rbuf, name,
+					       atm_opt_solver_name(o->solvers[sv]), atm_errmsg());
 					fflush(stdout);
 					rc = ATM_OK;
 					continue;
 				}
-				print_row(model, preset, ps.batch[0], estimate, rbuf, form, fbuf, o->solvers[k],
+				print_row(model, preset, ps.batch[0], estimate, rbuf, name, o->solvers[sv],
 				          atm_plan_info_get(p), &rep, fc.predicted_s, &tot[k]);
 				atm_plan_destroy(p);
 			}
@@ -257,6 +265,7 @@ int main(int argc, char **argv)
 		{"cache", required_argument, NULL, 'c'},
 		{"emulate", required_argument, NULL, 'e'},
 		{"estimate-small", required_argument, NULL, 's'},
+		{"recompute", no_argument, NULL, 'R'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -275,6 +284,7 @@ int main(int argc, char **argv)
 		case 'e': o.emulate = strcmp(optarg, "none") ? optarg : NULL; break;
 		case 's': o.estimate_small = optarg; break;
 		case 'q': o.quiet = true; break;
+		case 'R': o.recompute = true; break;
 		case 't':
 			if (!bench_real(prog, "time-limit", optarg, 0, true, 1e6, &o.time_limit))
 				return 2;
@@ -308,7 +318,7 @@ int main(int argc, char **argv)
 	printf("|--------------|-------|-------|------|-------|-------|--------|---------|---------|"
 	       "---------|--------|---------|--------|----|---------|------------------------|"
 	       "----------|--------|\n");
-	struct totals tot[ATM_OPT_N_SOLVERS] = {{0}};
+	struct totals tot[2 * ATM_OPT_N_SOLVERS] = {{0}}; /* without, then with recomputation */
 	for (const char *ps = o.presets; bench_split(&ps, pbuf, sizeof pbuf);)
 		for (int i = 0; i < atm_zoo_n_models(); i++) {
 			const char *name = atm_zoo_model_at(i)->name;
@@ -320,9 +330,11 @@ int main(int argc, char **argv)
 			}
 		}
 	printf("\n");
-	for (int k = 0; k < o.n_solvers; k++)
-		printf("%s: %d of %d plans within 60 s and a 1%% gap; slowest %.1f s (creation + solve, "
-		       "all rounds), largest final gap %.2f%%\n", atm_opt_solver_name(o.solvers[k]),
-		       tot[k].met, tot[k].n, tot[k].worst_solve, tot[k].worst_gap * 100);
+	for (int k = 0; k < o.n_solvers * (o.recompute ? 2 : 1); k++)
+		printf("%s%s: %d of %d plans within 60 s and a 1%% gap; slowest %.1f s (creation + "
+		       "solve, all rounds), largest final gap %.2f%%\n",
+		       atm_opt_solver_name(o.solvers[k % o.n_solvers]),
+		       k >= o.n_solvers ? " with recomputation" : "", tot[k].met, tot[k].n,
+		       tot[k].worst_solve, tot[k].worst_gap * 100);
 	return 0;
 }

@@ -38,7 +38,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
        CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_GPU_MODEL,
-       CLI_OPT_FULL_MODEL, CLI_OPT_FIRST_FREE };
+       CLI_OPT_FULL_MODEL, CLI_OPT_RECOMPUTE, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -116,6 +116,7 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 	{"threads", required_argument, NULL, CLI_OPT_THREADS},            \
 	{"isolated", no_argument, NULL, CLI_OPT_ISOLATED},                \
 	{"full-model", no_argument, NULL, CLI_OPT_FULL_MODEL},            \
+	{"recompute", no_argument, NULL, CLI_OPT_RECOMPUTE},              \
 	{"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
 
 /* Which planning options were given (their values are in the job's options). */

@@ -322,6 +322,9 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	case CLI_OPT_FULL_MODEL:
 		o->full_model = true;
 		return 1;
+	case CLI_OPT_RECOMPUTE:
+		o->recompute = true;
+		return 1;
 	default:
 		return 0;
 	}
@@ -375,6 +378,10 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 		return atm_err(ATM_E_USAGE, "--async-window is the asynchronous formulation's; the %s "
 		               "one moves nothing ahead of a use (give --formulation asynchronous)",
 		               atm_opt_formulation_name(jo->formulation));
+	if (jo->opt.recompute && !atm_opt_is_ilp(jo->formulation))
+		return atm_err(ATM_E_USAGE, "--recompute is a choice of the ILP formulations (static, "
+		               "synchronous, asynchronous), not of %s",
+		               atm_opt_formulation_name(jo->formulation));
 	return ATM_OK;
 }
 
@@ -419,6 +426,8 @@ void cli_plan_help(FILE *f)
 	        "                    else ~/.cache/autotm/profiles.json)\n"
 	        "  --isolated        price each kernel by its time alone, not by its time inside\n"
 	        "                    a step as the profile calibrates it (docs/profile.md)\n"
+	        "  --recompute       the ILPs may also drop a tensor after a use and compute it\n"
+	        "                    again before a later one (docs/optimizer.md)\n"
 	        "  --full-model      solve the full program (every tensor's states at every\n"
 	        "                    point of its life), not the reduced one: the same optimum,\n"
 	        "                    a larger model (docs/optimizer.md)\n"

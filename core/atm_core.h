@@ -939,6 +939,8 @@ typedef struct {
 	int64_t pmem_alloc_bytes; /* slow memory high-water mark */
 	double emulation_wait_s;  /* per step */
 	double move_wait_s;       /* per step */
+	double recompute_s;       /* per step: kernels run again for the plan's recomputations
+	                           * (in the fastest step; 0 with none) */
 	bool emulated;
 	const char *emulation;    /* preset or spec name */
 	const char *memory_mode;  /* 2LM runs: "hardware" (the machine is in Memory Mode) or

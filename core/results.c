@@ -79,6 +79,9 @@ static void move_counts(const atm_schedule_stats *st, json_t *run, bool *ok)
 	                 json_integer(st->bytes_async_to_fast + st->bytes_async_to_slow), ok);
 	atm_json_set_new(run, "bytes_async_moved_pmem", json_integer(st->bytes_async_to_slow), ok);
 	atm_json_set_new(run, "bytes_async_moved_dram", json_integer(st->bytes_async_to_fast), ok);
+	/* optional fields of version 2 (added later): kernels the plan runs again */
+	atm_json_set_new(run, "num_recomputed_kernels", json_integer(st->n_recomputes), ok);
+	atm_json_set_new(run, "bytes_recomputed", json_integer(st->bytes_recomputed), ok);
 }
 
 /* solver_fields -- how the plan was found, and the limit and ratio it was found for */
@@ -184,6 +187,7 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	                                                    : json_null(), ok);
 	atm_json_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s), ok);
 	atm_json_set_new(run, "move_wait_s", json_real(m->move_wait_s), ok);
+	atm_json_set_new(run, "recompute_s", json_real(m->recompute_s), ok); /* added later */
 	/* slow_path and slow_fs were added later: readers of older files find them absent */
 	atm_json_set_new(run, "tiers", json_pack("{s:s?, s:s?, s:s?, s:s?}", "fast", m->fast_tier,
 	                                         "slow", m->slow_tier, "slow_path", m->slow_path,

@@ -252,8 +252,9 @@ static atm_status walk_alloc(struct walk *w, const atm_event *ev, const atm_tens
 	return ATM_OK;
 }
 
-/* walk_kernel -- a kernel runs: its time in its configuration, its workspace within the limit */
-static atm_status walk_kernel(struct walk *w, const atm_event *ev)
+/* walk_kernel -- a kernel runs (again: a recomputation, whose time is counted apart): its time
+ * in its configuration, its workspace within the limit */
+static atm_status walk_kernel(struct walk *w, const atm_event *ev, bool again)
 {
 	atm_opt_check_result *out = w->out;
 	double t = 0, tf = 0;
@@ -261,10 +262,15 @@ static atm_status walk_kernel(struct walk *w, const atm_event *ev)
 	                                &t, &tf);
 	if (rc < 0)
 		return rc;
-	out->kernel_s += t;
-	out->all_fast_kernel_s += tf;
-	if (w->node_s)
-		w->node_s[ev->node] += t;
+	if (again) {
+		out->recompute_s += t;
+		out->n_recomputes++;
+	} else {
+		out->kernel_s += t;
+		out->all_fast_kernel_s += tf;
+		if (w->node_s)
+			w->node_s[ev->node] += t;
+	}
 	w->t += t;
 	int64_t ws = w->o && w->o->workspace_in_limit ? atm_graph_node(w->g, ev->node)->workspace_bytes
 	                                              : 0;
@@ -353,7 +359,8 @@ static atm_status walk_event(struct walk *w, const atm_event *ev)
 		}
 		return ATM_OK;
 	case ATM_EV_KERNEL:
-		return walk_kernel(w, ev);
+	case ATM_EV_RECOMPUTE:
+		return walk_kernel(w, ev, ev->kind == ATM_EV_RECOMPUTE);
 	case ATM_EV_MOVE_START:
 		return walk_move(w, ev, x);
 	case ATM_EV_MOVE_WAIT:
@@ -362,8 +369,6 @@ static atm_status walk_event(struct walk *w, const atm_event *ev)
 			w->t = w->done[ev->move];
 		}
 		return ATM_OK;
-	case ATM_EV_RECOMPUTE:
-		return atm_err(ATM_E_UNSUPPORTED, "the checker cannot price recomputations yet");
 	}
 	return ATM_OK;
 }

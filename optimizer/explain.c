@@ -82,8 +82,8 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 		else
 			ns++, bs += x;
 	}
-	double slowed = 0;
-	int32_t n_slowed = 0;
+	double slowed = 0, again_s = 0;
+	int32_t n_slowed = 0, n_again = 0;
 	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
 		const atm_event *ev = atm_schedule_event(s, i);
 		const atm_tensor *x = ev->tensor >= 0 ? atm_graph_tensor(g, ev->tensor) : NULL;
@@ -143,12 +143,27 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 				fprintf(f, "%6s  .. '%s' arrives in %s memory\n", "", x->name,
 				        ev->loc == ATM_LOC_FAST ? "fast" : "slow");
 			break;
-		case ATM_EV_RECOMPUTE:
+		case ATM_EV_RECOMPUTE: {
+			double t = -1, t0 = -1;
+			char tt[32] = "?";
+			if (opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t,
+			                    &t0) == ATM_OK)
+				ms(t, tt, sizeof tt);
+			const atm_recompute *r = atm_plan_recompute(p, ev->recompute);
+			fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; "
+			        "dropped after node %d\n", "", x->name, mib(x->bytes, a, sizeof a), ev->node,
+			        atm_graph_node(g, ev->node)->name, tt, r->drop_after);
+			n_again++;
+			again_s += t > 0 ? t : 0;
 			break;
+		}
 		}
 	}
 	fprintf(f, "\n%d kernel(s) slowed by slow operands, %s in all; predicted step %s\n", n_slowed,
 	        ms(slowed, a, sizeof a), ms(chk.predicted_s, b, sizeof b));
+	if (n_again)
+		fprintf(f, "%d tensor(s) recomputed, %s of kernels run again\n", n_again,
+		        ms(again_s, a, sizeof a));
 	atm_schedule_destroy(s);
 	return ATM_OK;
 }

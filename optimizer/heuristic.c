@@ -740,6 +740,16 @@ static void heur_close(struct heur *h)
 /* opt_polish -- drop moves that buy nothing: each tensor in turn takes, among its paths that
  * are no slower, the one with fewest moves (a copy hidden under a kernel costs the model
  * nothing but costs the machine bandwidth) */
+/* recomputed -- a recomputation chosen in s depends on x's places (polishing, which does not
+ * price recomputations, leaves x alone) */
+static bool recomputed(const struct model *m, const struct solution *s, int32_t x)
+{
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (s->rc[i] && opt_recompute_touches(m, i, x))
+			return true;
+	return false;
+}
+
 atm_status opt_polish(const struct model *m, struct solution *s)
 {
 	struct heur h;
@@ -753,7 +763,7 @@ atm_status opt_polish(const struct model *m, struct solution *s)
 	rebuild(&h);
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		const struct tmodel *t = &m->t[x];
-		if (t->cls != TC_MOVABLE || s->pinned[x])
+		if (t->cls != TC_MOVABLE || s->pinned[x] || recomputed(m, s, x))
 			continue;
 		h.eps = 0;
 		place(&h, x, -1);
@@ -797,6 +807,9 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		goto done;
 	}
+	/* the heuristic places tensors and chooses no recomputation: its plan is a placement-only
+	 * one, which the solver may better with them */
+	memset(s->rc, 0, (size_t)m->n_rc);
 	/* tensors are placed beside the smallest workspaces; faster algorithms take the room
 	 * left at the end (pick_algos) */
 	if (!warm)

@@ -26,6 +26,9 @@ struct cols {
 	int32_t *a;             /* by node with a choice: its first algorithm */
 	bool *sep;              /* by node: separable, priced by its units' slow states */
 	int32_t m0;             /* the first memory slot's fast bytes */
+	/* by recomputation candidate: its choice; its kernel's units slow while it is chosen
+	 * (one per unit, the first: -1 when none); its configurations (non-separable kernels) */
+	int32_t *r, *rw, *ry;
 };
 
 /* One row while it is assembled: duplicates are merged before the program takes it. */
@@ -624,6 +627,136 @@ static void memory_rows(struct build *b)
 	}
 }
 
+/* rc_slow -- sign times "operand x of candidate rc's kernel, in phase ph at K(u), is slow"
+ * into r (nothing when x is fixed fast or is the tensor made again, ph -1) */
+static void rc_slow(struct build *b, struct row *r, int32_t x, int32_t ph, double sign)
+{
+	if (ph >= 0 && b->m->t[x].cls == TC_MOVABLE)
+		state_terms(b, r, &b->m->t[x], ph, ST_S, sign);
+}
+
+/* recompute_rows -- candidate i: its column r, with r at most the tensor's fast state (no
+ * valid slow copy) at d and its stay in that state at every gate to u; the memory it gives
+ * back from M(d) to M(u - 1); its kernel's price in the configuration of its operands at K(u):
+ * the all-fast time plus each slow unit's cost alone (separable), or configuration columns
+ * that sum to r and whose unit marginals are r * slow, linearised; the operands' places at u
+ * must be a profiled configuration with the tensor fast */
+static void recompute_rows(struct build *b, int32_t i)
+{
+	const struct model *m = b->m;
+	const struct rcand *rc = &m->rc[i];
+	const struct tmodel *t = &m->t[rc->t];
+	const struct nmodel *nm = &m->n[rc->k];
+	bool priced_alone = nm->n_algo > 1 || m->o.device_only || !nm->n_free || b->c->sep[rc->k];
+	double base = nm->n_algo > 1 || m->o.device_only ? rc->max_algo_s : nm->time[0];
+	int32_t r = b->c->r[i] = add_col(b, true, 0, 1, priced_alone ? base * US : 0);
+	if (r < 0)
+		return;
+	state_terms(b, &b->r, t, rc->pd, ST_F, 1);
+	row_add(b, r, -1);
+	row_flush(b, 0, INFINITY);
+	for (int32_t g = rc->pd + 1; g <= rc->pu; g++) {
+		edge_terms(b, &b->r, t, g, EDGE(ST_F, ST_F), 1);
+		row_add(b, r, -1);
+		row_flush(b, 0, INFINITY);
+	}
+	presence(b, t, r, SLOT_M(rc->d), SLOT_M(rc->u - 1), -1);
+	/* no operand's overlapped copy starts beside u: each move there excludes r */
+	const atm_node *kn = atm_graph_node(m->g, rc->k);
+	for (int j = 0; j < kn->n_in; j++) {
+		const struct tmodel *x = &m->t[kn->in[j]];
+		int32_t g = x->cls == TC_MOVABLE ? opt_recompute_async_gate(m, rc, x) : -1;
+		for (int e = 0; g >= 0 && e < N_EDGES; e++)
+			if ((x->gates[g].edges >> e & 1u) && EDGE_FROM(e) != EDGE_TO(e)) {
+				row_add(b, r, 1);
+				edge_terms(b, &b->r, x, g, e, 1);
+				row_flush(b, -INFINITY, 1);
+			}
+	}
+	/* places the kernel's groups force: r + slow <= 1 (fast) or r - slow <= 0 (slow) */
+	for (int j = 0; j < nm->n_forced; j++) {
+		if (rc->fph[j] < 0 || m->t[nm->forced[j].tensor].cls != TC_MOVABLE)
+			continue;
+		row_add(b, r, 1);
+		rc_slow(b, &b->r, nm->forced[j].tensor, rc->fph[j], nm->forced[j].slow ? -1 : 1);
+		row_flush(b, -INFINITY, nm->forced[j].slow ? 0 : 1);
+	}
+	if (nm->n_algo > 1 || m->o.device_only)
+		return;
+	/* a unit's members agree while r is chosen, and the tensor's unit is fast */
+	int32_t *first = malloc(((size_t)nm->n_free + 1) * sizeof *first);
+	if (!first) {
+		b->failed = true;
+		return;
+	}
+	for (int u = 0, n = 0; u < nm->n_free; u++) {
+		const struct unit *un = &nm->units[u];
+		first[u] = n;
+		for (int j = 1; j < un->n_members; j++)
+			for (double sg = -1; sg <= 1; sg += 2) {
+				row_add(b, r, 1);
+				rc_slow(b, &b->r, un->members[j], rc->uph[n + j], sg);
+				rc_slow(b, &b->r, un->members[0], rc->uph[n], -sg);
+				row_flush(b, -INFINITY, 1);
+			}
+		if (u == rc->t_unit)
+			for (int j = 0; j < un->n_members; j++) {
+				row_add(b, r, 1);
+				rc_slow(b, &b->r, un->members[j], rc->uph[n + j], 1);
+				row_flush(b, -INFINITY, 1);
+			}
+		n += un->n_members;
+	}
+	/* w_u = r * slow_u: at most each, at least their sum less one */
+	int32_t w0 = -1;
+	for (int u = 0; u < nm->n_free; u++) {
+		const struct unit *un = &nm->units[u];
+		double cost = priced_alone ? (nm->time[1 << u] - nm->time[0]) * US : 0;
+		int32_t w = add_col(b, false, 0, u == rc->t_unit ? 0 : 1, cost);
+		if (!u)
+			w0 = w;
+		if (w < 0 || u == rc->t_unit)
+			continue;
+		row_add(b, w, 1);
+		row_add(b, r, -1);
+		rc_slow(b, &b->r, un->members[0], rc->uph[first[u]], -1);
+		row_flush(b, -1, INFINITY);
+		if (priced_alone)
+			continue; /* its cost keeps it at that least */
+		row_add(b, w, 1);
+		row_add(b, r, -1);
+		row_flush(b, -INFINITY, 0);
+		row_add(b, w, 1);
+		rc_slow(b, &b->r, un->members[0], rc->uph[first[u]], -1);
+		row_flush(b, -INFINITY, 0);
+	}
+	b->c->rw[i] = w0;
+	free(first);
+	if (priced_alone)
+		return;
+	int32_t y0 = -1;
+	for (int c = 0; c < nm->n_cfg; c++) {
+		bool allowed = rc->t_unit < 0 || !(c >> rc->t_unit & 1);
+		int32_t y = add_col(b, false, 0, allowed ? 1 : 0, allowed ? nm->time[c] * US : 0);
+		if (!c)
+			y0 = y;
+	}
+	b->c->ry[i] = y0;
+	for (int c = 0; c < nm->n_cfg; c++)
+		row_add(b, y0 + c, 1);
+	row_add(b, r, -1);
+	row_flush(b, 0, 0);
+	for (int u = 0; u < nm->n_free; u++) {
+		if (u == rc->t_unit)
+			continue;
+		for (int c = 0; c < nm->n_cfg; c++)
+			if (c >> u & 1)
+				row_add(b, y0 + c, 1);
+		row_add(b, w0 + u, -1);
+		row_flush(b, 0, 0);
+	}
+}
+
 /* mark_kept -- the phases of the reduced program with columns of their own: each tensor's
  * first and last, and every phase in which a kernel's configuration or a forced place reads
  * its state (node_rows) */
@@ -646,6 +779,18 @@ static void mark_kept(const struct model *m, struct cols *c)
 			if (nm->forced[j].phase >= 0)
 				c->kept[m->t[nm->forced[j].tensor].ph_off + nm->forced[j].phase] = 1;
 	}
+	/* and where a recomputation reads its operands' places */
+	for (int32_t i = 0; i < m->n_rc; i++) {
+		const struct rcand *rc = &m->rc[i];
+		const struct nmodel *nm = &m->n[rc->k];
+		for (int u = 0, n = 0; u < nm->n_free; u++)
+			for (int j = 0; j < nm->units[u].n_members; j++, n++)
+				if (rc->uph[n] >= 0)
+					c->kept[m->t[nm->units[u].members[j]].ph_off + rc->uph[n]] = 1;
+		for (int j = 0; j < nm->n_forced; j++)
+			if (rc->fph[j] >= 0)
+				c->kept[m->t[nm->forced[j].tensor].ph_off + rc->fph[j]] = 1;
+	}
 }
 
 /* cols_new -- an empty column map of m (reduced: of the reduced program); cols_free releases it */
@@ -662,10 +807,15 @@ static bool cols_new(const struct model *m, struct cols *c, bool reduced)
 	c->y = malloc(((size_t)m->n_nodes + 1) * sizeof *c->y);
 	c->a = malloc(((size_t)m->n_nodes + 1) * sizeof *c->a);
 	c->sep = malloc(((size_t)m->n_nodes + 1) * sizeof *c->sep);
+	c->r = malloc(((size_t)m->n_rc + 1) * sizeof *c->r);
+	c->rw = malloc(((size_t)m->n_rc + 1) * sizeof *c->rw);
+	c->ry = malloc(((size_t)m->n_rc + 1) * sizeof *c->ry);
 	c->m0 = -1;
 	if (!c->gate || !c->home || !c->z || !c->y || !c->a || !c->sep ||
-	    (reduced && (!c->st || !c->kept)))
+	    (reduced && (!c->st || !c->kept)) || !c->r || !c->rw || !c->ry)
 		return false;
+	for (int32_t i = 0; i < m->n_rc; i++)
+		c->r[i] = c->rw[i] = c->ry[i] = -1;
 	for (int32_t k = 0; k < m->n_nodes; k++)
 		c->sep[k] = separable(m, k);
 	memset(c->gate, 0xff, np * N_EDGES * sizeof *c->gate);
@@ -690,6 +840,9 @@ static void cols_free(struct cols *c)
 	free(c->y);
 	free(c->a);
 	free(c->sep);
+	free(c->r);
+	free(c->rw);
+	free(c->ry);
 }
 
 /* build -- the program of the model: columns of every movable tensor, rows of every node, the
@@ -710,6 +863,13 @@ static atm_status build(const struct model *m, struct milp *p, struct cols *c)
 	}
 	for (int32_t k = 0; k < m->n_nodes; k++)
 		node_rows(&b, k);
+	for (int32_t i = 0; i < m->n_rc; i++)
+		recompute_rows(&b, i);
+	for (int32_t e = 0; e < m->n_excl; e++) {
+		row_add(&b, c->r[m->excl[e][0]], 1);
+		row_add(&b, c->r[m->excl[e][1]], 1);
+		row_flush(&b, -INFINITY, 1);
+	}
 	async_rows(&b);
 	bool limited = false;
 	for (int32_t sl = 0; sl < m->n_slots; sl++)
@@ -727,6 +887,27 @@ static atm_status build(const struct model *m, struct milp *p, struct cols *c)
 }
 
 /* ---------------------------------------------------------------- the seed */
+
+/* recompute_vector -- the columns of chosen candidate i under s: its choice, its kernel's slow
+ * units and its configuration */
+static void recompute_vector(const struct model *m, const struct cols *c, const struct solution *s,
+                             int32_t i, double *x)
+{
+	const struct rcand *rc = &m->rc[i];
+	const struct nmodel *nm = &m->n[rc->k];
+	x[c->r[i]] = 1;
+	if (c->rw[i] < 0)
+		return;
+	int cfg = 0;
+	for (int u = 0, n = 0; u < nm->n_free; n += nm->units[u].n_members, u++) {
+		int32_t x0 = nm->units[u].members[0], ph = rc->uph[n];
+		bool slow = ph >= 0 && !s->pinned[x0] && s->st[m->t[x0].ph_off + ph] == ST_S;
+		x[c->rw[i] + u] = slow;
+		cfg |= slow << u;
+	}
+	if (c->ry[i] >= 0)
+		x[c->ry[i] + cfg] = 1;
+}
 
 /* placement_vector -- the column values of placement s */
 static double *placement_vector(const struct model *m, const struct cols *c, const struct milp *p,
@@ -773,6 +954,9 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 		if (c->y[k] >= 0)
 			x[c->y[k]] = opt_overlapped(kt, xfer[k], m->overlap_loss) * US;
 	}
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (c->r[i] >= 0 && s->rc[i])
+			recompute_vector(m, c, s, i, x);
 	if (c->m0 >= 0) {
 		opt_solution_bytes(m, s, bytes);
 		for (int32_t sl = 0; sl < m->n_slots; sl++)
@@ -855,6 +1039,8 @@ static atm_status decode(const struct model *m, const struct cols *c, const doub
 			               "'%s'", atm_graph_node(m->g, k)->name);
 		s->algo[k] = (uint8_t)taken;
 	}
+	for (int32_t i = 0; i < m->n_rc; i++)
+		s->rc[i] = c->r[i] >= 0 && x[c->r[i]] > 0.5;
 	return ATM_OK;
 }
 
@@ -931,6 +1117,7 @@ static atm_status adopt(struct solve *v, const struct milp_out *out, struct solu
 		memcpy(s->st, got.st, (size_t)m->n_phases);
 		memcpy(s->pinned, got.pinned, (size_t)m->n_tensors * sizeof *s->pinned);
 		memcpy(s->algo, got.algo, (size_t)m->n_nodes * sizeof *s->algo);
+		memcpy(s->rc, got.rc, (size_t)m->n_rc);
 		v->r->improved = *obj < v->seed_obj - 1e-12 * (1 + v->seed_obj);
 	}
 	opt_solution_free(&got);

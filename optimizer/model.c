@@ -610,7 +610,7 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 	for (int32_t k = 0; k < nn; k++)
 		if ((rc = build_node(m, k)) < 0)
 			goto fail;
-	if ((rc = build_floor(m)) < 0)
+	if ((rc = build_floor(m)) < 0 || (rc = opt_recompute_build(m, lv, tstart, touch)) < 0)
 		goto fail;
 	free(touch);
 	free(tstart);
@@ -643,6 +643,7 @@ void opt_model_destroy(struct model *m)
 		free(m->n[k].forced);
 		free(m->n[k].time);
 	}
+	opt_recompute_free(m);
 	free(m->t);
 	free(m->n);
 	free(m->limit);
@@ -677,7 +678,8 @@ atm_status opt_solution_new(const struct model *m, struct solution *s)
 	s->st = calloc((size_t)(m->n_phases ? m->n_phases : 1), 1);
 	s->pinned = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *s->pinned);
 	s->algo = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *s->algo);
-	if (!s->st || !s->pinned || !s->algo) {
+	s->rc = calloc((size_t)(m->n_rc ? m->n_rc : 1), 1);
+	if (!s->st || !s->pinned || !s->algo || !s->rc) {
 		opt_solution_free(s);
 		return atm_err(ATM_E_NOMEM, "out of memory for a placement");
 	}
@@ -689,9 +691,11 @@ void opt_solution_free(struct solution *s)
 	free(s->st);
 	free(s->pinned);
 	free(s->algo);
+	free(s->rc);
 	s->st = NULL;
 	s->pinned = NULL;
 	s->algo = NULL;
+	s->rc = NULL;
 }
 
 /* opt_solution_all_slow -- every movable tensor slow all its life: feasible whenever the fixed
@@ -700,6 +704,7 @@ void opt_solution_all_slow(const struct model *m, struct solution *s)
 {
 	memset(s->st, ST_S, (size_t)m->n_phases);
 	memset(s->pinned, 0, (size_t)m->n_tensors * sizeof *s->pinned);
+	memset(s->rc, 0, (size_t)m->n_rc);
 	opt_solution_small_algos(m, s);
 }
 
@@ -784,6 +789,9 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 			kt = INFINITY;
 		total += opt_overlapped(kt, xfer[k], m->overlap_loss);
 	}
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (s->rc[i])
+			total += opt_recompute_time(m, s, i);
 	free(xfer);
 	return total;
 }
@@ -816,6 +824,11 @@ void opt_solution_bytes(const struct model *m, const struct solution *s, int64_t
 				bytes[sl] += t->abytes;
 		}
 	}
+	/* a dropped tensor takes nothing from after its use to before it is made again */
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (s->rc[i])
+			for (int32_t sl = SLOT_M(m->rc[i].d); sl <= SLOT_M(m->rc[i].u - 1); sl++)
+				bytes[sl] -= m->t[m->rc[i].t].abytes;
 }
 
 /* ---------------------------------------------------------------- plans */
@@ -895,6 +908,11 @@ atm_status opt_solution_to_plan(const struct model *m, const struct solution *s,
 		qsort(mv, (size_t)n, sizeof *mv, pmove_cmp);
 	for (int32_t i = 0; i < n && rc == ATM_OK; i++)
 		rc = atm_plan_add_move(p, &mv[i].mv);
+	for (int32_t i = 0; i < m->n_rc && rc == ATM_OK; i++)
+		if (s->rc[i])
+			rc = atm_plan_add_recompute(p, &(atm_recompute){.tensor = m->rc[i].t,
+			                                                .drop_after = m->rc[i].d,
+			                                                .before = m->rc[i].u});
 	free(mv);
 	return rc;
 }

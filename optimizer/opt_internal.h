@@ -89,6 +89,18 @@ struct nmodel {
 	                                   * the last, the smallest, is in fixed at K(k) */
 };
 
+/* A recomputation the model may choose (recompute.c): movable tensor t, made by node k, is
+ * dropped after its use at node d and made again before its next use u, where k runs once more
+ * in the configuration its operands have at K(u). */
+struct rcand {
+	int32_t t, k, d, u;
+	int32_t pd, pu;         /* t's phases at K(d) and at K(u) */
+	int32_t *uph;           /* per member of k's units, in order: its phase at K(u) (-1: t) */
+	int32_t *fph;           /* per forced place of k: the tensor's phase at K(u) (-1: fixed) */
+	int t_unit;             /* k's unit holding t (-1: none) */
+	double max_algo_s;      /* device_only: the slowest of k's algorithms, which it is priced at */
+};
+
 struct model {
 	const atm_graph *g;
 	const atm_profile *prof;
@@ -107,6 +119,11 @@ struct model {
 	double to_fast_bps, to_slow_bps;
 	double overlap_loss;    /* of an overlapped copy's time, what the kernel beside it loses
 	                         * (atm_profile_moves) */
+	int32_t n_rc;           /* recomputations the model may choose (o.recompute) */
+	struct rcand *rc;
+	int32_t n_excl;         /* pairs of them that exclude each other: one drops an input the
+	                         * other's kernel reads */
+	int32_t (*excl)[2];
 };
 
 /* opt_overlapped -- a kernel of time kt beside asynchronous copies of time x: the longer of
@@ -122,6 +139,7 @@ struct solution {
 	uint8_t *st;            /* by tmodel.ph_off + phase */
 	bool *pinned;           /* by tensor id: persistent movable tensor kept fast */
 	uint8_t *algo;          /* by node: index into nmodel.algos */
+	uint8_t *rc;            /* by recomputation candidate: chosen */
 };
 
 /* model.c */
@@ -160,6 +178,25 @@ bool opt_present_in_gate(int edge);
 /* opt_solution_to_plan -- initial locations and moves of s into p, in the order the schedule
  * needs (evictions before fetches, blocking before overlapped, at each node) */
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
+
+/* recompute.c */
+/* opt_recompute_build -- the recomputations m may choose (none unless o.recompute), each
+ * candidate a tensor's gap between two uses whose producer's inputs are all available at the
+ * second (docs/optimizer.md, "Recomputation") */
+atm_status opt_recompute_build(struct model *m, const atm_liveness *lv, const int32_t *tstart,
+                               const int32_t *touch);
+void opt_recompute_free(struct model *m);
+/* opt_recompute_time -- candidate i's kernel seconds under s when it is valid there (t fast at
+ * d and staying so to u, its operands' places a profiled configuration, no excluded partner
+ * chosen); INFINITY otherwise */
+double opt_recompute_time(const struct model *m, const struct solution *s, int32_t i);
+/* opt_recompute_async_gate -- t's overlapped copy gate beside node u of c (-1: none), which
+ * must take no move while c is chosen: the kernel run again would wait for it */
+int32_t opt_recompute_async_gate(const struct model *m, const struct rcand *c,
+                                 const struct tmodel *t);
+/* opt_recompute_touches -- candidate i's choice depends on tensor x's places (x is its tensor
+ * or one of its kernel's operands) */
+bool opt_recompute_touches(const struct model *m, int32_t i, int32_t x);
 
 /* heuristic.c */
 /* opt_heuristic -- a feasible placement in budget_s: Lagrangian pricing, then per-tensor

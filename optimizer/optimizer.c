@@ -513,6 +513,10 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		               (long long)limit);
 	if ((rc = check_options(&d.o)) < 0)
 		return rc;
+	if (d.o.recompute && !atm_opt_is_ilp(f))
+		return atm_err(ATM_E_USAGE, "recomputation is a choice of the integer-programming "
+		               "formulations (static, synchronous, asynchronous), not of '%s'",
+		               atm_opt_formulation_name(f));
 	if (atm_opt_is_ilp(f) && (rc = resolve_solver(&d.o, d.rep)) < 0)
 		return rc;
 	if (!atm_opt_is_ilp(f))

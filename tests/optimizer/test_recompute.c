@@ -1,0 +1,186 @@
+/* test_recompute.c -- recomputation joined with placement: chosen where it is clearly right, never
+ * slower than placement alone, priced alike by the model and the checker, refused by baselines */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "atm_optimizer.h"
+#include "atm_zoo.h"
+#include "optimizer/per_solver.h"
+#include "optimizer/synth.h"
+
+#define MIB (1 << 20)
+
+/* the solver every test of the group runs with: the suite runs once per solver built in */
+static atm_opt_solver solver;
+
+/* options -- exact solves with the group's solver */
+static atm_opt_options options(bool recompute)
+{
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.solver = solver;
+	o.mip_gap = 0;
+	o.time_limit_s = 30;
+	o.recompute = recompute;
+	return o;
+}
+
+/* cheap_between -- y = relu(x) is cheap; a chain of three relus after its first use holds
+ * two tensors at a time, and y's second use comes after them: under a limit of three tensors
+ * (x, persistent, among them) y cannot stay fast through the chain. Keeping x slow costs a
+ * slow read (+210 us), moving y out and back two copies (786 us), making y again one relu
+ * (107 us): recomputing is clearly right. All tensors 1 MiB. */
+static atm_graph *cheap_between(void)
+{
+	atm_graph *g = NULL;
+	int64_t d[] = {256, 1024};
+	int32_t x, y, a, b, c, e, id;
+	assert_int_equal(atm_graph_new(&g, "cheap_between"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 2, d, ATM_KIND_INPUT, ATM_LOC_ANY, &x),
+	                 ATM_OK);
+	const char *names[] = {"y", "a", "b", "c", "e"};
+	int32_t *ids[] = {&y, &a, &b, &c, &e};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(atm_graph_add_tensor(g, names[i], ATM_F32, 2, d, ATM_KIND_ACTIVATION,
+		                                      ATM_LOC_ANY, ids[i]), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "make_y", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, &id), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "use_y", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &a, &id), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "r1", ATM_OP_RELU_FWD, NULL, 1, &a, 1, &b, &id), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "r2", ATM_OP_RELU_FWD, NULL, 1, &b, 1, &c, &id), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "use_y_again", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &e, &id),
+	                 ATM_OK);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
+/* checked -- a plan of f, scheduled and checked: the checker's price is the model's (for the
+ * asynchronous formulation at most the model's: a copy started before a recomputation runs
+ * beside it too, which the model does not count) */
+static atm_plan *checked(const atm_graph *g, const atm_profile *prof, int64_t limit,
+                         atm_opt_formulation f, const atm_opt_options *o, atm_opt_check_result *chk)
+{
+	atm_plan *p = NULL;
+	atm_opt_report rep;
+	if (atm_opt_plan(&p, g, prof, limit, f, o, &rep) < 0)
+		fail_msg("%s%s: %s", atm_opt_formulation_name(f), o->recompute ? " --recompute" : "",
+		         atm_errmsg());
+	if (atm_opt_check(p, prof, o, chk) < 0)
+		fail_msg("check: %s", atm_errmsg());
+	double model = rep.objective_s, tol = 1e-9 * (1 + chk->predicted_s);
+	bool ok = f == ATM_OPT_ASYNCHRONOUS ? chk->predicted_s <= model + tol
+	                                    : fabs(chk->predicted_s - model) <= tol;
+	if (!ok)
+		fail_msg("%s: the checker says %.12f s, the model %.12f s", atm_opt_formulation_name(f),
+		         chk->predicted_s, model);
+	assert_int_equal(chk->n_recomputes, atm_plan_n_recomputes(p));
+	return p;
+}
+
+/* test_recompute_cheap_op_is_recomputed -- every ILP formulation drops y after its first use
+ * and makes it again before its second, and is faster for it than placement alone */
+static void test_recompute_cheap_op_is_recomputed(void **state)
+{
+	(void)state;
+	atm_graph *g = cheap_between();
+	atm_profile *prof = NULL;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	int64_t limit = 3 * MIB + 4096;
+	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		atm_opt_options with = options(true), without = options(false);
+		atm_opt_check_result a, b;
+		atm_plan *p = checked(g, prof, limit, (atm_opt_formulation)f, &with, &a);
+		atm_plan *q = checked(g, prof, limit, (atm_opt_formulation)f, &without, &b);
+		if (atm_plan_n_recomputes(p) != 1)
+			fail_msg("%s: %d recomputations, expected y's", atm_opt_formulation_name(f),
+			         atm_plan_n_recomputes(p));
+		const atm_recompute *r = atm_plan_recompute(p, 0);
+		assert_string_equal(atm_graph_tensor(g, r->tensor)->name, "y");
+		assert_int_equal(r->drop_after, 1);
+		assert_int_equal(r->before, 4);
+		assert_int_equal(a.n_recomputes, 1);
+		assert_true(a.recompute_s > 0);
+		assert_int_equal(atm_plan_n_recomputes(q), 0);
+		/* one relu again (about 107 us) against the best placement's slow read (210 us more) */
+		if (!(a.predicted_s < b.predicted_s - 50e-6))
+			fail_msg("%s: %.6f s with recomputation, %.6f s without", atm_opt_formulation_name(f),
+			         a.predicted_s, b.predicted_s);
+		atm_plan_destroy(p);
+		atm_plan_destroy(q);
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+/* test_recompute_never_slower -- the formulations nest: on the zoo's tiny networks, at several
+ * limits, a plan with recomputation is never predicted slower than the same formulation's
+ * without (both solved to optimality) */
+static void test_recompute_never_slower(void **state)
+{
+	(void)state;
+	const char *names[] = {"tiny_mlp", "tiny_cnn"};
+	const double ratios[][2] = {{1, 1}, {4, 1}};
+	for (int i = 0; i < 2; i++) {
+		atm_graph *g = NULL;
+		atm_profile *prof = NULL;
+		atm_zoo_opts zo = {.batch = 4};
+		assert_int_equal(atm_zoo_build(&g, names[i], &zo), ATM_OK);
+		assert_int_equal(synth_profile(g, &prof), ATM_OK);
+		for (int r = 0; r < 2; r++) {
+			int64_t limit;
+			assert_int_equal(atm_opt_limit_from_ratio(g, ratios[r][0], ratios[r][1], &limit), ATM_OK);
+			for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+				atm_opt_options with = options(true), without = options(false);
+				atm_opt_check_result a, b;
+				atm_plan *p = checked(g, prof, limit, (atm_opt_formulation)f, &with, &a);
+				atm_plan *q = checked(g, prof, limit, (atm_opt_formulation)f, &without, &b);
+				if (a.predicted_s > b.predicted_s * (1 + 1e-9))
+					fail_msg("%s %g:%g %s: %.9f s with recomputation, %.9f s without", names[i],
+					         ratios[r][0], ratios[r][1], atm_opt_formulation_name(f),
+					         a.predicted_s, b.predicted_s);
+				atm_plan_destroy(p);
+				atm_plan_destroy(q);
+			}
+		}
+		atm_profile_destroy(prof);
+		atm_graph_destroy(g);
+	}
+}
+
+/* test_recompute_baselines_refuse -- the baselines have no recomputation to choose: a usage
+ * error naming the formulations that do */
+static void test_recompute_baselines_refuse(void **state)
+{
+	(void)state;
+	atm_graph *g = cheap_between();
+	atm_profile *prof = NULL;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	const atm_opt_formulation base[] = {ATM_OPT_ALL_FAST, ATM_OPT_ALL_SLOW, ATM_OPT_NUMA,
+	                                    ATM_OPT_2LM, ATM_OPT_VDNN};
+	for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+		atm_opt_options o = options(true);
+		atm_plan *p = NULL;
+		assert_int_equal(atm_opt_plan(&p, g, prof, 3 * MIB, base[i], &o, NULL), ATM_E_USAGE);
+		assert_null(p);
+		assert_non_null(strstr(atm_errmsg(), "static, synchronous, asynchronous"));
+		assert_non_null(strstr(atm_errmsg(), atm_opt_formulation_name(base[i])));
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recompute_cheap_op_is_recomputed),
+		cmocka_unit_test(test_recompute_never_slower),
+		cmocka_unit_test(test_recompute_baselines_refuse),
+	};
+	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, NULL, NULL);
+}
