@@ -9,6 +9,8 @@ struct atm_plan {
 	unsigned *loc; /* per tensor */
 	atm_move *moves;
 	int32_t n_moves, cap_moves;
+	atm_recompute *recs;
+	int32_t n_recs, cap_recs;
 	int8_t *algo; /* per node, NULL while every node runs its default algorithm */
 	int64_t *ws;  /* per node: workspace in the fast arena, NULL while there is none */
 	atm_plan_info info;
@@ -39,6 +41,7 @@ void atm_plan_destroy(atm_plan *p)
 		return;
 	free(p->loc);
 	free(p->moves);
+	free(p->recs);
 	free(p->algo);
 	free(p->ws);
 	free(p);
@@ -171,6 +174,75 @@ const atm_move *atm_plan_move(const atm_plan *p, int32_t i)
 	return i >= 0 && i < p->n_moves ? &p->moves[i] : NULL;
 }
 
+/* ---------------------------------------------------------------- recomputations */
+
+bool atm_recompute_eligible(const atm_graph *g, int32_t t, const char **why)
+{
+	const atm_tensor *x = atm_graph_tensor(g, t);
+	const char *no = NULL;
+	int32_t k = -1;
+	if (!x)
+		no = "no such tensor";
+	else if (x->kind != ATM_KIND_ACTIVATION)
+		no = "only activations (a forward op's output) are recomputed";
+	else if (!(x->locations & ATM_LOC_FAST))
+		no = "it may not live in fast memory, where a recomputation makes it";
+	else if ((k = atm_graph_producer(g, t)) < 0)
+		no = "no node produces it";
+	else if (atm_graph_node(g, k)->n_out != 1)
+		no = "its node makes more than one output";
+	else if (atm_op_is_inplace(atm_graph_node(g, k)->op))
+		no = "its node writes an input in place";
+	if (why)
+		*why = no;
+	return !no;
+}
+
+int32_t atm_recompute_producer(const atm_graph *g, int32_t t)
+{
+	const atm_tensor *x = atm_graph_tensor(g, t);
+	return x && !atm_tensor_is_persistent(x) ? atm_graph_producer(g, t) : -1;
+}
+
+atm_status atm_plan_add_recompute(atm_plan *p, const atm_recompute *r)
+{
+	int32_t nn = atm_graph_n_nodes(p->g), i = p->n_recs;
+	const atm_tensor *t = atm_graph_tensor(p->g, r->tensor);
+	const char *why = NULL;
+	if (!t)
+		return atm_err(ATM_E_INPUT, "recomputation %d: tensor %d does not exist (valid: 0 to %d)",
+		               i, r->tensor, atm_graph_n_tensors(p->g) - 1);
+	if (!atm_recompute_eligible(p->g, r->tensor, &why))
+		return atm_err(ATM_E_INPUT, "recomputation %d: tensor '%s' (%s) may not be recomputed: %s",
+		               i, t->name, atm_kind_name(t->kind), why);
+	if (r->drop_after < 0 || r->drop_after >= nn)
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': 'drop_after' is node %d; valid: 0 "
+		               "to %d", i, t->name, r->drop_after, nn - 1);
+	if (r->before < 0 || r->before >= nn)
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': 'before' is node %d; valid: 0 to %d",
+		               i, t->name, r->before, nn - 1);
+	if (p->n_recs == p->cap_recs) {
+		int32_t cap = p->cap_recs ? p->cap_recs * 2 : 16;
+		atm_recompute *rs = realloc(p->recs, (size_t)cap * sizeof *rs);
+		if (!rs)
+			return atm_err(ATM_E_NOMEM, "out of memory adding a recomputation");
+		p->recs = rs;
+		p->cap_recs = cap;
+	}
+	p->recs[p->n_recs++] = *r;
+	return ATM_OK;
+}
+
+int32_t atm_plan_n_recomputes(const atm_plan *p)
+{
+	return p->n_recs;
+}
+
+const atm_recompute *atm_plan_recompute(const atm_plan *p, int32_t i)
+{
+	return i >= 0 && i < p->n_recs ? &p->recs[i] : NULL;
+}
+
 atm_plan_info *atm_plan_info_of(atm_plan *p)
 {
 	return &p->info;
@@ -232,6 +304,119 @@ static int32_t next_touch(const atm_graph *g, int32_t t, int32_t k)
 	return nn;
 }
 
+/* written_between -- a node after node from and before node to writes persistent tensor u (in
+ * place, as SGD does, or as an output, as the loss is) */
+static bool written_between(const atm_graph *g, int32_t u, int32_t from, int32_t to)
+{
+	for (int32_t k = from + 1; k < to; k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		if (atm_op_is_inplace(n->op) && n->in[0] == u)
+			return true;
+		for (int j = 0; j < n->n_out; j++)
+			if (n->out[j] == u)
+				return true;
+	}
+	return false;
+}
+
+/* random_recompute_ok -- r (of tensor r->tensor made by node pk) keeps the schedule's rules
+ * beside the n recomputations chosen already (pks their nodes), judged before any move is
+ * chosen: every input of pk holds an unchanged copy at r->before, no input of theirs is
+ * dropped by r when they remake, and one recomputation per tensor */
+static bool random_recompute_ok(const atm_graph *g, const atm_liveness *lv,
+                                const atm_recompute *rs, const int32_t *pks, int32_t n,
+                                const atm_recompute *r, int32_t pk)
+{
+	const atm_node *pn = atm_graph_node(g, pk);
+	for (int a = 0; a < pn->n_in; a++) {
+		int32_t u = pn->in[a];
+		if (atm_tensor_is_persistent(atm_graph_tensor(g, u))) {
+			if (written_between(g, u, pk, r->before))
+				return false;
+		} else if (atm_liveness_last(lv, u) < r->before) {
+			return false;
+		}
+	}
+	for (int32_t i = 0; i < n; i++) {
+		const atm_recompute *q = &rs[i];
+		if (q->tensor == r->tensor)
+			return false;
+		const atm_node *qn = atm_graph_node(g, pks[i]);
+		for (int a = 0; a < pn->n_in; a++) /* r's input dropped by q when r remakes */
+			if (pn->in[a] == q->tensor && q->drop_after < r->before && r->before <= q->before)
+				return false;
+		for (int a = 0; a < qn->n_in; a++) /* q's input dropped by r when q remakes */
+			if (qn->in[a] == r->tensor && r->drop_after < q->before && q->before <= r->before)
+				return false;
+	}
+	return true;
+}
+
+/* random_recomputes -- about one eligible tensor in three dropped after one of its uses (or
+ * after its node) and made again before its next use, where the rules allow; drawn from a
+ * generator of their own, so that the rest of a seed's plan stays what it was before
+ * recomputations existed, but for the moves the drops leave out */
+static atm_status random_recomputes(atm_plan *p, const atm_liveness *lv, uint64_t seed)
+{
+	const atm_graph *g = p->g;
+	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
+	uint64_t rs = seed ^ 0x5ec0a7e5d15c0badull;
+	atm_status rc = ATM_OK;
+	int32_t *pk = malloc((size_t)(nt ? nt : 1) * sizeof *pk);
+	int32_t *uses = malloc((size_t)(nn + 1) * sizeof *uses);
+	int32_t *pks = malloc((size_t)(nt ? nt : 1) * sizeof *pks);
+	if (!pk || !uses || !pks) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory making a random plan");
+		goto done;
+	}
+	for (int32_t t = 0; t < nt; t++)
+		pk[t] = -1;
+	for (int32_t k = nn - 1; k >= 0; k--) { /* the first node that writes each tensor */
+		const atm_node *n = atm_graph_node(g, k);
+		for (int j = 0; j < n->n_out; j++)
+			pk[n->out[j]] = k;
+	}
+	for (int32_t t = 0; t < nt; t++) {
+		if (!atm_recompute_eligible(g, t, NULL) || pk[t] < 0 || rand_below(&rs, 3))
+			continue;
+		/* its node, then every node that reads it: a gap between two is a drop */
+		int32_t n_uses = 0;
+		uses[n_uses++] = pk[t];
+		for (int32_t k = pk[t] + 1; k <= atm_liveness_last(lv, t); k++) {
+			const atm_node *n = atm_graph_node(g, k);
+			for (int j = 0; j < n->n_in; j++)
+				if (n->in[j] == t) {
+					uses[n_uses++] = k;
+					break;
+				}
+		}
+		if (n_uses < 2)
+			continue;
+		int32_t at = (int32_t)rand_below(&rs, (uint32_t)(n_uses - 1));
+		atm_recompute r = {.tensor = t, .drop_after = uses[at], .before = uses[at + 1]};
+		if (!random_recompute_ok(g, lv, p->recs, pks, p->n_recs, &r, pk[t]))
+			continue;
+		pks[p->n_recs] = pk[t];
+		if ((rc = atm_plan_add_recompute(p, &r)) < 0)
+			goto done;
+	}
+done:
+	free(pks);
+	free(uses);
+	free(pk);
+	return rc;
+}
+
+/* dropped_at -- tensor t is dropped by one of p's recomputations after node k (from its drop up
+ * to the node it is made again before): no move of it may start there */
+static bool dropped_at(const atm_plan *p, int32_t t, int32_t k)
+{
+	for (int32_t i = 0; i < p->n_recs; i++)
+		if (p->recs[i].tensor == t && p->recs[i].drop_after <= k && k < p->recs[i].before)
+			return true;
+	return false;
+}
+
 atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 {
 	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
@@ -251,6 +436,8 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 		rc = atm_err(ATM_E_NOMEM, "out of memory making a random plan");
 		goto fail;
 	}
+	if ((rc = random_recomputes(p, lv, seed)) < 0)
+		goto fail;
 	for (int32_t t = 0; t < nt; t++) {
 		const atm_tensor *x = atm_graph_tensor(g, t);
 		p->loc[t] = (x->locations == ATM_LOC_ANY) ? (rand_below(&rs, 2) ? ATM_LOC_SLOW : ATM_LOC_FAST)
@@ -273,6 +460,9 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 			}
 			if (atm_op_is_inplace(n->op) && st[n->in[0]].fast)
 				st[n->in[0]].slow = false;
+			for (int32_t i = 0; i < p->n_recs; i++) /* made again before node k, in fast */
+				if (p->recs[i].before == k)
+					st[p->recs[i].tensor] = (struct rstate){.fast = true};
 		}
 		/* up to two moves after each node but the last, on tensors live past it */
 		for (int tries = 0, made = 0; k < nn - 1 && tries < 8 && made < 2; tries++) {
@@ -283,7 +473,7 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 				live = true;
 			bool pinned = atm_tensor_is_persistent(x) && p->loc[t] == ATM_LOC_FAST;
 			if (!live || pinned || x->locations != ATM_LOC_ANY || st[t].busy_to > k ||
-			    (!st[t].fast && !st[t].slow))
+			    (!st[t].fast && !st[t].slow) || dropped_at(p, t, k))
 				continue;
 			atm_move m = {.tensor = t, .after = k, .to = st[t].fast ? ATM_LOC_SLOW : ATM_LOC_FAST};
 			m.async = rand_below(&rs, 2);

@@ -136,6 +136,18 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 		atm_text_json_new(&t, o, PJ_DUMP);
 	}
 	atm_text_str(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
+	/* recomputations, when there are any: a plan without them reads as before they existed */
+	for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++) {
+		const atm_recompute *r = atm_plan_recompute(p, i);
+		json_t *o = json_object();
+		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, r->tensor)->name), &ok);
+		atm_json_set_new(o, "drop_after", json_integer(r->drop_after), &ok);
+		atm_json_set_new(o, "before", json_integer(r->before), &ok);
+		atm_text_str(&t, i ? ",\n    " : ",\n  \"recomputes\": [\n    ");
+		atm_text_json_new(&t, o, PJ_DUMP);
+	}
+	if (atm_plan_n_recomputes(p))
+		atm_text_str(&t, "\n  ]");
 	/* algorithms other than the default, by node name (GPU plans) */
 	json_t *algos = json_object();
 	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
@@ -277,7 +289,8 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 	static const char *const top[] = {"format", "version", "graph", "formulation",
 	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
 	                                  "ratio", "solver",
-	                                  "tensors", "moves", "algorithms", "workspace_bytes", NULL};
+	                                  "tensors", "moves", "recomputes", "algorithms",
+	                                  "workspace_bytes", NULL};
 	json_t *v, *gr;
 	char digest[17];
 	atm_status rc;
@@ -438,6 +451,55 @@ static atm_status read_moves(json_t *root, atm_plan *p)
 	return ATM_OK;
 }
 
+/* read_node_index -- el's integer key, a node index of g: 0 to n_nodes - 1 */
+static atm_status read_node_index(json_t *el, const char *where, const char *key,
+                                  const atm_graph *g, int32_t *node)
+{
+	json_t *v;
+	atm_status rc = get(el, where, key, JSON_INTEGER, false, &v);
+	if (rc < 0)
+		return rc;
+	json_int_t k = json_integer_value(v);
+	if (k < 0 || k >= atm_graph_n_nodes(g))
+		return BAD("%s: \"%s\" is %lld; valid: 0 to %d (a node's index)", where, key, (long long)k,
+		           atm_graph_n_nodes(g) - 1);
+	*node = (int32_t)k;
+	return ATM_OK;
+}
+
+/* read_recomputes -- the optional "recomputes": each tensor dropped after one node and made
+ * again before another */
+static atm_status read_recomputes(json_t *root, atm_plan *p)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	json_t *arr, *el, *v;
+	size_t i;
+	char where[64];
+	atm_status rc = get(root, "top level", "recomputes", JSON_ARRAY, true, &arr);
+	if (rc < 0 || !arr)
+		return rc;
+	json_array_foreach(arr, i, el) {
+		static const char *const keys[] = {"tensor", "drop_after", "before", NULL};
+		atm_recompute r = {0};
+		snprintf(where, sizeof where, "recomputes[%zu]", i);
+		if (!json_is_object(el))
+			return BAD("%s: must be an object", where);
+		if ((rc = check_keys(el, where, keys)) < 0 ||
+		    (rc = get(el, where, "tensor", JSON_STRING, false, &v)) < 0)
+			return rc;
+		r.tensor = atm_graph_find_tensor(g, json_string_value(v));
+		if (r.tensor < 0)
+			return BAD("%s: graph '%s' has no tensor '%s'", where, atm_graph_name(g),
+			           json_string_value(v));
+		if ((rc = read_node_index(el, where, "drop_after", g, &r.drop_after)) < 0 ||
+		    (rc = read_node_index(el, where, "before", g, &r.before)) < 0)
+			return rc;
+		if ((rc = atm_plan_add_recompute(p, &r)) < 0)
+			return atm_err_prefix(rc, "%s: ", where);
+	}
+	return ATM_OK;
+}
+
 /* set_algo -- atm_plan_set_algo with a file's integer: one out of range is refused there */
 static atm_status set_algo(atm_plan *p, int32_t node, json_int_t v)
 {
@@ -476,9 +538,10 @@ static atm_status read_by_node(json_t *root, atm_plan *p, const char *key,
 	return ATM_OK;
 }
 
-/* check_rules -- the rules a plan's moves keep across the step (a move of a dead tensor, a
- * tensor that ends the step elsewhere than it starts, a layout that overflows its limit), as
- * the schedule checks them: here, so that the message names the file */
+/* check_rules -- the rules a plan's moves and recomputations keep across the step (a move of a
+ * dead tensor, a tensor that ends the step elsewhere than it starts, a recomputation whose
+ * node's input is gone, a layout that overflows its limit), as the schedule checks them: here,
+ * so that the message names the file */
 static atm_status check_rules(const atm_plan *p)
 {
 	atm_schedule *s = NULL;
@@ -504,7 +567,7 @@ atm_status atm_plan_load_buffer(atm_plan **out, const atm_graph *g, const char *
 	if ((rc = atm_plan_new(&p, g)) < 0)
 		goto fail;
 	if ((rc = read_header(root, g, atm_plan_info_of(p))) < 0 || (rc = read_tensors(root, p)) < 0 ||
-	    (rc = read_moves(root, p)) < 0 ||
+	    (rc = read_moves(root, p)) < 0 || (rc = read_recomputes(root, p)) < 0 ||
 	    (rc = read_by_node(root, p, "algorithms", set_algo)) < 0 ||
 	    (rc = read_by_node(root, p, "workspace_bytes", set_workspace)) < 0 ||
 	    (rc = check_rules(p)) < 0) {

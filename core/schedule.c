@@ -32,6 +32,8 @@ struct atm_schedule {
 	int32_t n_setup, cap_setup;
 	unsigned *cfg; /* per node: n_in + n_out locations, at cfg_at[node] */
 	int64_t *cfg_at;
+	unsigned *rcfg; /* per recomputation: its node's n_in + 1 locations, at rcfg_at[i] */
+	int64_t *rcfg_at;
 	int64_t *fast_at;
 	atm_schedule_stats stats;
 };
@@ -118,6 +120,12 @@ struct walk {
 	int32_t n_flying;
 	int32_t *by_after; /* moves sorted by 'after' (stable) */
 	int32_t *after_at; /* first index in by_after of moves after node k (k + 1 indexes) */
+	/* recomputations bucketed by the node they are dropped after and the node they are made
+	 * again before, in plan order within a node: by_drop[drop_at[k] .. drop_at[k + 1]) */
+	int32_t *by_drop, *drop_at, *by_before, *before_at;
+	int32_t *producer;   /* per recomputation: the node it runs again */
+	int32_t *dropped_by; /* per tensor: the recomputation that dropped it, -1 while it is not */
+	int32_t *written_at; /* per tensor: the last node that wrote it this step (-1: none) */
 };
 
 static atm_status push(struct walk *w, atm_event ev, bool setup)
@@ -145,7 +153,8 @@ static const char *node_name(const atm_graph *g, int32_t k)
 static atm_status alloc_copy(struct walk *w, int32_t t, unsigned loc, int32_t k, bool setup)
 {
 	const atm_tensor *x = atm_graph_tensor(w->g, t);
-	atm_event ev = {.kind = ATM_EV_ALLOC, .node = k, .tensor = t, .move = -1, .loc = loc};
+	atm_event ev = {.kind = ATM_EV_ALLOC, .node = k, .tensor = t, .move = -1, .recompute = -1,
+	                .loc = loc};
 	if (loc == ATM_LOC_FAST) {
 		int64_t limit = w->limit;
 		if (limit && w->fast_bytes + x->bytes > limit)
@@ -178,7 +187,8 @@ static atm_status alloc_copy(struct walk *w, int32_t t, unsigned loc, int32_t k,
 static atm_status free_copy(struct walk *w, int32_t t, unsigned loc, int32_t k)
 {
 	const atm_tensor *x = atm_graph_tensor(w->g, t);
-	atm_event ev = {.kind = ATM_EV_FREE, .node = k, .tensor = t, .move = -1, .loc = loc};
+	atm_event ev = {.kind = ATM_EV_FREE, .node = k, .tensor = t, .move = -1, .recompute = -1,
+	                .loc = loc};
 	if (loc == ATM_LOC_FAST) {
 		atm_status rc = arena_give(&w->arena, w->ts[t].fast_off, x->bytes);
 		if (rc < 0)
@@ -201,7 +211,7 @@ static atm_status finish_move(struct walk *w, int32_t t, int32_t k)
 		return ATM_OK;
 	const atm_move *mv = atm_plan_move(w->p, m);
 	atm_status rc = push(w, (atm_event){.kind = ATM_EV_MOVE_WAIT, .node = k, .tensor = t,
-	                                    .move = m, .loc = mv->to}, false);
+	                                    .move = m, .recompute = -1, .loc = mv->to}, false);
 	w->ts[t].inflight = -1;
 	for (int32_t i = 0; i < w->n_flying; i++)
 		if (w->flying[i] == t) {
@@ -264,7 +274,7 @@ static atm_status start_move(struct walk *w, int32_t m, int32_t k)
 		st->bytes_async_to_slow += mv->async ? x->bytes : 0;
 	}
 	rc = push(w, (atm_event){.kind = ATM_EV_MOVE_START, .node = k, .tensor = t, .move = m,
-	                         .loc = mv->to}, false);
+	                         .recompute = -1, .loc = mv->to}, false);
 	if (rc < 0)
 		return rc;
 	ts->inflight = m;
@@ -315,13 +325,16 @@ static atm_status kernel(struct walk *w, int32_t k)
 			               "room in an unbounded arena", n->name, (long long)ws);
 	}
 	rc = push(w, (atm_event){.kind = ATM_EV_KERNEL, .node = k, .tensor = -1, .move = -1,
-	                         .offset = ws_off, .cfg = NULL, .workspace_bytes = ws}, false);
+	                         .recompute = -1, .offset = ws_off, .cfg = NULL,
+	                         .workspace_bytes = ws}, false);
 	if (rc < 0 || (ws > 0 && (rc = arena_give(&w->arena, ws_off, ws)) < 0))
 		return rc;
 	/* a tensor written in fast memory makes its slow copy stale: in-place updates,
 	 * and persistent outputs (the loss) that live from setup on */
 	for (int i = -1; i < n->n_out; i++) {
 		int32_t t = i < 0 ? (atm_op_is_inplace(n->op) ? n->in[0] : -1) : n->out[i];
+		if (t >= 0)
+			w->written_at[t] = k; /* what a recomputation's inputs must not have since */
 		if (t < 0 || (i >= 0 && !atm_tensor_is_persistent(atm_graph_tensor(w->g, t))))
 			continue;
 		if (w->ts[t].fast && w->ts[t].slow && (rc = free_copy(w, t, ATM_LOC_SLOW, k)) < 0)
@@ -352,7 +365,229 @@ static atm_status sort_moves(struct walk *w)
 	return ATM_OK;
 }
 
-/* walk_step -- the events of one step, after the persistent tensors are set up */
+/* ---------------------------------------------------------------- recomputations */
+
+/* bucket -- n items by key (each in 0..nn-1), stable: by[at[k] .. at[k + 1]) have key k */
+static atm_status bucket(const atm_plan *p, int32_t n, int32_t nn, bool by_drop, int32_t **by,
+                         int32_t **at)
+{
+	*by = malloc((size_t)(n ? n : 1) * sizeof **by);
+	*at = calloc((size_t)nn + 2, sizeof **at);
+	int32_t *fill = malloc((size_t)(nn + 2) * sizeof *fill);
+	if (!*by || !*at || !fill) {
+		free(fill);
+		return atm_err(ATM_E_NOMEM, "out of memory sorting recomputations");
+	}
+	for (int32_t i = 0; i < n; i++) {
+		const atm_recompute *r = atm_plan_recompute(p, i);
+		(*at)[(by_drop ? r->drop_after : r->before) + 1]++;
+	}
+	for (int32_t k = 1; k < nn + 2; k++)
+		(*at)[k] += (*at)[k - 1];
+	memcpy(fill, *at, (size_t)(nn + 2) * sizeof *fill);
+	for (int32_t i = 0; i < n; i++) {
+		const atm_recompute *r = atm_plan_recompute(p, i);
+		(*by)[fill[by_drop ? r->drop_after : r->before]++] = i;
+	}
+	free(fill);
+	return ATM_OK;
+}
+
+/* node_uses -- node k has tensor t among its inputs (or among its outputs too) */
+static bool node_uses(const atm_graph *g, int32_t k, int32_t t, bool inputs_only)
+{
+	const atm_node *n = atm_graph_node(g, k);
+	for (int i = 0; i < n->n_in + (inputs_only ? 0 : n->n_out); i++)
+		if ((i < n->n_in ? n->in[i] : n->out[i - n->n_in]) == t)
+			return true;
+	return false;
+}
+
+/* check_recompute -- the rules recomputation i keeps that do not depend on the step's state
+ * (those are checked as the walk meets them: drop_copies, remake) */
+static atm_status check_recompute(struct walk *w, int32_t i)
+{
+	const atm_graph *g = w->g;
+	const atm_recompute *r = atm_plan_recompute(w->p, i);
+	const atm_tensor *x = atm_graph_tensor(g, r->tensor);
+	int32_t d = r->drop_after, b = r->before, pk = atm_recompute_producer(g, r->tensor);
+	int32_t last = atm_liveness_last(w->lv, r->tensor);
+	const char *why = NULL;
+	if (!atm_recompute_eligible(g, r->tensor, &why) || pk < 0)
+		return atm_err(ATM_E_INPUT, "recomputation %d: tensor '%s' may not be recomputed: %s", i,
+		               x->name, why ? why : "no node produces it");
+	w->producer[i] = pk;
+	if (d >= b)
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': it is dropped after node %d ('%s') "
+		               "and made again before node %d ('%s'); the drop must come first "
+		               "(drop_after < before)", i, x->name, d, node_name(g, d), b, node_name(g, b));
+	if (d < pk)
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': it is dropped after node %d ('%s'), "
+		               "before node %d ('%s') produces it (drop_after must be %d or later)", i,
+		               x->name, d, node_name(g, d), pk, node_name(g, pk), pk);
+	if (last < b)
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': the tensor is not live at node %d "
+		               "('%s'); it lives from node %d to node %d", i, x->name, b, node_name(g, b),
+		               atm_liveness_first(w->lv, r->tensor), last);
+	if (!node_uses(g, b, r->tensor, true))
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': node %d ('%s') does not read it; "
+		               "'before' must be a node that does", i, x->name, b, node_name(g, b));
+	for (int32_t k = d + 1; k < b; k++)
+		if (node_uses(g, k, r->tensor, false))
+			return atm_err(ATM_E_INPUT, "recomputation %d of '%s': node %d ('%s') uses it while it "
+			               "is dropped (after node %d, until before node %d); drop it after that "
+			               "use", i, x->name, k, node_name(g, k), d, b);
+	for (int32_t m = 0; m < atm_plan_n_moves(w->p); m++) {
+		const atm_move *mv = atm_plan_move(w->p, m);
+		if (mv->tensor == r->tensor && mv->after >= d && mv->after < b)
+			return atm_err(ATM_E_INPUT, "recomputation %d of '%s': move %d moves it after node %d "
+			               "('%s'), while it is dropped (after node %d, until before node %d)", i,
+			               x->name, m, mv->after, node_name(g, mv->after), d, b);
+	}
+	for (int32_t j = 0; j < i; j++) {
+		const atm_recompute *q = atm_plan_recompute(w->p, j);
+		if (q->tensor == r->tensor && q->drop_after < b && d < q->before)
+			return atm_err(ATM_E_INPUT, "recomputations %d and %d of '%s' overlap: one drops it "
+			               "after node %d until before node %d, the other after node %d until "
+			               "before node %d", j, i, x->name, q->drop_after, q->before, d, b);
+	}
+	return ATM_OK;
+}
+
+/* drop_copies -- the recomputations dropped after node k: every copy of each freed, once a
+ * move of it in flight is done */
+static atm_status drop_copies(struct walk *w, int32_t k)
+{
+	atm_status rc;
+	for (int32_t j = w->drop_at[k]; j < w->drop_at[k + 1]; j++) {
+		int32_t i = w->by_drop[j], t = atm_plan_recompute(w->p, i)->tensor;
+		if ((rc = finish_move(w, t, k)) < 0)
+			return rc;
+		if (!w->ts[t].fast && !w->ts[t].slow)
+			return atm_err(ATM_E_INPUT, "recomputation %d of '%s': the tensor holds no copy to "
+			               "drop after node %d ('%s')", i, atm_graph_tensor(w->g, t)->name, k,
+			               node_name(w->g, k));
+		if (w->ts[t].fast && (rc = free_copy(w, t, ATM_LOC_FAST, k)) < 0)
+			return rc;
+		if (w->ts[t].slow && (rc = free_copy(w, t, ATM_LOC_SLOW, k)) < 0)
+			return rc;
+		w->dropped_by[t] = i;
+	}
+	return ATM_OK;
+}
+
+/* unavailable -- why input u of recomputation i's node holds no copy fit to read before node
+ * k, into buf; NULL when it holds one */
+static const char *unavailable(struct walk *w, int32_t i, int32_t u, int32_t k, char *buf,
+                               size_t len)
+{
+	const atm_graph *g = w->g;
+	int32_t pk = w->producer[i];
+	if (atm_tensor_is_persistent(atm_graph_tensor(g, u))) {
+		/* a persistent tensor always has a copy (slow ones too), but one written since
+		 * the node ran holds other values */
+		if (w->written_at[u] <= pk)
+			return NULL;
+		snprintf(buf, len, "node %d ('%s') wrote it after node %d ran", w->written_at[u],
+		         node_name(g, w->written_at[u]), pk);
+		return buf;
+	}
+	if (w->ts[u].fast || w->ts[u].slow)
+		return NULL;
+	if (w->dropped_by[u] >= 0)
+		snprintf(buf, len, "recomputation %d dropped it after node %d; a recomputation's inputs "
+		         "are never recomputed with it", w->dropped_by[u],
+		         atm_plan_recompute(w->p, w->dropped_by[u])->drop_after);
+	else if (atm_liveness_last(w->lv, u) < k)
+		snprintf(buf, len, "its last use is node %d, and it is freed there",
+		         atm_liveness_last(w->lv, u));
+	else
+		snprintf(buf, len, "it holds no copy there");
+	return buf;
+}
+
+/* remake -- the recomputations made again before node k, in plan order: each node's inputs
+ * settled, its output allocated in fast memory, and the node run again */
+static atm_status remake(struct walk *w, int32_t k)
+{
+	const atm_graph *g = w->g;
+	atm_schedule_stats *st = &w->s->stats;
+	atm_status rc;
+	char why[160];
+	for (int32_t j = w->before_at[k]; j < w->before_at[k + 1]; j++) {
+		int32_t i = w->by_before[j], pk = w->producer[i];
+		int32_t t = atm_plan_recompute(w->p, i)->tensor;
+		const atm_node *n = atm_graph_node(g, pk);
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		unsigned *cfg = w->s->rcfg + w->s->rcfg_at[i];
+		for (int a = 0; a < n->n_in; a++) {
+			int32_t u = n->in[a];
+			if ((rc = finish_move(w, u, k - 1)) < 0)
+				return rc;
+			if (unavailable(w, i, u, k, why, sizeof why))
+				return atm_err(ATM_E_INPUT, "recomputation %d of '%s': input '%s' of node '%s' is "
+				               "not available before node %d ('%s') (%s)", i, x->name,
+				               atm_graph_tensor(g, u)->name, n->name, k, node_name(g, k), why);
+		}
+		if ((rc = alloc_copy(w, t, ATM_LOC_FAST, k - 1, false)) < 0)
+			return atm_err_prefix(rc, "recomputation %d of '%s' before node %d: ", i, x->name, k);
+		w->dropped_by[t] = -1;
+		for (int a = 0; a < n->n_in; a++)
+			cfg[a] = w->ts[n->in[a]].fast ? ATM_LOC_FAST : ATM_LOC_SLOW;
+		cfg[n->n_in] = ATM_LOC_FAST;
+		/* the node's workspace, as its kernel takes it: a block of the arena while it runs */
+		int64_t ws = atm_plan_workspace(w->p, pk), ws_off = 0;
+		if (ws > 0) {
+			if (w->limit && w->fast_bytes + ws > w->limit)
+				return atm_err(ATM_E_INFEASIBLE, "recomputation %d of '%s' before node %d ('%s'): "
+				               "the workspace of node '%s' (%lld bytes) does not fit: fast memory "
+				               "would hold %lld bytes, over the limit of %lld", i, x->name, k,
+				               node_name(g, k), n->name, (long long)ws,
+				               (long long)(w->fast_bytes + ws), (long long)w->limit);
+			if ((ws_off = arena_take(&w->arena, ws)) < 0)
+				return atm_err(ATM_E_INTERNAL, "the workspace of node '%s' (%lld bytes) finds no "
+				               "room in an unbounded arena", n->name, (long long)ws);
+		}
+		rc = push(w, (atm_event){.kind = ATM_EV_RECOMPUTE, .node = pk, .tensor = t, .move = -1,
+		                         .recompute = i, .loc = ATM_LOC_FAST, .offset = ws_off,
+		                         .cfg = NULL, .workspace_bytes = ws}, false);
+		if (rc < 0 || (ws > 0 && (rc = arena_give(&w->arena, ws_off, ws)) < 0))
+			return rc;
+		st->n_recomputes++;
+		st->bytes_recomputed += x->bytes;
+	}
+	return ATM_OK;
+}
+
+/* prepare_recomputes -- the walk's tables for the plan's recomputations, each checked */
+static atm_status prepare_recomputes(struct walk *w)
+{
+	int32_t nr = atm_plan_n_recomputes(w->p), nn = atm_graph_n_nodes(w->g);
+	int32_t nt = atm_graph_n_tensors(w->g);
+	int64_t n_cfg = 0;
+	atm_status rc;
+	w->producer = malloc((size_t)(nr ? nr : 1) * sizeof *w->producer);
+	w->dropped_by = malloc((size_t)(nt ? nt : 1) * sizeof *w->dropped_by);
+	w->written_at = malloc((size_t)(nt ? nt : 1) * sizeof *w->written_at);
+	w->s->rcfg_at = calloc((size_t)nr + 1, sizeof *w->s->rcfg_at);
+	if (!w->producer || !w->dropped_by || !w->written_at || !w->s->rcfg_at)
+		return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+	for (int32_t t = 0; t < nt; t++)
+		w->dropped_by[t] = w->written_at[t] = -1;
+	for (int32_t i = 0; i < nr; i++) {
+		if ((rc = check_recompute(w, i)) < 0)
+			return rc;
+		w->s->rcfg_at[i] = n_cfg;
+		n_cfg += atm_graph_node(w->g, w->producer[i])->n_in + 1;
+	}
+	w->s->rcfg = calloc((size_t)(n_cfg ? n_cfg : 1), sizeof *w->s->rcfg);
+	if (!w->s->rcfg)
+		return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
+	if ((rc = bucket(w->p, nr, nn, true, &w->by_drop, &w->drop_at)) < 0)
+		return rc;
+	return bucket(w->p, nr, nn, false, &w->by_before, &w->before_at);
+}
+
 /* ---------------------------------------------------------------- layout by size */
 
 /* One fast copy's life: events [start, end) of setup then step (end INT32_MAX: kept). */
@@ -406,8 +641,9 @@ static atm_status lay_by_size(struct walk *w)
 		open[t] = -1;
 	for (int32_t i = 0; i < n_all; i++) {
 		atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
-		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0) {
-			/* a kernel's workspace lives for its own event alone */
+		if ((ev->kind == ATM_EV_KERNEL || ev->kind == ATM_EV_RECOMPUTE) &&
+		    ev->workspace_bytes > 0) {
+			/* a kernel's workspace lives for its own event alone (a recomputation's too) */
 			lv[n++] = (struct life){ev, NULL, i, i + 1, atm_arena_align_up(ev->workspace_bytes), 0};
 			continue;
 		}
@@ -473,13 +709,14 @@ static atm_status check_arena(struct walk *w)
 		return ATM_OK;
 	for (int32_t i = 0; i < s->n_setup + s->n_ev; i++) {
 		const atm_event *ev = i < s->n_setup ? &s->setup[i] : &s->ev[i - s->n_setup];
-		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0 &&
-		    ev->offset + atm_arena_align_up(ev->workspace_bytes) > arena)
-			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') the kernel's workspace (%lld "
+		if ((ev->kind == ATM_EV_KERNEL || ev->kind == ATM_EV_RECOMPUTE) &&
+		    ev->workspace_bytes > 0 && ev->offset + atm_arena_align_up(ev->workspace_bytes) > arena)
+			return atm_err(ATM_E_INFEASIBLE, "at node %d ('%s') the %s workspace (%lld "
 			               "bytes) does not fit in the fast arena of %lld bytes for "
 			               "fragmentation (%lld bytes in use)", ev->node,
-			               node_name(w->g, ev->node), (long long)ev->workspace_bytes,
-			               (long long)limit, (long long)fast);
+			               node_name(w->g, ev->node),
+			               ev->kind == ATM_EV_KERNEL ? "kernel's" : "recomputation's",
+			               (long long)ev->workspace_bytes, (long long)limit, (long long)fast);
 		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
 			continue;
 		const atm_tensor *x = atm_graph_tensor(w->g, ev->tensor);
@@ -494,6 +731,7 @@ static atm_status check_arena(struct walk *w)
 	               "past it", (long long)limit);
 }
 
+/* walk_step -- the events of one step, after the persistent tensors are set up */
 static atm_status walk_step(struct walk *w)
 {
 	int32_t nn = atm_graph_n_nodes(w->g), nt = atm_graph_n_tensors(w->g);
@@ -510,7 +748,7 @@ static atm_status walk_step(struct walk *w)
 				if ((rc = finish_move(w, t, k - 1)) < 0) /* removes t from flying */
 					return rc;
 			}
-			if ((rc = kernel(w, k)) < 0)
+			if ((rc = remake(w, k)) < 0 || (rc = kernel(w, k)) < 0)
 				return rc;
 		}
 		for (int32_t i = w->after_at[k + 1]; i < w->after_at[k + 2]; i++)
@@ -532,6 +770,8 @@ static atm_status walk_step(struct walk *w)
 			if (w->ts[t].slow && (rc = free_copy(w, t, ATM_LOC_SLOW, k)) < 0)
 				return rc;
 		}
+		if ((rc = drop_copies(w, k)) < 0)
+			return rc;
 	}
 	/* the step's end: every move done, persistent tensors back where they started */
 	for (int32_t t = 0; t < nt; t++)
@@ -596,7 +836,7 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 	}
 	for (int32_t t = 0; t < nt; t++)
 		w.ts[t].inflight = -1;
-	if ((rc = sort_moves(&w)) < 0)
+	if ((rc = sort_moves(&w)) < 0 || (rc = prepare_recomputes(&w)) < 0)
 		goto fail;
 	/* persistent tensors first: they keep their place in the arena for every step */
 	for (int32_t t = 0; t < nt; t++) {
@@ -617,6 +857,8 @@ atm_status atm_schedule_new(atm_schedule **out, const atm_plan *p)
 	for (int32_t i = 0; i < w.s->n_ev; i++)
 		if (w.s->ev[i].kind == ATM_EV_KERNEL)
 			w.s->ev[i].cfg = w.s->cfg + w.s->cfg_at[w.s->ev[i].node];
+		else if (w.s->ev[i].kind == ATM_EV_RECOMPUTE)
+			w.s->ev[i].cfg = w.s->rcfg + w.s->rcfg_at[w.s->ev[i].recompute];
 	w.s->stats.fast_arena_bytes = w.arena.end;
 	*out = w.s;
 	w.s = NULL;
@@ -627,6 +869,13 @@ fail:
 	free(w.ts);
 	free(w.by_after);
 	free(w.after_at);
+	free(w.by_drop);
+	free(w.drop_at);
+	free(w.by_before);
+	free(w.before_at);
+	free(w.producer);
+	free(w.dropped_by);
+	free(w.written_at);
 	atm_liveness_destroy(w.lv);
 	atm_schedule_destroy(w.s);
 	return rc;
@@ -640,6 +889,8 @@ void atm_schedule_destroy(atm_schedule *s)
 	free(s->setup);
 	free(s->cfg);
 	free(s->cfg_at);
+	free(s->rcfg);
+	free(s->rcfg_at);
 	free(s->fast_at);
 	free(s);
 }

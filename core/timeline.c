@@ -138,7 +138,11 @@ static atm_status walk(struct tl_walk *w, const atm_schedule *s, int32_t nn)
 			w->mv[ev->move].done_after = ev->node;
 			break;
 		case ATM_EV_RECOMPUTE:
-			break; /* its copy's ALLOC is the memory it takes */
+			/* its copy's ALLOC is the memory it keeps; a workspace it takes while it runs
+			 * counts in the gap before the next kernel */
+			if (w->fast_bytes + ev->workspace_bytes > w->gap_high)
+				w->gap_high = w->fast_bytes + ev->workspace_bytes;
+			break;
 		}
 	}
 	for (int32_t k = 0; k < nn; k++)

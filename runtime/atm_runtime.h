@@ -354,6 +354,10 @@ typedef struct {
 	                             * key has, so that a run and its profile agree */
 	bool simulated;             /* the GPU was simulated: no GPU figure */
 	int64_t arena_bytes;        /* the fast arena's size (on a GPU: device memory taken) */
+	int32_t n_recomputes;       /* per step: the plan's recomputations run (each a kernel run
+	                             * again; moves.n_recomputes is what the schedule laid out) */
+	double recompute_s;         /* their kernels' time in the fastest measured step, emulation
+	                             * waits included; not in kernel_s or step_kernel_s */
 } atm_exec_result;
 
 typedef struct atm_exec atm_exec;

@@ -26,6 +26,8 @@ struct atm_exec {
 	int n_steps;                 /* run since the measurement began, the warm-up first */
 	double sum_s, emu_sum_s, wait_sum_s; /* over the measured steps */
 	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
+	int32_t step_n_recomputes;   /* this step: recomputations run */
+	double step_recompute_s;     /* this step: their kernels' time */
 	atm_exec_result result;
 };
 
@@ -132,6 +134,12 @@ static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts
 
 /* ---------------------------------------------------------------- events */
 
+/* recompute_mark -- the first of recomputation i's two timing marks, after the nodes' */
+static int32_t recompute_mark(const atm_exec *e, int32_t i)
+{
+	return 2 * atm_graph_n_nodes(e->g) + 2 * i;
+}
+
 static atm_status do_alloc(atm_exec *e, const atm_event *ev)
 {
 	const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
@@ -171,7 +179,9 @@ static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64
 	*written = tr.written_bytes;
 }
 
-static atm_status do_kernel(atm_exec *e, const atm_event *ev)
+/* run_node -- ev's node on the operands its cfg places, between timing marks mark and
+ * mark + 1: a node's kernel, or the same kernel run again by a recomputation */
+static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 {
 	const atm_node *n = atm_graph_node(e->g, ev->node);
 	const atm_backend_i *bi = e->b->iface;
@@ -200,7 +210,7 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 	if (ev->workspace_bytes > 0 &&
 	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, ev->workspace_bytes, &ws)) < 0)
 		return atm_err_prefix(rc, "the workspace of node '%s': ", n->name);
-	if ((rc = bi->mark(e->b, 2 * ev->node)) == ATM_OK)
+	if ((rc = bi->mark(e->b, mark)) == ATM_OK)
 		rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, ws);
 	if (ev->workspace_bytes > 0) {
 		atm_status fr = bi->free(e->b, ATM_LOC_FAST, ws);
@@ -216,7 +226,25 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 		if ((rc = bi->emulate(e->b, slow_read, slow_written, &waited)) < 0)
 			return rc;
 	}
-	return bi->mark(e->b, 2 * ev->node + 1);
+	return bi->mark(e->b, mark + 1);
+}
+
+static atm_status do_kernel(atm_exec *e, const atm_event *ev)
+{
+	return run_node(e, ev, 2 * ev->node);
+}
+
+/* do_recompute -- the node that made ev's tensor runs again, with the same kernel, on its
+ * inputs where the schedule found them and into the fast copy just allocated; timed in its
+ * own marks (after the nodes'), so that the node's own kernel time stays its first run's */
+static atm_status do_recompute(atm_exec *e, const atm_event *ev)
+{
+	atm_status rc = run_node(e, ev, recompute_mark(e, ev->recompute));
+	if (rc < 0)
+		return atm_err_prefix(rc, "recomputation %d of '%s': ", ev->recompute,
+		                      atm_graph_tensor(e->g, ev->tensor)->name);
+	e->step_n_recomputes++;
+	return ATM_OK;
 }
 
 static atm_status do_move_start(atm_exec *e, const atm_event *ev)
@@ -264,6 +292,7 @@ static atm_status step(atm_exec *e)
 {
 	atm_status rc = ATM_OK;
 	e->move_wait_s = 0;
+	e->step_n_recomputes = 0;
 	for (int32_t i = 0; i < atm_schedule_n_events(e->sched) && rc >= 0; i++) {
 		const atm_event *ev = atm_schedule_event(e->sched, i);
 		if (e->opts.stop && *e->opts.stop) {
@@ -277,9 +306,7 @@ static atm_status step(atm_exec *e)
 		case ATM_EV_KERNEL: rc = do_kernel(e, ev); break;
 		case ATM_EV_MOVE_START: rc = do_move_start(e, ev); break;
 		case ATM_EV_MOVE_WAIT: rc = do_move_wait(e, ev); break;
-		case ATM_EV_RECOMPUTE:
-			rc = atm_err(ATM_E_UNSUPPORTED, "the executor cannot run recomputations yet");
-			break;
+		case ATM_EV_RECOMPUTE: rc = do_recompute(e, ev); break;
 		}
 	}
 	if (rc >= 0)
@@ -330,7 +357,7 @@ static atm_status open_memory(atm_exec *e)
 	e->b->iface->describe(e->b, &e->desc);
 	if ((rc = check_plan(e)) < 0 || (rc = e->b->iface->arena_new(e->b, arena)) < 0 ||
 	    (rc = e->b->iface->reserve(e->b, atm_plan_n_moves(e->plan),
-	                               2 * atm_graph_n_nodes(e->g))) < 0)
+	                               recompute_mark(e, atm_plan_n_recomputes(e->plan)))) < 0)
 		return rc;
 	e->result.arena_bytes = arena ? arena : ATM_ARENA_ALIGN;
 	if (e->opts.twolm_bytes > 0) {
@@ -505,11 +532,16 @@ static atm_status checksum(const atm_exec *e, char out[17])
 	return ATM_OK;
 }
 
-/* kernel_times -- this step's time of every kernel, from the marks around it */
+/* kernel_times -- this step's time of every kernel, from the marks around it, and of the
+ * recomputations apart from them */
 static void kernel_times(atm_exec *e)
 {
 	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
 		e->step_kernel_s[k] = e->b->iface->elapsed(e->b, 2 * k, 2 * k + 1);
+	e->step_recompute_s = 0;
+	for (int32_t i = 0; i < atm_plan_n_recomputes(e->plan); i++)
+		e->step_recompute_s += e->b->iface->elapsed(e->b, recompute_mark(e, i),
+		                                            recompute_mark(e, i) + 1);
 }
 
 /* describe_result -- what ran where, for the results */
@@ -541,7 +573,8 @@ static void begin_steps(atm_exec *e)
 	r->n_iters = 0;
 	r->n_losses = 0;
 	r->actual_runtime_s = INFINITY;
-	r->mean_runtime_s = r->emulation_wait_s = r->move_wait_s = 0;
+	r->mean_runtime_s = r->emulation_wait_s = r->move_wait_s = r->recompute_s = 0;
+	r->n_recomputes = 0;
 	e->sum_s = e->emu_sum_s = e->wait_sum_s = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
 		e->kernel_s[k] = INFINITY;
@@ -592,7 +625,9 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 	if (dt < r->actual_runtime_s) {
 		r->actual_runtime_s = dt;
 		memcpy(e->best_kernel_s, e->step_kernel_s, (size_t)nn * sizeof *e->best_kernel_s);
+		r->recompute_s = e->step_recompute_s;
 	}
+	r->n_recomputes = e->step_n_recomputes;
 	for (int32_t k = 0; k < nn; k++)
 		if (e->step_kernel_s[k] < e->kernel_s[k])
 			e->kernel_s[k] = e->step_kernel_s[k];

@@ -556,6 +556,392 @@ static void test_plan_json_allocation_failures(void **state)
 	atm_plan_destroy(p);
 }
 
+/* ---------------------------------------------------------------- recomputations */
+
+/* rc_graph -- x -> a = relu(x) -> b = relu(a) -> c = relu(b); d = add(b, c); e = add(a, d),
+ * 64 bytes each: all fast, node 3 holds x, a, b, c, d (320 bytes); a dropped after node 1 and
+ * made again before node 4 leaves 256 */
+static atm_graph *rc_graph(void)
+{
+	atm_graph *g = NULL;
+	int64_t d = 16;
+	int32_t x, a, b, c, dd, e, id;
+	assert_int_equal(atm_graph_new(&g, "rc"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 1, &d, ATM_KIND_INPUT, 3, &x), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "a", ATM_F32, 1, &d, ATM_KIND_ACTIVATION, 3, &a), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "b", ATM_F32, 1, &d, ATM_KIND_ACTIVATION, 3, &b), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "c", ATM_F32, 1, &d, ATM_KIND_ACTIVATION, 3, &c), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "d", ATM_F32, 1, &d, ATM_KIND_ACTIVATION, 3, &dd), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "e", ATM_F32, 1, &d, ATM_KIND_ACTIVATION, 3, &e), 0);
+	assert_int_equal(atm_graph_add_node(g, "ra", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &a, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "rb", ATM_OP_RELU_FWD, NULL, 1, &a, 1, &b, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "rc", ATM_OP_RELU_FWD, NULL, 1, &b, 1, &c, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "add1", ATM_OP_ADD, NULL, 2, (int32_t[]){b, c}, 1, &dd,
+	                                    &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "add2", ATM_OP_ADD, NULL, 2, (int32_t[]){a, dd}, 1, &e,
+	                                    &id), 0);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
+/* rc_plan -- all fast, with the recomputations listed as {tensor, drop_after, before} */
+static atm_plan *rc_plan(const atm_graph *g, int n, const atm_recompute *rs)
+{
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	for (int i = 0; i < n; i++)
+		if (atm_plan_add_recompute(p, &rs[i]) < 0)
+			fail_msg("recomputation %d: %s", i, atm_errmsg());
+	return p;
+}
+
+/* find_event -- index of the first event from `from` on of kind for tensor t (-1: any), or -1 */
+static int32_t find_event(const atm_schedule *s, int32_t from, atm_event_kind kind, int32_t t)
+{
+	for (int32_t i = from; i < atm_schedule_n_events(s); i++) {
+		const atm_event *ev = atm_schedule_event(s, i);
+		if (ev->kind == kind && (t < 0 || ev->tensor == t))
+			return i;
+	}
+	return -1;
+}
+
+/* test_plan_recompute_schedule -- a recomputation frees every copy after its drop and makes the
+ * tensor again, in fast memory, right before the node that reads it: the events in order, the
+ * node's inputs where they are, a lower fast peak that a tighter limit then allows, the stats */
+static void test_plan_recompute_schedule(void **state)
+{
+	(void)state;
+	atm_graph *g = rc_graph();
+	atm_schedule *s = NULL;
+	atm_plan *p = rc_plan(g, 0, NULL);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	assert_int_equal(atm_schedule_stats_get(s)->fast_peak_bytes, 320);
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 0);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	p = rc_plan(g, 1, &(atm_recompute){.tensor = 1, .drop_after = 1, .before = 4});
+	assert_int_equal(atm_plan_n_recomputes(p), 1);
+	assert_int_equal(atm_plan_recompute(p, 0)->before, 4);
+	assert_null(atm_plan_recompute(p, 1));
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int32_t k1 = kernel_event(s, 1), k2 = kernel_event(s, 2), k4 = kernel_event(s, 4);
+	int32_t drop = find_event(s, k1, ATM_EV_FREE, 1);
+	assert_true(k1 < drop && drop < k2);
+	assert_int_equal(atm_schedule_event(s, drop)->loc, ATM_LOC_FAST);
+	assert_int_equal(atm_schedule_event(s, drop)->node, 1);
+	int32_t alloc = find_event(s, k2, ATM_EV_ALLOC, 1), rec = find_event(s, 0, ATM_EV_RECOMPUTE, -1);
+	/* after node 3's kernel, before node 4's (whose output's ALLOC comes between) */
+	assert_true(kernel_event(s, 3) < alloc && alloc + 1 == rec && rec + 2 == k4);
+	assert_int_equal(find_event(s, rec, ATM_EV_ALLOC, -1), rec + 1);
+	const atm_event *ev = atm_schedule_event(s, alloc);
+	assert_int_equal(ev->loc, ATM_LOC_FAST);
+	assert_int_equal(ev->node, 3);
+	ev = atm_schedule_event(s, rec);
+	assert_int_equal(ev->node, 0); /* the node that made it */
+	assert_int_equal(ev->tensor, 1);
+	assert_int_equal(ev->recompute, 0);
+	assert_int_equal(ev->move, -1);
+	assert_int_equal(ev->workspace_bytes, 0);
+	assert_int_equal(ev->cfg[0], ATM_LOC_FAST);
+	assert_int_equal(ev->cfg[1], ATM_LOC_FAST);
+	assert_int_equal(atm_schedule_event(s, k4)->cfg[0], ATM_LOC_FAST);
+	/* the remade copy is freed after its last use as any copy is; every other event names
+	 * no recomputation */
+	assert_true(find_event(s, k4, ATM_EV_FREE, 1) > k4);
+	assert_int_equal(find_event(s, rec + 1, ATM_EV_RECOMPUTE, -1), -1);
+	for (int32_t i = 0; i < atm_schedule_n_events(s); i++)
+		if (i != rec)
+			assert_int_equal(atm_schedule_event(s, i)->recompute, -1);
+	for (int32_t i = 0; i < atm_schedule_n_setup(s); i++)
+		assert_int_equal(atm_schedule_setup(s, i)->recompute, -1);
+	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	assert_int_equal(st->fast_peak_bytes, 256);
+	assert_int_equal(st->n_recomputes, 1);
+	assert_int_equal(st->bytes_recomputed, 64);
+	assert_int_equal(atm_schedule_fast_bytes_at(s, 3), 256);
+	assert_int_equal(atm_schedule_fast_bytes_at(s, 4), 256);
+	atm_schedule_destroy(s);
+	/* the limit the drop makes room for */
+	atm_plan_info_of(p)->fast_limit_bytes = 256;
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	atm_schedule_destroy(s);
+	atm_plan_info_of(p)->fast_limit_bytes = 250;
+	expect_schedule_error(p, ATM_E_INFEASIBLE, "over the limit of 250");
+	/* an input in slow memory is read there; the node's workspace is taken again */
+	atm_plan_info_of(p)->fast_limit_bytes = 0;
+	assert_int_equal(atm_plan_set_location(p, 0, ATM_LOC_SLOW), ATM_OK);
+	assert_int_equal(atm_plan_set_workspace(p, 0, 100), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	ev = atm_schedule_event(s, find_event(s, 0, ATM_EV_RECOMPUTE, -1));
+	assert_int_equal(ev->cfg[0], ATM_LOC_SLOW);
+	assert_int_equal(ev->cfg[1], ATM_LOC_FAST);
+	assert_int_equal(ev->workspace_bytes, 100);
+	assert_int_equal(ev->offset % ATM_ARENA_ALIGN, 0);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	/* one tensor dropped twice, one drop after the other's use; and one dropped right after its
+	 * node ran */
+	p = rc_plan(g, 3, (atm_recompute[]){{1, 0, 1}, {1, 1, 4}, {3, 2, 3}});
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 3);
+	assert_int_equal(atm_schedule_stats_get(s)->bytes_recomputed, 192);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+/* sgd_graph -- y = fc(x, w, b) read by relu1 (node 1) and, after w's update (node 3), by relu2
+ * (node 5): y made again there would see the new w */
+static atm_graph *sgd_graph(void)
+{
+	atm_graph *g = NULL;
+	int32_t id;
+	assert_int_equal(atm_graph_new(&g, "sgd"), ATM_OK);
+	int32_t x = small_tensor(g, "x", 2, 1, 4, ATM_KIND_INPUT);
+	int32_t w = small_tensor(g, "w", 2, 3, 4, ATM_KIND_PARAM);
+	int32_t b = small_tensor(g, "b", 1, 3, 0, ATM_KIND_PARAM);
+	int32_t y = small_tensor(g, "y", 2, 1, 3, ATM_KIND_ACTIVATION);
+	int32_t r = small_tensor(g, "r", 2, 1, 3, ATM_KIND_ACTIVATION);
+	int32_t r2 = small_tensor(g, "r2", 2, 1, 3, ATM_KIND_ACTIVATION);
+	int32_t dw = small_tensor(g, "dw", 2, 3, 4, ATM_KIND_GRAD);
+	int32_t db = small_tensor(g, "db", 1, 3, 0, ATM_KIND_GRAD);
+	atm_attrs lr = {.lr = 0.1f};
+	assert_int_equal(atm_graph_add_node(g, "fc", ATM_OP_IP_FWD, NULL, 3, (int32_t[]){x, w, b}, 1,
+	                                    &y, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "relu1", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &r, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "fc.bwd_w", ATM_OP_IP_BWD_WEIGHTS, NULL, 2,
+	                                    (int32_t[]){x, r}, 2, (int32_t[]){dw, db}, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "sgd.w", ATM_OP_SGD, &lr, 2, (int32_t[]){w, dw}, 0,
+	                                    NULL, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "sgd.b", ATM_OP_SGD, &lr, 2, (int32_t[]){b, db}, 0,
+	                                    NULL, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "relu2", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &r2, &id), 0);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
+/* expect_recompute_error -- the plan of g with recomputations rs is refused with frag */
+static void expect_recompute_error(const atm_graph *g, int n, const atm_recompute *rs,
+                                   const char *frag)
+{
+	atm_plan *p = rc_plan(g, n, rs);
+	expect_schedule_error(p, ATM_E_INPUT, frag);
+	atm_plan_destroy(p);
+}
+
+/* test_plan_recompute_refusals -- every rule a recomputation breaks is named, with the
+ * recomputation, the tensor and the nodes */
+static void test_plan_recompute_refusals(void **state)
+{
+	struct small *sm = *state;
+	atm_graph *g = rc_graph();
+	atm_plan *p = NULL;
+	const char *why = NULL;
+	/* eligibility, and fields out of range, are refused when added */
+	assert_false(atm_recompute_eligible(sm->g, sm->x, &why));
+	assert_non_null(strstr(why, "only activations"));
+	assert_false(atm_recompute_eligible(sm->g, sm->probs, &why));
+	assert_non_null(strstr(why, "more than one output"));
+	assert_false(atm_recompute_eligible(sm->g, sm->dr, NULL));
+	assert_true(atm_recompute_eligible(sm->g, sm->r, &why));
+	assert_null(why);
+	assert_int_equal(atm_recompute_producer(sm->g, sm->r), 1);
+	assert_int_equal(atm_recompute_producer(sm->g, sm->w), -1);
+	assert_int_equal(atm_recompute_producer(sm->g, sm->probs), 2);
+	assert_int_equal(atm_plan_new(&p, sm->g), ATM_OK);
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->probs, 2, 3}), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "recomputation 0: tensor 'probs' (activation) may not be "
+	                                     "recomputed: its node makes more than one output"));
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){99, 2, 3}), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "tensor 99 does not exist (valid: 0 to 11)"));
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->r, -1, 4}), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "'drop_after' is node -1; valid: 0 to 7"));
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->r, 2, 8}), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "'before' is node 8; valid: 0 to 7"));
+	assert_int_equal(atm_plan_n_recomputes(p), 0);
+	atm_plan_destroy(p);
+
+	/* the schedule's rules */
+	expect_recompute_error(g, 1, &(atm_recompute){1, 4, 4},
+	                       "recomputation 0 of 'a': it is dropped after node 4 ('add2') and made "
+	                       "again before node 4 ('add2'); the drop must come first");
+	expect_recompute_error(g, 1, &(atm_recompute){3, 1, 3},
+	                       "recomputation 0 of 'c': it is dropped after node 1 ('rb'), before node "
+	                       "2 ('rc') produces it");
+	expect_recompute_error(g, 1, &(atm_recompute){2, 2, 4},
+	                       "recomputation 0 of 'b': the tensor is not live at node 4 ('add2'); it "
+	                       "lives from node 1 to node 3");
+	expect_recompute_error(g, 1, &(atm_recompute){1, 1, 3},
+	                       "recomputation 0 of 'a': node 3 ('add1') does not read it");
+	expect_recompute_error(g, 1, &(atm_recompute){2, 1, 3},
+	                       "recomputation 0 of 'b': node 2 ('rc') uses it while it is dropped "
+	                       "(after node 1, until before node 3)");
+	expect_recompute_error(g, 2, (atm_recompute[]){{1, 1, 4}, {1, 1, 4}},
+	                       "recomputations 0 and 1 of 'a' overlap");
+	/* a move of the tensor while it is dropped (one after its remaking is fine) */
+	p = rc_plan(g, 1, &(atm_recompute){1, 1, 4});
+	assert_int_equal(atm_plan_add_move(p, &(atm_move){.tensor = 1, .to = ATM_LOC_SLOW, .after = 2}),
+	                 ATM_OK);
+	expect_schedule_error(p, ATM_E_INPUT, "recomputation 0 of 'a': move 0 moves it after node 2 "
+	                      "('rc'), while it is dropped (after node 1, until before node 4)");
+	atm_plan_destroy(p);
+	p = rc_plan(g, 1, &(atm_recompute){1, 1, 4});
+	assert_int_equal(atm_plan_add_move(p, &(atm_move){.tensor = 1, .to = ATM_LOC_SLOW, .after = 0}),
+	                 ATM_OK);
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK); /* dropped from slow memory, remade fast */
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	/* the node's inputs before `before`: one dead, one another recomputation dropped, one
+	 * updated in place since the node ran */
+	expect_recompute_error(sm->g, 1, &(atm_recompute){sm->r, 2, 4},
+	                       "recomputation 0 of 'r': input 'y' of node 'relu' is not available "
+	                       "before node 4 ('relu.bwd') (its last use is node 1");
+	expect_recompute_error(g, 2, (atm_recompute[]){{1, 1, 4}, {2, 2, 3}},
+	                       "recomputation 1 of 'b': input 'a' of node 'rb' is not available before "
+	                       "node 3 ('add1') (recomputation 0 dropped it after node 1");
+	atm_graph *sg = sgd_graph();
+	p = rc_plan(sg, 1, &(atm_recompute){3, 0, 1}); /* before the update: fine */
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+	expect_recompute_error(sg, 1, &(atm_recompute){3, 1, 5},
+	                       "recomputation 0 of 'y': input 'w' of node 'fc' is not available before "
+	                       "node 5 ('relu2') (node 3 ('sgd.w') wrote it after node 0 ran)");
+	atm_graph_destroy(sg);
+	atm_graph_destroy(g);
+}
+
+/* test_plan_recompute_json -- recomputations go through a plan file and back; a plan without
+ * any writes no key (as before they existed); each bad field, and a recomputation whose node's
+ * input is gone, is refused naming the file, the entry and what is wrong */
+static void test_plan_recompute_json(void **state)
+{
+	struct small *sm = *state;
+	atm_graph *g = rc_graph();
+	atm_plan *p = rc_plan(g, 2, (atm_recompute[]){{1, 1, 4}, {3, 2, 3}}), *q = NULL;
+	char *a = NULL, *b = NULL, *c;
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_non_null(strstr(a, "\"recomputes\": [\n    {\"tensor\":\"a\",\"drop_after\":1,"
+	                          "\"before\":4},\n    {\"tensor\":\"c\",\"drop_after\":2,"
+	                          "\"before\":3}\n  ]"));
+	assert_int_equal(atm_plan_load_buffer(&q, g, a, strlen(a), "p.json"), ATM_OK);
+	assert_int_equal(atm_plan_n_recomputes(q), 2);
+	assert_int_equal(atm_plan_recompute(q, 1)->tensor, 3);
+	assert_int_equal(atm_plan_recompute(q, 1)->drop_after, 2);
+	assert_int_equal(atm_plan_recompute(q, 1)->before, 3);
+	assert_int_equal(atm_plan_dump(q, &b), ATM_OK);
+	assert_string_equal(a, b);
+	atm_plan_destroy(q);
+	free(b);
+	static const char *const bad[][2] = {
+		{"{\"tensor\":\"zz\",\"drop_after\":1,\"before\":4}",
+		 "recomputes[0]: graph 'rc' has no tensor 'zz'"},
+		{"{\"tensor\":\"a\",\"before\":4}", "recomputes[0]: missing \"drop_after\""},
+		{"{\"tensor\":\"a\",\"drop_after\":1,\"before\":\"4\"}",
+		 "recomputes[0]: \"before\" must be an integer"},
+		{"{\"tensor\":\"a\",\"drop_after\":1,\"before\":9}",
+		 "recomputes[0]: \"before\" is 9; valid: 0 to 4"},
+		{"{\"tensor\":\"a\",\"drop_after\":1,\"before\":4,\"after\":2}",
+		 "recomputes[0]: unknown key \"after\" (valid: tensor, drop_after, before)"},
+		{"{\"tensor\":\"x\",\"drop_after\":1,\"before\":4}",
+		 "recomputes[0]: recomputation 0: tensor 'x' (input) may not be recomputed"},
+		{"3", "recomputes[0]: must be an object"},
+		{"{\"tensor\":\"a\",\"drop_after\":1,\"before\":3}",
+		 "recomputation 0 of 'a': node 3 ('add1') does not read it"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char list[160];
+		snprintf(list, sizeof list, "\"recomputes\": [%s]", bad[i][0]);
+		c = edit(a, "\"recomputes\": [\n    {\"tensor\":\"a\",\"drop_after\":1,\"before\":4},\n"
+		            "    {\"tensor\":\"c\",\"drop_after\":2,\"before\":3}\n  ]", list);
+		expect_load_error(g, c, bad[i][1]);
+		free(c);
+	}
+	c = edit(a, "\"recomputes\": [", "\"recomputes\": {\"x\": [");
+	expect_load_error(g, c, "JSON syntax error");
+	free(c);
+	free(a);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+
+	/* a plan without recomputations has no key; one with an empty list loads */
+	assert_int_equal(atm_plan_uniform(&p, sm->g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	assert_null(strstr(a, "recomputes"));
+	c = edit(a, "\"moves\": []", "\"moves\": [],\n  \"recomputes\": []");
+	assert_int_equal(atm_plan_load_buffer(&q, sm->g, c, strlen(c), "empty.json"), ATM_OK);
+	assert_int_equal(atm_plan_n_recomputes(q), 0);
+	atm_plan_destroy(q);
+	free(c);
+	/* the loader checks the step's rules: the node's missing input named */
+	c = edit(a, "\"moves\": []", "\"moves\": [],\n  \"recomputes\": [{\"tensor\":\"r\","
+	                            "\"drop_after\":2,\"before\":4}]");
+	expect_load_error(sm->g, c, "recomputation 0 of 'r': input 'y' of node 'relu' is not available "
+	                            "before node 4 ('relu.bwd')");
+	free(c);
+	c = edit(a, "\"moves\": []", "\"moves\": [],\n  \"recomputes\": \"y\"");
+	expect_load_error(sm->g, c, "\"recomputes\" must be an array");
+	free(c);
+	free(a);
+	atm_plan_destroy(p);
+}
+
+/* test_plan_random_recomputes -- random plans recompute some tensors, each plan valid and the
+ * same for its seed */
+static void test_plan_random_recomputes(void **state)
+{
+	(void)state;
+	atm_graph *g = rc_graph();
+	int with = 0;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		atm_plan *p = NULL, *q = NULL;
+		atm_schedule *s = NULL;
+		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
+		if (atm_schedule_new(&s, p) < 0)
+			fail_msg("seed %llu: %s", (unsigned long long)seed, atm_errmsg());
+		assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, atm_plan_n_recomputes(p));
+		with += atm_plan_n_recomputes(p) > 0;
+		atm_schedule_destroy(s);
+		assert_int_equal(atm_plan_random(&q, g, seed), ATM_OK);
+		assert_int_equal(atm_plan_n_recomputes(q), atm_plan_n_recomputes(p));
+		for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++)
+			assert_memory_equal(atm_plan_recompute(p, i), atm_plan_recompute(q, i),
+			                    sizeof(atm_recompute));
+		atm_plan_destroy(p);
+		atm_plan_destroy(q);
+	}
+	assert_true(with >= 10);
+	atm_graph_destroy(g);
+}
+
+/* schedule_once -- one schedule of the plan arg, released */
+static atm_status schedule_once(void *arg)
+{
+	atm_schedule *s = (atm_schedule *)1;
+	atm_status rc = atm_schedule_new(&s, arg);
+	if (rc < 0)
+		assert_null(s);
+	atm_schedule_destroy(rc < 0 ? NULL : s);
+	return rc;
+}
+
+/* test_plan_recompute_allocation_failures -- a schedule with recomputations, every allocation
+ * failed in turn: ATM_E_NOMEM and (ASan) nothing leaked */
+static void test_plan_recompute_allocation_failures(void **state)
+{
+	(void)state;
+	atm_graph *g = rc_graph();
+	atm_plan *p = rc_plan(g, 2, (atm_recompute[]){{1, 1, 4}, {3, 2, 3}});
+	assert_true(alloc_fail_sweep("atm_schedule_new", schedule_once, p) > 10);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, small_setup, small_teardown)
@@ -575,6 +961,11 @@ int main(void)
 		T(test_plan_schedule_setup),
 		T(test_plan_save_round_trip),
 		T(test_plan_json_allocation_failures),
+		cmocka_unit_test(test_plan_recompute_schedule),
+		T(test_plan_recompute_refusals),
+		T(test_plan_recompute_json),
+		cmocka_unit_test(test_plan_random_recomputes),
+		cmocka_unit_test(test_plan_recompute_allocation_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

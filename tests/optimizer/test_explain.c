@@ -98,7 +98,12 @@ static void test_explain_moves(void **state)
 	atm_plan *p = NULL;
 	int n_sync = 0, n_async = 0;
 	atm_schedule *s = NULL;
-	assert_int_equal(atm_plan_random(&p, f->sm.g, 5), ATM_OK);
+	/* a random plan without recomputations: the checker does not price them yet (issue #28) */
+	for (uint64_t seed = 5; !p || atm_plan_n_recomputes(p); seed++) {
+		atm_plan_destroy(p);
+		assert_true(seed < 50);
+		assert_int_equal(atm_plan_random(&p, f->sm.g, seed), ATM_OK);
+	}
 	/* the moves a step starts (the schedule's: a plan may move a tensor at setup too) */
 	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
 	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
