@@ -154,7 +154,7 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 			for (int k = 0; k < o->n_solvers * (o->recompute ? 2 : 1); k++) {
 				int sv = k % o->n_solvers;
 				bool again = k >= o->n_solvers;
-				char name[16];
+				char name[48];
 				atm_opt_options oo;
 				atm_opt_report rep;
 				atm_plan *p = NULL;

@@ -143,6 +143,8 @@ static atm_status print_json(const atm_graph *g, int64_t batch, const atm_plan *
 	atm_json_set_new(moves, "n", json_integer(chk->n_moves), &ok);
 	atm_json_set_new(moves, "n_async", json_integer(chk->n_async_moves), &ok);
 	atm_json_set_new(o, "moves", moves, &ok);
+	atm_json_set_new(o, "recomputes", json_pack("{s:i, s:f}", "n", chk->n_recomputes,
+	                                            "recompute_s", chk->recompute_s), &ok);
 	atm_json_set_new(o, "solver", solver_json(info, rep, model_file), &ok);
 	atm_json_set_new(o, "output", out ? json_string(out) : json_null(), &ok);
 	if (!ok) {
@@ -173,6 +175,9 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 	printf("  moves            %d (%d overlapped), blocking %.6f s, waits %.6f s, lost beside "
 	       "copies %.6f s\n", chk->n_moves, chk->n_async_moves, chk->sync_move_s,
 	       chk->async_wait_s, chk->overlap_loss_s);
+	if (chk->n_recomputes)
+		printf("  recomputed       %d tensor%s, their kernels run again %.6f s\n",
+		       chk->n_recomputes, chk->n_recomputes == 1 ? "" : "s", chk->recompute_s);
 	printf("  fast memory      peak %s, arena %s\n", atm_format_bytes(chk->fast_peak_bytes, a, sizeof a),
 	       atm_format_bytes(chk->fast_arena_bytes, b, sizeof b));
 	if (rep->n_rounds) {

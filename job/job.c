@@ -554,6 +554,7 @@ static atm_status keep_more(atm_job *j, const atm_exec_result *r)
 			j->kept_kernel_s[i] = r->kernel_s[i];
 	if (r->actual_runtime_s < k->actual_runtime_s) {
 		k->actual_runtime_s = r->actual_runtime_s;
+		k->recompute_s = r->recompute_s; /* the fastest step's, as its kernels' */
 		memcpy(j->kept_step_kernel_s, r->step_kernel_s, (size_t)nn * sizeof *r->step_kernel_s);
 	}
 	if (r->fast_high_water_bytes > k->fast_high_water_bytes)
@@ -614,6 +615,7 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.pmem_alloc_bytes = r->slow_high_water_bytes,
 		.emulation_wait_s = r->emulation_wait_s,
 		.move_wait_s = r->move_wait_s,
+		.recompute_s = r->recompute_s,
 		.emulated = r->emulated,
 		.emulation = r->emulated ? r->emulation : NULL,
 		.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
