@@ -1,4 +1,4 @@
-/* bench_soak.c -- placement soak: many random placements (synchronous and asynchronous moves) trained against all-fast, for bitwise-identical losses and weights and a fast limit never exceeded */
+/* bench_soak.c -- placement soak: many random placements (synchronous and asynchronous moves, recomputations) trained against all-fast, for bitwise-identical losses and weights and a fast limit never exceeded */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,8 @@ static const char usage[] =
 	"For every network: trains --steps steps of the all-fast placement with weights and\n"
 	"data of --seed, then the same steps under N random placements, placement seeds\n"
 	"--first-placement onwards: the plans 'autotm run --placement random\n"
-	"--placement-seed K --seed S' runs, with synchronous and asynchronous moves. Each\n"
+	"--placement-seed K --seed S' runs, with synchronous and asynchronous moves and\n"
+	"recomputations (a tensor dropped after a use and made again before the next). Each\n"
 	"plan's fast limit is the arena its layout needs; the run must stay within it\n"
 	"(the fast arena's high-water mark) and end with losses and weights bitwise equal\n"
 	"to all-fast's. Prints the counts per network; exit code 1 when any differs.\n"
@@ -33,6 +34,7 @@ struct opts {
 struct tally {
 	int n, identical, within, with_async;
 	int64_t n_sync, n_async;  /* moves per step, over every placement */
+	int64_t n_recomputes;     /* recomputations per step, over every placement */
 	int64_t worst_high_water, its_limit;
 	double worst_fill;        /* the largest high-water mark / limit */
 };
@@ -78,6 +80,7 @@ static atm_status soak_one(const struct opts *o, const atm_graph *g, uint64_t k,
 	t->with_async += n_async > 0;
 	t->n_async += n_async;
 	t->n_sync += st->n_moves_to_fast + st->n_moves_to_slow - n_async;
+	t->n_recomputes += r->n_recomputes;
 	double fill = limit > 0 ? (double)r->fast_high_water_bytes / (double)limit : 0;
 	if (fill >= t->worst_fill) {
 		t->worst_fill = fill;
@@ -122,9 +125,10 @@ static atm_status soak(const struct opts *o, const char *model, struct tally *t)
 	char same[32], kept[32];
 	snprintf(same, sizeof same, "%d/%d", t->identical, t->n);
 	snprintf(kept, sizeof kept, "%d/%d", t->within, t->n);
-	printf("| %-9s | %5lld | %7d | %9s | %8s | %7lld | %8lld | %10d | %s of %s |\n", model,
-	       o->batch, atm_graph_n_nodes(g), same, kept, (long long)t->n_sync, (long long)t->n_async,
-	       t->with_async, atm_format_bytes(t->worst_high_water, a, sizeof a),
+	printf("| %-9s | %5lld | %7d | %9s | %8s | %7lld | %8lld | %10d | %10lld | %s of %s |\n",
+	       model, o->batch, atm_graph_n_nodes(g), same, kept, (long long)t->n_sync,
+	       (long long)t->n_async, t->with_async, (long long)t->n_recomputes,
+	       atm_format_bytes(t->worst_high_water, a, sizeof a),
 	       atm_format_bytes(t->its_limit, b, sizeof b));
 	fflush(stdout);
 done:
@@ -183,8 +187,8 @@ int main(int argc, char **argv)
 	       "%lld steps each, weights and data of seed %lld, against all-fast\n\n", o.placements,
 	       o.first, o.first + o.placements - 1, o.steps, o.seed);
 	printf("| network   | batch | kernels | identical | in limit | sync mv | async mv | "
-	       "with async | highest fast high-water mark |\n");
-	printf("|---|---|---|---|---|---|---|---|---|\n");
+	       "with async | recomputed | highest fast high-water mark |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	bool all = true;
 	char name[64];
 	for (const char *s = o.models; bench_split(&s, name, sizeof name);) {
@@ -195,7 +199,7 @@ int main(int argc, char **argv)
 		}
 		all = all && t.identical == t.n && t.within == t.n;
 	}
-	printf("\nmoves are per step, summed over the placements; the limit of each placement is the "
-	       "arena its layout needs\n");
+	printf("\nmoves and recomputations are per step, summed over the placements; the limit of each "
+	       "placement is the arena its layout needs\n");
 	return all ? 0 : 1;
 }

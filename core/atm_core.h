@@ -544,8 +544,9 @@ int64_t atm_plan_workspace(const atm_plan *p, int32_t node);
 
 /* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
 atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
-/* atm_plan_random -- a valid random plan with synchronous and asynchronous moves, to stress
- * the move machinery; the same seed gives the same plan */
+/* atm_plan_random -- a valid random plan with synchronous and asynchronous moves and
+ * recomputations (about one eligible tensor in three, where the rules allow), to stress the
+ * move and recomputation machinery; the same seed gives the same plan */
 atm_status atm_plan_random(atm_plan **p, const atm_graph *g, uint64_t seed);
 
 /* Events of a step in the order the executor performs them. */
@@ -568,10 +569,11 @@ typedef struct {
 	int32_t move;   /* MOVE_*: index into the plan's moves */
 	int32_t recompute; /* RECOMPUTE: index into the plan's recomputations (else -1) */
 	unsigned loc;   /* ALLOC, FREE: which copy; MOVE_START: destination */
-	int64_t offset; /* ALLOC in fast memory: offset in the fast arena; KERNEL: its workspace's */
-	const unsigned *cfg; /* KERNEL: location of each input then each output */
-	int64_t workspace_bytes; /* KERNEL: the plan's workspace, a block of the fast arena at offset
-	                          * live while the kernel runs (0: none) */
+	int64_t offset; /* ALLOC in fast memory: offset in the fast arena; KERNEL, RECOMPUTE: its
+	                 * workspace's */
+	const unsigned *cfg; /* KERNEL, RECOMPUTE: location of each input then each output */
+	int64_t workspace_bytes; /* KERNEL, RECOMPUTE: the plan's workspace of node, a block of the
+	                          * fast arena at offset live while the kernel runs (0: none) */
 } atm_event;
 
 typedef struct atm_schedule atm_schedule;
@@ -608,7 +610,8 @@ typedef struct {
 
 /* atm_schedule_new -- check the plan against its graph and lay out one step: every
  * copy's life, fast offsets by first fit inside the plan's fast limit. Errors:
- * ATM_E_INPUT for a plan that contradicts its graph (naming the tensor or move),
+ * ATM_E_INPUT for a plan that contradicts its graph (naming the tensor, move or
+ * recomputation: the rules of atm_recompute, each checked here),
  * ATM_E_INFEASIBLE when fast copies exceed the limit at a node (naming the node,
  * the bytes needed and the limit) or do not fit for fragmentation. */
 atm_status atm_schedule_new(atm_schedule **s, const atm_plan *p);

@@ -53,11 +53,13 @@ __attribute__((unused)) static void expect_same_run(const struct exec_run *a,
 
 /* expect_placements_agree -- under o, all-slow and the random plans of seeds 1..n_random give
  * all-fast's losses and weights bit for bit; *moves and *async count the random plans' moves
- * (so that a caller can check the move machinery ran); all-fast's run is returned */
+ * and *recomputes the recomputations their steps ran (so that a caller can check the machinery
+ * ran); all-fast's run is returned */
 __attribute__((unused)) static struct exec_run expect_placements_agree(const atm_graph *g,
                                                                        const atm_exec_opts *o,
                                                                        int n_random, int32_t *moves,
-                                                                       int32_t *async)
+                                                                       int32_t *async,
+                                                                       int32_t *recomputes)
 {
 	atm_plan *p = NULL;
 	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
@@ -67,7 +69,7 @@ __attribute__((unused)) static struct exec_run expect_placements_agree(const atm
 	struct exec_run slow = exec_run(p, o);
 	atm_plan_destroy(p);
 	expect_same_run(&ref, &slow, "all-slow");
-	*moves = *async = 0;
+	*moves = *async = *recomputes = 0;
 	for (uint64_t seed = 1; seed <= (uint64_t)n_random; seed++) {
 		char what[96];
 		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
@@ -77,6 +79,8 @@ __attribute__((unused)) static struct exec_run expect_placements_agree(const atm
 		expect_same_run(&ref, &r, what);
 		*moves += r.r.moves.n_moves_to_fast + r.r.moves.n_moves_to_slow;
 		*async += r.r.moves.n_async_to_fast + r.r.moves.n_async_to_slow;
+		assert_int_equal(r.r.n_recomputes, atm_plan_n_recomputes(p));
+		*recomputes += r.r.n_recomputes;
 		atm_plan_destroy(p);
 	}
 	return ref;

@@ -34,11 +34,12 @@ static void placements_agree(const char *model)
 {
 	atm_graph *g = build(model);
 	atm_exec_opts o = {.iters = 3, .warmup = -1, .seed = 42, .quiet = true};
-	int32_t moves, async;
-	expect_placements_agree(g, &o, 5, &moves, &async);
-	/* the random plans did exercise both kinds of move */
+	int32_t moves, async, recomputes;
+	expect_placements_agree(g, &o, 5, &moves, &async, &recomputes);
+	/* the random plans did exercise both kinds of move, and recomputations */
 	assert_true(moves > 20);
 	assert_true(async > 5);
+	assert_true(recomputes > 0);
 	atm_graph_destroy(g);
 }
 
@@ -212,6 +213,95 @@ static void test_exec_steps_in_turns_match_a_run(void **state)
 	atm_graph_destroy(g);
 }
 
+/* recompute_all -- base (all-fast or all-slow) with every eligible tensor dropped after one use
+ * and made again before its next, at the longest such gap (its backward use), wherever the
+ * rules allow beside those taken already (each tried on a schedule); *n how many */
+static atm_plan *recompute_all(const atm_graph *g, unsigned base, int32_t *n)
+{
+	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
+	atm_recompute *rs = calloc((size_t)nt, sizeof *rs);
+	atm_plan *p = NULL;
+	assert_non_null(rs);
+	*n = 0;
+	for (int32_t t = 0; t < nt; t++) {
+		if (!atm_recompute_eligible(g, t, NULL))
+			continue;
+		int32_t prev = atm_recompute_producer(g, t), best = 0;
+		atm_recompute r = {.tensor = t};
+		for (int32_t k = prev + 1; k < nn; k++) {
+			const atm_node *x = atm_graph_node(g, k);
+			for (int i = 0; i < x->n_in; i++)
+				if (x->in[i] == t) {
+					if (k - prev > best) {
+						best = k - prev;
+						r.drop_after = prev;
+						r.before = k;
+					}
+					prev = k;
+					break;
+				}
+		}
+		if (best < 2)
+			continue; /* nothing between the two to make room for */
+		rs[*n] = r;
+		assert_int_equal(atm_plan_uniform(&p, g, base), ATM_OK);
+		for (int32_t i = 0; i <= *n; i++)
+			assert_int_equal(atm_plan_add_recompute(p, &rs[i]), ATM_OK);
+		atm_schedule *s = NULL;
+		if (atm_schedule_new(&s, p) == ATM_OK)
+			++*n;
+		atm_schedule_destroy(s);
+		atm_plan_destroy(p);
+	}
+	assert_int_equal(atm_plan_uniform(&p, g, base), ATM_OK);
+	for (int32_t i = 0; i < *n; i++)
+		assert_int_equal(atm_plan_add_recompute(p, &rs[i]), ATM_OK);
+	free(rs);
+	return p;
+}
+
+/* test_exec_recompute_all_is_bitwise -- tiny_cnn with every tensor recomputed that can be (from
+ * operands in fast memory, then in slow) trains to all-fast's losses and weights bit for bit,
+ * within a fast limit all-fast exceeds, and reports the recomputations it ran */
+static void test_exec_recompute_all_is_bitwise(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *fast = NULL;
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, fast), ATM_OK);
+	int64_t fast_peak = atm_schedule_stats_get(s)->fast_peak_bytes;
+	atm_schedule_destroy(s);
+	struct exec_run ref = run_plan(fast, 3, NULL);
+	for (unsigned base = ATM_LOC_FAST; base <= ATM_LOC_SLOW; base++) {
+		int32_t n = 0;
+		atm_plan *p = recompute_all(g, base, &n);
+		assert_true(n >= 3);
+		assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+		const atm_schedule_stats *st = atm_schedule_stats_get(s);
+		assert_int_equal(st->n_recomputes, n);
+		if (base == ATM_LOC_FAST) {
+			assert_true(st->fast_peak_bytes < fast_peak);
+			atm_plan_info_of(p)->fast_limit_bytes = st->fast_arena_bytes;
+		}
+		atm_schedule_destroy(s);
+		struct exec_run got = run_plan(p, 3, NULL);
+		expect_same_run(&ref, &got, base == ATM_LOC_FAST ? "all-fast, every tensor recomputed"
+		                                                : "all-slow, every tensor recomputed");
+		assert_int_equal(got.r.n_recomputes, n);
+		assert_int_equal(got.r.moves.n_recomputes, n);
+		assert_true(got.r.recompute_s > 0);
+		if (base == ATM_LOC_FAST)
+			assert_true(got.r.fast_high_water_bytes <= atm_plan_info_get(p)->fast_limit_bytes);
+		atm_plan_destroy(p);
+	}
+	assert_int_equal(ref.r.n_recomputes, 0);
+	assert_true(ref.r.recompute_s == 0);
+	atm_plan_destroy(fast);
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_exec_missing_pmem_dir),
 		cmocka_unit_test(test_exec_stops_when_interrupted),
 		cmocka_unit_test(test_exec_steps_in_turns_match_a_run),
+		cmocka_unit_test(test_exec_recompute_all_is_bitwise),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,13 +43,14 @@ static void placements_agree(const char *model)
 {
 	atm_graph *g = build(model);
 	atm_exec_opts o = {.iters = 2, .warmup = 1, .seed = 11, .quiet = true, .gpu = {.mode = mode}};
-	int32_t moves, async;
-	struct exec_run ref = expect_placements_agree(g, &o, 3, &moves, &async);
+	int32_t moves, async, recomputes;
+	struct exec_run ref = expect_placements_agree(g, &o, 3, &moves, &async, &recomputes);
 	assert_string_equal(ref.r.backend, strcmp(mode, "sim") ? "cuda" : "gpu-sim");
 	assert_int_equal(ref.r.simulated, !strcmp(mode, "sim"));
 	assert_true(ref.losses[0] > 0 && ref.losses[ref.n_losses - 1] < ref.losses[0]);
 	assert_true(moves > 10);
 	assert_true(async > 3);
+	assert_true(recomputes > 0);
 	atm_graph_destroy(g);
 }
 
