@@ -36,7 +36,8 @@ static const char run_help_head[] =
 	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n"
 	"  --placement P,Q,...  compare these placements (built-in ones, plan files)\n"
 	"  --formulation F,G,...  compare these formulations (planned under one limit); random,\n"
-	"                    managed and plan files may be listed beside them\n"
+	"                    managed and plan files may be listed beside them; an ILP\n"
+	"                    formulation with '+recompute' (synchronous+recompute) recomputes\n"
 	"  --turns N         compare in N turns (default 5; with one placement, its turns)\n"
 	"  --interleave step|turn  how a comparison takes turns: step (default on the CPU and a\n"
 	"                    simulated GPU) keeps every placement's executor alive and runs a step\n"
@@ -244,7 +245,18 @@ static int add_item(struct run_args *a, const char *item, bool formulations)
 		return cli_usage_error("run", "%s: at most %d placements in one comparison", opt,
 		                       MAX_PLACEMENTS);
 	*p = (atm_job_placement){.placement = item};
-	if (formulations && atm_opt_formulation_from_name(item, &p->formulation) == ATM_OK)
+	/* "synchronous+recompute": an ILP formulation with recomputation */
+	size_t n = strlen(item), ns = strlen(ATM_OPT_RECOMPUTE_SUFFIX);
+	char name[64];
+	if (formulations && n > ns && n - ns < sizeof name &&
+	    !strcmp(item + n - ns, ATM_OPT_RECOMPUTE_SUFFIX)) {
+		snprintf(name, sizeof name, "%.*s", (int)(n - ns), item);
+		if (atm_opt_formulation_from_name(name, &p->formulation) < 0 ||
+		    !atm_opt_is_ilp(p->formulation))
+			return cli_usage_error("run", "--formulation: '%s': only the ILP formulations "
+			                       "(static, synchronous, asynchronous) recompute", item);
+		p->optimize = p->recompute = true;
+	} else if (formulations && atm_opt_formulation_from_name(item, &p->formulation) == ATM_OK)
 		p->optimize = true;
 	else if (formulations && strcmp(item, "random") && strcmp(item, "managed") &&
 	         !looks_like_file(item))
@@ -298,6 +310,12 @@ static int check_comparison(struct run_args *a, const cli_plan_given *given)
 	if (given->async_window && !asynchronous)
 		return cli_usage_error("run", "--async-window is the asynchronous formulation's, and "
 		                       "the list has none");
+	bool ilp = false;
+	for (int i = 0; i < a->n_pl; i++)
+		ilp |= a->pl[i].optimize && atm_opt_is_ilp(a->pl[i].formulation);
+	if (jo->opt.recompute && !ilp)
+		return cli_usage_error("run", "--recompute is a choice of the ILP formulations (static, "
+		                       "synchronous, asynchronous), and the list has none");
 	/* a device's memory is the limit when none is given */
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)

@@ -158,6 +158,7 @@ bool atm_job_drift_note(double drift, const atm_profile_calibration *cal, char *
 typedef struct {
 	bool optimize;
 	atm_opt_formulation formulation;
+	bool recompute;     /* an ILP formulation with recomputation ("synchronous+recompute") */
 	const char *placement;
 } atm_job_placement;
 

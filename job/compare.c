@@ -128,6 +128,9 @@ static atm_status entry_new(atm_job_compare *c, int i)
 	atm_job_opts jo = c->o;
 	jo.optimize = e->spec.optimize;
 	jo.formulation = e->spec.formulation;
+	/* --recompute with a list: each of its ILP formulations recomputes */
+	jo.opt.recompute = e->spec.optimize && atm_opt_is_ilp(e->spec.formulation) &&
+	                   (e->spec.recompute || c->o.opt.recompute);
 	jo.placement = e->spec.optimize ? NULL : e->spec.placement;
 	jo.results_path = NULL;
 	jo.append = false;
@@ -180,7 +183,9 @@ atm_status atm_job_compare_new(atm_job_compare **out, const atm_graph *g, const 
 		struct entry *e = &c->e[i];
 		e->spec = pl[i];
 		if (pl[i].optimize)
-			snprintf(e->name, sizeof e->name, "%s", atm_opt_formulation_name(pl[i].formulation));
+			snprintf(e->name, sizeof e->name, "%s%s", atm_opt_formulation_name(pl[i].formulation),
+			         atm_opt_is_ilp(pl[i].formulation) && (pl[i].recompute || o->opt.recompute)
+			         ? ATM_OPT_RECOMPUTE_SUFFIX : "");
 		else
 			snprintf(e->name, sizeof e->name, "%s", pl[i].placement ? pl[i].placement : "all-fast");
 		e->spec.placement = pl[i].optimize ? NULL : pl[i].placement ? pl[i].placement : "all-fast";

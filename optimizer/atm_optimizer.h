@@ -45,6 +45,9 @@ typedef enum {
 	ATM_OPT_N_FORMULATIONS
 } atm_opt_formulation;
 
+/* What a plan's formulation says after its name when it may recompute ("synchronous+recompute") */
+#define ATM_OPT_RECOMPUTE_SUFFIX "+recompute"
+
 /* atm_opt_formulation_name -- "static", "synchronous", ..., "2lm", "vdnn" */
 const char *atm_opt_formulation_name(atm_opt_formulation f);
 /* atm_opt_formulation_from_name -- ATM_E_USAGE listing the valid names when unknown */

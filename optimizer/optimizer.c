@@ -93,13 +93,17 @@ static atm_status fit_check(atm_plan *p, int64_t limit, struct overflow *ov, int
 		const atm_event *ev = i < n_setup ? atm_schedule_setup(s, i) : atm_schedule_event(s, i - n_setup);
 		if (ev->kind == ATM_EV_KERNEL)
 			last_kernel = ev->node;
-		if (ev->kind == ATM_EV_KERNEL && ev->workspace_bytes > 0) {
-			/* a kernel's workspace block overflows at its own slot */
+		if ((ev->kind == ATM_EV_KERNEL || ev->kind == ATM_EV_RECOMPUTE) && ev->workspace_bytes > 0) {
+			/* a kernel's workspace block overflows at its own slot (a kernel run again:
+			 * at the slot of the node it runs before) */
 			int64_t over = ev->offset + atm_arena_align_up(ev->workspace_bytes) - arena;
 			if (fast + ev->workspace_bytes - limit > over)
 				over = fast + ev->workspace_bytes - limit;
 			if (over > 0 && *n_ov < MAX_OVERFLOWS)
-				ov[(*n_ov)++] = (struct overflow){SLOT_K(ev->node), over};
+				ov[(*n_ov)++] = (struct overflow){
+					SLOT_K(ev->kind == ATM_EV_KERNEL ? ev->node
+					                                 : atm_plan_recompute(p, ev->recompute)->before),
+					over};
 			continue;
 		}
 		if ((ev->kind != ATM_EV_ALLOC && ev->kind != ATM_EV_FREE) || ev->loc != ATM_LOC_FAST)
@@ -179,7 +183,8 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 		return rc;
 	}
 	atm_plan_info *info = atm_plan_info_of(*out);
-	snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(f));
+	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(f),
+	         o->recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
 	snprintf(info->solver_status, sizeof info->solver_status, "no limit");
 	info->mip_gap = 0;
 	if ((rc = atm_opt_check(*out, prof, o, &chk)) < 0) {
@@ -413,7 +418,8 @@ static atm_status defrag_round(struct defrag *d, int round, bool *fits)
 	if ((rc = atm_plan_new(&d->p, d->g)) < 0 || (rc = opt_solution_to_plan(d->m, &d->sol, d->p)) < 0)
 		return rc;
 	atm_plan_info *info = atm_plan_info_of(d->p);
-	snprintf(info->formulation, sizeof info->formulation, "%s", atm_opt_formulation_name(d->f));
+	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(d->f),
+	         d->o.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
 	info->fast_limit_bytes = d->limit;
 	if ((rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
 		return rc;

@@ -703,6 +703,13 @@ static void test_plan_cmd_bad_usage(void **state)
 	           "--ratio 4:1 --formulation static --async-window 3");
 	cli_expect(2, "the list has none", "run --model tiny_mlp --ratio 4:1 --formulation "
 	           "all-fast,synchronous --async-window 3");
+	/* recomputation is the ILPs' */
+	cli_expect(2, "--recompute is a choice of the ILP formulations", "plan --model tiny_mlp "
+	           "--ratio 4:1 --formulation numa --recompute");
+	cli_expect(2, "the list has none", "run --model tiny_mlp --ratio 4:1 --formulation "
+	           "all-fast,vdnn --recompute");
+	cli_expect(2, "only the ILP formulations", "run --model tiny_mlp --ratio 4:1 --formulation "
+	           "all-fast,2lm+recompute");
 	cli_expect(2, "the simulated GPU is one device", "plan --model tiny_mlp --gpu=sim "
 	           "--gpu-device 99 --cache %s", cache);
 	cli_expect(2, "'0x10M' is not valid", "plan --model tiny_mlp --gpu=sim --gpu-memory 0x10M");

@@ -91,15 +91,16 @@ static void test_explain_all_slow(void **state)
 }
 
 /* test_explain_moves -- each move has a line saying which way, blocking or overlapped, and
- * overlapped ones when they arrive */
+ * overlapped ones when they arrive; each recomputation a line naming the tensor, and a count
+ * at the end */
 static void test_explain_moves(void **state)
 {
 	struct fx *f = *state;
 	atm_plan *p = NULL;
-	int n_sync = 0, n_async = 0;
+	int n_sync = 0, n_async = 0, n_again = 0;
 	atm_schedule *s = NULL;
-	/* a random plan without recomputations: the checker does not price them yet (issue #28) */
-	for (uint64_t seed = 5; !p || atm_plan_n_recomputes(p); seed++) {
+	/* a random plan with recomputations too */
+	for (uint64_t seed = 5; !p || !atm_plan_n_recomputes(p); seed++) {
 		atm_plan_destroy(p);
 		assert_true(seed < 50);
 		assert_int_equal(atm_plan_random(&p, f->sm.g, seed), ATM_OK);
@@ -110,6 +111,7 @@ static void test_explain_moves(void **state)
 		const atm_event *ev = atm_schedule_event(s, i);
 		if (ev->kind == ATM_EV_MOVE_START)
 			atm_plan_move(p, ev->move)->async ? n_async++ : n_sync++;
+		n_again += ev->kind == ATM_EV_RECOMPUTE;
 	}
 	atm_schedule_destroy(s);
 	assert_true(n_sync > 0 && n_async > 0);
@@ -117,6 +119,10 @@ static void test_explain_moves(void **state)
 	assert_int_equal(count(t, ", blocking ("), n_sync);
 	assert_int_equal(count(t, ", overlapped, done before node"), n_async);
 	assert_int_equal(count(t, " arrives in "), n_async);
+	assert_int_equal(count(t, "<> recompute '"), n_again);
+	char line[64];
+	snprintf(line, sizeof line, "%d tensor(s) recomputed", n_again);
+	assert_non_null(strstr(t, line));
 	free(t);
 	atm_plan_destroy(p);
 }

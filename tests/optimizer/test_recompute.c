@@ -119,22 +119,22 @@ static void test_recompute_cheap_op_is_recomputed(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_recompute_never_slower -- the formulations nest: on the zoo's tiny networks, at several
- * limits, a plan with recomputation is never predicted slower than the same formulation's
+/* test_recompute_never_slower -- the formulations nest: on the zoo's tiny CNN (whose
+ * concatenation and convolution outputs are recomputed at this limit), at 1:1, a plan with recomputation is never predicted slower than the same formulation's
  * without (both solved to optimality; the first round's plans, before defragmentation tightens
  * the limits around what did not fit, as test_formulations orders the formulations) */
 static void test_recompute_never_slower(void **state)
 {
 	(void)state;
-	const char *names[] = {"tiny_mlp", "tiny_cnn"};
-	const double ratios[][2] = {{1, 1}, {4, 1}};
-	for (int i = 0; i < 2; i++) {
+	const char *names[] = {"tiny_cnn"};
+	const double ratios[][2] = {{1, 1}};
+	for (int i = 0; i < 1; i++) {
 		atm_graph *g = NULL;
 		atm_profile *prof = NULL;
 		atm_zoo_opts zo = {.batch = 4};
 		assert_int_equal(atm_zoo_build(&g, names[i], &zo), ATM_OK);
 		assert_int_equal(synth_profile(g, &prof), ATM_OK);
-		for (int r = 0; r < 2; r++) {
+		for (int r = 0; r < 1; r++) {
 			int64_t limit;
 			assert_int_equal(atm_opt_limit_from_ratio(g, ratios[r][0], ratios[r][1], &limit), ATM_OK);
 			for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
@@ -147,6 +147,8 @@ static void test_recompute_never_slower(void **state)
 				if (x > y * (1 + 1e-9))
 					fail_msg("%s %g:%g %s: %.9f s with recomputation, %.9f s without", names[i],
 					         ratios[r][0], ratios[r][1], atm_opt_formulation_name(f), x, y);
+				/* and here it pays: some tensors are made again (two in each, as solved) */
+				assert_true(atm_plan_n_recomputes(p) > 0);
 				atm_plan_destroy(p);
 				atm_plan_destroy(q);
 			}
