@@ -790,6 +790,99 @@ atm_status opt_polish(const struct model *m, struct solution *s)
 	return ATM_OK;
 }
 
+/* local_cost -- what candidate c's change touches, under the current placement: the copies of
+ * its tensor's gates after d up to the one after u, blocking ones at their cost and overlapped
+ * ones as the nodes beside them take longer */
+static double local_cost(const struct heur *h, const struct rcand *c)
+{
+	const struct model *m = h->m;
+	const struct tmodel *t = &m->t[c->t];
+	double v = 0;
+	int32_t last = c->pu + 1 < t->n_gates ? c->pu + 1 : c->pu;
+	for (int32_t g = c->pd + 1; g <= last; g++) {
+		const struct gate *gt = &t->gates[g];
+		int e = EDGE(h->s->st[t->ph_off + g - 1], h->s->st[t->ph_off + g]);
+		if (gt->kind != G_ASYNC)
+			v += gt->cost[e];
+		else
+			v += opt_overlapped(h->kt[gt->at], h->xfer[gt->at], m->overlap_loss);
+	}
+	return v;
+}
+
+/* refund -- add (sign 1) or take back (-1) the bytes candidate c gives back while dropped */
+static void refund(struct heur *h, const struct rcand *c, int sign)
+{
+	for (int32_t sl = SLOT_M(c->d); sl <= SLOT_M(c->u - 1); sl++)
+		h->used[sl] -= sign * h->m->t[c->t].abytes;
+}
+
+/* try_recompute -- candidate i instead of what its tensor does across the gap now, when that
+ * is faster and fits: fast (no valid slow copy) from d to u with no move, and no memory taken
+ * in between; true when taken */
+static bool try_recompute(struct heur *h, int32_t i, uint8_t *save)
+{
+	const struct model *m = h->m;
+	const struct rcand *c = &m->rc[i];
+	const struct tmodel *t = &m->t[c->t];
+	uint8_t *st = h->s->st + t->ph_off;
+	if (h->s->pinned[c->t] || st[c->pd] != ST_F)
+		return false;
+	/* the gate after u must take the tensor on from "fast, no valid slow copy" */
+	if (c->pu + 1 < t->n_gates && !(t->gates[c->pu + 1].edges >> EDGE(ST_F, st[c->pu + 1]) & 1u))
+		return false;
+	double before = local_cost(h, c);
+	memcpy(save, st, (size_t)t->n_gates);
+	place(h, c->t, -1);
+	memset(st + c->pd, ST_F, (size_t)(c->pu - c->pd + 1));
+	place(h, c->t, 1);
+	h->s->rc[i] = 1;
+	refund(h, c, 1);
+	double after = local_cost(h, c) + opt_recompute_time(m, h->s, i);
+	bool fits = true;
+	for (int32_t sl = t->slot_lo; sl <= t->slot_hi && fits; sl++)
+		fits = m->limit[sl] == INT64_MAX || h->used[sl] <= m->limit[sl];
+	if (fits && after < before - 1e-12 * (1 + before))
+		return true;
+	refund(h, c, -1);
+	h->s->rc[i] = 0;
+	place(h, c->t, -1);
+	memcpy(st, save, (size_t)t->n_gates);
+	place(h, c->t, 1);
+	return false;
+}
+
+/* recompute_pass -- each recomputation that beats moving its tensor out and back (or holding
+ * it slow) is taken, then the others' paths are improved into the room it frees; tensors a
+ * recomputation depends on keep their places (their paths would change its price) */
+static void recompute_pass(struct heur *h, const struct rank *order, int32_t n_order,
+                           double deadline)
+{
+	const struct model *m = h->m;
+	uint8_t *save = malloc((size_t)m->n_phases + 1);
+	bool *held = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *held);
+	if (!save || !held) {
+		free(save);
+		free(held);
+		return; /* the placement-only plan stands */
+	}
+	int32_t taken = 0;
+	for (int32_t i = 0; i < m->n_rc && !opt_past(m, deadline); i++)
+		if (try_recompute(h, i, save))
+			taken++;
+	for (int32_t i = 0; taken && i < m->n_rc; i++) {
+		const atm_node *n = atm_graph_node(m->g, m->rc[i].k);
+		held[m->rc[i].t] |= h->s->rc[i];
+		for (int j = 0; h->s->rc[i] && j < n->n_in; j++)
+			held[n->in[j]] = true;
+	}
+	for (int32_t i = 0; taken && i < n_order && !opt_past(m, deadline); i++)
+		if (!held[order[i].x])
+			improve(h, order[i].x, -1);
+	free(save);
+	free(held);
+}
+
 /* opt_heuristic -- start with every movable tensor slow (feasible when the fixed tensors fit),
  * or with warm from s as it is (a placement for a looser limit, repaired first), then give each tensor in turn its cheapest path through its gates given all the others, most
  * promising first, in rounds until nothing improves or the budget is spent. Each step can only
@@ -807,8 +900,8 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		goto done;
 	}
-	/* the heuristic places tensors and chooses no recomputation: its plan is a placement-only
-	 * one, which the solver may better with them */
+	/* the heuristic places tensors first, with no recomputation (a placement-only plan), then
+	 * takes the recomputations that beat moving their tensors (recompute_pass) */
 	memset(s->rc, 0, (size_t)m->n_rc);
 	/* tensors are placed beside the smallest workspaces; faster algorithms take the room
 	 * left at the end (pick_algos) */
@@ -883,6 +976,8 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 			break;
 		cost = now;
 	}
+	if (m->n_rc)
+		recompute_pass(&h, order, n_order, deadline);
 	pick_algos(&h);
 	rc = ATM_OK;
 done:
