@@ -382,6 +382,55 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
 	return r;
 }
 
+/* the share of the time limit within which a first round must have built its model and found
+ * the heuristic's plan for that plan to be laid out before solving (seed_fit) */
+#define SEED_FIT_SHARE 0.05
+/* the kernels below which a first round is solved as it comes: such models solve in well under
+ * a second, where a round spent on a plan that overflows costs nothing, and the first round's
+ * optimum is then the untightened model's (the formulations' tests compare those) */
+#define SEED_FIT_MIN_NODES 500
+
+/* round_plan -- d->p from this round's solution */
+static atm_status round_plan(struct defrag *d)
+{
+	atm_status rc;
+	atm_plan_destroy(d->p);
+	d->p = NULL;
+	if ((rc = atm_plan_new(&d->p, d->g)) < 0 || (rc = opt_solution_to_plan(d->m, &d->sol, d->p)) < 0)
+		return rc;
+	atm_plan_info *info = atm_plan_info_of(d->p);
+	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(d->f),
+	         d->o.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
+	info->fast_limit_bytes = d->limit;
+	return ATM_OK;
+}
+
+/* seed_fit -- the heuristic's plan (polished, as every plan is before it is laid out) laid out
+ * with first fit before the solver runs: where it overflows, *fits is false and the limits are
+ * tightened around the overflows, so that the next round starts at once. A solver's plan lies
+ * near the plan it starts from and mostly overflows where it does: gpt2-xl's asynchronous 1:1
+ * plan spent 47 of its 60 s solving a first round whose plan did not fit, and its second round
+ * kept the heuristic's plan for want of time. Only the first round checks, and only where its
+ * model and heuristic took at most SEED_FIT_SHARE of the time limit: DenseNet-264's asynchronous
+ * paper models (145,399 columns, 4 to 7 s of model and heuristic a round) lost by it. Checked in
+ * every round, its 8:1 plan spent 31 s on four rounds of model and heuristic alone and its
+ * solver had 2 s left; checked in the first, its 4:1 plan's second model, tightened, took CBC
+ * past the deadline at the root, where the first model's root proved the start within the gap
+ * in 23 s and let later rounds skip the solver. Where no limit can go lower the solver runs:
+ * its plan may fit where the heuristic's does not */
+static atm_status seed_fit(struct defrag *d, bool *fits)
+{
+	atm_status rc;
+	*fits = true;
+	if ((rc = opt_polish(d->m, &d->sol)) < 0 || (rc = round_plan(d)) < 0 ||
+	    (rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
+		return rc;
+	if (d->n_ov == 0)
+		return ATM_OK;
+	*fits = !tighten(d->m, &d->sol, d->slot_limit, d->limit, d->ov, d->n_ov, 0, d->bytes);
+	return ATM_OK;
+}
+
 /* defrag_round -- one round: model, heuristic, solve, plan, first fit; *fits when the plan
  * fits the arena, else the limits are tightened where it overflowed */
 static atm_status defrag_round(struct defrag *d, int round, bool *fits)
@@ -412,16 +461,32 @@ static atm_status defrag_round(struct defrag *d, int round, bool *fits)
 		fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 		        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
 	struct ilp_result ir = {0};
+	bool seed_fits = true;
+	/* the first round of a large model cheap to build and seed (see seed_fit) */
+	bool check = round == 0 && d->o.max_rounds > 1 && d->m->n_nodes >= SEED_FIT_MIN_NODES &&
+	             create_s + heur_s <= SEED_FIT_SHARE * d->o.time_limit_s;
+	if (check && (rc = seed_fit(d, &seed_fits)) < 0)
+		return rc;
+	if (!seed_fits) {
+		/* the round ends with the heuristic's plan, which overflows: tightened already */
+		ir = d->last_ir;
+		ir.creation_s = ir.solve_s = 0;
+		ir.gap = ir.bound_s = ir.ilp_objective_s = -1;
+		ir.st = ILP_HEURISTIC;
+		heur_s = atm_now_s() - t1;
+		atm_opt_round *r = round_record(d, &ir, create_s, heur_s, opt_solution_cost(d->m, &d->sol));
+		snprintf(r->status, sizeof r->status, "heuristic (does not fit)");
+		*fits = r->fits = false;
+		if (d->o.verbosity)
+			fprintf(stderr, "optimizer: round %d: the heuristic's plan does not fit the arena "
+			        "(first fit overflows by %lld bytes at slot %d): limits tightened before "
+			        "solving\n", round + 1, (long long)d->ov[0].bytes, d->ov[0].slot);
+		return ATM_OK;
+	}
 	if ((rc = round_solve(d, round, warm, heur_cost, &ir)) < 0)
 		return rc;
 	atm_opt_round *r = round_record(d, &ir, create_s, heur_s, heur_cost);
-	if ((rc = atm_plan_new(&d->p, d->g)) < 0 || (rc = opt_solution_to_plan(d->m, &d->sol, d->p)) < 0)
-		return rc;
-	atm_plan_info *info = atm_plan_info_of(d->p);
-	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(d->f),
-	         d->o.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
-	info->fast_limit_bytes = d->limit;
-	if ((rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
+	if ((rc = round_plan(d)) < 0 || (rc = fit_check(d->p, d->limit, d->ov, &d->n_ov)) < 0)
 		return rc;
 	*fits = r->fits = d->n_ov == 0;
 	/* from round 6 on the cut is as deep and wide as it gets: a round that lowers no limit

@@ -18,6 +18,7 @@
 #include "atm_profiler.h"
 #include "atm_zoo.h"
 #include "common/cli_harness.h"
+#include "common/test_parts.h"
 #include "optimizer/synth.h"
 
 static char cache[600];
@@ -812,5 +813,6 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_bad_usage),
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_over_inputs),
 	};
+	test_parts_select();
 	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }
