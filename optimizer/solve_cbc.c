@@ -22,6 +22,9 @@
 
 /* seconds past the deadline before the child is ended: CBC checks its clock between nodes */
 #define OVERRUN_S 2.0
+/* the columns below which a model's columns are named, so that CBC reads the start as given
+ * (see child) */
+#define NAMED_COLS 100000
 /* CBC's message number for "MIPStart provided solution with cost ..." (Cbc0045I) */
 #define CBC_MSG_START 45
 
@@ -171,9 +174,14 @@ static void child(const struct milp *p, const struct milp_params *par, const str
 		/* CBC keeps a start by column name (Cbc_setMIPStartI looks the names up): columns
 		 * loaded without names all have the empty one, so every value went to one column and
 		 * CBC read a start 3,275 binaries from integral (gpt2-xl asynchronous, 1:1), spent 30 s
-		 * completing it into a plan 5% slower than the start, and searched without it */
+		 * completing it into a plan 5% slower than the start, and searched without it. Named,
+		 * CBC reads the start before its root relaxation and reports nothing after it through
+		 * the callback, so the root's bound (on_message) never comes; on DenseNet-264's
+		 * asynchronous paper model (145,399 columns) CBC then ran to the deadline without a
+		 * bound, where unnamed its root proved the start within the gap in 23 s. So only models
+		 * below NAMED_COLS are named (docs/optimizer.md) */
 		char name[32];
-		for (int32_t j = 0; j < p->n_cols; j++) {
+		for (int32_t j = 0; p->n_cols < NAMED_COLS && j < p->n_cols; j++) {
 			snprintf(name, sizeof name, "x%d", j);
 			Cbc_setColName(cm, j, name);
 		}
