@@ -1,6 +1,6 @@
 """common.py -- what the experiment drivers share.
 
-Each driver (conventional.py, inception.py, large.py, gpu.py) builds a list of
+Each driver (conventional.py, inception.py, large.py, gpu.py, recompute.py) builds a list of
 comparisons -- one 'autotm run --formulation A,B,C --turns N' per workload and
 limit, its placements trained in turns in one process (docs/comparisons.md) --
 and hands it to main(): the options, the data folder, the autotm binary, the
@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO / "python"))
 from autotm_results import registry, values  # noqa: E402
 from autotm_results.comparisons import check_measured, comparisons  # noqa: E402
 from autotm_results.ratios import norm_ratio, parse_ratios, ratio_str  # noqa: E402
-from autotm_results.results import VERSION, ResultsError, read  # noqa: E402
+from autotm_results.results import (RECOMPUTE, VERSION, ResultsError, read,  # noqa: E402,F401
+                                    split_recompute)
 
 # where the binary is looked for when neither --autotm nor AUTOTM names it
 DEFAULT_BINARIES = ("build-release/cli/autotm", "build/cli/autotm")
@@ -349,8 +350,12 @@ class Plan(Task):
 
     def commands(self, autotm, args):
         limit = ["--time-limit", f"{args.time_limit:g}"] if args.time_limit else []
+        # 'synchronous+recompute' is a run list's name; plan takes the formulation and
+        # --recompute, and records the run as 'synchronous+recompute' (what done() counts)
+        formulation, recompute = split_recompute(self.formulation)
         return [[autotm or "autotm", "plan", "--estimate"] + self._size() + ["--ratio", ratio_str(self.ratio),
-                "--formulation", self.formulation] + self._device() + ["--cache", str(args.cache)] + limit
+                "--formulation", formulation] + (["--recompute"] if recompute else [])
+                + self._device() + ["--cache", str(args.cache)] + limit
                 + ["--results", str(self.file), "--append", "--quiet"]]
 
     def done(self, res):

@@ -64,11 +64,18 @@ FORMULATION_NAMES = {
     "static": "static", "synchronous": "synchronous",
     "asynchronous": "asynchronous", "2lm": "2LM", "vdnn": "vDNN",
     "managed": "cudaMallocManaged", "oracle": "oracle",
+    # the ILPs with recomputation (autotm --recompute), named so in a run list and its runs
+    "static+recompute": "static + recomputation",
+    "synchronous+recompute": "synchronous + recomputation",
+    "asynchronous+recompute": "asynchronous + recomputation",
 }
 COLORS = {
     "numa": "#8c8c8c", "static": "#1f77b4", "synchronous": "#ff7f0e",
     "asynchronous": "#2ca02c", "2lm": "#9467bd", "oracle": "#d62728",
     "all-fast": "#444444", "cost": "#6a3d9a",
+    # each ILP's hue, lighter, with recomputation
+    "static+recompute": "#aec7e8", "synchronous+recompute": "#ffbb78",
+    "asynchronous+recompute": "#98df8a",
 }
 PREDICTED_HATCH = "///"
 PNG_DPI = 150

@@ -30,7 +30,7 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Figure:
-    name: str            # figN: what the plot script calls it
+    name: str            # figN (or a name of its own): what the plot script calls it
     script: str          # the plot script, from the repository's root
     experiment: str      # the Experiment whose data it draws
     images: tuple        # the images it writes, each as PNG and PDF
@@ -45,6 +45,7 @@ EXPERIMENTS = (
     Experiment("gpu", "experiments/gpu.py", "gpu", gpu=True,
                measured_only="Figure 12 compares measured steps with the measured "
                              "cudaMallocManaged baseline"),
+    Experiment("recompute", "experiments/recompute.py", "recompute"),
 )
 
 FIGURES = (
@@ -63,6 +64,10 @@ FIGURES = (
            "the GPU: synchronous, asynchronous and the oracle against cudaMallocManaged",
            measured_only="Figure 12 compares measured steps with the measured "
                          "cudaMallocManaged baseline"),
+    # not a figure of the paper: issue #28's comparison at Figure 7's limits
+    Figure("recompute", "plots/recompute.py", "recompute", ("recompute",),
+           "synchronous and asynchronous alone and with recomputation against all fast, "
+           "with the kernels recomputed"),
 )
 
 

@@ -17,10 +17,13 @@ import os
 import sys
 
 from .ratios import norm_ratio, same_ratio
-from .values import is_positive
+from .values import is_num, is_positive
 
 FORMAT = "autotm-results"
 VERSION = 2
+# an ILP formulation with recomputation (autotm --recompute) is named with this suffix in a run
+# list and in its runs: "synchronous+recompute"
+RECOMPUTE = "+recompute"
 
 JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number",
               bool: "boolean", type(None): "null"}
@@ -83,6 +86,27 @@ def bad_measurement(run):
     return None
 
 
+def split_recompute(formulation):
+    """split_recompute -- FORMULATION without its '+recompute' suffix, and whether it had one:
+    "synchronous+recompute" -> ("synchronous", True), "synchronous" -> ("synchronous", False)"""
+    if formulation.endswith(RECOMPUTE) and len(formulation) > len(RECOMPUTE):
+        return formulation[:-len(RECOMPUTE)], True
+    return formulation, False
+
+
+# a run's recomputation fields (docs/formats.md): kernels run again per step, the bytes they
+# make, their time in the fastest measured step
+RECOMPUTE_FIELDS = ("num_recomputed_kernels", "bytes_recomputed", "recompute_s")
+
+
+def recomputed(run):
+    """recomputed -- (kernels, bytes, seconds) RUN recomputed per step: its
+    num_recomputed_kernels, bytes_recomputed and recompute_s (None for a field it lacks, as
+    files written before recomputation do); None when it has none of them"""
+    got = tuple(run.get(f) for f in RECOMPUTE_FIELDS)
+    return None if all(v is None for v in got) else got
+
+
 def run_key(run):
     """run_key -- what identifies a run in a figure: (formulation, ratio in lowest terms)"""
     return (run["formulation"], run_ratio(run))
@@ -121,6 +145,11 @@ class Results:
         for i, run in enumerate(self.runs):
             if not isinstance(run, dict) or not isinstance(run.get("formulation"), str):
                 raise ResultsError(f"{self.path}: run {i} has no formulation")
+            for f in RECOMPUTE_FIELDS:
+                v = run.get(f)
+                if v is not None and (not is_num(v) or v < 0):
+                    raise ResultsError(f"{self.path}: run {i} ({run['formulation']}): {f} "
+                                       f"{v!r} is not a number of at least 0")
         return self.drop_unusable()
 
     def drop_unusable(self, warn=None):

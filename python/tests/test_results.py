@@ -6,8 +6,8 @@ import os
 import tempfile
 import unittest
 
-from autotm_results.results import (FORMAT, VERSION, ResultsError, read, results_files, run_key,
-                                    run_ratio)
+from autotm_results.results import (FORMAT, RECOMPUTE, VERSION, ResultsError, read, recomputed,
+                                    results_files, run_key, run_ratio, split_recompute)
 
 
 def run(formulation, slow, fast, actual=0.5, estimated=False, **more):
@@ -186,6 +186,37 @@ class RunTest(FileTest):
         self.assertEqual(run_key(run("static", 16, 2)), ("static", (8, 1)))
         self.assertIsNone(run_ratio(run("all-fast", None, None)))
         self.assertIsNone(run_ratio({"formulation": "static"}))
+
+    def test_results_recompute_names_split(self):
+        self.assertEqual(split_recompute("synchronous" + RECOMPUTE), ("synchronous", True))
+        self.assertEqual(split_recompute("asynchronous+recompute"), ("asynchronous", True))
+        self.assertEqual(split_recompute("synchronous"), ("synchronous", False))
+        self.assertEqual(split_recompute(RECOMPUTE), (RECOMPUTE, False))
+        # a recomputing run is a run of its own in a figure
+        self.assertEqual(run_key(run("synchronous+recompute", 8, 1)),
+                         ("synchronous+recompute", (8, 1)))
+
+    def test_results_recomputed_fields(self):
+        r = run("synchronous+recompute", 8, 1, num_recomputed_kernels=3,
+                bytes_recomputed=4096, recompute_s=0.002)
+        self.assertEqual(recomputed(r), (3, 4096, 0.002))
+        self.assertEqual(recomputed(run("synchronous", 8, 1, num_recomputed_kernels=0)),
+                         (0, None, None))
+        self.assertIsNone(recomputed(run("synchronous", 8, 1)))  # a file from before
+
+    def test_results_check_refuses_bad_recompute_fields(self):
+        for field, bad in (("num_recomputed_kernels", -1), ("bytes_recomputed", "many"),
+                           ("recompute_s", True)):
+            path = self.write(f"{field}.json", document(
+                [run("static", 4, 1), run("synchronous+recompute", 4, 1, **{field: bad})]))
+            with self.assertRaisesRegex(ResultsError,
+                                        rf"run 1 \(synchronous\+recompute\): {field} .* "
+                                        "not a number of at least 0"):
+                read(path).check()
+        path = self.write("ok.json", document([run("synchronous+recompute", 4, 1,
+                                                   num_recomputed_kernels=0, recompute_s=0)]))
+        read(path).check()
+
 
 if __name__ == "__main__":
     unittest.main()

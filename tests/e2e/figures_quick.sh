@@ -107,14 +107,17 @@ refused "$T/empty" "run experiments/"
 
 # 4. data measured one process a run (runs without a comparison id, as older drivers wrote them):
 # every plot script refuses it, naming the driver to rerun
-"$PYTHON" - "$T/data" "$T/old" <<'EOF'
+"$PYTHON" - "$T/data" "$T/old" "$ATM_ROOT/python" <<'EOF'
 import json, os, shutil, sys
 src, dst = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from autotm_results import registry
+folders = {e.folder for e in registry.EXPERIMENTS}  # every driver's results folder
 shutil.copytree(src, dst)
 for root, _, files in os.walk(dst):
     for name in files:
         path = os.path.join(root, name)
-        if not name.endswith(".json") or os.path.basename(root) not in ("cpu", "large", "gpu"):
+        if not name.endswith(".json") or os.path.basename(root) not in folders:
             continue
         doc = json.load(open(path))
         for run in doc.get("runs", []):
