@@ -852,35 +852,111 @@ static bool try_recompute(struct heur *h, int32_t i, uint8_t *save)
 	return false;
 }
 
-/* recompute_pass -- each recomputation that beats moving its tensor out and back (or holding
- * it slow) is taken, then the others' paths are improved into the room it frees; tensors a
- * recomputation depends on keep their places (their paths would change its price) */
+/* hold -- mark candidate i's tensor and its kernel's inputs as held: their places price it */
+static void hold(const struct model *m, int32_t i, bool *held)
+{
+	const atm_node *n = atm_graph_node(m->g, m->rc[i].k);
+	held[m->rc[i].t] = true;
+	for (int j = 0; j < n->n_in; j++)
+		held[n->in[j]] = true;
+}
+
+/* Room to undo a step of the recomputation pass: the placement before it. */
+struct undo {
+	uint8_t *st;
+	bool *pinned;
+};
+
+/* drop_held -- candidate i whose tensor is held fast across its gap with no move: dropped
+ * there, the room it frees given to the tensors live in the gap (each improved, in order),
+ * and kept when what they gain beats the kernel run again; else everything as it was */
+static bool drop_held(struct heur *h, int32_t i, const struct rank *order, int32_t n_order,
+                      const bool *held, struct undo *u)
+{
+	const struct model *m = h->m;
+	const struct rcand *c = &m->rc[i];
+	const struct tmodel *t = &m->t[c->t];
+	const uint8_t *st = h->s->st + t->ph_off;
+	if (h->s->pinned[c->t] || held[c->t])
+		return false;
+	for (int32_t ph = c->pd; ph <= c->pu; ph++)
+		if (st[ph] != ST_F)
+			return false;
+	memcpy(u->st, h->s->st, (size_t)m->n_phases);
+	memcpy(u->pinned, h->s->pinned, (size_t)m->n_tensors * sizeof *u->pinned);
+	h->s->rc[i] = 1;
+	refund(h, c, 1);
+	double gain = 0;
+	int32_t lo = SLOT_M(c->d), hi = SLOT_M(c->u - 1);
+	for (int32_t j = 0; j < n_order; j++) {
+		int32_t x = order[j].x;
+		const struct tmodel *o = &m->t[x];
+		if (held[x] || x == c->t || o->slot_hi < lo || o->slot_lo > hi)
+			continue;
+		double before = path_cost(h, x, -1);
+		if (improve(h, x, -1))
+			gain += before - path_cost(h, x, -1);
+	}
+	double again = opt_recompute_time(m, h->s, i);
+	if (isfinite(again) && gain > again + 1e-12 * (1 + again))
+		return true;
+	h->s->rc[i] = 0;
+	memcpy(h->s->st, u->st, (size_t)m->n_phases);
+	memcpy(h->s->pinned, u->pinned, (size_t)m->n_tensors * sizeof *u->pinned);
+	rebuild(h);
+	return false;
+}
+
+/* recompute_pass -- each recomputation that beats moving its tensor out and back is taken;
+ * then, in a share of the time left, one that frees room where its tensor is held fast, when
+ * the others gain more from that room than the kernel run again costs; then the others' paths
+ * are improved into the room freed. Tensors a recomputation depends on keep their places (their
+ * paths would change its price). The step never ends slower than it started: if it would, the
+ * placement-only plan is put back. */
 static void recompute_pass(struct heur *h, const struct rank *order, int32_t n_order,
                            double deadline)
 {
 	const struct model *m = h->m;
-	uint8_t *save = malloc((size_t)m->n_phases + 1);
+	struct undo first = {0}, step = {0};
 	bool *held = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *held);
-	if (!save || !held) {
-		free(save);
-		free(held);
-		return; /* the placement-only plan stands */
-	}
+	size_t np = (size_t)m->n_phases + 1, nt = (size_t)(m->n_tensors ? m->n_tensors : 1);
+	first.st = malloc(np);
+	step.st = malloc(np);
+	first.pinned = malloc(nt * sizeof *first.pinned);
+	step.pinned = malloc(nt * sizeof *step.pinned);
+	if (!held || !first.st || !step.st || !first.pinned || !step.pinned)
+		goto done; /* the placement-only plan stands */
+	double cost = opt_solution_cost(m, h->s);
+	memcpy(first.st, h->s->st, np - 1);
+	memcpy(first.pinned, h->s->pinned, nt * sizeof *first.pinned);
 	int32_t taken = 0;
 	for (int32_t i = 0; i < m->n_rc && !opt_past(m, deadline); i++)
-		if (try_recompute(h, i, save))
+		if (try_recompute(h, i, step.st)) {
+			hold(m, i, held);
 			taken++;
-	for (int32_t i = 0; taken && i < m->n_rc; i++) {
-		const atm_node *n = atm_graph_node(m->g, m->rc[i].k);
-		held[m->rc[i].t] |= h->s->rc[i];
-		for (int j = 0; h->s->rc[i] && j < n->n_in; j++)
-			held[n->in[j]] = true;
-	}
+		}
+	/* dropping a tensor held fast pays only through the others: a quarter of what is left */
+	double share = atm_now_s() + (deadline - atm_now_s()) / 4;
+	for (int32_t i = 0; i < m->n_rc && !opt_past(m, share < deadline ? share : deadline); i++)
+		if (!h->s->rc[i] && drop_held(h, i, order, n_order, held, &step)) {
+			hold(m, i, held);
+			taken++;
+		}
 	for (int32_t i = 0; taken && i < n_order && !opt_past(m, deadline); i++)
 		if (!held[order[i].x])
 			improve(h, order[i].x, -1);
-	free(save);
+	if (taken && !(opt_solution_cost(m, h->s) <= cost)) {
+		memset(h->s->rc, 0, (size_t)m->n_rc);
+		memcpy(h->s->st, first.st, np - 1);
+		memcpy(h->s->pinned, first.pinned, nt * sizeof *first.pinned);
+		rebuild(h);
+	}
+done:
 	free(held);
+	free(first.st);
+	free(step.st);
+	free(first.pinned);
+	free(step.pinned);
 }
 
 /* opt_heuristic -- start with every movable tensor slow (feasible when the fixed tensors fit),

@@ -12,6 +12,7 @@
 
 #include "atm_optimizer.h"
 #include "atm_zoo.h"
+#include "../optimizer/opt_internal.h"
 #include "optimizer/per_solver.h"
 #include "optimizer/synth.h"
 
@@ -119,6 +120,47 @@ static void test_recompute_cheap_op_is_recomputed(void **state)
 	atm_graph_destroy(g);
 }
 
+/* heuristic_cost -- the heuristic's plan of cheap_between, synchronous, with or without
+ * recomputation: its price, and how many recomputations it chose */
+static double heuristic_cost(const atm_graph *g, const atm_profile *prof, bool recompute,
+                             int *n_rc)
+{
+	atm_opt_options o = options(recompute);
+	struct model *m = NULL;
+	struct solution s = {0};
+	assert_int_equal(opt_model_new(&m, g, prof, ATM_OPT_SYNCHRONOUS, &o, 3 * MIB + 4096, NULL),
+	                 ATM_OK);
+	assert_int_equal(opt_solution_new(m, &s), ATM_OK);
+	assert_int_equal(opt_heuristic(m, &s, 5, false), ATM_OK);
+	double cost = opt_solution_cost(m, &s);
+	*n_rc = 0;
+	for (int32_t i = 0; i < m->n_rc; i++)
+		*n_rc += s.rc[i];
+	opt_solution_free(&s);
+	opt_model_destroy(m);
+	return cost;
+}
+
+/* test_recompute_heuristic -- the heuristic alone (what a time-limited solve returns) finds
+ * the recomputation too: y held fast across the chain is dropped, and x, no longer crowded
+ * out, stays fast */
+static void test_recompute_heuristic(void **state)
+{
+	(void)state;
+	atm_graph *g = cheap_between();
+	atm_profile *prof = NULL;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	int with_n, without_n;
+	double with = heuristic_cost(g, prof, true, &with_n);
+	double without = heuristic_cost(g, prof, false, &without_n);
+	assert_int_equal(without_n, 0);
+	if (with_n != 1 || !(with < without - 50e-6))
+		fail_msg("the heuristic with recomputation: %.6f s, %d recomputed; without %.6f s", with,
+		         with_n, without);
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
 /* test_recompute_never_slower -- the formulations nest: on the zoo's tiny CNN (whose
  * concatenation and convolution outputs are recomputed at this limit), at 1:1, a plan with recomputation is never predicted slower than the same formulation's
  * without (both solved to optimality; the first round's plans, before defragmentation tightens
@@ -184,6 +226,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recompute_cheap_op_is_recomputed),
+		cmocka_unit_test(test_recompute_heuristic),
 		cmocka_unit_test(test_recompute_never_slower),
 		cmocka_unit_test(test_recompute_baselines_refuse),
 	};
