@@ -665,7 +665,7 @@ static void recompute_rows(struct build *b, int32_t i)
 	const atm_node *kn = atm_graph_node(m->g, rc->k);
 	for (int j = 0; j < kn->n_in; j++) {
 		const struct tmodel *x = &m->t[kn->in[j]];
-		int32_t g = x->cls == TC_MOVABLE ? opt_recompute_async_gate(m, rc, x) : -1;
+		int32_t g = x->cls == TC_MOVABLE ? opt_recompute_async_gate(rc, x) : -1;
 		for (int e = 0; g >= 0 && e < N_EDGES; e++)
 			if ((x->gates[g].edges >> e & 1u) && EDGE_FROM(e) != EDGE_TO(e)) {
 				row_add(b, r, 1);

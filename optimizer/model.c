@@ -164,19 +164,6 @@ static void gate_costs(struct tmodel *t, double to_fast_bps, double to_slow_bps)
 	}
 }
 
-/* writes_over -- node n overwrites tensor x in place (SGD) or writes a persistent output */
-static bool writes_over(const atm_graph *g, const atm_node *n, int32_t x)
-{
-	if (atm_op_is_inplace(n->op) && n->n_in > 0 && n->in[0] == x)
-		return true;
-	if (!atm_tensor_is_persistent(atm_graph_tensor(g, x)))
-		return false;
-	for (int i = 0; i < n->n_out; i++)
-		if (n->out[i] == x)
-			return true;
-	return false;
-}
-
 /* build_chain -- gates and phases of a movable tensor touched by the nodes in touch[] */
 static atm_status build_chain(struct model *m, struct tmodel *t, const int32_t *touch, int32_t nt)
 {
@@ -188,10 +175,10 @@ static atm_status build_chain(struct model *m, struct tmodel *t, const int32_t *
 		gap_gates(&gb, m->f, -1, nt ? touch[0] : nn, nn, false, m->o.async_window);
 	for (int32_t i = 0; i + 1 < nt; i++)
 		gap_gates(&gb, m->f, touch[i], touch[i + 1], nn,
-		          writes_over(m->g, atm_graph_node(m->g, touch[i]), t->id), m->o.async_window);
+		          opt_writes_over(m->g, atm_graph_node(m->g, touch[i]), t->id), m->o.async_window);
 	if (t->persistent && nt)
 		gap_gates(&gb, m->f, touch[nt - 1], nn, nn,
-		          writes_over(m->g, atm_graph_node(m->g, touch[nt - 1]), t->id), m->o.async_window);
+		          opt_writes_over(m->g, atm_graph_node(m->g, touch[nt - 1]), t->id), m->o.async_window);
 	if (gb.failed) {
 		free(gb.g);
 		return atm_err(ATM_E_NOMEM, "out of memory building the model of '%s'",
@@ -213,15 +200,6 @@ static atm_status build_chain(struct model *m, struct tmodel *t, const int32_t *
 	t->ph_off = m->n_phases;
 	m->n_phases += gb.n;
 	return ATM_OK;
-}
-
-/* phase_at -- the phase of t covering slot s (a kernel slot of a node t uses) */
-static int32_t phase_at(const struct tmodel *t, int32_t s)
-{
-	for (int32_t i = 0; i < t->n_gates; i++)
-		if (t->ph_lo[i] <= s && s <= t->ph_hi[i])
-			return i;
-	return -1;
 }
 
 /* closed_time -- node k's time in config mask, never less than in a configuration with fewer
@@ -257,7 +235,7 @@ static void add_forced(struct model *m, struct nmodel *nm, int32_t x, int32_t k,
 	for (int j = 0; j < nm->n_forced; j++)
 		if (nm->forced[j].tensor == x)
 			return;
-	nm->forced[nm->n_forced++] = (struct forced){x, phase_at(&m->t[x], SLOT_K(k)), slow};
+	nm->forced[nm->n_forced++] = (struct forced){x, opt_phase_at(&m->t[x], SLOT_K(k)), slow};
 }
 
 /* build_floor -- the fast bytes no plan can avoid at each slot: the fixed ones, and on a GPU
@@ -397,7 +375,7 @@ static atm_status build_node(struct model *m, int32_t k)
 			for (int j = 0; j < un.n_members; j++)
 				dup |= un.members[j] == t->id;
 			if (t->cls == TC_MOVABLE && !dup) {
-				un.phase[un.n_members] = phase_at(t, SLOT_K(k));
+				un.phase[un.n_members] = opt_phase_at(t, SLOT_K(k));
 				un.members[un.n_members++] = t->id;
 			}
 		}

@@ -179,6 +179,12 @@ bool opt_present_in_gate(int edge);
  * needs (evictions before fetches, blocking before overlapped, at each node) */
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
 
+/* phases.c */
+/* opt_phase_at -- the phase of t covering slot s (-1: none) */
+int32_t opt_phase_at(const struct tmodel *t, int32_t s);
+/* opt_writes_over -- node n overwrites tensor x in place (SGD) or writes a persistent output */
+bool opt_writes_over(const atm_graph *g, const atm_node *n, int32_t x);
+
 /* recompute.c */
 /* opt_recompute_build -- the recomputations m may choose (none unless o.recompute), each
  * candidate a tensor's gap between two uses whose producer's inputs are all available at the
@@ -192,8 +198,7 @@ void opt_recompute_free(struct model *m);
 double opt_recompute_time(const struct model *m, const struct solution *s, int32_t i);
 /* opt_recompute_async_gate -- t's overlapped copy gate beside node u of c (-1: none), which
  * must take no move while c is chosen: the kernel run again would wait for it */
-int32_t opt_recompute_async_gate(const struct model *m, const struct rcand *c,
-                                 const struct tmodel *t);
+int32_t opt_recompute_async_gate(const struct rcand *c, const struct tmodel *t);
 /* opt_recompute_touches -- candidate i's choice depends on tensor x's places (x is its tensor
  * or one of its kernel's operands) */
 bool opt_recompute_touches(const struct model *m, int32_t i, int32_t x);

@@ -14,26 +14,12 @@
 
 #include "opt_internal.h"
 
-/* phase_of -- the phase of t covering slot s (-1: none) */
-static int32_t phase_of(const struct tmodel *t, int32_t s)
-{
-	for (int32_t i = 0; i < t->n_gates; i++)
-		if (t->ph_lo[i] <= s && s <= t->ph_hi[i])
-			return i;
-	return -1;
-}
-
 /* written_between -- persistent x is written (in place, or as an output) by a node in (k, u) */
 static bool written_between(const atm_graph *g, int32_t x, int32_t k, int32_t u)
 {
-	for (int32_t j = k + 1; j < u; j++) {
-		const atm_node *n = atm_graph_node(g, j);
-		if (atm_op_is_inplace(n->op) && n->n_in > 0 && n->in[0] == x)
+	for (int32_t j = k + 1; j < u; j++)
+		if (opt_writes_over(g, atm_graph_node(g, j), x))
 			return true;
-		for (int i = 0; i < n->n_out; i++)
-			if (n->out[i] == x)
-				return true;
-	}
 	return false;
 }
 
@@ -55,7 +41,7 @@ static int32_t at_u(const struct model *m, const struct rcand *c, int32_t x)
 {
 	if (x == c->t)
 		return -1;
-	int32_t ph = phase_of(&m->t[x], SLOT_K(c->u));
+	int32_t ph = opt_phase_at(&m->t[x], SLOT_K(c->u));
 	return ph >= 0 ? ph : -2;
 }
 
@@ -92,8 +78,8 @@ static bool add(struct model *m, int32_t *cap, int32_t t, int32_t k, int32_t d, 
 	const struct nmodel *nm = &m->n[k];
 	const struct tmodel *tm = &m->t[t];
 	struct rcand c = {.t = t, .k = k, .d = d, .u = u};
-	c.pd = phase_of(tm, SLOT_K(d));
-	c.pu = phase_of(tm, SLOT_K(u));
+	c.pd = opt_phase_at(tm, SLOT_K(d));
+	c.pu = opt_phase_at(tm, SLOT_K(u));
 	if (c.pd < 0 || c.pu < c.pd)
 		return true;
 	int32_t n_members = 0;
@@ -210,17 +196,15 @@ static bool copies_beside(const struct model *m, const struct solution *s, const
 		const struct tmodel *t = &m->t[n->in[j]];
 		if (t->cls != TC_MOVABLE || s->pinned[t->id])
 			continue;
-		int32_t g = opt_recompute_async_gate(m, c, t);
+		int32_t g = opt_recompute_async_gate(c, t);
 		if (g >= 0 && s->st[t->ph_off + g] != s->st[t->ph_off + g - 1])
 			return true;
 	}
 	return false;
 }
 
-int32_t opt_recompute_async_gate(const struct model *m, const struct rcand *c,
-                                 const struct tmodel *t)
+int32_t opt_recompute_async_gate(const struct rcand *c, const struct tmodel *t)
 {
-	(void)m;
 	for (int32_t g = 1; g < t->n_gates; g++)
 		if (t->gates[g].kind == G_ASYNC && t->gates[g].at == c->u)
 			return g;
