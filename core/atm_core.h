@@ -468,13 +468,22 @@ typedef struct {
 /* A recomputation: tensor's every copy is freed after node drop_after, and the tensor is
  * computed again, into fast memory, right before node `before` runs, by running the node that
  * produced it once more (in the configuration its inputs have there). Between the two it
- * takes no memory. Eligible tensors (atm_recompute_eligible): not persistent, the only output
- * of a node that is a forward op and writes nothing in place. At `before` every input of that
- * node must hold a copy: a persistent one not written since the node ran, or one still live
- * there (its last use at or after `before`) and not itself dropped. So a chain (an input that
- * was dropped too) is never recomputed: each recomputation is one kernel. No use of the
- * tensor and no move of it lies between drop_after and before; drop_after is at or after the
- * node that produced it; `before` is a use of it. */
+ * takes no memory. Eligible tensors (atm_recompute_eligible): not persistent, an output of a
+ * node that is a forward op and writes nothing in place; a node with several outputs (batch
+ * norm: y, mean, var; max pooling: y, argmax) writes the others into scratch, which counts in
+ * the recomputation's workspace, and they are discarded. No use of the tensor and no move of
+ * it lies between drop_after and before; drop_after is at or after the node that produced it.
+ *
+ * Either `before` reads the tensor, which is live there (its last use at or after `before`), or
+ * the recomputation is a *link*: the tensor's last use is before `before` (drop_after must be
+ * that last use, where it was freed, and a link drops nothing), and it is made again only so
+ * that other recomputations before the same node can read it; one of them must, and one link
+ * per tensor and node. The recomputations before a node run in the order of their producer
+ * nodes (so a link is made before those that read it), and a link is freed right after the
+ * last of them that reads it: it holds fast memory only among them, never while `before` runs.
+ * At `before` every input of the producer must hold a copy: a persistent one not written since
+ * the node ran, one still live there (its last use at or after `before`) and not itself dropped,
+ * or a link before the same node, made earlier (chains of any depth). */
 typedef struct {
 	int32_t tensor;
 	int32_t drop_after; /* node after which (after its moves) every copy is freed */
@@ -486,6 +495,9 @@ typedef struct {
 bool atm_recompute_eligible(const atm_graph *g, int32_t t, const char **why);
 /* atm_recompute_producer -- the node that makes t (-1: none, a persistent tensor) */
 int32_t atm_recompute_producer(const atm_graph *g, int32_t t);
+/* atm_recompute_is_link -- r makes its tensor again only for the recomputations before the same
+ * node: no node from r->before on uses the tensor */
+bool atm_recompute_is_link(const atm_graph *g, const atm_recompute *r);
 
 /* Most solves one plan records: the optimizer's defragmentation rounds. */
 #define ATM_PLAN_MAX_ROUNDS 16
@@ -556,10 +568,11 @@ typedef enum {
 	ATM_EV_MOVE_START, /* move starts copying tensor to loc (the destination is allocated) */
 	ATM_EV_MOVE_WAIT,  /* wait until move is done */
 	ATM_EV_FREE,       /* tensor's copy in loc is released */
-	ATM_EV_RECOMPUTE,  /* node runs again to make tensor (its only output) anew: recompute is
-	                    * the index of the plan's recomputation; its fast copy was allocated by
-	                    * the ALLOC before it; cfg gives its inputs' locations there, then the
-	                    * output's (fast) */
+	ATM_EV_RECOMPUTE,  /* node runs again to make tensor (one of its outputs) anew: recompute
+	                    * is the index of the plan's recomputation; its fast copy was allocated
+	                    * by the ALLOC before it; cfg gives its inputs' locations there, then its
+	                    * outputs' (all fast: the others are written into the workspace block,
+	                    * after the kernel's own workspace, and discarded) */
 } atm_event_kind;
 
 typedef struct {
@@ -573,7 +586,9 @@ typedef struct {
 	                 * workspace's */
 	const unsigned *cfg; /* KERNEL, RECOMPUTE: location of each input then each output */
 	int64_t workspace_bytes; /* KERNEL, RECOMPUTE: the plan's workspace of node, a block of the
-	                          * fast arena at offset live while the kernel runs (0: none) */
+	                          * fast arena at offset live while the kernel runs (0: none); a
+	                          * RECOMPUTE's block also holds the node's other outputs, each
+	                          * rounded up to ATM_ARENA_ALIGN, after the workspace rounded up */
 } atm_event;
 
 typedef struct atm_schedule atm_schedule;
@@ -604,7 +619,7 @@ typedef struct {
 	int32_t n_moves_to_fast, n_moves_to_slow, n_async_to_fast, n_async_to_slow;
 	int64_t bytes_to_fast, bytes_to_slow, bytes_async_to_fast, bytes_async_to_slow;
 	int64_t persistent_fast_bytes, persistent_slow_bytes; /* allocated once, before any step */
-	int32_t n_recomputes;     /* kernels run again to make a dropped tensor */
+	int32_t n_recomputes;     /* kernels run again to make a dropped tensor (links too) */
 	int64_t bytes_recomputed;
 } atm_schedule_stats;
 

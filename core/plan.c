@@ -189,8 +189,6 @@ bool atm_recompute_eligible(const atm_graph *g, int32_t t, const char **why)
 		no = "it may not live in fast memory, where a recomputation makes it";
 	else if ((k = atm_graph_producer(g, t)) < 0)
 		no = "no node produces it";
-	else if (atm_graph_node(g, k)->n_out != 1)
-		no = "its node makes more than one output";
 	else if (atm_op_is_inplace(atm_graph_node(g, k)->op))
 		no = "its node writes an input in place";
 	if (why)
@@ -202,6 +200,17 @@ int32_t atm_recompute_producer(const atm_graph *g, int32_t t)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
 	return x && !atm_tensor_is_persistent(x) ? atm_graph_producer(g, t) : -1;
+}
+
+bool atm_recompute_is_link(const atm_graph *g, const atm_recompute *r)
+{
+	for (int32_t k = r->before; k >= 0 && k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		for (int i = 0; i < n->n_in + n->n_out; i++)
+			if ((i < n->n_in ? n->in[i] : n->out[i - n->n_in]) == r->tensor)
+				return false;
+	}
+	return true;
 }
 
 atm_status atm_plan_add_recompute(atm_plan *p, const atm_recompute *r)

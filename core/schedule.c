@@ -32,7 +32,7 @@ struct atm_schedule {
 	int32_t n_setup, cap_setup;
 	unsigned *cfg; /* per node: n_in + n_out locations, at cfg_at[node] */
 	int64_t *cfg_at;
-	unsigned *rcfg; /* per recomputation: its node's n_in + 1 locations, at rcfg_at[i] */
+	unsigned *rcfg; /* per recomputation: its node's n_in + n_out locations, at rcfg_at[i] */
 	int64_t *rcfg_at;
 	int64_t *fast_at;
 	atm_schedule_stats stats;
@@ -120,10 +120,12 @@ struct walk {
 	int32_t n_flying;
 	int32_t *by_after; /* moves sorted by 'after' (stable) */
 	int32_t *after_at; /* first index in by_after of moves after node k (k + 1 indexes) */
-	/* recomputations bucketed by the node they are dropped after and the node they are made
-	 * again before, in plan order within a node: by_drop[drop_at[k] .. drop_at[k + 1]) */
+	/* recomputations bucketed by the node they are dropped after (in plan order within a
+	 * node: by_drop[drop_at[k] .. drop_at[k + 1])) and the node they are made again before (in
+	 * the order of their producers, plan order among equals) */
 	int32_t *by_drop, *drop_at, *by_before, *before_at;
 	int32_t *producer;   /* per recomputation: the node it runs again */
+	bool *link;          /* per recomputation: a link (made again only for the others there) */
 	int32_t *dropped_by; /* per tensor: the recomputation that dropped it, -1 while it is not */
 	int32_t *written_at; /* per tensor: the last node that wrote it this step (-1: none) */
 };
@@ -425,11 +427,17 @@ static atm_status check_recompute(struct walk *w, int32_t i)
 		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': it is dropped after node %d ('%s'), "
 		               "before node %d ('%s') produces it (drop_after must be %d or later)", i,
 		               x->name, d, node_name(g, d), pk, node_name(g, pk), pk);
-	if (last < b)
+	/* a tensor dead at b is made again there only as a link, for the other recomputations
+	 * before b, from where it was freed */
+	w->link[i] = last < b;
+	if (w->link[i] && d != last)
 		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': the tensor is not live at node %d "
-		               "('%s'); it lives from node %d to node %d", i, x->name, b, node_name(g, b),
-		               atm_liveness_first(w->lv, r->tensor), last);
-	if (!node_uses(g, b, r->tensor, true))
+		               "('%s') (it lives from node %d to node %d), so it is made again there only "
+		               "as a link, for the recomputations before node %d that read it; a link's "
+		               "drop_after must be %d, its last use, where it is freed (not %d)", i,
+		               x->name, b, node_name(g, b), atm_liveness_first(w->lv, r->tensor), last, b,
+		               last, d);
+	if (!w->link[i] && !node_uses(g, b, r->tensor, true))
 		return atm_err(ATM_E_INPUT, "recomputation %d of '%s': node %d ('%s') does not read it; "
 		               "'before' must be a node that does", i, x->name, b, node_name(g, b));
 	for (int32_t k = d + 1; k < b; k++)
@@ -446,7 +454,14 @@ static atm_status check_recompute(struct walk *w, int32_t i)
 	}
 	for (int32_t j = 0; j < i; j++) {
 		const atm_recompute *q = atm_plan_recompute(w->p, j);
-		if (q->tensor == r->tensor && q->drop_after < b && d < q->before)
+		if (q->tensor != r->tensor)
+			continue;
+		if (w->link[i] && w->link[j] && q->before == b)
+			return atm_err(ATM_E_INPUT, "recomputations %d and %d of '%s' are both links before "
+			               "node %d ('%s'): one makes it again for every recomputation there; "
+			               "remove the other", j, i, x->name, b, node_name(g, b));
+		/* a link drops nothing, so it overlaps no other recomputation of its tensor */
+		if (!w->link[i] && !w->link[j] && q->drop_after < b && d < q->before)
 			return atm_err(ATM_E_INPUT, "recomputations %d and %d of '%s' overlap: one drops it "
 			               "after node %d until before node %d, the other after node %d until "
 			               "before node %d", j, i, x->name, q->drop_after, q->before, d, b);
@@ -454,13 +469,44 @@ static atm_status check_recompute(struct walk *w, int32_t i)
 	return ATM_OK;
 }
 
+/* reads_before -- recomputation i's tensor is read by the producer of another recomputation
+ * before the same node */
+static bool reads_before(const struct walk *w, int32_t i)
+{
+	const atm_recompute *r = atm_plan_recompute(w->p, i);
+	for (int32_t j = 0; j < atm_plan_n_recomputes(w->p); j++)
+		if (j != i && atm_plan_recompute(w->p, j)->before == r->before &&
+		    node_uses(w->g, w->producer[j], r->tensor, true))
+			return true;
+	return false;
+}
+
+/* check_links -- every link feeds a recomputation before its node (once every producer is
+ * known) */
+static atm_status check_links(const struct walk *w)
+{
+	for (int32_t i = 0; i < atm_plan_n_recomputes(w->p); i++) {
+		const atm_recompute *r = atm_plan_recompute(w->p, i);
+		if (!w->link[i] || reads_before(w, i))
+			continue;
+		return atm_err(ATM_E_INPUT, "recomputation %d of '%s' is a link before node %d ('%s') "
+		               "(the tensor's last use is node %d), but nothing before node %d reads it; "
+		               "a tensor dead at a node is made again there only for the recomputations "
+		               "before it whose nodes read it", i, atm_graph_tensor(w->g, r->tensor)->name,
+		               r->before, node_name(w->g, r->before), r->drop_after, r->before);
+	}
+	return ATM_OK;
+}
+
 /* drop_copies -- the recomputations dropped after node k: every copy of each freed, once a
- * move of it in flight is done */
+ * move of it in flight is done (a link drops nothing: it was freed at its last use) */
 static atm_status drop_copies(struct walk *w, int32_t k)
 {
 	atm_status rc;
 	for (int32_t j = w->drop_at[k]; j < w->drop_at[k + 1]; j++) {
 		int32_t i = w->by_drop[j], t = atm_plan_recompute(w->p, i)->tensor;
+		if (w->link[i])
+			continue;
 		if ((rc = finish_move(w, t, k)) < 0)
 			return rc;
 		if (!w->ts[t].fast && !w->ts[t].slow)
@@ -494,26 +540,51 @@ static const char *unavailable(struct walk *w, int32_t i, int32_t u, int32_t k, 
 	}
 	if (w->ts[u].fast || w->ts[u].slow)
 		return NULL;
-	if (w->dropped_by[u] >= 0)
-		snprintf(buf, len, "recomputation %d dropped it after node %d; a recomputation's inputs "
-		         "are never recomputed with it", w->dropped_by[u],
-		         atm_plan_recompute(w->p, w->dropped_by[u])->drop_after);
-	else if (atm_liveness_last(w->lv, u) < k)
-		snprintf(buf, len, "its last use is node %d, and it is freed there",
-		         atm_liveness_last(w->lv, u));
-	else
+	if (w->dropped_by[u] >= 0) {
+		const atm_recompute *q = atm_plan_recompute(w->p, w->dropped_by[u]);
+		snprintf(buf, len, "recomputation %d dropped it after node %d until before node %d; an "
+		         "input is made again with a recomputation only by a link, for a tensor no longer "
+		         "live there", w->dropped_by[u], q->drop_after, q->before);
+	} else if (atm_liveness_last(w->lv, u) < k) {
+		snprintf(buf, len, "its last use is node %d, and it is freed there; a link (a "
+		         "recomputation of it dropped after node %d, before node %d) would make it again",
+		         atm_liveness_last(w->lv, u), atm_liveness_last(w->lv, u), k);
+	} else {
 		snprintf(buf, len, "it holds no copy there");
+	}
 	return buf;
 }
 
-/* remake -- the recomputations made again before node k, in plan order: each node's inputs
- * settled, its output allocated in fast memory, and the node run again */
+/* free_links -- after the recomputation at position j of node k's bucket: the links its node
+ * read that no later recomputation there reads are freed (after node k - 1, as it was made) */
+static atm_status free_links(struct walk *w, int32_t k, int32_t j)
+{
+	const atm_node *n = atm_graph_node(w->g, w->producer[w->by_before[j]]);
+	atm_status rc;
+	for (int a = 0; a < n->n_in; a++) {
+		int32_t u = n->in[a];
+		bool made = false, later = false;
+		for (int32_t l = w->before_at[k]; l < j && !made; l++)
+			made = w->link[w->by_before[l]] &&
+			       atm_plan_recompute(w->p, w->by_before[l])->tensor == u;
+		for (int32_t l = j + 1; made && l < w->before_at[k + 1] && !later; l++)
+			later = node_uses(w->g, w->producer[w->by_before[l]], u, true);
+		/* the fast test: a node that reads u twice frees it once */
+		if (made && !later && w->ts[u].fast && (rc = free_copy(w, u, ATM_LOC_FAST, k - 1)) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
+/* remake -- the recomputations made again before node k, in the order of their producers: each
+ * node's inputs settled, its output allocated in fast memory, its other outputs in scratch
+ * beside its workspace, the node run again, and the links it was the last to read freed */
 static atm_status remake(struct walk *w, int32_t k)
 {
 	const atm_graph *g = w->g;
 	atm_schedule_stats *st = &w->s->stats;
 	atm_status rc;
-	char why[160];
+	char why[256];
 	for (int32_t j = w->before_at[k]; j < w->before_at[k + 1]; j++) {
 		int32_t i = w->by_before[j], pk = w->producer[i];
 		int32_t t = atm_plan_recompute(w->p, i)->tensor;
@@ -534,29 +605,54 @@ static atm_status remake(struct walk *w, int32_t k)
 		w->dropped_by[t] = -1;
 		for (int a = 0; a < n->n_in; a++)
 			cfg[a] = w->ts[n->in[a]].fast ? ATM_LOC_FAST : ATM_LOC_SLOW;
-		cfg[n->n_in] = ATM_LOC_FAST;
-		/* the node's workspace, as its kernel takes it: a block of the arena while it runs */
-		int64_t ws = atm_plan_workspace(w->p, pk), ws_off = 0;
-		if (ws > 0) {
-			if (w->limit && w->fast_bytes + ws > w->limit)
+		/* the node's other outputs are written into scratch and discarded: aligned blocks
+		 * after its workspace, all of it a block of the arena while the kernel runs */
+		int64_t extra = 0;
+		for (int o = 0; o < n->n_out; o++) {
+			cfg[n->n_in + o] = ATM_LOC_FAST;
+			if (n->out[o] != t)
+				extra += atm_arena_align_up(atm_graph_tensor(g, n->out[o])->bytes);
+		}
+		int64_t ws = atm_plan_workspace(w->p, pk), block = ws + extra, ws_off = 0;
+		if (block > 0) {
+			char parts[96] = "";
+			if (extra)
+				snprintf(parts, sizeof parts, ": %lld of its kernel's, %lld of scratch for its "
+				         "other outputs", (long long)ws, (long long)extra);
+			if (w->limit && w->fast_bytes + block > w->limit)
 				return atm_err(ATM_E_INFEASIBLE, "recomputation %d of '%s' before node %d ('%s'): "
-				               "the workspace of node '%s' (%lld bytes) does not fit: fast memory "
-				               "would hold %lld bytes, over the limit of %lld", i, x->name, k,
-				               node_name(g, k), n->name, (long long)ws,
-				               (long long)(w->fast_bytes + ws), (long long)w->limit);
-			if ((ws_off = arena_take(&w->arena, ws)) < 0)
+				               "the workspace of node '%s' (%lld bytes%s) does not fit: fast "
+				               "memory would hold %lld bytes, over the limit of %lld", i, x->name,
+				               k, node_name(g, k), n->name, (long long)block, parts,
+				               (long long)(w->fast_bytes + block), (long long)w->limit);
+			if ((ws_off = arena_take(&w->arena, block)) < 0)
 				return atm_err(ATM_E_INTERNAL, "the workspace of node '%s' (%lld bytes) finds no "
-				               "room in an unbounded arena", n->name, (long long)ws);
+				               "room in an unbounded arena", n->name, (long long)block);
 		}
 		rc = push(w, (atm_event){.kind = ATM_EV_RECOMPUTE, .node = pk, .tensor = t, .move = -1,
 		                         .recompute = i, .loc = ATM_LOC_FAST, .offset = ws_off,
-		                         .cfg = NULL, .workspace_bytes = ws}, false);
-		if (rc < 0 || (ws > 0 && (rc = arena_give(&w->arena, ws_off, ws)) < 0))
+		                         .cfg = NULL, .workspace_bytes = block}, false);
+		if (rc < 0 || (block > 0 && (rc = arena_give(&w->arena, ws_off, block)) < 0))
 			return rc;
 		st->n_recomputes++;
 		st->bytes_recomputed += x->bytes;
+		if ((rc = free_links(w, k, j)) < 0)
+			return rc;
 	}
 	return ATM_OK;
+}
+
+/* sort_by_producer -- each node's recomputations in the order of their producers (the graph's
+ * order: a link before what reads it), stable */
+static void sort_by_producer(struct walk *w, int32_t nn)
+{
+	for (int32_t k = 0; k < nn; k++)
+		for (int32_t j = w->before_at[k] + 1; j < w->before_at[k + 1]; j++) {
+			int32_t i = w->by_before[j], l = j;
+			for (; l > w->before_at[k] && w->producer[w->by_before[l - 1]] > w->producer[i]; l--)
+				w->by_before[l] = w->by_before[l - 1];
+			w->by_before[l] = i;
+		}
 }
 
 /* prepare_recomputes -- the walk's tables for the plan's recomputations, each checked */
@@ -567,10 +663,11 @@ static atm_status prepare_recomputes(struct walk *w)
 	int64_t n_cfg = 0;
 	atm_status rc;
 	w->producer = malloc((size_t)(nr ? nr : 1) * sizeof *w->producer);
+	w->link = calloc((size_t)(nr ? nr : 1), sizeof *w->link);
 	w->dropped_by = malloc((size_t)(nt ? nt : 1) * sizeof *w->dropped_by);
 	w->written_at = malloc((size_t)(nt ? nt : 1) * sizeof *w->written_at);
 	w->s->rcfg_at = calloc((size_t)nr + 1, sizeof *w->s->rcfg_at);
-	if (!w->producer || !w->dropped_by || !w->written_at || !w->s->rcfg_at)
+	if (!w->producer || !w->link || !w->dropped_by || !w->written_at || !w->s->rcfg_at)
 		return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
 	for (int32_t t = 0; t < nt; t++)
 		w->dropped_by[t] = w->written_at[t] = -1;
@@ -578,14 +675,19 @@ static atm_status prepare_recomputes(struct walk *w)
 		if ((rc = check_recompute(w, i)) < 0)
 			return rc;
 		w->s->rcfg_at[i] = n_cfg;
-		n_cfg += atm_graph_node(w->g, w->producer[i])->n_in + 1;
+		n_cfg += atm_graph_node(w->g, w->producer[i])->n_in +
+		         atm_graph_node(w->g, w->producer[i])->n_out;
 	}
+	if ((rc = check_links(w)) < 0)
+		return rc;
 	w->s->rcfg = calloc((size_t)(n_cfg ? n_cfg : 1), sizeof *w->s->rcfg);
 	if (!w->s->rcfg)
 		return atm_err(ATM_E_NOMEM, "out of memory laying out the schedule");
-	if ((rc = bucket(w->p, nr, nn, true, &w->by_drop, &w->drop_at)) < 0)
+	if ((rc = bucket(w->p, nr, nn, true, &w->by_drop, &w->drop_at)) < 0 ||
+	    (rc = bucket(w->p, nr, nn, false, &w->by_before, &w->before_at)) < 0)
 		return rc;
-	return bucket(w->p, nr, nn, false, &w->by_before, &w->before_at);
+	sort_by_producer(w, nn);
+	return ATM_OK;
 }
 
 /* ---------------------------------------------------------------- layout by size */
@@ -874,6 +976,7 @@ fail:
 	free(w.by_before);
 	free(w.before_at);
 	free(w.producer);
+	free(w.link);
 	free(w.dropped_by);
 	free(w.written_at);
 	atm_liveness_destroy(w.lv);

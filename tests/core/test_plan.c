@@ -743,8 +743,8 @@ static void test_plan_recompute_refusals(void **state)
 	/* eligibility, and fields out of range, are refused when added */
 	assert_false(atm_recompute_eligible(sm->g, sm->x, &why));
 	assert_non_null(strstr(why, "only activations"));
-	assert_false(atm_recompute_eligible(sm->g, sm->probs, &why));
-	assert_non_null(strstr(why, "more than one output"));
+	assert_true(atm_recompute_eligible(sm->g, sm->probs, &why)); /* beside the loss */
+	assert_null(why);
 	assert_false(atm_recompute_eligible(sm->g, sm->dr, NULL));
 	assert_true(atm_recompute_eligible(sm->g, sm->r, &why));
 	assert_null(why);
@@ -752,9 +752,9 @@ static void test_plan_recompute_refusals(void **state)
 	assert_int_equal(atm_recompute_producer(sm->g, sm->w), -1);
 	assert_int_equal(atm_recompute_producer(sm->g, sm->probs), 2);
 	assert_int_equal(atm_plan_new(&p, sm->g), ATM_OK);
-	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->probs, 2, 3}), ATM_E_INPUT);
-	assert_non_null(strstr(atm_errmsg(), "recomputation 0: tensor 'probs' (activation) may not be "
-	                                     "recomputed: its node makes more than one output"));
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->dr, 3, 4}), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "recomputation 0: tensor 'dr' (grad) may not be "
+	                                     "recomputed: only activations"));
 	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){99, 2, 3}), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "tensor 99 does not exist (valid: 0 to 11)"));
 	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->r, -1, 4}), ATM_E_INPUT);
@@ -772,8 +772,10 @@ static void test_plan_recompute_refusals(void **state)
 	                       "recomputation 0 of 'c': it is dropped after node 1 ('rb'), before node "
 	                       "2 ('rc') produces it");
 	expect_recompute_error(g, 1, &(atm_recompute){2, 2, 4},
-	                       "recomputation 0 of 'b': the tensor is not live at node 4 ('add2'); it "
-	                       "lives from node 1 to node 3");
+	                       "recomputation 0 of 'b': the tensor is not live at node 4 ('add2') (it "
+	                       "lives from node 1 to node 3), so it is made again there only as a "
+	                       "link, for the recomputations before node 4 that read it; a link's "
+	                       "drop_after must be 3, its last use, where it is freed (not 2)");
 	expect_recompute_error(g, 1, &(atm_recompute){1, 1, 3},
 	                       "recomputation 0 of 'a': node 3 ('add1') does not read it");
 	expect_recompute_error(g, 1, &(atm_recompute){2, 1, 3},
@@ -813,6 +815,227 @@ static void test_plan_recompute_refusals(void **state)
 	                       "recomputation 0 of 'y': input 'w' of node 'fc' is not available before "
 	                       "node 5 ('relu2') (node 3 ('sgd.w') wrote it after node 0 ran)");
 	atm_graph_destroy(sg);
+	atm_graph_destroy(g);
+}
+
+/* bn_graph -- c = relu(x); y, mean, var = bn(c); r = relu(y); then s = relu(r); u = relu(s);
+ * v = add(r, u); w = add(c, v), where y's last use is relu (node 2): made again later, it is a
+ * link; or, late, z = add(y, r); z2 = add(c, z), where y lives to node 3. Every tensor is
+ * [1, 64] or [64]: 256 bytes. */
+static atm_graph *bn_graph(bool late)
+{
+	atm_graph *g = NULL;
+	int64_t d[2] = {1, 64}, ch = 64;
+	int32_t x, gm, bt, c, y, mean, var, r, id;
+	assert_int_equal(atm_graph_new(&g, late ? "bn-late" : "bn"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 2, d, ATM_KIND_INPUT, 3, &x), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "gamma", ATM_F32, 1, &ch, ATM_KIND_PARAM, 3, &gm), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "beta", ATM_F32, 1, &ch, ATM_KIND_PARAM, 3, &bt), 0);
+	const char *names[] = {"c", "y", "r", "s", "u", "v", "w"};
+	const char *late_names[] = {"c", "y", "r", "z", "z2"};
+	int32_t t[7];
+	for (int i = 0; i < (late ? 5 : 7); i++)
+		assert_int_equal(atm_graph_add_tensor(g, late ? late_names[i] : names[i], ATM_F32, 2, d,
+		                                      ATM_KIND_ACTIVATION, 3, &t[i]), 0);
+	c = t[0];
+	y = t[1];
+	r = t[2];
+	assert_int_equal(atm_graph_add_tensor(g, "mean", ATM_F32, 1, &ch, ATM_KIND_ACTIVATION, 3,
+	                                      &mean), 0);
+	assert_int_equal(atm_graph_add_tensor(g, "var", ATM_F32, 1, &ch, ATM_KIND_ACTIVATION, 3,
+	                                      &var), 0);
+	atm_attrs eps = {.epsilon = 1e-5f};
+	assert_int_equal(atm_graph_add_node(g, "pre", ATM_OP_RELU_FWD, NULL, 1, &x, 1, &c, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "bn", ATM_OP_BN_FWD, &eps, 3, (int32_t[]){c, gm, bt}, 3,
+	                                    (int32_t[]){y, mean, var}, &id), 0);
+	assert_int_equal(atm_graph_add_node(g, "relu", ATM_OP_RELU_FWD, NULL, 1, &y, 1, &r, &id), 0);
+	if (late) {
+		assert_int_equal(atm_graph_add_node(g, "add3", ATM_OP_ADD, NULL, 2, (int32_t[]){y, r}, 1,
+		                                    &t[3], &id), 0);
+		assert_int_equal(atm_graph_add_node(g, "add4", ATM_OP_ADD, NULL, 2, (int32_t[]){c, t[3]},
+		                                    1, &t[4], &id), 0);
+	} else {
+		assert_int_equal(atm_graph_add_node(g, "relu2", ATM_OP_RELU_FWD, NULL, 1, &r, 1, &t[3],
+		                                    &id), 0);
+		assert_int_equal(atm_graph_add_node(g, "relu3", ATM_OP_RELU_FWD, NULL, 1, &t[3], 1, &t[4],
+		                                    &id), 0);
+		assert_int_equal(atm_graph_add_node(g, "add1", ATM_OP_ADD, NULL, 2, (int32_t[]){r, t[4]},
+		                                    1, &t[5], &id), 0);
+		assert_int_equal(atm_graph_add_node(g, "add2", ATM_OP_ADD, NULL, 2, (int32_t[]){c, t[5]},
+		                                    1, &t[6], &id), 0);
+	}
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
+/* tensor_id -- g's tensor called name */
+static int32_t tensor_id(const atm_graph *g, const char *name)
+{
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (!strcmp(atm_graph_tensor(g, t)->name, name))
+			return t;
+	fail_msg("no tensor '%s'", name);
+	return -1;
+}
+
+/* test_plan_recompute_multi_output -- batch norm's y made again: mean and var are written into
+ * scratch, their bytes (each rounded up to the arena's alignment) added to the workspace block
+ * after the node's own workspace and counted against the limit; every output is fast */
+static void test_plan_recompute_multi_output(void **state)
+{
+	(void)state;
+	atm_graph *g = bn_graph(true);
+	int32_t y = tensor_id(g, "y");
+	atm_schedule *s = NULL;
+	assert_true(atm_recompute_eligible(g, y, NULL));
+	assert_true(atm_recompute_eligible(g, tensor_id(g, "mean"), NULL));
+	atm_plan *p = rc_plan(g, 1, &(atm_recompute){y, 2, 3});
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int32_t rec = find_event(s, 0, ATM_EV_RECOMPUTE, -1);
+	const atm_event *ev = atm_schedule_event(s, rec);
+	assert_int_equal(ev->node, 1);
+	assert_int_equal(ev->tensor, y);
+	assert_int_equal(ev->workspace_bytes, 512); /* mean and var */
+	assert_int_equal(ev->offset % ATM_ARENA_ALIGN, 0);
+	for (int i = 0; i < 6; i++) /* c, gamma, beta; y, mean, var */
+		assert_int_equal(ev->cfg[i], ATM_LOC_FAST);
+	assert_int_equal(rec + 2, kernel_event(s, 3)); /* z's ALLOC between */
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 1);
+	assert_int_equal(atm_schedule_stats_get(s)->bytes_recomputed, 256);
+	atm_schedule_destroy(s);
+
+	/* the node's own workspace first, the scratch after it */
+	assert_int_equal(atm_plan_set_workspace(p, 1, 100), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	ev = atm_schedule_event(s, find_event(s, 0, ATM_EV_RECOMPUTE, -1));
+	assert_int_equal(ev->workspace_bytes, 100 + 512);
+	atm_schedule_destroy(s);
+	assert_int_equal(atm_plan_set_workspace(p, 1, 0), ATM_OK);
+
+	/* before node 3: x, gamma, beta (768 persistent), c, r and y (768), and the scratch (512):
+	 * 2048, more than any node needs (bn: 768 and c, y, mean, var: 1792) */
+	atm_plan_info_of(p)->fast_limit_bytes = 2048;
+	if (atm_schedule_new(&s, p) < 0)
+		fail_msg("%s", atm_errmsg());
+	assert_int_equal(atm_schedule_stats_get(s)->fast_peak_bytes, 1792); /* copies, no scratch */
+	atm_schedule_destroy(s);
+	atm_plan_info_of(p)->fast_limit_bytes = 2047;
+	expect_schedule_error(p, ATM_E_INFEASIBLE,
+	                      "recomputation 0 of 'y' before node 3 ('add3'): the workspace of node "
+	                      "'bn' (512 bytes: 0 of its kernel's, 512 of scratch for its other "
+	                      "outputs) does not fit: fast memory would hold 2048 bytes, over the limit "
+	                      "of 2047");
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
+/* test_plan_recompute_chain -- r made again before add1 from y, dead there: a link makes y again
+ * first (from c, still live), whatever the plan's order, and is freed before add1 runs; and a
+ * chain four deep, v from u from s from r from y, all before add2 */
+static void test_plan_recompute_chain(void **state)
+{
+	(void)state;
+	atm_graph *g = bn_graph(false);
+	int32_t y = tensor_id(g, "y"), r = tensor_id(g, "r"), sv = tensor_id(g, "s");
+	int32_t u = tensor_id(g, "u"), v = tensor_id(g, "v");
+	atm_schedule *s = NULL;
+	atm_plan *p = rc_plan(g, 0, NULL);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int64_t at5 = atm_schedule_fast_bytes_at(s, 5);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	atm_recompute link = {y, 2, 5};
+	assert_true(atm_recompute_is_link(g, &link));
+	assert_false(atm_recompute_is_link(g, &(atm_recompute){r, 3, 5}));
+	p = rc_plan(g, 2, (atm_recompute[]){{r, 3, 5}, link});
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int32_t k4 = kernel_event(s, 4), k5 = kernel_event(s, 5);
+	int32_t ay = find_event(s, k4, ATM_EV_ALLOC, y), ry = find_event(s, k4, ATM_EV_RECOMPUTE, y);
+	int32_t ar = find_event(s, k4, ATM_EV_ALLOC, r), rr = find_event(s, k4, ATM_EV_RECOMPUTE, r);
+	int32_t fy = find_event(s, k4, ATM_EV_FREE, y);
+	/* y first (its producer comes first), then r, then y freed: all before add1's kernel */
+	assert_true(k4 < ay && ay + 1 == ry && ry < ar && ar + 1 == rr && rr + 1 == fy && fy < k5);
+	assert_int_equal(atm_schedule_event(s, ry)->recompute, 1);
+	assert_int_equal(atm_schedule_event(s, ry)->workspace_bytes, 512);
+	assert_int_equal(atm_schedule_event(s, rr)->recompute, 0);
+	assert_int_equal(atm_schedule_event(s, rr)->cfg[0], ATM_LOC_FAST);
+	assert_int_equal(atm_schedule_event(s, fy)->loc, ATM_LOC_FAST);
+	assert_int_equal(find_event(s, fy + 1, ATM_EV_FREE, y), -1);
+	/* a link drops nothing: y was freed after relu by liveness, once */
+	assert_int_equal(find_event(s, find_event(s, 0, ATM_EV_FREE, y) + 1, ATM_EV_FREE, y), fy);
+	assert_int_equal(atm_schedule_fast_bytes_at(s, 5), at5);
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 2);
+	assert_int_equal(atm_schedule_stats_get(s)->bytes_recomputed, 512);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	/* four links deep before add2, listed out of order: made in the graph's order, each freed
+	 * after the last that reads it (y after r, s after u, r and u after v) */
+	p = rc_plan(g, 5, (atm_recompute[]){{sv, 4, 6}, {v, 5, 6}, {y, 2, 6}, {u, 5, 6}, {r, 5, 6}});
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	int32_t k6 = kernel_event(s, 6), from = kernel_event(s, 5);
+	int32_t order[] = {y, r, sv, u, v}, at[5];
+	for (int i = 0; i < 5; i++) {
+		at[i] = find_event(s, from, ATM_EV_RECOMPUTE, order[i]);
+		assert_true(at[i] > from && at[i] < k6);
+		if (i)
+			assert_true(at[i] > at[i - 1]);
+	}
+	assert_true(find_event(s, at[1], ATM_EV_FREE, y) < at[2]);
+	assert_true(find_event(s, at[3], ATM_EV_FREE, sv) < at[4]);
+	assert_true(find_event(s, at[4], ATM_EV_FREE, r) < k6);
+	assert_true(find_event(s, at[4], ATM_EV_FREE, u) < k6);
+	assert_int_equal(find_event(s, at[2], ATM_EV_FREE, r), find_event(s, at[4], ATM_EV_FREE, r));
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 5);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+
+	/* a link's input must be available as any other's: c dropped until add2 is not */
+	int32_t c = tensor_id(g, "c");
+	expect_recompute_error(g, 3, (atm_recompute[]){{r, 3, 5}, {y, 2, 5}, {c, 1, 6}},
+	                       "recomputation 1 of 'y': input 'c' of node 'bn' is not available before "
+	                       "node 5 ('add1') (recomputation 2 dropped it after node 1 until before "
+	                       "node 6; an input is made again with a recomputation only by a link");
+	/* nor is r's input y without its link */
+	expect_recompute_error(g, 1, &(atm_recompute){r, 3, 5},
+	                       "recomputation 0 of 'r': input 'y' of node 'relu' is not available before "
+	                       "node 5 ('add1') (its last use is node 2, and it is freed there; a link "
+	                       "(a recomputation of it dropped after node 2, before node 5) would make "
+	                       "it again)");
+	atm_graph_destroy(g);
+}
+
+/* test_plan_recompute_link_refusals -- a link dropped anywhere but its last use, a link nothing
+ * before its node reads, and two links of one tensor before one node are each named */
+static void test_plan_recompute_link_refusals(void **state)
+{
+	(void)state;
+	atm_graph *g = bn_graph(false);
+	int32_t y = tensor_id(g, "y"), r = tensor_id(g, "r");
+	expect_recompute_error(g, 2, (atm_recompute[]){{r, 3, 5}, {y, 1, 5}},
+	                       "recomputation 1 of 'y': the tensor is not live at node 5 ('add1') (it "
+	                       "lives from node 1 to node 2), so it is made again there only as a link, "
+	                       "for the recomputations before node 5 that read it; a link's drop_after "
+	                       "must be 2, its last use, where it is freed (not 1)");
+	expect_recompute_error(g, 1, &(atm_recompute){y, 2, 5},
+	                       "recomputation 0 of 'y' is a link before node 5 ('add1') (the tensor's "
+	                       "last use is node 2), but nothing before node 5 reads it");
+	/* r made again before add2 reads nothing of it: its link is unread there */
+	expect_recompute_error(g, 2, (atm_recompute[]){{r, 3, 5}, {y, 2, 6}},
+	                       "recomputation 1 of 'y' is a link before node 6 ('add2') (the tensor's "
+	                       "last use is node 2), but nothing before node 6 reads it");
+	expect_recompute_error(g, 3, (atm_recompute[]){{y, 2, 5}, {r, 3, 5}, {y, 2, 5}},
+	                       "recomputations 0 and 2 of 'y' are both links before node 5 ('add1'): "
+	                       "one makes it again for every recomputation there; remove the other");
+	/* a link and a recomputation of the same tensor elsewhere do not overlap */
+	atm_plan *p = rc_plan(g, 3, (atm_recompute[]){{y, 1, 2}, {r, 3, 5}, {y, 2, 5}});
+	atm_schedule *s = NULL;
+	if (atm_schedule_new(&s, p) < 0)
+		fail_msg("%s", atm_errmsg());
+	assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, 3);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
 	atm_graph_destroy(g);
 }
 
@@ -963,6 +1186,9 @@ int main(void)
 		T(test_plan_json_allocation_failures),
 		cmocka_unit_test(test_plan_recompute_schedule),
 		T(test_plan_recompute_refusals),
+		cmocka_unit_test(test_plan_recompute_multi_output),
+		cmocka_unit_test(test_plan_recompute_chain),
+		cmocka_unit_test(test_plan_recompute_link_refusals),
 		T(test_plan_recompute_json),
 		cmocka_unit_test(test_plan_random_recomputes),
 		cmocka_unit_test(test_plan_recompute_allocation_failures),
