@@ -287,6 +287,21 @@ static atm_status walk_kernel(struct walk *w, const atm_event *ev, bool again)
 			               atm_plan_algo(w->p, ev->node), (long long)ws,
 			               (long long)ev->workspace_bytes);
 	}
+	/* a node run again writes its outputs but the remade one into scratch beside its
+	 * workspace, which holds fast memory while it runs */
+	int64_t scratch = 0;
+	for (int i = 0; again && i < atm_graph_node(w->g, ev->node)->n_out; i++) {
+		int32_t o = atm_graph_node(w->g, ev->node)->out[i];
+		if (o != ev->tensor)
+			scratch += atm_arena_align_up(atm_graph_tensor(w->g, o)->bytes);
+	}
+	if (scratch && ev->workspace_bytes < scratch)
+		return atm_err(ATM_E_INFEASIBLE, "plan check: recomputation %d runs node %d ('%s') "
+		               "again, whose other outputs take %lld bytes of scratch the plan does not "
+		               "reserve in the fast arena (%lld bytes)", ev->recompute, ev->node,
+		               atm_graph_node(w->g, ev->node)->name, (long long)scratch,
+		               (long long)ev->workspace_bytes);
+	ws += scratch;
 	if (ev->workspace_bytes > 0) {
 		int64_t end = ev->offset + atm_arena_align_up(ev->workspace_bytes);
 		if (w->limit && end > w->arena)

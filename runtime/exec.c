@@ -205,15 +205,31 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 			slow_written += atm_graph_tensor(e->g, t)->bytes;
 	}
 	/* a workspace the plan counts in the limit is the schedule's block of the fast arena,
-	 * held while the kernel runs; the others share the backend's scratch outside it */
-	void *ws = e->scratch;
+	 * held while the kernel runs; the others share the backend's scratch outside it. A node
+	 * run again writes its outputs but the one remade into that block too, after the
+	 * workspace, each rounded up to the arena's alignment, and they are discarded. */
+	void *ws = e->scratch, *block = NULL;
+	bool again = ev->kind == ATM_EV_RECOMPUTE;
+	int64_t own = again ? atm_plan_workspace(e->plan, ev->node) : ev->workspace_bytes;
+	int64_t extra = ev->workspace_bytes - own;
+	int64_t block_bytes = extra > 0 ? atm_arena_align_up(own) + extra : ev->workspace_bytes;
 	if (ev->workspace_bytes > 0 &&
-	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, ev->workspace_bytes, &ws)) < 0)
+	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, block_bytes, &block)) < 0)
 		return atm_err_prefix(rc, "the workspace of node '%s': ", n->name);
+	if (own > 0)
+		ws = block;
+	if (again && extra > 0) {
+		char *at = (char *)block + atm_arena_align_up(own);
+		for (int i = 0; i < n->n_out; i++)
+			if (n->out[i] != ev->tensor) {
+				e->out_ptrs[i] = at;
+				at += atm_arena_align_up(atm_graph_tensor(e->g, n->out[i])->bytes);
+			}
+	}
 	if ((rc = bi->mark(e->b, mark)) == ATM_OK)
 		rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, ws);
 	if (ev->workspace_bytes > 0) {
-		atm_status fr = bi->free(e->b, ATM_LOC_FAST, ws);
+		atm_status fr = bi->free(e->b, ATM_LOC_FAST, block);
 		if (rc == ATM_OK)
 			rc = fr;
 	}
@@ -235,7 +251,8 @@ static atm_status do_kernel(atm_exec *e, const atm_event *ev)
 }
 
 /* do_recompute -- the node that made ev's tensor runs again, with the same kernel, on its
- * inputs where the schedule found them and into the fast copy just allocated; timed in its
+ * inputs where the schedule found them and into the fast copy just allocated (its other
+ * outputs into the workspace block, discarded); timed in its
  * own marks (after the nodes'), so that the node's own kernel time stays its first run's */
 static atm_status do_recompute(atm_exec *e, const atm_event *ev)
 {

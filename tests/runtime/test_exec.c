@@ -302,6 +302,77 @@ static void test_exec_recompute_all_is_bitwise(void **state)
 	atm_graph_destroy(g);
 }
 
+/* named -- g's tensor called name */
+static int32_t named(const atm_graph *g, const char *name)
+{
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (!strcmp(atm_graph_tensor(g, t)->name, name))
+			return t;
+	fail_msg("%s has no tensor '%s'", atm_graph_name(g), name);
+	return -1;
+}
+
+/* recompute_plan -- base (all-fast or all-slow) with n recomputations, each given by its tensor's
+ * name, drop_after and before */
+static atm_plan *recompute_plan(const atm_graph *g, unsigned base, int n, const char *const *names,
+                                const int32_t (*at)[2])
+{
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, base), ATM_OK);
+	for (int i = 0; i < n; i++) {
+		atm_recompute r = {named(g, names[i]), at[i][0], at[i][1]};
+		if (atm_plan_add_recompute(p, &r) < 0)
+			fail_msg("%s: %s", names[i], atm_errmsg());
+	}
+	return p;
+}
+
+/* test_exec_recompute_chains_and_multi_output_are_bitwise -- tiny_cnn (batch 4) with outputs of
+ * batch norm and max pooling made again (their other outputs, live ones among them, written
+ * into scratch), and relu outputs made again through links (bn2.y for relu2.y; res.add.y and
+ * res.bn.y, two deep, for res.relu.y), from fast and from slow memory: all-fast's losses and
+ * weights bit for bit, within the arena the schedule lays out */
+static void test_exec_recompute_chains_and_multi_output_are_bitwise(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *fast = NULL;
+	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
+	struct exec_run ref = run_plan(fast, 3, NULL);
+	/* pool2.y (argmax live beside it), res.bn.y, bn2.mean (y and var in scratch) */
+	static const char *const multi[] = {"pool2.y", "res.bn.y", "bn2.mean"};
+	static const int32_t multi_at[][2] = {{8, 43}, {7, 8}, {3, 47}};
+	/* relu2.y before relu2.bwd from bn2.y, and res.relu.y before a.conv.bwd_weights from
+	 * res.add.y from res.bn.y, listed after what reads them */
+	static const char *const chain[] = {"relu2.y", "bn2.y", "res.relu.y", "res.add.y", "res.bn.y"};
+	static const int32_t chain_at[][2] = {{5, 46}, {4, 46}, {12, 35}, {9, 35}, {8, 35}};
+	for (int k = 0; k < 4; k++) {
+		unsigned base = k % 2 ? ATM_LOC_SLOW : ATM_LOC_FAST;
+		bool is_chain = k >= 2;
+		int n = is_chain ? 5 : 3;
+		atm_plan *p = recompute_plan(g, base, n, is_chain ? chain : multi,
+		                             is_chain ? chain_at : multi_at);
+		atm_schedule *s = NULL;
+		if (atm_schedule_new(&s, p) < 0)
+			fail_msg("%s: %s", is_chain ? "chains" : "multi-output", atm_errmsg());
+		assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, n);
+		if (base == ATM_LOC_FAST)
+			atm_plan_info_of(p)->fast_limit_bytes = atm_schedule_stats_get(s)->fast_arena_bytes;
+		atm_schedule_destroy(s);
+		char what[96];
+		snprintf(what, sizeof what, "%s, %s recomputed", base == ATM_LOC_FAST ? "all-fast" : "all-slow",
+		         is_chain ? "relu outputs through links" : "multi-output producers' outputs");
+		struct exec_run got = run_plan(p, 3, NULL);
+		expect_same_run(&ref, &got, what);
+		assert_int_equal(got.r.n_recomputes, n);
+		if (base == ATM_LOC_FAST)
+			assert_true(got.r.fast_high_water_bytes <= atm_plan_info_get(p)->fast_limit_bytes);
+		atm_plan_destroy(p);
+	}
+	atm_plan_destroy(fast);
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_exec_stops_when_interrupted),
 		cmocka_unit_test(test_exec_steps_in_turns_match_a_run),
 		cmocka_unit_test(test_exec_recompute_all_is_bitwise),
+		cmocka_unit_test(test_exec_recompute_chains_and_multi_output_are_bitwise),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
