@@ -273,6 +273,68 @@ static void test_check_grouped_apart(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_check_prices_links_and_multi_output -- a recomputation through a link (r made again
+ * from y, made again from x, w, b) and one of a node with two outputs (probs, the loss into
+ * scratch) are each priced at their node's time in the configuration the schedule gives, its
+ * inputs where they are and every output fast, and the step's time is all-fast's plus theirs */
+static void test_check_prices_links_and_multi_output(void **state)
+{
+	struct fix *f = *state;
+	const struct small *sm = &f->s;
+	static const uint32_t all_fast = 0;
+	for (int k = 0; k < 3; k++) {
+		atm_plan *p = NULL;
+		atm_schedule *s = NULL;
+		atm_opt_check_result c;
+		assert_int_equal(atm_plan_uniform(&p, sm->g, ATM_LOC_FAST), ATM_OK);
+		double again = 0;
+		int n = 0;
+		if (k < 2) {
+			assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->r, 2, 4}), ATM_OK);
+			assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->y, 1, 4}), ATM_OK);
+			again = synth_time(sm->g, 0, all_fast) + synth_time(sm->g, 1, all_fast);
+			n = 2;
+		}
+		if (k == 1) /* x read from slow memory when fc runs again, as it is the first time */
+			assert_int_equal(atm_plan_set_location(p, sm->x, ATM_LOC_SLOW), ATM_OK);
+		if (k == 2) {
+			assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){sm->probs, 2, 3}),
+			                 ATM_OK);
+			again = synth_time(sm->g, 2, all_fast);
+			n = 1;
+		}
+		assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+		double base = all_fast_s(sm->g);
+		if (k == 1) {
+			/* the step without the recomputations, x slow; fc run again reads it there too */
+			atm_plan *q = NULL;
+			assert_int_equal(atm_plan_uniform(&q, sm->g, ATM_LOC_FAST), ATM_OK);
+			assert_int_equal(atm_plan_set_location(q, sm->x, ATM_LOC_SLOW), ATM_OK);
+			assert_int_equal(atm_opt_check(q, f->prof, NULL, &c), ATM_OK);
+			base = c.predicted_s;
+			atm_plan_destroy(q);
+			const atm_event *ev = NULL;
+			for (int32_t i = 0; !ev && i < atm_schedule_n_events(s); i++)
+				if (atm_schedule_event(s, i)->kind == ATM_EV_RECOMPUTE &&
+				    atm_schedule_event(s, i)->node == 0)
+					ev = atm_schedule_event(s, i);
+			assert_non_null(ev);
+			uint32_t config = 0;
+			assert_int_equal(atm_node_config_of(sm->g, 0, ev->cfg, &config), ATM_OK);
+			assert_true(config != all_fast);
+			again += synth_time(sm->g, 0, config) - synth_time(sm->g, 0, all_fast);
+		}
+		atm_plan_info_of(p)->fast_limit_bytes = atm_schedule_stats_get(s)->fast_arena_bytes;
+		atm_schedule_destroy(s);
+		if (atm_opt_check(p, f->prof, NULL, &c) < 0)
+			fail_msg("plan %d: %s", k, atm_errmsg());
+		assert_int_equal(c.n_recomputes, n);
+		expect_close(c.recompute_s, again);
+		expect_close(c.predicted_s, base + again);
+		atm_plan_destroy(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_check_slow_never_faster),
 		cmocka_unit_test(test_check_missing_profile),
 		cmocka_unit_test(test_check_grouped_apart),
+		cmocka_unit_test(test_check_prices_links_and_multi_output),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
