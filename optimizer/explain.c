@@ -150,9 +150,17 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 			                    &t0) == ATM_OK)
 				ms(t, tt, sizeof tt);
 			const atm_recompute *r = atm_plan_recompute(p, ev->recompute);
-			fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; "
-			        "dropped after node %d\n", "", x->name, mib(x->bytes, a, sizeof a), ev->node,
-			        atm_graph_node(g, ev->node)->name, tt, r->drop_after);
+			/* a link was freed at its last use and feeds only the recomputations after it */
+			if (atm_recompute_is_link(g, r))
+				fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; a "
+				        "link, freed after node %d, made again for the recomputations before "
+				        "node %d that read it\n", "", x->name, mib(x->bytes, a, sizeof a),
+				        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after,
+				        r->before);
+			else
+				fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; "
+				        "dropped after node %d\n", "", x->name, mib(x->bytes, a, sizeof a),
+				        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after);
 			n_again++;
 			again_s += t > 0 ? t : 0;
 			break;

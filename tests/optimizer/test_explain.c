@@ -127,6 +127,29 @@ static void test_explain_moves(void **state)
 	atm_plan_destroy(p);
 }
 
+/* test_explain_link -- a link's line says it feeds the recomputations before its node; the
+ * recomputation that reads it keeps the usual line */
+static void test_explain_link(void **state)
+{
+	struct fx *f = *state;
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_uniform(&p, f->sm.g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){f->sm.r, 2, 4}), ATM_OK);
+	assert_int_equal(atm_plan_add_recompute(p, &(atm_recompute){f->sm.y, 1, 4}), ATM_OK);
+	char *t = explain(p, f->prof, ATM_OK);
+	const char *y = strstr(t, "<> recompute 'y' ("), *r = strstr(t, "<> recompute 'r' (");
+	if (!y || !r || y > r)
+		fail_msg("y's line, then r's, expected in:\n%s", t);
+	assert_non_null(strstr(y, "by running node 0 ('fc') again: "));
+	assert_non_null(strstr(y, "; a link, freed after node 1, made again for the recomputations "
+	                          "before node 4 that read it\n"));
+	assert_non_null(strstr(r, "by running node 1 ('relu') again: "));
+	assert_non_null(strstr(r, "; dropped after node 2\n"));
+	assert_non_null(strstr(t, "2 tensor(s) recomputed"));
+	free(t);
+	atm_plan_destroy(p);
+}
+
 /* test_explain_missing_profile -- a kernel the profile lacks is the checker's ATM_E_NOTFOUND,
  * naming it, and nothing is printed */
 static void test_explain_missing_profile(void **state)
@@ -152,6 +175,7 @@ int main(void)
 		T(test_explain_all_fast),
 		T(test_explain_all_slow),
 		T(test_explain_moves),
+		T(test_explain_link),
 		T(test_explain_missing_profile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
