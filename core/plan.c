@@ -328,53 +328,100 @@ static bool written_between(const atm_graph *g, int32_t u, int32_t from, int32_t
 	return false;
 }
 
-/* random_recompute_ok -- r (of tensor r->tensor made by node pk) keeps the schedule's rules
- * beside the n recomputations chosen already (pks their nodes), judged before any move is
- * chosen: every input of pk holds an unchanged copy at r->before, no input of theirs is
- * dropped by r when they remake, and one recomputation per tensor */
-static bool random_recompute_ok(const atm_graph *g, const atm_liveness *lv,
-                                const atm_recompute *rs, const int32_t *pks, int32_t n,
-                                const atm_recompute *r, int32_t pk)
+/* Recomputations a random plan has chosen (the plan's, then those of the candidate being
+ * tried, pending), with their nodes and whether each is a link. */
+struct rchoice {
+	const atm_graph *g;
+	const atm_liveness *lv;
+	const int32_t *pk;  /* per tensor: the first node that writes it */
+	uint64_t *rs;       /* the recomputations' generator */
+	atm_recompute *all;
+	int32_t *pks;
+	bool *link;
+	int32_t n_all;
+};
+
+/* Links a chain goes down at most: a recomputation's input made again from its input's, ... */
+#define RANDOM_CHAIN_DEPTH 3
+
+/* random_clash -- r (made by node pk; a link or not) breaks a rule beside the recomputations
+ * chosen: one recomputation per tensor, and no input of one dropped by another (a link drops
+ * nothing) while it is made again */
+static bool random_clash(const struct rchoice *c, const atm_recompute *r, int32_t pk, bool link)
 {
-	const atm_node *pn = atm_graph_node(g, pk);
+	const atm_node *pn = atm_graph_node(c->g, pk);
+	for (int32_t i = 0; i < c->n_all; i++) {
+		const atm_recompute *q = &c->all[i];
+		if (q->tensor == r->tensor)
+			return true;
+		const atm_node *qn = atm_graph_node(c->g, c->pks[i]);
+		for (int a = 0; !c->link[i] && a < pn->n_in; a++) /* r's input dropped by q */
+			if (pn->in[a] == q->tensor && q->drop_after < r->before && r->before <= q->before)
+				return true;
+		for (int a = 0; !link && a < qn->n_in; a++) /* q's input dropped by r */
+			if (qn->in[a] == r->tensor && r->drop_after < q->before && q->before <= r->before)
+				return true;
+	}
+	return false;
+}
+
+/* random_choose -- r (made by node pk) joins the pending recomputations */
+static void random_choose(struct rchoice *c, const atm_recompute *r, int32_t pk, bool link)
+{
+	c->all[c->n_all] = *r;
+	c->pks[c->n_all] = pk;
+	c->link[c->n_all++] = link;
+}
+
+/* random_inputs -- every input of node pk holds a copy fit to read before node b: a persistent
+ * one not written since pk ran, one live at b, or one dead there made again by a link before b
+ * (chosen already, or chosen now, half the time, when the rules allow, its own inputs likewise
+ * down to RANDOM_CHAIN_DEPTH links) */
+static bool random_inputs(struct rchoice *c, int32_t pk, int32_t b, int depth)
+{
+	const atm_node *pn = atm_graph_node(c->g, pk);
 	for (int a = 0; a < pn->n_in; a++) {
 		int32_t u = pn->in[a];
-		if (atm_tensor_is_persistent(atm_graph_tensor(g, u))) {
-			if (written_between(g, u, pk, r->before))
+		if (atm_tensor_is_persistent(atm_graph_tensor(c->g, u))) {
+			if (written_between(c->g, u, pk, b))
 				return false;
-		} else if (atm_liveness_last(lv, u) < r->before) {
-			return false;
+			continue;
 		}
-	}
-	for (int32_t i = 0; i < n; i++) {
-		const atm_recompute *q = &rs[i];
-		if (q->tensor == r->tensor)
+		if (atm_liveness_last(c->lv, u) >= b)
+			continue;
+		bool have = false;
+		for (int32_t i = 0; i < c->n_all && !have; i++)
+			have = c->link[i] && c->all[i].tensor == u && c->all[i].before == b;
+		if (have)
+			continue;
+		atm_recompute l = {.tensor = u, .drop_after = atm_liveness_last(c->lv, u), .before = b};
+		if (depth >= RANDOM_CHAIN_DEPTH || !atm_recompute_eligible(c->g, u, NULL) ||
+		    c->pk[u] < 0 || rand_below(c->rs, 2) || random_clash(c, &l, c->pk[u], true))
 			return false;
-		const atm_node *qn = atm_graph_node(g, pks[i]);
-		for (int a = 0; a < pn->n_in; a++) /* r's input dropped by q when r remakes */
-			if (pn->in[a] == q->tensor && q->drop_after < r->before && r->before <= q->before)
-				return false;
-		for (int a = 0; a < qn->n_in; a++) /* q's input dropped by r when q remakes */
-			if (qn->in[a] == r->tensor && r->drop_after < q->before && q->before <= r->before)
-				return false;
+		random_choose(c, &l, c->pk[u], true);
+		if (!random_inputs(c, c->pk[u], b, depth + 1))
+			return false;
 	}
 	return true;
 }
 
 /* random_recomputes -- about one eligible tensor in three dropped after one of its uses (or
- * after its node) and made again before its next use, where the rules allow; drawn from a
- * generator of their own, so that the rest of a seed's plan stays what it was before
- * recomputations existed, but for the moves the drops leave out */
+ * after its node) and made again before its next use, where the rules allow: its node's inputs
+ * dead there made again too, by links, half the time; drawn from a generator of their own, so
+ * that the rest of a seed's plan stays what it was before recomputations existed, but for the
+ * moves the drops leave out */
 static atm_status random_recomputes(atm_plan *p, const atm_liveness *lv, uint64_t seed)
 {
 	const atm_graph *g = p->g;
 	int32_t nt = atm_graph_n_tensors(g), nn = atm_graph_n_nodes(g);
 	uint64_t rs = seed ^ 0x5ec0a7e5d15c0badull;
 	atm_status rc = ATM_OK;
-	int32_t *pk = malloc((size_t)(nt ? nt : 1) * sizeof *pk);
+	size_t cap = (size_t)(nt ? nt : 1);
+	int32_t *pk = malloc(cap * sizeof *pk);
 	int32_t *uses = malloc((size_t)(nn + 1) * sizeof *uses);
-	int32_t *pks = malloc((size_t)(nt ? nt : 1) * sizeof *pks);
-	if (!pk || !uses || !pks) {
+	struct rchoice c = {.g = g, .lv = lv, .pk = pk, .rs = &rs, .all = malloc(cap * sizeof *c.all),
+	                    .pks = malloc(cap * sizeof *c.pks), .link = malloc(cap * sizeof *c.link)};
+	if (!pk || !uses || !c.all || !c.pks || !c.link) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory making a random plan");
 		goto done;
 	}
@@ -401,16 +448,24 @@ static atm_status random_recomputes(atm_plan *p, const atm_liveness *lv, uint64_
 		}
 		if (n_uses < 2)
 			continue;
-		int32_t at = (int32_t)rand_below(&rs, (uint32_t)(n_uses - 1));
+		int32_t at = (int32_t)rand_below(&rs, (uint32_t)(n_uses - 1)), chosen = c.n_all;
 		atm_recompute r = {.tensor = t, .drop_after = uses[at], .before = uses[at + 1]};
-		if (!random_recompute_ok(g, lv, p->recs, pks, p->n_recs, &r, pk[t]))
+		if (random_clash(&c, &r, pk[t], false))
 			continue;
-		pks[p->n_recs] = pk[t];
-		if ((rc = atm_plan_add_recompute(p, &r)) < 0)
-			goto done;
+		random_choose(&c, &r, pk[t], false);
+		/* at most one recomputation per tensor: the pending ones fit in the arrays */
+		if (!random_inputs(&c, pk[t], r.before, 0)) {
+			c.n_all = chosen;
+			continue;
+		}
+		for (int32_t i = chosen; i < c.n_all; i++)
+			if ((rc = atm_plan_add_recompute(p, &c.all[i])) < 0)
+				goto done;
 	}
 done:
-	free(pks);
+	free(c.link);
+	free(c.pks);
+	free(c.all);
 	free(uses);
 	free(pk);
 	return rc;
@@ -469,8 +524,9 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 			}
 			if (atm_op_is_inplace(n->op) && st[n->in[0]].fast)
 				st[n->in[0]].slow = false;
-			for (int32_t i = 0; i < p->n_recs; i++) /* made again before node k, in fast */
-				if (p->recs[i].before == k)
+			/* made again before node k, in fast (a link is freed again before it runs) */
+			for (int32_t i = 0; i < p->n_recs; i++)
+				if (p->recs[i].before == k && atm_liveness_last(lv, p->recs[i].tensor) >= k)
 					st[p->recs[i].tensor] = (struct rstate){.fast = true};
 		}
 		/* up to two moves after each node but the last, on tensors live past it */

@@ -1114,14 +1114,14 @@ static void test_plan_recompute_json(void **state)
 	atm_plan_destroy(p);
 }
 
-/* test_plan_random_recomputes -- random plans recompute some tensors, each plan valid and the
- * same for its seed */
+/* test_plan_random_recomputes -- random plans recompute some tensors, some through links, each
+ * plan valid and the same for its seed */
 static void test_plan_random_recomputes(void **state)
 {
 	(void)state;
 	atm_graph *g = rc_graph();
-	int with = 0;
-	for (uint64_t seed = 1; seed <= 40; seed++) {
+	int with = 0, links = 0;
+	for (uint64_t seed = 1; seed <= 200; seed++) {
 		atm_plan *p = NULL, *q = NULL;
 		atm_schedule *s = NULL;
 		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
@@ -1129,6 +1129,8 @@ static void test_plan_random_recomputes(void **state)
 			fail_msg("seed %llu: %s", (unsigned long long)seed, atm_errmsg());
 		assert_int_equal(atm_schedule_stats_get(s)->n_recomputes, atm_plan_n_recomputes(p));
 		with += atm_plan_n_recomputes(p) > 0;
+		for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++)
+			links += atm_recompute_is_link(g, atm_plan_recompute(p, i));
 		atm_schedule_destroy(s);
 		assert_int_equal(atm_plan_random(&q, g, seed), ATM_OK);
 		assert_int_equal(atm_plan_n_recomputes(q), atm_plan_n_recomputes(p));
@@ -1138,7 +1140,8 @@ static void test_plan_random_recomputes(void **state)
 		atm_plan_destroy(p);
 		atm_plan_destroy(q);
 	}
-	assert_true(with >= 10);
+	assert_true(with >= 50);
+	assert_true(links >= 5);
 	atm_graph_destroy(g);
 }
 

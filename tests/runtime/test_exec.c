@@ -43,10 +43,27 @@ static void placements_agree(const char *model)
 	atm_graph_destroy(g);
 }
 
+/* test_exec_placements_agree_tiny_cnn -- and its random plans made tensors again through links
+ * and ran nodes with several outputs again */
 static void test_exec_placements_agree_tiny_cnn(void **state)
 {
 	(void)state;
 	placements_agree("tiny_cnn");
+	atm_graph *g = build("tiny_cnn");
+	int links = 0, multi = 0;
+	for (uint64_t seed = 1; seed <= 5; seed++) { /* expect_placements_agree's seeds */
+		atm_plan *p = NULL;
+		assert_int_equal(atm_plan_random(&p, g, seed), ATM_OK);
+		for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++) {
+			const atm_recompute *r = atm_plan_recompute(p, i);
+			links += atm_recompute_is_link(g, r);
+			multi += atm_graph_node(g, atm_recompute_producer(g, r->tensor))->n_out > 1;
+		}
+		atm_plan_destroy(p);
+	}
+	assert_true(links > 0);
+	assert_true(multi > 0);
+	atm_graph_destroy(g);
 }
 
 static void test_exec_placements_agree_tiny_mlp(void **state)
