@@ -557,8 +557,9 @@ int64_t atm_plan_workspace(const atm_plan *p, int32_t node);
 /* atm_plan_uniform -- every tensor in loc (all-fast or all-slow; fast-only tensors stay fast) */
 atm_status atm_plan_uniform(atm_plan **p, const atm_graph *g, unsigned loc);
 /* atm_plan_random -- a valid random plan with synchronous and asynchronous moves and
- * recomputations (about one eligible tensor in three, where the rules allow), to stress the
- * move and recomputation machinery; the same seed gives the same plan */
+ * recomputations (about one eligible tensor in three, where the rules allow; half the time
+ * with links, up to three deep, for its node's inputs dead there), to stress the move and
+ * recomputation machinery; the same seed gives the same plan */
 atm_status atm_plan_random(atm_plan **p, const atm_graph *g, uint64_t seed);
 
 /* Events of a step in the order the executor performs them. */
