@@ -815,6 +815,7 @@ static void refund(struct heur *h, const struct rcand *c, int sign)
 {
 	for (int32_t sl = SLOT_M(c->d); sl <= SLOT_M(c->u - 1); sl++)
 		h->used[sl] -= sign * h->m->t[c->t].abytes;
+	h->used[SLOT_K(c->u)] += sign * c->scratch;
 }
 
 /* try_recompute -- candidate i instead of what its tensor does across the gap now, when that
@@ -852,13 +853,12 @@ static bool try_recompute(struct heur *h, int32_t i, uint8_t *save)
 	return false;
 }
 
-/* hold -- mark candidate i's tensor and its kernel's inputs as held: their places price it */
+/* hold -- mark candidate i's tensor and its kernels' operands as held: their places price it */
 static void hold(const struct model *m, int32_t i, bool *held)
 {
-	const atm_node *n = atm_graph_node(m->g, m->rc[i].k);
 	held[m->rc[i].t] = true;
-	for (int j = 0; j < n->n_in; j++)
-		held[n->in[j]] = true;
+	for (int32_t j = 0; j < m->rc[i].n_ops; j++)
+		held[m->rc[i].ops[j]] = true;
 }
 
 /* Room to undo a step of the recomputation pass: the placement before it. */

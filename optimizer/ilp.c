@@ -647,8 +647,10 @@ static void recompute_rows(struct build *b, int32_t i)
 	const struct rcand *rc = &m->rc[i];
 	const struct tmodel *t = &m->t[rc->t];
 	const struct nmodel *nm = &m->n[rc->k];
-	bool priced_alone = nm->n_algo > 1 || m->o.device_only || !nm->n_free || b->c->sep[rc->k];
-	double base = nm->n_algo > 1 || m->o.device_only ? rc->max_algo_s : nm->time[0];
+	bool priced_alone = rc->n_links || nm->n_algo > 1 || m->o.device_only || !nm->n_free ||
+	                    b->c->sep[rc->k];
+	double base = rc->n_links ? rc->chain_s
+	              : nm->n_algo > 1 || m->o.device_only ? rc->max_algo_s : nm->time[0];
 	int32_t r = b->c->r[i] = add_col(b, true, 0, 1, priced_alone ? base * US : 0);
 	if (r < 0)
 		return;
@@ -661,10 +663,13 @@ static void recompute_rows(struct build *b, int32_t i)
 		row_flush(b, 0, INFINITY);
 	}
 	presence(b, t, r, SLOT_M(rc->d), SLOT_M(rc->u - 1), -1);
+	if (rc->scratch) {
+		delta_add(b, SLOT_K(rc->u), r, (double)rc->scratch * KIB);
+		delta_add(b, SLOT_K(rc->u) + 1, r, -(double)rc->scratch * KIB);
+	}
 	/* no operand's overlapped copy starts beside u: each move there excludes r */
-	const atm_node *kn = atm_graph_node(m->g, rc->k);
-	for (int j = 0; j < kn->n_in; j++) {
-		const struct tmodel *x = &m->t[kn->in[j]];
+	for (int32_t j = 0; j < rc->n_ops; j++) {
+		const struct tmodel *x = &m->t[rc->ops[j]];
 		int32_t g = x->cls == TC_MOVABLE ? opt_recompute_async_gate(rc, x) : -1;
 		for (int e = 0; g >= 0 && e < N_EDGES; e++)
 			if ((x->gates[g].edges >> e & 1u) && EDGE_FROM(e) != EDGE_TO(e)) {
@@ -673,6 +678,14 @@ static void recompute_rows(struct build *b, int32_t i)
 				row_flush(b, -INFINITY, 1);
 			}
 	}
+	/* a chain's movable operands are fast at u: r + slow <= 1 */
+	for (int32_t j = 0; j < rc->n_roots; j++) {
+		row_add(b, r, 1);
+		rc_slow(b, &b->r, rc->root[j], rc->root_ph[j], 1);
+		row_flush(b, -INFINITY, 1);
+	}
+	if (rc->n_links)
+		return; /* priced all fast: chain_s */
 	/* places the kernel's groups force: r + slow <= 1 (fast) or r - slow <= 0 (slow) */
 	for (int j = 0; j < nm->n_forced; j++) {
 		if (rc->fph[j] < 0 || m->t[nm->forced[j].tensor].cls != TC_MOVABLE)
@@ -783,6 +796,10 @@ static void mark_kept(const struct model *m, struct cols *c)
 	for (int32_t i = 0; i < m->n_rc; i++) {
 		const struct rcand *rc = &m->rc[i];
 		const struct nmodel *nm = &m->n[rc->k];
+		for (int32_t j = 0; j < rc->n_roots; j++)
+			c->kept[m->t[rc->root[j]].ph_off + rc->root_ph[j]] = 1;
+		if (rc->n_links)
+			continue;
 		for (int u = 0, n = 0; u < nm->n_free; u++)
 			for (int j = 0; j < nm->units[u].n_members; j++, n++)
 				if (rc->uph[n] >= 0)

@@ -802,14 +802,42 @@ void opt_solution_bytes(const struct model *m, const struct solution *s, int64_t
 				bytes[sl] += t->abytes;
 		}
 	}
-	/* a dropped tensor takes nothing from after its use to before it is made again */
+	/* a dropped tensor takes nothing from after its use to before it is made again; its links
+	 * and scratch outputs are counted while u runs */
 	for (int32_t i = 0; i < m->n_rc; i++)
-		if (s->rc[i])
+		if (s->rc[i]) {
 			for (int32_t sl = SLOT_M(m->rc[i].d); sl <= SLOT_M(m->rc[i].u - 1); sl++)
 				bytes[sl] -= m->t[m->rc[i].t].abytes;
+			bytes[SLOT_K(m->rc[i].u)] += m->rc[i].scratch;
+		}
 }
 
 /* ---------------------------------------------------------------- plans */
+
+/* add_recompute -- chosen candidate i into p: its links first (each once before a node: a
+ * link another chosen candidate at the same node has is made for both), then its tensor */
+static atm_status add_recompute(const struct model *m, const struct solution *s, int32_t i,
+                                atm_plan *p)
+{
+	const struct rcand *c = &m->rc[i];
+	atm_status rc = ATM_OK;
+	for (int l = 0; l < c->n_links && rc == ATM_OK; l++) {
+		bool made = false;
+		for (int32_t j = 0; j < i && !made; j++)
+			if (s->rc[j] && m->rc[j].u == c->u)
+				for (int q = 0; q < m->rc[j].n_links; q++)
+					made |= m->rc[j].links[q] == c->links[l];
+		if (!made)
+			rc = atm_plan_add_recompute(p, &(atm_recompute){
+			                                   .tensor = c->links[l],
+			                                   .drop_after = m->t[c->links[l]].last,
+			                                   .before = c->u});
+	}
+	if (rc < 0)
+		return rc;
+	return atm_plan_add_recompute(p, &(atm_recompute){.tensor = c->t, .drop_after = c->d,
+	                                                  .before = c->u});
+}
 
 /* A move waiting to be added, in the order the schedule must see them. */
 struct pmove {
@@ -888,9 +916,7 @@ atm_status opt_solution_to_plan(const struct model *m, const struct solution *s,
 		rc = atm_plan_add_move(p, &mv[i].mv);
 	for (int32_t i = 0; i < m->n_rc && rc == ATM_OK; i++)
 		if (s->rc[i])
-			rc = atm_plan_add_recompute(p, &(atm_recompute){.tensor = m->rc[i].t,
-			                                                .drop_after = m->rc[i].d,
-			                                                .before = m->rc[i].u});
+			rc = add_recompute(m, s, i, p);
 	free(mv);
 	return rc;
 }

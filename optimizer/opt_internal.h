@@ -92,13 +92,28 @@ struct nmodel {
 /* A recomputation the model may choose (recompute.c): movable tensor t, made by node k, is
  * dropped after its use at node d and made again before its next use u, where k runs once more
  * in the configuration its operands have at K(u). */
+#define RC_MAX_LINKS 2     /* a chain runs at most this many kernels before the tensor's own */
+
 struct rcand {
 	int32_t t, k, d, u;
 	int32_t pd, pu;         /* t's phases at K(d) and at K(u) */
-	int32_t *uph;           /* per member of k's units, in order: its phase at K(u) (-1: t) */
+	/* a chain: tensors dead at u made again first (their producers' order), for k to read */
+	int n_links;
+	int32_t links[RC_MAX_LINKS];
+	/* priced by configuration (no links): */
+	int32_t *uph;           /* per member of k's units, in order: its phase at K(u) (-1: made
+	                         * again, fast: t or another output of k) */
 	int32_t *fph;           /* per forced place of k: the tensor's phase at K(u) (-1: fixed) */
 	int t_unit;             /* k's unit holding t (-1: none) */
 	double max_algo_s;      /* device_only: the slowest of k's algorithms, which it is priced at */
+	int32_t n_ops;
+	int32_t *ops;           /* the operands its kernels read that they do not make */
+	/* a chain (links): every kernel priced all fast, so its movable operands must be fast */
+	int32_t n_roots;
+	int32_t *root, *root_ph;  /* the movable ones among ops, and their phases at K(u) */
+	double chain_s;         /* the chain's kernels, each all fast (device_only: slowest algorithm) */
+	int64_t scratch;        /* fast bytes beside the tensor at K(u): its links and its kernels'
+	                         * other outputs, beyond the bytes of u's outputs (not yet made) */
 };
 
 struct model {
@@ -124,6 +139,9 @@ struct model {
 	int32_t n_excl;         /* pairs of them that exclude each other: one drops an input the
 	                         * other's kernel reads */
 	int32_t (*excl)[2];
+	int32_t *excl_at;       /* by candidate: its partners are excl_with[excl_at[i] ..
+	                         * excl_at[i + 1]) */
+	int32_t *excl_with;
 };
 
 /* opt_overlapped -- a kernel of time kt beside asynchronous copies of time x: the longer of
@@ -200,7 +218,7 @@ double opt_recompute_time(const struct model *m, const struct solution *s, int32
  * must take no move while c is chosen: the kernel run again would wait for it */
 int32_t opt_recompute_async_gate(const struct rcand *c, const struct tmodel *t);
 /* opt_recompute_touches -- candidate i's choice depends on tensor x's places (x is its tensor
- * or one of its kernel's operands) */
+ * or an operand its kernels read that they do not make) */
 bool opt_recompute_touches(const struct model *m, int32_t i, int32_t x);
 
 /* heuristic.c */

@@ -61,6 +61,33 @@ static atm_graph *cheap_between(void)
 	return g;
 }
 
+/* chain_between -- cheap_between with y two kernels from x: m = relu(x) is dead once y is made,
+ * and x may live in fast memory only. Under a limit of three tensors (x among them) y cannot
+ * stay fast through r1 and r2; made again before its second use it needs m made again first,
+ * a chain of two relus (about 214 us) against two copies (786 us) or slow reads */
+static atm_graph *chain_between(void)
+{
+	atm_graph *g = NULL;
+	int64_t d[] = {256, 1024};
+	int32_t x, id, t[7];
+	assert_int_equal(atm_graph_new(&g, "chain_between"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 2, d, ATM_KIND_INPUT, ATM_LOC_FAST, &x),
+	                 ATM_OK);
+	const char *names[] = {"m", "y", "a", "b", "c", "e"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(atm_graph_add_tensor(g, names[i], ATM_F32, 2, d, ATM_KIND_ACTIVATION,
+		                                      ATM_LOC_ANY, &t[i]), ATM_OK);
+	/* make_m: x -> m, make_y: m -> y, use_y: y -> a, r1: a -> b, r2: b -> c, use_y_again: y -> e */
+	const int32_t from[] = {x, t[0], t[1], t[2], t[3], t[1]}, to[] = {t[0], t[1], t[2], t[3], t[4],
+	                                                                    t[5]};
+	const char *nodes[] = {"make_m", "make_y", "use_y", "r1", "r2", "use_y_again"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(atm_graph_add_node(g, nodes[i], ATM_OP_RELU_FWD, NULL, 1, &from[i], 1,
+		                                    &to[i], &id), ATM_OK);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	return g;
+}
+
 /* checked -- a plan of f, scheduled and checked: the checker's price is the model's (for the
  * asynchronous formulation at most the model's: a copy started before a recomputation runs
  * beside it too, which the model does not count) */
@@ -110,6 +137,41 @@ static void test_recompute_cheap_op_is_recomputed(void **state)
 		assert_true(a.recompute_s > 0);
 		assert_int_equal(atm_plan_n_recomputes(q), 0);
 		/* one relu again (about 107 us) against the best placement's slow read (210 us more) */
+		if (!(a.predicted_s < b.predicted_s - 50e-6))
+			fail_msg("%s: %.6f s with recomputation, %.6f s without", atm_opt_formulation_name(f),
+			         a.predicted_s, b.predicted_s);
+		atm_plan_destroy(p);
+		atm_plan_destroy(q);
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
+/* test_recompute_chain -- every ILP formulation makes y again through a link for m (made first,
+ * from x, before the same node) and beats placement alone; the checker prices both kernels */
+static void test_recompute_chain(void **state)
+{
+	(void)state;
+	atm_graph *g = chain_between();
+	atm_profile *prof = NULL;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	int64_t limit = 3 * MIB + 4096;
+	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		atm_opt_options with = options(true), without = options(false);
+		atm_opt_check_result a, b;
+		atm_plan *p = checked(g, prof, limit, (atm_opt_formulation)f, &with, &a, NULL);
+		atm_plan *q = checked(g, prof, limit, (atm_opt_formulation)f, &without, &b, NULL);
+		if (atm_plan_n_recomputes(p) != 2)
+			fail_msg("%s: %d recomputations, expected m's and y's", atm_opt_formulation_name(f),
+			         atm_plan_n_recomputes(p));
+		const atm_recompute *link = atm_plan_recompute(p, 0), *r = atm_plan_recompute(p, 1);
+		assert_string_equal(atm_graph_tensor(g, link->tensor)->name, "m");
+		assert_int_equal(link->drop_after, 1);
+		assert_int_equal(link->before, 5);
+		assert_string_equal(atm_graph_tensor(g, r->tensor)->name, "y");
+		assert_int_equal(r->drop_after, 2);
+		assert_int_equal(r->before, 5);
+		assert_int_equal(a.n_recomputes, 2);
 		if (!(a.predicted_s < b.predicted_s - 50e-6))
 			fail_msg("%s: %.6f s with recomputation, %.6f s without", atm_opt_formulation_name(f),
 			         a.predicted_s, b.predicted_s);
@@ -226,6 +288,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recompute_cheap_op_is_recomputed),
+		cmocka_unit_test(test_recompute_chain),
 		cmocka_unit_test(test_recompute_heuristic),
 		cmocka_unit_test(test_recompute_never_slower),
 		cmocka_unit_test(test_recompute_baselines_refuse),
