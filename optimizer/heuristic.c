@@ -38,6 +38,7 @@ struct heur {
 	bool strict;          /* while priced: limits still hold (the GPU's feasible start) */
 	double *pre;       /* prefix sums of the prices, n_slots + 1 */
 	double eps;        /* polishing: a token cost per move, so ties go to fewer moves */
+	uint8_t *must;     /* by phase: the states the chosen recomputations allow (0: any) */
 };
 
 /* node_cost -- node k's seconds (kernel against its copies) with group ux slow or not; the
@@ -306,7 +307,8 @@ static bool improve(struct heur *h, int32_t x, int32_t force_node)
 		for (uint8_t y = 0; y < N_ST; y++) {
 			double *b = &h->best[i * N_ST + y];
 			*b = INFINITY;
-			if (!(t->ph_states[i] >> y & 1u) || (IS_FAST(y) && t->abytes > h->res_ph[i]))
+			if (!(t->ph_states[i] >> y & 1u) || (IS_FAST(y) && t->abytes > h->res_ph[i]) ||
+			    (h->must && h->must[t->ph_off + i] && !(h->must[t->ph_off + i] >> y & 1u)))
 				continue;
 			double pc = -1;
 			for (uint8_t a = 0; a < N_ST; a++) {
@@ -735,6 +737,7 @@ static void heur_close(struct heur *h)
 	free(h->tstart);
 	free(h->tt);
 	free(h->pre);
+	free(h->must);
 }
 
 /* opt_polish -- drop moves that buy nothing: each tensor in turn takes, among its paths that
@@ -959,6 +962,193 @@ done:
 	free(step.pinned);
 }
 
+/* search -- from a feasible start (warm: a repaired placement), Lagrangian pricing (cold
+ * starts only), then each tensor its cheapest path in turn, most promising first, in rounds
+ * until nothing improves or the deadline */
+static atm_status search(struct heur *h, struct rank *order, int32_t n_order, bool warm,
+                         double budget_s, double deadline)
+{
+	const struct model *m = h->m;
+	struct solution *s = h->s;
+	atm_status rc;
+	if (!warm && m->o.device_only) {
+		/* on a GPU all slow does not fit, so an over-full priced round may be past repair:
+		 * then the feasible start stands */
+		uint8_t *st = malloc((size_t)(m->n_phases ? m->n_phases : 1));
+		bool *pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *pin);
+		if (!st || !pin) {
+			free(st);
+			free(pin);
+			return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		}
+		memcpy(st, s->st, (size_t)m->n_phases);
+		memcpy(pin, s->pinned, (size_t)m->n_tensors * sizeof *pin);
+		rc = priced(h, atm_now_s() + budget_s / 2, order, n_order);
+		if (rc >= 0 && repair(h) < 0) {
+			atm_err_clear();
+			memcpy(s->st, st, (size_t)m->n_phases);
+			memcpy(s->pinned, pin, (size_t)m->n_tensors * sizeof *pin);
+			rebuild(h);
+		}
+		free(st);
+		free(pin);
+		if (rc < 0)
+			return rc;
+	} else if (!warm) {
+		if ((rc = priced(h, atm_now_s() + budget_s / 2, order, n_order)) < 0 ||
+		    (rc = repair(h)) < 0)
+			return rc;
+	}
+	double cost = opt_solution_cost(m, s);
+	for (int round = 0; round < 8; round++) {
+		for (int32_t i = 0; i < n_order && !opt_past(m, deadline); i++)
+			improve(h, order[i].x, -1);
+		if ((rc = group_flips(h, deadline)) < 0)
+			return rc;
+		double now = opt_solution_cost(m, s);
+		if (!(now < cost - 1e-9 * cost) || opt_past(m, deadline))
+			break;
+		cost = now;
+	}
+	return ATM_OK;
+}
+
+/* set_must -- the states the recomputations chosen in s leave their tensors and operands: each
+ * dropped tensor fast with no valid slow copy from d to u, and each operand its kernels read
+ * fast before u where the kernels are priced so (on a GPU, and every chain), on both sides of
+ * an overlapped copy gate spanning u */
+static void set_must(struct heur *h)
+{
+	const struct model *m = h->m;
+	const uint8_t fast = 1u << ST_F | 1u << ST_B;
+	memset(h->must, 0, (size_t)m->n_phases);
+	for (int32_t i = 0; i < m->n_rc; i++) {
+		const struct rcand *c = &m->rc[i];
+		if (!h->s->rc[i])
+			continue;
+		for (int32_t ph = c->pd; ph <= c->pu; ph++)
+			h->must[m->t[c->t].ph_off + ph] = 1u << ST_F;
+		if (!c->n_links && !m->o.device_only)
+			continue;
+		for (int32_t j = 0; j < c->n_ops; j++) {
+			const struct tmodel *x = &m->t[c->ops[j]];
+			int32_t ph = x->cls == TC_MOVABLE ? opt_recompute_phase_u(x, c->u) : -1;
+			int32_t g = ph >= 0 ? opt_recompute_async_gate(c, x) : -1;
+			for (int32_t p = g > 0 ? g - 1 : ph; p >= 0 && p <= ph; p++) {
+				uint8_t *w = &h->must[x->ph_off + p];
+				*w = *w ? *w & fast : fast;
+			}
+		}
+	}
+}
+
+/* choose_first -- into s, the recomputations that cost less than moving their tensor out and
+ * back at its cheapest copies, the largest saving first, none excluding one chosen before */
+static atm_status choose_first(struct heur *h)
+{
+	const struct model *m = h->m;
+	struct rank *by = malloc((size_t)(m->n_rc ? m->n_rc : 1) * sizeof *by);
+	int32_t n = 0;
+	if (!by)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	for (int32_t i = 0; i < m->n_rc; i++) {
+		const struct tmodel *t = &m->t[m->rc[i].t];
+		double out = INFINITY, back = INFINITY, again = opt_recompute_again_s(m, i);
+		for (int32_t g = 1; g < t->n_gates; g++) {
+			if (t->gates[g].edges >> EDGE(ST_F, ST_S) & 1u)
+				out = fmin(out, t->gates[g].cost[EDGE(ST_F, ST_S)]);
+			if (t->gates[g].edges >> EDGE(ST_S, ST_F) & 1u)
+				back = fmin(back, t->gates[g].cost[EDGE(ST_S, ST_F)]);
+		}
+		if (again >= 0 && again < out + back)
+			by[n++] = (struct rank){i, out + back - again};
+	}
+	qsort(by, (size_t)n, sizeof *by, rank_cmp);
+	memset(h->s->rc, 0, (size_t)m->n_rc);
+	for (int32_t j = 0; j < n; j++) {
+		int32_t i = by[j].x;
+		bool free_of = true;
+		for (int32_t e = m->excl_at[i]; e < m->excl_at[i + 1] && free_of; e++)
+			free_of = !h->s->rc[m->excl_with[e]];
+		h->s->rc[i] = free_of;
+	}
+	free(by);
+	return ATM_OK;
+}
+
+/* recompute_first -- the placement searched again with recomputations chosen first (those
+ * cheaper than a round trip of their tensor), kept only when the step comes out faster than
+ * the plan in s: what placing first and recomputing after cannot find where the room a
+ * recomputation frees is what lets the others stay fast (a GPU whose link is slow beside its
+ * kernels). Chosen recomputations the search could not honour are given up, and the placement
+ * repaired around them. */
+static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_order,
+                                  double budget_s, double deadline)
+{
+	const struct model *m = h->m;
+	struct solution *s = h->s, keep = {0};
+	atm_status rc;
+	if (opt_past(m, deadline))
+		return ATM_OK;
+	if ((rc = opt_solution_new(m, &keep)) < 0)
+		return rc;
+	double before = opt_solution_cost(m, s);
+	memcpy(keep.st, s->st, (size_t)m->n_phases);
+	memcpy(keep.pinned, s->pinned, (size_t)m->n_tensors * sizeof *keep.pinned);
+	memcpy(keep.algo, s->algo, (size_t)m->n_nodes);
+	memcpy(keep.rc, s->rc, (size_t)m->n_rc);
+	if (!(h->must = calloc((size_t)m->n_phases + 1, 1))) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+		goto done;
+	}
+	opt_solution_all_slow(m, s);
+	if ((rc = choose_first(h)) < 0)
+		goto done;
+	set_must(h);
+	rebuild(h);
+	/* the tensors the choices constrain take their paths first */
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (s->rc[i]) {
+			improve(h, m->rc[i].t, -1);
+			for (int32_t j = 0; j < m->rc[i].n_ops; j++)
+				if (m->t[m->rc[i].ops[j]].cls == TC_MOVABLE)
+					improve(h, m->rc[i].ops[j], -1);
+		}
+	if (start_feasible(h) < 0 ||
+	    search(h, order, n_order, false, budget_s, deadline) < 0) {
+		atm_err_clear();
+		goto restore;
+	}
+	bool dropped = false;
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (s->rc[i] && !isfinite(opt_recompute_time(m, s, i))) {
+			s->rc[i] = 0;
+			dropped = true;
+		}
+	if (dropped) {
+		set_must(h);
+		rebuild(h);
+		if (repair(h) < 0) {
+			atm_err_clear();
+			goto restore;
+		}
+	}
+	if (opt_solution_cost(m, s) < before)
+		goto done;
+restore:
+	memcpy(s->st, keep.st, (size_t)m->n_phases);
+	memcpy(s->pinned, keep.pinned, (size_t)m->n_tensors * sizeof *keep.pinned);
+	memcpy(s->algo, keep.algo, (size_t)m->n_nodes);
+	memcpy(s->rc, keep.rc, (size_t)m->n_rc);
+	rc = ATM_OK;
+done:
+	free(h->must);
+	h->must = NULL;
+	rebuild(h);
+	opt_solution_free(&keep);
+	return rc;
+}
+
 /* opt_heuristic -- start with every movable tensor slow (feasible when the fixed tensors fit),
  * or with warm from s as it is (a placement for a looser limit, repaired first), then give each tensor in turn its cheapest path through its gates given all the others, most
  * promising first, in rounds until nothing improves or the budget is spent. Each step can only
@@ -1012,48 +1202,14 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 		order[n_order++] = (struct rank){x, gain / (double)(m->t[x].bytes + 1)};
 	}
 	qsort(order, (size_t)n_order, sizeof *order, rank_cmp);
-	if (!warm && m->o.device_only) {
-		/* on a GPU all slow does not fit, so an over-full priced round may be past repair:
-		 * then the feasible start stands */
-		uint8_t *st = malloc((size_t)(m->n_phases ? m->n_phases : 1));
-		bool *pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *pin);
-		if (!st || !pin) {
-			free(st);
-			free(pin);
-			rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
-			goto done;
-		}
-		memcpy(st, s->st, (size_t)m->n_phases);
-		memcpy(pin, s->pinned, (size_t)m->n_tensors * sizeof *pin);
-		rc = priced(&h, atm_now_s() + budget_s / 2, order, n_order);
-		if (rc >= 0 && repair(&h) < 0) {
-			atm_err_clear();
-			memcpy(s->st, st, (size_t)m->n_phases);
-			memcpy(s->pinned, pin, (size_t)m->n_tensors * sizeof *pin);
-			rebuild(&h);
-		}
-		free(st);
-		free(pin);
-		if (rc < 0)
-			goto done;
-	} else if (!warm) {
-		if ((rc = priced(&h, atm_now_s() + budget_s / 2, order, n_order)) < 0 ||
-		    (rc = repair(&h)) < 0)
+	double split = m->n_rc ? atm_now_s() + budget_s / 2 : deadline;
+	if ((rc = search(&h, order, n_order, warm, m->n_rc ? budget_s / 2 : budget_s, split)) < 0)
+		goto done;
+	if (m->n_rc) {
+		recompute_pass(&h, order, n_order, split);
+		if ((rc = recompute_first(&h, order, n_order, budget_s / 2, deadline)) < 0)
 			goto done;
 	}
-	double cost = opt_solution_cost(m, s);
-	for (int round = 0; round < 8; round++) {
-		for (int32_t i = 0; i < n_order && !opt_past(m, deadline); i++)
-			improve(&h, order[i].x, -1);
-		if ((rc = group_flips(&h, deadline)) < 0)
-			goto done;
-		double now = opt_solution_cost(m, s);
-		if (!(now < cost - 1e-9 * cost) || opt_past(m, deadline))
-			break;
-		cost = now;
-	}
-	if (m->n_rc)
-		recompute_pass(&h, order, n_order, deadline);
 	pick_algos(&h);
 	rc = ATM_OK;
 done:

@@ -217,6 +217,13 @@ double opt_recompute_time(const struct model *m, const struct solution *s, int32
 /* opt_recompute_async_gate -- t's overlapped copy gate beside node u of c (-1: none), which
  * must take no move while c is chosen: the kernel run again would wait for it */
 int32_t opt_recompute_async_gate(const struct rcand *c, const struct tmodel *t);
+/* opt_recompute_phase_u -- the phase of operand x that a recomputation before node u reads: the
+ * one covering K(u), or, where an overlapped copy gate spans u, the one after it (the gate may
+ * not move x while the candidate is chosen: opt_recompute_async_gate); -1: none (not live) */
+int32_t opt_recompute_phase_u(const struct tmodel *x, int32_t u);
+/* opt_recompute_again_s -- candidate i's kernels with their operands fast: what running it
+ * again costs at least (device_only: at the slowest algorithms) */
+double opt_recompute_again_s(const struct model *m, int32_t i);
 /* opt_recompute_touches -- candidate i's choice depends on tensor x's places (x is its tensor
  * or an operand its kernels read that they do not make) */
 bool opt_recompute_touches(const struct model *m, int32_t i, int32_t x);

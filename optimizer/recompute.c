@@ -110,10 +110,7 @@ static bool operands(const struct model *m, struct rcand *c)
 	return true;
 }
 
-/* phase_u -- the phase of operand x that the chain reads before u: the one covering K(u), or,
- * where an overlapped copy gate spans u, the one after it (the gate may not move x while the
- * candidate is chosen: opt_recompute_async_gate); -1 when x has none (not live) */
-static int32_t phase_u(const struct tmodel *x, int32_t u)
+int32_t opt_recompute_phase_u(const struct tmodel *x, int32_t u)
 {
 	int32_t ph = opt_phase_at(x, SLOT_K(u));
 	for (int32_t g = 1; ph < 0 && g < x->n_gates; g++)
@@ -128,7 +125,7 @@ static int32_t at_u(const struct model *m, const struct rcand *c, int32_t x)
 {
 	if (made(m, c, x))
 		return -1;
-	int32_t ph = phase_u(&m->t[x], c->u);
+	int32_t ph = opt_recompute_phase_u(&m->t[x], c->u);
 	return ph >= 0 ? ph : -2;
 }
 
@@ -198,7 +195,7 @@ static bool fill_chain(const struct model *m, struct rcand *c)
 			return false;
 		if (x->cls != TC_MOVABLE)
 			continue;
-		int32_t ph = phase_u(x, c->u);
+		int32_t ph = opt_recompute_phase_u(x, c->u);
 		if (ph < 0)
 			return false;
 		c->root[c->n_roots] = x->id;
@@ -422,6 +419,15 @@ double opt_recompute_time(const struct model *m, const struct solution *s, int32
 		cfg |= slow << u;
 	}
 	return nm->time[cfg] >= 0 ? nm->time[cfg] : INFINITY;
+}
+
+double opt_recompute_again_s(const struct model *m, int32_t i)
+{
+	const struct rcand *c = &m->rc[i];
+	const struct nmodel *nm = &m->n[c->k];
+	if (c->n_links)
+		return c->chain_s;
+	return nm->n_algo > 1 || m->o.device_only ? c->max_algo_s : nm->time[0];
 }
 
 bool opt_recompute_touches(const struct model *m, int32_t i, int32_t x)
