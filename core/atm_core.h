@@ -917,6 +917,9 @@ typedef struct {
 	int64_t batch;      /* 0: atm_graph_batch */
 	int64_t image;      /* input height and width; 0: not an image network or unknown */
 	int64_t seq;        /* a language model's sequence; 0: none or unknown (not written) */
+	const char *gpu_model; /* a plan for a GPU model (--gpu-model): its name, written in each
+	                        * record that nothing ran ("backend": "gpu-model", "device"); NULL:
+	                        * none */
 } atm_results_workload;
 
 /* A run's part in a comparison: placements of one workload trained in turns in one process,

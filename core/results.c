@@ -363,9 +363,16 @@ static atm_status document(int n, const atm_plan *const *p, const atm_schedule *
 	                                                     : json_null(), &ok);
 	atm_json_set_new(doc, "machine", json_pack("{s:s, s:i}", "cpu", cpu, "n_cpus",
 	                                           (int)sysconf(_SC_NPROCESSORS_ONLN)), &ok);
-	for (int i = 0; i < n; i++)
-		if (json_array_append_new(runs, run_json(p[i], s[i], m ? &m[i] : NULL)) < 0)
+	for (int i = 0; i < n; i++) {
+		json_t *run = run_json(p[i], s[i], m ? &m[i] : NULL);
+		/* a plan for a GPU model: priced from its datasheet, nothing ran on it */
+		if (run && !m && w && w->gpu_model) {
+			atm_json_set_new(run, "backend", json_string("gpu-model"), &ok);
+			atm_json_set_new(run, "device", json_string(w->gpu_model), &ok);
+		}
+		if (json_array_append_new(runs, run) < 0)
 			ok = false;
+	}
 	atm_json_set_new(doc, "runs", runs, &ok);
 	if (!ok) {
 		json_decref(doc);

@@ -264,6 +264,10 @@ def autotm_env():
 
 # ---------------------------------------------------------------- runs
 
+# Task.gpu of a plan for a GPU model (autotm plan --gpu-model NAME --estimate): GPU_MODEL + NAME
+GPU_MODEL = "model:"
+
+
 class Task:
     """One autotm call and what it appends to one results file: the size, device and slow tier
     it runs under (subclasses: Compare, a comparison measured in turns; Plan, a plan alone)."""
@@ -285,6 +289,8 @@ class Task:
             return ["--gpu=sim"]
         if self.gpu == "cuda":
             return ["--gpu"]
+        if self.gpu and self.gpu.startswith(GPU_MODEL):
+            return ["--gpu-model", self.gpu[len(GPU_MODEL):]]
         return (["--emulate", self.emulate] if self.emulate else []) + \
             (["--pmem-dir", self.pmem_dir] if self.pmem_dir else [])
 
@@ -296,6 +302,8 @@ class Task:
         parts.append(what)
         if self.gpu == "sim":
             parts.append("(simulated GPU)")
+        elif self.gpu and self.gpu.startswith(GPU_MODEL):
+            parts.append(f"({self.gpu[len(GPU_MODEL):]} model)")
         return " ".join(parts)
 
 
@@ -395,7 +403,7 @@ class ResultsReader:
         res = read(task.file, missing_ok=True)
         if res is None:
             return False
-        if task.gpu:
+        if task.gpu in ("sim", "cuda"):
             # never mix a simulated GPU's runs with a real one's in one file
             want = task.gpu == "sim"
             for r in res.runs:

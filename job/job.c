@@ -652,11 +652,13 @@ atm_status atm_job_write_results(atm_job *j)
 	if (!j->plan)
 		return atm_err(ATM_E_USAGE, "plan the job first");
 	atm_run_measured m = {0};
+	atm_results_workload w = o->workload;
 	if (r)
 		m = job_measured(j, r);
+	else if (o->mem.gpu.mode && !strcmp(o->mem.gpu.mode, "model"))
+		w.gpu_model = o->mem.gpu.model;
 	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)
-		rc = atm_results_write(o->results_path, j->plan, sched, &o->workload, r ? &m : NULL,
-		                       o->append);
+		rc = atm_results_write(o->results_path, j->plan, sched, &w, r ? &m : NULL, o->append);
 	atm_schedule_destroy(sched);
 	return rc;
 }

@@ -1042,9 +1042,10 @@ static void set_must(struct heur *h)
 	}
 }
 
-/* choose_first -- into s, the recomputations that cost less than moving their tensor out and
- * back at its cheapest copies, the largest saving first, none excluding one chosen before */
-static atm_status choose_first(struct heur *h)
+/* choose_first -- into s, at most cap of the recomputations that cost less than moving their
+ * tensor out and back at its cheapest copies, those that free the most byte-kernels for each
+ * second run again first, none excluding one chosen before; *n_chosen how many */
+static atm_status choose_first(struct heur *h, int32_t cap, int32_t *n_chosen)
 {
 	const struct model *m = h->m;
 	struct rank *by = malloc((size_t)(m->n_rc ? m->n_rc : 1) * sizeof *by);
@@ -1061,16 +1062,49 @@ static atm_status choose_first(struct heur *h)
 				back = fmin(back, t->gates[g].cost[EDGE(ST_S, ST_F)]);
 		}
 		if (again >= 0 && again < out + back)
-			by[n++] = (struct rank){i, out + back - again};
+			by[n++] = (struct rank){i, (double)t->abytes * (m->rc[i].u - m->rc[i].d) /
+			                               (again + 1e-9)};
 	}
 	qsort(by, (size_t)n, sizeof *by, rank_cmp);
 	memset(h->s->rc, 0, (size_t)m->n_rc);
-	for (int32_t j = 0; j < n; j++) {
+	*n_chosen = 0;
+	for (int32_t j = 0; j < n && *n_chosen < cap; j++) {
 		int32_t i = by[j].x;
 		bool free_of = true;
 		for (int32_t e = m->excl_at[i]; e < m->excl_at[i + 1] && free_of; e++)
 			free_of = !h->s->rc[m->excl_with[e]];
 		h->s->rc[i] = free_of;
+		*n_chosen += free_of;
+	}
+	free(by);
+	return ATM_OK;
+}
+
+/* prune -- each recomputation chosen in s whose tensor now fits fast through its gap is given
+ * up, the dearest per byte first: the room was not needed there, and the kernels run again
+ * cost time */
+static atm_status prune(struct heur *h)
+{
+	const struct model *m = h->m;
+	struct rank *by = malloc((size_t)(m->n_rc ? m->n_rc : 1) * sizeof *by);
+	int32_t n = 0;
+	if (!by)
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	for (int32_t i = 0; i < m->n_rc; i++)
+		if (h->s->rc[i])
+			by[n++] = (struct rank){i, opt_recompute_again_s(m, i) /
+			                               (double)(m->t[m->rc[i].t].abytes + 1)};
+	qsort(by, (size_t)n, sizeof *by, rank_cmp);
+	for (int32_t j = 0; j < n; j++) {
+		const struct rcand *c = &m->rc[by[j].x];
+		bool fits = true;
+		refund(h, c, -1);
+		for (int32_t sl = SLOT_M(c->d); sl <= SLOT_M(c->u - 1) && fits; sl++)
+			fits = m->limit[sl] == INT64_MAX || h->used[sl] <= m->limit[sl];
+		if (fits)
+			h->s->rc[by[j].x] = 0;
+		else
+			refund(h, c, 1);
 	}
 	free(by);
 	return ATM_OK;
@@ -1101,21 +1135,28 @@ static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_
 		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		goto done;
 	}
-	opt_solution_all_slow(m, s);
-	if ((rc = choose_first(h)) < 0)
-		goto done;
-	set_must(h);
-	rebuild(h);
-	/* the tensors the choices constrain take their paths first */
-	for (int32_t i = 0; i < m->n_rc; i++)
-		if (s->rc[i]) {
-			improve(h, m->rc[i].t, -1);
-			for (int32_t j = 0; j < m->rc[i].n_ops; j++)
-				if (m->t[m->rc[i].ops[j]].cls == TC_MOVABLE)
-					improve(h, m->rc[i].ops[j], -1);
-		}
-	if (start_feasible(h) < 0 ||
-	    search(h, order, n_order, false, budget_s, deadline) < 0) {
+	/* all the choices, or where no placement is found around them (what they hold fast
+	 * does not fit beside what the kernels need), the better half of them, and so on */
+	bool placed = false;
+	for (int32_t cap = m->n_rc, n = 1; cap > 0 && n > 0 && !placed && !opt_past(m, deadline);
+	     cap = n * 3 / 4) {
+		opt_solution_all_slow(m, s);
+		if ((rc = choose_first(h, cap, &n)) < 0)
+			goto done;
+		set_must(h);
+		rebuild(h);
+		/* the tensors the choices constrain take their paths first */
+		for (int32_t i = 0; i < m->n_rc; i++)
+			if (s->rc[i]) {
+				improve(h, m->rc[i].t, -1);
+				for (int32_t j = 0; j < m->rc[i].n_ops; j++)
+					if (m->t[m->rc[i].ops[j]].cls == TC_MOVABLE)
+						improve(h, m->rc[i].ops[j], -1);
+			}
+		placed = start_feasible(h) == ATM_OK;
+		atm_err_clear();
+	}
+	if (!placed || search(h, order, n_order, false, budget_s, deadline) < 0) {
 		atm_err_clear();
 		goto restore;
 	}
@@ -1133,6 +1174,13 @@ static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_
 			goto restore;
 		}
 	}
+	/* the search may have found room the choices did not need: give those up, and let the
+	 * others use what is left */
+	if ((rc = prune(h)) < 0)
+		goto done;
+	set_must(h);
+	for (int32_t i = 0; i < n_order && !opt_past(m, deadline); i++)
+		improve(h, order[i].x, -1);
 	if (opt_solution_cost(m, s) < before)
 		goto done;
 restore:

@@ -397,6 +397,12 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
             if d and "GPU: " + d not in devices:
                 devices.append("GPU: " + d)
             continue
+        if backend == "gpu-model":
+            # planned for a GPU this machine need not have, from its datasheet (docs/gpu.md)
+            d = f"planned for the {r.get('device') or '?'} GPU model (datasheet rates)"
+            if d not in devices:
+                devices.append(d)
+            continue
         if backend == "cpu" or "emulated" in r:
             if r.get("emulated") and r.get("emulation"):
                 e = r["emulation"].replace("+2lm", "")

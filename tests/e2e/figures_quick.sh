@@ -142,9 +142,23 @@ rc=0
 grep -q "install python3-matplotlib" "$T/nompl.err" ||
   FAIL+=("plots/fig7.py without matplotlib does not say what to install: $(head -c 300 "$T/nompl.err")")
 
+# 7. the recomputation driver plans for a GPU model only with --estimate (predictions)
+rc=0
+"$PYTHON" "$ATM_ROOT/experiments/recompute.py" --gpu-model h100 --data "$T/gm" \
+  >"$T/gm.out" 2>"$T/gm.err" || rc=$?
+[ "$rc" -eq 2 ] || FAIL+=("recompute.py --gpu-model without --estimate exited $rc, want 2")
+grep -q "give --estimate" "$T/gm.err" ||
+  FAIL+=("recompute.py --gpu-model without --estimate does not say why: $(head -c 300 "$T/gm.err")")
+rc=0
+AUTOTM="$BIN" "$PYTHON" "$ATM_ROOT/experiments/recompute.py" --estimate --gpu-model h100 \
+  --networks resnet200 --ratios 1:1 --dry-run --data "$T/gm" >"$T/gm.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] || FAIL+=("recompute.py --estimate --gpu-model h100 --dry-run exited $rc")
+[ "$(grep -c -- '--preset gpu .*--gpu-model h100 .*resnet200-gpu-h100.json' "$T/gm.out")" -eq 5 ] ||
+  FAIL+=("recompute.py --estimate --gpu-model h100 --dry-run does not plan the 5 placements on the h100 model: $(head -c 300 "$T/gm.out")")
+
 if [ ${#FAIL[@]} -gt 0 ]; then
   echo "figures_quick: FAILED" >&2
   for f in "${FAIL[@]}"; do echo "  $f" >&2; done
   exit 1
 fi
-echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data, keeping an earlier image; a Python without matplotlib is told what to install)"
+echo "figures_quick: ok (every figure and plan picture drawn from --quick data, the summary printed; every plot script refuses an empty folder and older drivers' data, keeping an earlier image; a Python without matplotlib is told what to install; the recomputation driver plans for a GPU model with --estimate only)"
