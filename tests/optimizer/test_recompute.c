@@ -112,12 +112,17 @@ static atm_plan *checked(const atm_graph *g, const atm_profile *prof, int64_t li
 	return p;
 }
 
-/* test_recompute_cheap_op_is_recomputed -- every ILP formulation drops y after its first use
- * and makes it again before its second, and is faster for it than placement alone */
-static void test_recompute_cheap_op_is_recomputed(void **state)
+/* An expected recomputation: its tensor's name, drop_after and before. */
+struct want {
+	const char *tensor;
+	int32_t drop_after, before;
+};
+
+/* expect_recomputed -- every ILP formulation plans g (taken) under a limit of three tensors
+ * with the recomputations of want, in order, counted and priced by the checker, and is faster
+ * for them than placement alone by 50 us at least */
+static void expect_recomputed(atm_graph *g, const struct want *want, int n)
 {
-	(void)state;
-	atm_graph *g = cheap_between();
 	atm_profile *prof = NULL;
 	assert_int_equal(synth_profile(g, &prof), ATM_OK);
 	int64_t limit = 3 * MIB + 4096;
@@ -126,20 +131,21 @@ static void test_recompute_cheap_op_is_recomputed(void **state)
 		atm_opt_check_result a, b;
 		atm_plan *p = checked(g, prof, limit, (atm_opt_formulation)f, &with, &a, NULL);
 		atm_plan *q = checked(g, prof, limit, (atm_opt_formulation)f, &without, &b, NULL);
-		if (atm_plan_n_recomputes(p) != 1)
-			fail_msg("%s: %d recomputations, expected y's", atm_opt_formulation_name(f),
-			         atm_plan_n_recomputes(p));
-		const atm_recompute *r = atm_plan_recompute(p, 0);
-		assert_string_equal(atm_graph_tensor(g, r->tensor)->name, "y");
-		assert_int_equal(r->drop_after, 1);
-		assert_int_equal(r->before, 4);
-		assert_int_equal(a.n_recomputes, 1);
+		if (atm_plan_n_recomputes(p) != n)
+			fail_msg("%s %s: %d recomputations, expected %d", atm_graph_name(g),
+			         atm_opt_formulation_name(f), atm_plan_n_recomputes(p), n);
+		for (int i = 0; i < n; i++) {
+			const atm_recompute *r = atm_plan_recompute(p, i);
+			assert_string_equal(atm_graph_tensor(g, r->tensor)->name, want[i].tensor);
+			assert_int_equal(r->drop_after, want[i].drop_after);
+			assert_int_equal(r->before, want[i].before);
+		}
+		assert_int_equal(a.n_recomputes, n);
 		assert_true(a.recompute_s > 0);
 		assert_int_equal(atm_plan_n_recomputes(q), 0);
-		/* one relu again (about 107 us) against the best placement's slow read (210 us more) */
 		if (!(a.predicted_s < b.predicted_s - 50e-6))
-			fail_msg("%s: %.6f s with recomputation, %.6f s without", atm_opt_formulation_name(f),
-			         a.predicted_s, b.predicted_s);
+			fail_msg("%s %s: %.6f s with recomputation, %.6f s without", atm_graph_name(g),
+			         atm_opt_formulation_name(f), a.predicted_s, b.predicted_s);
 		atm_plan_destroy(p);
 		atm_plan_destroy(q);
 	}
@@ -147,39 +153,21 @@ static void test_recompute_cheap_op_is_recomputed(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_recompute_chain -- every ILP formulation makes y again through a link for m (made first,
- * from x, before the same node) and beats placement alone; the checker prices both kernels */
+/* test_recompute_cheap_op_is_recomputed -- every ILP formulation drops y after its first use
+ * and makes it again before its second: one relu again (about 107 us) against the best
+ * placement's slow read (210 us more) */
+static void test_recompute_cheap_op_is_recomputed(void **state)
+{
+	(void)state;
+	expect_recomputed(cheap_between(), (const struct want[]){{"y", 1, 4}}, 1);
+}
+
+/* test_recompute_chain -- every ILP formulation makes y again through a link for m (made
+ * first, from x, before the same node; m's drop_after is its last use) */
 static void test_recompute_chain(void **state)
 {
 	(void)state;
-	atm_graph *g = chain_between();
-	atm_profile *prof = NULL;
-	assert_int_equal(synth_profile(g, &prof), ATM_OK);
-	int64_t limit = 3 * MIB + 4096;
-	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
-		atm_opt_options with = options(true), without = options(false);
-		atm_opt_check_result a, b;
-		atm_plan *p = checked(g, prof, limit, (atm_opt_formulation)f, &with, &a, NULL);
-		atm_plan *q = checked(g, prof, limit, (atm_opt_formulation)f, &without, &b, NULL);
-		if (atm_plan_n_recomputes(p) != 2)
-			fail_msg("%s: %d recomputations, expected m's and y's", atm_opt_formulation_name(f),
-			         atm_plan_n_recomputes(p));
-		const atm_recompute *link = atm_plan_recompute(p, 0), *r = atm_plan_recompute(p, 1);
-		assert_string_equal(atm_graph_tensor(g, link->tensor)->name, "m");
-		assert_int_equal(link->drop_after, 1);
-		assert_int_equal(link->before, 5);
-		assert_string_equal(atm_graph_tensor(g, r->tensor)->name, "y");
-		assert_int_equal(r->drop_after, 2);
-		assert_int_equal(r->before, 5);
-		assert_int_equal(a.n_recomputes, 2);
-		if (!(a.predicted_s < b.predicted_s - 50e-6))
-			fail_msg("%s: %.6f s with recomputation, %.6f s without", atm_opt_formulation_name(f),
-			         a.predicted_s, b.predicted_s);
-		atm_plan_destroy(p);
-		atm_plan_destroy(q);
-	}
-	atm_profile_destroy(prof);
-	atm_graph_destroy(g);
+	expect_recomputed(chain_between(), (const struct want[]){{"m", 1, 5}, {"y", 2, 5}}, 2);
 }
 
 /* heuristic_cost -- the heuristic's plan of cheap_between, synchronous, with or without
