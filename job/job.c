@@ -655,7 +655,7 @@ atm_status atm_job_write_results(atm_job *j)
 	atm_results_workload w = o->workload;
 	if (r)
 		m = job_measured(j, r);
-	else if (o->mem.gpu.mode && !strcmp(o->mem.gpu.mode, "model"))
+	else if (backend_caps(&o->mem).modelled)
 		w.gpu_model = o->mem.gpu.model;
 	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)
 		rc = atm_results_write(o->results_path, j->plan, sched, &w, r ? &m : NULL, o->append);

@@ -655,6 +655,7 @@ static atm_status priced(struct heur *h, double deadline, struct rank *order, in
 	double *lambda = calloc((size_t)m->n_slots, sizeof *lambda), best = INFINITY;
 	uint8_t *keep = malloc((size_t)(m->n_phases ? m->n_phases : 1));
 	bool *keep_pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *keep_pin);
+	free(h->pre); /* an earlier search's prices */
 	h->pre = calloc((size_t)m->n_slots + 1, sizeof *h->pre);
 	if (!lambda || !h->pre || !keep || !keep_pin) {
 		free(lambda);

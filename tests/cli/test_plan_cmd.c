@@ -239,11 +239,13 @@ static void test_plan_cmd_json_summary(void **state)
 static void test_plan_cmd_gpu_model(void **state)
 {
 	(void)state;
-	char est[700];
+	char est[700], res[700];
 	snprintf(est, sizeof est, "%s.gpu-model", cache);
+	snprintf(res, sizeof res, "%s/gpu-model-results.json", cli_tmpdir);
+	unlink(res);
 	struct cli_result r = cli_run("plan --model vgg19 --preset gpu --batch 64 --gpu-model h100 "
 	                              "--estimate --ratio 1:1 --formulation asynchronous "
-	                              "--time-limit 10 --cache %s --json", est);
+	                              "--time-limit 10 --cache %s --json --results %s", est, res);
 	if (r.code)
 		fail_msg("exit %d: %s", r.code, r.err);
 	assert_non_null(strstr(r.err, "H100"));
@@ -259,6 +261,17 @@ static void test_plan_cmd_gpu_model(void **state)
 	json_decref(j);
 	cli_release(&r);
 	unlink(est);
+	/* the results record says which GPU the prediction is for, and that nothing ran */
+	json_t *doc = json_load_file(res, 0, &e);
+	if (!doc)
+		fail_msg("%s: %s", res, e.text);
+	json_t *run = json_array_get(json_object_get(doc, "runs"), 0);
+	assert_string_equal(json_string_value(json_object_get(run, "backend")), "gpu-model");
+	assert_string_equal(json_string_value(json_object_get(run, "device")), "h100");
+	assert_true(json_is_null(json_object_get(run, "actual_runtime")) ||
+	            !json_object_get(run, "actual_runtime"));
+	json_decref(doc);
+	unlink(res);
 	cli_expect(2, "unknown GPU model 'v100'; valid: h100, h200, a100, rtx2080ti",
 	           "plan --model tiny_mlp --gpu-model v100 --estimate");
 	cli_expect(2, "give --estimate", "plan --model tiny_mlp --gpu-model a100");
