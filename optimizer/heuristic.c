@@ -844,10 +844,7 @@ static bool try_recompute(struct heur *h, int32_t i, uint8_t *save)
 	h->s->rc[i] = 1;
 	refund(h, c, 1);
 	double after = local_cost(h, c) + opt_recompute_time(m, h->s, i);
-	bool fits = true;
-	for (int32_t sl = t->slot_lo; sl <= t->slot_hi && fits; sl++)
-		fits = m->limit[sl] == INT64_MAX || h->used[sl] <= m->limit[sl];
-	if (fits && after < before - 1e-12 * (1 + before))
+	if (room(h, t->slot_lo, t->slot_hi) >= 0 && after < before - 1e-12 * (1 + before))
 		return true;
 	refund(h, c, -1);
 	h->s->rc[i] = 0;
@@ -1098,11 +1095,8 @@ static atm_status prune(struct heur *h)
 	qsort(by, (size_t)n, sizeof *by, rank_cmp);
 	for (int32_t j = 0; j < n; j++) {
 		const struct rcand *c = &m->rc[by[j].x];
-		bool fits = true;
 		refund(h, c, -1);
-		for (int32_t sl = SLOT_M(c->d); sl <= SLOT_M(c->u - 1) && fits; sl++)
-			fits = m->limit[sl] == INT64_MAX || h->used[sl] <= m->limit[sl];
-		if (fits)
+		if (room(h, SLOT_M(c->d), SLOT_M(c->u - 1)) >= 0)
 			h->s->rc[by[j].x] = 0;
 		else
 			refund(h, c, 1);
@@ -1128,10 +1122,7 @@ static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_
 	if ((rc = opt_solution_new(m, &keep)) < 0)
 		return rc;
 	double before = opt_solution_cost(m, s);
-	memcpy(keep.st, s->st, (size_t)m->n_phases);
-	memcpy(keep.pinned, s->pinned, (size_t)m->n_tensors * sizeof *keep.pinned);
-	memcpy(keep.algo, s->algo, (size_t)m->n_nodes);
-	memcpy(keep.rc, s->rc, (size_t)m->n_rc);
+	opt_solution_copy(m, &keep, s);
 	if (!(h->must = calloc((size_t)m->n_phases + 1, 1))) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
 		goto done;
@@ -1185,10 +1176,7 @@ static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_
 	if (opt_solution_cost(m, s) < before)
 		goto done;
 restore:
-	memcpy(s->st, keep.st, (size_t)m->n_phases);
-	memcpy(s->pinned, keep.pinned, (size_t)m->n_tensors * sizeof *keep.pinned);
-	memcpy(s->algo, keep.algo, (size_t)m->n_nodes);
-	memcpy(s->rc, keep.rc, (size_t)m->n_rc);
+	opt_solution_copy(m, s, &keep);
 	rc = ATM_OK;
 done:
 	free(h->must);

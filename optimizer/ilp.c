@@ -1131,10 +1131,7 @@ static atm_status adopt(struct solve *v, const struct milp_out *out, struct solu
 	}
 	*obj = opt_solution_cost(m, &got);
 	if (*obj <= v->seed_obj + 1e-12 * (1 + v->seed_obj)) {
-		memcpy(s->st, got.st, (size_t)m->n_phases);
-		memcpy(s->pinned, got.pinned, (size_t)m->n_tensors * sizeof *s->pinned);
-		memcpy(s->algo, got.algo, (size_t)m->n_nodes * sizeof *s->algo);
-		memcpy(s->rc, got.rc, (size_t)m->n_rc);
+		opt_solution_copy(m, s, &got);
 		v->r->improved = *obj < v->seed_obj - 1e-12 * (1 + v->seed_obj);
 	}
 	opt_solution_free(&got);

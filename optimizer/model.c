@@ -676,6 +676,14 @@ void opt_solution_free(struct solution *s)
 	s->rc = NULL;
 }
 
+void opt_solution_copy(const struct model *m, struct solution *dst, const struct solution *src)
+{
+	memcpy(dst->st, src->st, (size_t)m->n_phases);
+	memcpy(dst->pinned, src->pinned, (size_t)m->n_tensors * sizeof *dst->pinned);
+	memcpy(dst->algo, src->algo, (size_t)m->n_nodes * sizeof *dst->algo);
+	memcpy(dst->rc, src->rc, (size_t)m->n_rc);
+}
+
 /* opt_solution_all_slow -- every movable tensor slow all its life: feasible whenever the fixed
  * tensors fit */
 void opt_solution_all_slow(const struct model *m, struct solution *s)

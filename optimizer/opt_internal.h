@@ -175,6 +175,8 @@ atm_status opt_min_fixed(const struct model *m, int64_t *need, int32_t *slot);
 /* opt_solution_new -- room for a placement of m; opt_solution_free releases it */
 atm_status opt_solution_new(const struct model *m, struct solution *s);
 void opt_solution_free(struct solution *s);
+/* opt_solution_copy -- src's placement, algorithms and recomputations into dst (both of m) */
+void opt_solution_copy(const struct model *m, struct solution *dst, const struct solution *src);
 /* opt_solution_all_slow -- every movable tensor slow all its life, every kernel with its
  * algorithm of the smallest workspace */
 void opt_solution_all_slow(const struct model *m, struct solution *s);

@@ -119,6 +119,15 @@ int32_t opt_recompute_phase_u(const struct tmodel *x, int32_t u)
 	return ph;
 }
 
+/* slowest_algo_s -- the slowest of node model nm's algorithms, all fast (0: none) */
+static double slowest_algo_s(const struct nmodel *nm)
+{
+	double worst = 0;
+	for (int i = 0; i < nm->n_algo; i++)
+		worst = fmax(worst, nm->algo_time[i]);
+	return worst;
+}
+
 /* at_u -- the phase before u of tensor x, a member of k's groups: -1 for a tensor made again
  * (fast), -2 when x has none there (not live: the candidate is void) */
 static int32_t at_u(const struct model *m, const struct rcand *c, int32_t x)
@@ -150,9 +159,7 @@ static bool fill(const struct model *m, struct rcand *c)
 		if ((c->fph[j] = at_u(m, c, f->tensor)) == -2)
 			return false;
 	}
-	c->max_algo_s = 0;
-	for (int i = 0; i < nm->n_algo; i++)
-		c->max_algo_s = fmax(c->max_algo_s, nm->algo_time[i]);
+	c->max_algo_s = slowest_algo_s(nm);
 	return true;
 }
 
@@ -161,7 +168,6 @@ static bool fill(const struct model *m, struct rcand *c)
 static double all_fast_s(const struct model *m, int32_t k)
 {
 	const struct nmodel *nm = &m->n[k];
-	double worst = 0;
 	if (nm->base)
 		return -1;
 	for (int j = 0; j < nm->n_forced; j++)
@@ -169,9 +175,7 @@ static double all_fast_s(const struct model *m, int32_t k)
 			return -1;
 	if (nm->n_algo <= 1 && !m->o.device_only)
 		return nm->time[0];
-	for (int i = 0; i < nm->n_algo; i++)
-		worst = fmax(worst, nm->algo_time[i]);
-	return worst;
+	return slowest_algo_s(nm);
 }
 
 /* fill_chain -- candidate c with links: its kernels' price, all fast, and its movable operands
