@@ -109,6 +109,8 @@ static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep,
 	atm_json_set_new(solver, "model", model, &ok);
 	atm_json_set_new(solver, "heuristic_s", rep->heuristic_s < 0 ? json_null()
 	                                                           : json_real(rep->heuristic_s), &ok);
+	atm_json_set_new(solver, "synchronous_start_s", rep->nested_s < 0 ? json_null()
+	                                                                : json_real(rep->nested_s), &ok);
 	atm_json_set_new(solver, "model_file", model_file ? json_string(model_file) : json_null(), &ok);
 	if (!ok) {
 		json_decref(solver);

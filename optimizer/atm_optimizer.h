@@ -137,6 +137,8 @@ typedef struct {
 	int64_t pinned_bytes;        /* bytes of tensors kept in fast memory out of the model */
 	double objective_s;          /* the final plan's step time as the model prices it */
 	double heuristic_s;          /* the heuristic incumbent's step time (< 0: none) */
+	double nested_s;             /* asynchronous: the synchronous program's plan, solved first
+	                              * as a start (< 0: none) */
 	char solver[16];             /* the solver that ran: "glpk", "cbc" ("" for baselines) */
 	int n_rounds;
 	atm_opt_round rounds[ATM_PLAN_MAX_ROUNDS];

@@ -1161,11 +1161,14 @@ static atm_status outcome(struct solve *v, struct milp_out *out, struct solution
 			r->st = ILP_HEUR_NO_SOLUTION;
 			return ATM_OK;
 		}
-		/* search checked that the seed satisfies every row and bound */
-		return atm_err(ATM_E_INTERNAL, "%s called the model infeasible, but the heuristic's "
-		               "placement satisfies every row and bound: a fault of the solver or of "
-		               "the model given to it (write it with 'autotm plan --write-model F.mps' "
-		               "to look, and plan with another --solver meanwhile)", v->solver->name);
+		/* search checked that the seed satisfies every row and bound: the solver is wrong,
+		 * and the seed stands (CBC does this on objectives near 1e12, every kernel priced
+		 * at the profile's largest time, after finding a solution it then drops) */
+		if (m->o.verbosity)
+			fprintf(stderr, "optimizer: %s called the model infeasible, but its start "
+			        "satisfies every row and bound: the start stands\n", v->solver->name);
+		r->st = ILP_HEUR_FAILED;
+		return ATM_OK;
 	case MILP_NO_SOLUTION:
 		r->st = ILP_HEUR_TIME_LIMIT;
 		return ATM_OK;

@@ -684,6 +684,64 @@ void opt_solution_copy(const struct model *m, struct solution *dst, const struct
 	memcpy(dst->rc, src->rc, (size_t)m->n_rc);
 }
 
+/* nest_tensor -- tensor x's states under src (of from) as to's: the state src has after each
+ * gate both models have, kept through the overlapped copy gates only to has; false when the
+ * gates do not line up or to lacks a stay */
+static bool nest_tensor(const struct model *to, struct solution *dst, const struct model *from,
+                        const struct solution *src, int32_t x)
+{
+	const struct tmodel *tt = &to->t[x], *ft = &from->t[x];
+	uint8_t st = ST_S;
+	int32_t j = 0;
+	for (int32_t i = 0; i < tt->n_gates; i++) {
+		const struct gate *g = &tt->gates[i];
+		uint8_t prev = st;
+		if (g->kind != G_ASYNC) {
+			if (j == ft->n_gates || ft->gates[j].kind != g->kind || ft->gates[j].at != g->at)
+				return false;
+			st = src->st[ft->ph_off + j++];
+		}
+		if (!src->pinned[x] && !(g->edges >> EDGE(prev, st) & 1u))
+			return false;
+		dst->st[tt->ph_off + i] = st;
+	}
+	return j == ft->n_gates;
+}
+
+bool opt_solution_nest(const struct model *to, struct solution *dst, const struct model *from,
+                       const struct solution *src)
+{
+	if (to->n_tensors != from->n_tensors || to->n_nodes != from->n_nodes)
+		return false;
+	for (int32_t x = 0; x < to->n_tensors; x++) {
+		if (to->t[x].cls != from->t[x].cls)
+			return false;
+		dst->pinned[x] = src->pinned[x];
+		if (to->t[x].cls == TC_MOVABLE && !nest_tensor(to, dst, from, src, x))
+			return false;
+	}
+	for (int32_t k = 0; k < to->n_nodes; k++) {
+		if (to->n[k].n_algo != from->n[k].n_algo)
+			return false;
+		dst->algo[k] = src->algo[k];
+	}
+	/* candidates are made in the same order, tensor by tensor and gap by gap: each chosen one
+	 * is found again by its tensor and uses */
+	memset(dst->rc, 0, (size_t)(to->n_rc ? to->n_rc : 1));
+	for (int32_t i = 0, j = 0; i < from->n_rc; i++) {
+		const struct rcand *a = &from->rc[i];
+		while (j < to->n_rc && (to->rc[j].t < a->t || (to->rc[j].t == a->t && to->rc[j].d < a->d)))
+			j++;
+		bool same = j < to->n_rc && to->rc[j].t == a->t && to->rc[j].d == a->d &&
+		            to->rc[j].u == a->u;
+		if (src->rc[i] && !same)
+			return false;
+		if (same)
+			dst->rc[j] = src->rc[i];
+	}
+	return true;
+}
+
 /* opt_solution_all_slow -- every movable tensor slow all its life: feasible whenever the fixed
  * tensors fit */
 void opt_solution_all_slow(const struct model *m, struct solution *s)

@@ -177,6 +177,11 @@ atm_status opt_solution_new(const struct model *m, struct solution *s);
 void opt_solution_free(struct solution *s);
 /* opt_solution_copy -- src's placement, algorithms and recomputations into dst (both of m) */
 void opt_solution_copy(const struct model *m, struct solution *dst, const struct solution *src);
+/* opt_solution_nest -- src, a placement of from, as the same placement of to, a formulation
+ * that contains from's (the asynchronous program holds every gate of the synchronous one, and
+ * through the others the placement stays where it is); false when it is no placement of to */
+bool opt_solution_nest(const struct model *to, struct solution *dst, const struct model *from,
+                       const struct solution *src);
 /* opt_solution_all_slow -- every movable tensor slow all its life, every kernel with its
  * algorithm of the smallest workspace */
 void opt_solution_all_slow(const struct model *m, struct solution *s);

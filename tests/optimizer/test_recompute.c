@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -253,6 +254,122 @@ static void test_recompute_never_slower(void **state)
 	}
 }
 
+/* solved -- m's plan, the heuristic's then the solver's, into s (new) */
+static void solved(const struct model *m, struct solution *s)
+{
+	struct ilp_result ir;
+	assert_int_equal(opt_solution_new(m, s), ATM_OK);
+	assert_int_equal(opt_heuristic(m, s, 5, false), ATM_OK);
+	assert_int_equal(opt_ilp_solve(m, s, atm_now_s(), &ir), ATM_OK);
+}
+
+/* n_chosen -- the recomputations s chooses */
+static int n_chosen(const struct model *m, const struct solution *s)
+{
+	int n = 0;
+	for (int32_t i = 0; i < m->n_rc; i++)
+		n += s->rc[i];
+	return n;
+}
+
+/* test_recompute_nests -- the synchronous program's plan, recomputations and all, is a plan of
+ * the asynchronous program at the same price and within its limits, which the asynchronous
+ * solver accepts as its start and ends no slower than (on the hand graphs and the tiny CNN at
+ * 1:1, where recomputations are chosen); a model of other gates is refused */
+static void test_recompute_nests(void **state)
+{
+	(void)state;
+	atm_graph *gs[3] = {cheap_between(), chain_between(), NULL};
+	atm_zoo_opts zo = {.batch = 4};
+	assert_int_equal(atm_zoo_build(&gs[2], "tiny_cnn", &zo), ATM_OK);
+	for (int i = 0; i < 3; i++) {
+		atm_profile *prof = NULL;
+		assert_int_equal(synth_profile(gs[i], &prof), ATM_OK);
+		int64_t limit = 3 * MIB + 4096;
+		if (i == 2)
+			assert_int_equal(atm_opt_limit_from_ratio(gs[i], 1, 1, &limit), ATM_OK);
+		atm_opt_options o = options(true);
+		struct model *sm = NULL, *am = NULL, *stat = NULL;
+		struct solution ss, as = {0};
+		struct ilp_result ir;
+		assert_int_equal(opt_model_new(&sm, gs[i], prof, ATM_OPT_SYNCHRONOUS, &o, limit, NULL),
+		                 ATM_OK);
+		assert_int_equal(opt_model_new(&am, gs[i], prof, ATM_OPT_ASYNCHRONOUS, &o, limit, NULL),
+		                 ATM_OK);
+		assert_int_equal(opt_model_new(&stat, gs[i], prof, ATM_OPT_STATIC, &o, limit, NULL),
+		                 ATM_OK);
+		solved(sm, &ss);
+		assert_true(n_chosen(sm, &ss) > 0);
+		assert_int_equal(opt_solution_new(am, &as), ATM_OK);
+		assert_true(opt_solution_nest(am, &as, sm, &ss));
+		assert_int_equal(n_chosen(am, &as), n_chosen(sm, &ss));
+		double sync = opt_solution_cost(sm, &ss), as_async = opt_solution_cost(am, &as);
+		if (fabs(sync - as_async) > 1e-12 * (1 + sync))
+			fail_msg("%s: %.12f s synchronous, %.12f s as an asynchronous plan",
+			         atm_graph_name(gs[i]), sync, as_async);
+		int64_t *bytes = calloc((size_t)am->n_slots, sizeof *bytes);
+		assert_non_null(bytes);
+		opt_solution_bytes(am, &as, bytes);
+		for (int32_t sl = 0; sl < am->n_slots; sl++)
+			assert_true(bytes[sl] <= am->limit[sl]);
+		free(bytes);
+		/* the solver checks its start against every row, and keeps the better */
+		assert_int_equal(opt_ilp_solve(am, &as, atm_now_s(), &ir), ATM_OK);
+		assert_true(opt_solution_cost(am, &as) <= sync * (1 + 1e-9));
+		/* the synchronous gates are not the static program's: no placement of it */
+		struct solution st = {0};
+		assert_int_equal(opt_solution_new(stat, &st), ATM_OK);
+		assert_false(opt_solution_nest(stat, &st, am, &as));
+		opt_solution_free(&st);
+		/* and a whole asynchronous plan records the synchronous start, and is no slower */
+		atm_opt_report rep;
+		atm_plan *p = NULL;
+		assert_int_equal(atm_opt_plan(&p, gs[i], prof, limit, ATM_OPT_ASYNCHRONOUS, &o, &rep),
+		                 ATM_OK);
+		assert_true(rep.nested_s > 0);
+		assert_true(rep.rounds[0].objective_s <= rep.nested_s * (1 + 1e-9));
+		atm_plan_destroy(p);
+		opt_solution_free(&ss);
+		opt_solution_free(&as);
+		opt_model_destroy(sm);
+		opt_model_destroy(am);
+		opt_model_destroy(stat);
+		atm_profile_destroy(prof);
+		atm_graph_destroy(gs[i]);
+	}
+}
+
+/* test_recompute_warm_keeps -- a warm start (the last round's plan, here under the same limit)
+ * keeps its recomputations: the heuristic from the solver's plan of chain_between, with no
+ * time to search, ends no slower than that plan, y still made again through its link (placing
+ * from the placement alone, it would have to find the chain afresh, and has no time to) */
+static void test_recompute_warm_keeps(void **state)
+{
+	(void)state;
+	atm_graph *g = chain_between();
+	atm_profile *prof = NULL;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	atm_opt_options o = options(true);
+	for (int f = ATM_OPT_SYNCHRONOUS; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		struct model *m = NULL;
+		struct solution s;
+		assert_int_equal(opt_model_new(&m, g, prof, (atm_opt_formulation)f, &o, 3 * MIB + 4096,
+		                               NULL), ATM_OK);
+		solved(m, &s);
+		double before = opt_solution_cost(m, &s);
+		assert_int_equal(n_chosen(m, &s), 1);
+		assert_int_equal(opt_heuristic(m, &s, 0, true), ATM_OK);
+		if (opt_solution_cost(m, &s) > before * (1 + 1e-9))
+			fail_msg("%s: warm heuristic %.9f s from the solver's %.9f s",
+			         atm_opt_formulation_name(f), opt_solution_cost(m, &s), before);
+		assert_int_equal(n_chosen(m, &s), 1);
+		opt_solution_free(&s);
+		opt_model_destroy(m);
+	}
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
 /* test_recompute_baselines_refuse -- the baselines have no recomputation to choose: a usage
  * error naming the formulations that do */
 static void test_recompute_baselines_refuse(void **state)
@@ -282,6 +399,8 @@ int main(void)
 		cmocka_unit_test(test_recompute_chain),
 		cmocka_unit_test(test_recompute_heuristic),
 		cmocka_unit_test(test_recompute_never_slower),
+		cmocka_unit_test(test_recompute_nests),
+		cmocka_unit_test(test_recompute_warm_keeps),
 		cmocka_unit_test(test_recompute_baselines_refuse),
 	};
 	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, NULL, NULL);
