@@ -507,6 +507,8 @@ typedef struct {
 	char formulation[32];       /* "all-fast", "static", "synchronous", ... */
 	int64_t fast_limit_bytes;   /* 0: no limit */
 	double predicted_runtime_s; /* < 0: unknown */
+	double predicted_recompute_s; /* of that, the kernels run again for recomputations (< 0:
+	                              * unknown) */
 	double creation_s, solve_s; /* < 0: not solved; over all rounds */
 	double mip_gap;             /* < 0: unknown */
 	char solver_status[32];

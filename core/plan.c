@@ -29,7 +29,7 @@ atm_status atm_plan_new(atm_plan **out, const atm_graph *g)
 	for (int32_t t = 0; t < nt; t++)
 		p->loc[t] = ATM_LOC_FAST;
 	snprintf(p->info.formulation, sizeof p->info.formulation, "all-fast");
-	p->info.predicted_runtime_s = -1;
+	p->info.predicted_runtime_s = p->info.predicted_recompute_s = -1;
 	p->info.creation_s = p->info.solve_s = p->info.mip_gap = -1;
 	*out = p;
 	return ATM_OK;

@@ -86,6 +86,11 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	atm_text_json_new(&t, json_integer(info->fast_limit_bytes), PJ_DUMP);
 	atm_text_str(&t, ",\n  \"predicted_runtime_s\": ");
 	atm_text_json_new(&t, real_or_null(info->predicted_runtime_s), PJ_DUMP);
+	/* added later, and only where a plan recomputes: older readers refuse unknown keys */
+	if (info->predicted_recompute_s > 0) {
+		atm_text_str(&t, ",\n  \"predicted_recompute_s\": ");
+		atm_text_json_new(&t, json_real(info->predicted_recompute_s), PJ_DUMP);
+	}
 	json_t *solver = json_object();
 	/* which solver made the plan; null for baselines and built-in placements */
 	atm_json_set_new(solver, "name", info->solver[0] ? json_string(info->solver) : json_null(),
@@ -287,7 +292,8 @@ static atm_status read_ratio(json_t *root, atm_plan_info *info)
 static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *info)
 {
 	static const char *const top[] = {"format", "version", "graph", "formulation",
-	                                  "fast_limit_bytes", "predicted_runtime_s", "estimated",
+	                                  "fast_limit_bytes", "predicted_runtime_s",
+	                                  "predicted_recompute_s", "estimated",
 	                                  "ratio", "solver",
 	                                  "tensors", "moves", "recomputes", "algorithms",
 	                                  "workspace_bytes", NULL};
@@ -331,6 +337,11 @@ static atm_status read_header(json_t *root, const atm_graph *g, atm_plan_info *i
 	if ((rc = get(root, "top level", "predicted_runtime_s", JSON_REAL, true, &v)) < 0)
 		return rc;
 	info->predicted_runtime_s = v ? json_number_value(v) : -1;
+	if ((rc = get(root, "top level", "predicted_recompute_s", JSON_REAL, true, &v)) < 0)
+		return rc;
+	info->predicted_recompute_s = v ? json_number_value(v) : -1;
+	if (v && !(info->predicted_recompute_s >= 0 && isfinite(info->predicted_recompute_s)))
+		return BAD("\"predicted_recompute_s\" must be a number of seconds >= 0");
 	if ((rc = get(root, "top level", "estimated", JSON_TRUE, true, &v)) < 0)
 		return rc;
 	info->estimated = v && json_is_true(v);

@@ -298,6 +298,12 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	bool ok = true;
 	json_t *run = json_object();
 	solver_fields(info, run, &ok);
+	/* added later: of the prediction, the kernels run again (0 where the plan recomputes
+	 * nothing; null when unknown: a plan file written before plans recorded it) */
+	double rs = info->predicted_recompute_s;
+	if (rs < 0 && info->predicted_runtime_s >= 0 && atm_plan_n_recomputes(p) == 0)
+		rs = 0;
+	atm_json_set_new(run, "predicted_recompute_s", rs < 0 ? json_null() : json_real(rs), &ok);
 	atm_json_set_new(run, "actual_runtime", num_or_null(m ? m->actual_runtime_s : -1), &ok);
 	atm_json_set_new(run, "mean_runtime", num_or_null(m ? m->mean_runtime_s : -1), &ok);
 	atm_json_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0), &ok);

@@ -254,6 +254,7 @@ atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *p
 	if ((rc = atm_opt_check(p, prof, o, &chk)) < 0)
 		goto done;
 	atm_plan_info_of(p)->predicted_runtime_s = chk.predicted_s;
+	atm_plan_info_of(p)->predicted_recompute_s = chk.recompute_s;
 	atm_plan_info_of(p)->estimated = atm_profile_machine_get(prof)->estimated;
 	*out = p;
 	p = NULL;

@@ -193,6 +193,7 @@ static atm_status plan_no_limit(atm_plan **out, const atm_graph *g, const atm_pr
 		return rc;
 	}
 	info->predicted_runtime_s = chk.predicted_s;
+	info->predicted_recompute_s = chk.recompute_s;
 	info->estimated = atm_profile_machine_get(prof)->estimated;
 	if (rep)
 		rep->objective_s = rep->heuristic_s = chk.predicted_s;
@@ -593,6 +594,7 @@ static atm_status defrag_finish(struct defrag *d)
 	if ((rc = atm_opt_check(d->p, d->prof, &d->o, &chk)) < 0)
 		return rc;
 	info->predicted_runtime_s = chk.predicted_s;
+	info->predicted_recompute_s = chk.recompute_s;
 	info->estimated = atm_profile_machine_get(d->prof)->estimated;
 	return ATM_OK;
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,7 @@ static void test_plan_cmd_gpu_model(void **state)
 	snprintf(res, sizeof res, "%s/gpu-model-results.json", cli_tmpdir);
 	unlink(res);
 	struct cli_result r = cli_run("plan --model vgg19 --preset gpu --batch 64 --gpu-model h100 "
-	                              "--estimate --ratio 1:1 --formulation asynchronous "
+	                              "--estimate --ratio 1:1 --formulation asynchronous --recompute "
 	                              "--time-limit 10 --cache %s --json --results %s", est, res);
 	if (r.code)
 		fail_msg("exit %d: %s", r.code, r.err);
@@ -258,6 +259,11 @@ static void test_plan_cmd_gpu_model(void **state)
 	double fast = json_real_value(json_object_get(j, "all_fast_kernel_s"));
 	assert_true(pred > fast && fast > 0.01 && pred < 10 * fast);
 	assert_true(json_integer_value(json_object_get(json_object_get(j, "moves"), "n_async")) > 0);
+	/* its max-pooling outputs are made again (their kernels run again: part of the step) */
+	json_t *rcs = json_object_get(j, "recomputes");
+	double again = json_real_value(json_object_get(rcs, "recompute_s"));
+	assert_true(json_integer_value(json_object_get(rcs, "n")) > 0);
+	assert_true(again > 0 && again < pred);
 	json_decref(j);
 	cli_release(&r);
 	unlink(est);
@@ -270,6 +276,10 @@ static void test_plan_cmd_gpu_model(void **state)
 	assert_string_equal(json_string_value(json_object_get(run, "device")), "h100");
 	assert_true(json_is_null(json_object_get(run, "actual_runtime")) ||
 	            !json_object_get(run, "actual_runtime"));
+	/* and the recomputations: how many kernels, and their share of the prediction */
+	assert_true(json_integer_value(json_object_get(run, "num_recomputed_kernels")) > 0);
+	assert_true(fabs(json_real_value(json_object_get(run, "predicted_recompute_s")) - again) <=
+	            1e-9 * again);
 	json_decref(doc);
 	unlink(res);
 	cli_expect(2, "unknown GPU model 'v100'; valid: h100, h200, a100, rtx2080ti",

@@ -272,6 +272,7 @@ static void test_plan_json_round_trip(void **state)
 	char *a = NULL, *b = NULL;
 	assert_int_equal(atm_plan_random(&p, sm->g, 7), ATM_OK);
 	atm_plan_info_of(p)->predicted_runtime_s = 0.25;
+	atm_plan_info_of(p)->predicted_recompute_s = 0.0125;
 	atm_plan_info_of(p)->fast_limit_bytes = 4096;
 	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
 	assert_int_equal(atm_plan_load_buffer(&q, sm->g, a, strlen(a), "p.json"), ATM_OK);
@@ -279,6 +280,7 @@ static void test_plan_json_round_trip(void **state)
 	assert_string_equal(a, b);
 	assert_int_equal(atm_plan_n_moves(q), atm_plan_n_moves(p));
 	assert_int_equal(atm_plan_info_get(q)->fast_limit_bytes, 4096);
+	assert_true(atm_plan_info_get(q)->predicted_recompute_s == 0.0125);
 	/* no solver made a random plan: its name is null and reads back empty */
 	assert_non_null(strstr(a, "\"solver\": {\"name\":null,"));
 	assert_string_equal(atm_plan_info_get(q)->solver, "");
@@ -309,6 +311,31 @@ static char *edit(const char *a, const char *from, const char *to)
 	strcpy(out + head, to);
 	strcat(out, at + strlen(from));
 	return out;
+}
+
+/* test_plan_json_predicted_recompute -- the recomputations' share of the prediction: written
+ * where there is one, a negative time refused by name, and unknown in plans without the key
+ * (written before plans recorded it) */
+static void test_plan_json_predicted_recompute(void **state)
+{
+	struct small *sm = *state;
+	atm_plan *p = NULL, *o = NULL;
+	char *a = NULL;
+	assert_int_equal(atm_plan_random(&p, sm->g, 7), ATM_OK);
+	atm_plan_info_of(p)->predicted_runtime_s = 0.25;
+	atm_plan_info_of(p)->predicted_recompute_s = 0.0125;
+	assert_int_equal(atm_plan_dump(p, &a), ATM_OK);
+	/* a negative time is refused by name; without the key (older plans) it is unknown */
+	char *c = edit(a, "\"predicted_recompute_s\": 0.0125", "\"predicted_recompute_s\": -1");
+	expect_load_error(sm->g, c, "\"predicted_recompute_s\" must be a number of seconds >= 0");
+	free(c);
+	c = edit(a, ",\n  \"predicted_recompute_s\": 0.0125", "");
+	assert_int_equal(atm_plan_load_buffer(&o, sm->g, c, strlen(c), "old.json"), ATM_OK);
+	assert_true(atm_plan_info_get(o)->predicted_recompute_s < 0);
+	atm_plan_destroy(o);
+	free(c);
+	free(a);
+	atm_plan_destroy(p);
 }
 
 /* test_plan_json_solver_name -- the solver that made a plan is kept through its file; a plan
@@ -1182,6 +1209,7 @@ int main(void)
 		T(test_plan_rejects_impossible_moves),
 		T(test_plan_random_plans_are_valid_and_stable),
 		T(test_plan_json_round_trip),
+		T(test_plan_json_predicted_recompute),
 		T(test_plan_json_solver_name),
 		T(test_plan_json_rejects_mismatches),
 		T(test_plan_schedule_setup),
