@@ -1234,7 +1234,7 @@ done:
  * kept, the placement repaired around them, when that is faster than what the search found
  * without them: a round tightened around a few slots where its plan did not fit the arena
  * would otherwise lose every recomputation the solver chose, and start far behind the last
- * round (ResNet-200's asynchronous 1:1 plan on the h100 model: 1.13x all fast in round 1,
+ * round (ResNet-200's asynchronous 1:1 plan on the h100 model: 1.11x all fast in round 1,
  * 1.24x from the heuristic in round 2) */
 static atm_status keep_last(struct heur *h, const struct solution *last, struct rank *order,
                             int32_t n_order, double deadline)

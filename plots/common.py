@@ -371,7 +371,10 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
             text += f", {n} CPU{'s' if n != 1 else ''}"
         if text not in machines:
             machines.append(text)
-    parts.extend(machines)
+    # plans for a GPU model ran nowhere: the machine that planned them is no part of the figure
+    modelled = [r for r in runs if r is not None]
+    if not modelled or any(r.get("backend") != "gpu-model" for r in modelled):
+        parts.extend(machines)
     presets = sorted({w.preset for w in wls if w.preset})
     if presets:
         parts.append(("preset " if len(presets) == 1 else "presets ")
