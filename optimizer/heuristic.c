@@ -267,6 +267,22 @@ static double path_cost(const struct heur *h, int32_t x, int32_t force_node)
 	return c;
 }
 
+/* rooms -- the room the others leave x (taken out) in each of its phases and, for its
+ * overlapped copy gates, while each copy runs: h->res_ph and h->res_g */
+static void rooms(struct heur *h, int32_t x)
+{
+	const struct tmodel *t = &h->m->t[x];
+	for (int32_t i = 0; i < t->n_gates; i++) {
+		h->res_ph[i] = room(h, t->ph_lo[i], t->ph_hi[i]);
+		h->res_g[i] = INT64_MAX;
+		if (t->gates[i].kind == G_ASYNC) {
+			int32_t lo, hi;
+			gate_slots(&t->gates[i], &lo, &hi);
+			h->res_g[i] = room(h, lo, hi);
+		}
+	}
+}
+
 /* fits_now -- x's current path fits the room the others leave (a repaired start may not) */
 static bool fits_now(const struct heur *h, int32_t x)
 {
@@ -292,15 +308,7 @@ static bool improve(struct heur *h, int32_t x, int32_t force_node)
 	const struct tmodel *t = &m->t[x];
 	int32_t n = t->n_gates;
 	place(h, x, -1);
-	for (int32_t i = 0; i < n; i++) {
-		h->res_ph[i] = room(h, t->ph_lo[i], t->ph_hi[i]);
-		h->res_g[i] = INT64_MAX;
-		if (t->gates[i].kind == G_ASYNC) {
-			int32_t lo, hi;
-			gate_slots(&t->gates[i], &lo, &hi);
-			h->res_g[i] = room(h, lo, hi);
-		}
-	}
+	rooms(h, x);
 	double cur = force_node < 0 && fits_now(h, x) ? path_cost(h, x, -1) : INFINITY;
 	for (int32_t i = 0; i < n; i++) {
 		const struct gate *g = &t->gates[i];
@@ -536,17 +544,8 @@ static atm_status clear_over(struct heur *h)
 /* over_limit -- x's path does not fit the room the others leave it */
 static bool over_limit(struct heur *h, int32_t x)
 {
-	const struct tmodel *t = &h->m->t[x];
 	place(h, x, -1);
-	for (int32_t i = 0; i < t->n_gates; i++) {
-		h->res_ph[i] = room(h, t->ph_lo[i], t->ph_hi[i]);
-		h->res_g[i] = INT64_MAX;
-		if (t->gates[i].kind == G_ASYNC) {
-			int32_t lo, hi;
-			gate_slots(&t->gates[i], &lo, &hi);
-			h->res_g[i] = room(h, lo, hi);
-		}
-	}
+	rooms(h, x);
 	bool over = !fits_now(h, x);
 	place(h, x, 1);
 	return over;
@@ -1168,6 +1167,28 @@ static atm_status settle(struct heur *h, struct rank *order, int32_t n_order, do
 	return ATM_OK;
 }
 
+/* trial_open -- a trial of other recomputations: the placement in s kept (keep, new) with its
+ * price (*before), and h->must allocated; trial_close ends it either way */
+static atm_status trial_open(struct heur *h, struct solution *keep, double *before)
+{
+	atm_status rc = opt_solution_new(h->m, keep);
+	if (rc < 0)
+		return rc;
+	*before = opt_solution_cost(h->m, h->s);
+	opt_solution_copy(h->m, keep, h->s);
+	if (!(h->must = calloc((size_t)h->m->n_phases + 1, 1)))
+		return atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	return ATM_OK;
+}
+
+static void trial_close(struct heur *h, struct solution *keep)
+{
+	free(h->must);
+	h->must = NULL;
+	rebuild(h);
+	opt_solution_free(keep);
+}
+
 /* recompute_first -- the placement searched again with recomputations chosen first (those
  * cheaper than a round trip of their tensor), kept only when the step comes out faster than
  * the plan in s: what placing first and recomputing after cannot find where the room a
@@ -1179,17 +1200,12 @@ static atm_status recompute_first(struct heur *h, struct rank *order, int32_t n_
 {
 	const struct model *m = h->m;
 	struct solution *s = h->s, keep = {0};
+	double before;
 	atm_status rc;
 	if (opt_past(m, deadline))
 		return ATM_OK;
-	if ((rc = opt_solution_new(m, &keep)) < 0)
-		return rc;
-	double before = opt_solution_cost(m, s);
-	opt_solution_copy(m, &keep, s);
-	if (!(h->must = calloc((size_t)m->n_phases + 1, 1))) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	if ((rc = trial_open(h, &keep, &before)) < 0)
 		goto done;
-	}
 	/* all the choices, or where no placement is found around them (what they hold fast
 	 * does not fit beside what the kernels need), the better half of them, and so on */
 	bool placed = false;
@@ -1223,10 +1239,7 @@ restore:
 	opt_solution_copy(m, s, &keep);
 	rc = ATM_OK;
 done:
-	free(h->must);
-	h->must = NULL;
-	rebuild(h);
-	opt_solution_free(&keep);
+	trial_close(h, &keep);
 	return rc;
 }
 
@@ -1242,16 +1255,11 @@ static atm_status keep_last(struct heur *h, const struct solution *last, struct 
 	const struct model *m = h->m;
 	struct solution *s = h->s, keep = {0};
 	bool ok = false;
+	double before;
 	atm_status rc;
-	if ((rc = opt_solution_new(m, &keep)) < 0)
-		return rc;
-	double before = opt_solution_cost(m, s);
-	opt_solution_copy(m, &keep, s);
-	opt_solution_copy(m, s, last);
-	if (!(h->must = calloc((size_t)m->n_phases + 1, 1))) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory in the placement heuristic");
+	if ((rc = trial_open(h, &keep, &before)) < 0)
 		goto done;
-	}
+	opt_solution_copy(m, s, last);
 	set_must(h);
 	rebuild(h);
 	/* mended, not repaired: clearing every tensor over a limit first (on a GPU) breaks the
@@ -1263,10 +1271,7 @@ static atm_status keep_last(struct heur *h, const struct solution *last, struct 
 	if (!ok || !(opt_solution_cost(m, s) < before))
 		opt_solution_copy(m, s, &keep);
 done:
-	free(h->must);
-	h->must = NULL;
-	rebuild(h);
-	opt_solution_free(&keep);
+	trial_close(h, &keep);
 	return rc;
 }
 
