@@ -230,6 +230,12 @@ static void test_plan_cmd_json_summary(void **state)
 	assert_true(json_array_size(json_object_get(solver, "rounds")) >= 1);
 	assert_true(json_integer_value(json_object_get(json_object_get(solver, "model"), "columns")) > 0);
 	assert_true(json_real_value(json_object_get(solver, "mip_gap")) <= 0.02 + 1e-12);
+	/* an asynchronous plan solved the synchronous program too, as a start: never faster than
+	 * the first round's plan */
+	double start = json_real_value(json_object_get(solver, "synchronous_start_s"));
+	assert_true(start > 0);
+	json_t *first = json_array_get(json_object_get(solver, "rounds"), 0);
+	assert_true(start >= json_real_value(json_object_get(first, "objective_s")) * (1 - 1e-9));
 	json_decref(j);
 	cli_release(&r);
 }
