@@ -136,6 +136,13 @@ def draw_and_save(who, malformed, draw, out):
             print(os.path.join(out, f"{name}.{ext}"))
 
 
+def ratios_option(p, default):
+    """The --ratios option of a figure drawn at a few ratios, DEFAULT when present."""
+    p.add_argument("--ratios", type=ratio_list, default=ratio_list(default),
+                   metavar="S:F,...",
+                   help=f"ratios to show, when present (default: {default})")
+
+
 def run_main(fig, parse, draw):
     """Parse the command line, then draw_and_save the figure script's images."""
     args = parse.parse_args()
@@ -448,6 +455,22 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
 # Layout and saving
 
 
+def ratio_panel(ax, ratios, top, title, ylabel, i, n, ncol):
+    """A panel of bars at RATIOS: their labels along x, y from 0 to TOP, the TITLE, YLABEL on
+    the first column and the x label on the last row (panel I of N), a grid behind."""
+    ax.set_xticks(range(len(ratios)))
+    ax.set_xticklabels([ratio_label(k, long=False) for k in ratios])
+    ax.set_xlim(-0.6, len(ratios) - 0.4)
+    ax.set_ylim(0, top)
+    panel_title(ax, title, ncol)
+    if i % ncol == 0:
+        ax.set_ylabel(ylabel)
+    if i >= n - ncol:
+        ax.set_xlabel("slow : fast memory")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
 def panel_title(ax, text, ncol, fig_width=10.0):
     """A panel title, broken before its details when the panel is narrow."""
     fits = fig_width / ncol * 10.5  # characters at 10.5 pt
@@ -590,6 +613,16 @@ def ref_line(ax, y, label, color="#444444", linestyle="--"):
     twin.tick_params(axis="y", length=3, color=color)
     twin.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     return twin
+
+
+def finish_bars(fig, title, handles, wls, used, extra=()):
+    """finish a bar figure: the legend's HANDLES, and the hatch's where some of the
+    workloads WLS were drawn with predicted times; the subtitle from WLS and the runs USED."""
+    predicted = [w for w in wls if w.predicted]
+    if predicted:
+        handles = handles + [bar_handles([], used)[-1]]
+    finish(fig, title, describe(wls, used, extra, predicted=predicted), handles,
+           [h.get_label() for h in handles])
 
 
 def line_handle(label, color="#444444", linestyle="--", marker=None):

@@ -70,38 +70,22 @@ def draw(args):
                         textcoords="offset points", ha="right", va="bottom", fontsize=7.5,
                         color=c.COLORS["all-fast"])
         ax.axhline(1.0, color="#999999", linewidth=0.8)
-        ax.set_xticks(range(len(ratios)))
-        ax.set_xticklabels([ratio_label(k, long=False) for k in ratios])
-        ax.set_xlim(-0.6, len(ratios) - 0.4)
-        ax.set_ylim(0, top * 1.15)
-        c.panel_title(ax, w.title(show_preset, w.predicted), ncol)
-        if i % ncol == 0:
-            ax.set_ylabel("speedup over all slow (×)")
-        if i >= len(rows) - ncol:
-            ax.set_xlabel("slow : fast memory")
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_axisbelow(True)
+        c.ratio_panel(ax, ratios, top * 1.15, w.title(show_preset, w.predicted),
+                      "speedup over all slow (×)", i, len(rows), ncol)
 
     handles = c.bar_handles([f for f in FORMULATIONS
                              if any(v for _, _, bars, _ in rows
                                     for (g, _), v in bars.items() if g == f)])
     if any_fast:
         handles.append(c.line_handle("all fast (all tensors in fast memory)"))
-    predicted = [r[0] for r in rows if r[0].predicted]
-    if predicted:
-        handles.append(c.bar_handles([], used)[-1])
-    wls = [r[0] for r in rows]
-    c.finish(fig, "Speedup over all slow memory (Figure 7)",
-             c.describe(wls, used, predicted=predicted),
-             handles, [h.get_label() for h in handles])
+    c.finish_bars(fig, "Speedup over all slow memory (Figure 7)", handles,
+                  [r[0] for r in rows], used)
     return [(FIG, fig)]
 
 
 def main():
     p = c.parser(FIG, __doc__)
-    p.add_argument("--ratios", type=c.ratio_list,
-                   default=c.ratio_list(DEFAULT_RATIOS), metavar="S:F,...",
-                   help=f"ratios to show, when present (default: {DEFAULT_RATIOS})")
+    c.ratios_option(p, DEFAULT_RATIOS)
     c.run_main(FIG, p, draw)
 
 

@@ -87,12 +87,8 @@ def draw(args):
         extra.append("slow:fast " + ratio_label(next(iter(keys)), False))
     handles = c.bar_handles(FORMULATIONS)
     handles.append(c.line_handle(f"{lm_name} (baseline, 1×)"))
-    predicted = [w for w in wls if w.predicted]
-    if predicted:
-        handles.append(c.bar_handles([], used)[-1])
-    c.finish(fig, "Large networks: speedup over 2LM (Figure 8)",
-             c.describe(wls, used, extra, predicted=predicted), handles,
-             [h.get_label() for h in handles])
+    c.finish_bars(fig, "Large networks: speedup over 2LM (Figure 8)", handles, wls, used,
+                  extra)
     return [(FIG, fig)]
 
 

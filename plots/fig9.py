@@ -88,13 +88,8 @@ def draw(args):
     handles.append(c.line_handle(
         f"memory cost (fast memory costs {args.price_ratio:g}× slow per GB)",
         color=c.COLORS["cost"], linestyle="-", marker="D"))
-    predicted = [r[0] for r in rows if r[0].predicted]
-    if predicted:
-        handles.append(c.bar_handles([], used)[-1])
-    c.finish(fig, "Performance and memory cost of synchronous AutoTM "
-                  "(Figure 9)",
-             c.describe([r[0] for r in rows], used, predicted=predicted),
-             handles, [h.get_label() for h in handles])
+    c.finish_bars(fig, "Performance and memory cost of synchronous AutoTM (Figure 9)",
+                  handles, [r[0] for r in rows], used)
     return [(FIG, fig)]
 
 
@@ -104,10 +99,7 @@ def main():
                    metavar="X",
                    help="price of fast memory per GB over slow memory's "
                         "(default 2.1)")
-    p.add_argument("--ratios", type=c.ratio_list,
-                   default=c.ratio_list(DEFAULT_RATIOS), metavar="S:F,...",
-                   help=f"ratios to show, when present (default: "
-                        f"{DEFAULT_RATIOS})")
+    c.ratios_option(p, DEFAULT_RATIOS)
     c.run_main(FIG, p, draw)
 
 

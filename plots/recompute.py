@@ -94,39 +94,24 @@ def draw(args):
         for k in ratios:
             used += w.runs_at(k, FORMULATIONS + [BASELINE])
         ax.axhline(1.0, color=c.COLORS["all-fast"], linestyle="--", linewidth=1.0, zorder=3)
-        ax.set_xticks(range(len(ratios)))
-        ax.set_xticklabels([ratio_label(k, long=False) for k in ratios])
-        ax.set_xlim(-0.6, len(ratios) - 0.4)
-        ax.set_ylim(0, top * 1.18)
-        c.panel_title(ax, w.title(show_preset, w.predicted), ncol)
-        if i % ncol == 0:
-            ax.set_ylabel("step over all fast's (×, lower is better)")
-        if i >= len(rows) - ncol:
-            ax.set_xlabel("slow : fast memory")
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_axisbelow(True)
+        c.ratio_panel(ax, ratios, top * 1.18, w.title(show_preset, w.predicted),
+                      "step over all fast's (×, lower is better)", i, len(rows), ncol)
 
     handles = c.bar_handles([f for f in FORMULATIONS
                              if any(bars.get((f, k)) for _, ratios, bars, _ in rows
                                     for k in ratios)])
     handles.append(c.line_handle("all fast (all tensors in fast memory)"))
-    predicted = [r[0] for r in rows if r[0].predicted]
-    if predicted:
-        handles.append(c.bar_handles([], used)[-1])
     kernels = [n for _, _, _, counts in rows for n, _ in counts.values()]
     extra = ["number over a bar with recomputation: kernels it runs again per step"
              + ("" if any(kernels) else " (none chosen at these limits)")]
-    c.finish(fig, "Placement alone and with recomputation: slowdown against all fast",
-             c.describe([r[0] for r in rows], used, extra=extra, predicted=predicted),
-             handles, [h.get_label() for h in handles])
+    c.finish_bars(fig, "Placement alone and with recomputation: slowdown against all fast",
+                  handles, [r[0] for r in rows], used, extra)
     return [(FIG, fig)]
 
 
 def main():
     p = c.parser(FIG, __doc__)
-    p.add_argument("--ratios", type=c.ratio_list,
-                   default=c.ratio_list(DEFAULT_RATIOS), metavar="S:F,...",
-                   help=f"ratios to show, when present (default: {DEFAULT_RATIOS})")
+    c.ratios_option(p, DEFAULT_RATIOS)
     c.run_main(FIG, p, draw)
 
 
