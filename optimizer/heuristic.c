@@ -1297,10 +1297,11 @@ atm_status opt_heuristic(const struct model *m, struct solution *s, double budge
 	bool had_rc = false;
 	for (int32_t i = 0; warm && i < m->n_rc; i++)
 		had_rc |= s->rc[i] != 0;
-	if (had_rc && ((rc = opt_solution_new(m, &last)) < 0))
-		goto done;
-	if (had_rc)
+	if (had_rc) {
+		if ((rc = opt_solution_new(m, &last)) < 0)
+			goto done;
 		opt_solution_copy(m, &last, s);
+	}
 	/* the heuristic places tensors first, with no recomputation (a placement-only plan), then
 	 * takes the recomputations that beat moving their tensors (recompute_pass) */
 	memset(s->rc, 0, (size_t)m->n_rc);
