@@ -18,6 +18,7 @@ typedef struct {
 	const char *name;
 	const char *summary;
 	int (*run)(int argc, char **argv);
+	bool stops; /* it ends on the stop flag (cli_install_interrupt) */
 } cli_command;
 
 /* Where a graph comes from: --model NAME (zoo) or --graph FILE. */
@@ -174,6 +175,15 @@ int cli_other_option(const char *cmd, int opt, char **argv, void (*help)(void));
  * ATM_E_NOMEM of an allocation that failed while it was built) */
 atm_status cli_print_json_new(json_t *o);
 
+/* cli_early_interrupt -- a signal came before main could act on it (the handler is installed
+ * before the shared libraries load) */
+bool cli_early_interrupt(void);
+/* cli_block_signals -- hold Ctrl-C, SIGTERM and SIGHUP pending (block) or let them in: around
+ * the re-exec of atm_openmp_passive, which would lose the flag a signal had set */
+void cli_block_signals(bool block);
+/* cli_signals_default -- Ctrl-C, SIGTERM and SIGHUP kill the process again: for the commands
+ * that never look at the stop flag */
+void cli_signals_default(void);
 /* cli_install_interrupt -- Ctrl-C sets the returned flag instead of killing the process */
 volatile sig_atomic_t *cli_install_interrupt(void);
 

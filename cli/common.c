@@ -456,17 +456,74 @@ static void *take_signals(void *arg)
 	return NULL;
 }
 
-volatile sig_atomic_t *cli_install_interrupt(void)
+/* catch_signals -- Ctrl-C, SIGTERM and SIGHUP set the flag from here on (a SIGHUP that nohup
+ * ignores stays ignored) */
+static void catch_signals(void)
 {
-	static sigset_t set;
-	static bool taken;
-	struct sigaction sa;
+	struct sigaction sa, old;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_interrupt;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL); /* a closed terminal ends a run as Ctrl-C does */
+	/* a closed terminal ends a run as Ctrl-C does */
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+}
+
+/* early_signals -- run before the shared libraries' initialisers: a build with the CUDA
+ * backend spends a second or more relocating cuBLAS before main, and a Ctrl-C then would
+ * otherwise kill the process instead of ending it with 130 at its first stop check */
+static void early_signals(int argc, char **argv, char **envp)
+{
+	sigset_t set;
+	(void)argc;
+	(void)argv;
+	(void)envp;
+	catch_signals();
+	/* main blocks them across its re-exec (atm_openmp_passive), so that one sent then waits
+	 * for this handler instead of being lost with the first image's flag */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void cli_block_signals(bool block)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+__attribute__((section(".preinit_array"), used)) static void (*const early_signals_entry)(
+	int, char **, char **) = early_signals;
+
+bool cli_early_interrupt(void)
+{
+	return interrupted != 0;
+}
+
+void cli_signals_default(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+}
+
+volatile sig_atomic_t *cli_install_interrupt(void)
+{
+	static sigset_t set;
+	static bool taken;
+	catch_signals();
 	/* A handler runs on whatever thread the signal finds, kernel workers included: with it
 	 * alone, Ctrl-C on an asynchronous plan's run aborted in glibc ("corrupted size vs.
 	 * prev_size", inside a oneDNN kernel) in 1 of 6 tries here, and in 3 of 6 comparisons;
@@ -478,7 +535,9 @@ volatile sig_atomic_t *cli_install_interrupt(void)
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGHUP);
+		struct sigaction hup;
+		if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+			sigaddset(&set, SIGHUP); /* blocked, an ignored one would reach sigwait */
 		if (pthread_sigmask(SIG_BLOCK, &set, NULL) == 0) {
 			if (pthread_create(&t, NULL, take_signals, &set) == 0) {
 				pthread_detach(t);
@@ -499,7 +558,9 @@ int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
 	atm_job *j = NULL;
 	atm_status rc;
 	jo->stop = cli_install_interrupt();
-	if ((rc = cli_load_graph(src, &g, &jo->workload)) == ATM_OK &&
+	if (*jo->stop)
+		rc = atm_err(ATM_E_INTERRUPTED, "interrupted");
+	else if ((rc = cli_load_graph(src, &g, &jo->workload)) == ATM_OK &&
 	    (rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
 		rc = then(j, arg);
 	atm_job_destroy(j);

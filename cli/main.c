@@ -6,11 +6,15 @@
 #include "cli.h"
 
 static const cli_command commands[] = {
-	{"zoo", "list the networks and presets, summarise or export one network", cmd_zoo},
-	{"profile", "time every kernel in every IO configuration into the profile cache", cmd_profile},
-	{"plan", "place tensors in fast or slow memory under a limit (ILP or a baseline), write the plan", cmd_plan},
-	{"run", "run a network's training step for real with a placement, write results", cmd_run},
-	{"tiers", "show this machine's memories and the fast and slow tiers autotm uses", cmd_tiers},
+	{"zoo", "list the networks and presets, summarise or export one network", cmd_zoo, false},
+	{"profile", "time every kernel in every IO configuration into the profile cache", cmd_profile,
+	 true},
+	{"plan", "place tensors in fast or slow memory under a limit (ILP or a baseline), write the plan",
+	 cmd_plan, true},
+	{"run", "run a network's training step for real with a placement, write results", cmd_run,
+	 true},
+	{"tiers", "show this machine's memories and the fast and slow tiers autotm uses", cmd_tiers,
+	 false},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -67,7 +71,14 @@ static int finish(const char *cmd, int code)
 
 int main(int argc, char **argv)
 {
-	atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
+	cli_block_signals(true);
+	if (!cli_early_interrupt())
+		atm_openmp_passive(argv); /* idle kernel threads sleep, not spin */
+	cli_block_signals(false);
+	if (cli_early_interrupt()) {
+		fprintf(stderr, "autotm: interrupted\n");
+		return atm_exit_code(ATM_E_INTERRUPTED);
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return atm_exit_code(ATM_E_USAGE);
@@ -89,8 +100,11 @@ int main(int argc, char **argv)
 		return finish(NULL, 0);
 	}
 	for (int i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(cmd, commands[i].name))
+		if (!strcmp(cmd, commands[i].name)) {
+			if (!commands[i].stops)
+				cli_signals_default();
 			return finish(cmd, commands[i].run(argc - 1, argv + 1));
+		}
 	fprintf(stderr, "autotm: unknown command '%s'; valid commands:", cmd);
 	for (int i = 0; i < N_COMMANDS; i++)
 		fprintf(stderr, " %s", commands[i].name);

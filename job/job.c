@@ -403,6 +403,9 @@ static atm_status optimize(atm_job *j)
 	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
 	    (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
 		return rc;
+	/* a signal while the plan was finished and checked ends the job before it writes anything */
+	if (o->stop && *o->stop)
+		return atm_err(ATM_E_INTERRUPTED, "interrupted after planning");
 	j->planned = true;
 	j->has_cal = atm_profile_get_calibration(j->prof, j->g, &j->cal) == ATM_OK;
 	atm_err_clear();

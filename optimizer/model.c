@@ -543,6 +543,14 @@ static void classify(struct model *m, const atm_liveness *lv, int64_t limit)
 			m->fixed[SLOT_K(k)] += atm_graph_node(g, k)->workspace_bytes;
 }
 
+/* model_stopped -- ATM_E_INTERRUPTED once the plan's stop flag is set */
+static atm_status model_stopped(const struct model *m)
+{
+	if (!m->o.stop || !*m->o.stop)
+		return ATM_OK;
+	return atm_err(ATM_E_INTERRUPTED, "planning interrupted while building the model");
+}
+
 atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profile *prof,
                          atm_opt_formulation f, const atm_opt_options *o, int64_t limit,
                          const int64_t *slot_limit)
@@ -585,8 +593,9 @@ atm_status opt_model_new(struct model **out, const atm_graph *g, const atm_profi
 				goto fail;
 			m->n_movable++;
 		}
+	/* a large graph's kernel times take a second to look up: Ctrl-C ends that too */
 	for (int32_t k = 0; k < nn; k++)
-		if ((rc = build_node(m, k)) < 0)
+		if ((k % 256 == 0 && (rc = model_stopped(m)) < 0) || (rc = build_node(m, k)) < 0)
 			goto fail;
 	if ((rc = build_floor(m)) < 0 || (rc = opt_recompute_build(m, lv, tstart, touch)) < 0)
 		goto fail;

@@ -25,6 +25,7 @@ atm_status atm_prof_kernel_work(const atm_graph *g, int32_t node, atm_prof_work 
 #define DEFAULT_OVERHEAD_S 5e-6
 #define DEFAULT_GBPS 10.0
 #define DEFAULT_CACHE_BYTES ((int64_t)4 << 20)
+#define SYSCONF_LLC_MAX_BYTES ((int64_t)64 << 20)
 
 /* atm_prof_roofline_default -- the round defaults */
 void atm_prof_roofline_default(atm_prof_roofline *rf, int n_threads)
@@ -476,8 +477,13 @@ static int64_t llc_bytes(void)
 	}
 	if (best > 0)
 		return best;
+	/* without sysfs (some virtual machines) sysconf's figure may be the whole package's: 512
+	 * MiB on a 2-core slice of an EPYC, which made every streaming operand of the calibration
+	 * hundreds of MB and the calibration a minute long. One chiplet's (32 MiB on EPYC) is
+	 * the most a few threads can have to themselves. */
 	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	return l3 > 0 ? l3 : l2 > 0 ? l2 : 0;
+	int64_t llc = l3 > 0 ? l3 : l2 > 0 ? l2 : 0;
+	return llc < SYSCONF_LLC_MAX_BYTES ? llc : SYSCONF_LLC_MAX_BYTES;
 }
 
 /* cache_size -- operands up to half the last-level cache stay there between

@@ -34,5 +34,13 @@ static inline void atm_bk_fill_positive(float *p, int64_t n, uint64_t seed)
 		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(&seed) >> 40) * 0x1p-24);
 }
 
+/* atm_bk_fill_positive_from -- the same, going on from stream *s (a large buffer filled in
+ * pieces is the same stream as one filled at once) */
+static inline void atm_bk_fill_positive_from(float *p, int64_t n, uint64_t *s)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(s) >> 40) * 0x1p-24);
+}
+
 
 #endif /* ATM_RUNTIME_DATA_H */

@@ -235,6 +235,34 @@ static atm_status staging(atm_kbench *kb, int64_t bytes)
 	return ATM_OK;
 }
 
+/* A tensor is filled and copied to its backend in pieces of this many bytes, with the stop
+ * flag checked between them: the calibration's streaming operands are hundreds of MB, a
+ * second or more to fill. */
+#define FILL_PIECE_BYTES ((int64_t)8 << 20)
+
+/* fill_set -- buf (bytes long, on the backend) zeroed, or filled with positive values from
+ * stream seed, through the host buffer a piece at a time; ATM_E_INTERRUPTED once the stop flag
+ * is set */
+static atm_status fill_set(atm_kbench *kb, void *buf, int64_t bytes, bool zero, uint64_t seed)
+{
+	int64_t piece = bytes < FILL_PIECE_BYTES ? bytes : FILL_PIECE_BYTES;
+	atm_status rc = staging(kb, piece);
+	if (rc < 0)
+		return rc;
+	if (zero)
+		memset(kb->host, 0, (size_t)piece);
+	for (int64_t off = 0; off < bytes; off += piece) {
+		int64_t n = bytes - off < piece ? bytes - off : piece;
+		if (kb->o.stop && *kb->o.stop)
+			return atm_err(ATM_E_INTERRUPTED, "interrupted");
+		if (!zero)
+			atm_bk_fill_positive_from(kb->host, n / (int64_t)sizeof(float), &seed);
+		if ((rc = kb->b->iface->set(kb->b, (char *)buf + off, kb->host, n)) < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
 /* fill_argmax -- the argmax input of a max-pooling backward, made by its
  * forward kernel on this backend: the backward follows those indices when
  * it scatters the gradient, so made-up ones could send it outside the
@@ -249,22 +277,15 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 	atm_bk_kernel *k = NULL;
 	void *xin = NULL, *y = NULL;
 	atm_status rc;
-	if (!p || p->op != ATM_OP_MAXPOOL_FWD) {
-		if ((rc = staging(kb, x->bytes)) < 0)
-			return rc;
-		memset(kb->host, 0, (size_t)x->bytes);
-		return bi->set(kb->b, buf, kb->host, x->bytes);
-	}
+	if (!p || p->op != ATM_OP_MAXPOOL_FWD)
+		return fill_set(kb, buf, x->bytes, true, 0);
 	const atm_tensor *px = atm_graph_tensor(kb->g, p->in[0]);
 	const atm_tensor *py = atm_graph_tensor(kb->g, p->out[0]);
 	if ((rc = bi->kernel_new(kb->b, kb->g, pk, &k)) < 0 ||
 	    (rc = grow_scratch(kb, bi->kernel_scratch_bytes(kb->b, k))) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, px->bytes, &xin)) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, py->bytes, &y)) < 0 ||
-	    (rc = staging(kb, px->bytes)) < 0)
-		goto done;
-	atm_bk_fill_positive(kb->host, px->n_elems, seed);
-	if ((rc = bi->set(kb->b, xin, kb->host, px->bytes)) < 0)
+	    (rc = fill_set(kb, xin, px->bytes, false, seed)) < 0)
 		goto done;
 	void *in[1] = {xin}, *out[2] = {y, buf};
 	if ((rc = bi->kernel_run(kb->b, k, in, out, kb->scratch)) < 0)
@@ -301,15 +322,8 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 		if (first < n->n_in && x->dtype != ATM_F32) {
 			if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
 				return rc;
-		} else {
-			if ((rc = staging(kb, x->bytes)) < 0)
-				return rc;
-			if (first >= n->n_in)
-				memset(kb->host, 0, (size_t)x->bytes);
-			else
-				atm_bk_fill_positive(kb->host, x->n_elems, seed);
-			if ((rc = bi->set(kb->b, *slot, kb->host, x->bytes)) < 0)
-				return rc;
+		} else if ((rc = fill_set(kb, *slot, x->bytes, first >= n->n_in, seed)) < 0) {
+			return rc;
 		}
 	}
 	*ptr = *slot;
