@@ -164,6 +164,8 @@ atm_status job_profile_graph(const char *who, const atm_graph *g, const atm_job_
 	    (rc = atm_prof_run(*pr, *prof, &rep)) < 0)
 		return rc;
 	atm_profile_use_in_step(*prof, !isolated);
+	if (!quiet && rep.calibration_note[0])
+		fprintf(stderr, "autotm %s: %s\n", who, rep.calibration_note);
 	if (!quiet && rep.n_configs_measured)
 		fprintf(stderr, "autotm %s: %s %lld kernel configurations the cache lacked (%.1f s)\n", who,
 		        estimate ? "estimated" : "profiled", (long long)rep.n_configs_measured, rep.seconds);

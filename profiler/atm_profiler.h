@@ -25,6 +25,7 @@
 #ifndef ATM_PROFILER_H
 #define ATM_PROFILER_H
 
+#include <limits.h>
 #include <signal.h>
 
 #include "atm_core.h"
@@ -44,7 +45,10 @@ typedef struct {
 	bool estimate;               /* roofline estimates instead of measurements */
 	bool isolated;               /* time kernels alone only: no all-fast steps are run to
 	                              * measure each kernel inside a step (atm_profile_in_step) */
-	const struct atm_prof_roofline *roofline; /* estimate with this model; NULL: calibrate one */
+	const struct atm_prof_roofline *roofline; /* estimate with this model; NULL: the machine
+	                                           * file's calibration, else calibrate one */
+	const char *machine_file;    /* where calibrations are kept per machine (NULL: the
+	                              * default, atm_prof_machine_file; "": none, calibrate) */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop: what was measured is saved */
 	bool progress;               /* progress on stderr (the caller decides: a terminal, no --quiet) */
 	int flush_configs;           /* save after this many new configurations... (0: 50) */
@@ -63,6 +67,9 @@ typedef struct {
 	char in_step_note[256];     /* why no step was run (nor the copy overlap measured) where
 	                             * one was missing: a step too large, a read-only cache ("":
 	                             * none) */
+	char calibration_note[PATH_MAX + 320]; /* where an estimate's calibration came from or
+	                                        * went, and why a kept one was not used ("":
+	                                        * none was needed) */
 	double seconds;             /* wall-clock time of atm_prof_run */
 	bool estimated;
 } atm_prof_report;
@@ -168,6 +175,25 @@ void atm_prof_roofline_gpu(atm_prof_roofline *rf, const atm_gpu_model *m);
  * machine); the slow figures stay as they are */
 atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_opts *o);
 
+/* atm_prof_machine_file -- where calibrations are kept: $AUTOTM_MACHINE_FILE ("none": nowhere),
+ * else $XDG_CACHE_HOME/autotm/machine.json, else ~/.cache/autotm/machine.json; "" when there is
+ * nowhere (no HOME) */
+atm_status atm_prof_machine_file(char *path, size_t len);
+/* atm_prof_calibration_load -- rf's calibrated side (every op's rates, the streaming rate and
+ * the cache size) from the machine file at path, kept there for machine m (its CPU, threads,
+ * backend and fast tier): ATM_E_NOTFOUND when the file or m's entry is not there,
+ * ATM_E_INPUT naming what is wrong when the file or the entry cannot be used (rf untouched
+ * then) */
+atm_status atm_prof_calibration_load(const char *path, const atm_profile_machine *m,
+                                     atm_prof_roofline *rf);
+/* atm_prof_calibration_parse -- the same from a machine file's text (named path in messages) */
+atm_status atm_prof_calibration_parse(const char *path, const char *text, size_t len,
+                                      const atm_profile_machine *m, atm_prof_roofline *rf);
+/* atm_prof_calibration_save -- rf's calibrated side kept for machine m in the file at path
+ * (folders made, other machines' entries kept, an unusable file replaced), atomically under a
+ * lock on "PATH.lock" */
+atm_status atm_prof_calibration_save(const char *path, const atm_profile_machine *m,
+                                     const atm_prof_roofline *rf);
 /* atm_prof_get_roofline -- the model an estimating run used; ATM_E_NOTFOUND
  * before one ran or when it estimated nothing */
 atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf);

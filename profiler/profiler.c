@@ -228,10 +228,46 @@ atm_status atm_prof_get_roofline(const atm_prof *pr, atm_prof_roofline *rf)
 	return ATM_OK;
 }
 
+/* calibrated -- pr->rf's calibrated side: kept in the machine file for this machine, else
+ * measured (seconds) and kept there; note says which, and why a kept one could not be used (a
+ * file that cannot be read, written or parsed costs a calibration, never the run) */
+static atm_status calibrated(atm_prof *pr, const atm_kbench_opts *ko, char *note, size_t len)
+{
+	char path[PATH_MAX] = "";
+	atm_status rc;
+	if (pr->o.machine_file)
+		snprintf(path, sizeof path, "%s", pr->o.machine_file);
+	else if (atm_prof_machine_file(path, sizeof path) < 0)
+		path[0] = '\0';
+	atm_profile_machine m = pr->m;
+	if (path[0]) {
+		rc = atm_prof_calibration_load(path, &m, &pr->rf);
+		if (rc == ATM_OK) {
+			snprintf(note, len, "the roofline calibrated before, kept in %s", path);
+			return ATM_OK;
+		}
+		if (rc == ATM_E_INPUT)
+			snprintf(note, len, "%s; calibrated again", atm_errmsg());
+		atm_err_clear();
+	}
+	if ((rc = atm_prof_roofline_calibrate(&pr->rf, ko)) < 0)
+		return rc;
+	if (!path[0])
+		return ATM_OK;
+	size_t n = strlen(note);
+	if (atm_prof_calibration_save(path, &m, &pr->rf) < 0)
+		snprintf(note + n, len - n, "%sthe calibration could not be kept: %s", n ? "; " : "",
+		         atm_errmsg());
+	else if (!n)
+		snprintf(note, len, "the roofline calibrated and kept in %s", path);
+	atm_err_clear();
+	return ATM_OK;
+}
+
 /* roofline_for -- the model of this run: the caller's, or calibrated here
  * (once per profiler) with slow figures from the emulation spec, or from the
  * real slow tier (as fast as fast memory when hwloc does not know its speed) */
-static atm_status roofline_for(atm_prof *pr)
+static atm_status roofline_for(atm_prof *pr, char *note, size_t note_len)
 {
 	atm_prof_roofline *rf = &pr->rf;
 	atm_kbench_opts ko = {.tiers = pr->o.tiers, .reps = pr->o.reps, .seed = pr->o.seed,
@@ -252,7 +288,7 @@ static atm_status roofline_for(atm_prof *pr)
 		return ATM_OK;
 	}
 	atm_prof_roofline_default(rf, pr->m.n_threads);
-	if ((rc = atm_prof_roofline_calibrate(rf, &ko)) < 0)
+	if ((rc = calibrated(pr, &ko, note, note_len)) < 0)
 		return rc;
 	atm_kbench_tiers(pr->kb, &fast, &slow);
 	if (pr->o.emulate) {
@@ -590,7 +626,8 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		rc = ATM_OK;
 		need_step = need_overlap = false;
 	}
-	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf && (rc = roofline_for(pr)) < 0)
+	if (pr->o.estimate && (st.n_todo || need_moves) && !pr->have_rf &&
+	    (rc = roofline_for(pr, r->calibration_note, sizeof r->calibration_note)) < 0)
 		goto done;
 	st.t_measure = st.last_save = st.last_draw = atm_now_s();
 	for (int64_t i = 0; i < st.n_todo; i++) {

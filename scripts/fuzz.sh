@@ -17,7 +17,7 @@
 # default build-fuzz), ATM_FUZZ_JOBS (parallel fuzzing processes per target, default 1).
 set -euo pipefail
 
-all_targets=(graph plan profile tierspec results safetensors forward)
+all_targets=(graph plan profile tierspec results safetensors forward machine)
 secs=${1:-60}
 case $secs in
 '' | *[!0-9]*)

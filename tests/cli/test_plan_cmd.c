@@ -751,10 +751,19 @@ static void test_plan_cmd_interrupt_while_estimating(void **state)
 	(void)state;
 	static const double after_s[] = {0.3, 1.0, 2.0, 3.0, 4.5, 6.0, 8.0, 11.0, 15.0, 20.0};
 	char args[1200];
+	/* the calibration kept for the suite would skip the calibration: each run makes its own */
+	char *keep = getenv("AUTOTM_MACHINE_FILE") ? strdup(getenv("AUTOTM_MACHINE_FILE")) : NULL;
+	setenv("AUTOTM_MACHINE_FILE", "none", 1);
 	snprintf(args, sizeof args, "plan --model densenet264 --preset paper --ratio 4:1 --estimate "
 	         "--cache %s/est-sweep.json -o %s/never.json", cli_tmpdir, cli_tmpdir);
 	interrupt_sweep("plan --estimate densenet264", after_s, (int)(sizeof after_s / sizeof *after_s),
 	                args, "est-sweep.json");
+	if (keep) {
+		setenv("AUTOTM_MACHINE_FILE", keep, 1);
+		free(keep);
+	} else {
+		unsetenv("AUTOTM_MACHINE_FILE");
+	}
 }
 
 /* test_plan_cmd_interrupt_while_comparing -- Ctrl-C anywhere in a comparison (profiling a

@@ -67,7 +67,37 @@ for what in "^targets (" "Figure 7: .* bars" "Figure 10a" "Figure 11, |error|" "
   grep -q -- "$what" "$T/figures.log" || FAIL+=("scripts/figures.sh --quick printed no summary line '$what'")
 done
 
-# 2. a second run finds everything in the data and runs nothing
+# 2. a driver sent SIGINT while its autotm call runs ends that call and itself at once (130,
+# within 5 s: a tenth of that on an idle machine), keeping the data of the calls before
+"$PYTHON" - "$ATM_ROOT/experiments/inception.py" "$BIN" "$T/interrupted" >"$T/interrupt.log" 2>&1 <<'PY' || FAIL+=("inception.py interrupted: $(tail -n 3 "$T/interrupt.log" | tr '\n' ' ')")
+import os, signal, subprocess, sys, time
+driver, autotm, data = sys.argv[1:]
+err_path = data + ".err"
+with open(err_path, "wb") as err:
+    p = subprocess.Popen([sys.executable, driver, "--quick", "--data", data],
+                         env=dict(os.environ, AUTOTM=autotm), stdout=subprocess.DEVNULL, stderr=err)
+    t0 = time.monotonic()
+    # the driver names each call as it starts it: "[1/N] ..."
+    while b"[1/" not in open(err_path, "rb").read():
+        if p.poll() is not None or time.monotonic() - t0 > 300:
+            sys.exit(f"the driver never started a call (exit {p.poll()})")
+        time.sleep(0.05)
+    time.sleep(0.5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        sys.exit("the driver did not end within 5 s of SIGINT")
+    took = time.monotonic() - sent
+text = open(err_path, encoding="utf-8", errors="replace").read()
+print(f"inception.py: SIGINT during its first call: exit {rc} in {took:.2f} s")
+if rc != 130 or "interrupted" not in text:
+    sys.exit(f"exit {rc} (want 130 and 'interrupted'); it said: {text[-300:]}")
+PY
+
+# 3. a second run finds everything in the data and runs nothing
 rc=0
 AUTOTM="$BIN" "$PYTHON" "$ATM_ROOT/experiments/conventional.py" --quick --data "$T/data" \
   >"$T/again.log" 2>&1 || rc=$?
@@ -101,11 +131,11 @@ refused() {
   done
 }
 
-# 3. every plot script on an empty data folder
+# 4. every plot script on an empty data folder
 mkdir -p "$T/empty"
 refused "$T/empty" "run experiments/"
 
-# 4. data measured one process a run (runs without a comparison id, as older drivers wrote them):
+# 5. data measured one process a run (runs without a comparison id, as older drivers wrote them):
 # every plot script refuses it, naming the driver to rerun
 "$PYTHON" - "$T/data" "$T/old" "$ATM_ROOT/python" <<'EOF'
 import json, os, shutil, sys
@@ -127,14 +157,14 @@ for root, _, files in os.walk(dst):
 EOF
 refused "$T/old" "measured one process each.*rerun experiments/"
 
-# 5. a plot script that fails keeps the image an earlier run drew
+# 6. a plot script that fails keeps the image an earlier run drew
 mkdir -p "$T/kept"
 printf 'earlier' >"$T/kept/fig7.png"
 "$PYTHON" "$ATM_ROOT/plots/fig7.py" --data "$T/old" --out "$T/kept" >/dev/null 2>&1 || true
 [ "$(cat "$T/kept/fig7.png" 2>/dev/null)" = earlier ] ||
   FAIL+=("plots/fig7.py on refused data removed or replaced the earlier fig7.png")
 
-# 6. a Python without matplotlib (here: without the site packages) is told what to install
+# 7. a Python without matplotlib (here: without the site packages) is told what to install
 rc=0
 "$PYTHON" -S "$ATM_ROOT/plots/fig7.py" --data "$T/data" --out "$T/nompl" >"$T/nompl.out" \
   2>"$T/nompl.err" || rc=$?
@@ -142,7 +172,7 @@ rc=0
 grep -q "install python3-matplotlib" "$T/nompl.err" ||
   FAIL+=("plots/fig7.py without matplotlib does not say what to install: $(head -c 300 "$T/nompl.err")")
 
-# 7. the recomputation driver plans for a GPU model only with --estimate (predictions)
+# 8. the recomputation driver plans for a GPU model only with --estimate (predictions)
 rc=0
 "$PYTHON" "$ATM_ROOT/experiments/recompute.py" --gpu-model h100 --data "$T/gm" \
   >"$T/gm.out" 2>"$T/gm.err" || rc=$?

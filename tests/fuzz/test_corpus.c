@@ -35,6 +35,9 @@
 #define LLVMFuzzerTestOneInput fuzz_safetensors_one
 #include "../../fuzz/fuzz_safetensors.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_machine_one
+#include "../../fuzz/fuzz_machine.c"
+#undef LLVMFuzzerTestOneInput
 
 /* A target: its corpus folder, entry point, loader, the statuses a bad seed may get, and
  * how many valid and invalid seeds its corpus must at least hold. */
@@ -56,6 +59,8 @@ static const struct target targets[] = {
 	{"results", "test_fuzz_corpus_results", fuzz_results_one, fuzz_results_load, {ATM_E_INPUT, ATM_E_USAGE}, false, 2, 8},
 	{"forward", "test_fuzz_corpus_forward", fuzz_forward_one, fuzz_forward_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
 	{"safetensors", "test_fuzz_corpus_safetensors", fuzz_safetensors_one, fuzz_safetensors_load, {ATM_E_INPUT, ATM_E_INPUT}, true, 3, 10},
+	/* a file without this machine's calibration is not found, and measured again */
+	{"machine", "test_fuzz_corpus_machine", fuzz_machine_one, fuzz_machine_load, {ATM_E_INPUT, ATM_E_NOTFOUND}, true, 3, 15},
 };
 
 /* name_cmp -- qsort order of file names */

@@ -1,4 +1,4 @@
-/* test_cache.c -- the profile cache: round trip, machine separation, corrupt and unwritable files, concurrent writers, look-ups */
+/* test_cache.c -- the profile cache: round trip, machine separation, corrupt and unwritable files, concurrent writers, look-ups; the machine file of calibrations */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -613,6 +613,129 @@ static void test_cache_save_takes_in_others_entries(void **state)
 	atm_graph_destroy(s.g);
 }
 
+/* ---------------------------------------------------------------- the machine file */
+
+/* calibration_of -- a roofline whose every rate is set from seed (as a calibration would) */
+static atm_prof_roofline calibration_of(double seed)
+{
+	atm_prof_roofline rf;
+	atm_prof_roofline_default(&rf, 2);
+	for (int op = 0; op < ATM_N_OPS; op++) {
+		rf.gflops[op] = seed + op;
+		rf.gbps[op] = 2 * seed + op;
+		rf.overhead_s[op] = 1e-6 * (seed + op);
+		rf.gflops_1x1[op] = atm_op_describe((atm_op)op)->pointwise_rate ? 3 * seed + op : 0;
+	}
+	rf.fast_gbps = 4 * seed;
+	rf.cache_bytes = (int64_t)seed << 20;
+	rf.calibrated = true;
+	return rf;
+}
+
+/* same_calibration -- a and b agree on every calibrated figure */
+static void same_calibration(const atm_prof_roofline *a, const atm_prof_roofline *b)
+{
+	for (int op = 0; op < ATM_N_OPS; op++) {
+		assert_true(a->gflops[op] == b->gflops[op] && a->gbps[op] == b->gbps[op]);
+		assert_true(a->overhead_s[op] == b->overhead_s[op]);
+		assert_true(a->gflops_1x1[op] == b->gflops_1x1[op]);
+	}
+	assert_true(a->fast_gbps == b->fast_gbps && a->cache_bytes == b->cache_bytes);
+	assert_true(a->calibrated && b->calibrated);
+}
+
+/* test_cache_machine_file_round_trip -- a calibration kept for a machine comes back as it was,
+ * in folders made for it; another machine's is kept beside it, and neither is the other's */
+static void test_cache_machine_file_round_trip(void **state)
+{
+	(void)state;
+	char path[600];
+	snprintf(path, sizeof path, "%s/made/for/it/machine.json", tmpdir);
+	atm_profile_machine a = {.cpu = "cpu a", .n_threads = 2, .backend = "cpu", .fast_tier = "dram:0"};
+	atm_profile_machine b = a;
+	b.n_threads = 4;
+	atm_prof_roofline ka = calibration_of(10), kb = calibration_of(20), got;
+	atm_prof_roofline_default(&got, 2);
+	assert_int_equal(atm_prof_calibration_load(path, &a, &got), ATM_E_NOTFOUND);
+	assert_int_equal(atm_prof_calibration_save(path, &a, &ka), ATM_OK);
+	assert_int_equal(atm_prof_calibration_load(path, &b, &got), ATM_E_NOTFOUND);
+	assert_non_null(strstr(atm_errmsg(), "holds no calibration of this machine"));
+	assert_int_equal(atm_prof_calibration_save(path, &b, &kb), ATM_OK);
+	assert_int_equal(atm_prof_calibration_load(path, &a, &got), ATM_OK);
+	same_calibration(&got, &ka);
+	assert_int_equal(atm_prof_calibration_load(path, &b, &got), ATM_OK);
+	same_calibration(&got, &kb);
+	/* another fast tier is another machine */
+	b.n_threads = 2;
+	snprintf(b.fast_tier, sizeof b.fast_tier, "numa:1");
+	assert_int_equal(atm_prof_calibration_load(path, &b, &got), ATM_E_NOTFOUND);
+}
+
+/* test_cache_machine_file_unusable -- a corrupt machine file, or an entry missing an op, is
+ * refused naming the file and what is wrong, the roofline left as it was; saving replaces it */
+static void test_cache_machine_file_unusable(void **state)
+{
+	(void)state;
+	char path[600];
+	snprintf(path, sizeof path, "%s/bad-machine.json", tmpdir);
+	atm_profile_machine m = {.cpu = "cpu", .n_threads = 2, .backend = "cpu", .fast_tier = "dram:0"};
+	atm_prof_roofline k = calibration_of(5), got, before;
+	atm_prof_roofline_default(&got, 2);
+	before = got;
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		{"{\"format\": \"autotm-machine\", \"version\": 1, \"machines\"", "not JSON"},
+		{"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": {}}",
+		 "not an autotm machine file"},
+		{"{\"format\": \"autotm-machine\", \"version\": 7, \"machines\": {}}",
+		 "this autotm keeps version 1"},
+		{"{\"format\": \"autotm-machine\", \"version\": 1, \"machines\": "
+		 "{\"cpu|2|cpu|dram:0\": {\"fast_gbps\": 10, \"cache_bytes\": 1024, \"ops\": {}}}}",
+		 "op 'conv_fwd': missing"},
+		{"{\"format\": \"autotm-machine\", \"version\": 1, \"machines\": "
+		 "{\"cpu|2|cpu|dram:0\": {\"fast_gbps\": -1, \"cache_bytes\": 1024, \"ops\": {}}}}",
+		 "'fast_gbps' must be a number above 0"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(atm_write_file_atomic(path, bad[i].text, strlen(bad[i].text)), ATM_OK);
+		assert_int_equal(atm_prof_calibration_load(path, &m, &got), ATM_E_INPUT);
+		if (strncmp(atm_errmsg(), path, strlen(path)) || !strstr(atm_errmsg(), bad[i].says))
+			fail_msg("case %zu: '%s' (want the path and '%s')", i, atm_errmsg(), bad[i].says);
+		assert_memory_equal(&got, &before, sizeof got);
+	}
+	/* what is kept there now replaces it */
+	assert_int_equal(atm_prof_calibration_save(path, &m, &k), ATM_OK);
+	assert_int_equal(atm_prof_calibration_load(path, &m, &got), ATM_OK);
+	same_calibration(&got, &k);
+}
+
+/* test_cache_machine_file_where -- AUTOTM_MACHINE_FILE chooses the file ("none": nowhere),
+ * else XDG_CACHE_HOME, else the home folder's .cache */
+static void test_cache_machine_file_where(void **state)
+{
+	(void)state;
+	char path[600], *keep = getenv("AUTOTM_MACHINE_FILE") ? strdup(getenv("AUTOTM_MACHINE_FILE")) : NULL;
+	setenv("AUTOTM_MACHINE_FILE", "/some/where.json", 1);
+	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_string_equal(path, "/some/where.json");
+	setenv("AUTOTM_MACHINE_FILE", "none", 1);
+	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_string_equal(path, "");
+	unsetenv("AUTOTM_MACHINE_FILE");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_string_equal(path, "/xdg/autotm/machine.json");
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/home/someone", 1);
+	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_string_equal(path, "/home/someone/.cache/autotm/machine.json");
+	if (keep) {
+		setenv("AUTOTM_MACHINE_FILE", keep, 1);
+		free(keep);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +752,9 @@ int main(void)
 		cmocka_unit_test(test_cache_complete_on_read_only_storage),
 		cmocka_unit_test(test_cache_concurrent_writers_lose_nothing),
 		cmocka_unit_test(test_cache_save_takes_in_others_entries),
+		cmocka_unit_test(test_cache_machine_file_round_trip),
+		cmocka_unit_test(test_cache_machine_file_unusable),
+		cmocka_unit_test(test_cache_machine_file_where),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
