@@ -671,7 +671,8 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		if (--st.left[t->uniq] == 0)
 			st.n_unique_done++;
 		draw(pr, &st, false);
-		if ((rc = maybe_save(pr, p, &st)) < 0)
+		/* estimates are made again in seconds: saved once, at the end */
+		if (!pr->o.estimate && (rc = maybe_save(pr, p, &st)) < 0)
 			break;
 	}
 	if (rc >= 0 && need_overlap) {
@@ -694,11 +695,13 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		char msg[2048];
 		snprintf(msg, sizeof msg, "%s", atm_errmsg());
 		/* say "saved" only when something was measured (and saved, in a batch before or
-		 * now) */
-		atm_status src = atm_prof_cache_save(p);
+		 * now); an interrupted estimate is not kept: writing a large network's takes longer
+		 * than a Ctrl-C may, and making it again takes seconds */
+		bool keep = !(rc == ATM_E_INTERRUPTED && pr->o.estimate);
+		atm_status src = keep ? atm_prof_cache_save(p) : ATM_OK;
 		if (rc >= 0)
 			rc = src;
-		else if (src >= 0 && atm_profile_path(p) && st.n_done > 0)
+		else if (keep && src >= 0 && atm_profile_path(p) && st.n_done > 0)
 			atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
 			        (long long)st.n_done, atm_profile_path(p));
 		else

@@ -319,6 +319,53 @@ static void test_profiler_interrupt_before_anything_claims_no_save(void **state)
 	atm_graph_destroy(g);
 }
 
+/* stopper -- set the stop flag (arg) a tenth of a second from now */
+static void *stopper(void *arg)
+{
+	nanosleep(&(struct timespec){0, 100000000}, NULL);
+	*(volatile sig_atomic_t *)arg = 1;
+	return NULL;
+}
+
+/* test_profiler_interrupt_estimate_keeps_nothing -- an estimate stopped midway writes no file
+ * and claims no save (made again in seconds, its writing would outlast a Ctrl-C); a complete one
+ * is saved */
+static void test_profiler_interrupt_estimate_keeps_nothing(void **state)
+{
+	(void)state;
+	char path[512];
+	/* the paper's DenseNet-264: 54,528 configurations, a second or more to estimate */
+	atm_zoo_preset_sizes ps;
+	assert_int_equal(atm_zoo_preset("densenet264", "paper", &ps), ATM_OK);
+	atm_graph *g = zoo("densenet264", ps.batch[0]);
+	snprintf(path, sizeof path, "%s/estimate-interrupted.json", tmpdir);
+	atm_prof_roofline rf;
+	atm_prof_roofline_default(&rf, 2);
+	volatile sig_atomic_t stop = 0;
+	atm_prof_opts o = {.estimate = true, .roofline = &rf, .stop = &stop};
+	atm_prof *pr = NULL;
+	atm_profile *p = NULL;
+	atm_profile_machine m;
+	atm_prof_report r;
+	pthread_t t;
+	assert_int_equal(atm_prof_new(&pr, g, &o), ATM_OK);
+	atm_prof_get_machine(pr, &m);
+	assert_int_equal(atm_prof_cache_open(&p, path, &m, false), ATM_OK);
+	assert_int_equal(pthread_create(&t, NULL, stopper, (void *)&stop), 0);
+	atm_status rc = atm_prof_run(pr, p, &r);
+	pthread_join(t, NULL);
+	if (rc == ATM_OK) /* all estimated within the tenth of a second: then it was saved */
+		assert_int_equal(access(path, F_OK), 0);
+	else {
+		assert_int_equal(rc, ATM_E_INTERRUPTED);
+		assert_null(strstr(atm_errmsg(), "saved"));
+		assert_int_not_equal(access(path, F_OK), 0);
+	}
+	atm_profile_destroy(p);
+	atm_prof_destroy(pr);
+	atm_graph_destroy(g);
+}
+
 /* ---------------------------------------------------------------- estimates */
 
 static void test_profiler_estimate_monotone(void **state)
@@ -690,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_in_step),
 		cmocka_unit_test(test_profiler_interrupt_keeps_measured),
 		cmocka_unit_test(test_profiler_interrupt_before_anything_claims_no_save),
+		cmocka_unit_test(test_profiler_interrupt_estimate_keeps_nothing),
 		cmocka_unit_test(test_profiler_estimate_monotone),
 		cmocka_unit_test(test_profiler_estimate_slow_never_faster),
 		cmocka_unit_test(test_profiler_estimate_kept_apart_and_marked),
