@@ -1111,7 +1111,9 @@ void atm_file_unlock(int fd);
 /* atm_mem_available_bytes -- what the kernel says can be allocated now without swapping
  * (/proc/meminfo's MemAvailable); -1 unknown */
 int64_t atm_mem_available_bytes(void);
-/* atm_read_file -- whole file into a NUL-terminated malloc'd buffer */
+/* atm_read_file -- whole file into a NUL-terminated malloc'd buffer; a pipe is read to its end
+ * (one with no writer reads as empty at once; waiting for a writer's data ends with
+ * ATM_E_INTERRUPTED once the stop flag is set), a device or folder is refused */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
 
 /* atm_parse_bytes -- "12G", "512M", "4096", "1.5G" (binary units: K = 1024) */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,9 @@ atm_status atm_read_file(const char *path, char **data, size_t *len)
 	char *buf = NULL;
 	size_t cap = 0, used = 0;
 	atm_status rc;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* never blocking: a pipe with no writer would hold open() forever, deaf to Ctrl-C (the
+	 * signals go to a thread of their own); opened so, it reads as empty at once */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	*data = NULL;
 	*len = 0;
 	if (fd < 0)
@@ -348,6 +351,15 @@ atm_status atm_read_file(const char *path, char **data, size_t *len)
 		ssize_t r = read(fd, buf + used, cap - used - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* a pipe whose writer has not written yet: waited for, Ctrl-C ending the wait */
+			if (atm_stopped()) {
+				rc = atm_err(ATM_E_INTERRUPTED, "interrupted while reading %s (a pipe)", path);
+				goto fail;
+			}
+			poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 50);
+			continue;
+		}
 		if (r < 0) {
 			rc = atm_err(ATM_E_IO, "cannot read %s: %s", path, strerror(errno));
 			goto fail;

@@ -311,7 +311,8 @@ atm_status atm_st_read(atm_st_file **out, const char *path)
 	*out = NULL;
 	if (rc < 0)
 		return rc;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* never blocking: a pipe with no writer would hold open() forever (it is refused below) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		rc = atm_err(errno == ENOENT ? ATM_E_NOTFOUND : ATM_E_IO, "cannot open %s: %s", path,
 		             strerror(errno));

@@ -11,8 +11,14 @@ static atm_status read_text(const char *path, char **text, size_t *len)
 	struct stat st;
 	*text = NULL;
 	*len = 0;
-	if (stat(path, &st) < 0 && errno == ENOENT)
+	int got = stat(path, &st);
+	if (got < 0 && errno == ENOENT)
 		return ATM_OK;
+	/* read, merged into and replaced: a pipe would read as empty and be written through
+	 * (devices and folders are refused by atm_read_file) */
+	if (got == 0 && S_ISFIFO(st.st_mode))
+		return atm_err(ATM_E_INPUT, "%s: a profile cache must be a regular file, not a pipe (it "
+		               "is read, merged into and replaced); give another --cache", path);
 	return atm_read_file(path, text, len);
 }
 

@@ -491,6 +491,42 @@ static void test_run_cmd_interrupt_while_waiting_for_reader(void **state)
 	assert_true(cli_wait_for_text("spawn.err", "waiting for a reader", 1));
 }
 
+/* test_run_cmd_fifo_inputs -- a pipe nobody writes to, named as any input (a graph, a plan in
+ * the placement or a formulation list, the profile cache, weights, data, a results file to
+ * append to), is refused at once with exit 3 instead of holding the run in open() forever */
+static void test_run_cmd_fifo_inputs(void **state)
+{
+	(void)state;
+	char fifo[600];
+	snprintf(fifo, sizeof fifo, "%s/nobody-writes.fifo", cli_tmpdir);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	static const char *const as[] = {
+		"--graph %s", "--model tiny_mlp --placement %s",
+		"--model tiny_mlp --ratio 4:1 --formulation all-fast,%s",
+		"--model tiny_mlp --ratio 4:1 --cache %s",
+		"--model tiny_mlp --weights-in %s", "--model tiny_mlp --data %s",
+		"--model tiny_mlp -o %s --append",
+	};
+	for (size_t i = 0; i < sizeof as / sizeof as[0]; i++) {
+		char args[1200], what[700];
+		snprintf(what, sizeof what, as[i], fifo);
+		snprintf(args, sizeof args, "run %s --batch 2 --iters 1 --quiet", what);
+		pid_t pid = cli_spawn("%s", args);
+		double t0 = atm_now_s();
+		int code = cli_wait_within(pid, 60);
+		char path[700], *err = NULL;
+		size_t len = 0;
+		snprintf(path, sizeof path, "%s/spawn.err", cli_tmpdir);
+		(void)atm_read_file(path, &err, &len);
+		print_message("%s: exit %d in %.2f s: %s", what, code, atm_now_s() - t0, err ? err : "");
+		if (code != 3 || !err || !strstr(err, "nobody-writes.fifo"))
+			fail_msg("%s: exit %d (want 3, naming the pipe): %s", what, code, err ? err : "");
+		free(err);
+	}
+	unlink(fifo);
+}
+
 /* test_run_cmd_interrupt_while_waiting_for_lock -- Ctrl-C while another process holds the
  * results file's lock ends the run at once with 130, and nothing is appended */
 static void test_run_cmd_interrupt_while_waiting_for_lock(void **state)
@@ -1180,6 +1216,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
 		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
+		cmocka_unit_test(test_run_cmd_fifo_inputs),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_lock),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_reader),
 		cmocka_unit_test(test_run_cmd_comparison),
