@@ -456,38 +456,19 @@ static void *take_signals(void *arg)
 	return NULL;
 }
 
-/* catch_signals -- Ctrl-C, SIGTERM and SIGHUP set the flag from here on (a SIGHUP that nohup
- * ignores stays ignored) */
-static void catch_signals(void)
+/* set_signals -- Ctrl-C, SIGTERM and SIGHUP handled by h (on_interrupt or SIG_DFL); a SIGHUP
+ * that nohup ignores stays ignored */
+static void set_signals(void (*h)(int))
 {
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_interrupt;
+	sa.sa_handler = h;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a closed terminal ends a run as Ctrl-C does */
 	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
 		sigaction(SIGHUP, &sa, NULL);
-}
-
-/* early_signals -- run before the shared libraries' initialisers: a build with the CUDA
- * backend spends a second or more relocating cuBLAS before main, and a Ctrl-C then would
- * otherwise kill the process instead of ending it with 130 at its first stop check */
-static void early_signals(int argc, char **argv, char **envp)
-{
-	sigset_t set;
-	(void)argc;
-	(void)argv;
-	(void)envp;
-	catch_signals();
-	/* main blocks them across its re-exec (atm_openmp_passive), so that one sent then waits
-	 * for this handler instead of being lost with the first image's flag */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 void cli_block_signals(bool block)
@@ -499,6 +480,20 @@ void cli_block_signals(bool block)
 	sigaddset(&set, SIGHUP);
 	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
+
+/* early_signals -- run before the shared libraries' initialisers: a build with the CUDA
+ * backend spends a second or more relocating cuBLAS before main, and a Ctrl-C then would
+ * otherwise kill the process instead of ending it with 130 at its first stop check. main
+ * blocks the signals across its re-exec (atm_openmp_passive), so that one sent then waits for
+ * this handler instead of being lost with the first image's flag. */
+static void early_signals(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)argv;
+	(void)envp;
+	set_signals(on_interrupt);
+	cli_block_signals(false);
+}
 __attribute__((section(".preinit_array"), used)) static void (*const early_signals_entry)(
 	int, char **, char **) = early_signals;
 
@@ -509,21 +504,14 @@ bool cli_early_interrupt(void)
 
 void cli_signals_default(void)
 {
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-		sigaction(SIGHUP, &sa, NULL);
+	set_signals(SIG_DFL);
 }
 
 volatile sig_atomic_t *cli_install_interrupt(void)
 {
 	static sigset_t set;
 	static bool taken;
-	catch_signals();
+	set_signals(on_interrupt);
 	/* A handler runs on whatever thread the signal finds, kernel workers included: with it
 	 * alone, Ctrl-C on an asynchronous plan's run aborted in glibc ("corrupted size vs.
 	 * prev_size", inside a oneDNN kernel) in 1 of 6 tries here, and in 3 of 6 comparisons;
