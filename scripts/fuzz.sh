@@ -6,6 +6,7 @@
 #   profile   profile caches (--cache)            tierspec  tier specs (--emulate FILE)
 #   results   results files --append reads     safetensors  --weights-in and --data files
 #   forward   forward graphs (--graph, the PyTorch importer's)
+#   machine   the machine file of roofline calibrations (--estimate)
 # Each named target (default: all) runs SECONDS (default 60) one after another. Builds them with
 # clang in build-fuzz/ (ATM_FUZZ=ON; installs clang and libFuzzer through apt when they are
 # missing) and leaves what they found under fuzz/artifacts/TARGET/:
