@@ -546,9 +546,7 @@ int cli_job_main(const char *cmd, const cli_graph_source *src, atm_job_opts *jo,
 	atm_job *j = NULL;
 	atm_status rc;
 	jo->stop = cli_install_interrupt();
-	if (*jo->stop)
-		rc = atm_err(ATM_E_INTERRUPTED, "interrupted");
-	else if ((rc = cli_load_graph(src, &g, &jo->workload)) == ATM_OK &&
+	if ((rc = cli_load_graph(src, &g, &jo->workload)) == ATM_OK &&
 	    (rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
 		rc = then(j, arg);
 	atm_job_destroy(j);

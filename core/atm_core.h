@@ -1100,6 +1100,9 @@ bool atm_st_fill(const atm_st_file *f, const atm_graph *g, int32_t t, float *dat
 /* atm_write_file_atomic -- write len bytes to path via a temporary file in the
  * same folder, fsync, rename; an interrupted write leaves the old file intact */
 atm_status atm_write_file_atomic(const char *path, const char *data, size_t len);
+/* atm_make_dirs -- dir and every folder above it that is missing (mkdir -p; the folders made
+ * get mode, less the umask); ATM_E_IO naming dir and the folder where it stopped */
+atm_status atm_make_dirs(const char *dir, unsigned mode);
 /* atm_check_writable -- can path be written atomically (its folder takes a new
  * file)? Checked before long work so that its results are not lost at the end;
  * path itself is left as it is. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -300,6 +301,25 @@ void atm_file_unlock(int fd)
 {
 	if (fd >= 0)
 		close(fd); /* closing releases the flock */
+}
+
+atm_status atm_make_dirs(const char *dir, unsigned mode)
+{
+	char part[PATH_MAX];
+	if (snprintf(part, sizeof part, "%s", dir) >= (int)sizeof part)
+		return atm_err(ATM_E_IO, "cannot make the folder '%s': the path is too long", dir);
+	for (char *p = part + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(part, (mode_t)mode) < 0 && errno != EEXIST)
+			return atm_err(ATM_E_IO, "cannot make the folder '%s'%s%s%s: %s", dir,
+			               c ? " (making " : "", c ? part : "", c ? ")" : "", strerror(errno));
+		*p = c;
+		if (!c)
+			return ATM_OK;
+	}
 }
 
 atm_status atm_read_file(const char *path, char **data, size_t *len)

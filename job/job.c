@@ -1,10 +1,8 @@
 /* job.c -- the whole job: profile what is missing, plan, train, write the results */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "job_internal.h"
@@ -32,12 +30,10 @@ atm_status atm_job_default_cache(char *buf, size_t len)
 	else
 		return atm_err(ATM_E_USAGE, "no cache folder: neither XDG_CACHE_HOME nor HOME is set; "
 		               "give --cache FILE");
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass)
-			snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
-		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot make the cache folder %s: %s", dir, strerror(errno));
-	}
+	snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/autotm");
+	atm_status rc = atm_make_dirs(dir, 0777);
+	if (rc < 0)
+		return atm_err_prefix(rc, "the profile cache's folder: ");
 	if ((size_t)snprintf(buf, len, "%s/profiles.json", dir) >= len)
 		return atm_err(ATM_E_USAGE, "the cache path under %s is too long; give --cache FILE", dir);
 	return ATM_OK;

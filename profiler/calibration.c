@@ -1,11 +1,9 @@
 /* calibration.c -- the roofline's calibration kept per machine (machine.json), so that estimates calibrate once per machine, not once per profile cache */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -19,7 +17,7 @@
 /* The longest key: the CPU, threads, backend and fast tier of atm_profile_machine. */
 #define KEY_MAX 512
 
-/* make_parents -- path's folders, made where missing (mkdir -p of its dirname) */
+/* make_parents -- path's folders, made where missing */
 static atm_status make_parents(const char *path)
 {
 	char dir[PATH_MAX];
@@ -29,17 +27,7 @@ static atm_status make_parents(const char *path)
 	if (!slash || slash == dir)
 		return ATM_OK;
 	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot make the folder %s: %s", dir, strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-		return atm_err(ATM_E_IO, "cannot make the folder %s: %s", dir, strerror(errno));
-	return ATM_OK;
+	return atm_make_dirs(dir, 0777);
 }
 
 atm_status atm_prof_machine_file(char *path, size_t len)
@@ -74,7 +62,10 @@ static atm_status positive(const json_t *o, const char *name, const char *where,
 {
 	const json_t *v = json_object_get(o, name);
 	double x = json_is_number(v) ? json_number_value(v) : NAN;
-	if (!(x > 0 && isfinite(x)))
+	if (json_is_number(v) && !(x > 0 && isfinite(x)))
+		return atm_err(ATM_E_INPUT, "%s: '%s' must be a number above 0 (it is %g)", where, name,
+		               x);
+	if (!json_is_number(v))
 		return atm_err(ATM_E_INPUT, "%s: '%s' must be a number above 0 (it is %s)", where, name,
 		               v ? atm_json_type_name(v) : "missing");
 	*out = x;
@@ -194,10 +185,9 @@ atm_status atm_prof_calibration_load(const char *path, const atm_profile_machine
 {
 	char *text = NULL;
 	size_t len = 0;
-	struct stat st;
-	if (stat(path, &st) < 0 && errno == ENOENT)
-		return atm_err(ATM_E_NOTFOUND, "%s: no machine file yet", path);
 	atm_status rc = atm_read_file(path, &text, &len);
+	if (rc == ATM_E_NOTFOUND) /* no machine file yet */
+		return rc;
 	if (rc < 0) /* there, but not to be read: unusable, as a corrupt one is */
 		return atm_err_prefix(ATM_E_INPUT, "%s", "");
 	rc = atm_prof_calibration_parse(path, text, len, m, rf);

@@ -239,9 +239,8 @@ static atm_status calibrated(atm_prof *pr, const atm_kbench_opts *ko, char *note
 		snprintf(path, sizeof path, "%s", pr->o.machine_file);
 	else if (atm_prof_machine_file(path, sizeof path) < 0)
 		path[0] = '\0';
-	atm_profile_machine m = pr->m;
 	if (path[0]) {
-		rc = atm_prof_calibration_load(path, &m, &pr->rf);
+		rc = atm_prof_calibration_load(path, &pr->m, &pr->rf);
 		if (rc == ATM_OK) {
 			snprintf(note, len, "the roofline calibrated before, kept in %s", path);
 			return ATM_OK;
@@ -255,7 +254,7 @@ static atm_status calibrated(atm_prof *pr, const atm_kbench_opts *ko, char *note
 	if (!path[0])
 		return ATM_OK;
 	size_t n = strlen(note);
-	if (atm_prof_calibration_save(path, &m, &pr->rf) < 0)
+	if (atm_prof_calibration_save(path, &pr->m, &pr->rf) < 0)
 		snprintf(note + n, len - n, "%sthe calibration could not be kept: %s", n ? "; " : "",
 		         atm_errmsg());
 	else if (!n)

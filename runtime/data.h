@@ -25,21 +25,20 @@ static inline uint64_t atm_bk_tensor_seed(uint64_t seed, int32_t t)
 	return seed * 0x100000001b3ull + (uint64_t)t;
 }
 
-/* atm_bk_fill_positive -- n values in [0.125, 1) from stream seed: positive so that a
- * variance input stays a variance, small so that nothing overflows, never NaN or denormal
- * (either could send a kernel down a slow path the real run never takes) */
-static inline void atm_bk_fill_positive(float *p, int64_t n, uint64_t seed)
-{
-	for (int64_t i = 0; i < n; i++)
-		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(&seed) >> 40) * 0x1p-24);
-}
-
-/* atm_bk_fill_positive_from -- the same, going on from stream *s (a large buffer filled in
- * pieces is the same stream as one filled at once) */
+/* atm_bk_fill_positive_from -- n values in [0.125, 1), going on from stream *s (a buffer filled
+ * in pieces gets what one filled at once would): positive so that a variance input stays a
+ * variance, small so that nothing overflows, never NaN or denormal (either could send a kernel
+ * down a slow path the real run never takes) */
 static inline void atm_bk_fill_positive_from(float *p, int64_t n, uint64_t *s)
 {
 	for (int64_t i = 0; i < n; i++)
 		p[i] = 0.125f + 0.875f * (float)((double)(atm_bk_mix(s) >> 40) * 0x1p-24);
+}
+
+/* atm_bk_fill_positive -- the same from the start of stream seed */
+static inline void atm_bk_fill_positive(float *p, int64_t n, uint64_t seed)
+{
+	atm_bk_fill_positive_from(p, n, &seed);
 }
 
 

@@ -102,9 +102,6 @@ void atm_tier_destroy(atm_tier *t);
 
 /* Where a file tier's file goes (tier_file.c; atm_tier_file_choose is the public face). */
 
-/* atm_tier_make_dirs -- dir and every folder above it that is missing (mkdir -p, mode 0700);
- * ATM_E_IO naming dir, the folder that could not be made and why */
-atm_status atm_tier_make_dirs(const char *dir);
 /* atm_tier_file_fs -- path's file system (of the folder it would be made in, when it is not
  * made yet): its name ("tmpfs", "ext4": /proc/self/mountinfo's, else from statfs), and whether
  * it writes dirty pages back to a disk (not tmpfs or ramfs, not DAX); false when nothing of

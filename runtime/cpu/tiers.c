@@ -582,26 +582,6 @@ fail:
 	return rc;
 }
 
-/* atm_tier_make_dirs -- dir and every folder above it that is missing (mkdir -p) */
-atm_status atm_tier_make_dirs(const char *dir)
-{
-	char part[PATH_MAX];
-	if (snprintf(part, sizeof part, "%s", dir) >= (int)sizeof part)
-		return atm_err(ATM_E_IO, "pmem dir '%s': path too long", dir);
-	for (char *p = part + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(part, 0700) < 0 && errno != EEXIST)
-			return atm_err(ATM_E_IO, "cannot create pmem dir '%s'%s%s%s: %s", dir,
-			               c ? " (making " : "", c ? part : "", c ? ")" : "", strerror(errno));
-		*p = c;
-		if (!c)
-			return ATM_OK;
-	}
-}
-
 /* check_dir -- the pmem directory exists (a default one is made, with the folders above it),
  * is a directory and takes a new file; all before memkind allocates anything */
 static atm_status check_dir(const char *dir, bool is_default)
@@ -609,8 +589,8 @@ static atm_status check_dir(const char *dir, bool is_default)
 	struct stat st;
 	char probe[PATH_MAX];
 	atm_status rc;
-	if (stat(dir, &st) < 0 && errno == ENOENT && is_default && (rc = atm_tier_make_dirs(dir)) < 0)
-		return rc;
+	if (stat(dir, &st) < 0 && errno == ENOENT && is_default && (rc = atm_make_dirs(dir, 0700)) < 0)
+		return atm_err_prefix(rc, "pmem dir: ");
 	if (stat(dir, &st) < 0) {
 		if (errno == ENOENT)
 			return atm_err(ATM_E_IO,

@@ -240,6 +240,29 @@ static void test_files_refused_outputs(void **state)
 	assert_int_equal(unlink(b), 0);
 }
 
+/* test_files_make_dirs -- a folder is made as mkdir -p makes it, with the mode asked for, and
+ * one that cannot be made is an error naming it and where it stopped */
+static void test_files_make_dirs(void **state)
+{
+	(void)state;
+	char d[128], made[200], file[200], under[240], stop[240];
+	struct stat st;
+	subdir("make_dirs", d, sizeof d);
+	snprintf(made, sizeof made, "%s/a/b/c", d);
+	assert_int_equal(atm_make_dirs(made, 0700), ATM_OK);
+	assert_int_equal(stat(made, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0077, 0);
+	assert_int_equal(atm_make_dirs(made, 0700), ATM_OK); /* there already: fine */
+	snprintf(file, sizeof file, "%s/f", d);
+	assert_int_equal(atm_write_file_atomic(file, "x", 1), ATM_OK);
+	snprintf(under, sizeof under, "%.200s/x/y", file);
+	snprintf(stop, sizeof stop, "(making %.200s/x)", file);
+	assert_int_equal(atm_make_dirs(under, 0777), ATM_E_IO);
+	assert_non_null(strstr(atm_errmsg(), under));
+	assert_non_null(strstr(atm_errmsg(), stop));
+}
+
 /* test_files_clock -- atm_now_s never goes back and counts seconds */
 static void test_files_clock(void **state)
 {
@@ -301,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_files_write_through_pipe),
 		cmocka_unit_test(test_files_devices),
 		cmocka_unit_test(test_files_refused_outputs),
+		cmocka_unit_test(test_files_make_dirs),
 		cmocka_unit_test(test_files_clock),
 		cmocka_unit_test(test_files_fnv1a),
 		cmocka_unit_test(test_files_sort_median),

@@ -513,27 +513,6 @@ static void test_tiers_given_dir_is_kept(void **state)
 	atm_tier_topo_destroy(topo);
 }
 
-/* test_tiers_default_dir_is_made_with_parents -- a default folder is made as mkdir -p makes it,
- * and one that cannot be made is an error naming it and where it stopped */
-static void test_tiers_default_dir_is_made_with_parents(void **state)
-{
-	(void)state;
-	char dir[200], file[200], under[240], stop[240];
-	struct stat st;
-	snprintf(dir, sizeof dir, "%s/a/b/c", tmp);
-	assert_int_equal(atm_tier_make_dirs(dir), ATM_OK);
-	assert_int_equal(stat(dir, &st), 0);
-	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(atm_tier_make_dirs(dir), ATM_OK); /* there already: fine */
-	snprintf(file, sizeof file, "%s/f", tmp);
-	assert_int_equal(atm_write_file_atomic(file, "x", 1), ATM_OK);
-	snprintf(under, sizeof under, "%.200s/x/y", file);
-	snprintf(stop, sizeof stop, "(making %.200s/x)", file);
-	assert_int_equal(atm_tier_make_dirs(under), ATM_E_IO);
-	has(under);
-	has(stop);
-}
-
 static void test_tiers_missing_pmem_dir_is_io(void **state)
 {
 	(void)state;
@@ -1016,7 +995,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tiers_tmpfs_room_rule),
 		cmocka_unit_test(test_tiers_default_without_room_falls_back),
 		cmocka_unit_test_setup_teardown(test_tiers_given_dir_is_kept, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tiers_default_dir_is_made_with_parents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_missing_pmem_dir_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_pmem_dir_under_a_file_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_readonly_pmem_dir_is_io, setup, teardown),
