@@ -25,6 +25,7 @@ DEFAULT_RATIOS = [(1, 1)]
 # kernel must be on the device: 1:1 is infeasible for tiny_cnn and tiny_mlp, 1:8 is not
 QUICK_RATIOS = [(1, 8)]
 FORMULATIONS = ("managed", "synchronous", "asynchronous")
+RECOMPUTE = ("synchronous+recompute", "asynchronous+recompute")
 PRESETS = {
     "small": "one batch per network, the small preset's (the default with --gpu sim)",
     "gpu": "the paper's GPU batches, every one 'autotm zoo' lists: vgg19 64/128, resnet200 32/64/128, "
@@ -35,7 +36,8 @@ PRESETS = {
 EPILOG = """\
 comparisons, per network and batch: autotm run --formulation
 managed,synchronous,asynchronous --turns N at every --ratios (default 1:1: the
-device holds half the step's peak)
+device holds half the step's peak); --recompute adds synchronous+recompute and
+asynchronous+recompute
 --quick: tiny_cnn, tiny_mlp and tiny_gpt at 1:8 (their kernels do not fit half their
 peak), 2 turns of 1 step, on the simulated GPU unless --gpu cuda.
 
@@ -59,7 +61,8 @@ def build(args, zoo):
             pass_batch = b if (args.batches or preset != "small") else None
             f = args.folder / f"{net}-{preset}-b{b}.json"
             for ratio in args.ratios:
-                runs.append(common.Compare(net, preset, f, FORMULATIONS, ratio, batch=pass_batch,
+                forms = FORMULATIONS + (RECOMPUTE if args.recompute else ())
+                runs.append(common.Compare(net, preset, f, forms, ratio, batch=pass_batch,
                                            gpu=args.gpu, shown_batch=b))
     return runs
 
@@ -92,6 +95,9 @@ def main():
                              "cuda: an NVIDIA GPU (autotm built with CUDA)")
     parser.add_argument("--batches", type=common.parse_batches, metavar="B,...",
                         help="batch sizes, for every network (default: the preset's)")
+    parser.add_argument("--recompute", action="store_true",
+                        help="also synchronous+recompute and asynchronous+recompute: the ILPs that "
+                             "may drop a tensor and compute it again (docs/optimizer.md)")
     return common.main("gpu", parser, build, common.QUICK_NETWORKS, QUICK_RATIOS,
                        common.PAPER_NETWORKS, DEFAULT_RATIOS, validate=validate, header=header)
 
