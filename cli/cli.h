@@ -161,6 +161,14 @@ atm_status cli_parse_fraction(const char *opt, const char *arg, double *out);
  * option */
 atm_status cli_parse_seconds(const char *opt, const char *arg, double max, double *out);
 
+/* cli_emulation_rates -- what an emulated slow tier waits for, into buf: "x0.545 (this
+ * machine's 54.5 GB/s over the spec's 100 GB/s): read 15.8, write 6.5 GB/s", or "absolute:
+ * ..." */
+const char *cli_emulation_rates(const atm_tier_desc *slow, char *buf, size_t len);
+/* cli_bandwidth_note -- where proportional emulation's bandwidth came from (measured now,
+ * kept in the machine file since when), "" when this process has not needed it */
+const char *cli_bandwidth_note(char *buf, size_t len);
+
 /* cli_fail -- print "autotm CMD: message" to stderr and return the exit code of rc */
 int cli_fail(const char *cmd, atm_status rc);
 

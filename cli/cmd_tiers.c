@@ -40,8 +40,18 @@ static json_t *desc_json(const atm_tier_desc *d)
 	json_object_set_new(o, "write_gbps", json_real(d->write_gbps));
 	json_object_set_new(o, "latency_ns", json_real(d->latency_ns));
 	json_object_set_new(o, "emulated", json_boolean(d->emulated));
-	if (d->emulated)
+	if (d->emulated) {
+		char note[512];
+		bool absolute = d->emulation_scale == 1 &&
+		                d->emulation_fast_gbps == d->emulation_reference_gbps;
 		json_object_set_new(o, "emulation", json_string(d->emulation));
+		json_object_set_new(o, "emulation_rates",
+		                    json_pack("{s:s, s:f, s:f, s:f, s:s}", "form",
+		                              absolute ? "absolute" : "proportional", "scale",
+		                              d->emulation_scale, "fast_gbps", d->emulation_fast_gbps,
+		                              "reference_fast_gbps", d->emulation_reference_gbps,
+		                              "bandwidth", cli_bandwidth_note(note, sizeof note)));
+	}
 	if (d->file.path[0])
 		json_object_set_new(o, "file", json_pack("{s:s, s:s, s:b, s:b, s:s}", "path",
 		                                         d->file.path, "fs", d->file.fs, "writeback",
@@ -119,6 +129,13 @@ int cmd_tiers(int argc, char **argv)
 		print_desc("fast", atm_tiers_fast(t));
 		print_desc("slow", atm_tiers_slow(t));
 		printf("  (slow: %s)\n", atm_tiers_slow_reason(t));
+		if (atm_tiers_slow(t)->emulated) {
+			char rates[256], note[512];
+			printf("  (emulated rates: %s)\n",
+			       cli_emulation_rates(atm_tiers_slow(t), rates, sizeof rates));
+			if (cli_bandwidth_note(note, sizeof note)[0])
+				printf("  (this machine's bandwidth: %s)\n", note);
+		}
 		const atm_tier_file *f = &atm_tiers_slow(t)->file;
 		char warning[512];
 		if (f->path[0])

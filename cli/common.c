@@ -583,11 +583,9 @@ int cli_job_inputs(const cli_graph_source *src, const atm_job_opts *jo, cli_file
 		if (!strcmp(pl, builtin[i]))
 			pl = NULL;
 	in[n++] = (cli_file){"--placement", pl};
-	atm_emu_spec spec;
 	const char *emulate = jo->mem.emulate;
-	if (emulate && atm_emu_preset(emulate, &spec) == ATM_OK)
+	if (emulate && atm_emu_is_preset(emulate))
 		emulate = NULL;
-	atm_err_clear();
 	in[n++] = (cli_file){"--emulate", emulate};
 	return n;
 }
@@ -652,4 +650,26 @@ int cli_check_files(const char *cmd, const cli_file *out, int n_out, const cli_f
 				                       out[i].path);
 	}
 	return -1;
+}
+
+const char *cli_emulation_rates(const atm_tier_desc *slow, char *buf, size_t len)
+{
+	if (slow->emulation_scale == 1 && slow->emulation_fast_gbps == slow->emulation_reference_gbps)
+		snprintf(buf, len, "absolute: read %.3g, write %.3g GB/s beside a %.3g GB/s fast tier",
+		         slow->read_gbps, slow->write_gbps, slow->emulation_fast_gbps);
+	else
+		snprintf(buf, len, "x%.3g (this machine's %.1f GB/s over the spec's %.3g GB/s): read "
+		         "%.3g, write %.3g GB/s", slow->emulation_scale, slow->emulation_fast_gbps,
+		         slow->emulation_reference_gbps, slow->read_gbps, slow->write_gbps);
+	return buf;
+}
+
+const char *cli_bandwidth_note(char *buf, size_t len)
+{
+	double gbps;
+	buf[0] = '\0';
+	/* known for the process once a proportional tier was made: nothing is measured here */
+	if (atm_emu_machine_known(&gbps) && atm_emu_machine_gbps(NULL, NULL, &gbps, buf, len) < 0)
+		atm_err_clear();
+	return buf;
 }

@@ -967,6 +967,9 @@ typedef struct {
 	                           * (in the fastest step; 0 with none) */
 	bool emulated;
 	const char *emulation;    /* preset or spec name */
+	double emulation_scale;   /* emulated: its rates over the spec's (1: absolute, <= 0: unknown) */
+	double emulation_fast_gbps; /* emulated: the fast bandwidth its waits count from */
+	double emulation_reference_gbps; /* emulated: the spec's own fast bandwidth */
 	const char *memory_mode;  /* 2LM runs: "hardware" (the machine is in Memory Mode) or
 	                           * "emulated"; NULL for other runs */
 	const char *fast_tier, *slow_tier; /* descriptions */
@@ -1118,6 +1121,25 @@ int64_t atm_mem_available_bytes(void);
  * (one with no writer reads as empty at once; waiting for a writer's data ends with
  * ATM_E_INTERRUPTED once the stop flag is set), a device or folder is refused */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
+
+/* The machine file keeps what autotm measures once per machine (docs/profile.md, "The
+ * machine file"), by machine key in named sections: {"format": "autotm-machine", "version": 1,
+ * SECTION: {KEY: entry, ...}, ...}. */
+/* atm_machine_file_path -- $AUTOTM_MACHINE_FILE ("none": nowhere), else
+ * $XDG_CACHE_HOME/autotm/machine.json, else ~/.cache/autotm/machine.json; "" when there is
+ * nowhere to keep it */
+atm_status atm_machine_file_path(char *path, size_t len);
+/* atm_machine_file_section -- the object SECTION of a machine file's text, checked: ATM_E_INPUT
+ * naming path when the file is not one (or of another version), ATM_E_NOTFOUND when it has no
+ * such section. *sec is borrowed from *root, which the caller releases (even on failure). */
+atm_status atm_machine_file_section(const char *path, const char *text, size_t len,
+                                    const char *section, struct json_t **root,
+                                    struct json_t **sec);
+/* atm_machine_file_put -- SECTION[key] = entry (its reference is taken, also on failure) in the
+ * file at path: folders made, the other entries kept, an unusable file replaced, written
+ * atomically under the file's lock */
+atm_status atm_machine_file_put(const char *path, const char *section, const char *key,
+                                struct json_t *entry);
 
 /* atm_parse_bytes -- "12G", "512M", "4096", "1.5G" (binary units: K = 1024) */
 atm_status atm_parse_bytes(const char *s, int64_t *out);

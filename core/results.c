@@ -183,6 +183,19 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	                                                              : json_null(), ok);
 	atm_json_set_new(run, "emulated", json_boolean(m->emulated), ok);
 	atm_json_set_new(run, "emulation", m->emulation ? json_string(m->emulation) : json_null(), ok);
+	/* added later: the rates an emulated slow tier waited for, and how they were scaled */
+	if (m->emulated && m->emulation_scale > 0)
+		atm_json_set_new(run, "emulation_rates",
+		                 json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "form",
+		                           m->emulation_scale == 1 &&
+		                                   m->emulation_fast_gbps == m->emulation_reference_gbps
+		                               ? "absolute"
+		                               : "proportional",
+		                           "scale", m->emulation_scale, "fast_gbps",
+		                           m->emulation_fast_gbps, "reference_fast_gbps",
+		                           m->emulation_reference_gbps, "read_gbps", m->slow_read_gbps,
+		                           "write_gbps", m->slow_write_gbps),
+		                 ok);
 	atm_json_set_new(run, "memory_mode", m->memory_mode ? json_string(m->memory_mode)
 	                                                    : json_null(), ok);
 	atm_json_set_new(run, "emulation_wait_s", json_real(m->emulation_wait_s), ok);

@@ -1,7 +1,8 @@
-/* fuzz_machine.c -- libFuzzer target: any bytes as a machine file; a calibration that loads has every rate finite and above 0, a refusal names the file */
+/* fuzz_machine.c -- libFuzzer target: any bytes as a machine file; a calibration that loads has every rate finite and above 0, a kept bandwidth that loads is one a memory can have, a refusal names the file */
 #include <math.h>
 
 #include "atm_profiler.h"
+#include "atm_runtime.h"
 #include "fuzz_common.h"
 
 /* The machine every seed is read for: the key its entries are found under is
@@ -24,6 +25,18 @@ __attribute__((unused)) static atm_status fuzz_machine_load(const char *data, si
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	atm_prof_roofline rf, before;
+	double gbps = -1;
+	char when[ATM_UTC_TEXT_MAX];
+	/* the bandwidth proportional emulation keeps, under "CPU|threads" */
+	atm_status brc = atm_emu_bandwidth_parse("fuzz.json", (const char *)data, size,
+	                                         "fuzz cpu|2", &gbps, when, sizeof when);
+	if (brc < 0) {
+		fuzz_check_refusal("fuzz_machine", brc, NULL, "fuzz.json", 2, ATM_E_INPUT, ATM_E_NOTFOUND);
+		if (gbps != -1)
+			fuzz_die("fuzz_machine", "a refused bandwidth was written", brc);
+	} else if (!(gbps >= ATM_EMU_MIN_GBPS && gbps <= ATM_EMU_MAX_GBPS) || !when[0])
+		fuzz_die("fuzz_machine", "a bandwidth no memory has parsed", brc);
+	atm_err_clear();
 	atm_prof_roofline_default(&rf, 2);
 	before = rf;
 	atm_status rc = atm_prof_calibration_parse("fuzz.json", (const char *)data, size,

@@ -47,6 +47,7 @@ static atm_status check_emulation(const char *who, const atm_job_memory *mem, bo
 	atm_status rc = atm_emu_spec_resolve(mem->emulate, &spec);
 	if (rc < 0)
 		return atm_err_prefix(rc, "--emulate: ");
+	/* a proportional spec is no slower than its fast tier whatever the scale */
 	if (!quiet && atm_emu_spec_warning(&spec, why, sizeof why))
 		fprintf(stderr, "autotm %s: warning: %s\n", who, why);
 	return ATM_OK;
@@ -619,6 +620,9 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.recompute_s = r->recompute_s,
 		.emulated = r->emulated,
 		.emulation = r->emulated ? r->emulation : NULL,
+		.emulation_scale = r->slow_tier.emulation_scale,
+		.emulation_fast_gbps = r->slow_tier.emulation_fast_gbps,
+		.emulation_reference_gbps = r->slow_tier.emulation_reference_gbps,
 		.memory_mode = j->memory_mode ? j->memory_mode : j->twolm_bytes ? "emulated" : NULL,
 		.fast_tier = r->fast_tier.name,
 		.slow_tier = r->slow_tier.name,

@@ -48,7 +48,7 @@ typedef struct {
 	const struct atm_prof_roofline *roofline; /* estimate with this model; NULL: the machine
 	                                           * file's calibration, else calibrate one */
 	const char *machine_file;    /* where calibrations are kept per machine (NULL: the
-	                              * default, atm_prof_machine_file; "": none, calibrate) */
+	                              * default, atm_machine_file_path; "": none, calibrate) */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop: what was measured is saved */
 	bool progress;               /* progress on stderr (the caller decides: a terminal, no --quiet) */
 	int flush_configs;           /* save after this many new configurations... (0: 50) */
@@ -175,10 +175,6 @@ void atm_prof_roofline_gpu(atm_prof_roofline *rf, const atm_gpu_model *m);
  * machine); the slow figures stay as they are */
 atm_status atm_prof_roofline_calibrate(atm_prof_roofline *rf, const atm_kbench_opts *o);
 
-/* atm_prof_machine_file -- where calibrations are kept: $AUTOTM_MACHINE_FILE ("none": nowhere),
- * else $XDG_CACHE_HOME/autotm/machine.json, else ~/.cache/autotm/machine.json; "" when there is
- * nowhere (no HOME) */
-atm_status atm_prof_machine_file(char *path, size_t len);
 /* atm_prof_calibration_load -- rf's calibrated side (every op's rates, the streaming rate and
  * the cache size) from the machine file at path, kept there for machine m (its CPU, threads,
  * backend and fast tier): ATM_E_NOTFOUND when the file or m's entry is not there,

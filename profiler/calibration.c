@@ -9,46 +9,8 @@
 
 #include "atm_profiler.h"
 
-#define FORMAT "autotm-machine"
-/* Raised when the calibration measures differently: entries of an older version are measured
- * again (1: the first kept calibrations). */
-#define VERSION 1
-
 /* The longest key: the CPU, threads, backend and fast tier of atm_profile_machine. */
 #define KEY_MAX 512
-
-/* make_parents -- path's folders, made where missing */
-static atm_status make_parents(const char *path)
-{
-	char dir[PATH_MAX];
-	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-		return atm_err(ATM_E_USAGE, "machine file path is too long: %s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return ATM_OK;
-	*slash = '\0';
-	return atm_make_dirs(dir, 0777);
-}
-
-atm_status atm_prof_machine_file(char *path, size_t len)
-{
-	const char *env = getenv("AUTOTM_MACHINE_FILE"), *base = getenv("XDG_CACHE_HOME");
-	int n;
-	path[0] = '\0';
-	if (env)
-		n = snprintf(path, len, "%s", strcmp(env, "none") ? env : "");
-	else if (base && base[0] == '/')
-		n = snprintf(path, len, "%s/autotm/machine.json", base);
-	else if ((base = getenv("HOME")) && base[0] == '/')
-		n = snprintf(path, len, "%s/.cache/autotm/machine.json", base);
-	else
-		return ATM_OK; /* nowhere to keep it: calibrate every time */
-	if (n < 0 || (size_t)n >= len) {
-		path[0] = '\0';
-		return atm_err(ATM_E_USAGE, "the machine file's path is too long");
-	}
-	return ATM_OK;
-}
 
 /* machine_key -- "CPU|threads|backend|fast tier": what the calibration depends on (it runs
  * without emulation, on fast memory only) */
@@ -136,27 +98,17 @@ static json_t *entry_of(const atm_prof_roofline *rf)
 	return e;
 }
 
-/* machines_of -- the "machines" object of a machine file's text, checked (borrowed from
+/* machines_of -- the "machines" section of a machine file's text, checked (borrowed from
  * *root, which the caller releases) */
 static atm_status machines_of(const char *path, const char *text, size_t len, json_t **root,
                               json_t **machines)
 {
-	json_error_t je;
-	*machines = NULL;
-	if (!(*root = json_loadb(text, len, 0, &je)))
-		return atm_err(ATM_E_INPUT, "%s: not JSON: %s (line %d)", path, je.text, je.line);
-	const json_t *f = json_object_get(*root, "format"), *v = json_object_get(*root, "version");
-	if (!json_is_object(*root) || !json_is_string(f) || strcmp(json_string_value(f), FORMAT))
-		return atm_err(ATM_E_INPUT, "%s: not an autotm machine file (its \"format\" is not "
-		               "\"%s\")", path, FORMAT);
-	if (!json_is_integer(v) || json_integer_value(v) != VERSION)
-		return atm_err(ATM_E_INPUT, "%s: version %s, this autotm keeps version %d", path,
-		               json_is_integer(v) ? "other" : "missing", VERSION);
-	*machines = json_object_get(*root, "machines");
-	if (!json_is_object(*machines))
-		return atm_err(ATM_E_INPUT, "%s: 'machines' must be an object of calibrations by "
-		               "machine", path);
-	return ATM_OK;
+	atm_status rc = atm_machine_file_section(path, text, len, "machines", root, machines);
+	if (rc == ATM_E_NOTFOUND)
+		atm_err_clear();
+	return rc == ATM_E_NOTFOUND
+	           ? atm_err(ATM_E_NOTFOUND, "%s holds no calibration of this machine", path)
+	           : rc;
 }
 
 atm_status atm_prof_calibration_parse(const char *path, const char *text, size_t len,
@@ -198,43 +150,10 @@ atm_status atm_prof_calibration_load(const char *path, const atm_profile_machine
 atm_status atm_prof_calibration_save(const char *path, const atm_profile_machine *m,
                                      const atm_prof_roofline *rf)
 {
-	char key[KEY_MAX], *text = NULL, *out = NULL;
-	size_t len = 0;
-	int fd = -1;
-	json_t *root = NULL, *machines = NULL, *e = NULL;
-	atm_status rc;
+	char key[KEY_MAX];
 	machine_key(m, key, sizeof key);
-	if ((rc = make_parents(path)) < 0 || (rc = atm_file_lock(path, &fd)) < 0)
-		return rc;
-	/* the other machines' calibrations are kept; an unusable file is replaced */
-	if (atm_read_file(path, &text, &len) == ATM_OK &&
-	    machines_of(path, text, len, &root, &machines) < 0) {
-		json_decref(root);
-		root = machines = NULL;
-	}
-	atm_err_clear();
-	if (!root || !machines) {
-		root = json_object();
-		machines = json_object();
-		bool ok = true;
-		atm_json_set_new(root, "format", json_string(FORMAT), &ok);
-		atm_json_set_new(root, "version", json_integer(VERSION), &ok);
-		atm_json_set_new(root, "machines", machines, &ok);
-		if (!ok) {
-			rc = atm_err(ATM_E_NOMEM, "out of memory keeping the calibration");
-			goto done;
-		}
-	}
-	if (!(e = entry_of(rf)) || json_object_set_new(machines, key, e) < 0) {
-		rc = atm_err(ATM_E_NOMEM, "out of memory keeping the calibration");
-		goto done;
-	}
-	if ((rc = atm_json_text(root, JSON_INDENT(1) | JSON_SORT_KEYS, &out)) >= 0)
-		rc = atm_write_file_atomic(path, out, strlen(out));
-done:
-	free(out);
-	free(text);
-	json_decref(root);
-	atm_file_unlock(fd);
-	return rc < 0 ? atm_err_prefix(rc, "keeping the calibration in %s: ", path) : ATM_OK;
+	json_t *e = entry_of(rf);
+	if (!e)
+		return atm_err(ATM_E_NOMEM, "out of memory keeping the calibration");
+	return atm_machine_file_put(path, "machines", key, e);
 }

@@ -237,7 +237,7 @@ static atm_status calibrated(atm_prof *pr, const atm_kbench_opts *ko, char *note
 	atm_status rc;
 	if (pr->o.machine_file)
 		snprintf(path, sizeof path, "%s", pr->o.machine_file);
-	else if (atm_prof_machine_file(path, sizeof path) < 0)
+	else if (atm_machine_file_path(path, sizeof path) < 0)
 		path[0] = '\0';
 	if (path[0]) {
 		rc = atm_prof_calibration_load(path, &pr->m, &pr->rf);
@@ -292,7 +292,8 @@ static atm_status roofline_for(atm_prof *pr, char *note, size_t note_len)
 	atm_kbench_tiers(pr->kb, &fast, &slow);
 	if (pr->o.emulate) {
 		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(pr->o.emulate, &spec)) < 0)
+		if ((rc = atm_emu_spec_resolve_scaled(pr->o.emulate, pr->o.machine_file, pr->o.stop,
+		                                      &spec, NULL, 0)) < 0)
 			return rc;
 		rf->emulated = true;
 		rf->slow_read_gbps = spec.read_gbps;

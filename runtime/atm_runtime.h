@@ -89,6 +89,9 @@ typedef struct {
 	                               * DRAM caching PMM), its size; 0 when none */
 	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
 	char emulation[32];           /* the spec's name when emulated */
+	double emulation_scale;       /* emulated: the rates over the spec's (1: absolute) */
+	double emulation_fast_gbps;   /* emulated: the fast bandwidth its waits count from */
+	double emulation_reference_gbps; /* emulated: the spec's own fast bandwidth */
 	atm_tier_file file;           /* file tiers: where the file is */
 } atm_tier_desc;
 
@@ -177,6 +180,15 @@ typedef struct atm_emu_spec {
 	                    * slow tier is as much slower as on that machine, whatever the
 	                    * speed of this one (0: ATM_EMU_REFERENCE_FAST_GBPS) */
 	char source[200];  /* where the numbers come from */
+	/* Proportional emulation (the default; docs/tiers.md): the rates above are the spec's
+	 * times scale, and fast_gbps this machine's measured bandwidth, so that the slow tier
+	 * costs a kernel here what it cost one on the spec's machine. */
+	bool absolute;        /* the spec's rates as they are ("optane:absolute", "rates":
+	                       * "absolute"): for a machine whose DRAM is as fast as fast_gbps */
+	double scale;         /* this machine's bandwidth / the spec's fast_gbps once scaled; 1
+	                       * absolute; 0 not yet scaled (atm_emu_spec_resolve's) */
+	double machine_gbps;  /* proportional: this machine's fast-tier bandwidth it was scaled by */
+	double reference_gbps; /* the spec's own fast_gbps, before scaling */
 } atm_emu_spec;
 
 /* Reasonable bounds for a tier spec: beyond them it is a typo, not a memory. */
@@ -199,8 +211,36 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 /* atm_emu_spec_load -- the same from a file (ATM_E_IO when it cannot be read) */
 atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out);
 /* atm_emu_spec_resolve -- a preset name, or a path to a JSON tier spec (it
- * contains a '/' or ends in ".json") */
+ * contains a '/' or ends in ".json"), either followed by ":absolute" or ":proportional"
+ * (the default, unless a file says "rates": "absolute"); not yet scaled (scale 0) */
 atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out);
+/* atm_emu_spec_scale -- a proportional spec's rates times machine_gbps / its fast_gbps, and
+ * machine_gbps its fast tier's; an absolute one kept (scale 1). ATM_E_USAGE when
+ * machine_gbps is not a bandwidth. */
+atm_status atm_emu_spec_scale(atm_emu_spec *spec, double machine_gbps);
+/* atm_emu_machine_gbps -- this machine's fast-tier bandwidth for proportional emulation: a
+ * streaming copy on the threads autotm runs on (bytes read and written per second, the best
+ * of a few, operands beyond the caches), measured once per machine and kept in the machine
+ * file (machine_file; NULL: atm_machine_file_path's, "": none) under its CPU and thread
+ * count. Once known it holds for the process. note (may be NULL) says where it came from;
+ * ATM_E_UNSUPPORTED when it cannot be measured, ATM_E_INTERRUPTED when stop is set. */
+atm_status atm_emu_machine_gbps(const char *machine_file, volatile sig_atomic_t *stop,
+                                double *gbps, char *note, size_t note_len);
+/* atm_emu_bandwidth_parse -- the bandwidth kept under key in a machine file's text (named path
+ * in messages) into *gbps, and when it was measured into when (may be 0 long): ATM_E_NOTFOUND
+ * when there is none, ATM_E_INPUT naming path when the file or the entry is unusable */
+atm_status atm_emu_bandwidth_parse(const char *path, const char *text, size_t len,
+                                   const char *key, double *gbps, char *when, size_t when_len);
+/* atm_emu_machine_known -- this process knows the bandwidth already (*gbps) */
+bool atm_emu_machine_known(double *gbps);
+/* atm_emu_spec_resolve_scaled -- atm_emu_spec_resolve, then scaled by atm_emu_machine_gbps
+ * when proportional; a bandwidth that cannot be measured is an error naming tierspec */
+atm_status atm_emu_spec_resolve_scaled(const char *tierspec, const char *machine_file,
+                                       volatile sig_atomic_t *stop, atm_emu_spec *out,
+                                       char *note, size_t note_len);
+/* atm_emu_is_preset -- tierspec names a preset (with or without a ":absolute" or
+ * ":proportional" suffix), not a file */
+bool atm_emu_is_preset(const char *tierspec);
 /* atm_emu_spec_warning -- when spec's slow tier is no slower than its fast one (reads and
  * writes at least fast_gbps), so that emulating it adds no time: true, and why in buf */
 bool atm_emu_spec_warning(const atm_emu_spec *spec, char *buf, size_t len);

@@ -478,7 +478,7 @@ atm_status atm_backend_cpu_new(atm_backend **out, const atm_backend_opts *o)
 		rc = atm_pool_heap_new(&c->heap, c->slow, 0);
 	if (rc >= 0 && o->emulate) {
 		atm_emu_spec spec;
-		if ((rc = atm_emu_spec_resolve(o->emulate, &spec)) >= 0 &&
+		if ((rc = atm_emu_spec_resolve_scaled(o->emulate, NULL, o->stop, &spec, NULL, 0)) >= 0 &&
 		    (rc = atm_emu_new(&c->emu, &spec, c->topo, spec.fast_gbps)) >= 0)
 			rc = atm_tier_set_emulation(c->slow, &spec);
 	}

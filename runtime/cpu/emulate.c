@@ -7,11 +7,14 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <omp.h>
 
 #include "memory.h"
 
 /* The presets. Each number's source is in the comment above it and in
- * docs/tiers.md; a spec measured on your own machine goes in a JSON file. */
+ * docs/tiers.md; a spec measured on your own machine goes in a JSON file. The memories
+ * (optane, cxl, numa) are proportional by default: their rates are scaled by this machine's
+ * bandwidth over fast_gbps. A GPU's host link is what it is: absolute. */
 static const atm_emu_spec presets[] = {
 	/* Optane DC PMM in App Direct mode, 6 interleaved DIMMs per socket (the
 	 * AutoTM machine). read/write: the synchronous copy bandwidths AutoTM's cost
@@ -25,7 +28,8 @@ static const atm_emu_spec presets[] = {
 	 * Behavior and Use of Scalable Persistent Memory", FAST '20), about 3x DRAM. */
 	{"optane", 29.0, 12.0, 305.0, ATM_EMU_REFERENCE_FAST_GBPS,
 	 "AutoTM cost model (29/12 GB/s sync copies); Izraelevitz et al. 2019 and Yang et al. "
-	 "FAST'20 (39.4/13.9 GB/s device maxima, 305 ns random read)"},
+	 "FAST'20 (39.4/13.9 GB/s device maxima, 305 ns random read)",
+	 .absolute = false},
 	/* A CXL Type-3 DRAM expander on a PCIe 5.0 x8 link. read: the link carries
 	 * 32 GT/s x 8 lanes x 128/130 = 31.5 GB/s each way; at the ~80% CXL.mem
 	 * flit efficiency that leaves ~25 GB/s. write: 20 GB/s, an assumption
@@ -39,7 +43,8 @@ static const atm_emu_spec presets[] = {
 	 * about 250 GB/s reached. */
 	{"cxl", 25.0, 20.0, 250.0, 250.0,
 	 "PCIe 5.0 x8 link arithmetic (31.5 GB/s/direction, ~80% CXL.mem efficiency); latency ~2x "
-	 "local DDR5 (Sun et al. MICRO'23; Liu et al. arXiv 2405.14209); estimate"},
+	 "local DDR5 (Sun et al. MICRO'23; Liu et al. arXiv 2405.14209); estimate",
+	 .absolute = false},
 	/* The other socket of a 2-socket Cascade Lake (the AutoTM machine's CPU).
 	 * read/write: three UPI links at 10.4 GT/s carry 62.4 GB/s in all (NASA
 	 * HECC, "Cascade Lake Processors"); remote streams reach roughly half of
@@ -48,7 +53,8 @@ static const atm_emu_spec presets[] = {
 	 * from link arithmetic and typical MLC output: measure yours with MLC. */
 	{"numa", 34.0, 30.0, 140.0, ATM_EMU_REFERENCE_FAST_GBPS,
 	 "2-socket Cascade Lake: 3 UPI links, 62.4 GB/s peak (NASA HECC); ~half reached by remote "
-	 "streams; ~140 ns remote load (Intel MLC, typical); estimate"},
+	 "streams; ~140 ns remote load (Intel MLC, typical); estimate",
+	 .absolute = false},
 	/* Host links of a GPU: the simulated GPU's copies (--gpu=sim --gpu-link),
 	 * read = host to device, write = device to host, fast = the GPU's own
 	 * memory beside them. latency: a small copy's round trip, reported only.
@@ -57,20 +63,23 @@ static const atm_emu_spec presets[] = {
 	 * machines; fast: an A100 40GB's HBM2, 1555 GB/s (NVIDIA datasheet). */
 	{"pcie4", 25.0, 25.0, 1000.0, 1555.0,
 	 "PCIe 4.0 x16 link arithmetic (31.5 GB/s/direction), ~25 GB/s pinned copies; A100 HBM2 "
-	 "1555 GB/s (NVIDIA datasheet); estimate"},
+	 "1555 GB/s (NVIDIA datasheet); estimate",
+	 .absolute = true},
 	/* pcie5: PCIe 5.0 x16, 63 GB/s each way on paper; pinned copies on an
 	 * H100 80GB HBM3 (SXM) measured by autotm's GPU backend (docs/gpu.md);
 	 * fast: that H100's HBM3, 3350 GB/s (NVIDIA datasheet). */
 	{"pcie5", 55.0, 55.0, 1000.0, 3350.0,
 	 "PCIe 5.0 x16 (63 GB/s/direction on paper); pinned copies measured on an H100 SXM "
-	 "(docs/gpu.md); H100 HBM3 3350 GB/s (NVIDIA datasheet)"},
+	 "(docs/gpu.md); H100 HBM3 3350 GB/s (NVIDIA datasheet)",
+	 .absolute = true},
 	/* nvlink-c2c: Grace Hopper's chip-to-chip link, 900 GB/s both ways
 	 * together (NVIDIA GH200 datasheet), 450 GB/s each way on paper; host
 	 * to device copies reach roughly 85% of that. fast: GH200's HBM3, 4000
 	 * GB/s. An estimate from the datasheet: measure yours. */
 	{"nvlink-c2c", 380.0, 380.0, 800.0, 4000.0,
 	 "NVLink-C2C (GH200 datasheet: 900 GB/s bidirectional), ~85% of 450 GB/s/direction; "
-	 "GH200 HBM3 4000 GB/s; estimate"},
+	 "GH200 HBM3 4000 GB/s; estimate",
+	 .absolute = true},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -180,7 +189,7 @@ static atm_status get_text(json_t *root, const char *origin, const char *key, bo
 atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, atm_emu_spec *out)
 {
 	static const char *const known[] = {"name", "read_gbps", "write_gbps", "latency_ns",
-	                                    "fast_gbps", "source", NULL};
+	                                    "fast_gbps", "rates", "source", NULL};
 	atm_status rc = ATM_OK;
 	json_error_t jerr;
 	atm_emu_spec s;
@@ -232,6 +241,15 @@ atm_status atm_emu_spec_parse(const char *text, size_t len, const char *origin, 
 		goto fail;
 	if (!s.fast_gbps)
 		s.fast_gbps = ATM_EMU_REFERENCE_FAST_GBPS;
+	char rates[16] = "";
+	if ((rc = get_text(root, origin, "rates", false, rates, sizeof rates)) < 0)
+		goto fail;
+	if (rates[0] && strcmp(rates, "absolute") && strcmp(rates, "proportional")) {
+		rc = atm_err(ATM_E_INPUT, "%s: field 'rates' is \"%s\" (valid: \"proportional\", the "
+		             "default, or \"absolute\")", origin, rates);
+		goto fail;
+	}
+	s.absolute = !strcmp(rates, "absolute");
 	if (!s.source[0])
 		snprintf(s.source, sizeof s.source, "%s", origin);
 	json_decref(root);
@@ -256,13 +274,82 @@ atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out)
 	return rc;
 }
 
-/* atm_emu_spec_resolve -- a preset name or a spec file's path */
+/* split_rates -- tierspec less a ":absolute" or ":proportional" suffix into buf; the suffix's
+ * choice in *absolute (-1: none given) */
+static atm_status split_rates(const char *tierspec, char *buf, size_t len, int *absolute)
+{
+	static const char *const forms[] = {":absolute", ":proportional"};
+	size_t n = strlen(tierspec);
+	*absolute = -1;
+	for (int i = 0; i < 2; i++) {
+		size_t k = strlen(forms[i]);
+		if (n > k && !strcmp(tierspec + n - k, forms[i])) {
+			*absolute = i == 0;
+			n -= k;
+		}
+	}
+	if (n >= len)
+		return atm_err(ATM_E_USAGE, "--emulate: '%.64s...' is too long", tierspec);
+	memcpy(buf, tierspec, n);
+	buf[n] = '\0';
+	return ATM_OK;
+}
+
+/* is_file -- a spec file's path, not a preset's name */
+static bool is_file(const char *name)
+{
+	size_t n = strlen(name);
+	return strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0);
+}
+
+/* atm_emu_spec_resolve -- a preset name or a spec file's path, with its rates' form */
 atm_status atm_emu_spec_resolve(const char *tierspec, atm_emu_spec *out)
 {
-	size_t n = strlen(tierspec);
-	if (strchr(tierspec, '/') || (n > 5 && strcmp(tierspec + n - 5, ".json") == 0))
-		return atm_emu_spec_load(tierspec, out);
-	return atm_emu_preset(tierspec, out);
+	char name[4096];
+	int absolute;
+	atm_status rc = split_rates(tierspec, name, sizeof name, &absolute);
+	if (rc >= 0)
+		rc = is_file(name) ? atm_emu_spec_load(name, out) : atm_emu_preset(name, out);
+	if (rc < 0)
+		return rc;
+	if (absolute >= 0)
+		out->absolute = absolute;
+	out->reference_gbps = out->fast_gbps;
+	out->scale = out->absolute ? 1 : 0;
+	return ATM_OK;
+}
+
+bool atm_emu_is_preset(const char *tierspec)
+{
+	char name[64];
+	int absolute;
+	atm_emu_spec spec;
+	bool yes = split_rates(tierspec, name, sizeof name, &absolute) >= 0 && !is_file(name) &&
+	           atm_emu_preset(name, &spec) >= 0;
+	atm_err_clear();
+	return yes;
+}
+
+atm_status atm_emu_spec_scale(atm_emu_spec *spec, double machine_gbps)
+{
+	if (spec->absolute) {
+		spec->scale = 1;
+		return ATM_OK;
+	}
+	if (!(machine_gbps >= ATM_EMU_MIN_GBPS && machine_gbps <= ATM_EMU_MAX_GBPS))
+		return atm_err(ATM_E_USAGE, "tier spec '%s': this machine's bandwidth %g GB/s cannot "
+		               "scale it (valid: %g to %g GB/s)", spec->name, machine_gbps,
+		               ATM_EMU_MIN_GBPS, ATM_EMU_MAX_GBPS);
+	double ref = spec->reference_gbps > 0 ? spec->reference_gbps
+	             : spec->fast_gbps > 0    ? spec->fast_gbps
+	                                      : ATM_EMU_REFERENCE_FAST_GBPS;
+	spec->reference_gbps = ref;
+	spec->scale = machine_gbps / ref;
+	spec->read_gbps = fmax(spec->read_gbps * spec->scale, ATM_EMU_MIN_GBPS);
+	spec->write_gbps = fmax(spec->write_gbps * spec->scale, ATM_EMU_MIN_GBPS);
+	spec->fast_gbps = machine_gbps;
+	spec->machine_gbps = machine_gbps;
+	return ATM_OK;
 }
 
 /* atm_emu_spec_warning -- the slow tier no slower than the fast one: emulation adds nothing */
@@ -311,6 +398,187 @@ done:
 	free(a);
 	free(b);
 	return best;
+}
+
+/* ---------------------------------------------------------------- this machine's bandwidth */
+
+/* The streaming copy's operands: each this large (beyond the last-level caches of the
+ * machines autotm runs on), or STREAM_SMALL when memory is short. */
+#define STREAM_BYTES ((size_t)256 << 20)
+#define STREAM_SMALL ((size_t)64 << 20)
+#define STREAM_REPS 5
+#define STREAM_CHUNK ((size_t)1 << 20)
+
+static double (*measure_hook)(void);
+static double known_gbps; /* measured or read once, for the process */
+static char known_note[sizeof ((atm_emu_spec *)0)->source + 4160];
+
+/* stream_gbps -- a copy on OpenMP's threads, as the kernels run: bytes read and written per
+ * second, the best of STREAM_REPS; 0 when it cannot run, -1 when stopped */
+static double stream_gbps(volatile sig_atomic_t *stop)
+{
+	int64_t avail = atm_mem_available_bytes();
+	size_t n = avail < 0 || avail > (int64_t)(8 * STREAM_BYTES) ? STREAM_BYTES : STREAM_SMALL;
+	char *a = malloc(n), *b = malloc(n);
+	double best = 0;
+	long chunks = (long)(n / STREAM_CHUNK);
+	if (!a || !b)
+		goto done;
+	/* first touch on the threads that copy, so that pages sit where they run */
+#pragma omp parallel for schedule(static)
+	for (long i = 0; i < chunks; i++) {
+		memset(a + (size_t)i * STREAM_CHUNK, 1, STREAM_CHUNK);
+		memset(b + (size_t)i * STREAM_CHUNK, 0, STREAM_CHUNK);
+	}
+	for (int rep = 0; rep < STREAM_REPS; rep++) {
+		if (stop && *stop) {
+			best = -1;
+			break;
+		}
+		int64_t t0 = now_ns();
+#pragma omp parallel for schedule(static)
+		for (long i = 0; i < chunks; i++)
+			memcpy(b + (size_t)i * STREAM_CHUNK, a + (size_t)i * STREAM_CHUNK, STREAM_CHUNK);
+		double dt = (double)(now_ns() - t0) * 1e-9;
+		if (dt > 0 && 2.0 * (double)n / dt / 1e9 > best)
+			best = 2.0 * (double)n / dt / 1e9;
+	}
+	if (best > 0 && ((volatile char *)b)[n - 1] != 1)
+		best = 0;
+done:
+	free(a);
+	free(b);
+	return best;
+}
+
+/* bandwidth_key -- "CPU|threads": what the copy's bandwidth depends on */
+static void bandwidth_key(char *key, size_t len)
+{
+	char cpu[256];
+	atm_cpu_model(cpu, sizeof cpu);
+	snprintf(key, len, "%s|%d", cpu, omp_get_max_threads());
+}
+
+atm_status atm_emu_bandwidth_parse(const char *path, const char *text, size_t len,
+                                   const char *key, double *gbps, char *when, size_t when_len)
+{
+	json_t *root = NULL, *sec = NULL;
+	atm_status rc = atm_machine_file_section(path, text, len, "bandwidth", &root, &sec);
+	if (when_len)
+		when[0] = '\0';
+	if (rc >= 0) {
+		const json_t *e = json_object_get(sec, key), *g = json_object_get(e, "copy_gbps"),
+		             *at = json_object_get(e, "measured_at");
+		double x = json_is_number(g) ? json_number_value(g) : NAN;
+		if (!e)
+			rc = atm_err(ATM_E_NOTFOUND, "%s holds no bandwidth of this machine", path);
+		else if (!json_is_object(e) || !(x >= ATM_EMU_MIN_GBPS && x <= ATM_EMU_MAX_GBPS))
+			rc = atm_err(ATM_E_INPUT, "%s: its bandwidth of this machine is unusable "
+			             "('copy_gbps' must be a number from %g to %g)", path, ATM_EMU_MIN_GBPS,
+			             ATM_EMU_MAX_GBPS);
+		else {
+			*gbps = x;
+			if (when_len)
+				snprintf(when, when_len, "%s", json_is_string(at) ? json_string_value(at) : "?");
+		}
+	}
+	json_decref(root);
+	return rc;
+}
+
+atm_status atm_emu_machine_gbps(const char *machine_file, volatile sig_atomic_t *stop,
+                                double *gbps, char *note, size_t note_len)
+{
+	char path[4096], key[300], why[600] = "", when[ATM_UTC_TEXT_MAX] = "", *text = NULL;
+	size_t len = 0;
+	atm_status rc;
+	*gbps = 0;
+	if (known_gbps > 0) {
+		*gbps = known_gbps;
+		if (note)
+			snprintf(note, note_len, "%s", known_note);
+		return ATM_OK;
+	}
+	if (machine_file)
+		snprintf(path, sizeof path, "%s", machine_file);
+	else if ((rc = atm_machine_file_path(path, sizeof path)) < 0)
+		return rc;
+	bandwidth_key(key, sizeof key);
+	if (path[0] && (rc = atm_read_file(path, &text, &len)) >= 0) {
+		double x = 0;
+		if (atm_emu_bandwidth_parse(path, text, len, key, &x, when, sizeof when) >= 0)
+			known_gbps = x;
+		else
+			snprintf(why, sizeof why, "%s", atm_errmsg());
+		free(text);
+	} else if (path[0] && rc != ATM_E_NOTFOUND)
+		snprintf(why, sizeof why, "%s", atm_errmsg());
+	atm_err_clear();
+	if (known_gbps > 0) {
+		snprintf(known_note, sizeof known_note, "%.1f GB/s, measured %s, kept in %s", known_gbps,
+		         when, path);
+	} else {
+		double x = measure_hook ? measure_hook() : stream_gbps(stop);
+		if (x < 0)
+			return atm_err(ATM_E_INTERRUPTED, "interrupted measuring this machine's bandwidth");
+		if (!(x >= ATM_EMU_MIN_GBPS && x <= ATM_EMU_MAX_GBPS))
+			return atm_err(ATM_E_UNSUPPORTED, "this machine's memory bandwidth could not be "
+			               "measured (a streaming copy gave %g GB/s)", x);
+		known_gbps = x;
+		char now[ATM_UTC_TEXT_MAX];
+		atm_utc_now(now);
+		bool ok = true;
+		json_t *e = json_object();
+		atm_json_set_new(e, "copy_gbps", json_real(x), &ok);
+		atm_json_set_new(e, "measured_at", json_string(now), &ok);
+		bool kept = ok && path[0] && atm_machine_file_put(path, "bandwidth", key, e) >= 0;
+		if (!ok)
+			json_decref(e);
+		snprintf(known_note, sizeof known_note, "%.1f GB/s, measured now%s%s%s%s%s", x,
+		         kept ? ", kept in " : path[0] ? " (not kept: " : " (nowhere to keep it)",
+		         kept ? path : path[0] ? atm_errmsg() : "", kept || !path[0] ? "" : ")",
+		         why[0] && path[0] ? "; " : "", why[0] && path[0] ? why : "");
+		atm_err_clear();
+	}
+	*gbps = known_gbps;
+	if (note)
+		snprintf(note, note_len, "%s", known_note);
+	return ATM_OK;
+}
+
+atm_status atm_emu_spec_resolve_scaled(const char *tierspec, const char *machine_file,
+                                       volatile sig_atomic_t *stop, atm_emu_spec *out,
+                                       char *note, size_t note_len)
+{
+	double gbps = 0;
+	atm_status rc = atm_emu_spec_resolve(tierspec, out);
+	if (note && note_len)
+		note[0] = '\0';
+	if (rc < 0 || out->absolute)
+		return rc;
+	if ((rc = atm_emu_machine_gbps(machine_file, stop, &gbps, note, note_len)) < 0)
+		return atm_err_prefix(rc, "--emulate %s (proportional, scaled by this machine's "
+		                      "bandwidth; '%s:absolute' takes its rates as they are): ",
+		                      tierspec, out->name);
+	return atm_emu_spec_scale(out, gbps);
+}
+
+int atm_emu_test_threads(void)
+{
+	return omp_get_max_threads();
+}
+
+bool atm_emu_machine_known(double *gbps)
+{
+	*gbps = known_gbps;
+	return known_gbps > 0;
+}
+
+void atm_emu_set_measure(double (*fn)(void))
+{
+	measure_hook = fn;
+	known_gbps = 0;
+	known_note[0] = '\0';
 }
 
 /* atm_emu_new -- an emulator of spec against the fast tier's bandwidth */

@@ -189,6 +189,12 @@ void *atm_pool_base(const atm_pool *p);
 
 /* ---------------------------------------------------------------- emulation */
 
+/* atm_emu_set_measure -- tests: fn in place of the streaming copy that measures this
+ * machine's bandwidth (NULL: the copy), and what the process knew of it forgotten */
+void atm_emu_set_measure(double (*fn)(void));
+/* atm_emu_test_threads -- the thread count in this machine's bandwidth key */
+int atm_emu_test_threads(void);
+
 /* Waits for the time slow bytes would take beyond what they take at the fast
  * tier's bandwidth. Safe to use from several threads at once. */
 typedef struct atm_emu atm_emu;

@@ -33,7 +33,7 @@ atm_status atm_tiers_survey(atm_tiers **out, const atm_tier_opts *o, const char 
 	    (rc = atm_tier_open_fast(&fast, t->topo, o)) < 0 ||
 	    (rc = atm_tier_open_slow(&slow, t->topo, o)) < 0)
 		goto fail;
-	if (emulate && ((rc = atm_emu_spec_resolve(emulate, &spec)) < 0 ||
+	if (emulate && ((rc = atm_emu_spec_resolve_scaled(emulate, NULL, NULL, &spec, NULL, 0)) < 0 ||
 	                (rc = atm_tier_set_emulation(slow, &spec)) < 0))
 		goto fail;
 	t->fast = *atm_tier_describe(fast);

@@ -717,18 +717,18 @@ static void test_cache_machine_file_where(void **state)
 	(void)state;
 	char path[600], *keep = getenv("AUTOTM_MACHINE_FILE") ? strdup(getenv("AUTOTM_MACHINE_FILE")) : NULL;
 	setenv("AUTOTM_MACHINE_FILE", "/some/where.json", 1);
-	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_int_equal(atm_machine_file_path(path, sizeof path), ATM_OK);
 	assert_string_equal(path, "/some/where.json");
 	setenv("AUTOTM_MACHINE_FILE", "none", 1);
-	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_int_equal(atm_machine_file_path(path, sizeof path), ATM_OK);
 	assert_string_equal(path, "");
 	unsetenv("AUTOTM_MACHINE_FILE");
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
-	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_int_equal(atm_machine_file_path(path, sizeof path), ATM_OK);
 	assert_string_equal(path, "/xdg/autotm/machine.json");
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", "/home/someone", 1);
-	assert_int_equal(atm_prof_machine_file(path, sizeof path), ATM_OK);
+	assert_int_equal(atm_machine_file_path(path, sizeof path), ATM_OK);
 	assert_string_equal(path, "/home/someone/.cache/autotm/machine.json");
 	if (keep) {
 		setenv("AUTOTM_MACHINE_FILE", keep, 1);

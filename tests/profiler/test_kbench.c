@@ -74,11 +74,19 @@ static void test_kbench_machine_key(void **state)
 	assert_int_equal(strncmp(m.backend, "cpu-onednn-", 11), 0);
 	assert_int_equal(strncmp(m.fast_tier, "dram", 4), 0);
 	assert_true(m.slow_tier[0] != '\0');
-	assert_string_equal(m.emulation, "optane");
+	/* proportional: the preset's name and a hash of the rates scaled to this machine */
+	assert_int_equal(strncmp(m.emulation, "optane@", 7), 0);
 	assert_false(m.estimated);
 	atm_tier_desc fast, slow;
 	atm_kbench_tiers(kb, &fast, &slow);
 	assert_true(slow.emulated);
+	assert_true(slow.emulation_scale > 0 && slow.emulation_fast_gbps > 0);
+	atm_kbench_destroy(kb);
+	/* the absolute form keeps the key of caches profiled before proportional emulation */
+	o.emulate = "optane:absolute";
+	assert_int_equal(atm_kbench_new(&kb, g, &o), ATM_OK);
+	atm_kbench_machine(kb, &m);
+	assert_string_equal(m.emulation, "optane");
 	atm_kbench_destroy(kb);
 	/* a spec file is its name and its figures: an edited file is another machine */
 	char spec[128];

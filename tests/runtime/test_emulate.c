@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atm_core.h"
+#include "backend.h"
 #include "memory.h"
 
 static char tmp[128];
@@ -348,6 +349,217 @@ static void test_emulate_fast_bandwidth_sources(void **state)
 	atm_tier_topo_destroy(topo);
 }
 
+/* ---------------------------------------------------------------- proportional emulation */
+
+static double stub_gbps;
+/* stub_measure -- the streaming copy, stubbed: stub_gbps; counts its calls */
+static int stub_calls;
+static double stub_measure(void)
+{
+	stub_calls++;
+	return stub_gbps;
+}
+
+/* machine_file -- tmp/machine.json's path */
+static const char *machine_file(void)
+{
+	static char path[256];
+	snprintf(path, sizeof path, "%s/machine.json", tmp);
+	return path;
+}
+
+static void test_emulate_scale_follows_bandwidth(void **state)
+{
+	(void)state;
+	atm_emu_spec s;
+	char note[1024];
+	/* a machine that streams 25 GB/s: Optane's rates a quarter of the reference's */
+	stub_gbps = 25, stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
+	                                             sizeof note), ATM_OK);
+	assert_int_equal(stub_calls, 1);
+	assert_false(s.absolute);
+	assert_float_equal(s.scale, 0.25, 1e-12);
+	assert_float_equal(s.read_gbps, 29.0 * 0.25, 1e-9);
+	assert_float_equal(s.write_gbps, 12.0 * 0.25, 1e-9);
+	assert_float_equal(s.fast_gbps, 25, 1e-12);
+	assert_float_equal(s.machine_gbps, 25, 1e-12);
+	assert_float_equal(s.reference_gbps, ATM_EMU_REFERENCE_FAST_GBPS, 1e-12);
+	assert_non_null(strstr(note, "measured now, kept in"));
+	/* the slow tier is as much slower than this machine's DRAM as Optane was than the
+	 * reference's: a GB read costs 1/7.25 - 1/25 s here, four times 1/29 - 1/100 */
+	atm_emu *e = NULL;
+	assert_int_equal(atm_emu_new(&e, &s, NULL, s.fast_gbps), ATM_OK);
+	assert_float_equal(atm_emu_extra_s(e, 1000000000, 0), 4 * (1 / 29.0 - 1 / 100.0), 1e-9);
+	atm_emu_destroy(e);
+
+	/* kept with the machine's key: a new process reads it, measures nothing */
+	stub_gbps = 50, stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("cxl", machine_file(), NULL, &s, note,
+	                                             sizeof note), ATM_OK);
+	assert_int_equal(stub_calls, 0);
+	assert_float_equal(s.machine_gbps, 25, 1e-12);
+	assert_float_equal(s.scale, 25 / 250.0, 1e-12); /* the cxl preset's own DDR5 reference */
+	assert_non_null(strstr(note, "kept in"));
+
+	/* another machine's bandwidth file: measured again; the scale follows */
+	assert_int_equal(remove(machine_file()), 0);
+	atm_emu_set_measure(stub_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, NULL, 0),
+	                 ATM_OK);
+	assert_int_equal(stub_calls, 1);
+	assert_float_equal(s.scale, 0.5, 1e-12);
+	assert_float_equal(s.read_gbps, 14.5, 1e-9);
+	atm_emu_set_measure(NULL);
+}
+
+static void test_emulate_absolute_form(void **state)
+{
+	(void)state;
+	atm_emu_spec s;
+	stub_gbps = 25, stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+	/* ":absolute" keeps the published rates beside the reference DRAM, measuring nothing */
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane:absolute", machine_file(), NULL, &s,
+	                                             NULL, 0), ATM_OK);
+	assert_int_equal(stub_calls, 0);
+	assert_true(s.absolute);
+	assert_float_equal(s.scale, 1, 0);
+	assert_float_equal(s.read_gbps, 29.0, 0);
+	assert_float_equal(s.write_gbps, 12.0, 0);
+	assert_float_equal(s.fast_gbps, ATM_EMU_REFERENCE_FAST_GBPS, 0);
+	assert_true(atm_emu_is_preset("optane:absolute") && atm_emu_is_preset("numa:proportional"));
+	assert_false(atm_emu_is_preset("mine.json:absolute") || atm_emu_is_preset("optane:fast"));
+	/* a spec file asks for either; the suffix overrides it */
+	const char *abs = write_spec("abs.json", "{\"name\": \"box7\", \"read_gbps\": 8, "
+	                                         "\"write_gbps\": 4, \"latency_ns\": 300, "
+	                                         "\"fast_gbps\": 20, \"rates\": \"absolute\"}");
+	assert_int_equal(atm_emu_spec_resolve_scaled(abs, machine_file(), NULL, &s, NULL, 0), ATM_OK);
+	assert_true(s.absolute);
+	assert_float_equal(s.read_gbps, 8, 0);
+	assert_int_equal(stub_calls, 0);
+	char with[300];
+	snprintf(with, sizeof with, "%s:proportional", abs);
+	assert_int_equal(atm_emu_spec_resolve_scaled(with, machine_file(), NULL, &s, NULL, 0), ATM_OK);
+	assert_false(s.absolute);
+	assert_float_equal(s.scale, 25 / 20.0, 1e-12);
+	assert_float_equal(s.read_gbps, 10, 1e-9);
+	const char *bad = write_spec("bad.json", "{\"name\": \"x\", \"read_gbps\": 8, "
+	                                         "\"write_gbps\": 4, \"latency_ns\": 300, "
+	                                         "\"rates\": \"relative\"}");
+	assert_int_equal(atm_emu_spec_resolve(bad, &s), ATM_E_INPUT);
+	has("field 'rates' is \"relative\"");
+	has("\"absolute\"");
+	/* a GPU's host link is absolute: the link is what it is */
+	assert_int_equal(atm_emu_spec_resolve("pcie4", &s), ATM_OK);
+	assert_true(s.absolute);
+	atm_emu_set_measure(NULL);
+}
+
+static void test_emulate_unmeasurable_bandwidth(void **state)
+{
+	(void)state;
+	atm_emu_spec s;
+	char note[1024];
+	/* the measurement fails: an error naming the spec, no fallback to absolute rates */
+	stub_gbps = 0, stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, NULL, 0),
+	                 ATM_E_UNSUPPORTED);
+	has("--emulate optane");
+	has("could not be measured");
+	has("optane:absolute");
+	/* a corrupt kept bandwidth, or one of another machine: measured again, with a note */
+	static const char *const kept[] = {
+		"{\"format\": \"autotm-machine\", \"version\": 1, \"bandwidth\": {\"other cpu|64\": "
+		"{\"copy_gbps\": 300}}}",
+		"{\"format\": \"autotm-machine\", \"version\": 1, \"bandwidth\": 7}",
+		"{\"format\": \"autotm-machine\", \"version\": 1, \"bandwidth\": {}}",
+		"not json",
+	};
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		assert_int_equal(atm_write_file_atomic(machine_file(), kept[i], strlen(kept[i])), ATM_OK);
+		stub_gbps = 40, stub_calls = 0;
+		atm_emu_set_measure(stub_measure);
+		assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
+		                                             sizeof note), ATM_OK);
+		assert_int_equal(stub_calls, 1);
+		assert_float_equal(s.scale, 0.4, 1e-12);
+		assert_non_null(strstr(note, "measured now"));
+	}
+	/* an entry of this machine that is corrupt: measured again, the note says why */
+	char cpu[256], text[1024];
+	atm_cpu_model(cpu, sizeof cpu);
+	snprintf(text, sizeof text, "{\"format\": \"autotm-machine\", \"version\": 1, "
+	         "\"bandwidth\": {\"%s|%d\": {\"copy_gbps\": -3}}}", cpu, atm_emu_test_threads());
+	assert_int_equal(atm_write_file_atomic(machine_file(), text, strlen(text)), ATM_OK);
+	stub_gbps = 40, stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
+	                                             sizeof note), ATM_OK);
+	assert_int_equal(stub_calls, 1);
+	assert_non_null(strstr(note, "unusable"));
+	atm_emu_set_measure(NULL);
+}
+
+static void test_emulate_measured_bandwidth_is_real(void **state)
+{
+	(void)state;
+	double gbps = 0;
+	char note[1024];
+	/* the real streaming copy, nothing kept: a bandwidth a memory can have */
+	atm_emu_set_measure(NULL);
+	assert_int_equal(atm_emu_machine_gbps("", NULL, &gbps, note, sizeof note), ATM_OK);
+	assert_true(gbps > 0.5 && gbps < ATM_EMU_MAX_GBPS);
+	assert_non_null(strstr(note, "nowhere to keep it"));
+	/* stopped before it starts: interrupted, nothing known */
+	volatile sig_atomic_t stop = 1;
+	atm_emu_set_measure(NULL);
+	assert_int_equal(atm_emu_machine_gbps("", &stop, &gbps, NULL, 0), ATM_E_INTERRUPTED);
+	assert_false(atm_emu_machine_known(&gbps));
+	atm_emu_set_measure(NULL);
+}
+
+/* emulation_of -- the emulation key a CPU backend emulating tierspec gives its timings, on a
+ * machine that streams gbps */
+static void emulation_of(const char *tierspec, double gbps, char *key, size_t len)
+{
+	atm_backend_opts o = {.emulate = tierspec};
+	atm_backend *b = NULL;
+	atm_profile_machine m;
+	o.tiers.pmem_dir = tmp;
+	stub_gbps = gbps;
+	atm_emu_set_measure(stub_measure);
+	if (atm_backend_cpu_new(&b, &o) < 0)
+		fail_msg("%s", atm_errmsg());
+	b->iface->machine(b, &m);
+	snprintf(key, len, "%s", m.emulation);
+	atm_backend_destroy(b);
+	atm_emu_set_measure(NULL);
+}
+
+static void test_emulate_profiles_never_mix(void **state)
+{
+	(void)state;
+	char a[64], b[64], c[64], d[64];
+	setenv("AUTOTM_MACHINE_FILE", "none", 1);
+	/* the same preset scaled to two machines, and its absolute form: three keys, so that a
+	 * profile cache never serves one emulation's timings to another */
+	emulation_of("optane", 25, a, sizeof a);
+	emulation_of("optane", 50, b, sizeof b);
+	emulation_of("optane:absolute", 25, c, sizeof c);
+	emulation_of("optane", 25, d, sizeof d);
+	unsetenv("AUTOTM_MACHINE_FILE");
+	assert_string_not_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_string_not_equal(b, c);
+	assert_string_equal(a, d); /* the same machine, the same key */
+	assert_string_equal(c, "optane"); /* the absolute form keeps the key of earlier caches */
+	assert_non_null(strstr(a, "optane"));
+}
+
 /* ---------------------------------------------------------------- spec files */
 
 static void test_emulate_spec_file_parses(void **state)
@@ -509,6 +721,11 @@ int main(void)
 		cmocka_unit_test(test_emulate_wait_rejects_negative_bytes),
 		cmocka_unit_test(test_emulate_new_rejects_bad_input),
 		cmocka_unit_test_setup_teardown(test_emulate_fast_bandwidth_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emulate_scale_follows_bandwidth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emulate_absolute_form, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emulate_unmeasurable_bandwidth, setup, teardown),
+		cmocka_unit_test(test_emulate_measured_bandwidth_is_real),
+		cmocka_unit_test_setup_teardown(test_emulate_profiles_never_mix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_spec_file_parses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_spec_rejects_nonsense, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_spec_missing_file_is_io, setup, teardown),
