@@ -6,6 +6,7 @@ source "$ATM_ROOT/scripts/deps.sh"
 
 MODEL=${1:-test_vgg}
 RATIO=${RATIO:-16:1}
+TURNS=${TURNS:-3}
 OUT="$ATM_ROOT/out"
 
 atm_install_deps
@@ -28,26 +29,15 @@ echo "== memory tiers"
 echo
 echo "== profiling $MODEL's kernels in every placement of their tensors (slow memory as Optane)"
 "$AUTOTM" profile --model "$MODEL" --emulate optane --cache "$OUT/profiles.json"
-# the main job: plan each formulation at slow:fast = $RATIO and train with the plan
-for formulation in all-fast all-slow numa 2lm vdnn static synchronous asynchronous; do
-  echo
-  echo "== $MODEL, $formulation at $RATIO, slow memory emulated as Optane"
-  "$AUTOTM" run --model "$MODEL" --formulation "$formulation" --ratio "$RATIO" \
-    --emulate optane --cache "$OUT/profiles.json" --iters 5 --quiet -o "$OUT/$MODEL.json" --append
-done
+# the main job: one comparison. Every formulation is planned at slow:fast = $RATIO, and
+# their steps are measured side by side, in turns, in one process: the table's ratios to
+# all-fast come with their range over the turns.
 echo
-echo "== $MODEL at $RATIO: seconds per training step"
-/usr/bin/python3 - "$OUT/$MODEL.json" <<'PY'
-import json, sys
-runs = json.load(open(sys.argv[1]))["runs"]
-fast = next((r["actual_runtime"] for r in runs if r["formulation"] == "all-fast"), None)
-print(f"{'formulation':<14}{'predicted':>11}{'actual':>11}{'vs all-fast':>13}  weights")
-for r in runs:
-    pred = r.get("predicted_runtime")
-    rel = f"{r['actual_runtime'] / fast:.2f}x" if fast else "-"
-    print(f"{r['formulation']:<14}{pred if pred is None else format(pred, '.4f'):>11}"
-          f"{r['actual_runtime']:>11.4f}{rel:>13}  {r['weights_checksum']}")
-PY
+echo "== $MODEL at $RATIO, slow memory emulated as Optane (in proportion to this machine):"
+echo "   every formulation planned, then trained in $TURNS turns side by side"
+"$AUTOTM" run --model "$MODEL" --ratio "$RATIO" --emulate optane --cache "$OUT/profiles.json" \
+  --formulation all-fast,all-slow,numa,2lm,vdnn,static,synchronous,asynchronous \
+  --turns "$TURNS" -o "$OUT/$MODEL.json"
 echo
-echo "results: $OUT/$MODEL.json (the weights checksum is the same for every formulation:"
-echo "placement never changes the numbers)"
+echo "results: $OUT/$MODEL.json, one run per formulation (the weights checksum is the same"
+echo "for every formulation: placement never changes the numbers)"

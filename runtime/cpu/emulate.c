@@ -411,7 +411,7 @@ done:
 
 static double (*measure_hook)(void);
 static double known_gbps; /* measured or read once, for the process */
-static char known_note[sizeof ((atm_emu_spec *)0)->source + 4160];
+static char known_note[8192];
 
 /* stream_gbps -- a copy on OpenMP's threads, as the kernels run: bytes read and written per
  * second, the best of STREAM_REPS; 0 when it cannot run, -1 when stopped */
