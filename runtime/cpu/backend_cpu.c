@@ -335,9 +335,9 @@ static void tier_key(const atm_tier *t, char *buf, size_t len)
 		snprintf(buf, len, "%s%s", atm_tier_kind_name(d->kind), d->dax ? "-dax" : "");
 }
 
-/* emulation_key -- a preset's name ("optane"), or a spec's name and a hash
- * of its figures ("mine@1a2b3c4d"): two spec files of one name but other
- * bandwidths must not share timings */
+/* emulation_key -- an absolute preset's name ("optane"), or a spec's name, its scale when
+ * proportional and a hash of its figures ("optane x0.622@1a2b3c4d", "mine@1a2b3c4d"): two
+ * scales, or two spec files of one name but other bandwidths, must not share timings */
 static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
 {
 	atm_emu_spec preset;
@@ -349,8 +349,11 @@ static void emulation_key(const atm_emu_spec *spec, char *buf, size_t len)
 	atm_err_clear(); /* not a preset: no error */
 	const double figures[3] = {spec->read_gbps, spec->write_gbps, spec->fast_gbps};
 	uint64_t h = atm_fnv1a(ATM_FNV1A_INIT, figures, sizeof figures);
-	snprintf(buf, len, "%.*s@%08x", (int)(len > 10 ? len - 10 : 0), spec->name,
-	         (unsigned)(h ^ (h >> 32)));
+	char scale[16] = "";
+	if (!spec->absolute && spec->scale > 0)
+		snprintf(scale, sizeof scale, " x%.3g", spec->scale);
+	snprintf(buf, len, "%.*s%s@%08x", (int)(len > 10 + strlen(scale) ? len - 10 - strlen(scale) : 0),
+	         spec->name, scale, (unsigned)(h ^ (h >> 32)));
 }
 
 /* atm_cpu_bk_machine -- what makes these timings comparable. The thread count is

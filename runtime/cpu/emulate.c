@@ -527,13 +527,17 @@ atm_status atm_emu_machine_gbps(const char *machine_file, volatile sig_atomic_t 
 		known_gbps = x;
 		char now[ATM_UTC_TEXT_MAX];
 		atm_utc_now(now);
-		bool ok = true;
-		json_t *e = json_object();
-		atm_json_set_new(e, "copy_gbps", json_real(x), &ok);
-		atm_json_set_new(e, "measured_at", json_string(now), &ok);
-		bool kept = ok && path[0] && atm_machine_file_put(path, "bandwidth", key, e) >= 0;
-		if (!ok)
-			json_decref(e);
+		bool kept = false;
+		if (path[0]) {
+			bool ok = true;
+			json_t *e = json_object();
+			atm_json_set_new(e, "copy_gbps", json_real(x), &ok);
+			atm_json_set_new(e, "measured_at", json_string(now), &ok);
+			if (ok)
+				kept = atm_machine_file_put(path, "bandwidth", key, e) >= 0; /* takes e */
+			else
+				json_decref(e);
+		}
 		snprintf(known_note, sizeof known_note, "%.1f GB/s, measured now%s%s%s%s%s", x,
 		         kept ? ", kept in " : path[0] ? " (not kept: " : " (nowhere to keep it)",
 		         kept ? path : path[0] ? atm_errmsg() : "", kept || !path[0] ? "" : ")",
