@@ -135,8 +135,9 @@ void cli_job_begin(atm_job_opts *jo, const char *who);
 int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
                    const char *arg);
 /* cli_gpu_model_check -- a GPU model (--gpu-model) is planned and profiled only from estimates:
- * ATM_E_USAGE without estimate */
-atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate);
+ * ATM_E_USAGE without estimate; for command who "run" (which never estimates), naming what
+ * does work */
+atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate, const char *who);
 /* cli_plan_check -- after the options: at most one limit, and one unless the formulation or
  * a GPU needs none; ATM_E_USAGE saying which */
 atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given);

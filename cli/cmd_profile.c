@@ -271,7 +271,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	atm_backend_caps caps;
 	if (atm_backend_caps_get(a->mem.gpu.mode, &caps) < 0)
 		return cli_fail("profile", ATM_E_USAGE);
-	if (cli_gpu_model_check(&a->mem, a->estimate) < 0)
+	if (cli_gpu_model_check(&a->mem, a->estimate, "profile") < 0)
 		return cli_usage_error("profile", "%s", atm_errmsg());
 	if (a->estimate && !caps.host_tiers && !caps.modelled)
 		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "

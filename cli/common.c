@@ -349,11 +349,16 @@ int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *give
 	return used;
 }
 
-atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate)
+atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate, const char *who)
 {
 	atm_backend_caps caps;
 	atm_status rc = atm_backend_caps_get(mem->gpu.mode, &caps);
-	if (rc == ATM_OK && caps.modelled && !estimate)
+	if (rc == ATM_OK && caps.modelled && !estimate && (!who || !strcmp(who, "run")))
+		rc = atm_err(ATM_E_USAGE, "--gpu-model %s is a GPU this machine need not have: it is "
+		             "planned from estimates, never run; use 'autotm plan --gpu-model %s "
+		             "--estimate' (or 'autotm profile ... --estimate'), or run on the GPU itself "
+		             "with --gpu", mem->gpu.model, mem->gpu.model);
+	else if (rc == ATM_OK && caps.modelled && !estimate)
 		rc = atm_err(ATM_E_USAGE, "--gpu-model %s is estimated, never measured: give "
 		             "--estimate", mem->gpu.model);
 	return rc;
@@ -365,7 +370,7 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
 	if (rc < 0)
 		return rc;
-	if ((rc = cli_gpu_model_check(&jo->mem, jo->estimate)) < 0)
+	if ((rc = cli_gpu_model_check(&jo->mem, jo->estimate, jo->who)) < 0)
 		return rc;
 	if (given->ratio && given->limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");

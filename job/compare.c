@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,8 +85,18 @@ static void make_id(char *buf, size_t len)
 	         (unsigned long long)r);
 }
 
+/* same_plan_file -- a and b are plan files (not built-in placements) that are one file,
+ * however spelt: a path, another path to it, a link */
+static bool same_plan_file(const struct entry *a, const struct entry *b)
+{
+	struct stat sa, sb;
+	return !a->spec.optimize && !b->spec.optimize && a->spec.placement && b->spec.placement &&
+	       stat(a->spec.placement, &sa) == 0 && stat(b->spec.placement, &sb) == 0 &&
+	       S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* check_list -- what a list of placements must be before anything is profiled: each listed
- * once, all of them for one device */
+ * once (a plan file by the file, not its spelling), all of them for one device */
 static atm_status check_list(const atm_job_compare *c)
 {
 	const char *gpu = NULL, *cpu = NULL;
@@ -95,6 +106,9 @@ static atm_status check_list(const atm_job_compare *c)
 			if (!strcmp(c->e[k].name, e->name))
 				return atm_err(ATM_E_USAGE, "'%s' is listed twice; compare each placement once",
 				               e->name);
+			else if (same_plan_file(&c->e[k], e))
+				return atm_err(ATM_E_USAGE, "'%s' and '%s' are one plan file; compare each "
+				               "placement once", c->e[k].spec.placement, e->spec.placement);
 		if (needs_gpu(&e->spec))
 			gpu = e->name;
 		if (gpu_cannot(&e->spec))

@@ -294,6 +294,9 @@ static void test_plan_cmd_gpu_model(void **state)
 	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu=sim --gpu-model a100 --estimate");
 	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu-model a100 --gpu --estimate");
 	cli_expect(2, "nothing runs on it", "run --model tiny_mlp --gpu-model h100");
+	/* with a limit, run names what works: run has no --estimate */
+	cli_expect(2, "use 'autotm plan --gpu-model h100 --estimate'",
+	           "run --model tiny_mlp --gpu-model h100 --ratio 1:1");
 	cli_expect(2, "give --estimate", "profile --model tiny_mlp --gpu-model h200");
 }
 

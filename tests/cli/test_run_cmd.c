@@ -837,6 +837,14 @@ static void test_run_cmd_comparison_bad_input(void **state)
 	assert_int_equal(atm_write_file_atomic(plan, bad_plan, strlen(bad_plan)), ATM_OK);
 	cli_expect(3, "another version of graph 'tiny_mlp'", "%s --ratio 4:1 --formulation "
 	           "synchronous,%s", m, plan);
+	/* one plan file under two spellings, or through a link, is one placement */
+	char link[600];
+	snprintf(link, sizeof link, "%s/plan-link.json", cli_tmpdir);
+	assert_int_equal(symlink(plan, link), 0);
+	cli_expect(2, "are one plan file", "%s --placement %s,%s/./other-plan.json", m, plan,
+	           cli_tmpdir);
+	cli_expect(2, "are one plan file", "%s --placement all-fast,%s,%s", m, plan, link);
+	unlink(link);
 }
 
 /* test_run_cmd_comparison_infeasible -- a placement whose plan cannot fit is reported and the
