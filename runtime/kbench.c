@@ -177,11 +177,18 @@ static int64_t most_bytes(const atm_graph *g)
 	return most;
 }
 
+/* copy_offset -- where in the arena the copies that time an overlap put their fast end:
+ * past every kernel's operands */
+static int64_t copy_offset(const atm_graph *g)
+{
+	return (most_bytes(g) + 63) / 64 * 64;
+}
+
 /* make_arena -- the fast arena, sized for the node with the most operand
- * bytes and for the copies that time moves */
+ * bytes and for the copies that time moves, and past them the overlap's copies */
 static atm_status make_arena(atm_kbench *kb)
 {
-	atm_status rc = kb->b->iface->arena_new(kb->b, most_bytes(kb->g));
+	atm_status rc = kb->b->iface->arena_new(kb->b, copy_offset(kb->g) + MOVE_BYTES);
 	if (rc < 0)
 		return atm_err_prefix(rc, "kernel timing: ");
 	kb->arena = true;
@@ -510,15 +517,18 @@ done:
 /* copies_s -- n asynchronous copies of MOVE_BYTES from src to dst (slow memory) started at
  * once, then kernel (when run) and the copies waited for; *dt is the kernel's time (kernel)
  * or the copies' (not) */
-static atm_status copies_s(atm_kbench *kb, int n, void *dst, const void *src, bool kernel,
+static atm_status copies_s(atm_kbench *kb, int n, void *slow, void *fast, bool kernel,
                            double *dt)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	atm_status rc = ATM_OK, wrc;
 	if (!kernel && (rc = bi->mark(kb->b, 0)) < 0)
 		return rc;
+	/* fetches and evictions in turn, as a plan's moves: the two cost the mover differently
+	 * (a fetch's emulated wait is the slow read's, an eviction's the slower write's) */
 	for (int i = 0; i < n && rc >= 0; i++)
-		rc = bi->copy_start(kb->b, i, ATM_LOC_SLOW, dst, src, MOVE_BYTES);
+		rc = i % 2 == 0 ? bi->copy_start(kb->b, i, ATM_LOC_FAST, fast, slow, MOVE_BYTES)
+		                : bi->copy_start(kb->b, i, ATM_LOC_SLOW, slow, fast, MOVE_BYTES);
 	if (rc >= 0 && kernel)
 		rc = run_once(kb, 0, 0, dt);
 	for (int i = 0; i < n; i++)
@@ -530,8 +540,9 @@ static atm_status copies_s(atm_kbench *kb, int n, void *dst, const void *src, bo
 }
 
 /* atm_kbench_overlap -- node's all-fast kernel alone and beside asynchronous copies of about
- * its time, in turns (slow to slow memory, so that the kernel's operands in the arena stay as
- * they are; a copy costs the mover what an eviction does: the copy and its emulated wait).
+ * its time, in turns (fetches and evictions alternately, between slow memory and a part of
+ * the arena past the kernel's operands, which stay as they are; each costs the mover what a
+ * plan's does: the copy and its emulated wait).
  * Each turn's extra kernel time over that turn's copies alone is one sample; the loss is
  * their median: turns and a median keep a busy moment from deciding it. */
 atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
@@ -544,24 +555,26 @@ atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 	*loss = 0;
 	atm_status rc = atm_kbench_time(kb, node, 0, &e);
 	if (rc < 0 || (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &a)) < 0 ||
-	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &z)) < 0 ||
+	    (rc = bi->alloc(kb->b, ATM_LOC_FAST, copy_offset(kb->g), MOVE_BYTES, &z)) < 0 ||
 	    (rc = staging(kb, MOVE_BYTES)) < 0 || (rc = bi->reserve(kb->b, 16, 2)) < 0)
 		goto done;
 	atm_bk_fill_positive(kb->host, MOVE_BYTES / 4, kb->o.seed);
 	if ((rc = bi->set(kb->b, a, kb->host, MOVE_BYTES)) < 0 ||
 	    (rc = bi->set(kb->b, z, kb->host, MOVE_BYTES)) < 0 ||
-	    (rc = copies_s(kb, 1, z, a, false, &one)) < 0 || /* warm-up */
-	    (rc = copies_s(kb, 1, z, a, false, &one)) < 0)
+	    (rc = copies_s(kb, 2, a, z, false, &one)) < 0 || /* warm-up */
+	    (rc = copies_s(kb, 2, a, z, false, &one)) < 0)
 		goto done;
-	/* copies of about four fifths of the kernel: nearly all of them beside it */
-	int n = one > 0 ? (int)(0.8 * e.min_s / one + 0.5) : 1;
-	n = n < 1 ? 1 : n > 16 ? 16 : n;
+	one /= 2; /* a copy: one fetch and one eviction, averaged */
+	/* copies of about four fifths of the kernel: nearly all of them beside it; as many
+	 * fetches as evictions */
+	int n = one > 0 ? 2 * (int)(0.4 * e.min_s / one + 0.5) : 2;
+	n = n < 2 ? 2 : n > 16 ? 16 : n;
 	/* each turn times the copies alone, the kernel alone and the two together, so that a
 	 * sample compares times of one moment, and no single slow copy scales them all */
 	int turns = 2 * kb->o.reps + 1;
 	for (int r = 0; r < turns && r < 64; r++) {
-		if ((rc = copies_s(kb, n, z, a, false, &c)) < 0 ||
-		    (rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, z, a, true, &with)) < 0)
+		if ((rc = copies_s(kb, n, a, z, false, &c)) < 0 ||
+		    (rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, a, z, true, &with)) < 0)
 			goto done;
 		if (c > 0)
 			samples[n_samples++] = (with - alone) / (c < with ? c : with);
@@ -574,7 +587,7 @@ done:
 	if (rc < 0)
 		atm_err_prefix(rc, "timing copies beside a kernel: ");
 	if (z)
-		bi->free(kb->b, ATM_LOC_SLOW, z);
+		bi->free(kb->b, ATM_LOC_FAST, z);
 	if (a)
 		bi->free(kb->b, ATM_LOC_SLOW, a);
 	return rc;
