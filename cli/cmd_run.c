@@ -385,11 +385,101 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 }
 
 /* parse_args -- the command line into a; -1 to go on, else the exit code */
+/* The options of run alone (the graph, memory and planning options are common.c's). */
+enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
+       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
+       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA };
+
+/* run_option -- one of run's own options into a (the seeds into seeds[0] and [1]); -1 to go
+ * on, else the exit code */
+static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
+                      int64_t seeds[2])
+{
+	atm_job_opts *jo = &a->jo;
+	int64_t v;
+	switch (opt) {
+	case OPT_PLACEMENT:
+		if (strchr(arg, ','))
+			a->placement_list = arg;
+		else
+			jo->placement = arg;
+		return -1;
+	case OPT_TURNS:
+		if (cli_parse_int("turns", arg, 1, 1000000, &v) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		a->co.turns = (int)v;
+		a->turns_given = true;
+		return -1;
+	case OPT_INTERLEAVE:
+		if (strcmp(arg, "step") && strcmp(arg, "turn"))
+			return cli_usage_error("run", "--interleave '%s' is not valid; expected step or "
+			                       "turn", arg);
+		a->co.interleave = arg[0] == 's' ? ATM_JOB_INTERLEAVE_STEP
+		                                    : ATM_JOB_INTERLEAVE_TURN;
+		a->interleave_given = true;
+		return -1;
+	case OPT_RERUNS:
+		if (cli_parse_int("reruns", arg, 0, 1000000, &v) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		a->co.max_reruns = v ? (int)v : -1;
+		a->reruns_given = true;
+		return -1;
+	case OPT_SEED:
+		if (cli_parse_int("seed", arg, 0, INT64_MAX, &seeds[0]) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		return -1;
+	case OPT_PLACEMENT_SEED:
+		if (cli_parse_int("placement-seed", arg, 0, INT64_MAX, &seeds[1]) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		return -1;
+	case OPT_ITERS:
+		if (cli_parse_int("iters", arg, 1, 1000000, &v) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		jo->iters = (int)v;
+		return -1;
+	case OPT_WARMUP:
+		if (cli_parse_int("warmup", arg, 0, 1000000, &v) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		jo->warmup = (int)v;
+		return -1;
+	case OPT_APPEND:
+		jo->append = true;
+		return -1;
+	case OPT_2LM:
+		if (atm_parse_bytes(arg, &jo->twolm_bytes) < 0)
+			return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--2lm: "));
+		return -1;
+	case OPT_QUIET:
+		jo->quiet = true;
+		return -1;
+	case OPT_OVERSUB:
+		jo->mem.gpu.allow_oversubscribe = true;
+		return -1;
+	case OPT_EXPLAIN:
+		v = 10;
+		if (arg && cli_parse_int("explain", arg, 1, 1000000, &v) < 0)
+			return cli_fail("run", ATM_E_USAGE);
+		a->explain = (int)v;
+		return -1;
+	case 'o':
+		jo->results_path = arg;
+		return -1;
+	case OPT_WEIGHTS_IN:
+	case OPT_WEIGHTS_OUT:
+	case OPT_DATA:
+		if (!arg[0])
+			return cli_usage_error("run", "--%s needs a file name", opt == OPT_DATA ? "data"
+			                       : opt == OPT_WEIGHTS_IN ? "weights-in" : "weights-out");
+		*(opt == OPT_DATA ? &jo->data_in : opt == OPT_WEIGHTS_IN ? &jo->weights_in
+		                                                       : &jo->weights_out) = arg;
+		return -1;
+	default:
+		return cli_other_option("run", opt, argv, print_help);
+	}
+}
+
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
-	       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-	       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA };
 	static const struct option longopts[] = {
 		CLI_GRAPH_OPTIONS,
 		CLI_MEMORY_OPTIONS,
@@ -416,7 +506,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	};
 	atm_job_opts *jo = &a->jo;
 	cli_plan_given given = {0};
-	int64_t v, seed = 1, placement_seed = -1;
+	int64_t seeds[2] = {1, -1}; /* --seed, --placement-seed */
 	int opt;
 
 	cli_job_begin(jo, "run");
@@ -432,90 +522,14 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			return cli_fail("run", ATM_E_USAGE);
 		if (used)
 			continue;
-		switch (opt) {
-		case OPT_PLACEMENT:
-			if (strchr(optarg, ','))
-				a->placement_list = optarg;
-			else
-				jo->placement = optarg;
-			break;
-		case OPT_TURNS:
-			if (cli_parse_int("turns", optarg, 1, 1000000, &v) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			a->co.turns = (int)v;
-			a->turns_given = true;
-			break;
-		case OPT_INTERLEAVE:
-			if (strcmp(optarg, "step") && strcmp(optarg, "turn"))
-				return cli_usage_error("run", "--interleave '%s' is not valid; expected step or "
-				                       "turn", optarg);
-			a->co.interleave = optarg[0] == 's' ? ATM_JOB_INTERLEAVE_STEP
-			                                    : ATM_JOB_INTERLEAVE_TURN;
-			a->interleave_given = true;
-			break;
-		case OPT_RERUNS:
-			if (cli_parse_int("reruns", optarg, 0, 1000000, &v) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			a->co.max_reruns = v ? (int)v : -1;
-			a->reruns_given = true;
-			break;
-		case OPT_SEED:
-			if (cli_parse_int("seed", optarg, 0, INT64_MAX, &seed) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			break;
-		case OPT_PLACEMENT_SEED:
-			if (cli_parse_int("placement-seed", optarg, 0, INT64_MAX, &placement_seed) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			break;
-		case OPT_ITERS:
-			if (cli_parse_int("iters", optarg, 1, 1000000, &v) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			jo->iters = (int)v;
-			break;
-		case OPT_WARMUP:
-			if (cli_parse_int("warmup", optarg, 0, 1000000, &v) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			jo->warmup = (int)v;
-			break;
-		case OPT_APPEND:
-			jo->append = true;
-			break;
-		case OPT_2LM:
-			if (atm_parse_bytes(optarg, &jo->twolm_bytes) < 0)
-				return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--2lm: "));
-			break;
-		case OPT_QUIET:
-			jo->quiet = true;
-			break;
-		case OPT_OVERSUB:
-			jo->mem.gpu.allow_oversubscribe = true;
-			break;
-		case OPT_EXPLAIN:
-			v = 10;
-			if (optarg && cli_parse_int("explain", optarg, 1, 1000000, &v) < 0)
-				return cli_fail("run", ATM_E_USAGE);
-			a->explain = (int)v;
-			break;
-		case 'o':
-			jo->results_path = optarg;
-			break;
-		case OPT_WEIGHTS_IN:
-		case OPT_WEIGHTS_OUT:
-		case OPT_DATA:
-			if (!optarg[0])
-				return cli_usage_error("run", "--%s needs a file name", opt == OPT_DATA ? "data"
-				                       : opt == OPT_WEIGHTS_IN ? "weights-in" : "weights-out");
-			*(opt == OPT_DATA ? &jo->data_in : opt == OPT_WEIGHTS_IN ? &jo->weights_in
-			                                                       : &jo->weights_out) = optarg;
-			break;
-		default:
-			return cli_other_option("run", opt, argv, print_help);
-		}
+		int code = run_option(a, opt, optarg, argv, seeds);
+		if (code >= 0)
+			return code;
 	}
 	if (optind < argc)
 		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-	jo->seed = (uint64_t)seed;
-	jo->placement_seed = (uint64_t)(placement_seed >= 0 ? placement_seed : seed);
+	jo->seed = (uint64_t)seeds[0];
+	jo->placement_seed = (uint64_t)(seeds[1] >= 0 ? seeds[1] : seeds[0]);
 	bool list = a->form_list || a->placement_list;
 	if ((a->form_list && jo->placement) ||
 	    (a->placement_list && (given.ratio || given.limit || given.formulation)))

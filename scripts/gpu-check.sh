@@ -9,7 +9,7 @@
 #       memkind, hwloc, jansson, ...) into .gpu/bundle.tar.xz. CUDA's own
 #       libraries (cuBLAS, cuDNN) are not packed: the GPU node has them.
 #
-#   scripts/gpu-check.sh run [--sim] [--budget S] [--out DIR] [--networks A,B]
+#   scripts/gpu-check.sh run [--sim] [--quick] [--build DIR] [--budget S] [--out DIR] [--networks A,B]
 #       there: unpack .gpu/bundle.tar.xz (or use build-release when there is
 #       no bundle), then, each step given what is left of S seconds (default
 #       540): the CUDA kernels against the CPU's (runtime.cuda_kernels), the
@@ -18,7 +18,9 @@
 #       recomputation, CBC plans). Logs and results go to DIR (default
 #       docs/data/GPU, GPU from nvidia-smi's name: h100, h200, ...), packed
 #       into DIR/gpu-check.tar.gz when DIR is $OUT. --sim runs the same steps
-#       on the simulated GPU (CPU kernels; the suite does this, quickly).
+#       on the simulated GPU (CPU kernels); --quick on tiny networks (the suite
+#       runs --sim --quick); --build DIR takes autotm and the tests from DIR,
+#       not from a bundle.
 #
 # exit status: 0 every step passed, 1 a step failed or ran out of time (the
 # summary names it), 2 bad usage, 5 no GPU (run without --sim).
@@ -64,20 +66,24 @@ find_lib_dir() {
 }
 
 run() {
-    local sim=0 budget=540 out="" networks="vgg19,resnet200,densenet264,inception_v4"
+    local sim=0 quick=0 build="" budget=540 out="" networks="vgg19,resnet200,densenet264,inception_v4"
     while [ $# -gt 0 ]; do
         case $1 in
             --sim) sim=1 ;;
+            --quick) quick=1 networks=tiny_cnn ;;
+            --build) build=$2; shift ;;
             --budget) budget=$2; shift ;;
             --out) out=$2; shift ;;
             --networks) networks=$2; shift ;;
-            *) die "unknown option '$1' (valid: --sim, --budget S, --out DIR, --networks A,B)" ;;
+            *) die "unknown option '$1' (valid: --sim, --quick, --build DIR, --budget S, --out DIR, --networks A,B)" ;;
         esac
         shift
     done
     [[ $budget =~ ^[1-9][0-9]*$ ]] || die "--budget: '$budget' is not a number of seconds"
     local start=$SECONDS bin tests gpu
-    if [ -f .gpu/bundle.tar.xz ]; then
+    if [ -n "$build" ]; then
+        bin=$build/cli/autotm tests=$build/tests
+    elif [ -f .gpu/bundle.tar.xz ]; then
         local b=/tmp/autotm-gpu-bundle
         rm -rf "$b" && mkdir -p "$b" && tar -C "$b" -xJf .gpu/bundle.tar.xz || die "cannot unpack .gpu/bundle.tar.xz"
         local path=$b/lib lib d
@@ -115,7 +121,10 @@ run() {
     local summary=$dest/summary.txt failed=0
     : >"$summary"
     note() { echo "$*" | tee -a "$summary"; }
-    note "# scripts/gpu-check.sh run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(cat /tmp/autotm-gpu-bundle/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null)"
+    local commit
+    commit=$( { [ "$bin" = /tmp/autotm-gpu-bundle/autotm ] && cat /tmp/autotm-gpu-bundle/commit; } 2>/dev/null ||
+              git rev-parse --short HEAD 2>/dev/null)
+    note "# scripts/gpu-check.sh run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${commit:-unknown}$([ $quick = 1 ] && echo ', quick')$([ $sim = 1 ] && echo ', simulated GPU')"
     if [ $sim = 0 ]; then
         nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit \
             --format=csv | tee -a "$summary"
@@ -132,6 +141,7 @@ run() {
         local left=$((budget - (SECONDS - start)))
         local give=$((left * share / 100))
         if [ $give -lt 10 ]; then note "$name: SKIPPED, out of time"; failed=1; return; fi
+        if [ "${1#/}" != "$1" ] && [ ! -x "$1" ]; then note "$name: skipped, $1 is not built"; return; fi
         local t0=$SECONDS
         timeout -s INT -k 10 "$give" "$@" >"$dest/$log" 2>&1
         local rc=$?
@@ -146,14 +156,15 @@ run() {
     [ $sim = 1 ] && cudaflag=
     step "runtime.cuda_kernels" 20 test_cuda_kernels.log "$tests/test_runtime_cuda_kernels"
     step "runtime.gpu_cuda" 20 test_gpu.log "$tests/test_runtime_gpu" $cudaflag
-    step "torch_check" 25 torch_check.log "$py" bench/torch_check.py --device $device --autotm "$bin" \
-        --json "$dest/torch_check.json"
-    local tb=8 cb=32
+    local models=() tnets=gpt2,vit_b_16 cnets=resnet50,densenet121 tb=8 cb=32 turns=3 iters=5
     [ $sim = 1 ] && tb=2 cb=2
+    [ $quick = 1 ] && models=(--models small_cnn,tiny_gpt) tnets=tiny_gpt cnets=tiny_vit turns=1 iters=2
+    step "torch_check" 25 torch_check.log "$py" bench/torch_check.py --device $device --autotm "$bin" \
+        --json "$dest/torch_check.json" "${models[@]}"
     step "torch_step (transformers)" 20 torch_step_transformers.txt "$py" bench/torch_step.py --device $device \
-        --networks gpt2,vit_b_16 --batch $tb --turns 3 --iters 5 --breakdown --autotm "$bin"
+        --networks $tnets --batch $tb --turns $turns --iters $iters --breakdown --autotm "$bin"
     step "torch_step (convolutions)" 20 torch_step_convolutions.txt "$py" bench/torch_step.py --device $device \
-        --networks resnet50,densenet121 --batch $cb --turns 3 --iters 5 --breakdown --autotm "$bin"
+        --networks $cnets --batch $cb --turns $turns --iters $iters --breakdown --autotm "$bin"
     # Figure 12: one network after the other, the smallest of its batches, as time allows
     local net batch
     local -A first=([vgg19]=64 [resnet200]=32 [inception_v4]=64 [densenet264]=32)
