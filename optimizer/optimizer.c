@@ -636,9 +636,11 @@ static atm_status defrag(struct defrag *d)
 	return defrag_finish(d);
 }
 
-atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
-                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
-                        atm_opt_report *rep)
+/* plan_formulation -- atm_opt_plan for one program: the formulation with or without
+ * recomputation, as o_in says */
+static atm_status plan_formulation(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                                   int64_t limit, atm_opt_formulation f,
+                                   const atm_opt_options *o_in, atm_opt_report *rep)
 {
 	atm_opt_report local;
 	struct defrag d = {.g = g, .prof = prof, .f = f, .limit = limit, .rep = rep ? rep : &local};
@@ -686,4 +688,59 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 	free(d.slot_limit);
 	free(d.bytes);
 	return rc;
+}
+
+/* the share of the time limit the plan without recomputation takes when recomputation is
+ * allowed */
+#define RECOMPUTE_BASE_SHARE 0.3
+
+/* predicted -- a plan's predicted step */
+static double predicted(const atm_plan *p)
+{
+	return atm_plan_info_get(p)->predicted_runtime_s;
+}
+
+/* atm_opt_plan -- with recomputation allowed, the program only widens, so its optimum is never
+ * slower than the one without; but a time limit, the gap and the defragmentation rounds (each
+ * round a program of its own) can end it on a plan slower than the one without. So that plan
+ * is made too, first, in RECOMPUTE_BASE_SHARE of the time, and the faster of the two is kept
+ * (docs/optimizer.md, "Recomputation"). */
+atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                        atm_opt_report *rep)
+{
+	if (!o_in || !o_in->recompute || f < 0 || f >= ATM_OPT_N_FORMULATIONS ||
+	    !atm_opt_is_ilp(f) || limit <= 0 || !g || !prof)
+		return plan_formulation(out, g, prof, limit, f, o_in, rep);
+	atm_opt_options without = *o_in, with = *o_in;
+	atm_opt_report base_rep;
+	atm_plan *base = NULL;
+	without.recompute = false;
+	without.write_model = NULL;
+	without.time_limit_s = o_in->time_limit_s * RECOMPUTE_BASE_SHARE;
+	with.time_limit_s = o_in->time_limit_s - without.time_limit_s;
+	atm_status rc = plan_formulation(&base, g, prof, limit, f, &without, &base_rep);
+	if (rc == ATM_E_INTERRUPTED || rc == ATM_E_NOMEM || rc == ATM_E_USAGE)
+		return rc;
+	atm_err_clear(); /* infeasible without recomputation: it may fit with it */
+	rc = plan_formulation(out, g, prof, limit, f, &with, rep);
+	if (rc == ATM_E_INTERRUPTED || (rc < 0 && !base) ||
+	    (rc >= 0 && (!base || predicted(*out) <= predicted(base)))) {
+		atm_plan_destroy(base);
+		return rc;
+	}
+	/* the plan without recomputation is faster (or the one with it failed): it is the plan
+	 * with recomputation allowed that recomputes nothing */
+	atm_err_clear();
+	atm_plan_destroy(*out);
+	*out = base;
+	atm_plan_info *info = atm_plan_info_of(base);
+	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(f),
+	         ATM_OPT_RECOMPUTE_SUFFIX);
+	if (rep)
+		*rep = base_rep;
+	if (o_in->verbosity)
+		fprintf(stderr, "optimizer: the plan without recomputation (%.6f s) is kept: the one "
+		        "with it was %s\n", predicted(base), rc < 0 ? "not found" : "slower");
+	return ATM_OK;
 }
