@@ -364,6 +364,25 @@ def predicted_label(runs):
 # Describing what the data is: machine, presets, emulation
 
 
+def emulation_label(run):
+    """What an emulated slow tier was, with the rates it waited for: "optane x0.622 of
+    this machine's 62.2 GB/s (read 18.1, write 7.47 GB/s)", or "optane, absolute
+    (read 29, write 12 GB/s)"; the preset's name alone for results from before the
+    rates were recorded."""
+    name = (run.get("emulation") or "").replace("+2lm", "")
+    rates = run.get("emulation_rates")
+    if not name or not isinstance(rates, dict):
+        return name
+    try:
+        rw = f"read {rates['read_gbps']:.3g}, write {rates['write_gbps']:.3g} GB/s"
+        if rates.get("form") == "absolute":
+            return f"{name}, absolute ({rw})"
+        return (f"{name} x{rates['scale']:.3g} of this machine's "
+                f"{rates['fast_gbps']:.1f} GB/s ({rw})")
+    except (KeyError, TypeError, ValueError):
+        return name
+
+
 def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
     """The subtitle: machine, presets, and what was emulated, simulated or
     estimated, from the workloads and the runs drawn.  PREDICTED: the
@@ -415,7 +434,7 @@ def describe(wls, runs, extra=(), predicted=(), how="hatched", bars=True):
             continue
         if backend == "cpu" or "emulated" in r:
             if r.get("emulated") and r.get("emulation"):
-                e = r["emulation"].replace("+2lm", "")
+                e = emulation_label(r)
                 if e and e not in emul:
                     emul.append(e)
             elif r.get("emulated") is False:

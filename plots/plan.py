@@ -154,7 +154,8 @@ def subtitle_of(doc, n_slow, n_kernels):
         parts.append(m)
         emu = prof.get("emulation")
         if emu:
-            parts.append(f"slow memory: emulating {emu}")
+            # the profile's key: "optane x0.622@1a2b3c4d" (its scale, a hash of its rates)
+            parts.append(f"slow memory: emulating {emu.split('@')[0]}")
         elif prof.get("slow_tier"):
             parts.append(f"slow memory: {prof['slow_tier']} (not emulated)")
     if doc.get("estimated") or (isinstance(prof, dict)
