@@ -397,6 +397,13 @@ static atm_status optimize(atm_job *j)
 	atm_prof_destroy(pr);
 	if (rc < 0)
 		return rc;
+	/* 1:0 is the least any plan needs: on a GPU every kernel's operands (and its least
+	 * workspace) in device memory, which only the options and the profile tell */
+	if (o->ratio_slow > 0 && o->ratio_fast == 0 &&
+	    (rc = atm_opt_least_limit(j->g, j->prof, o->formulation, &oo, &limit)) >= 0)
+		j->limit = atm_job_fast_limit(&o->mem, limit > 0 ? limit : 1);
+	if (rc < 0)
+		return rc;
 	if (!(j->kernel_pred_s = calloc((size_t)atm_graph_n_nodes(j->g) + 1, sizeof *j->kernel_pred_s)))
 		return atm_err(ATM_E_NOMEM, "out of memory planning '%s'", atm_graph_name(j->g));
 	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||

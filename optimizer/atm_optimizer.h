@@ -181,6 +181,12 @@ atm_status atm_opt_min_limit(const atm_graph *g, const atm_opt_options *o, int64
 /* atm_opt_min_limit_profiled -- the same, where a GPU's workspace (o->device_only and
  * o->workspace_in_limit) is the smallest any algorithm prof holds for the node needs
  * (atm_opt_min_limit, and prof NULL, count none there) */
+/* atm_opt_least_limit -- the least fast limit formulation f can be planned at (--ratio 1:0):
+ * atm_opt_min_limit_profiled's, and on a GPU (o->device_only) the most bytes the program
+ * itself must hold on the device at any point (a kernel's operands from just before its use
+ * to just after) */
+atm_status atm_opt_least_limit(const atm_graph *g, const atm_profile *prof,
+                               atm_opt_formulation f, const atm_opt_options *o, int64_t *bytes);
 atm_status atm_opt_min_limit_profiled(const atm_graph *g, const atm_profile *prof,
                                       const atm_opt_options *o, int64_t *bytes, int32_t *node);
 

@@ -744,3 +744,31 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		        "with it was %s\n", predicted(base), rc < 0 ? "not found" : "slower");
 	return ATM_OK;
 }
+
+atm_status atm_opt_least_limit(const atm_graph *g, const atm_profile *prof,
+                               atm_opt_formulation f, const atm_opt_options *o, int64_t *bytes)
+{
+	atm_opt_options oo;
+	struct model *m = NULL;
+	int64_t need = 0;
+	int32_t node, slot;
+	*bytes = 0;
+	if (o)
+		oo = *o;
+	else
+		atm_opt_options_default(&oo);
+	atm_status rc = atm_opt_min_limit_profiled(g, prof, &oo, bytes, &node);
+	if (rc < 0 || !oo.device_only || f < 0 || f >= ATM_OPT_N_FORMULATIONS || !atm_opt_is_ilp(f))
+		return rc;
+	/* on a GPU the program's own floor: every phase in which a kernel uses a tensor, from
+	 * just before the use to just after, with what that phase spans */
+	oo.recompute = false;
+	oo.write_model = NULL;
+	if ((rc = opt_model_new(&m, g, prof, f, &oo, *bytes > 0 ? *bytes : 1, NULL)) < 0)
+		return rc;
+	opt_min_fixed(m, &need, &slot); /* infeasible at this limit: need says by how much */
+	opt_model_destroy(m);
+	if (need > *bytes)
+		*bytes = need;
+	return ATM_OK;
+}

@@ -294,6 +294,13 @@ static void test_plan_cmd_gpu_model(void **state)
 	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu=sim --gpu-model a100 --estimate");
 	cli_expect(2, "leave out --gpu", "plan --model tiny_mlp --gpu-model a100 --gpu --estimate");
 	cli_expect(2, "nothing runs on it", "run --model tiny_mlp --gpu-model h100");
+	/* 1:0 is the least any plan needs on a GPU model too: every kernel's operands on the
+	 * device, not the 1 byte of a CPU with nothing that must be fast */
+	struct cli_result least = cli_run("plan --model tiny_cnn --gpu-model h100 --estimate "
+	                                  "--ratio 1:0 --time-limit 10 --cache %s", est);
+	if (least.code)
+		fail_msg("1:0 on a GPU model: exit %d: %s", least.code, least.err);
+	cli_release(&least);
 	/* with a limit, run names what works: run has no --estimate */
 	cli_expect(2, "use 'autotm plan --gpu-model h100 --estimate'",
 	           "run --model tiny_mlp --gpu-model h100 --ratio 1:1");
