@@ -13,9 +13,10 @@
 #       there: unpack .gpu/bundle.tar.xz (or use build-release when there is
 #       no bundle), then, each step given what is left of S seconds (default
 #       540): the CUDA kernels against the CPU's (runtime.cuda_kernels), the
-#       GPU runtime (runtime.gpu_cuda), bench/torch_check.py and
-#       bench/torch_step.py on the GPU, and Figure 12 (experiments/gpu.py with
-#       recomputation, CBC plans). Logs and results go to DIR (default
+#       GPU runtime (runtime.gpu_cuda), bench/torch_check.py,
+#       bench/torch_step.py and bench/torch_baselines.py (PyTorch's
+#       checkpointing and save_on_cpu, and autotm at their memory) on the GPU,
+#       and Figure 12 (experiments/gpu.py with recomputation, CBC plans). Logs and results go to DIR (default
 #       docs/data/GPU, GPU from nvidia-smi's name: h100, h200, ...), packed
 #       into DIR/gpu-check.tar.gz when DIR is $OUT. --sim runs the same steps
 #       on the simulated GPU (CPU kernels); --quick on tiny networks (the suite
@@ -165,6 +166,13 @@ run() {
         --networks $tnets --batch $tb --turns $turns --iters $iters --breakdown --autotm "$bin"
     step "torch_step (convolutions)" 20 torch_step_convolutions.txt "$py" bench/torch_step.py --device $device \
         --networks $cnets --batch $cb --turns $turns --iters $iters --breakdown --autotm "$bin"
+    # what PyTorch users pick at the memory it takes, and autotm's plans at that memory
+    local bnets=resnet200,densenet264 bb=32
+    [ $sim = 1 ] && bb=2
+    [ $quick = 1 ] && bnets=resnet18
+    step "torch_baselines" 30 torch_baselines.txt "$py" bench/torch_baselines.py --device $device \
+        --networks $bnets --batch $bb --turns $((turns < 2 ? turns : 2)) --iters $iters \
+        --autotm "$bin" --json "$dest/torch_baselines.json"
     # Figure 12: one network after the other, the smallest of its batches, as time allows
     local net batch
     local -A first=([vgg19]=64 [resnet200]=32 [inception_v4]=64 [densenet264]=32)
@@ -188,6 +196,6 @@ run() {
 case ${1:-} in
     pack) shift; pack "$@" ;;
     run) shift; run "$@" ;;
-    -h|--help|"") sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
+    -h|--help|"") sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
     *) die "unknown command '$1' (valid: pack, run; --help)" ;;
 esac
