@@ -38,7 +38,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
@@ -99,21 +98,15 @@ def out_of_memory(e):
 
 
 def measure(mode, model, x, y, device, iters):
-    """(seconds, peak bytes or None); (None, None) and 'out of memory' raised through as text"""
+    """(the fastest step's seconds, the peak device bytes or None); running out of memory is
+    raised through (out_of_memory tells it)"""
     import torch
+    import torch_step
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    step = step_fn(mode, model, x, y, device)
     if device == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    step()
-    sync()
-    best = float("inf")
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        best = min(best, time.perf_counter() - t0)
+    best = torch_step.time_fn(step_fn(mode, model, x, y, device), iters, sync)
     peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
     return best, peak
 
