@@ -106,7 +106,8 @@ atm_status atm_emu_preset(const char *name, atm_emu_spec *out)
 		}
 	return atm_err(ATM_E_USAGE,
 	               "unknown emulation preset '%s' (valid: optane, cxl, numa, pcie4, pcie5, "
-	               "nvlink-c2c, or the path of a JSON tier spec)",
+	               "nvlink-c2c, or the path of a JSON tier spec; either may end in ':absolute' "
+	               "or ':proportional', the default)",
 	               name);
 }
 
