@@ -5,17 +5,18 @@ usage: python3 -m autotm_torch MODEL (--input N,C,H,W | --input-ids N,T) -o GRAP
 MODEL is module:callable (torchvision.models:resnet50) or file.py:callable
 (examples/small_cnn.py:make), called with --kwargs to make the nn.Module.
 Exit status: 0 written, 2 bad usage, 3 the model cannot be imported (the message names the
-call, its module path and source line), 8 MODEL not found, 130 interrupted. Nothing is written
-unless everything succeeded.
+call, its module path and source line), 6 an output cannot be written, 8 MODEL not found, 130
+interrupted; never a traceback. Every output is checked first and written only once everything
+succeeded, all or none (files.write_all).
 """
 
 import argparse
 import json
-import os
 import sys
 
-from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, ids_arg, load_callable,
-                  shape_arg, write_text_atomic)
+from .cli import (EXIT_IMPORT, EXIT_USAGE, Failure, fail, ids_arg, kwargs_arg, make_model,
+                  model_file, name_arg, run, shape_arg)
+from .files import check_files, check_writable, write_all
 
 
 def main(argv=None):
@@ -25,8 +26,9 @@ def main(argv=None):
                     "builds its training step (softmax cross-entropy per sample or per "
                     "position, backward, SGD). "
                     "Parameters keep their state_dict names.",
-        epilog="exit status: 0 written, 2 bad usage, 3 the model cannot be imported, 8 MODEL "
-               "not found, 130 interrupted; nothing is written unless everything succeeded")
+        epilog="exit status: 0 written, 2 bad usage, 3 the model cannot be imported, 6 an "
+               "output cannot be written, 8 MODEL not found, 130 interrupted; nothing is "
+               "written unless everything succeeded")
     p.add_argument("model", metavar="MODEL", help="module:callable or file.py:callable that "
                    "returns the nn.Module (torchvision.models:resnet18)")
     inp = p.add_mutually_exclusive_group(required=True)
@@ -38,7 +40,8 @@ def main(argv=None):
                    help="the forward graph (autotm run --graph GRAPH.json)")
     p.add_argument("--kwargs", default="{}", metavar="JSON",
                    help="keyword arguments of MODEL's callable, as JSON ('{\"num_classes\": 10}')")
-    p.add_argument("--name", help="the graph's name (default: the callable's)")
+    p.add_argument("--name", help="the graph's name, 1 to 200 characters (default: the "
+                   "callable's)")
     p.add_argument("--lr", type=float, default=0.01, help="SGD's learning rate (default 0.01)")
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model is "
                    "made and the data drawn (default 0)")
@@ -48,57 +51,39 @@ def main(argv=None):
                    "distribution (token ids: uniformly below the vocabulary), 'labels' class "
                    "indices drawn uniformly, per sample or per position (autotm run --data FILE)")
     a = p.parse_args(argv)
-    try:
-        kwargs = json.loads(a.kwargs)
-        if not isinstance(kwargs, dict):
-            raise ValueError("not an object")
-    except ValueError as e:
-        return fail(EXIT_USAGE, f"--kwargs '{a.kwargs}': expected a JSON object ({e})")
+    kwargs = kwargs_arg(a.kwargs)
     if not (a.lr > 0 and a.lr <= 1e6):
         return fail(EXIT_USAGE, f"--lr {a.lr}: expected above 0 and at most 1e6")
-    outs = [o for o in (a.output, a.weights_out, a.data_out) if o]
-    if len({os.path.abspath(o) for o in outs}) != len(outs):
-        return fail(EXIT_USAGE, "-o, --weights-out and --data-out must be different files")
-    for o in outs:
-        folder = os.path.dirname(os.path.abspath(o))
-        if not os.path.isdir(folder):
-            return fail(EXIT_USAGE, f"{o}: the folder {folder} does not exist")
-    try:
-        import torch
-    except ImportError:
-        return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian) and run "
-                    "with /usr/bin/python3")
+    if a.name is not None:
+        name_arg("--name", a.name)
+    # every output checked before any work, and written only once everything succeeded
+    outs = [("-o", a.output), ("--weights-out", a.weights_out), ("--data-out", a.data_out)]
+    check_files(outs, [("MODEL", model_file(a.model))])
+    for _, o in outs:
+        if o:
+            check_writable(o)
+    model, source = make_model(a.model, kwargs, a.seed)
+    check_files(outs, [("MODEL", source)])  # a module's file is known once it is loaded
     from . import safetensors
     from .check import make_batch
-    from .importer import ImportError_, to_forward
-    try:
-        make = load_callable(a.model)
-    except ValueError as e:
-        return fail(EXIT_USAGE, str(e))
-    except LookupError as e:
-        return fail(EXIT_NOT_FOUND, f"MODEL {a.model}: {e}")
-    torch.manual_seed(a.seed)
-    try:
-        model = make(**kwargs)
-    except TypeError as e:
-        return fail(EXIT_USAGE, f"{a.model}(**{kwargs}): {e}")
-    if not isinstance(model, torch.nn.Module):
-        return fail(EXIT_USAGE, f"{a.model} returned {type(model).__name__}, not an nn.Module")
+    from .importer import ImportError_, check_graph, to_forward
     name = a.name or a.model.rsplit(":", 1)[1]
     shape, tokens = a.input or a.input_ids, a.input_ids is not None
     try:
         graph, params, left_out = to_forward(model, shape, name=name, lr=a.lr, tokens=tokens)
+        check_graph(graph)
+        data = make_batch(model, graph, shape, tokens) if a.data_out else None
     except ImportError_ as e:
-        return fail(EXIT_IMPORT, f"{a.model}: {e}")
+        raise Failure(EXIT_IMPORT, f"{a.model}: {e}") from None
     for kind, where in left_out:
         print(f"autotm_torch: warning: {kind}{where} left out (autotm trains without it, "
               f"deterministically)", file=sys.stderr)
-    data = make_batch(model, graph, shape, tokens) if a.data_out else None
+    files = [(a.output, (json.dumps(graph, indent=1) + "\n").encode())]
     if a.weights_out:
-        safetensors.write(a.weights_out, params)
+        files.append((a.weights_out, safetensors.dumps(params, {"format": "pt"})))
     if data is not None:
-        safetensors.write(a.data_out, data)
-    write_text_atomic(a.output, json.dumps(graph, indent=1) + "\n")
+        files.append((a.data_out, safetensors.dumps(data, {"format": "pt"})))
+    write_all(files)
     n = sum(t.numel() for t in params.values())
     print(f"{name}: {len(graph['layers'])} layers, {n:,} parameters -> {a.output}",
           file=sys.stderr)
@@ -106,7 +91,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    sys.exit(run(main))

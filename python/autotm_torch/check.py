@@ -14,7 +14,8 @@ each placement (autotm run --graph G --weights-in W --data D --warmup 0 --iters 
 step, as the largest difference over the largest magnitude of PyTorch's tensor.
 
 Exit status: 0 every placement within the tolerances (loss 1e-5, weights 1e-4), 1 not, 2 bad
-usage, 3 the model cannot be imported or autotm failed, 8 MODEL or autotm not found.
+usage, 3 the model cannot be imported or autotm failed, 8 MODEL or autotm not found, 130
+interrupted; never a traceback.
 """
 
 import argparse
@@ -25,8 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, ids_arg, load_callable,
-                  shape_arg)
+from .cli import (EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, ids_arg, import_torch,
+                  kwargs_arg, make_model, run, shape_arg, where)
 
 LOSS_TOL = 1e-5
 WEIGHT_TOL = 1e-4
@@ -51,19 +52,37 @@ def make_batch(model, graph, input_shape, tokens, gen=None):
     token ids below the smallest vocabulary its input is looked up in) and 'labels' (a class
     per sample, or per position of a language model's logits), drawn with generator gen"""
     import torch
-    with torch.no_grad():
-        was = model.training
-        model.eval()
-        example = torch.zeros(tuple(input_shape), dtype=torch.int64 if tokens else torch.float32)
-        out = model(example).shape
-        model.train(was)
+    from .importer import ImportError_
+    out = tuple(_output_shape(model, input_shape, tokens))
     if tokens:
-        vocab = min(l["num_embeddings"] for l in graph["layers"]
-                    if l["op"] == "embedding" and l.get("input") == "input")
+        vocabs = [l["num_embeddings"] for l in graph["layers"]
+                  if l["op"] == "embedding" and l.get("input") == "input"]
+        if not vocabs:
+            raise ImportError_("no embedding reads the token ids: token ids for it cannot be "
+                               "drawn below a vocabulary")
+        vocab = min(vocabs)
         x = torch.randint(0, vocab, tuple(input_shape), generator=gen)
     else:
         x = torch.randn(tuple(input_shape), generator=gen)
     return {"input": x, "labels": torch.randint(0, out[-1], tuple(out[:-1]), generator=gen)}
+
+
+def _output_shape(model, input_shape, tokens):
+    """the shape of model's output on zeros of input_shape, in evaluation mode"""
+    import torch
+    from .importer import ImportError_
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            example = torch.zeros(tuple(input_shape),
+                                  dtype=torch.int64 if tokens else torch.float32)
+            return model(example).shape
+    except Exception as e:  # noqa: BLE001 -- the model's own code
+        raise ImportError_(f"the forward on zeros of {list(input_shape)} failed: "
+                           f"{type(e).__name__}: {e}{where(e)}") from None
+    finally:
+        model.train(was)
 
 
 def deterministic(device):
@@ -119,8 +138,9 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
     autotm fails"""
     import torch
     from . import safetensors
-    from .importer import to_forward
+    from .importer import ImportError_, check_graph, to_forward
     graph, params, _ = to_forward(model, input_shape, name=name, lr=lr, tokens=tokens)
+    check_graph(graph)
     torch.manual_seed(seed + 1)
     data = make_batch(model, graph, input_shape, tokens)
     rows = []
@@ -131,7 +151,11 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
         safetensors.write(w, params)
         safetensors.write(d, data)
         before = {k: v.detach().clone() for k, v in params.items()}
-        loss_t, after_t = torch_step(model, data, lr, device)
+        try:
+            loss_t, after_t = torch_step(model, data, lr, device)
+        except Exception as e:  # noqa: BLE001 -- the model's own code
+            raise ImportError_(f"PyTorch's training step failed: {type(e).__name__}: {e}"
+                               f"{where(e)}") from None
         with torch.no_grad():  # the model as it was, for anyone who runs it again
             for k, p in model.named_parameters():
                 p.copy_(before[k])
@@ -185,23 +209,17 @@ def main(argv=None):
                    help="where both steps run: cpu, or cuda (PyTorch on the GPU, autotm run "
                         "--gpu=cuda)")
     a = p.parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        return fail(EXIT_IMPORT, "PyTorch is missing: install python3-torch (Debian)")
+    kwargs = kwargs_arg(a.kwargs)
+    if not (a.lr > 0 and a.lr <= 1e6):
+        return fail(EXIT_USAGE, f"--lr {a.lr}: expected above 0 and at most 1e6")
+    torch = import_torch()
     if a.device == "cuda" and not torch.cuda.is_available():
         return fail(EXIT_USAGE, "--device cuda: this PyTorch sees no GPU")
     from .importer import ImportError_
     autotm = find_autotm(a.autotm)
     if not autotm:
         return fail(EXIT_NOT_FOUND, "no autotm binary: build it (scripts/demo.sh) or give --autotm")
-    try:
-        kwargs = json.loads(a.kwargs)
-        make = load_callable(a.model)
-    except (ValueError, LookupError) as e:
-        return fail(EXIT_USAGE if isinstance(e, ValueError) else EXIT_NOT_FOUND, str(e))
-    torch.manual_seed(a.seed)
-    model = make(**kwargs)
+    model, _ = make_model(a.model, kwargs, a.seed)
     name = a.model.rsplit(":", 1)[1]
     try:
         rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
@@ -217,7 +235,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    sys.exit(run(main))

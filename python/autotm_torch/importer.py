@@ -22,13 +22,15 @@ a causal softmax.
 
 Anything it cannot map is an ImportError_ naming the call, its module path and its source line,
 with the list of what is supported. Dropout is left out (identity): autotm's training step is
-deterministic; the caller is told.
+deterministic; the caller is told. check_graph applies autotm's own rules to the result (its
+limits, and that the output depends on a parameter), so that nothing autotm refuses is written.
 """
 
 import math
 import operator
 import os
 import re
+import traceback
 
 import torch
 import torch.fx
@@ -54,6 +56,10 @@ class ImportError_(Exception):
     """what the importer cannot map, named: the call, the module path, the source line"""
 
 
+class _ControlFlow(torch.fx.proxy.TraceError):
+    """a traced tensor's value used as a bool (if x.sum() > 0): control flow on data"""
+
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.abspath(__file__)
@@ -71,6 +77,16 @@ def _where(node, module_path=None):
             parts.append(f"at {path}:{line} in {func}")
             break
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def _raised_at(e):
+    """' (at model.py:12 in forward)': the innermost frame of e's traceback outside PyTorch's
+    code and this file, or ''"""
+    for path, line, func in reversed([(f.f_code.co_filename, n, f.f_code.co_name)
+                                      for f, n in traceback.walk_tb(e.__traceback__)]):
+        if not path.startswith(_TORCH) and not path.startswith("<") and path != _HERE:
+            return f" (at {path}:{line} in {func})"
+    return ""
 
 
 def _pair(v, what, node, path):
@@ -142,6 +158,10 @@ class _Tracer(torch.fx.Tracer):
     def proxy(self, node):
         return _ValueProxy(node, self)
 
+    def to_bool(self, obj):
+        raise _ControlFlow(f"the traced tensor {obj.node.name} is used as a bool (control "
+                           f"flow on its value)")
+
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         if self.running:
             return attr_val
@@ -202,10 +222,15 @@ def trace(model, example):
     except ImportError_:
         raise
     except Exception as e:  # torch.fx raises TraceError, TypeError, ... for dynamic code
+        hint, kind = "", type(e).__name__
+        if isinstance(e, torch.fx.proxy.TraceError):
+            kind = "TraceError"
+            if isinstance(e, _ControlFlow) or "control flow" in str(e):
+                hint = (". Branching on a tensor's values (if x.sum() > 0) cannot be traced; "
+                        "reading its sizes can")
         raise ImportError_(
             f"tracing {type(model).__name__}.forward on an input of "
-            f"{list(example.shape)} failed: {type(e).__name__}: {e}. Branching on a tensor's "
-            f"values (if x.sum() > 0) cannot be traced; reading its sizes can") from None
+            f"{list(example.shape)} failed: {kind}: {e}{_raised_at(e)}{hint}") from None
     finally:
         model.train(was_training)
     # constants the trace made (torch.ones(t, t).tril()) are attributes of the root now
@@ -277,10 +302,11 @@ class _Param(_Expr):
 
 
 class _Const(_Expr):
-    """a tensor that does not depend on the input (a mask, position ids)"""
+    """a tensor that does not depend on the input (a mask, position ids); what: how messages
+    name it (the buffer shift, a constant tensor)"""
 
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, what):
+        self.value, self.what, self.shape = value, what, tuple(value.shape)
 
 
 class _Tuple(_Expr):
@@ -416,8 +442,11 @@ class _Builder:
             self.unsupported(f"reading the parameter {e.pname} {list(e.shape)} other than "
                              f"added to an activation or expanded over the batch")
         elif isinstance(e, _Const):
-            self.unsupported(f"a constant tensor {list(e.value.shape)} (computed without the "
-                             f"input) read as data")
+            # a causal mask or position ids are taken by what reads them; as data, no
+            raise ImportError_(f"{e.what} {list(e.value.shape)}{_where(self.node)} is read as "
+                               f"data: autotm's forward graphs hold the input and parameters, "
+                               f"no other tensors (a constant is taken only as a causal mask "
+                               f"before a softmax or as position ids of an embedding)")
         elif isinstance(e, _Nothing):
             self.unsupported("reading a result the layer does not give (MultiheadAttention's "
                              "weights: autotm's attention gives none)")
@@ -729,6 +758,8 @@ class _Builder:
             self.unsupported("add of other than two tensors")
         es = [self.expr(v) for v in a]
         for i, e in enumerate(es):
+            if isinstance(e, _Const):
+                self.get(e)  # refused, named
             if isinstance(e, _Param):  # x + pos_embedding: the table broadcast over the batch
                 other = es[1 - i].shape
                 if len(other) != 3 or tuple(e.shape[-2:]) != tuple(other[1:]):
@@ -768,6 +799,9 @@ class _Builder:
             self.unsupported("multiplication of other than a tensor by a number")
         t, c = (a[0], a[1]) if isinstance(a[0], torch.fx.Node) else (a[1], a[0])
         e = self.expr(t)
+        for v in (t, c):
+            if isinstance(v, torch.fx.Node) and isinstance(self.expr(v), _Const):
+                self.get(self.expr(v))  # a buffer as a factor: refused, named
         if not isinstance(c, (int, float)) or isinstance(c, bool) or not isinstance(e, _Matmul) \
                 or e.name is not None or (divide and t is not a[0]) or c == 0:
             self.unsupported("multiplication or division other than of a matmul's result by a "
@@ -890,6 +924,7 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
                            f"({', '.join(n.target for n in placeholders)}); one is supported")
     named = dict(model.named_parameters())  # a tied parameter once, by its first name
     canonical = {id(p): k for k, p in named.items()}
+    buffers = {id(v): k for k, v in model.named_buffers()}
     b = _Builder(gm, values, scopes, canonical, input_shape, tokens)
     output = None
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -903,7 +938,8 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
             if isinstance(v, nn.Parameter) and id(v) in canonical:
                 b.ex[node] = _Param(canonical[id(v)], v)
             elif isinstance(v, torch.Tensor):
-                b.ex[node] = _Const(v)
+                b.ex[node] = _Const(v, f"the buffer {buffers[id(v)]}" if id(v) in buffers
+                                    else "a constant tensor")
             else:
                 raise ImportError_(f"the forward reads the attribute {node.target}{_where(node)}, "
                                    f"a {type(v).__name__}; only tensors are supported")
@@ -944,3 +980,128 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
         "layers": b.layers, "output": output,
     }
     return graph, dict(named), b.left_out
+
+
+# ---------------------------------------------------------------------- autotm's rules
+
+# zoo/forward.c's limits (docs/graph-format.md, "Forward graphs")
+MAX_NAME_BYTES = 200
+MAX_BATCH = 1000000
+MAX_LAYERS = 1000000
+MAX_SIZE = 1 << 24     # channels, features, image sides, sequence, table rows
+MAX_WINDOW = 1 << 16   # kernel, stride, pad
+MAX_INPUTS = 4096
+MAX_DIMS = 6
+MAX_PARTS = 64
+
+_SIZES = {"out_channels": 1, "out_features": 1, "num_embeddings": 1, "embedding_dim": 1,
+          "length": 1}
+_WINDOWS = {"kernel": 1, "stride": 1, "pad": 0}
+
+
+def _name_ok(name):
+    if not isinstance(name, str) or "\0" in name:
+        return False
+    try:
+        return 1 <= len(name.encode("utf-8")) <= MAX_NAME_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def _show(name):
+    """name for a message, cut to 40 characters"""
+    return repr(name if len(name) <= 40 else name[:40] + "...")
+
+
+def _refs(layer):
+    if "input" in layer:
+        return [layer["input"]]
+    return list(layer.get("inputs", []))
+
+
+def check_graph(g):
+    """check_graph -- ImportError_ naming the first rule of autotm's forward graphs that g (a
+    to_forward document) breaks, so that what autotm would refuse is never written: the limits
+    of zoo/forward.c on names, the batch, sizes, windows and parts, and the builder's (a layer
+    with parameters must reach the output, as must every part of a split; the output must
+    depend on a parameter, else there is nothing to train)"""
+    def bad(where, msg):
+        raise ImportError_(f"the graph autotm would refuse: {where}{': ' if where else ''}{msg}")
+
+    if not _name_ok(g["name"]):
+        bad("", f"its name {_show(g['name'])} must be 1 to {MAX_NAME_BYTES} characters (bytes "
+                f"of UTF-8), without NUL (give --name)")
+    if not 1 <= g["batch"] <= MAX_BATCH:
+        bad("", f"the batch {g['batch']} must be from 1 to {MAX_BATCH}")
+    dims = g["input"].get("shape") or [g["input"].get("tokens")]
+    if not all(isinstance(d, int) and 1 <= d <= MAX_SIZE for d in dims):
+        bad("input", f"{dims}: each dimension must be from 1 to {MAX_SIZE}")
+    layers = g["layers"]
+    if not 1 <= len(layers) <= MAX_LAYERS:
+        bad("", f"{len(layers)} layers: autotm takes 1 to {MAX_LAYERS}")
+    ids, by_name = {"input"}, {}
+    for i, l in enumerate(layers):
+        at = f"layers[{i}] ({_show(l['name'])})"
+        if not _name_ok(l["name"]):
+            bad(f"layers[{i}]", f"the name {_show(l['name'])} must be 1 to {MAX_NAME_BYTES} "
+                                f"characters (bytes of UTF-8), without NUL")
+        for k, lo in _SIZES.items():
+            if k in l and not lo <= l[k] <= MAX_SIZE:
+                bad(at, f"'{k}' {l[k]} must be from {lo} to {MAX_SIZE}")
+        for k, lo in _WINDOWS.items():
+            v = l.get(k, lo)
+            if not all(lo <= x <= MAX_WINDOW for x in (v if isinstance(v, list) else [v])):
+                bad(at, f"'{k}' {v} must be from {lo} to {MAX_WINDOW}")
+        for k in ("table", "view", "shape"):
+            if k in l and not (len(l[k]) < MAX_DIMS and all(1 <= d <= MAX_SIZE for d in l[k])):
+                bad(at, f"'{k}' {l[k]} must be at most {MAX_DIMS - 1} dimensions past the batch, "
+                        f"each from 1 to {MAX_SIZE}")
+        if l["op"] == "split" and not 2 <= l["parts"] <= MAX_PARTS:
+            bad(at, f"a split into {l['parts']} parts: autotm splits into 2 to {MAX_PARTS}")
+        if len(_refs(l)) > MAX_INPUTS:
+            bad(at, f"{len(_refs(l))} inputs: autotm takes at most {MAX_INPUTS}")
+        if any(not _name_ok(p) for p in l.get("params", [])):
+            bad(at, "a parameter's name must be a non-empty name")
+        names = [f"{l['name']}.{k}" for k in range(l["parts"])] if l["op"] == "split" \
+            else [l["name"]]
+        for n in [l["name"]] + names:
+            if n in ids:
+                bad(at, f"the name {n!r} is taken by "
+                        f"{'the input' if n == 'input' else 'an earlier layer or part'}")
+        ids.update(names)
+        by_name[l["name"]] = l
+    # as autotm's builder walks back from the loss: a layer that depends on a parameter must
+    # reach the output (and a split's every part), and the output must depend on one
+    def layer_of(ref):
+        """(the layer ref names, the part of a split it is or None); None for the input"""
+        base, _, part = ref.rpartition(".")
+        if ref not in by_name and by_name.get(base, {}).get("op") == "split":
+            return base, int(part)
+        return (ref if ref in by_name else None), None
+
+    needs = {}  # layer -> it depends on a parameter
+    for l in layers:
+        needs[l["name"]] = bool(l.get("params")) or any(
+            needs.get(layer_of(r)[0], False) for r in _refs(l))
+    reach, parts = set(), {}
+    todo = [g["output"]]
+    while todo:
+        name, part = layer_of(todo.pop())
+        if part is not None:
+            parts.setdefault(name, set()).add(part)
+        if name is None or name in reach:
+            continue
+        reach.add(name)
+        todo.extend(_refs(by_name[name]))
+    if not needs.get(layer_of(g["output"])[0], False):
+        bad("output", f"the logits {g['output']!r} depend on no parameter: nothing to train")
+    for i, l in enumerate(layers):
+        at = f"layers[{i}] ({_show(l['name'])})"
+        if needs[l["name"]] and l["name"] not in reach:
+            bad(at, "its output depends on a parameter but does not reach the output (a result "
+                    "the forward computes and drops), so autotm's backward pass has no gradient "
+                    "for it")
+        n_parts = len(parts.get(l["name"], ()))
+        if l["op"] == "split" and needs[l["name"]] and n_parts != l["parts"]:
+            bad(at, f"{n_parts} of its {l['parts']} parts reach the output; autotm's backward "
+                    f"pass needs every part")
