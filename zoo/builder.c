@@ -115,16 +115,59 @@ __attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_ki
 	return id;
 }
 
-/* param -- the layer's parameter slot (0: weight or scale, 1: bias or shift) named as
- * zb_param_names said, else LAYER.suffix */
+/* first_reader -- the name of the first node that reads tensor t, or NULL */
+static const char *first_reader(zb *b, int32_t t)
+{
+	for (int32_t i = 0; i < atm_graph_n_nodes(b->g); i++) {
+		const atm_node *n = atm_graph_node(b->g, i);
+		for (int k = 0; k < n->n_in; k++)
+			if (n->in[k] == t)
+				return n->name;
+	}
+	return NULL;
+}
+
+/* dims_text -- "[a, b, c]" into buf */
+static const char *dims_text(char *buf, size_t len, int ndim, const int64_t *dims)
+{
+	size_t k = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < ndim && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+	if (k < len)
+		snprintf(buf + k, len - k, "]");
+	return buf;
+}
+
+/* param -- the layer's parameter slot (0: weight or scale, 1: bias or shift) of dims. Named as
+ * zb_param_names said, it is the tensor of that name when one exists (a module used twice, an
+ * alias, tied weights: one tensor, its gradient summed over its uses by param_contrib), else a
+ * new one; otherwise the new LAYER.suffix. Each call is one use. */
 static int32_t param(zb *b, int slot, int ndim, const int64_t *dims, const char *layer,
                      const char *suffix)
 {
-	int32_t w = b->pname[slot][0]
-	                ? tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot])
-	                : tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	int32_t w = -1;
+	if (b->status < 0)
+		return -1;
+	if (b->pname[slot][0] && (w = atm_graph_find_tensor(b->g, b->pname[slot])) >= 0) {
+		const atm_tensor *t = atm_graph_tensor(b->g, w);
+		char had[160], want[160];
+		if (t->kind != ATM_KIND_PARAM)
+			return failf(b, ATM_E_USAGE, "layer '%s': parameter '%s' names a tensor that is not "
+			             "a parameter (its kind: %s)", layer, t->name, atm_kind_name(t->kind));
+		if (t->ndim != ndim || memcmp(t->dims, dims, (size_t)ndim * sizeof *dims)) {
+			const char *first = first_reader(b, w); /* none yet: this layer's other slot */
+			return failf(b, ATM_E_USAGE, "layer '%s': parameter '%s' would be %s here but is "
+			             "%s in layer '%s'; a parameter shared by two layers has one shape",
+			             layer, t->name, dims_text(want, sizeof want, ndim, dims),
+			             dims_text(had, sizeof had, t->ndim, t->dims), first ? first : layer);
+		}
+	} else if (b->pname[slot][0]) {
+		w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
+	} else {
+		w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	}
 	if (w >= 0)
-		b->info[w].n_uses++; /* its one use: param_contrib counts the gradient against it */
+		b->info[w].n_uses++; /* param_contrib counts a gradient part per use against it */
 	return w;
 }
 
@@ -512,27 +555,10 @@ int32_t zb_concat_axis(zb *b, const char *name, int n, const int32_t *xs, int ax
 /* ---------------------------------------------------------------- transformer layers */
 
 /* tparam -- a parameter of a transformer layer: named as zb_param_names said, else
- * LAYER.weight or LAYER.bias as PyTorch names them; counted as a use, for tied ones */
+ * LAYER.weight or LAYER.bias as PyTorch names them */
 static int32_t tparam(zb *b, int slot, int ndim, const int64_t *dims, const char *layer)
 {
-	int32_t w;
-	if (b->pname[slot][0]) {
-		w = atm_graph_find_tensor(b->g, b->pname[slot]);
-		if (w < 0)
-			w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
-	} else {
-		w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s.%s", layer,
-		           slot ? "bias" : "weight");
-	}
-	if (w >= 0) {
-		const atm_tensor *t = atm_graph_tensor(b->g, w);
-		if (t->kind != ATM_KIND_PARAM || t->ndim != ndim ||
-		    memcmp(t->dims, dims, (size_t)ndim * sizeof *dims))
-			return failf(b, ATM_E_USAGE, "layer '%s': parameter '%s' is used again with "
-			             "another shape", layer, t->name);
-		b->info[w].n_uses++;
-	}
-	return w;
+	return param(b, slot, ndim, dims, layer, slot ? "bias" : "weight");
 }
 
 /* act -- a new activation of layer: "LAYER.suffix" of dims, its gradient needed as said */

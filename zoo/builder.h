@@ -113,8 +113,10 @@ void zb_split(zb *b, const char *name, int32_t x, int axis, int n, int32_t *ys);
 
 /* zb_param_names -- the names of the next layer's parameters instead of LAYER.w and LAYER.b
  * (LAYER.gamma and LAYER.beta): first names its weight (scale), second its bias (shift); NULL
- * keeps the layer's own. The next conv, bn or fc call uses them, and they are forgotten. An
- * imported network names them as its framework does (PyTorch: "layer1.0.conv1.weight"). */
+ * keeps the layer's own. The next layer call uses them, and they are forgotten. An imported
+ * network names them as its framework does (PyTorch: "layer1.0.conv1.weight"). A name given
+ * again (a module applied twice, an alias, tied weights) is the same tensor, its gradient summed
+ * over its uses before its one SGD; at another shape it is refused, naming both layers. */
 void zb_param_names(zb *b, const char *first, const char *second);
 
 /* Composites with names "PREFIX.conv", "PREFIX.bn", "PREFIX.relu". */

@@ -180,7 +180,8 @@ static atm_status ref(const struct fw *w, json_t *v, const char *what, int32_t *
 	return ATM_OK;
 }
 
-/* params -- the layer's parameter names, want of them, handed to the builder */
+/* params -- the layer's parameter names, want of them, handed to the builder; a name an
+ * earlier layer gave (a module applied twice) is that layer's tensor, shared (zb_param_names) */
 static atm_status params(struct fw *w, json_t *o, size_t want)
 {
 	json_t *p = json_object_get(o, "params");

@@ -26,6 +26,45 @@ def autotm():
     return p if p and os.access(p, os.X_OK) else None
 
 
+if torch is not None:
+    class ConvTwice(nn.Module):
+        """one conv applied twice: self.conv(self.conv(x))"""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 3, padding=1)
+            self.fc = nn.Linear(3 * 8 * 8, 5)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(torch.relu(self.conv(self.conv(x))), 1))
+
+    class Aliased(nn.Module):
+        """self.b = self.a: one Linear under two names"""
+
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(12, 12)
+            self.b = self.a
+            self.out = nn.Linear(12, 4)
+
+        def forward(self, x):
+            x = torch.relu(self.a(torch.flatten(x, 1)))
+            return self.out(torch.relu(self.b(x)))
+
+    class LinearTwice(nn.Module):
+        """a Linear over the last dimension applied twice, with a bias-free one reused too"""
+
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.mix = nn.Linear(4, 4, bias=False)
+            self.fc = nn.Linear(3 * 4 * 4, 5)
+
+        def forward(self, x):
+            x = self.mix(torch.relu(self.mix(self.proj(torch.relu(self.proj(x))))))
+            return self.fc(torch.flatten(x, 1))
+
+
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 class TestImport(unittest.TestCase):
     def setUp(self):
@@ -153,6 +192,21 @@ class TestImport(unittest.TestCase):
         self.assertIn("changes fc in place", str(e.exception))
         self.assertIn("module act", str(e.exception))
 
+    def test_shared_modules_name_one_tensor(self):
+        # a module used twice, or under two names, is one parameter per tensor: both layers
+        # name it, and autotm sums its gradient over the uses (docs/graph-format.md)
+        from autotm_torch.importer import check_graph, to_forward
+        for model, shape, layers in ((ConvTwice(), (2, 3, 8, 8), ("conv", "conv_2")),
+                                     (Aliased(), (2, 3, 2, 2), ("a", "a_2")),
+                                     (LinearTwice(), (2, 3, 4, 4), ("proj", "proj_2"))):
+            g, params, _ = to_forward(model, shape)
+            check_graph(g)
+            self.assertEqual(list(params), [k for k, _ in model.named_parameters()])
+            by_name = {l["name"]: l for l in g["layers"]}
+            first, second = (by_name[n] for n in layers)
+            self.assertEqual(first["params"], second["params"])
+            self.assertEqual(first["params"][0], layers[0] + ".weight")
+
     def test_command_writes_nothing_on_failure(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "g.json")
@@ -274,6 +328,19 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         from autotm_torch.cli import load_callable
         torch.manual_seed(0)
         self.check(load_callable(EXAMPLE + ":make")(), (4, 3, 16, 16))
+
+    def test_conv_applied_twice(self):
+        # one weight, its gradient the sum of both uses' parts
+        torch.manual_seed(0)
+        self.check(ConvTwice(), (2, 3, 8, 8))
+
+    def test_aliased_linear(self):
+        torch.manual_seed(0)
+        self.check(Aliased(), (2, 3, 2, 2))
+
+    def test_linear_applied_twice(self):
+        torch.manual_seed(0)
+        self.check(LinearTwice(), (2, 3, 4, 4))
 
     def test_resnet18(self):
         # 64x64, not 32x32: at 32x32 and batch 2 layer4's batch norms normalise 2 values a

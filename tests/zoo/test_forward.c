@@ -102,6 +102,99 @@ static void test_forward_param_names(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_forward_shared_conv -- a conv applied twice (two layers naming the same parameters) is
+ * one weight tensor and one bias; each use adds its part of the gradient, the sum of both parts
+ * is the one SGD updates, and that update follows every read of the weight */
+static void test_forward_shared_conv(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", \"batch\": 2,"
+		" \"input\": {\"shape\": [4, 8, 8]}, \"layers\": ["
+		"  {\"name\": \"conv\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4,"
+		"   \"kernel\": 3, \"pad\": 1, \"params\": [\"conv.weight\", \"conv.bias\"]},"
+		"  {\"name\": \"relu\", \"op\": \"relu\", \"input\": \"conv\"},"
+		"  {\"name\": \"conv_2\", \"op\": \"conv\", \"input\": \"relu\", \"out_channels\": 4,"
+		"   \"kernel\": 3, \"pad\": 1, \"params\": [\"conv.weight\", \"conv.bias\"]},"
+		"  {\"name\": \"fc\", \"op\": \"linear\", \"input\": \"conv_2\", \"out_features\": 3}],"
+		" \"output\": \"fc\"}";
+	atm_graph *g = NULL;
+	if (atm_zoo_forward_load_buffer(&g, text, strlen(text), "n.json", 0) < 0)
+		fail_msg("%s", atm_errmsg());
+	int32_t w = find(g, "conv.weight"), n_params = 0, n_sgd = 0, sgd = -1, last_read = -1;
+	assert_true(w >= 0);
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		n_params += atm_graph_tensor(g, t)->kind == ATM_KIND_PARAM;
+	assert_int_equal(n_params, 4); /* conv.weight, conv.bias, fc.w, fc.b */
+	/* the parts: what each use's weights-gradient node writes */
+	int32_t parts[2], n_parts = 0;
+	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
+		const atm_node *n = atm_graph_node(g, i);
+		if (n->op == ATM_OP_CONV_BWD_WEIGHTS) {
+			assert_true(n_parts < 2);
+			parts[n_parts++] = n->out[0];
+		}
+		if (n->op == ATM_OP_SGD && n->in[0] == w) {
+			n_sgd++;
+			sgd = i;
+		}
+		for (int k = 0; k < n->n_in; k++)
+			if (n->in[k] == w && n->op != ATM_OP_SGD)
+				last_read = i;
+	}
+	assert_int_equal(n_parts, 2);
+	assert_int_not_equal(parts[0], parts[1]);
+	assert_int_equal(n_sgd, 1);
+	assert_true(last_read >= 0 && last_read < sgd);
+	/* the SGD's gradient is the sum of the two parts */
+	int32_t dw = atm_graph_node(g, sgd)->in[1];
+	assert_string_equal(atm_graph_tensor(g, dw)->name, "conv.weight.grad");
+	const atm_node *sum = atm_graph_node(g, atm_graph_producer(g, dw));
+	assert_int_equal(sum->op, ATM_OP_ADD);
+	assert_true((sum->in[0] == parts[0] && sum->in[1] == parts[1]) ||
+	            (sum->in[0] == parts[1] && sum->in[1] == parts[0]));
+	atm_graph_destroy(g);
+}
+
+/* test_forward_shared_shapes_differ -- two layers that name one parameter at different shapes
+ * are refused, the message naming both layers and both shapes; a parameter's name that is
+ * another tensor's is refused */
+static void test_forward_shared_shapes_differ(void **state)
+{
+	(void)state;
+	static const char *const bad[][2] = {
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\","
+		 " \"input\": {\"shape\": [3, 8, 8]}, \"layers\": ["
+		 "  {\"name\": \"c1\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4,"
+		 "   \"kernel\": 3, \"pad\": 1, \"bias\": false, \"params\": [\"w\"]},"
+		 "  {\"name\": \"c2\", \"op\": \"conv\", \"input\": \"c1\", \"out_channels\": 4,"
+		 "   \"kernel\": 3, \"pad\": 1, \"bias\": false, \"params\": [\"w\"]}],"
+		 " \"output\": \"c2\"}",
+		 "f.json: layers[1] (\"c2\"): layer 'c2': parameter 'w' would be [4, 4, 3, 3] here but "
+		 "is [4, 3, 3, 3] in layer 'c1'; a parameter shared by two layers has one shape"},
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\","
+		 " \"input\": {\"shape\": [3, 2, 2]}, \"layers\": ["
+		 "  {\"name\": \"a\", \"op\": \"linear\", \"input\": \"input\", \"out_features\": 5,"
+		 "   \"params\": [\"fc.weight\", \"fc.bias\"]},"
+		 "  {\"name\": \"b\", \"op\": \"linear\", \"input\": \"a\", \"out_features\": 5,"
+		 "   \"params\": [\"fc.weight\", \"fc.bias\"]}], \"output\": \"b\"}",
+		 "layer 'b': parameter 'fc.weight' would be [5, 5] here but is [5, 12] in layer 'a'"},
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\","
+		 " \"input\": {\"shape\": [3, 2, 2]}, \"layers\": ["
+		 "  {\"name\": \"a\", \"op\": \"linear\", \"input\": \"input\", \"out_features\": 5,"
+		 "   \"params\": [\"image\", \"fc.bias\"]}], \"output\": \"a\"}",
+		 "layer 'a': parameter 'image' names a tensor that is not a parameter (its kind: input)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		atm_graph *g = NULL;
+		atm_status rc = atm_zoo_forward_load_buffer(&g, bad[i][0], strlen(bad[i][0]), "f.json", 0);
+		if (rc != ATM_E_INPUT || !strstr(atm_errmsg(), bad[i][1]))
+			fail_msg("case %zu: status %d, message '%s' (want '%s')", i, rc, atm_errmsg(),
+			         bad[i][1]);
+		assert_null(g);
+	}
+}
+
 /* test_forward_refusals -- every mistake is an input error naming the file, the layer and what
  * is valid */
 static void test_forward_refusals(void **state)
@@ -202,6 +295,8 @@ int main(void)
 		cmocka_unit_test(test_forward_example_is_tiny_gpt),
 		cmocka_unit_test(test_forward_param_names),
 		cmocka_unit_test(test_forward_refusals),
+		cmocka_unit_test(test_forward_shared_conv),
+		cmocka_unit_test(test_forward_shared_shapes_differ),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
