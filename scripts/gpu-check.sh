@@ -10,13 +10,15 @@
 #       libraries (cuBLAS, cuDNN) are not packed: the GPU node has them.
 #
 #   scripts/gpu-check.sh run [--sim] [--quick] [--build DIR] [--budget S] [--out DIR] [--networks A,B]
+#                            [--time-limit S]
 #       there: unpack .gpu/bundle.tar.xz (or use build-release when there is
 #       no bundle), then, each step given what is left of S seconds (default
 #       540): the CUDA kernels against the CPU's (runtime.cuda_kernels), the
 #       GPU runtime (runtime.gpu_cuda), bench/torch_check.py,
 #       bench/torch_step.py and bench/torch_baselines.py (PyTorch's
 #       checkpointing and save_on_cpu, and autotm at their memory) on the GPU,
-#       and Figure 12 (experiments/gpu.py with recomputation, CBC plans). Logs and results go to DIR (default
+#       and Figure 12 (experiments/gpu.py with recomputation, CBC plans of
+#       --time-limit seconds each, default autotm's 60). Logs and results go to DIR (default
 #       docs/data/GPU, GPU from nvidia-smi's name: h100, h200, ...), packed
 #       into DIR/gpu-check.tar.gz when DIR is $OUT. --sim runs the same steps
 #       on the simulated GPU (CPU kernels); --quick on tiny networks (the suite
@@ -67,7 +69,7 @@ find_lib_dir() {
 }
 
 run() {
-    local sim=0 quick=0 build="" budget=540 out="" networks="vgg19,resnet200,densenet264,inception_v4"
+    local sim=0 quick=0 build="" budget=540 out="" networks="vgg19,resnet200,densenet264,inception_v4" ilp=""
     while [ $# -gt 0 ]; do
         case $1 in
             --sim) sim=1 ;;
@@ -76,11 +78,13 @@ run() {
             --budget) budget=$2; shift ;;
             --out) out=$2; shift ;;
             --networks) networks=$2; shift ;;
-            *) die "unknown option '$1' (valid: --sim, --quick, --build DIR, --budget S, --out DIR, --networks A,B)" ;;
+            --time-limit) ilp=$2; shift ;;
+            *) die "unknown option '$1' (valid: --sim, --quick, --build DIR, --budget S, --out DIR, --networks A,B, --time-limit S)" ;;
         esac
         shift
     done
     [[ $budget =~ ^[1-9][0-9]*$ ]] || die "--budget: '$budget' is not a number of seconds"
+    [ -z "$ilp" ] || [[ $ilp =~ ^[1-9][0-9]*$ ]] || die "--time-limit: '$ilp' is not a number of seconds"
     local start=$SECONDS bin tests gpu
     if [ -n "$build" ]; then
         bin=$build/cli/autotm tests=$build/tests
@@ -183,6 +187,7 @@ run() {
         [ -n "$batch" ] && [ $sim = 0 ] && args+=(--batches "$batch")
         [ $sim = 1 ] && args=(--gpu sim --networks "$net" --ratios 1:8 --turns 2 --iters 1 --recompute
                                --data "$dest/fig12" --machine sim --autotm "$bin")
+        [ -n "$ilp" ] && args+=(--time-limit "$ilp")
         step "figure 12: $net" 60 "fig12-$net.txt" python3 experiments/gpu.py "${args[@]}"
     done
     note "total $((SECONDS - start)) s of a $budget s budget"
@@ -196,6 +201,6 @@ run() {
 case ${1:-} in
     pack) shift; pack "$@" ;;
     run) shift; run "$@" ;;
-    -h|--help|"") sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
+    -h|--help|"") sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
     *) die "unknown command '$1' (valid: pack, run; --help)" ;;
 esac
