@@ -967,6 +967,7 @@ typedef struct {
 	                           * (in the fastest step; 0 with none) */
 	bool emulated;
 	const char *emulation;    /* preset or spec name */
+	bool emulation_absolute;  /* emulated: the spec's rates as they are, not scaled */
 	double emulation_scale;   /* emulated: its rates over the spec's (1: absolute, <= 0: unknown) */
 	double emulation_fast_gbps; /* emulated: the fast bandwidth its waits count from */
 	double emulation_reference_gbps; /* emulated: the spec's own fast bandwidth */
@@ -1143,6 +1144,8 @@ atm_status atm_machine_file_put(const char *path, const char *section, const cha
 
 /* atm_parse_bytes -- "12G", "512M", "4096", "1.5G" (binary units: K = 1024) */
 atm_status atm_parse_bytes(const char *s, int64_t *out);
+/* atm_format_dims -- "[16, 3, 224, 224]" into buf, for messages */
+const char *atm_format_dims(int ndim, const int64_t *dims, char *buf, size_t len);
 /* atm_format_bytes -- "1.50 GiB" into buf */
 const char *atm_format_bytes(int64_t bytes, char *buf, size_t len);
 /* atm_cmp_double -- ascending order of doubles, for qsort */

@@ -437,6 +437,16 @@ bad:
 	               "K, M, G or T suffix (binary units), e.g. 4096, 512M, 1.5G", s ? s : "");
 }
 
+const char *atm_format_dims(int ndim, const int64_t *dims, char *buf, size_t len)
+{
+	size_t k = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < ndim && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+	if (k < len)
+		snprintf(buf + k, len - k, "]");
+	return buf;
+}
+
 const char *atm_format_bytes(int64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

@@ -357,12 +357,10 @@ static atm_status gj_read_locations(const json_t *v, const char *label, unsigned
 static const char *gj_shape_text(int ndim, const int64_t *dims, atm_dtype dt, char *buf,
                                  size_t len)
 {
-	size_t used = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < ndim && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "",
-		                         (long long)dims[i]);
-	if (used < len)
-		snprintf(buf + used, len - used, "] %s", atm_dtype_name(dt));
+	atm_format_dims(ndim, dims, buf, len);
+	size_t used = strlen(buf);
+	if (used + 1 < len)
+		snprintf(buf + used, len - used, " %s", atm_dtype_name(dt));
 	return buf;
 }
 

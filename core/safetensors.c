@@ -63,17 +63,6 @@ static int dtype_of(const char *s)
 	return -1;
 }
 
-/* shape_text -- "[2, 3]" */
-static const char *shape_text(int ndim, const int64_t *dims, char *buf, size_t len)
-{
-	size_t k = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < ndim && k < len; i++)
-		k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
-	if (k < len)
-		snprintf(buf + k, len - k, "]");
-	return buf;
-}
-
 static atm_status bad(const atm_st_file *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static atm_status bad(const atm_st_file *f, const char *fmt, ...)
@@ -149,7 +138,7 @@ static atm_status parse_tensor(atm_st_file *f, const char *name, json_t *o, cons
 		t->dims[i] = json_integer_value(s);
 		if (t->dims[i] && t->n_elems > ATM_MAX_BYTES / 8 / t->dims[i])
 			return bad(f, "tensor '%s': shape %s has more elements than any file holds", name,
-			           shape_text(t->ndim, t->dims, sh, sizeof sh));
+			           atm_format_dims(t->ndim, t->dims, sh, sizeof sh));
 		t->n_elems *= t->dims[i];
 	}
 	if (!json_is_array(off) || json_array_size(off) != 2 ||
@@ -166,7 +155,7 @@ static atm_status parse_tensor(atm_st_file *f, const char *name, json_t *o, cons
 	if (e - b != t->bytes)
 		return bad(f, "tensor '%s': data_offsets [%lld, %lld] hold %lld bytes, but %s %s takes "
 		           "%lld", name, (long long)b, (long long)e, (long long)(e - b),
-		           st_dtypes[d].name, shape_text(t->ndim, t->dims, sh, sizeof sh),
+		           st_dtypes[d].name, atm_format_dims(t->ndim, t->dims, sh, sizeof sh),
 		           (long long)t->bytes);
 	t->data = base + b;
 	return ATM_OK;
@@ -520,8 +509,8 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 	if (x->dtype == ATM_I32) {
 		/* token ids or labels per position: integers, as many as the graph's, in range */
 		int64_t limit = atm_tensor_token_limit(g, t);
-		shape_text(x->ndim, x->dims, a, sizeof a);
-		shape_text(s->ndim, s->dims, b, sizeof b);
+		atm_format_dims(x->ndim, x->dims, a, sizeof a);
+		atm_format_dims(s->ndim, s->dims, b, sizeof b);
 		if (!st_dtypes[s->dtype].integer || s->dtype == ATM_ST_BOOL || s->n_elems != x->n_elems)
 			return bad(f, "tensor '%s' is %s %s; the graph's '%s' takes %lld integers (I32 or "
 			           "I64 %s)", as, atm_st_dtype_name(s->dtype), b, x->name,
@@ -551,8 +540,8 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 		same = s->dims[i] == x->dims[i];
 	if (same)
 		return ATM_OK;
-	shape_text(x->ndim, x->dims, a, sizeof a);
-	shape_text(s->ndim, s->dims, b, sizeof b);
+	atm_format_dims(x->ndim, x->dims, a, sizeof a);
+	atm_format_dims(s->ndim, s->dims, b, sizeof b);
 	if (x->kind == ATM_KIND_INPUT && atm_tensor_is_labels(g, t))
 		return bad(f, "tensor '%s' is %s %s; labels '%s' must be F32 %s (one-hot rows) or "
 		           "integer class indices, %lld of them", as, atm_st_dtype_name(s->dtype), b,

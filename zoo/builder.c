@@ -127,17 +127,6 @@ static const char *first_reader(zb *b, int32_t t)
 	return NULL;
 }
 
-/* dims_text -- "[a, b, c]" into buf */
-static const char *dims_text(char *buf, size_t len, int ndim, const int64_t *dims)
-{
-	size_t k = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < ndim && k < len; i++)
-		k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
-	if (k < len)
-		snprintf(buf + k, len - k, "]");
-	return buf;
-}
-
 /* param -- the layer's parameter slot (0: weight or scale, 1: bias or shift) of dims. Named as
  * zb_param_names said, it is the tensor of that name when one exists (a module used twice, an
  * alias, tied weights: one tensor, its gradient summed over its uses by param_contrib), else a
@@ -158,8 +147,8 @@ static int32_t param(zb *b, int slot, int ndim, const int64_t *dims, const char 
 			const char *first = first_reader(b, w); /* none yet: this layer's other slot */
 			return failf(b, ATM_E_USAGE, "layer '%s': parameter '%s' would be %s here but is "
 			             "%s in layer '%s'; a parameter shared by two layers has one shape",
-			             layer, t->name, dims_text(want, sizeof want, ndim, dims),
-			             dims_text(had, sizeof had, t->ndim, t->dims), first ? first : layer);
+			             layer, t->name, atm_format_dims(ndim, dims, want, sizeof want),
+			             atm_format_dims(t->ndim, t->dims, had, sizeof had), first ? first : layer);
 		}
 	} else if (b->pname[slot][0]) {
 		w = tensor(b, ATM_KIND_PARAM, ATM_F32, ndim, dims, "%s", b->pname[slot]);
