@@ -79,6 +79,21 @@ static void print_help(void)
 	fputs(run_help_tail, stdout);
 }
 
+/* print_emulation -- what an emulated slow tier waited for (with its waits per step, for one
+ * run), and where this machine's bandwidth came from */
+static void print_emulation(const atm_exec_result *r, bool waits)
+{
+	char rates[256], note[512];
+	if (waits)
+		printf("  emulation        %s: %.6f s of waits per step; %s\n", r->emulation,
+		       r->emulation_wait_s, cli_emulation_rates(&r->slow_tier, rates, sizeof rates));
+	else
+		printf("  emulation        %s %s\n", r->emulation,
+		       cli_emulation_rates(&r->slow_tier, rates, sizeof rates));
+	if (cli_bandwidth_note(note, sizeof note)[0])
+		printf("  bandwidth        %s\n", note);
+}
+
 static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
                           const atm_exec_result *r, const atm_backend_caps *caps)
 {
@@ -101,13 +116,8 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	if (atm_plan_info_get(p)->fast_limit_bytes)
 		printf("  fast limit       %s\n", atm_format_bytes(atm_plan_info_get(p)->fast_limit_bytes,
 		                                                 a, sizeof a));
-	if (r->emulated) {
-		char rates[256], note[512];
-		printf("  emulation        %s: %.6f s of waits per step; %s\n", r->emulation,
-		       r->emulation_wait_s, cli_emulation_rates(&r->slow_tier, rates, sizeof rates));
-		if (cli_bandwidth_note(note, sizeof note)[0])
-			printf("  bandwidth        %s\n", note);
-	}
+	if (r->emulated)
+		print_emulation(r, true);
 	printf("  moves per step   %d (%d asynchronous), %s to fast, %s to slow\n", n_moves,
 	       st->n_async_to_fast + st->n_async_to_slow, atm_format_bytes(st->bytes_to_fast, a, sizeof a),
 	       atm_format_bytes(st->bytes_to_slow, b, sizeof b));
@@ -711,13 +721,8 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 	}
 	print_disturbance(c, by_step);
 	const atm_exec_result *r = atm_job_exec_result(atm_job_compare_job(c, i0));
-	if (r && r->emulated) {
-		char rates[256], note[512];
-		printf("  emulation        %s %s\n", r->emulation,
-		       cli_emulation_rates(&r->slow_tier, rates, sizeof rates));
-		if (cli_bandwidth_note(note, sizeof note)[0])
-			printf("  bandwidth        %s\n", note);
-	}
+	if (r && r->emulated)
+		print_emulation(r, false);
 	print_calibration(atm_job_calibration(atm_job_compare_job(c, i0)),
 	                  m0->profile_drift);
 	return print_weights(c);

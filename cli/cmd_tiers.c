@@ -42,12 +42,10 @@ static json_t *desc_json(const atm_tier_desc *d)
 	json_object_set_new(o, "emulated", json_boolean(d->emulated));
 	if (d->emulated) {
 		char note[512];
-		bool absolute = d->emulation_scale == 1 &&
-		                d->emulation_fast_gbps == d->emulation_reference_gbps;
 		json_object_set_new(o, "emulation", json_string(d->emulation));
 		json_object_set_new(o, "emulation_rates",
 		                    json_pack("{s:s, s:f, s:f, s:f, s:s}", "form",
-		                              absolute ? "absolute" : "proportional", "scale",
+		                              d->emulation_absolute ? "absolute" : "proportional", "scale",
 		                              d->emulation_scale, "fast_gbps", d->emulation_fast_gbps,
 		                              "reference_fast_gbps", d->emulation_reference_gbps,
 		                              "bandwidth", cli_bandwidth_note(note, sizeof note)));

@@ -659,7 +659,7 @@ int cli_check_files(const char *cmd, const cli_file *out, int n_out, const cli_f
 
 const char *cli_emulation_rates(const atm_tier_desc *slow, char *buf, size_t len)
 {
-	if (slow->emulation_scale == 1 && slow->emulation_fast_gbps == slow->emulation_reference_gbps)
+	if (slow->emulation_absolute)
 		snprintf(buf, len, "absolute: read %.3g, write %.3g GB/s beside a %.3g GB/s fast tier",
 		         slow->read_gbps, slow->write_gbps, slow->emulation_fast_gbps);
 	else

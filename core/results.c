@@ -187,10 +187,7 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	if (m->emulated && m->emulation_scale > 0)
 		atm_json_set_new(run, "emulation_rates",
 		                 json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "form",
-		                           m->emulation_scale == 1 &&
-		                                   m->emulation_fast_gbps == m->emulation_reference_gbps
-		                               ? "absolute"
-		                               : "proportional",
+		                           m->emulation_absolute ? "absolute" : "proportional",
 		                           "scale", m->emulation_scale, "fast_gbps",
 		                           m->emulation_fast_gbps, "reference_fast_gbps",
 		                           m->emulation_reference_gbps, "read_gbps", m->slow_read_gbps,

@@ -384,10 +384,12 @@ static atm_status optimize(atm_job *j)
 	if (caps.workspace_in_limit)
 		oo.workspace_in_limit = true;
 	oo.stop = o->stop;
-	if (o->ratio_slow + o->ratio_fast > 0 &&
+	/* 1:0 is the least any plan needs: on a GPU every kernel's operands (and its least
+	 * workspace) in device memory, which only the options and the profile tell */
+	bool least = o->ratio_slow > 0 && o->ratio_fast == 0;
+	if (o->ratio_slow + o->ratio_fast > 0 && !least &&
 	    (rc = atm_opt_limit_from_ratio(j->g, o->ratio_slow, o->ratio_fast, &limit)) < 0)
 		return rc;
-	j->limit = atm_job_fast_limit(&o->mem, limit);
 	/* the profiler's backend (its tiers, fast arena, scratch and kernels) is closed before
 	 * anything else: none of its memory stays while the step runs, and two backends with
 	 * live memkind kinds in one process have crashed memkind's allocator under load */
@@ -397,13 +399,9 @@ static atm_status optimize(atm_job *j)
 	atm_prof_destroy(pr);
 	if (rc < 0)
 		return rc;
-	/* 1:0 is the least any plan needs: on a GPU every kernel's operands (and its least
-	 * workspace) in device memory, which only the options and the profile tell */
-	if (o->ratio_slow > 0 && o->ratio_fast == 0 &&
-	    (rc = atm_opt_least_limit(j->g, j->prof, o->formulation, &oo, &limit)) >= 0)
-		j->limit = atm_job_fast_limit(&o->mem, limit > 0 ? limit : 1);
-	if (rc < 0)
+	if (least && (rc = atm_opt_least_limit(j->g, j->prof, o->formulation, &oo, &limit)) < 0)
 		return rc;
+	j->limit = atm_job_fast_limit(&o->mem, least && limit < 1 ? 1 : limit);
 	if (!(j->kernel_pred_s = calloc((size_t)atm_graph_n_nodes(j->g) + 1, sizeof *j->kernel_pred_s)))
 		return atm_err(ATM_E_NOMEM, "out of memory planning '%s'", atm_graph_name(j->g));
 	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
@@ -627,6 +625,7 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.recompute_s = r->recompute_s,
 		.emulated = r->emulated,
 		.emulation = r->emulated ? r->emulation : NULL,
+		.emulation_absolute = r->slow_tier.emulation_absolute,
 		.emulation_scale = r->slow_tier.emulation_scale,
 		.emulation_fast_gbps = r->slow_tier.emulation_fast_gbps,
 		.emulation_reference_gbps = r->slow_tier.emulation_reference_gbps,

@@ -89,6 +89,7 @@ typedef struct {
 	                               * DRAM caching PMM), its size; 0 when none */
 	bool emulated;                /* speeds come from an emulation spec, not from the hardware */
 	char emulation[32];           /* the spec's name when emulated */
+	bool emulation_absolute;      /* emulated: the spec's rates as they are (not scaled) */
 	double emulation_scale;       /* emulated: the rates over the spec's (1: absolute) */
 	double emulation_fast_gbps;   /* emulated: the fast bandwidth its waits count from */
 	double emulation_reference_gbps; /* emulated: the spec's own fast bandwidth */
@@ -383,8 +384,8 @@ typedef struct {
 	double move_wait_s;        /* per step: the schedule waited on asynchronous moves */
 	atm_tier_desc fast_tier, slow_tier;
 	bool emulated;
-	char emulation[48];         /* the preset, "+2lm" when 2LM is emulated too */
-	double emulation_fast_gbps; /* the fast bandwidth emulation measured against */
+	char emulation[48];         /* the preset, "+2lm" when 2LM is emulated too (its rates:
+	                             * slow_tier's) */
 	int64_t twolm_bytes;        /* emulated 2LM cache size, 0 when not */
 	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
 	char backend[16];           /* "cpu", "cuda", "gpu-sim" */

@@ -66,7 +66,6 @@ typedef struct {
 	atm_tier_desc fast, slow; /* kernels may take operands in either (a GPU's host memory
 	                           * is mapped into its address space) */
 	bool simulated;         /* a stand-in for hardware this machine lacks */
-	double emulation_fast_gbps; /* emulated slow tier: the fast bandwidth its waits count from */
 } atm_backend_desc;
 
 typedef struct {

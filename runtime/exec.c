@@ -579,7 +579,6 @@ static void describe_result(atm_exec *e)
 	if (r->emulated) {
 		snprintf(r->emulation, sizeof r->emulation, "%s%s", e->desc.slow.emulation,
 		         e->twolm ? "+2lm" : "");
-		r->emulation_fast_gbps = e->desc.emulation_fast_gbps;
 	}
 }
 

@@ -385,8 +385,6 @@ void atm_cpu_bk_describe(const atm_backend *b, atm_backend_desc *d)
 	d->fast = *atm_tier_describe(c->fast);
 	if (c->slow)
 		d->slow = *atm_tier_describe(c->slow);
-	if (c->emu)
-		d->emulation_fast_gbps = atm_emu_fast_gbps(c->emu);
 }
 
 /* ---------------------------------------------------------------- life */

@@ -855,11 +855,12 @@ atm_status atm_tier_set_emulation(atm_tier *t, const atm_emu_spec *spec)
 	t->desc.read_gbps = spec->read_gbps;
 	t->desc.write_gbps = spec->write_gbps;
 	t->desc.latency_ns = spec->latency_ns;
+	t->desc.emulation_absolute = spec->absolute || !(spec->scale > 0);
 	t->desc.emulation_scale = spec->scale > 0 ? spec->scale : 1;
 	t->desc.emulation_fast_gbps = spec->fast_gbps;
 	t->desc.emulation_reference_gbps = spec->reference_gbps > 0 ? spec->reference_gbps
 	                                                            : spec->fast_gbps;
-	if (spec->absolute || !(spec->scale > 0))
+	if (t->desc.emulation_absolute)
 		snprintf(t->desc.name, sizeof t->desc.name, "%.100s emulating %s (absolute)",
 		         t->base_name, spec->name);
 	else
