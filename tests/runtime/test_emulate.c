@@ -360,6 +360,14 @@ static double stub_measure(void)
 	return stub_gbps;
 }
 
+/* stub -- this machine measured at gbps from now on, nothing known yet, no call counted */
+static void stub(double gbps)
+{
+	stub_gbps = gbps;
+	stub_calls = 0;
+	atm_emu_set_measure(stub_measure);
+}
+
 /* machine_file -- tmp/machine.json's path */
 static const char *machine_file(void)
 {
@@ -374,8 +382,7 @@ static void test_emulate_scale_follows_bandwidth(void **state)
 	atm_emu_spec s;
 	char note[1024];
 	/* a machine that streams 25 GB/s: Optane's rates a quarter of the reference's */
-	stub_gbps = 25, stub_calls = 0;
-	atm_emu_set_measure(stub_measure);
+	stub(25);
 	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
 	                                             sizeof note), ATM_OK);
 	assert_int_equal(stub_calls, 1);
@@ -395,8 +402,7 @@ static void test_emulate_scale_follows_bandwidth(void **state)
 	atm_emu_destroy(e);
 
 	/* kept with the machine's key: a new process reads it, measures nothing */
-	stub_gbps = 50, stub_calls = 0;
-	atm_emu_set_measure(stub_measure);
+	stub(50);
 	assert_int_equal(atm_emu_spec_resolve_scaled("cxl", machine_file(), NULL, &s, note,
 	                                             sizeof note), ATM_OK);
 	assert_int_equal(stub_calls, 0);
@@ -406,7 +412,7 @@ static void test_emulate_scale_follows_bandwidth(void **state)
 
 	/* another machine's bandwidth file: measured again; the scale follows */
 	assert_int_equal(remove(machine_file()), 0);
-	atm_emu_set_measure(stub_measure);
+	stub(50);
 	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, NULL, 0),
 	                 ATM_OK);
 	assert_int_equal(stub_calls, 1);
@@ -419,8 +425,7 @@ static void test_emulate_absolute_form(void **state)
 {
 	(void)state;
 	atm_emu_spec s;
-	stub_gbps = 25, stub_calls = 0;
-	atm_emu_set_measure(stub_measure);
+	stub(25);
 	/* ":absolute" keeps the published rates beside the reference DRAM, measuring nothing */
 	assert_int_equal(atm_emu_spec_resolve_scaled("optane:absolute", machine_file(), NULL, &s,
 	                                             NULL, 0), ATM_OK);
@@ -464,8 +469,7 @@ static void test_emulate_unmeasurable_bandwidth(void **state)
 	atm_emu_spec s;
 	char note[1024];
 	/* the measurement fails: an error naming the spec, no fallback to absolute rates */
-	stub_gbps = 0, stub_calls = 0;
-	atm_emu_set_measure(stub_measure);
+	stub(0);
 	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, NULL, 0),
 	                 ATM_E_UNSUPPORTED);
 	has("--emulate optane");
@@ -481,8 +485,7 @@ static void test_emulate_unmeasurable_bandwidth(void **state)
 	};
 	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
 		assert_int_equal(atm_write_file_atomic(machine_file(), kept[i], strlen(kept[i])), ATM_OK);
-		stub_gbps = 40, stub_calls = 0;
-		atm_emu_set_measure(stub_measure);
+		stub(40);
 		assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
 		                                             sizeof note), ATM_OK);
 		assert_int_equal(stub_calls, 1);
@@ -495,8 +498,7 @@ static void test_emulate_unmeasurable_bandwidth(void **state)
 	snprintf(text, sizeof text, "{\"format\": \"autotm-machine\", \"version\": 1, "
 	         "\"bandwidth\": {\"%s|%d\": {\"copy_gbps\": -3}}}", cpu, atm_emu_test_threads());
 	assert_int_equal(atm_write_file_atomic(machine_file(), text, strlen(text)), ATM_OK);
-	stub_gbps = 40, stub_calls = 0;
-	atm_emu_set_measure(stub_measure);
+	stub(40);
 	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
 	                                             sizeof note), ATM_OK);
 	assert_int_equal(stub_calls, 1);
@@ -530,8 +532,7 @@ static void emulation_of(const char *tierspec, double gbps, char *key, size_t le
 	atm_backend *b = NULL;
 	atm_profile_machine m;
 	o.tiers.pmem_dir = tmp;
-	stub_gbps = gbps;
-	atm_emu_set_measure(stub_measure);
+	stub(gbps);
 	if (atm_backend_cpu_new(&b, &o) < 0)
 		fail_msg("%s", atm_errmsg());
 	b->iface->machine(b, &m);
