@@ -78,11 +78,55 @@ class TargetsTest(unittest.TestCase):
     def test_targets_summary_lines(self):
         self.fixture()
         text = "\n".join(targets.summary(self.mdir, wall_s=75))
-        self.assertIn("Figure 7: 1 of 3 bars (33%)", text)
+        # ranges over all slow: static 1.0, synchronous 1.2 (within 1.20, not 1.10),
+        # asynchronous 2.4 / 2.22 = 1.08
+        self.assertIn("Figure 7: 2 of 3 bars (67%)", text)
         self.assertIn("widest 1.200: vgg19 4:1 synchronous", text)
+        self.assertIn("all slow over all fast, target at least 1.5x on every network: "
+                      "vgg19 2.00x [2.00-2.40]: met", text)
+        # at 4:1 over all fast: synchronous 1.0 (0%), asynchronous 0.9 (-10%)
+        self.assertIn("geomean loss against all fast at 4:1 (1 networks): static 0.0%, "
+                      "synchronous 0.0%, asynchronous -10.0%", text)
+        self.assertIn("within 27.7%: met; asynchronous no slower than synchronous: met", text)
+        self.assertIn("within 5% of the measured one (target: every plan): 2 of 2: met", text)
         self.assertIn("vgg19 4:1 asynchronous 0.900", text)
         self.assertIn("static 1.020 (+2.0%)", text)
         self.assertIn("figures.sh took 1 min 15 s", text)
+
+    def test_targets_loss_and_all_slow(self):
+        self.fixture()
+        wls = targets.workloads(self.mdir)
+        (name, cost), = targets.all_slow_cost(wls)
+        self.assertEqual(name, "vgg19")
+        self.assertAlmostEqual(cost.median, 2.0)
+        loss, n = targets.geomean_loss(wls, (4, 1), "asynchronous")
+        self.assertAlmostEqual(loss, -10.0)
+        self.assertEqual(n, 1)
+        self.assertIsNone(targets.geomean_loss(wls, (1, 1), "synchronous"))
+
+    def test_targets_fig7_networks_only(self):
+        # a transformer beside a Figure 7 CNN is left out of Figure 7's targets
+        self.fixture()
+        self.write("gpt2", [crun("all-fast", [1.0, 1.0], "g", 4, 1),
+                            crun("all-slow", [1.1, 1.1], "g", 4, 1)])
+        names = [n for n, _ in targets.all_slow_cost(targets.workloads(self.mdir))]
+        self.assertEqual(names, ["vgg19"])
+
+    def test_targets_figure8(self):
+        os.makedirs(os.path.join(self.mdir, "large"))
+        doc = {"format": FORMAT, "version": VERSION,
+               "workload": {"name": "resnet200", "batch": 4, "preset": "small"},
+               "runs": [crun("2lm", [3.0, 3.2], "l", 3, 1), crun("static", [2.0, 2.0], "l", 3, 1),
+                        crun("synchronous", [1.5, 2.0], "l", 3, 1)]}
+        with open(os.path.join(self.mdir, "large", "resnet200-small.json"), "w") as fh:
+            json.dump(doc, fh)
+        (label, s), = targets.fig8_speedups(self.mdir)
+        self.assertEqual(label, "resnet200 3:1")
+        self.assertAlmostEqual(s.low, 1.6)
+        self.assertAlmostEqual(s.high, 2.0)
+        text = "\n".join(targets.summary(self.mdir))
+        self.assertIn("Figure 8, synchronous over 2LM, target at least 1.5x on 2 networks: "
+                      "resnet200 3:1 1.80x [1.60-2.00]: NOT met", text)
 
     def test_targets_pictures(self):
         self.fixture()
