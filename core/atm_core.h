@@ -153,6 +153,12 @@ typedef enum {
 	ATM_OP_NARROW_BWD,        /* in: dy                    out: dx, zero past dy along axis */
 	ATM_OP_TOKEN_XENT_FWD,    /* in: logits[..., V], labels i32 [...] out: logp, loss[1] (mean) */
 	ATM_OP_TOKEN_XENT_BWD,    /* in: logp, labels          out: dlogits = (exp(logp) - onehot) / rows */
+	ATM_OP_SILU_FWD,          /* in: x                     out: y = x * sigmoid(x) */
+	ATM_OP_SILU_BWD,          /* in: x, dy                 out: dx */
+	ATM_OP_MUL,               /* in: a, b                  out: y = a * b, a's shape (b broadcast:
+	                           * its dims a's trailing ones, each equal or 1) */
+	ATM_OP_MUL_BWD,           /* in: dy, a                 out: db = dy * a summed over the dims
+	                           * db broadcasts (b's gradient when b is smaller than a) */
 	ATM_N_OPS
 } atm_op;
 
@@ -367,6 +373,21 @@ atm_status atm_matmul_dims_of(const atm_graph *g, const atm_node *n, atm_matmul_
  * when the node's shapes do not fit its perm */
 atm_status atm_permute_view(const atm_graph *g, const atm_node *n, int64_t *view,
                             int64_t *permuted);
+
+/* A tensor b broadcast to a larger tensor a's shape (mul's second operand; its gradient, which
+ * mul_bwd sums): the dims of a that b keeps and those it is repeated along, each with its
+ * stride in a, fastest (last) first; dims of 1 are left out. An element of a at offset i reads
+ * b at the offset its kept digits give, counted in the kept dims alone. */
+typedef struct {
+	int n_kept, n_rep;
+	int64_t kept[ATM_MAX_DIMS], kept_stride[ATM_MAX_DIMS];
+	int64_t rep[ATM_MAX_DIMS], rep_stride[ATM_MAX_DIMS];
+	int64_t rep_elems; /* elements of a per element of b: the product of rep */
+} atm_broadcast;
+
+/* atm_broadcast_of -- how node n's operand of b's shape lines up with its operand of a's shape:
+ * mul's inputs 1 and 0, mul_bwd's output 0 and input 0; ATM_E_USAGE for another node */
+atm_status atm_broadcast_of(const atm_graph *g, const atm_node *n, atm_broadcast *out);
 
 /* ---------------------------------------------------------------- liveness */
 

@@ -191,6 +191,22 @@ static const struct atm_op_entry ops[] = {
 		      .in_role = {[1] = ATM_ROLE_TOKENS}},
 		.digest_id = 36, .shape = atm_shape_token_loss, .work = atm_work_transcendental,
 	},
+	[ATM_OP_SILU_FWD] = {
+		.d = {.name = "silu_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 37, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_SILU_BWD] = {
+		.d = {.name = "silu_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 38, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_MUL] = {
+		.d = {.name = "mul", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 39, .shape = atm_shape_mul, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_MUL_BWD] = {
+		.d = {.name = "mul_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 40, .shape = atm_shape_mul_bwd, .work = atm_work_two_per_in_elem,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,

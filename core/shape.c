@@ -300,6 +300,39 @@ atm_status atm_shape_add(const atm_node *n, const atm_tensor *const *in,
 	return expect_same("input", in[0], "output", out[0]);
 }
 
+/* expect_broadcast -- b must broadcast to a's shape: no more dims than a, each of its dims
+ * equal to a's trailing one or 1 (numpy's rule, with a the larger) */
+static atm_status expect_broadcast(const char *what_a, const atm_tensor *a, const char *what_b,
+                                   const atm_tensor *b)
+{
+	char sa[128], sb[128];
+	bool ok = b->ndim <= a->ndim;
+	for (int i = 1; ok && i <= b->ndim; i++) {
+		int64_t d = b->dims[b->ndim - i];
+		ok = d == a->dims[a->ndim - i] || d == 1;
+	}
+	CHECK(ok, "%s '%s' has shape %s, which does not broadcast to %s '%s' of shape %s: its dims "
+	      "must be the trailing ones of that shape, each equal or 1", what_b, b->name,
+	      shape_str(b, sb, sizeof sb), what_a, a->name, shape_str(a, sa, sizeof sa));
+	return ATM_OK;
+}
+
+/* atm_shape_mul -- y = a * b: y of a's shape, b broadcast to it */
+atm_status atm_shape_mul(const atm_node *n, const atm_tensor *const *in,
+                         const atm_tensor *const *out)
+{
+	TRY(expect_broadcast("input", in[0], "input", in[1]));
+	return expect_same("input", in[0], "output", out[0]);
+}
+
+/* atm_shape_mul_bwd -- dy and a of one shape; db broadcast to it */
+atm_status atm_shape_mul_bwd(const atm_node *n, const atm_tensor *const *in,
+                             const atm_tensor *const *out)
+{
+	TRY(expect_same("gradient", in[0], "forward input", in[1]));
+	return expect_broadcast("gradient", in[0], "input gradient", out[0]);
+}
+
 /* atm_shape_sgd -- w and dw of one shape, a usable learning rate */
 atm_status atm_shape_sgd(const atm_node *n, const atm_tensor *const *in,
                          const atm_tensor *const *out)

@@ -493,6 +493,32 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1)
 	return y;
 }
 
+int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1)
+{
+	if (!usable(b, name, x0, 0) || !usable(b, name, x1, 0))
+		return -1;
+	const atm_tensor *t0 = atm_graph_tensor(b->g, x0), *t1 = atm_graph_tensor(b->g, x1);
+	bool fits = t1->ndim <= t0->ndim;
+	for (int i = 1; fits && i <= t1->ndim; i++)
+		fits = t1->dims[t1->ndim - i] == t0->dims[t0->ndim - i] || t1->dims[t1->ndim - i] == 1;
+	if (!fits)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' does not broadcast to the shape of "
+		             "'%s' (its dims must be the trailing ones of that shape, each equal or 1)",
+		             name, t1->name, t0->name);
+	int64_t yd[ATM_MAX_DIMS];
+	int nd = t0->ndim;
+	memcpy(yd, t0->dims, sizeof yd);
+	int32_t in[2] = {x0, x1};
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	if (node(b, ATM_OP_MUL, NULL, 2, in, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x0);
+	use(b, x1);
+	bool param = atm_graph_tensor(b->g, x1)->kind == ATM_KIND_PARAM;
+	b->info[y].needs_grad = b->info[x0].needs_grad || b->info[x1].needs_grad || param;
+	return y;
+}
+
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs)
 {
 	return zb_concat_axis(b, name, n, xs, 1);
@@ -732,6 +758,11 @@ int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form)
 int32_t zb_tanh(zb *b, const char *name, int32_t x)
 {
 	return unary(b, name, x, ATM_OP_TANH_FWD, NULL);
+}
+
+int32_t zb_silu(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_SILU_FWD, NULL);
 }
 
 int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal)
@@ -1011,6 +1042,27 @@ static void matmul_grads(zb *b, const atm_attrs *a, const char *layer, const int
 	}
 }
 
+/* mul_grads -- y = a * b: dA = dy * b (b broadcast as in the forward pass); dB = dy * a where
+ * b has a's shape, else that product summed over b's repeats (mul_bwd) */
+static void mul_grads(zb *b, const char *layer, const int32_t *in, int32_t dy)
+{
+	int32_t A = in[0], B = in[1];
+	int32_t dA = grad_of(b, A);
+	if (dA >= 0) {
+		if (node(b, ATM_OP_MUL, NULL, 2, (int32_t[]){dy, B}, 1, &dA, "%s.bwd_a", layer) < 0)
+			return;
+		deliver(b, A, dA);
+	}
+	int32_t dB = grad_of(b, B);
+	if (dB >= 0) {
+		bool same = atm_graph_tensor(b->g, A)->n_elems == atm_graph_tensor(b->g, B)->n_elems;
+		if (node(b, same ? ATM_OP_MUL : ATM_OP_MUL_BWD, NULL, 2, (int32_t[]){dy, A}, 1, &dB,
+		         "%s.bwd_b", layer) < 0)
+			return;
+		deliver(b, B, dB);
+	}
+}
+
 /* backward -- the gradient nodes of forward node id, whose output gradient is complete */
 static void backward(zb *b, int32_t id)
 {
@@ -1108,6 +1160,12 @@ static void backward(zb *b, int32_t id)
 		break;
 	case ATM_OP_MATMUL:
 		matmul_grads(b, &a, layer, in, n_in, dy);
+		break;
+	case ATM_OP_MUL:
+		mul_grads(b, layer, in, dy);
+		break;
+	case ATM_OP_SILU_FWD:
+		unary_grad(b, ATM_OP_SILU_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
 		break;
 	case ATM_OP_GELU_FWD:
 		unary_grad(b, ATM_OP_GELU_BWD, &a, layer, in[0], 2, (int32_t[]){in[0], dy});

@@ -72,6 +72,9 @@ int32_t zb_global_avgpool(zb *b, const char *name, int32_t x);
 int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out);
 /* zb_add -- element-wise sum of two tensors of one shape (residual connections) */
 int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1);
+/* zb_mul -- element-wise product x0 * x1 of x0's shape, x1 broadcast to it (its dims x0's
+ * trailing ones, each equal or 1: a gate of one shape, a per-channel scale [N, C, 1, 1]) */
+int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1);
 /* zb_concat -- concatenation along channels; n == 1 returns xs[0] and adds no node */
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs);
 
@@ -100,6 +103,8 @@ int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, b
                   float scale);
 int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form);
 int32_t zb_tanh(zb *b, const char *name, int32_t x);
+/* zb_silu -- x * sigmoid(x) (SiLU, swish) */
+int32_t zb_silu(zb *b, const char *name, int32_t x);
 /* zb_softmax -- over the last dim; causal masks entry j of row i of the last two when j > i */
 int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal);
 /* zb_permute -- x (or the reshape of x to the output's dims before permuting) with its axes
@@ -149,6 +154,7 @@ atm_status zb_net_inception(atm_graph **g, const zb_spec *spec);  /* variant: 4 
 atm_status zb_net_densenet(atm_graph **g, const zb_spec *spec);   /* variant: 121, 169, 201, 264 */
 atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *spec);   /* variant unused */
 atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *spec);   /* variant unused */
+atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *spec);    /* variant unused */
 atm_status zb_net_gpt2(atm_graph **g, const zb_spec *spec);       /* variant: 12, 24, 36, 48 layers */
 atm_status zb_net_bert(atm_graph **g, const zb_spec *spec);       /* variant unused */
 atm_status zb_net_vit(atm_graph **g, const zb_spec *spec);        /* variant unused */

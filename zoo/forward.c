@@ -51,6 +51,8 @@ static const struct fw_op {
 	{"layer_norm", 2, 1, {"epsilon", NULL}},
 	{"gelu", 0, 1, {"approximate", NULL}},
 	{"tanh", 0, 1, {NULL}},
+	{"silu", 0, 1, {NULL}},
+	{"mul", 0, 2, {NULL}},
 	{"softmax", 0, 1, {"causal", NULL}},
 	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}},
 	{"permute", 0, 1, {"perm", "view", "shape", NULL}},
@@ -416,6 +418,10 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		*y = zb_gelu(w->b, name, x, !strcmp(form, "tanh"));
 	} else if (!strcmp(op, "tanh")) {
 		*y = zb_tanh(w->b, name, x);
+	} else if (!strcmp(op, "silu")) {
+		*y = zb_silu(w->b, name, x);
+	} else if (!strcmp(op, "mul")) {
+		*y = zb_mul(w->b, name, xs[0], xs[1]);
 	} else if (!strcmp(op, "softmax")) {
 		if ((rc = get_bool(w, o, "causal", false, &flag)) < 0)
 			return rc;

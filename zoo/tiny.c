@@ -1,4 +1,4 @@
-/* tiny.c -- two small networks for tests and quick runs: a CNN that reaches every CNN op, and an MLP */
+/* tiny.c -- three small networks for tests and quick runs: a CNN that reaches every CNN op, a CNN with a squeeze-and-excitation and a SiLU gate, and an MLP */
 #include "builder.h"
 
 /* zb_net_tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every CNN op of
@@ -63,6 +63,45 @@ atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
 	x = zb_fc(b, "fc2", x, 32);
 	x = zb_relu(b, "relu2", x);
 	x = zb_fc(b, "fc3", x, s->n_classes);
+	rc = zb_finish(b, x, g);
+	zb_destroy(b);
+	return rc;
+}
+
+/* zb_net_tiny_se -- 32x32x3 in, 10 classes out, 454 parameters: the element-wise ops of
+ * EfficientNet's and LLaMA's blocks (SiLU, a per-channel scale, a gate of one shape):
+ *
+ *   conv1 3->8 3x3 (bias), silu1, pool1 max 2x2/2                  16x16x8
+ *   se: global avg pool, conv 1x1 8->4 (bias), silu, conv 1x1 4->8 (bias)    1x1x8
+ *   scale = pool1 * se (broadcast over H and W)                    16x16x8
+ *   gate: conv 1x1 8->8, silu; gated = gate * scale (one shape)    16x16x8
+ *   global avg pool, fc 8->10, softmax cross-entropy
+ */
+atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
+{
+	zb *b = NULL;
+	atm_status rc;
+	*g = NULL;
+	rc = zb_new(&b, s);
+	if (rc < 0)
+		return rc;
+	int32_t x = zb_image(b, 3, s->image, s->image);
+	x = zb_conv(b, "conv1", x, 8, 3, 3, 1, 1, 1, true);
+	x = zb_silu(b, "silu1", x);
+	x = zb_maxpool(b, "pool1", x, 2, 2, 0);
+
+	int32_t e = zb_global_avgpool(b, "se.pool", x);
+	e = zb_conv(b, "se.squeeze", e, 4, 1, 1, 1, 0, 0, true);
+	e = zb_silu(b, "se.silu", e);
+	e = zb_conv(b, "se.excite", e, 8, 1, 1, 1, 0, 0, true);
+	x = zb_mul(b, "se.scale", x, e);
+
+	int32_t gt = zb_conv(b, "gate.conv", x, 8, 1, 1, 1, 0, 0, false);
+	gt = zb_silu(b, "gate.silu", gt);
+	x = zb_mul(b, "gate.mul", gt, x);
+
+	x = zb_global_avgpool(b, "gap", x);
+	x = zb_fc(b, "fc", x, s->n_classes);
 	rc = zb_finish(b, x, g);
 	zb_destroy(b);
 	return rc;

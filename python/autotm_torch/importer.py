@@ -13,8 +13,8 @@ Modules from torch.nn are kept whole (leaves), so a layer's parameters are named
 state_dict keys; other modules are traced through.
 
 Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
-concat, embedding, positions, layer_norm, gelu, tanh, softmax, matmul, permute, reshape, narrow,
-split) and autotm builds the training step from them (loss, backward, SGD), as it builds its zoo.
+mul, concat, embedding, positions, layer_norm, gelu, tanh, silu, softmax, matmul, permute,
+reshape, narrow, split) and autotm builds the training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
 a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax becomes
@@ -42,11 +42,12 @@ SUPPORTED = (
     "modules: Conv2d (groups 1, dilation 1, zero padding, one stride), BatchNorm2d (affine), "
     "ReLU, MaxPool2d and AvgPool2d (square, no ceil_mode or dilation), "
     "AdaptiveAvgPool2d (to 1x1, or to the size it is given), Linear, Flatten, LayerNorm (over "
-    "the last dimension, affine), GELU, Tanh, Softmax (last dimension), Embedding (no "
+    "the last dimension, affine), GELU, Tanh, SiLU, Softmax (last dimension), Embedding (no "
     "padding_idx or max_norm), MultiheadAttention (batch_first self-attention, no masks), "
     "Dropout (left out), Identity; functions and methods: flatten, view, reshape, contiguous, "
     "transpose, permute, split and chunk (equal parts), x[:, i] and x[:, :k] (from the start), "
-    "+ of two tensors (or of a parameter broadcast over the batch), torch.cat, relu, gelu, "
+    "+ of two tensors (or of a parameter broadcast over the batch), * of two tensors (the "
+    "second of the first's shape or broadcast into it), torch.cat, relu, gelu, silu, "
     "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
     "masked_fill with a causal -inf mask before a softmax, expand of a parameter over the "
     "batch, adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
@@ -552,6 +553,8 @@ class _Builder:
                              approximate=m.approximate)
         if isinstance(m, nn.Tanh):
             return self.emit(path, "tanh", [self.get(self.expr(x))], out)
+        if isinstance(m, nn.SiLU):
+            return self.emit(path, "silu", [self.get(self.expr(x))], out)
         if isinstance(m, nn.Softmax):
             return self.softmax(x, m.dim, path)
         if isinstance(m, nn.Embedding):
@@ -711,6 +714,8 @@ class _Builder:
                              approximate=form)
         if f in (torch.tanh, F.tanh) or is_("tanh"):
             return self.emit(self.base(), "tanh", [self.get(self.expr(a[0]))], out)
+        if f is F.silu or is_("silu"):
+            return self.emit(self.base(), "silu", [self.get(self.expr(a[0]))], out)
         if f in (F.softmax, torch.softmax) or is_("softmax"):
             dim = a[1] if len(a) > 1 else kw.get("dim")
             return self.softmax(a[0], dim, dtype=kw.get("dtype"))
@@ -794,7 +799,28 @@ class _Builder:
                              f"equal)")
         return _Matmul(a, b, out)
 
+    def product(self, a, out):
+        """a * b of two tensors: autotm's mul, the larger first, the other broadcast into it"""
+        es = [self.expr(v) for v in a]
+        for e in es:
+            if isinstance(e, _Const):
+                self.get(e)  # a buffer as a factor: refused, named
+            if isinstance(e, _Param):
+                self.unsupported(f"multiplying by the parameter {e.pname} {list(e.shape)}")
+        big, small = (es[0], es[1]) if len(es[0].shape) >= len(es[1].shape) else (es[1], es[0])
+        n, m = len(big.shape), len(small.shape)
+        fits = tuple(big.shape) == tuple(out) and all(
+            small.shape[m - i] in (1, big.shape[n - i]) for i in range(1, m + 1))
+        if not fits:
+            self.unsupported(f"multiplying {list(es[0].shape)} and {list(es[1].shape)} (autotm "
+                             f"multiplies a tensor by one of its shape or one broadcast into it: "
+                             f"its trailing dims, each equal or 1)")
+        return self.emit(self.base(), "mul", [self.get(big), self.get(small)], big.shape)
+
     def scale(self, a, kw, divide):
+        if not divide and len(a) == 2 and not kw and all(isinstance(v, torch.fx.Node)
+                                                         for v in a):
+            return self.product(a, out=self.tshape(self.node))
         if len(a) != 2 or kw:
             self.unsupported("multiplication of other than a tensor by a number")
         t, c = (a[0], a[1]) if isinstance(a[0], torch.fx.Node) else (a[1], a[0])

@@ -64,6 +64,27 @@ if torch is not None:
             x = self.mix(torch.relu(self.mix(self.proj(torch.relu(self.proj(x))))))
             return self.fc(torch.flatten(x, 1))
 
+    class SqueezeExcite(nn.Module):
+        """SiLU, a squeeze-and-excitation's per-channel scale ([N, C, H, W] times [N, C, 1, 1])
+        and a gated product of one shape, as EfficientNet's and LLaMA's blocks have them"""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.act = nn.SiLU()
+            self.squeeze = nn.Conv2d(8, 4, 1)
+            self.excite = nn.Conv2d(4, 8, 1)
+            self.gate = nn.Conv2d(8, 8, 1)
+            self.fc = nn.Linear(8 * 8 * 8, 10)
+
+        def forward(self, x):
+            x = self.act(self.conv(x))
+            s = self.excite(torch.nn.functional.silu(self.squeeze(
+                torch.nn.functional.adaptive_avg_pool2d(x, 1))))
+            x = x * s
+            x = torch.nn.functional.silu(self.gate(x)) * x
+            return self.fc(torch.flatten(x, 1))
+
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 class TestImport(unittest.TestCase):
@@ -107,11 +128,11 @@ class TestImport(unittest.TestCase):
     def test_refusals_name_the_call(self):
         from autotm_torch.importer import ImportError_, to_forward
 
-        class Silu(nn.Module):
+        class Hardswish(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.fc = nn.Linear(12, 4)
-                self.act = nn.SiLU()
+                self.act = nn.Hardswish()
 
             def forward(self, x):
                 return self.act(self.fc(torch.flatten(x, 1)))
@@ -146,8 +167,8 @@ class TestImport(unittest.TestCase):
                 return torch.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
 
         with self.assertRaises(ImportError_) as e:
-            to_forward(Silu(), (2, 3, 2, 2))
-        self.assertIn("module SiLU", str(e.exception))
+            to_forward(Hardswish(), (2, 3, 2, 2))
+        self.assertIn("module Hardswish", str(e.exception))
         self.assertIn("module act", str(e.exception))
         self.assertIn("Supported:", str(e.exception))
         with self.assertRaises(ImportError_) as e:
@@ -191,6 +212,30 @@ class TestImport(unittest.TestCase):
             to_forward(InPlace(), (2, 3, 2, 2))
         self.assertIn("changes fc in place", str(e.exception))
         self.assertIn("module act", str(e.exception))
+
+    def test_products_and_silu(self):
+        # the per-channel scale keeps the larger operand first; * of a tensor by one that does
+        # not broadcast into it is refused, naming both shapes
+        from autotm_torch.importer import ImportError_, to_forward
+        g, _, _ = to_forward(SqueezeExcite(), (2, 3, 8, 8))
+        ops = [l["op"] for l in g["layers"]]
+        self.assertEqual(ops.count("silu"), 3)
+        self.assertEqual(ops.count("mul"), 2)
+        scale = [l for l in g["layers"] if l["op"] == "mul"][0]
+        self.assertEqual(scale["inputs"][0], "act")
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(12, 4)
+
+            def forward(self, x):
+                y = self.fc(x.flatten(1))
+                return y.unsqueeze(2) * y.unsqueeze(1)
+
+        with self.assertRaises(ImportError_) as e:
+            to_forward(Outer(), (2, 3, 2, 2))
+        self.assertIn("multiplying [2, 4, 1] and [2, 1, 4]", str(e.exception))
 
     def test_shared_modules_name_one_tensor(self):
         # a module used twice, or under two names, is one parameter per tensor: both layers
@@ -341,6 +386,11 @@ class TestStepEqualsPyTorch(unittest.TestCase):
     def test_linear_applied_twice(self):
         torch.manual_seed(0)
         self.check(LinearTwice(), (2, 3, 4, 4))
+
+    def test_squeeze_excite(self):
+        # SiLU's backward, the broadcast product's two gradients (mul_bwd sums the scale's)
+        torch.manual_seed(0)
+        self.check(SqueezeExcite(), (2, 3, 8, 8))
 
     def test_resnet18(self):
         # 64x64, not 32x32: at 32x32 and batch 2 layer4's batch norms normalise 2 values a

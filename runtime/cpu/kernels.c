@@ -577,6 +577,7 @@ fail:
 struct eltwise_alg {
 	dnnl_alg_kind_t fwd, bwd;
 	bool bwd_from_dst;
+	float alpha; /* the algorithm's parameter (swish's beta: 1 for SiLU) */
 };
 
 static struct eltwise_alg eltwise_alg_of(const atm_node *n)
@@ -585,17 +586,22 @@ static struct eltwise_alg eltwise_alg_of(const atm_node *n)
 	case ATM_OP_GELU_FWD:
 	case ATM_OP_GELU_BWD: {
 		dnnl_alg_kind_t g = n->attrs.tanh ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
-		return (struct eltwise_alg){g, g, false};
+		return (struct eltwise_alg){g, g, false, 0.f};
 	}
 	case ATM_OP_TANH_FWD:
 	case ATM_OP_TANH_BWD:
-		return (struct eltwise_alg){dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true};
+		return (struct eltwise_alg){dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true,
+		                            0.f};
+	case ATM_OP_SILU_FWD:
+	case ATM_OP_SILU_BWD: /* x * sigmoid(alpha * x) */
+		return (struct eltwise_alg){dnnl_eltwise_swish, dnnl_eltwise_swish, false, 1.f};
 	default:
-		return (struct eltwise_alg){dnnl_eltwise_relu, dnnl_eltwise_relu_use_dst_for_bwd, true};
+		return (struct eltwise_alg){dnnl_eltwise_relu, dnnl_eltwise_relu_use_dst_for_bwd, true,
+		                            0.f};
 	}
 }
 
-/* build_eltwise -- ReLU, GELU or tanh: forward (one input), or backward from the forward
+/* build_eltwise -- ReLU, GELU, tanh or SiLU: forward (one input), or backward from the forward
  * tensor and dy */
 static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
@@ -607,8 +613,8 @@ static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 
 	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_IN, 0)), "describing the data");
 	if (knode(k)->n_in == 1) {
-		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.fwd, &md, 0.f,
-		                                        0.f),
+		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.fwd, &md,
+		                                        alg.alpha, 0.f),
 		         "describing the element-wise op");
 		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
 		         "creating the element-wise op");
@@ -616,11 +622,12 @@ static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		rc = add_step(k, pd, 2, bs);
 		goto fail;
 	}
-	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.bwd, &md, 0.f, 0.f),
+	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.bwd, &md, alg.alpha,
+	                                        0.f),
 	         "describing the forward element-wise hint");
 	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
 	         "creating the forward element-wise hint");
-	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, alg.bwd, &md, &md, 0.f, 0.f),
+	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, alg.bwd, &md, &md, alg.alpha, 0.f),
 	         "describing the backward element-wise op");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
 	         "creating the backward element-wise op");
@@ -917,6 +924,38 @@ static atm_status build_add(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_OUT, 0)), "describing the data");
 	DNNL_TRY(dnnl_binary_desc_init(&d, dnnl_binary_add, &md, &md, &md), "describing the add");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &d, attr, k->cpu->engine, NULL), "creating the add");
+	struct bind bs[] = {{DNNL_ARG_SRC_0, SLOT_IN, 0}, {DNNL_ARG_SRC_1, SLOT_IN, 1},
+	                    {DNNL_ARG_DST, SLOT_OUT, 0}};
+	rc = add_step(k, pd, 3, bs);
+fail:
+	return pds_release(rc, pd, NULL);
+}
+
+/* build_mul -- y = a * b with oneDNN's binary mul: flat when the shapes agree, else in a's
+ * shape with b's dims padded in front by ones, which oneDNN broadcasts */
+static atm_status build_mul(atm_kernel *k, const_dnnl_primitive_attr_t attr)
+{
+	const atm_tensor *a = tensor_of(k, SLOT_IN, 0), *b = tensor_of(k, SLOT_IN, 1);
+	dnnl_memory_desc_t a_md, b_md;
+	dnnl_binary_desc_t d;
+	dnnl_primitive_desc_t pd = NULL;
+	atm_status rc = ATM_OK;
+
+	if (a->n_elems == b->n_elems) {
+		DNNL_TRY(md_flat(&a_md, a), "describing the data");
+		b_md = a_md;
+	} else {
+		int64_t bd[ATM_MAX_DIMS];
+		int lead = a->ndim - b->ndim;
+		for (int i = 0; i < a->ndim; i++)
+			bd[i] = i < lead ? 1 : b->dims[i - lead];
+		DNNL_TRY(md_of(&a_md, a), "describing the data");
+		DNNL_TRY(md_dense(&b_md, a->ndim, bd), "describing the broadcast operand");
+	}
+	DNNL_TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, &a_md, &b_md, &a_md),
+	         "describing the multiply");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &d, attr, k->cpu->engine, NULL),
+	         "creating the multiply");
 	struct bind bs[] = {{DNNL_ARG_SRC_0, SLOT_IN, 0}, {DNNL_ARG_SRC_1, SLOT_IN, 1},
 	                    {DNNL_ARG_DST, SLOT_OUT, 0}};
 	rc = add_step(k, pd, 3, bs);
@@ -1253,6 +1292,42 @@ static atm_status run_reduce_sum(const atm_kernel *k, void *const *in, void *con
 	return ATM_OK;
 }
 
+/* run_mul_bwd -- db = dy * a summed over the dims db is repeated along (atm_broadcast_of):
+ * each element of db sums its elements of dy * a in index order, in double, so that the
+ * result does not depend on the threads */
+static atm_status run_mul_bwd(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const float *dy = in[0], *a = in[1];
+	float *db = out[0];
+	atm_broadcast bc;
+	atm_status rc = atm_broadcast_of(k->g, knode(k), &bc);
+	if (rc < 0)
+		return rc;
+	int64_t n = tensor_of(k, SLOT_OUT, 0)->n_elems;
+#pragma omp parallel for schedule(static)
+	for (int64_t j = 0; j < n; j++) {
+		int64_t rem = j, off = 0, idx[ATM_MAX_DIMS] = {0};
+		for (int d = 0; d < bc.n_kept; d++) {
+			off += rem % bc.kept[d] * bc.kept_stride[d];
+			rem /= bc.kept[d];
+		}
+		double acc = 0;
+		for (int64_t r = 0; r < bc.rep_elems; r++) {
+			acc += (double)dy[off] * (double)a[off];
+			for (int d = 0; d < bc.n_rep; d++) {
+				if (++idx[d] < bc.rep[d]) {
+					off += bc.rep_stride[d];
+					break;
+				}
+				off -= (bc.rep[d] - 1) * bc.rep_stride[d];
+				idx[d] = 0;
+			}
+		}
+		db[j] = (float)acc;
+	}
+	return ATM_OK;
+}
+
 /* run_causal_softmax -- for a causal softmax (the others ran as a primitive): softmax of each row of x over its first i + 1 entries, where i is the
  * row's place in its [T, T] matrix; the masked entries are 0. The sum is in double, in index
  * order. */
@@ -1478,6 +1553,10 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_NARROW_BWD] = {build_flat, run_narrow},
 	[ATM_OP_TOKEN_XENT_FWD] = {build_token_xent, run_token_xent},
 	[ATM_OP_TOKEN_XENT_BWD] = {build_token_xent, run_token_xent_bwd},
+	[ATM_OP_SILU_FWD] = {build_eltwise, NULL},
+	[ATM_OP_SILU_BWD] = {build_eltwise, NULL},
+	[ATM_OP_MUL] = {build_mul, NULL},
+	[ATM_OP_MUL_BWD] = {build_flat, run_mul_bwd},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

@@ -32,7 +32,10 @@
  *    dims past C; bn_bwd gives dx, dgamma, dbeta from those statistics.
  *  - concat / split: oneDNN concat; split is one reorder per output from a
  *    sub-memory view of dy.
- *  - add: oneDNN binary add.
+ *  - add: oneDNN binary add; mul: oneDNN binary mul, b broadcast over a's leading dims and
+ *    its own dims of 1; mul_bwd: plain C, each element of db the sum of its dy * a in index
+ *    order, in double.
+ *  - silu: oneDNN's swish with alpha 1 (x * sigmoid(x)), its backward from x.
  *  - sgd, softmax_xent_fwd/bwd: plain C, single-threaded, in index order;
  *    the loss is summed in double and log(probs) is taken as
  *    (x - max) - log(sum exp(x - max)), finite for finite logits.

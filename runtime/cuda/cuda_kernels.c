@@ -49,6 +49,7 @@ struct atm_cuda_kernel {
 	atm_matmul_dims mm;
 	atm_cu_perm perm;
 	atm_cu_pool pool;
+	atm_cu_bcast bcast; /* mul, mul_bwd: the broadcast operand's dims (n_kept -1: none) */
 	int64_t ws_extra; /* workspace of non-convolutions (batch norm, layer norm's backward, the
 	                   * losses) */
 };
@@ -712,6 +713,54 @@ static atm_status run_add(atm_cuda_kernel *k, void *const *in, void *const *out,
 	return ATM_OK;
 }
 
+/* build_mul -- mul and mul_bwd: how the broadcast operand lines up with the larger one
+ * (bcast.n_kept -1 for a mul of one shape) */
+static atm_status build_mul(atm_cuda_kernel *k)
+{
+	atm_broadcast bc;
+	atm_status rc = atm_broadcast_of(k->g, knode(k), &bc);
+	if (rc < 0)
+		return rc;
+	if (knode(k)->op == ATM_OP_MUL && tin(k, 0)->n_elems == tin(k, 1)->n_elems) {
+		k->bcast.n_kept = -1;
+		return ATM_OK;
+	}
+	k->bcast.n_kept = bc.n_kept;
+	k->bcast.n_rep = bc.n_rep;
+	k->bcast.rep_elems = bc.rep_elems;
+	for (int i = 0; i < bc.n_kept; i++)
+		k->bcast.kept[i] = bc.kept[i], k->bcast.kept_stride[i] = bc.kept_stride[i];
+	for (int i = 0; i < bc.n_rep; i++)
+		k->bcast.rep[i] = bc.rep[i], k->bcast.rep_stride[i] = bc.rep_stride[i];
+	return ATM_OK;
+}
+
+/* run_mul -- y = a * b (b broadcast), or db = dy * a summed over b's repeats */
+static atm_status run_mul(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_cu_bcast *bc = k->bcast.n_kept < 0 ? NULL : &k->bcast;
+	if (knode(k)->op == ATM_OP_MUL)
+		CUDA_TRY(atm_cu_mul(k->c->stream, in[0], in[1], out[0], bc, tout(k, 0)->n_elems),
+		         "multiply");
+	else
+		CUDA_TRY(atm_cu_mul_bwd(k->c->stream, in[0], in[1], out[0], bc, tout(k, 0)->n_elems),
+		         "multiply backward");
+	return ATM_OK;
+}
+
+/* run_silu -- y = silu(x), or dx = dy * silu'(x) */
+static atm_status run_silu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	int64_t len = tout(k, 0)->n_elems;
+	if (knode(k)->op == ATM_OP_SILU_FWD)
+		CUDA_TRY(atm_cu_silu_fwd(k->c->stream, in[0], out[0], len), "SiLU");
+	else
+		CUDA_TRY(atm_cu_silu_bwd(k->c->stream, in[0], in[1], out[0], len), "SiLU backward");
+	return ATM_OK;
+}
+
 /* run_softmax_xent -- probabilities and each row's loss, then their mean */
 static atm_status run_softmax_xent(atm_cuda_kernel *k, void *const *in, void *const *out,
                                    void *ws)
@@ -944,6 +993,10 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_NARROW_BWD] = {NULL, run_narrow},
 	[ATM_OP_TOKEN_XENT_FWD] = {build_loss, run_token_xent},
 	[ATM_OP_TOKEN_XENT_BWD] = {build_loss, run_token_xent},
+	[ATM_OP_SILU_FWD] = {NULL, run_silu},
+	[ATM_OP_SILU_BWD] = {NULL, run_silu},
+	[ATM_OP_MUL] = {build_mul, run_mul},
+	[ATM_OP_MUL_BWD] = {build_mul, run_mul},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -1,4 +1,4 @@
-/* elementwise.cu -- SGD, add, bias, pooling, losses, batch-norm statistics, and the transformer ops' element-wise, row and copy kernels on the GPU */
+/* elementwise.cu -- SGD, add, multiply, bias, pooling, losses, batch-norm statistics, and the transformer ops' element-wise, row and copy kernels on the GPU */
 #include "elementwise.h"
 
 #define THREADS 256
@@ -282,6 +282,69 @@ __global__ void k_tanh_fwd(const float *x, float *y, int64_t n)
 __global__ void k_tanh_bwd(const float *y, const float *dy, float *dx, int64_t n)
 {
 	FOR_EACH(i, n) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* k_silu_fwd -- y = x / (1 + exp(-x)) */
+__global__ void k_silu_fwd(const float *x, float *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y[i] = v / (1.0f + expf(-v));
+	}
+}
+
+/* k_silu_bwd -- dx = dy * s (1 + x (1 - s)), s = sigmoid(x) */
+__global__ void k_silu_bwd(const float *x, const float *dy, float *dx, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i], sg = 1.0f / (1.0f + expf(-v));
+		dx[i] = dy[i] * sg * (1.0f + v * (1.0f - sg));
+	}
+}
+
+/* k_mul -- y = a * b, b read at the offset a's index has in the dims b keeps */
+__global__ void k_mul(const float *a, const float *b, float *y, atm_cu_bcast bc, int64_t n)
+{
+	FOR_EACH(i, n) {
+		int64_t off = 0, mult = 1;
+		for (int d = 0; d < bc.n_kept; d++) {
+			off += i / bc.kept_stride[d] % bc.kept[d] * mult;
+			mult *= bc.kept[d];
+		}
+		y[i] = a[i] * b[off];
+	}
+}
+
+/* k_mul_same -- y = a * b, one shape */
+__global__ void k_mul_same(const float *a, const float *b, float *y, int64_t n)
+{
+	FOR_EACH(i, n) y[i] = a[i] * b[i];
+}
+
+/* k_mul_bwd -- db[j] = the sum of dy * a over the elements of a that read b[j], in index
+ * order, in double (the CPU's run_mul_bwd) */
+__global__ void k_mul_bwd(const float *dy, const float *a, float *db, atm_cu_bcast bc, int64_t n)
+{
+	FOR_EACH(j, n) {
+		int64_t rem = j, off = 0, idx[ATM_CU_MAX_DIMS] = {0};
+		for (int d = 0; d < bc.n_kept; d++) {
+			off += rem % bc.kept[d] * bc.kept_stride[d];
+			rem /= bc.kept[d];
+		}
+		double acc = 0;
+		for (int64_t r = 0; r < bc.rep_elems; r++) {
+			acc += (double)dy[off] * (double)a[off];
+			for (int d = 0; d < bc.n_rep; d++) {
+				if (++idx[d] < bc.rep[d]) {
+					off += bc.rep_stride[d];
+					break;
+				}
+				off -= (bc.rep[d] - 1) * bc.rep_stride[d];
+				idx[d] = 0;
+			}
+		}
+		db[j] = (float)acc;
+	}
 }
 
 /* k_softmax_fwd -- one warp per row: the row's maximum over its valid entries, exp(x - max)
@@ -642,6 +705,39 @@ cudaError_t atm_cu_tanh_fwd(cudaStream_t s, const float *x, float *y, int64_t n)
 cudaError_t atm_cu_tanh_bwd(cudaStream_t s, const float *y, const float *dy, float *dx, int64_t n)
 {
 	k_tanh_bwd<<<blocks(n), THREADS, 0, s>>>(y, dy, dx, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_silu_fwd -- launch k_silu_fwd */
+cudaError_t atm_cu_silu_fwd(cudaStream_t s, const float *x, float *y, int64_t n)
+{
+	k_silu_fwd<<<blocks(n), THREADS, 0, s>>>(x, y, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_silu_bwd -- launch k_silu_bwd */
+cudaError_t atm_cu_silu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx, int64_t n)
+{
+	k_silu_bwd<<<blocks(n), THREADS, 0, s>>>(x, dy, dx, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_mul -- launch k_mul_same, or k_mul for a broadcast b */
+cudaError_t atm_cu_mul(cudaStream_t s, const float *a, const float *b, float *y,
+                       const atm_cu_bcast *bc, int64_t n)
+{
+	if (bc)
+		k_mul<<<blocks(n), THREADS, 0, s>>>(a, b, y, *bc, n);
+	else
+		k_mul_same<<<blocks(n), THREADS, 0, s>>>(a, b, y, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_mul_bwd -- launch k_mul_bwd, a thread per element of db */
+cudaError_t atm_cu_mul_bwd(cudaStream_t s, const float *dy, const float *a, float *db,
+                           const atm_cu_bcast *bc, int64_t n)
+{
+	k_mul_bwd<<<blocks(n), THREADS, 0, s>>>(dy, a, db, *bc, n);
 	return cudaGetLastError();
 }
 

@@ -128,6 +128,28 @@ cudaError_t atm_cu_token_xent_rows(cudaStream_t s, const float *x, const int32_t
 cudaError_t atm_cu_token_xent_bwd(cudaStream_t s, const float *logp, const int32_t *labels,
                                   float *dx, int64_t rows, int64_t cols);
 
+/* y = x * sigmoid(x) */
+cudaError_t atm_cu_silu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
+/* dx = dy * s (1 + x (1 - s)), s = sigmoid(x) */
+cudaError_t atm_cu_silu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx, int64_t n);
+
+/* A broadcast operand b of a larger a (core's atm_broadcast): the dims of a that b keeps and
+ * those it is repeated along, each with its stride in a, fastest first */
+typedef struct {
+	int32_t n_kept, n_rep;
+	int64_t kept[ATM_CU_MAX_DIMS], kept_stride[ATM_CU_MAX_DIMS];
+	int64_t rep[ATM_CU_MAX_DIMS], rep_stride[ATM_CU_MAX_DIMS];
+	int64_t rep_elems;
+} atm_cu_bcast;
+
+/* y = a * b (n elements of a); b of a's shape when bc is NULL, else broadcast as bc says */
+cudaError_t atm_cu_mul(cudaStream_t s, const float *a, const float *b, float *y,
+                       const atm_cu_bcast *bc, int64_t n);
+/* db (n elements) = dy * a summed over the dims bc repeats db along: one thread per element of
+ * db, its terms in index order, in double */
+cudaError_t atm_cu_mul_bwd(cudaStream_t s, const float *dy, const float *a, float *db,
+                           const atm_cu_bcast *bc, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

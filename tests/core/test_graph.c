@@ -338,6 +338,31 @@ static void test_graph_batch_norm_and_loss(void **state)
 	expect_invalid(g, "beta 'beta' has shape [4]; expected [3]", NULL);
 }
 
+/* test_graph_mul_broadcast -- mul's second operand broadcasts to the first's shape (trailing
+ * dims, each equal or 1), and mul_bwd's output to its gradient's: otherwise a message naming
+ * both shapes */
+static void test_graph_mul_broadcast(void **state)
+{
+	atm_graph *g = *state;
+	int32_t x = t4(g, "x", 2, 3, 4, 4, ATM_KIND_INPUT), s = t4(g, "s", 2, 3, 1, 1, ATM_KIND_INPUT);
+	int32_t c = t1(g, "c", 4, ATM_KIND_INPUT), bad = t1(g, "bad", 3, ATM_KIND_INPUT);
+	int32_t y = t4(g, "y", 2, 3, 4, 4, ATM_KIND_ACTIVATION);
+	int32_t y2 = t4(g, "y2", 2, 3, 4, 4, ATM_KIND_ACTIVATION);
+	int32_t ds = t4(g, "ds", 2, 3, 1, 1, ATM_KIND_GRAD), id;
+	assert_int_equal(atm_graph_add_node(g, "se", ATM_OP_MUL, NULL, 2, (int32_t[]){x, s}, 1, &y, &id),
+	                 ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "se.bwd", ATM_OP_MUL_BWD, NULL, 2, (int32_t[]){y, x}, 1,
+	                                    &ds, &id), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "scale", ATM_OP_MUL, NULL, 2, (int32_t[]){y, c}, 1, &y2,
+	                                    &id), ATM_OK);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	int32_t y3 = t4(g, "y3", 2, 3, 4, 4, ATM_KIND_ACTIVATION);
+	assert_int_equal(atm_graph_add_node(g, "odd", ATM_OP_MUL, NULL, 2, (int32_t[]){y2, bad}, 1, &y3,
+	                                    &id), ATM_OK);
+	expect_invalid(g, "input 'bad' has shape [3], which does not broadcast to input 'y2' of shape "
+	               "[2, 3, 4, 4]", NULL);
+}
+
 static void test_graph_sgd_only_updates_params(void **state)
 {
 	atm_graph *g = *state;
@@ -427,6 +452,7 @@ int main(void)
 		T(test_graph_concat_of_many_parts_names_the_odd_one),
 		T(test_graph_concat_of_many_parts_out_of_memory),
 		T(test_graph_batch_norm_and_loss),
+		T(test_graph_mul_broadcast),
 		T(test_graph_sgd_only_updates_params),
 		T(test_graph_producer),
 		T(test_graph_total_size_bounded),

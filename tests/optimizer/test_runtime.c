@@ -102,12 +102,20 @@ static void test_runtime_tiny_transformers_plans_match_all_fast(void **state)
 	same_numbers("tiny_vit");
 }
 
+/* SiLU and the broadcast product: their tensors moved, evicted and fetched like any other */
+static void test_runtime_tiny_se_plans_match_all_fast(void **state)
+{
+	(void)state;
+	same_numbers("tiny_se");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_tiny_cnn_plans_match_all_fast),
 		cmocka_unit_test(test_runtime_tiny_mlp_plans_match_all_fast),
 		cmocka_unit_test(test_runtime_tiny_transformers_plans_match_all_fast),
+		cmocka_unit_test(test_runtime_tiny_se_plans_match_all_fast),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -275,6 +275,14 @@ static void test_cuda_kernels_tiny_vit(void **state)
 	check_network("tiny_vit", 2, 0);
 }
 
+static void test_cuda_kernels_tiny_se(void **state)
+{
+	(void)state;
+	/* SiLU forward and backward, a per-channel scale (mul broadcast over H and W, mul_bwd
+	 * summing its gradient) and a gate of one shape */
+	check_network("tiny_se", 2, 0);
+}
+
 /* gpu_run -- node k of g on the GPU from host inputs in; its outputs copied back into
  * out (host buffers of the tensors' sizes) */
 static void gpu_run(const atm_graph *g, int32_t k, void *const *in, void *const *out)
@@ -398,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_gpt),
 		cmocka_unit_test(test_cuda_kernels_tiny_bert),
 		cmocka_unit_test(test_cuda_kernels_tiny_vit),
+		cmocka_unit_test(test_cuda_kernels_tiny_se),
 		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -809,6 +809,64 @@ static void test_kernels_add(void **state)
 	net_free(&n);
 }
 
+/* mul_case -- y = a * b with b of b_dims broadcast to a [2, 3, 4, 5]: y exactly, the gradient
+ * of a (mul by b) and of b (mul_bwd, or mul where b has a's shape) against finite differences */
+static void mul_case(int b_ndim, const int64_t *b_dims)
+{
+	struct net n;
+	net_new(&n, "mul");
+	int32_t a = T_IN(&n, "a", 2, 3, 4, 5), y = T_ACT(&n, "y", 2, 3, 4, 5);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 4, 5), da = T_GRAD(&n, "da", 2, 3, 4, 5);
+	int32_t b = ten(&n, "b", ATM_F32, ATM_KIND_INPUT, b_ndim, b_dims);
+	int32_t db = ten(&n, "db", ATM_F32, ATM_KIND_GRAD, b_ndim, b_dims);
+	int64_t nb = NE(&n, b);
+	bool same = nb == 120;
+	int32_t fwd = nod(&n, "mul", ATM_OP_MUL, NULL, IDS(a, b), IDS(y));
+	int32_t bwd_a = nod(&n, "mul.bwd_a", ATM_OP_MUL, NULL, IDS(dy, b), IDS(da));
+	int32_t bwd_b = nod(&n, "mul.bwd_b", same ? ATM_OP_MUL : ATM_OP_MUL_BWD, NULL, IDS(dy, a),
+	                    IDS(db));
+	net_ready(&n);
+	fill(F(&n, a), 120, -2, 2);
+	fill(F(&n, b), nb, -2, 2);
+	fill(F(&n, dy), 120, -1, 1);
+	run(&n, fwd);
+	/* b's offset for a's index: its digits in the dims b keeps, b's dims aligned at the end */
+	float want[120];
+	int64_t ad[4] = {2, 3, 4, 5}, bd[4];
+	for (int d = 0; d < 4; d++)
+		bd[d] = d < 4 - b_ndim ? 1 : b_dims[d - (4 - b_ndim)];
+	for (int64_t i = 0; i < 120; i++) {
+		int64_t rem = i, off = 0, mult = 1;
+		for (int d = 3; d >= 0; d--) {
+			int64_t digit = rem % ad[d];
+			rem /= ad[d];
+			if (bd[d] > 1) {
+				off += digit * mult;
+				mult *= bd[d];
+			}
+		}
+		want[i] = F(&n, a)[i] * F(&n, b)[off];
+	}
+	/* one rounded float product per element: exact */
+	expect_same_floats("y", F(&n, y), want, 120);
+	run(&n, bwd_a);
+	run(&n, bwd_b);
+	check_fd(&n, fwd, y, F(&n, dy), a, da);
+	check_fd(&n, fwd, y, F(&n, dy), b, db);
+	net_free(&n);
+}
+
+/* test_kernels_mul -- the product of one shape (a gate), a per-channel scale [N, C, 1, 1] (a
+ * squeeze-and-excitation), a vector over the last dim, and b with fewer dims than a */
+static void test_kernels_mul(void **state)
+{
+	(void)state;
+	mul_case(4, (int64_t[]){2, 3, 4, 5});
+	mul_case(4, (int64_t[]){2, 3, 1, 1});
+	mul_case(1, (int64_t[]){5});
+	mul_case(3, (int64_t[]){3, 1, 5});
+}
+
 /* ---------------------------------------------------------------- loss and SGD */
 
 /* xent_ids -- tensors and nodes of xent_net: softmax cross-entropy of
@@ -1088,7 +1146,12 @@ static double gelu_tanh(double x)
 	return 0.5 * x * (1 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-/* test_kernels_gelu_tanh -- GELU in both forms, and tanh */
+static double silu(double x)
+{
+	return x / (1 + exp(-x));
+}
+
+/* test_kernels_gelu_tanh -- GELU in both forms, tanh and SiLU */
 static void test_kernels_gelu_tanh(void **state)
 {
 	(void)state;
@@ -1096,6 +1159,7 @@ static void test_kernels_gelu_tanh(void **state)
 	unary_case(ATM_OP_GELU_FWD, ATM_OP_GELU_BWD, NULL, false, gelu_erf);
 	unary_case(ATM_OP_GELU_FWD, ATM_OP_GELU_BWD, &t, false, gelu_tanh);
 	unary_case(ATM_OP_TANH_FWD, ATM_OP_TANH_BWD, NULL, true, tanh);
+	unary_case(ATM_OP_SILU_FWD, ATM_OP_SILU_BWD, NULL, false, silu);
 }
 
 /* softmax_case -- [2, 4, 4] scores, causal or not: y against the reference (masked entries
@@ -1537,6 +1601,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_concat_split, reseed),
 		cmocka_unit_test_setup(test_kernels_split_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_add, reseed),
+		cmocka_unit_test_setup(test_kernels_mul, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),

@@ -68,6 +68,9 @@ static const struct expect expects[] = {
 	{"test_vgg", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}}, 0, false},
 	{"tiny_cnn", 0, 10, 32, {{"cat.y", 4, {BATCH, 16, 16, 16}}, {"gap.y", 4, {BATCH, 16, 1, 1}}}, 0, false},
 	{"tiny_mlp", 0, 10, 8, {{"fc2.y", 2, {BATCH, 32}}}, 0, false},
+	/* 3*8*9 + 8, 8*4 + 4, 4*8 + 8, 8*8, 8*10 + 10 */
+	{"tiny_se", 454, 10, 32, {{"se.excite.y", 4, {BATCH, 8, 1, 1}}, {"gate.mul.y", 4, {BATCH, 8, 16, 16}}},
+	 0, false},
 	/* transformers: the published counts (GPT-2 and BERT as Hugging Face's GPT2Model and
 	 * BertModel with the pooler, ViT-B/16 as torchvision's); sequence 128 unless said */
 	{"gpt2", 124439808, 50257, 0,
@@ -170,7 +173,7 @@ static bool is_forward(atm_op op)
 {
 	return op == ATM_OP_CONV_FWD || op == ATM_OP_IP_FWD || op == ATM_OP_RELU_FWD ||
 	       op == ATM_OP_MAXPOOL_FWD || op == ATM_OP_AVGPOOL_FWD || op == ATM_OP_BN_FWD ||
-	       op == ATM_OP_CONCAT || op == ATM_OP_SOFTMAX_XENT_FWD;
+	       op == ATM_OP_CONCAT || op == ATM_OP_SOFTMAX_XENT_FWD || op == ATM_OP_SILU_FWD;
 }
 
 /* check_sgd -- one SGD per parameter, right after the node that completes its
@@ -302,7 +305,7 @@ static void check_network(const atm_graph *g, const struct expect *e, int64_t ba
 	/* Forward pass, loss, then only backward nodes; the image gets no gradient. */
 	for (int32_t i = 0; i < nn; i++) {
 		atm_op op = atm_graph_node(g, i)->op;
-		if (i < loss_node && !is_forward(op) && op != ATM_OP_ADD)
+		if (i < loss_node && !is_forward(op) && op != ATM_OP_ADD && op != ATM_OP_MUL)
 			fail_msg("%s: node %d (%s) before the loss", e->name, i, atm_op_name(op));
 		if (i > loss_node && is_forward(op))
 			fail_msg("%s: node %d (%s) after the loss", e->name, i, atm_op_name(op));
@@ -408,8 +411,8 @@ static void test_networks_tiny_cnn_uses_every_op(void **state)
 	atm_graph *g = NULL;
 	int count[ATM_N_OPS] = {0};
 	int conv_bias = 0, conv_plain = 0, exclude_pad = 0, causal = 0, plain_softmax = 0;
-	static const char *const tiny[] = {"tiny_cnn", "tiny_gpt", "tiny_bert", "tiny_vit"};
-	for (int m = 0; m < 4; m++) {
+	static const char *const tiny[] = {"tiny_cnn", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_se"};
+	for (int m = 0; m < 5; m++) {
 		assert_int_equal(atm_zoo_build(&g, tiny[m], NULL), ATM_OK);
 		for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
 			const atm_node *n = atm_graph_node(g, i);
