@@ -95,7 +95,7 @@ def draw(args):
             used += w.runs_at(k, FORMULATIONS + [BASELINE])
         ax.axhline(1.0, color=c.COLORS["all-fast"], linestyle="--", linewidth=1.0, zorder=3)
         c.ratio_panel(ax, ratios, top * 1.18, w.title(show_preset, w.predicted),
-                      "step over all fast's (×, lower is better)", i, len(rows), ncol)
+                      "over all fast (×, lower: better)", i, len(rows), ncol)
 
     handles = c.bar_handles([f for f in FORMULATIONS
                              if any(bars.get((f, k)) for _, ratios, bars, _ in rows
