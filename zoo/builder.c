@@ -472,6 +472,26 @@ int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out)
 	return y;
 }
 
+/* binary -- a parameterless op (x0, x1) -> y of x0's shape, once its shapes were checked; y
+ * needs a gradient when either input does (a parameter always does) */
+static int32_t binary(zb *b, const char *name, atm_op op, int32_t x0, int32_t x1)
+{
+	const atm_tensor *t0 = atm_graph_tensor(b->g, x0);
+	int64_t yd[ATM_MAX_DIMS];
+	int nd = t0->ndim;
+	memcpy(yd, t0->dims, sizeof yd);
+	int32_t in[2] = {x0, x1};
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	if (node(b, op, NULL, 2, in, 1, &y, "%s", name) < 0)
+		return -1;
+	use(b, x0);
+	use(b, x1);
+	bool param = atm_graph_tensor(b->g, x0)->kind == ATM_KIND_PARAM ||
+	             atm_graph_tensor(b->g, x1)->kind == ATM_KIND_PARAM;
+	b->info[y].needs_grad = b->info[x0].needs_grad || b->info[x1].needs_grad || param;
+	return y;
+}
+
 int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1)
 {
 	if (!usable(b, name, x0, 0) || !usable(b, name, x1, 0))
@@ -480,17 +500,7 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1)
 	if (t0->ndim != t1->ndim || memcmp(t0->dims, t1->dims, (size_t)t0->ndim * sizeof t0->dims[0]))
 		return failf(b, ATM_E_USAGE, "layer '%s': inputs '%s' and '%s' differ in shape", name,
 		             t0->name, t1->name);
-	int64_t yd[ATM_MAX_DIMS];
-	int nd = t0->ndim;
-	memcpy(yd, t0->dims, sizeof yd);
-	int32_t in[2] = {x0, x1};
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
-	if (node(b, ATM_OP_ADD, NULL, 2, in, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x0);
-	use(b, x1);
-	b->info[y].needs_grad = b->info[x0].needs_grad || b->info[x1].needs_grad;
-	return y;
+	return binary(b, name, ATM_OP_ADD, x0, x1);
 }
 
 int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1)
@@ -505,18 +515,7 @@ int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1)
 		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' does not broadcast to the shape of "
 		             "'%s' (its dims must be the trailing ones of that shape, each equal or 1)",
 		             name, t1->name, t0->name);
-	int64_t yd[ATM_MAX_DIMS];
-	int nd = t0->ndim;
-	memcpy(yd, t0->dims, sizeof yd);
-	int32_t in[2] = {x0, x1};
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
-	if (node(b, ATM_OP_MUL, NULL, 2, in, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x0);
-	use(b, x1);
-	bool param = atm_graph_tensor(b->g, x1)->kind == ATM_KIND_PARAM;
-	b->info[y].needs_grad = b->info[x0].needs_grad || b->info[x1].needs_grad || param;
-	return y;
+	return binary(b, name, ATM_OP_MUL, x0, x1);
 }
 
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs)
