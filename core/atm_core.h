@@ -159,6 +159,9 @@ typedef enum {
 	                           * its dims a's trailing ones, each equal or 1) */
 	ATM_OP_MUL_BWD,           /* in: dy, a                 out: db = dy * a summed over the dims
 	                           * db broadcasts (b's gradient when b is smaller than a) */
+	ATM_OP_RMS_NORM_FWD,      /* in: x[..., C], w[C]       out: y = x * rstd * w, rstd[...] =
+	                           * 1 / sqrt(mean over C of x^2 + epsilon) */
+	ATM_OP_RMS_NORM_BWD,      /* in: x, dy, w, rstd        out: dx, dw */
 	ATM_N_OPS
 } atm_op;
 

@@ -207,6 +207,16 @@ static const struct atm_op_entry ops[] = {
 		.d = {.name = "mul_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
 		.digest_id = 40, .shape = atm_shape_mul_bwd, .work = atm_work_two_per_in_elem,
 	},
+	[ATM_OP_RMS_NORM_FWD] = {
+		.d = {.name = "rms_norm_fwd", .min_in = 2, .max_in = 2, .min_out = 2, .max_out = 2,
+		      .attrs = ATM_ATTR_EPSILON, .in_role = {[1] = ATM_ROLE_SCALE}},
+		.digest_id = 41, .shape = atm_shape_rms_norm, .work = atm_work_bn_fwd,
+	},
+	[ATM_OP_RMS_NORM_BWD] = {
+		.d = {.name = "rms_norm_bwd", .min_in = 4, .max_in = 4, .min_out = 2, .max_out = 2,
+		      .attrs = ATM_ATTR_EPSILON},
+		.digest_id = 42, .shape = atm_shape_rms_norm, .work = atm_work_bn_bwd,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,

@@ -476,6 +476,29 @@ atm_status atm_shape_layer_norm(const atm_node *n, const atm_tensor *const *in,
 	return ATM_OK;
 }
 
+/* atm_shape_rms_norm -- x [..., C], its scale w [C], the reciprocal root mean square per row */
+atm_status atm_shape_rms_norm(const atm_node *n, const atm_tensor *const *in,
+                              const atm_tensor *const *out)
+{
+	const atm_tensor *x = in[0];
+	char s[128];
+	CHECK(x->ndim >= 2, "data '%s' has shape %s; RMS norm expects [..., C] with at least 2 "
+	      "dimensions", x->name, shape_str(x, s, sizeof s));
+	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
+	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
+	int64_t ch = x->dims[x->ndim - 1];
+	if (n->op == ATM_OP_RMS_NORM_FWD) {
+		TRY(expect_vec("scale (the normalised shape)", in[1], ch));
+		TRY(expect_same("input", x, "output", out[0]));
+		return expect_stats("saved reciprocal RMS", out[1], x);
+	}
+	TRY(expect_same("input", x, "gradient", in[1]));
+	TRY(expect_vec("scale (the normalised shape)", in[2], ch));
+	TRY(expect_stats("saved reciprocal RMS", in[3], x));
+	TRY(expect_same("input", x, "input gradient", out[0]));
+	return expect_vec("scale gradient", out[1], ch);
+}
+
 /* atm_shape_softmax -- one shape throughout; a causal mask needs square rows x columns */
 atm_status atm_shape_softmax(const atm_node *n, const atm_tensor *const *in,
                              const atm_tensor *const *out)

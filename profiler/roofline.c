@@ -302,6 +302,8 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	int32_t lp = OUT("xent.logp", 3, lg), ls = OUT("xent.loss", 1, one), dl = OUT("xent.dlogits", 3, lg);
 	int32_t uy = OUT("silu.y", 3, sq), udx = OUT("silu.dx", 3, sq);
 	int32_t my = OUT("mul.y", 3, sq), mdb = OUT("mul.db", 1, ch);
+	int32_t ry = OUT("rms.y", 3, sq), rr = OUT("rms.rstd", 2, rows);
+	int32_t rdx = OUT("rms.dx", 3, sq), rdw = OUT("rms.dw", 1, ch);
 #undef OUT
 	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){lin, w, b}, 1, &mm);
 	nd[ATM_OP_REDUCE_SUM] = cal_n(c, p, NULL, ATM_OP_REDUCE_SUM, NULL, 1, &dy, 1, &rs);
@@ -331,6 +333,10 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	nd[ATM_OP_SILU_BWD] = cal_n(c, p, NULL, ATM_OP_SILU_BWD, NULL, 2, (int32_t[]){x, dy}, 1, &udx);
 	nd[ATM_OP_MUL] = cal_n(c, p, NULL, ATM_OP_MUL, NULL, 2, (int32_t[]){x, g}, 1, &my);
 	nd[ATM_OP_MUL_BWD] = cal_n(c, p, NULL, ATM_OP_MUL_BWD, NULL, 2, (int32_t[]){dy, x}, 1, &mdb);
+	nd[ATM_OP_RMS_NORM_FWD] = cal_n(c, p, NULL, ATM_OP_RMS_NORM_FWD, &eps, 2, (int32_t[]){x, g}, 2,
+	                                (int32_t[]){ry, rr});
+	nd[ATM_OP_RMS_NORM_BWD] = cal_n(c, p, NULL, ATM_OP_RMS_NORM_BWD, &eps, 4,
+	                                (int32_t[]){x, dy, g, rr}, 2, (int32_t[]){rdx, rdw});
 }
 
 /* cal_set -- one node of every op (convolutions when z->convs) at sizes z */

@@ -674,6 +674,31 @@ int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon)
 	return out[0];
 }
 
+int32_t zb_rms_norm(zb *b, const char *name, int32_t x, float epsilon)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
+	int nd = t->ndim;
+	if (nd < 2)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; RMS norm needs "
+		             "[..., C]", name, t->name);
+	if (!(epsilon > 0) || !(epsilon <= 1))
+		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; RMS norm takes one above 0 and "
+		             "at most 1", name, epsilon);
+	memcpy(xd, t->dims, sizeof xd);
+	int32_t in[2] = {x, tparam(b, 0, 1, cd, name)}, out[2];
+	zb_param_names(b, NULL, NULL);
+	out[0] = act(b, name, "y", nd, xd, true);
+	out[1] = act(b, name, "rstd", nd - 1, xd, false);
+	atm_attrs a = {.epsilon = epsilon};
+	if (node(b, ATM_OP_RMS_NORM_FWD, &a, 2, in, 2, out, "%s", name) < 0)
+		return -1;
+	use(b, x);
+	return out[0];
+}
+
 /* matmul -- c = scale * op(a) op(w) (+ bias) as one node; the shape rule says what fits */
 static int32_t matmul(zb *b, const char *name, int32_t a, int32_t w, int32_t bias,
                       const atm_attrs *at, int nd, const int64_t *cd)
@@ -1166,6 +1191,20 @@ static void backward(zb *b, int32_t id)
 	case ATM_OP_SILU_FWD:
 		unary_grad(b, ATM_OP_SILU_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
 		break;
+	case ATM_OP_RMS_NORM_FWD: {
+		/* x, its gradient; the scale, its; the saved reciprocal RMS */
+		int32_t x = in[0];
+		int32_t bin[4] = {x, dy, in[1], out[1]}, bout[2];
+		bool want = b->info[x].needs_grad;
+		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
+		bout[1] = new_grad(b, in[1]);
+		if (node(b, ATM_OP_RMS_NORM_BWD, &a, 4, bin, 2, bout, "%s.bwd", layer) < 0)
+			return;
+		param_contrib(b, in[1], bout[1]);
+		if (want)
+			accumulate(b, x, bout[0]);
+		break;
+	}
 	case ATM_OP_GELU_FWD:
 		unary_grad(b, ATM_OP_GELU_BWD, &a, layer, in[0], 2, (int32_t[]){in[0], dy});
 		break;

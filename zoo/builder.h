@@ -96,6 +96,9 @@ int32_t zb_embedding(zb *b, const char *name, int32_t ids, int64_t rows, int64_t
 int32_t zb_positions(zb *b, const char *name, const char *param, int64_t seq, int64_t rows,
                      int64_t dim, bool lead_one);
 int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon);
+/* zb_rms_norm -- over the last dimension: x / sqrt(mean of x^2 + epsilon), times a scale [C]
+ * (LLaMA's RMSNorm; the scale's parameter is LAYER.weight) */
+int32_t zb_rms_norm(zb *b, const char *name, int32_t x, float epsilon);
 /* zb_linear -- x [..., in] times a weight [out, in] (+ bias [out]): [..., out] */
 int32_t zb_linear(zb *b, const char *name, int32_t x, int64_t out, bool bias);
 /* zb_matmul -- batched: x [..., m, k] times y [..., k, n] (transposes as said), scaled */

@@ -49,6 +49,7 @@ static const struct fw_op {
 	{"embedding", 1, 1, {"num_embeddings", "embedding_dim", NULL}},
 	{"positions", 1, 0, {"table", "length", NULL}},
 	{"layer_norm", 2, 1, {"epsilon", NULL}},
+	{"rms_norm", 1, 1, {"epsilon", NULL}},
 	{"gelu", 0, 1, {"approximate", NULL}},
 	{"tanh", 0, 1, {NULL}},
 	{"silu", 0, 1, {NULL}},
@@ -351,6 +352,10 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 2)) < 0)
 			return rc;
 		*y = op[0] == 'b' ? zb_bn_eps(w->b, name, x, eps) : zb_layer_norm(w->b, name, x, eps);
+	} else if (!strcmp(op, "rms_norm")) {
+		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 1)) < 0)
+			return rc;
+		*y = zb_rms_norm(w->b, name, x, eps);
 	} else if (!strcmp(op, "relu")) {
 		*y = zb_relu(w->b, name, x);
 	} else if (!strcmp(op, "max_pool") || !strcmp(op, "avg_pool")) {

@@ -1328,6 +1328,56 @@ static atm_status run_mul_bwd(const atm_kernel *k, void *const *in, void *const 
 	return ATM_OK;
 }
 
+/* run_rms_norm -- y = x * rstd * w per row, rstd = 1 / sqrt(mean of x^2 + epsilon), the mean
+ * summed in double in index order; rows in parallel, each alone */
+static atm_status run_rms_norm(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const float *x = in[0], *w = in[1];
+	float *y = out[0], *rstd = out[1];
+	int64_t c = k->n_cols;
+	double eps = knode(k)->attrs.epsilon;
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		const float *xr = x + r * c;
+		double ss = 0;
+		for (int64_t i = 0; i < c; i++)
+			ss += (double)xr[i] * xr[i];
+		float s = (float)(1.0 / sqrt(ss / (double)c + eps));
+		rstd[r] = s;
+		for (int64_t i = 0; i < c; i++)
+			y[r * c + i] = xr[i] * s * w[i];
+	}
+	return ATM_OK;
+}
+
+/* run_rms_norm_bwd -- g = dy * w, xhat = x * rstd: dx = rstd * (g - xhat * mean of g * xhat)
+ * per row (rows in parallel), dw = the sum over rows of dy * xhat (columns in parallel, rows in
+ * order); sums in double */
+static atm_status run_rms_norm_bwd(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const float *x = in[0], *dy = in[1], *w = in[2], *rstd = in[3];
+	float *dx = out[0], *dw = out[1];
+	int64_t c = k->n_cols, rows = k->n_rows;
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * c, *dyr = dy + r * c;
+		double s = rstd[r], dot = 0;
+		for (int64_t i = 0; i < c; i++)
+			dot += (double)dyr[i] * w[i] * xr[i] * s;
+		double m = dot / (double)c;
+		for (int64_t i = 0; i < c; i++)
+			dx[r * c + i] = (float)(s * ((double)dyr[i] * w[i] - (double)xr[i] * s * m));
+	}
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < c; i++) {
+		double acc = 0;
+		for (int64_t r = 0; r < rows; r++)
+			acc += (double)dy[r * c + i] * x[r * c + i] * rstd[r];
+		dw[i] = (float)acc;
+	}
+	return ATM_OK;
+}
+
 /* run_causal_softmax -- for a causal softmax (the others ran as a primitive): softmax of each row of x over its first i + 1 entries, where i is the
  * row's place in its [T, T] matrix; the masked entries are 0. The sum is in double, in index
  * order. */
@@ -1557,6 +1607,8 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_SILU_BWD] = {build_eltwise, NULL},
 	[ATM_OP_MUL] = {build_mul, NULL},
 	[ATM_OP_MUL_BWD] = {build_flat, run_mul_bwd},
+	[ATM_OP_RMS_NORM_FWD] = {build_lead, run_rms_norm},
+	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm_bwd},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

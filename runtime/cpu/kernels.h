@@ -36,6 +36,8 @@
  *    its own dims of 1; mul_bwd: plain C, each element of db the sum of its dy * a in index
  *    order, in double.
  *  - silu: oneDNN's swish with alpha 1 (x * sigmoid(x)), its backward from x.
+ *  - rms_norm_fwd/bwd: plain C over the rows of [..., C] (rows in parallel, sums in double in
+ *    index order); the scale's gradient sums the rows in order, a column per thread.
  *  - sgd, softmax_xent_fwd/bwd: plain C, single-threaded, in index order;
  *    the loss is summed in double and log(probs) is taken as
  *    (x - max) - log(sum exp(x - max)), finite for finite logits.

@@ -749,6 +749,24 @@ static atm_status run_mul(atm_cuda_kernel *k, void *const *in, void *const *out,
 	return ATM_OK;
 }
 
+/* run_rms_norm -- RMS norm over the last dim, forward or backward (rows and cols from
+ * build_lead) */
+static atm_status run_rms_norm(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	cudaStream_t s = k->c->stream;
+	if (n->op == ATM_OP_RMS_NORM_FWD)
+		CUDA_TRY(atm_cu_rms_norm_fwd(s, in[0], in[1], out[0], out[1], n->attrs.epsilon, k->rows,
+		                             k->cols),
+		         "RMS norm");
+	else
+		CUDA_TRY(atm_cu_rms_norm_bwd(s, in[0], in[1], in[2], in[3], out[0], out[1], k->rows,
+		                             k->cols),
+		         "RMS norm backward");
+	return ATM_OK;
+}
+
 /* run_silu -- y = silu(x), or dx = dy * silu'(x) */
 static atm_status run_silu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
@@ -997,6 +1015,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_SILU_BWD] = {NULL, run_silu},
 	[ATM_OP_MUL] = {build_mul, run_mul},
 	[ATM_OP_MUL_BWD] = {build_mul, run_mul},
+	[ATM_OP_RMS_NORM_FWD] = {build_lead, run_rms_norm},
+	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -417,6 +417,55 @@ __global__ void k_layer_norm_fwd(const float *x, const float *gamma, const float
 	}
 }
 
+/* k_rms_norm_fwd -- one warp per row: rstd = 1 / sqrt(mean of x^2 + eps) (the sum in double),
+ * y = x * rstd * w */
+__global__ void k_rms_norm_fwd(const float *x, const float *w, float *y, float *rstd, double eps,
+                               int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		double ss = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			ss += (double)xr[c] * xr[c];
+		float s = (float)(1.0 / sqrt(warp_sum(ss) / (double)cols + eps));
+		for (int64_t c = lane; c < cols; c += WARP)
+			y[r * cols + c] = xr[c] * s * w[c];
+		if (lane == 0)
+			rstd[r] = s;
+	}
+}
+
+/* k_rms_norm_bwd_dx -- one warp per row: with g = dy * w and xhat = x * rstd,
+ * dx = rstd * (g - xhat * mean(g * xhat)), the mean in double */
+__global__ void k_rms_norm_bwd_dx(const float *x, const float *dy, const float *w,
+                                  const float *rstd, float *dx, int64_t rows, int64_t cols)
+{
+	int lane = threadIdx.x % WARP;
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols, *dyr = dy + r * cols;
+		double s = rstd[r], dot = 0;
+		for (int64_t c = lane; c < cols; c += WARP)
+			dot += (double)dyr[c] * w[c] * xr[c] * s;
+		double m = warp_sum(dot) / (double)cols;
+		for (int64_t c = lane; c < cols; c += WARP)
+			dx[r * cols + c] = (float)(s * ((double)dyr[c] * w[c] - (double)xr[c] * s * m));
+	}
+}
+
+/* k_rms_norm_bwd_dw -- a thread per column: dw = the sum over rows of dy * x * rstd, rows in
+ * order, in double */
+__global__ void k_rms_norm_bwd_dw(const float *x, const float *dy, const float *rstd, float *dw,
+                                  int64_t rows, int64_t cols)
+{
+	FOR_EACH(c, cols) {
+		double acc = 0;
+		for (int64_t r = 0; r < rows; r++)
+			acc += (double)dy[r * cols + c] * x[r * cols + c] * rstd[r];
+		dw[c] = (float)acc;
+	}
+}
+
 /* k_layer_norm_bwd_dx -- one warp per row: with xhat = (x - mean) * inv and g = dy * gamma,
  * dx = inv * (g - mean(g) - xhat * mean(g * xhat)), the means in double */
 __global__ void k_layer_norm_bwd_dx(const float *x, const float *dy, const float *gamma,
@@ -764,6 +813,28 @@ cudaError_t atm_cu_layer_norm_fwd(cudaStream_t s, const float *x, const float *g
 {
 	k_layer_norm_fwd<<<row_blocks(rows), THREADS, 0, s>>>(x, gamma, beta, y, mean, var, eps,
 	                                                       rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_rms_norm_fwd -- launch k_rms_norm_fwd, a warp per row */
+cudaError_t atm_cu_rms_norm_fwd(cudaStream_t s, const float *x, const float *w, float *y,
+                                float *rstd, float eps, int64_t rows, int64_t cols)
+{
+	k_rms_norm_fwd<<<row_blocks(rows), THREADS, 0, s>>>(x, w, y, rstd, (double)eps, rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_rms_norm_bwd -- launch k_rms_norm_bwd_dx (a warp per row), then k_rms_norm_bwd_dw (a
+ * thread per column) */
+cudaError_t atm_cu_rms_norm_bwd(cudaStream_t s, const float *x, const float *dy, const float *w,
+                                const float *rstd, float *dx, float *dw, int64_t rows,
+                                int64_t cols)
+{
+	k_rms_norm_bwd_dx<<<row_blocks(rows), THREADS, 0, s>>>(x, dy, w, rstd, dx, rows, cols);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	k_rms_norm_bwd_dw<<<blocks(cols), THREADS, 0, s>>>(x, dy, rstd, dw, rows, cols);
 	return cudaGetLastError();
 }
 

@@ -128,6 +128,14 @@ cudaError_t atm_cu_token_xent_rows(cudaStream_t s, const float *x, const int32_t
 cudaError_t atm_cu_token_xent_bwd(cudaStream_t s, const float *logp, const int32_t *labels,
                                   float *dx, int64_t rows, int64_t cols);
 
+/* y = x * rstd * w per row of cols, rstd = 1 / sqrt(mean of x^2 + eps) */
+cudaError_t atm_cu_rms_norm_fwd(cudaStream_t s, const float *x, const float *w, float *y,
+                                float *rstd, float eps, int64_t rows, int64_t cols);
+/* dx = rstd * (g - xhat * mean(g * xhat)) with g = dy * w, xhat = x * rstd; dw = the sum over
+ * rows of dy * xhat, rows in order */
+cudaError_t atm_cu_rms_norm_bwd(cudaStream_t s, const float *x, const float *dy, const float *w,
+                                const float *rstd, float *dx, float *dw, int64_t rows,
+                                int64_t cols);
 /* y = x * sigmoid(x) */
 cudaError_t atm_cu_silu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
 /* dx = dy * s (1 + x (1 - s)), s = sigmoid(x) */

@@ -1113,6 +1113,42 @@ static void test_kernels_layer_norm(void **state)
 	net_free(&n);
 }
 
+/* test_kernels_rms_norm -- y and the reciprocal RMS against x / sqrt(mean x^2 + eps) * w per
+ * row, the backward (dx and the scale's gradient) against finite differences */
+static void test_kernels_rms_norm(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs a = {.epsilon = 1e-3f};
+	net_new(&n, "rms");
+	int32_t x = T_IN(&n, "x", 2, 3, 5), w = T_PARAM(&n, "w", 5);
+	int32_t y = T_ACT(&n, "y", 2, 3, 5), r = T_ACT(&n, "rstd", 2, 3);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 5), dx = T_GRAD(&n, "dx", 2, 3, 5), dw = T_GRAD(&n, "dw", 5);
+	int32_t fwd = nod(&n, "rms", ATM_OP_RMS_NORM_FWD, &a, IDS(x, w), IDS(y, r));
+	int32_t bwd = nod(&n, "rms.bwd", ATM_OP_RMS_NORM_BWD, &a, IDS(x, dy, w, r), IDS(dx, dw));
+	net_ready(&n);
+	fill(F(&n, x), 30, -2, 2);
+	fill(F(&n, w), 5, 0.5f, 1.5f);
+	fill(F(&n, dy), 30, -1, 1);
+	run(&n, fwd);
+	double wy[30], wr[6];
+	for (int row = 0; row < 6; row++) {
+		const float *xr = F(&n, x) + row * 5;
+		double ss = 0;
+		for (int i = 0; i < 5; i++)
+			ss += (double)xr[i] * xr[i];
+		wr[row] = 1 / sqrt(ss / 5 + 1e-3);
+		for (int i = 0; i < 5; i++)
+			wy[row * 5 + i] = xr[i] * wr[row] * F(&n, w)[i];
+	}
+	expect_close("y", F(&n, y), wy, 30, 1e-5, 1e-4);
+	expect_close("rstd", F(&n, r), wr, 6, 1e-6, 1e-5);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	check_fd(&n, fwd, y, F(&n, dy), w, dw);
+	net_free(&n);
+}
+
 /* unary_case -- forward op against f(x), backward (from x or y) against finite differences */
 static void unary_case(atm_op fwd_op, atm_op bwd_op, const atm_attrs *a, bool bwd_from_y,
                        double (*f)(double))
@@ -1602,6 +1638,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_split_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_add, reseed),
 		cmocka_unit_test_setup(test_kernels_mul, reseed),
+		cmocka_unit_test_setup(test_kernels_rms_norm, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),

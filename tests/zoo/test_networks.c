@@ -68,8 +68,8 @@ static const struct expect expects[] = {
 	{"test_vgg", 143667240, 1000, 224, {{"pool5.y", 4, {BATCH, 512, 7, 7}}}, 0, false},
 	{"tiny_cnn", 0, 10, 32, {{"cat.y", 4, {BATCH, 16, 16, 16}}, {"gap.y", 4, {BATCH, 16, 1, 1}}}, 0, false},
 	{"tiny_mlp", 0, 10, 8, {{"fc2.y", 2, {BATCH, 32}}}, 0, false},
-	/* 3*8*9 + 8, 8*4 + 4, 4*8 + 8, 8*8, 8*10 + 10 */
-	{"tiny_se", 454, 10, 32, {{"se.excite.y", 4, {BATCH, 8, 1, 1}}, {"gate.mul.y", 4, {BATCH, 8, 16, 16}}},
+	/* 3*8*9 + 8, 8*4 + 4, 4*8 + 8, 8*8, 16 (the RMS norm's scale), 8*10 + 10 */
+	{"tiny_se", 470, 10, 32, {{"se.excite.y", 4, {BATCH, 8, 1, 1}}, {"gate.mul.y", 4, {BATCH, 8, 16, 16}}},
 	 0, false},
 	/* transformers: the published counts (GPT-2 and BERT as Hugging Face's GPT2Model and
 	 * BertModel with the pooler, ViT-B/16 as torchvision's); sequence 128 unless said */
@@ -173,7 +173,8 @@ static bool is_forward(atm_op op)
 {
 	return op == ATM_OP_CONV_FWD || op == ATM_OP_IP_FWD || op == ATM_OP_RELU_FWD ||
 	       op == ATM_OP_MAXPOOL_FWD || op == ATM_OP_AVGPOOL_FWD || op == ATM_OP_BN_FWD ||
-	       op == ATM_OP_CONCAT || op == ATM_OP_SOFTMAX_XENT_FWD || op == ATM_OP_SILU_FWD;
+	       op == ATM_OP_CONCAT || op == ATM_OP_SOFTMAX_XENT_FWD || op == ATM_OP_SILU_FWD ||
+	       op == ATM_OP_RMS_NORM_FWD;
 }
 
 /* check_sgd -- one SGD per parameter, right after the node that completes its
