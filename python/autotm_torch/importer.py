@@ -49,7 +49,9 @@ SUPPORTED = (
     "+ of two tensors (or of a parameter broadcast over the batch), * of two tensors (the "
     "second of the first's shape or broadcast into it), torch.cat, relu, gelu, silu, "
     "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
-    "masked_fill with a causal -inf mask before a softmax, expand of a parameter over the "
+    "masked_fill with a causal -inf mask before a softmax, RMSNorm written as "
+    "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, float() and type_as "
+    "(float32 throughout), expand of a parameter over the "
     "batch, adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
 
 
@@ -310,6 +312,35 @@ class _Const(_Expr):
         self.value, self.what, self.shape = value, what, tuple(value.shape)
 
 
+class _Square(_Expr):
+    """src * src (x.pow(2), x ** 2, x * x): an RMS norm's start, or a product of one shape"""
+
+    def __init__(self, src):
+        self.src, self.shape = src, src.shape
+
+
+class _MeanSq(_Expr):
+    """the mean over the last dimension of src squared (keepdim), plus eps once added"""
+
+    def __init__(self, src, eps=None):
+        self.src, self.eps = src, eps
+        self.shape = tuple(src.shape[:-1]) + (1,)
+
+
+class _Rstd(_Expr):
+    """rsqrt(mean of src^2 over the last dimension + eps)"""
+
+    def __init__(self, src, eps):
+        self.src, self.eps, self.shape = src, eps, tuple(src.shape[:-1]) + (1,)
+
+
+class _RmsNormed(_Expr):
+    """src * rsqrt(mean of src^2 + eps): an RMS norm waiting for its scale"""
+
+    def __init__(self, src, eps):
+        self.src, self.eps, self.shape = src, eps, src.shape
+
+
 class _Tuple(_Expr):
     def __init__(self, items):
         self.items = items
@@ -448,6 +479,12 @@ class _Builder:
                                f"data: autotm's forward graphs hold the input and parameters, "
                                f"no other tensors (a constant is taken only as a causal mask "
                                f"before a softmax or as position ids of an embedding)")
+        elif isinstance(e, _Square):
+            made = self.emit(e.origin, "mul", [self.get(e.src), self.get(e.src)], e.shape)
+        elif isinstance(e, (_MeanSq, _Rstd, _RmsNormed)):
+            self.unsupported("a part of an RMS norm read by anything but the next step of "
+                             "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight "
+                             "(weight: a parameter [C])")
         elif isinstance(e, _Nothing):
             self.unsupported("reading a result the layer does not give (MultiheadAttention's "
                              "weights: autotm's attention gives none)")
@@ -698,6 +735,21 @@ class _Builder:
         if f in (torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze) \
                 or is_("flatten", "view", "reshape", "unflatten", "squeeze", "unsqueeze"):
             return self.view(a[0], out)
+        if is_("float", "type_as") or (is_("to") and a[1:] in ((torch.float32,), ())
+                                           and kw.get("dtype", torch.float32) is torch.float32):
+            return self.expr(a[0])  # to float32, which autotm's tensors are
+        if f in (torch.pow, operator.pow) or is_("pow"):
+            if len(a) != 2 or a[1] != 2:
+                self.unsupported("a power other than x ** 2 (in an RMS norm)")
+            return _Square(self.expr(a[0]))
+        if f is torch.mean or is_("mean"):
+            return self.mean_square(a, kw)
+        if f is torch.rsqrt or is_("rsqrt"):
+            e = self.expr(a[0])
+            if not isinstance(e, _MeanSq) or e.eps is None:
+                self.unsupported("rsqrt of other than the mean of x^2 over the last dimension "
+                                 "plus eps (an RMS norm)")
+            return _Rstd(e.src, e.eps)
         if is_("contiguous") or f is F.dropout or is_("clone"):
             if f is F.dropout and (a[1] if len(a) > 1 else kw.get("p", 0.5)) > 0:
                 self.left_out.append(("dropout", _where(node)))
@@ -757,7 +809,29 @@ class _Builder:
         name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
         self.unsupported(f"{'method' if method else 'function'} {name}")
 
+    def mean_square(self, a, kw):
+        """x.pow(2).mean(-1, keepdim=True): an RMS norm's mean square"""
+        e = self.expr(a[0])
+        dim = a[1] if len(a) > 1 else kw.get("dim")
+        keep = a[2] if len(a) > 2 else kw.get("keepdim", False)
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        if not isinstance(e, _Square) or not isinstance(dim, int) or not keep or \
+                dim % len(e.shape) != len(e.shape) - 1:
+            self.unsupported("a mean other than of x^2 over the last dimension with keepdim "
+                             "(an RMS norm)")
+        return _MeanSq(e.src)
+
     def add(self, a, kw):
+        if len(a) == 2 and not kw:  # mean of x^2 + eps, an RMS norm's
+            for t, c in ((a[0], a[1]), (a[1], a[0])):
+                if isinstance(t, torch.fx.Node) and isinstance(c, (int, float)) and \
+                        not isinstance(c, bool) and isinstance(self.expr(t), _MeanSq):
+                    e = self.expr(t)
+                    if e.eps is not None or not c > 0:
+                        self.unsupported(f"adding {c!r} to an RMS norm's mean square (autotm's "
+                                         f"takes one epsilon above 0)")
+                    return _MeanSq(e.src, float(c))
         if len(a) != 2 or kw.get("alpha", 1) != 1 or not all(isinstance(v, torch.fx.Node)
                                                              for v in a):
             self.unsupported("add of other than two tensors")
@@ -802,6 +876,18 @@ class _Builder:
     def product(self, a, out):
         """a * b of two tensors: autotm's mul, the larger first, the other broadcast into it"""
         es = [self.expr(v) for v in a]
+        if a[0] is a[1]:
+            return _Square(es[0])
+        for x, y in ((es[0], es[1]), (es[1], es[0])):
+            if isinstance(y, _Rstd) and y.src is x:
+                return _RmsNormed(x, y.eps)
+            if isinstance(x, _RmsNormed) and isinstance(y, _Param):
+                if tuple(y.shape) != (x.shape[-1],):
+                    self.unsupported(f"an RMS norm's scale {y.pname} {list(y.shape)} (autotm's "
+                                     f"is a vector over the last dimension, {x.shape[-1]})")
+                scope = self.scopes.get(self.node)
+                return self.emit(scope or self.base(), "rms_norm", [self.get(x.src)], x.shape,
+                                 [y.tensor], epsilon=x.eps)
         for e in es:
             if isinstance(e, _Const):
                 self.get(e)  # a buffer as a factor: refused, named

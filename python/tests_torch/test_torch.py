@@ -64,6 +64,41 @@ if torch is not None:
             x = self.mix(torch.relu(self.mix(self.proj(torch.relu(self.proj(x))))))
             return self.fc(torch.flatten(x, 1))
 
+    class RMSNorm(nn.Module):
+        """LLaMA's RMSNorm, as its reference code writes it"""
+
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def _norm(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+        def forward(self, x):
+            return self._norm(x.float()).type_as(x) * self.weight
+
+    class GatedMLP(nn.Module):
+        """token embedding, RMSNorm, a SwiGLU MLP w2(silu(w1(x)) * w3(x)) with bias-free
+        linears in a residual, RMSNorm, an output projection: the non-attention half of a
+        LLaMA-style decoder"""
+
+        def __init__(self, vocab=64, dim=16, hidden=24):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, dim)
+            self.norm1 = RMSNorm(dim)
+            self.w1 = nn.Linear(dim, hidden, bias=False)
+            self.w3 = nn.Linear(dim, hidden, bias=False)
+            self.w2 = nn.Linear(hidden, dim, bias=False)
+            self.norm2 = RMSNorm(dim)
+            self.out = nn.Linear(dim, vocab, bias=False)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            h = self.norm1(x)
+            x = x + self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))
+            return self.out(self.norm2(x))
+
     class SqueezeExcite(nn.Module):
         """SiLU, a squeeze-and-excitation's per-channel scale ([N, C, H, W] times [N, C, 1, 1])
         and a gated product of one shape, as EfficientNet's and LLaMA's blocks have them"""
@@ -237,6 +272,29 @@ class TestImport(unittest.TestCase):
             to_forward(Outer(), (2, 3, 2, 2))
         self.assertIn("multiplying [2, 4, 1] and [2, 1, 4]", str(e.exception))
 
+    def test_rms_norm_maps_to_one_layer(self):
+        from autotm_torch.importer import ImportError_, to_forward
+        torch.manual_seed(0)
+        g, params, _ = to_forward(GatedMLP(), (2, 8), tokens=True)
+        norms = [l for l in g["layers"] if l["op"] == "rms_norm"]
+        self.assertEqual([l["name"] for l in norms], ["norm1", "norm2"])
+        self.assertEqual(norms[0]["params"], ["norm1.weight"])
+        self.assertAlmostEqual(norms[0]["epsilon"], 1e-6)
+        self.assertEqual([l["op"] for l in g["layers"]].count("mul"), 1)  # the gate
+
+        class Cubed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(8, 4)
+
+            def forward(self, ids):
+                x = self.emb(ids)
+                return x * torch.rsqrt(x.pow(3).mean(-1, keepdim=True) + 1e-6)
+
+        with self.assertRaises(ImportError_) as e:
+            to_forward(Cubed(), (2, 4), tokens=True)
+        self.assertIn("a power other than x ** 2", str(e.exception))
+
     def test_shared_modules_name_one_tensor(self):
         # a module used twice, or under two names, is one parameter per tensor: both layers
         # name it, and autotm sums its gradient over the uses (docs/graph-format.md)
@@ -386,6 +444,11 @@ class TestStepEqualsPyTorch(unittest.TestCase):
     def test_linear_applied_twice(self):
         torch.manual_seed(0)
         self.check(LinearTwice(), (2, 3, 4, 4))
+
+    def test_gated_mlp_with_rms_norm(self):
+        # RMS norm's two gradients, the SwiGLU gate's product of one shape, tokens in
+        torch.manual_seed(0)
+        self.check(GatedMLP(), (2, 8), tokens=True)
 
     def test_squeeze_excite(self):
         # SiLU's backward, the broadcast product's two gradients (mul_bwd sums the scale's)
