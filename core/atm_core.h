@@ -162,6 +162,9 @@ typedef enum {
 	ATM_OP_RMS_NORM_FWD,      /* in: x[..., C], w[C]       out: y = x * rstd * w, rstd[...] =
 	                           * 1 / sqrt(mean over C of x^2 + epsilon) */
 	ATM_OP_RMS_NORM_BWD,      /* in: x, dy, w, rstd        out: dx, dw */
+	ATM_OP_ROPE_FWD,          /* in: x[..., T, D]          out: y, x's pairs (i, i + D/2) rotated
+	                           * by t * theta^(-2i/D) at position t (rotary embeddings) */
+	ATM_OP_ROPE_BWD,          /* in: dy                    out: dx, dy rotated back */
 	ATM_N_OPS
 } atm_op;
 
@@ -182,6 +185,7 @@ typedef struct {
 	bool positions;     /* embedding: row t for position t, no ids */
 	int32_t n_perm;     /* permute: entries of perm */
 	int32_t perm[ATM_MAX_DIMS]; /* permute: output axis i is axis perm[i] of the input's view */
+	float theta;        /* rope: the base of the rotation frequencies (10000 in LLaMA 2) */
 } atm_attrs;
 
 /* A tensor as the graph holds it (read-only view, owned by the graph). */
@@ -243,8 +247,9 @@ enum {
 	ATM_ATTR_TANH = 1u << 11,       /* "tanh" */
 	ATM_ATTR_POSITIONS = 1u << 12,  /* "positions" */
 	ATM_ATTR_PERM = 1u << 13,       /* "perm" */
+	ATM_ATTR_THETA = 1u << 14,      /* "theta" */
 };
-#define ATM_N_ATTRS 14
+#define ATM_N_ATTRS 15
 
 /* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
 const char *atm_attr_name(unsigned attr);

@@ -39,7 +39,7 @@ atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm
 	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd, atm_shape_matmul,
 	atm_shape_reduce, atm_shape_layer_norm, atm_shape_softmax, atm_shape_embedding,
 	atm_shape_permute, atm_shape_narrow, atm_shape_token_loss, atm_shape_mul, atm_shape_mul_bwd,
-	atm_shape_rms_norm;
+	atm_shape_rms_norm, atm_shape_rope;
 
 /* atm_shape_matmul_dims, atm_shape_permute_view -- the geometry the matmul and permute rules
  * check, for atm_matmul_dims_of and atm_permute_view (geometry.c) */

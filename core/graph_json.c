@@ -21,6 +21,7 @@
 
 /* Defaults of attrs a file leaves out; the writer always writes them. */
 #define GJ_DEFAULT_EPSILON 1e-5f
+#define GJ_DEFAULT_THETA 10000.0f /* rope: LLaMA 2's base */
 #define GJ_DEFAULT_LR 0.01f
 #define GJ_DEFAULT_AXIS 1
 
@@ -514,6 +515,7 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	a->axis = GJ_DEFAULT_AXIS;
 	a->epsilon = GJ_DEFAULT_EPSILON;
 	a->lr = GJ_DEFAULT_LR;
+	a->theta = GJ_DEFAULT_THETA;
 	a->scale = 1.0f;
 	gj_sub(where, sizeof where, label, "attrs");
 	if (obj && !json_is_object(obj))
@@ -592,6 +594,10 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	if ((v = json_object_get(obj, "lr")) &&
 	    (rc = gj_float(v, gj_sub(w, sizeof w, where, "lr"), 0, false, "a number >= 0",
 	                   &a->lr)) < 0)
+		return rc;
+	if ((v = json_object_get(obj, "theta")) &&
+	    (rc = gj_float(v, gj_sub(w, sizeof w, where, "theta"), 1, true, "a number above 1",
+	                   &a->theta)) < 0)
 		return rc;
 	return ATM_OK;
 }
@@ -1013,6 +1019,8 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 			atm_json_set_new(o, k, gj_real(a->epsilon), ok);
 		else if (strcmp(k, "lr") == 0)
 			atm_json_set_new(o, k, gj_real(a->lr), ok);
+		else if (strcmp(k, "theta") == 0)
+			atm_json_set_new(o, k, gj_real(a->theta), ok);
 		else if (strcmp(k, "scale") == 0)
 			atm_json_set_new(o, k, gj_real(a->scale ? a->scale : 1.0f), ok);
 		else if (strcmp(k, "perm") == 0)

@@ -217,6 +217,16 @@ static const struct atm_op_entry ops[] = {
 		      .attrs = ATM_ATTR_EPSILON},
 		.digest_id = 42, .shape = atm_shape_rms_norm, .work = atm_work_bn_bwd,
 	},
+	[ATM_OP_ROPE_FWD] = {
+		.d = {.name = "rope_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_THETA},
+		.digest_id = 43, .shape = atm_shape_rope, .work = atm_work_transcendental,
+	},
+	[ATM_OP_ROPE_BWD] = {
+		.d = {.name = "rope_bwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .attrs = ATM_ATTR_THETA},
+		.digest_id = 44, .shape = atm_shape_rope, .work = atm_work_transcendental,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,
@@ -226,7 +236,7 @@ _Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has n
 /* The JSON keys of the ATM_ATTR_* bits, bit i at index i. */
 static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
-	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm",
+	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm", "theta",
 };
 
 /* atm_op_entry -- op's entry, NULL for a value that is no op */

@@ -499,6 +499,20 @@ atm_status atm_shape_rms_norm(const atm_node *n, const atm_tensor *const *in,
 	return expect_vec("scale gradient", out[1], ch);
 }
 
+/* atm_shape_rope -- x [..., T, D] with D even, y of its shape, a usable theta */
+atm_status atm_shape_rope(const atm_node *n, const atm_tensor *const *in,
+                          const atm_tensor *const *out)
+{
+	const atm_tensor *x = in[0];
+	char s[128];
+	CHECK(x->ndim >= 2 && x->dims[x->ndim - 1] % 2 == 0,
+	      "data '%s' has shape %s; rotary embeddings expect [..., T, D] with D even", x->name,
+	      shape_str(x, s, sizeof s));
+	CHECK(isfinite(n->attrs.theta) && n->attrs.theta > 1,
+	      "theta must be a finite number above 1, got %g", (double)n->attrs.theta);
+	return expect_same("input", x, "output", out[0]);
+}
+
 /* atm_shape_softmax -- one shape throughout; a causal mask needs square rows x columns */
 atm_status atm_shape_softmax(const atm_node *n, const atm_tensor *const *in,
                              const atm_tensor *const *out)

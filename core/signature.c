@@ -68,6 +68,8 @@ static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 		atm_text_add(s, "/t%d", a->tanh ? 1 : 0);
 	if (attrs & ATM_ATTR_POSITIONS)
 		atm_text_add(s, "/pos%d", a->positions ? 1 : 0);
+	if (attrs & ATM_ATTR_THETA)
+		atm_text_add(s, "/th%s", float_str(a->theta, f, sizeof f));
 	if (attrs & ATM_ATTR_PERM) {
 		atm_text_str(s, "/perm");
 		for (int i = 0; i < a->n_perm; i++)

@@ -304,6 +304,7 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	int32_t my = OUT("mul.y", 3, sq), mdb = OUT("mul.db", 1, ch);
 	int32_t ry = OUT("rms.y", 3, sq), rr = OUT("rms.rstd", 2, rows);
 	int32_t rdx = OUT("rms.dx", 3, sq), rdw = OUT("rms.dw", 1, ch);
+	int32_t qy = OUT("rope.y", 3, sq), qdx = OUT("rope.dx", 3, sq);
 #undef OUT
 	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){lin, w, b}, 1, &mm);
 	nd[ATM_OP_REDUCE_SUM] = cal_n(c, p, NULL, ATM_OP_REDUCE_SUM, NULL, 1, &dy, 1, &rs);
@@ -333,6 +334,9 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	nd[ATM_OP_SILU_BWD] = cal_n(c, p, NULL, ATM_OP_SILU_BWD, NULL, 2, (int32_t[]){x, dy}, 1, &udx);
 	nd[ATM_OP_MUL] = cal_n(c, p, NULL, ATM_OP_MUL, NULL, 2, (int32_t[]){x, g}, 1, &my);
 	nd[ATM_OP_MUL_BWD] = cal_n(c, p, NULL, ATM_OP_MUL_BWD, NULL, 2, (int32_t[]){dy, x}, 1, &mdb);
+	atm_attrs th = {.theta = 10000.0f};
+	nd[ATM_OP_ROPE_FWD] = cal_n(c, p, NULL, ATM_OP_ROPE_FWD, &th, 1, &x, 1, &qy);
+	nd[ATM_OP_ROPE_BWD] = cal_n(c, p, NULL, ATM_OP_ROPE_BWD, &th, 1, &dy, 1, &qdx);
 	nd[ATM_OP_RMS_NORM_FWD] = cal_n(c, p, NULL, ATM_OP_RMS_NORM_FWD, &eps, 2, (int32_t[]){x, g}, 2,
 	                                (int32_t[]){ry, rr});
 	nd[ATM_OP_RMS_NORM_BWD] = cal_n(c, p, NULL, ATM_OP_RMS_NORM_BWD, &eps, 4,

@@ -784,6 +784,18 @@ int32_t zb_tanh(zb *b, const char *name, int32_t x)
 	return unary(b, name, x, ATM_OP_TANH_FWD, NULL);
 }
 
+int32_t zb_rope(zb *b, const char *name, int32_t x, float theta)
+{
+	if (usable(b, name, x, 0)) {
+		const atm_tensor *t = atm_graph_tensor(b->g, x);
+		if (t->ndim < 2 || t->dims[t->ndim - 1] % 2)
+			return failf(b, ATM_E_USAGE, "layer '%s': input '%s' needs [..., T, D] with D even "
+			             "for rotary embeddings", name, t->name);
+	}
+	atm_attrs a = {.theta = theta};
+	return unary(b, name, x, ATM_OP_ROPE_FWD, &a);
+}
+
 int32_t zb_silu(zb *b, const char *name, int32_t x)
 {
 	return unary(b, name, x, ATM_OP_SILU_FWD, NULL);
@@ -1190,6 +1202,9 @@ static void backward(zb *b, int32_t id)
 		break;
 	case ATM_OP_SILU_FWD:
 		unary_grad(b, ATM_OP_SILU_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
+		break;
+	case ATM_OP_ROPE_FWD:
+		unary_grad(b, ATM_OP_ROPE_BWD, &a, layer, in[0], 1, &dy);
 		break;
 	case ATM_OP_RMS_NORM_FWD: {
 		/* x, its gradient; the scale, its; the saved reciprocal RMS */

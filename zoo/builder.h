@@ -106,6 +106,9 @@ int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, b
                   float scale);
 int32_t zb_gelu(zb *b, const char *name, int32_t x, bool tanh_form);
 int32_t zb_tanh(zb *b, const char *name, int32_t x);
+/* zb_rope -- rotary position embeddings over x [..., T, D] (D even), the rotate-half form
+ * with base theta */
+int32_t zb_rope(zb *b, const char *name, int32_t x, float theta);
 /* zb_silu -- x * sigmoid(x) (SiLU, swish) */
 int32_t zb_silu(zb *b, const char *name, int32_t x);
 /* zb_softmax -- over the last dim; causal masks entry j of row i of the last two when j > i */
@@ -161,5 +164,6 @@ atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *spec);    /* variant unu
 atm_status zb_net_gpt2(atm_graph **g, const zb_spec *spec);       /* variant: 12, 24, 36, 48 layers */
 atm_status zb_net_bert(atm_graph **g, const zb_spec *spec);       /* variant unused */
 atm_status zb_net_vit(atm_graph **g, const zb_spec *spec);        /* variant unused */
+atm_status zb_net_llama(atm_graph **g, const zb_spec *spec);      /* variant: which sizes */
 
 #endif /* ATM_ZOO_BUILDER_H */

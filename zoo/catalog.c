@@ -41,6 +41,9 @@ struct entry {
  * + 10. */
 #define TINY_GPT_PARAMS (2 * 49984 + 512 * 64 + 64 * 64 + 128)
 #define TINY_BERT_PARAMS (2 * 49984 + 512 * 64 + 64 * 64 + 2 * 64 + 128 + 64 * 64 + 64)
+/* tiny_llama: 2 layers of q, o 64 x 64, k, v 64 x 32, the MLP 3 x 64 x 96 and two norms of 64;
+ * embedding and output 512 x 64 each (untied), the final norm 64 */
+#define TINY_LLAMA_PARAMS (2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 96 + 2 * 64) + 2 * 512 * 64 + 64)
 #define TINY_VIT_PARAMS (2 * 49984 + 12352 + 64 + 17 * 64 + 128 + 64 * 10 + 10)
 
 /* The small preset keeps every step at or below ~100 GFLOP (forward + backward,
@@ -140,6 +143,12 @@ static const struct entry catalogue[] = {
 	 zb_net_vit, 0,
 	 {[P_PAPER] = ONE(256), [P_GPU] = {.n_batch = 2, .batch = {256, 512}},
 	  [P_SMALL] = ONE(2)}},
+	{{"tinyllama-1.1b", "llama", "TinyLlama-1.1B: 22 layers, 2048 wide, 32 heads, 4 key/value "
+	  "heads, MLP 5632, untied", 0, 32000, 1, 1100048384, 64},
+	 zb_net_llama, 1, {[P_PAPER] = SEQ(4, 2048), [P_SMALL] = SEQ(1, 64)}},
+	{{"llama-3.2-1b", "llama", "Llama 3.2 1B: 16 layers, 2048 wide, 32 heads, 8 key/value heads, "
+	  "MLP 8192, tied embeddings", 0, 128256, 1, 1235814400, 64},
+	 zb_net_llama, 2, {[P_PAPER] = SEQ(4, 2048), [P_SMALL] = SEQ(1, 64)}},
 	{{"tiny_gpt", "tiny", "a 2-layer, 64-wide GPT-2 (causal, tied embeddings) on 512 tokens", 0,
 	  512, 2, TINY_GPT_PARAMS, 32},
 	 zb_net_gpt2, 2, {[P_SMALL] = SEQ(2, 32)}},
@@ -149,6 +158,9 @@ static const struct entry catalogue[] = {
 	{{"tiny_vit", "tiny", "a 2-layer, 64-wide ViT on 32x32 images in 8x8 patches", 32, 10, 2,
 	  TINY_VIT_PARAMS, 0},
 	 zb_net_vit, 2, {[P_SMALL] = ONE(2)}},
+	{{"tiny_llama", "tiny", "a 2-layer, 64-wide LLaMA (RMSNorm, rotary embeddings, 4 heads over 2 "
+	  "key/value heads, SwiGLU) on 512 tokens", 0, 512, 2, TINY_LLAMA_PARAMS, 32},
+	 zb_net_llama, 0, {[P_SMALL] = SEQ(2, 32)}},
 };
 
 #define N_MODELS ((int)(sizeof catalogue / sizeof catalogue[0]))

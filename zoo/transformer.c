@@ -1,4 +1,4 @@
-/* transformer.c -- GPT-2, BERT-base and ViT-B/16 training steps, their tensors named as PyTorch's modules name them
+/* transformer.c -- GPT-2, BERT-base, ViT-B/16 and LLaMA-style training steps, their tensors named as PyTorch's modules name them
  *
  * Activations are [batch, seq, features]. Attention is composed of the graph's ops: one linear
  * layer makes q, k and v, a split and a permute give each [batch, heads, seq, head_dim],
@@ -223,6 +223,117 @@ atm_status zb_net_vit(atm_graph **g, const zb_spec *s)
 	x = zb_layer_norm(b, "encoder.ln", x, t.eps);
 	x = zb_narrow(b, "class_token_out", x, 1, 1);
 	x = zb_linear(b, "heads.head", x, s->n_classes, true);
+	rc = zb_finish_tokens(b, 1, &x, (const char *[]){"labels"}, (const char *[]){"loss"}, g);
+	zb_destroy(b);
+	return rc;
+}
+
+/* Sizes of a LLaMA-style decoder. */
+struct llama {
+	int variant;
+	int64_t layers, width, heads, kv_heads, mlp;
+	float theta;
+	bool tied;
+};
+
+/* repeat_heads -- k or v [batch, kv_heads, seq, head_dim] with each head repeated g times in
+ * place ([batch, kv_heads * g, seq, head_dim], heads j*g .. j*g + g-1 reading head j, as
+ * Hugging Face's repeat_kv): read as [batch, kv_heads, seq*head_dim], g copies concatenated
+ * along the last axis, read back as heads (g <= 16) */
+static int32_t repeat_heads(zb *b, const char *p, char which, int32_t x, int64_t g)
+{
+	char nm[ZB_NAME_MAX];
+	const int32_t same[4] = {0, 1, 2, 3};
+	int64_t bt = zb_dim(b, x, 0), kv = zb_dim(b, x, 1), seq = zb_dim(b, x, 2), hd = zb_dim(b, x, 3);
+	int64_t flat[3] = {bt, kv, seq * hd}, heads[4] = {bt, kv * g, seq, hd};
+	int32_t copies[16];
+	x = zb_permute(b, zb_namef(nm, "%s.%c_flat", p, which), x, 4, same, 3, flat);
+	for (int64_t i = 0; i < g && i < 16; i++)
+		copies[i] = x;
+	x = zb_concat_axis(b, zb_namef(nm, "%s.%c_repeat", p, which), (int)(g < 16 ? g : 16), copies,
+	                   2);
+	return zb_permute(b, zb_namef(nm, "%s.%c_groups", p, which), x, 3, same, 4, heads);
+}
+
+/* llama_attention -- x [batch, seq, width] under module p: bias-free q, k, v projections, k
+ * and v of kv_heads heads, rotary embeddings on q and k, k and v repeated to the query heads,
+ * causal attention scaled by 1/sqrt(head_dim), the heads joined, o_proj */
+static int32_t llama_attention(zb *b, const struct llama *t, const char *p, int32_t x)
+{
+	char nm[ZB_NAME_MAX];
+	int64_t bt = zb_dim(b, x, 0), seq = zb_dim(b, x, 1), hd = t->width / t->heads;
+	int64_t qd[4] = {bt, t->heads, seq, hd}, kd[4] = {bt, t->kv_heads, seq, hd};
+	int64_t joined[3] = {bt, seq, t->width};
+	const int32_t to_heads[4] = {0, 2, 1, 3};
+	int32_t q = zb_linear(b, zb_namef(nm, "%s.q_proj", p), x, t->width, false);
+	int32_t k = zb_linear(b, zb_namef(nm, "%s.k_proj", p), x, t->kv_heads * hd, false);
+	int32_t v = zb_linear(b, zb_namef(nm, "%s.v_proj", p), x, t->kv_heads * hd, false);
+	q = zb_permute(b, zb_namef(nm, "%s.q_heads", p), q, 4, to_heads, 4, qd);
+	k = zb_permute(b, zb_namef(nm, "%s.k_heads", p), k, 4, to_heads, 4, kd);
+	v = zb_permute(b, zb_namef(nm, "%s.v_heads", p), v, 4, to_heads, 4, kd);
+	q = zb_rope(b, zb_namef(nm, "%s.q_rope", p), q, t->theta);
+	k = zb_rope(b, zb_namef(nm, "%s.k_rope", p), k, t->theta);
+	if (t->heads > t->kv_heads) {
+		k = repeat_heads(b, p, 'k', k, t->heads / t->kv_heads);
+		v = repeat_heads(b, p, 'v', v, t->heads / t->kv_heads);
+	}
+	int32_t s = zb_matmul(b, zb_namef(nm, "%s.scores", p), q, k, false, true,
+	                      (float)(1.0 / sqrt((double)hd)));
+	s = zb_softmax(b, zb_namef(nm, "%s.softmax", p), s, true);
+	int32_t ctx = zb_matmul(b, zb_namef(nm, "%s.context", p), s, v, false, false, 1.0f);
+	ctx = zb_permute(b, zb_namef(nm, "%s.join_heads", p), ctx, 4, to_heads, 3, joined);
+	return zb_linear(b, zb_namef(nm, "%s.o_proj", p), ctx, t->width, false);
+}
+
+/* llama_mlp -- SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x)), bias-free */
+static int32_t llama_mlp(zb *b, const struct llama *t, const char *p, int32_t x)
+{
+	char nm[ZB_NAME_MAX];
+	int32_t gate = zb_linear(b, zb_namef(nm, "%s.gate_proj", p), x, t->mlp, false);
+	int32_t up = zb_linear(b, zb_namef(nm, "%s.up_proj", p), x, t->mlp, false);
+	gate = zb_silu(b, zb_namef(nm, "%s.act", p), gate);
+	x = zb_mul(b, zb_namef(nm, "%s.gate", p), gate, up);
+	return zb_linear(b, zb_namef(nm, "%s.down_proj", p), x, t->width, false);
+}
+
+/* zb_net_llama -- a LLaMA-style decoder as Hugging Face's LlamaForCausalLM names it
+ * (model.embed_tokens, model.layers.N.{input_layernorm, self_attn, post_attention_layernorm,
+ * mlp}, model.norm, lm_head): pre-norm RMSNorm blocks, grouped-query attention with rotary
+ * embeddings, a SwiGLU MLP, the output projection tied to the embedding or not; variant 1:
+ * TinyLlama-1.1B, 2: Llama 3.2 1B, 0: the suite's tiny one; a token loss at every position */
+atm_status zb_net_llama(atm_graph **g, const zb_spec *s)
+{
+	static const struct llama sizes[] = {
+		{1, 22, 2048, 32, 4, 5632, 10000.0f, false},
+		{2, 16, 2048, 32, 8, 8192, 500000.0f, true},
+		{0, 2, 64, 4, 2, 96, 10000.0f, false},
+	};
+	struct llama t = sizes[2];
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		if (sizes[i].variant == s->variant)
+			t = sizes[i];
+	zb *b = NULL;
+	char nm[ZB_NAME_MAX], p[ZB_NAME_MAX];
+	atm_status rc;
+	*g = NULL;
+	if ((rc = zb_new(&b, s)) < 0)
+		return rc;
+	int32_t ids = zb_tokens(b, "input_ids", s->seq);
+	zb_param_names(b, "model.embed_tokens.weight", NULL);
+	int32_t x = zb_embedding(b, "model.embed_tokens", ids, s->n_classes, t.width);
+	for (int64_t l = 0; l < t.layers; l++) {
+		zb_namef(p, "model.layers.%lld", (long long)l);
+		int32_t h = zb_rms_norm(b, zb_namef(nm, "%s.input_layernorm", p), x, 1e-5f);
+		h = llama_attention(b, &t, zb_namef(nm, "%s.self_attn", p), h);
+		x = zb_add(b, zb_namef(nm, "%s.attn_residual", p), x, h);
+		h = zb_rms_norm(b, zb_namef(nm, "%s.post_attention_layernorm", p), x, 1e-5f);
+		h = llama_mlp(b, &t, zb_namef(nm, "%s.mlp", p), h);
+		x = zb_add(b, zb_namef(nm, "%s.mlp_residual", p), x, h);
+	}
+	x = zb_rms_norm(b, "model.norm", x, 1e-5f);
+	if (t.tied)
+		zb_param_names(b, "model.embed_tokens.weight", NULL);
+	x = zb_linear(b, "lm_head", x, s->n_classes, false);
 	rc = zb_finish_tokens(b, 1, &x, (const char *[]){"labels"}, (const char *[]){"loss"}, g);
 	zb_destroy(b);
 	return rc;

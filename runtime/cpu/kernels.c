@@ -1378,6 +1378,32 @@ static atm_status run_rms_norm_bwd(const atm_kernel *k, void *const *in, void *c
 	return ATM_OK;
 }
 
+/* run_rope -- rotary embeddings over x [..., T, D] in the rotate-half form: with h = D/2 and
+ * a = t * theta^(-2i/D) at position t (the row's place along T), y_i = x_i cos a - x_{i+h} sin a
+ * and y_{i+h} = x_{i+h} cos a + x_i sin a; the backward rotates by -a. Angles in double. */
+static atm_status run_rope(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const float *x = in[0];
+	float *y = out[0];
+	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
+	int64_t d = k->n_cols, h = d / 2, seq = t->dims[t->ndim - 2];
+	double theta = knode(k)->attrs.theta, sign = knode(k)->op == ATM_OP_ROPE_BWD ? -1.0 : 1.0;
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < k->n_rows; r++) {
+		double pos = (double)(r % seq);
+		const float *xr = x + r * d;
+		float *yr = y + r * d;
+		for (int64_t i = 0; i < h; i++) {
+			double a = pos * pow(theta, -2.0 * (double)i / (double)d);
+			float c = (float)cos(a), s = (float)(sign * sin(a));
+			float x0 = xr[i], x1 = xr[i + h];
+			yr[i] = x0 * c - x1 * s;
+			yr[i + h] = x1 * c + x0 * s;
+		}
+	}
+	return ATM_OK;
+}
+
 /* run_causal_softmax -- for a causal softmax (the others ran as a primitive): softmax of each row of x over its first i + 1 entries, where i is the
  * row's place in its [T, T] matrix; the masked entries are 0. The sum is in double, in index
  * order. */
@@ -1609,6 +1635,8 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_MUL_BWD] = {build_flat, run_mul_bwd},
 	[ATM_OP_RMS_NORM_FWD] = {build_lead, run_rms_norm},
 	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm_bwd},
+	[ATM_OP_ROPE_FWD] = {build_lead, run_rope},
+	[ATM_OP_ROPE_BWD] = {build_lead, run_rope},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

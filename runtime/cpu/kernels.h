@@ -36,6 +36,7 @@
  *    its own dims of 1; mul_bwd: plain C, each element of db the sum of its dy * a in index
  *    order, in double.
  *  - silu: oneDNN's swish with alpha 1 (x * sigmoid(x)), its backward from x.
+ *  - rope_fwd/bwd: plain C, the rotate-half form, angles in double, rows in parallel.
  *  - rms_norm_fwd/bwd: plain C over the rows of [..., C] (rows in parallel, sums in double in
  *    index order); the scale's gradient sums the rows in order, a column per thread.
  *  - sgd, softmax_xent_fwd/bwd: plain C, single-threaded, in index order;

@@ -767,6 +767,18 @@ static atm_status run_rms_norm(atm_cuda_kernel *k, void *const *in, void *const 
 	return ATM_OK;
 }
 
+/* run_rope -- rotary embeddings, or their backward (rows and cols from build_lead) */
+static atm_status run_rope(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	const atm_tensor *x = tin(k, 0);
+	CUDA_TRY(atm_cu_rope(k->c->stream, in[0], out[0], n->attrs.theta, n->op == ATM_OP_ROPE_BWD,
+	                     k->rows, x->dims[x->ndim - 2], k->cols),
+	         "rotary embeddings");
+	return ATM_OK;
+}
+
 /* run_silu -- y = silu(x), or dx = dy * silu'(x) */
 static atm_status run_silu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
@@ -1017,6 +1029,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_MUL_BWD] = {build_mul, run_mul},
 	[ATM_OP_RMS_NORM_FWD] = {build_lead, run_rms_norm},
 	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm},
+	[ATM_OP_ROPE_FWD] = {build_lead, run_rope},
+	[ATM_OP_ROPE_BWD] = {build_lead, run_rope},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

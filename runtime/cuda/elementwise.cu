@@ -417,6 +417,21 @@ __global__ void k_layer_norm_fwd(const float *x, const float *gamma, const float
 	}
 }
 
+/* k_rope -- a thread per pair (row r, i < D/2): the CPU's run_rope, angles in double */
+__global__ void k_rope(const float *x, float *y, double theta, double sign, int64_t rows,
+                       int64_t seq, int64_t d)
+{
+	int64_t h = d / 2;
+	FOR_EACH(j, rows * h) {
+		int64_t r = j / h, i = j % h;
+		double a = (double)(r % seq) * pow(theta, -2.0 * (double)i / (double)d);
+		float c = (float)cos(a), s = (float)(sign * sin(a));
+		float x0 = x[r * d + i], x1 = x[r * d + i + h];
+		y[r * d + i] = x0 * c - x1 * s;
+		y[r * d + i + h] = x1 * c + x0 * s;
+	}
+}
+
 /* k_rms_norm_fwd -- one warp per row: rstd = 1 / sqrt(mean of x^2 + eps) (the sum in double),
  * y = x * rstd * w */
 __global__ void k_rms_norm_fwd(const float *x, const float *w, float *y, float *rstd, double eps,
@@ -813,6 +828,15 @@ cudaError_t atm_cu_layer_norm_fwd(cudaStream_t s, const float *x, const float *g
 {
 	k_layer_norm_fwd<<<row_blocks(rows), THREADS, 0, s>>>(x, gamma, beta, y, mean, var, eps,
 	                                                       rows, cols);
+	return cudaGetLastError();
+}
+
+/* atm_cu_rope -- launch k_rope, a thread per rotated pair */
+cudaError_t atm_cu_rope(cudaStream_t s, const float *x, float *y, float theta, int inverse,
+                        int64_t rows, int64_t seq, int64_t d)
+{
+	k_rope<<<blocks(rows * (d / 2)), THREADS, 0, s>>>(x, y, (double)theta, inverse ? -1.0 : 1.0,
+	                                                  rows, seq, d);
 	return cudaGetLastError();
 }
 

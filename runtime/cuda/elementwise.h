@@ -128,6 +128,10 @@ cudaError_t atm_cu_token_xent_rows(cudaStream_t s, const float *x, const int32_t
 cudaError_t atm_cu_token_xent_bwd(cudaStream_t s, const float *logp, const int32_t *labels,
                                   float *dx, int64_t rows, int64_t cols);
 
+/* rotary embeddings of rows of d (the row's position: r % seq), rotate-half pairs (i, i + d/2)
+ * by r % seq * theta^(-2i/d), or back by it (inverse) */
+cudaError_t atm_cu_rope(cudaStream_t s, const float *x, float *y, float theta, int inverse,
+                        int64_t rows, int64_t seq, int64_t d);
 /* y = x * rstd * w per row of cols, rstd = 1 / sqrt(mean of x^2 + eps) */
 cudaError_t atm_cu_rms_norm_fwd(cudaStream_t s, const float *x, const float *w, float *y,
                                 float *rstd, float eps, int64_t rows, int64_t cols);

@@ -109,6 +109,13 @@ static void test_runtime_tiny_se_plans_match_all_fast(void **state)
 	same_numbers("tiny_se");
 }
 
+/* the LLaMA-style decoder: RMS norms, rotary embeddings, repeated key/value heads, SwiGLU */
+static void test_runtime_tiny_llama_plans_match_all_fast(void **state)
+{
+	(void)state;
+	same_numbers("tiny_llama");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -116,6 +123,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_tiny_mlp_plans_match_all_fast),
 		cmocka_unit_test(test_runtime_tiny_transformers_plans_match_all_fast),
 		cmocka_unit_test(test_runtime_tiny_se_plans_match_all_fast),
+		cmocka_unit_test(test_runtime_tiny_llama_plans_match_all_fast),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,6 +283,14 @@ static void test_cuda_kernels_tiny_se(void **state)
 	check_network("tiny_se", 2, 0);
 }
 
+static void test_cuda_kernels_tiny_llama(void **state)
+{
+	(void)state;
+	/* RMS norms, rotary embeddings on q and k, key/value heads repeated by a concat, the
+	 * causal softmax, a SwiGLU MLP, an untied output projection */
+	check_network("tiny_llama", 2, 0);
+}
+
 /* gpu_run -- node k of g on the GPU from host inputs in; its outputs copied back into
  * out (host buffers of the tensors' sizes) */
 static void gpu_run(const atm_graph *g, int32_t k, void *const *in, void *const *out)
@@ -407,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_bert),
 		cmocka_unit_test(test_cuda_kernels_tiny_vit),
 		cmocka_unit_test(test_cuda_kernels_tiny_se),
+		cmocka_unit_test(test_cuda_kernels_tiny_llama),
 		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

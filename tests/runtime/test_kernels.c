@@ -1149,6 +1149,37 @@ static void test_kernels_rms_norm(void **state)
 	net_free(&n);
 }
 
+/* test_kernels_rope -- [2, 3, 4, 6] (T 4, D 6): y against the rotate-half rotation by
+ * t * theta^(-2i/D) in double, the backward against finite differences */
+static void test_kernels_rope(void **state)
+{
+	(void)state;
+	struct net n;
+	atm_attrs a = {.theta = 100.0f};
+	net_new(&n, "rope");
+	int32_t x = T_IN(&n, "x", 2, 3, 4, 6), y = T_ACT(&n, "y", 2, 3, 4, 6);
+	int32_t dy = T_IN(&n, "dy", 2, 3, 4, 6), dx = T_GRAD(&n, "dx", 2, 3, 4, 6);
+	int32_t fwd = nod(&n, "rope", ATM_OP_ROPE_FWD, &a, IDS(x), IDS(y));
+	int32_t bwd = nod(&n, "rope.bwd", ATM_OP_ROPE_BWD, &a, IDS(dy), IDS(dx));
+	net_ready(&n);
+	fill(F(&n, x), 144, -2, 2);
+	fill(F(&n, dy), 144, -1, 1);
+	run(&n, fwd);
+	double want[144];
+	for (int r = 0; r < 24; r++) {
+		const float *xr = F(&n, x) + r * 6;
+		for (int i = 0; i < 3; i++) {
+			double ang = (r % 4) * pow(100.0, -2.0 * i / 6);
+			want[r * 6 + i] = xr[i] * cos(ang) - xr[i + 3] * sin(ang);
+			want[r * 6 + i + 3] = xr[i + 3] * cos(ang) + xr[i] * sin(ang);
+		}
+	}
+	expect_close("y", F(&n, y), want, 144, 1e-6, 1e-5);
+	run(&n, bwd);
+	check_fd(&n, fwd, y, F(&n, dy), x, dx);
+	net_free(&n);
+}
+
 /* unary_case -- forward op against f(x), backward (from x or y) against finite differences */
 static void unary_case(atm_op fwd_op, atm_op bwd_op, const atm_attrs *a, bool bwd_from_y,
                        double (*f)(double))
@@ -1639,6 +1670,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_add, reseed),
 		cmocka_unit_test_setup(test_kernels_mul, reseed),
 		cmocka_unit_test_setup(test_kernels_rms_norm, reseed),
+		cmocka_unit_test_setup(test_kernels_rope, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),

@@ -91,9 +91,20 @@ static const struct expect expects[] = {
 	 {{"patches.y", 3, {BATCH, 196, 768}}, {"tokens.y", 3, {BATCH, 197, 768}},
 	  {"heads.head.y", 3, {BATCH, 1, 1000}}},
 	 0, true},
+	/* LLaMA-style: the counts as the issue of each model gives them (Hugging Face's configs) */
+	{"tinyllama-1.1b", 1100048384, 32000, 0,
+	 {{"model.layers.21.self_attn.k_groups.y", 4, {BATCH, 32, 64, 64}},
+	  {"model.layers.0.mlp.gate.y", 3, {BATCH, 64, 5632}}, {"lm_head.y", 3, {BATCH, 64, 32000}}},
+	 64, true},
+	{"llama-3.2-1b", 1235814400, 128256, 0,
+	 {{"model.layers.15.self_attn.v_groups.y", 4, {BATCH, 32, 64, 64}},
+	  {"model.layers.0.mlp.gate.y", 3, {BATCH, 64, 8192}}}, 64, true},
 	{"tiny_gpt", 0, 512, 0, {{"transformer.h.1.attn.scores.y", 4, {BATCH, 4, 32, 32}}}, 32, true},
 	{"tiny_bert", 0, 512, 0, {{"pooler.dense.y", 3, {BATCH, 1, 64}}}, 32, true},
 	{"tiny_vit", 0, 10, 32, {{"tokens.y", 3, {BATCH, 17, 64}}}, 0, true},
+	{"tiny_llama", 127296, 512, 0, {{"model.layers.1.self_attn.k_rope.y", 4, {BATCH, 2, 32, 16}},
+	                                {"model.layers.1.self_attn.scores.y", 4, {BATCH, 4, 32, 32}}},
+	 32, true},
 };
 
 #define N_EXPECTS ((int)(sizeof expects / sizeof expects[0]))
@@ -412,8 +423,9 @@ static void test_networks_tiny_cnn_uses_every_op(void **state)
 	atm_graph *g = NULL;
 	int count[ATM_N_OPS] = {0};
 	int conv_bias = 0, conv_plain = 0, exclude_pad = 0, causal = 0, plain_softmax = 0;
-	static const char *const tiny[] = {"tiny_cnn", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_se"};
-	for (int m = 0; m < 5; m++) {
+	static const char *const tiny[] = {"tiny_cnn", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_se",
+	                                   "tiny_llama"};
+	for (int m = 0; m < 6; m++) {
 		assert_int_equal(atm_zoo_build(&g, tiny[m], NULL), ATM_OK);
 		for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
 			const atm_node *n = atm_graph_node(g, i);
