@@ -4,8 +4,9 @@ usage: python3 -m autotm_torch.zoo_check MODEL [--batch B] [--seq T]
                                           [--placements all-fast,random] [--autotm PATH]
 
 MODEL is a transformer of autotm's zoo: tiny_gpt, gpt2, gpt2-medium, gpt2-large, gpt2-xl,
-tiny_bert, bert-base, tiny_vit or vit_b_16. Its PyTorch twin (examples/gpt2.py,
-examples/bert.py, torchvision's VisionTransformer) is made with torch.manual_seed(seed); its
+tiny_bert, bert-base, tiny_vit, vit_b_16, tiny_llama, tinyllama-1.1b or llama-3.2-1b. Its
+PyTorch twin (examples/gpt2.py, examples/bert.py, torchvision's VisionTransformer,
+examples/llama.py) is made with torch.manual_seed(seed); its
 parameters, named as the zoo names them, and one batch of random tokens (or images) are written
 as safetensors. PyTorch takes one step (float32, deterministic algorithms, p -= lr * grad);
 autotm takes the same step of `autotm run --model MODEL` from the same files under each
@@ -38,7 +39,13 @@ MODELS = {
                              hidden_dim=64, mlp_dim=256, num_classes=10), 2, 0),
     "vit_b_16": ("vit", dict(image_size=224, patch_size=16, num_layers=12, num_heads=12,
                              hidden_dim=768, mlp_dim=3072, num_classes=1000), 2, 0),
+    "tiny_llama": ("llama", dict(layers=2, width=64, heads=4, kv_heads=2, mlp=96, vocab=512),
+                   2, 32),
+    "tinyllama-1.1b": ("llama", dict(), 1, 64),
+    "llama-3.2-1b": ("llama", dict(layers=16, kv_heads=8, mlp=8192, vocab=128256,
+                                   theta=500000.0, tied=True), 1, 64),
 }
+EXAMPLES = {"gpt": "gpt2.py", "bert": "bert.py", "llama": "llama.py"}
 
 
 def make(name):
@@ -52,7 +59,7 @@ def make(name):
         # drawn at random, one step checks every weight
         nn.init.normal_(m.heads.head.weight, std=m.hidden_dim ** -0.5)
         return family, m
-    ex = os.path.join(REPO, "examples", "gpt2.py" if family == "gpt" else "bert.py")
+    ex = os.path.join(REPO, "examples", EXAMPLES[family])
     return family, load_callable(f"{ex}:make")(**sizes)
 
 
@@ -64,7 +71,8 @@ def batch_of(family, model, batch, seq, gen):
         classes = model.heads.head.out_features
         return {"image": torch.randn(batch, 3, size, size, generator=gen),
                 "labels": torch.randint(0, classes, (batch, 1), generator=gen)}
-    vocab = (model.transformer.wte if family == "gpt" else model.embeddings.word_embeddings)
+    vocab = (model.transformer.wte if family == "gpt" else model.model.embed_tokens
+             if family == "llama" else model.embeddings.word_embeddings)
     v = vocab.num_embeddings
     d = {"input_ids": torch.randint(0, v, (batch, seq), generator=gen),
          "labels": torch.randint(0, v, (batch, seq), generator=gen)}
@@ -81,7 +89,7 @@ def losses(family, model, data):
     if family == "vit":
         loss = F.cross_entropy(model(data["image"]), data["labels"].reshape(-1))
         return loss, loss
-    if family == "gpt":
+    if family in ("gpt", "llama"):
         logits = model(data["input_ids"])
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), data["labels"].reshape(-1))
         return loss, loss

@@ -477,8 +477,9 @@ class TestStepEqualsPyTorch(unittest.TestCase):
 @unittest.skipIf(autotm() is None, "no autotm binary in $ATM_BINARY_DIR (run through ctest)")
 class TestZooTransformersEqualPyTorch(unittest.TestCase):
     """one SGD step of the zoo's tiny transformers equals their PyTorch twins' (examples/gpt2.py,
-    examples/bert.py, torchvision's VisionTransformer): tied parameters, i32 tokens, causal and
-    plain attention, both GELUs, post-norm and pre-norm"""
+    examples/bert.py, torchvision's VisionTransformer, examples/llama.py): tied parameters, i32
+    tokens, causal and plain attention, both GELUs, post-norm and pre-norm, RMSNorm, rotary
+    embeddings, grouped-query attention, SwiGLU"""
 
     def check(self, name):
         from autotm_torch.check import LOSS_TOL, WEIGHT_TOL
@@ -498,10 +499,13 @@ class TestZooTransformersEqualPyTorch(unittest.TestCase):
     def test_tiny_vit(self):
         self.check("tiny_vit")
 
+    def test_tiny_llama(self):
+        self.check("tiny_llama")
+
     def test_counts_match_pytorch(self):
         from autotm_torch.zoo_check import make
         for name, want in (("gpt2", 124439808), ("bert-base", 109482240),
-                           ("vit_b_16", 86567656)):
+                           ("vit_b_16", 86567656), ("tiny_llama", 127296)):
             _, m = make(name)
             self.assertEqual(sum(p.numel() for p in m.parameters()), want, name)
 
