@@ -165,6 +165,14 @@ typedef enum {
 	ATM_OP_ROPE_FWD,          /* in: x[..., T, D]          out: y, x's pairs (i, i + D/2) rotated
 	                           * by t * theta^(-2i/D) at position t (rotary embeddings) */
 	ATM_OP_ROPE_BWD,          /* in: dy                    out: dx, dy rotated back */
+	ATM_OP_SIGMOID_FWD,          /* in: x                     out: y = 1 / (1 + exp(-x)) */
+	ATM_OP_SIGMOID_BWD,          /* in: y (the forward output), dyout: dx */
+	ATM_OP_HARDSWISH_FWD,        /* in: x                     out: y = x * min(max(x + 3, 0), 6) / 6 */
+	ATM_OP_HARDSWISH_BWD,        /* in: x, dy                 out: dx */
+	ATM_OP_HARDSIGMOID_FWD,      /* in: x                     out: y = min(max(x / 6 + 1/2, 0), 1) */
+	ATM_OP_HARDSIGMOID_BWD,      /* in: x, dy                 out: dx */
+	ATM_OP_RELU6_FWD,            /* in: x                     out: y = min(max(x, 0), 6) */
+	ATM_OP_RELU6_BWD,            /* in: y (the forward output), dyout: dx */
 	ATM_N_OPS
 } atm_op;
 

@@ -227,6 +227,38 @@ static const struct atm_op_entry ops[] = {
 		      .attrs = ATM_ATTR_THETA},
 		.digest_id = 44, .shape = atm_shape_rope, .work = atm_work_transcendental,
 	},
+	[ATM_OP_SIGMOID_FWD] = {
+		.d = {.name = "sigmoid_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 45, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_SIGMOID_BWD] = {
+		.d = {.name = "sigmoid_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 46, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_HARDSWISH_FWD] = {
+		.d = {.name = "hardswish_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 47, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_HARDSWISH_BWD] = {
+		.d = {.name = "hardswish_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 48, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_HARDSIGMOID_FWD] = {
+		.d = {.name = "hardsigmoid_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 49, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_HARDSIGMOID_BWD] = {
+		.d = {.name = "hardsigmoid_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 50, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
+	[ATM_OP_RELU6_FWD] = {
+		.d = {.name = "relu6_fwd", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
+		.digest_id = 51, .shape = atm_shape_relu, .work = atm_work_transcendental,
+	},
+	[ATM_OP_RELU6_BWD] = {
+		.d = {.name = "relu6_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.digest_id = 52, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,

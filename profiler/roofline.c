@@ -305,6 +305,14 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	int32_t ry = OUT("rms.y", 3, sq), rr = OUT("rms.rstd", 2, rows);
 	int32_t rdx = OUT("rms.dx", 3, sq), rdw = OUT("rms.dw", 1, ch);
 	int32_t qy = OUT("rope.y", 3, sq), qdx = OUT("rope.dx", 3, sq);
+	int32_t ay[4], adx[4];
+	for (int i = 0; i < 4; i++) {
+		char an[32];
+		snprintf(an, sizeof an, "act%d.y", i);
+		ay[i] = OUT(an, 3, sq);
+		snprintf(an, sizeof an, "act%d.dx", i);
+		adx[i] = OUT(an, 3, sq);
+	}
 #undef OUT
 	nd[ATM_OP_MATMUL] = cal_n(c, p, NULL, ATM_OP_MATMUL, &tb, 3, (int32_t[]){lin, w, b}, 1, &mm);
 	nd[ATM_OP_REDUCE_SUM] = cal_n(c, p, NULL, ATM_OP_REDUCE_SUM, NULL, 1, &dy, 1, &rs);
@@ -334,6 +342,14 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	nd[ATM_OP_SILU_BWD] = cal_n(c, p, NULL, ATM_OP_SILU_BWD, NULL, 2, (int32_t[]){x, dy}, 1, &udx);
 	nd[ATM_OP_MUL] = cal_n(c, p, NULL, ATM_OP_MUL, NULL, 2, (int32_t[]){x, g}, 1, &my);
 	nd[ATM_OP_MUL_BWD] = cal_n(c, p, NULL, ATM_OP_MUL_BWD, NULL, 2, (int32_t[]){dy, x}, 1, &mdb);
+	static const atm_op acts[4][2] = {{ATM_OP_SIGMOID_FWD, ATM_OP_SIGMOID_BWD},
+	                                  {ATM_OP_HARDSWISH_FWD, ATM_OP_HARDSWISH_BWD},
+	                                  {ATM_OP_HARDSIGMOID_FWD, ATM_OP_HARDSIGMOID_BWD},
+	                                  {ATM_OP_RELU6_FWD, ATM_OP_RELU6_BWD}};
+	for (int i = 0; i < 4; i++) {
+		nd[acts[i][0]] = cal_n(c, p, NULL, acts[i][0], NULL, 1, &x, 1, &ay[i]);
+		nd[acts[i][1]] = cal_n(c, p, NULL, acts[i][1], NULL, 2, (int32_t[]){x, dy}, 1, &adx[i]);
+	}
 	atm_attrs th = {.theta = 10000.0f};
 	nd[ATM_OP_ROPE_FWD] = cal_n(c, p, NULL, ATM_OP_ROPE_FWD, &th, 1, &x, 1, &qy);
 	nd[ATM_OP_ROPE_BWD] = cal_n(c, p, NULL, ATM_OP_ROPE_BWD, &th, 1, &dy, 1, &qdx);

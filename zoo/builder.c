@@ -801,6 +801,26 @@ int32_t zb_silu(zb *b, const char *name, int32_t x)
 	return unary(b, name, x, ATM_OP_SILU_FWD, NULL);
 }
 
+int32_t zb_sigmoid(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_SIGMOID_FWD, NULL);
+}
+
+int32_t zb_hardswish(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_HARDSWISH_FWD, NULL);
+}
+
+int32_t zb_hardsigmoid(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_HARDSIGMOID_FWD, NULL);
+}
+
+int32_t zb_relu6(zb *b, const char *name, int32_t x)
+{
+	return unary(b, name, x, ATM_OP_RELU6_FWD, NULL);
+}
+
 int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal)
 {
 	atm_attrs a = {.causal = causal};
@@ -1202,6 +1222,18 @@ static void backward(zb *b, int32_t id)
 		break;
 	case ATM_OP_SILU_FWD:
 		unary_grad(b, ATM_OP_SILU_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
+		break;
+	case ATM_OP_SIGMOID_FWD:
+		unary_grad(b, ATM_OP_SIGMOID_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
+		break;
+	case ATM_OP_HARDSWISH_FWD:
+		unary_grad(b, ATM_OP_HARDSWISH_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
+		break;
+	case ATM_OP_HARDSIGMOID_FWD:
+		unary_grad(b, ATM_OP_HARDSIGMOID_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
+		break;
+	case ATM_OP_RELU6_FWD:
+		unary_grad(b, ATM_OP_RELU6_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
 		break;
 	case ATM_OP_ROPE_FWD:
 		unary_grad(b, ATM_OP_ROPE_BWD, &a, layer, in[0], 1, &dy);

@@ -111,6 +111,11 @@ int32_t zb_tanh(zb *b, const char *name, int32_t x);
 int32_t zb_rope(zb *b, const char *name, int32_t x, float theta);
 /* zb_silu -- x * sigmoid(x) (SiLU, swish) */
 int32_t zb_silu(zb *b, const char *name, int32_t x);
+/* zb_sigmoid, zb_hardswish, zb_hardsigmoid, zb_relu6 -- PyTorch's activations of those names */
+int32_t zb_sigmoid(zb *b, const char *name, int32_t x);
+int32_t zb_hardswish(zb *b, const char *name, int32_t x);
+int32_t zb_hardsigmoid(zb *b, const char *name, int32_t x);
+int32_t zb_relu6(zb *b, const char *name, int32_t x);
 /* zb_softmax -- over the last dim; causal masks entry j of row i of the last two when j > i */
 int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal);
 /* zb_permute -- x (or the reshape of x to the output's dims before permuting) with its axes

@@ -53,6 +53,10 @@ static const struct fw_op {
 	{"gelu", 0, 1, {"approximate", NULL}},
 	{"tanh", 0, 1, {NULL}},
 	{"silu", 0, 1, {NULL}},
+	{"sigmoid", 0, 1, {NULL}},
+	{"hardswish", 0, 1, {NULL}},
+	{"hardsigmoid", 0, 1, {NULL}},
+	{"relu6", 0, 1, {NULL}},
 	{"mul", 0, 2, {NULL}},
 	{"softmax", 0, 1, {"causal", NULL}},
 	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}},
@@ -425,6 +429,14 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		*y = zb_tanh(w->b, name, x);
 	} else if (!strcmp(op, "silu")) {
 		*y = zb_silu(w->b, name, x);
+	} else if (!strcmp(op, "sigmoid")) {
+		*y = zb_sigmoid(w->b, name, x);
+	} else if (!strcmp(op, "hardswish")) {
+		*y = zb_hardswish(w->b, name, x);
+	} else if (!strcmp(op, "hardsigmoid")) {
+		*y = zb_hardsigmoid(w->b, name, x);
+	} else if (!strcmp(op, "relu6")) {
+		*y = zb_relu6(w->b, name, x);
 	} else if (!strcmp(op, "mul")) {
 		*y = zb_mul(w->b, name, xs[0], xs[1]);
 	} else if (!strcmp(op, "softmax")) {

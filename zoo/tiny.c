@@ -69,13 +69,13 @@ atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
 }
 
 /* zb_net_tiny_se -- 32x32x3 in, 10 classes out, 470 parameters: the element-wise ops of
- * EfficientNet's and LLaMA's blocks (SiLU, a per-channel scale, a gate of one shape, an RMS
- * norm):
+ * EfficientNet's, MobileNet's and LLaMA's blocks (SiLU, a squeeze-and-excitation's sigmoid gate
+ * and per-channel scale, hardswish, relu6, hardsigmoid, a gate of one shape, an RMS norm):
  *
  *   conv1 3->8 3x3 (bias), silu1, pool1 max 2x2/2                  16x16x8
- *   se: global avg pool, conv 1x1 8->4 (bias), silu, conv 1x1 4->8 (bias)    1x1x8
- *   scale = pool1 * se (broadcast over H and W)                    16x16x8
- *   gate: conv 1x1 8->8, silu; gated = gate * scale (one shape)    16x16x8
+ *   se: global avg pool, conv 1x1 8->4 (bias), silu, conv 1x1 4->8 (bias), sigmoid   1x1x8
+ *   scale = pool1 * se (broadcast over H and W), hardswish         16x16x8
+ *   gate: conv 1x1 8->8, relu6, hardsigmoid; gated = gate * scale (one shape)  16x16x8
  *   norm: RMS norm over the last dim (16, its scale [16])          16x16x8
  *   global avg pool, fc 8->10, softmax cross-entropy
  */
@@ -96,10 +96,12 @@ atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
 	e = zb_conv(b, "se.squeeze", e, 4, 1, 1, 1, 0, 0, true);
 	e = zb_silu(b, "se.silu", e);
 	e = zb_conv(b, "se.excite", e, 8, 1, 1, 1, 0, 0, true);
+	e = zb_sigmoid(b, "se.gate", e);
 	x = zb_mul(b, "se.scale", x, e);
+	x = zb_hardswish(b, "hswish", x);
 
 	int32_t gt = zb_conv(b, "gate.conv", x, 8, 1, 1, 1, 0, 0, false);
-	gt = zb_silu(b, "gate.silu", gt);
+	gt = zb_hardsigmoid(b, "gate.hsigmoid", zb_relu6(b, "gate.relu6", gt));
 	x = zb_mul(b, "gate.mul", gt, x);
 	x = zb_rms_norm(b, "norm", x, 1e-6f);
 

@@ -13,7 +13,8 @@ Modules from torch.nn are kept whole (leaves), so a layer's parameters are named
 state_dict keys; other modules are traced through.
 
 Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
-mul, concat, embedding, positions, layer_norm, gelu, tanh, silu, softmax, matmul, permute,
+mul, concat, embedding, positions, layer_norm, rms_norm, gelu, tanh, silu, sigmoid, hardswish,
+hardsigmoid, relu6, softmax, matmul, permute,
 reshape, narrow, split) and autotm builds the training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
@@ -42,12 +43,14 @@ SUPPORTED = (
     "modules: Conv2d (groups 1, dilation 1, zero padding, one stride), BatchNorm2d (affine), "
     "ReLU, MaxPool2d and AvgPool2d (square, no ceil_mode or dilation), "
     "AdaptiveAvgPool2d (to 1x1, or to the size it is given), Linear, Flatten, LayerNorm (over "
-    "the last dimension, affine), GELU, Tanh, SiLU, Softmax (last dimension), Embedding (no "
+    "the last dimension, affine), GELU, Tanh, SiLU, Sigmoid, Hardswish, Hardsigmoid, ReLU6, "
+    "Softmax (last dimension), Embedding (no "
     "padding_idx or max_norm), MultiheadAttention (batch_first self-attention, no masks), "
     "Dropout (left out), Identity; functions and methods: flatten, view, reshape, contiguous, "
     "transpose, permute, split and chunk (equal parts), x[:, i] and x[:, :k] (from the start), "
     "+ of two tensors (or of a parameter broadcast over the batch), * of two tensors (the "
-    "second of the first's shape or broadcast into it), torch.cat, relu, gelu, silu, "
+    "second of the first's shape or broadcast into it), torch.cat, relu, gelu, silu, sigmoid, "
+    "hardswish, hardsigmoid, relu6, "
     "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
     "masked_fill with a causal -inf mask before a softmax, RMSNorm written as "
     "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, float() and type_as "
@@ -592,6 +595,10 @@ class _Builder:
             return self.emit(path, "tanh", [self.get(self.expr(x))], out)
         if isinstance(m, nn.SiLU):
             return self.emit(path, "silu", [self.get(self.expr(x))], out)
+        for cls, op in ((nn.Sigmoid, "sigmoid"), (nn.Hardswish, "hardswish"),
+                        (nn.Hardsigmoid, "hardsigmoid"), (nn.ReLU6, "relu6")):
+            if isinstance(m, cls):
+                return self.emit(path, op, [self.get(self.expr(x))], out)
         if isinstance(m, nn.Softmax):
             return self.softmax(x, m.dim, path)
         if isinstance(m, nn.Embedding):
@@ -768,6 +775,12 @@ class _Builder:
             return self.emit(self.base(), "tanh", [self.get(self.expr(a[0]))], out)
         if f is F.silu or is_("silu"):
             return self.emit(self.base(), "silu", [self.get(self.expr(a[0]))], out)
+        for fns, names, op in (((torch.sigmoid, F.sigmoid), ("sigmoid",), "sigmoid"),
+                               ((F.hardswish,), (), "hardswish"),
+                               ((F.hardsigmoid,), (), "hardsigmoid"),
+                               ((F.relu6,), (), "relu6")):
+            if f in fns or is_(*names):
+                return self.emit(self.base(), op, [self.get(self.expr(a[0]))], out)
         if f in (F.softmax, torch.softmax) or is_("softmax"):
             dim = a[1] if len(a) > 1 else kw.get("dim")
             return self.softmax(a[0], dim, dtype=kw.get("dtype"))

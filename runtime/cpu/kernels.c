@@ -577,7 +577,8 @@ fail:
 struct eltwise_alg {
 	dnnl_alg_kind_t fwd, bwd;
 	bool bwd_from_dst;
-	float alpha; /* the algorithm's parameter (swish's beta: 1 for SiLU) */
+	float alpha; /* the algorithm's parameter (swish's beta: 1 for SiLU; clip's lower bound) */
+	float beta;  /* its second (clip's upper bound) */
 };
 
 static struct eltwise_alg eltwise_alg_of(const atm_node *n)
@@ -586,23 +587,34 @@ static struct eltwise_alg eltwise_alg_of(const atm_node *n)
 	case ATM_OP_GELU_FWD:
 	case ATM_OP_GELU_BWD: {
 		dnnl_alg_kind_t g = n->attrs.tanh ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
-		return (struct eltwise_alg){g, g, false, 0.f};
+		return (struct eltwise_alg){g, g, false, 0.f, 0.f};
 	}
 	case ATM_OP_TANH_FWD:
 	case ATM_OP_TANH_BWD:
 		return (struct eltwise_alg){dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true,
-		                            0.f};
+		                            0.f, 0.f};
 	case ATM_OP_SILU_FWD:
 	case ATM_OP_SILU_BWD: /* x * sigmoid(alpha * x) */
-		return (struct eltwise_alg){dnnl_eltwise_swish, dnnl_eltwise_swish, false, 1.f};
+		return (struct eltwise_alg){dnnl_eltwise_swish, dnnl_eltwise_swish, false, 1.f, 0.f};
+	case ATM_OP_SIGMOID_FWD:
+	case ATM_OP_SIGMOID_BWD:
+		return (struct eltwise_alg){dnnl_eltwise_logistic, dnnl_eltwise_logistic_use_dst_for_bwd,
+		                            true, 0.f, 0.f};
+	case ATM_OP_HARDSWISH_FWD:
+	case ATM_OP_HARDSWISH_BWD:
+		return (struct eltwise_alg){dnnl_eltwise_hardswish, dnnl_eltwise_hardswish, false, 0.f, 0.f};
+	case ATM_OP_RELU6_FWD:
+	case ATM_OP_RELU6_BWD: /* clip to [alpha, beta] = [0, 6] */
+		return (struct eltwise_alg){dnnl_eltwise_clip_v2, dnnl_eltwise_clip_v2_use_dst_for_bwd,
+		                            true, 0.f, 6.f};
 	default:
 		return (struct eltwise_alg){dnnl_eltwise_relu, dnnl_eltwise_relu_use_dst_for_bwd, true,
-		                            0.f};
+		                            0.f, 0.f};
 	}
 }
 
-/* build_eltwise -- ReLU, GELU, tanh or SiLU: forward (one input), or backward from the forward
- * tensor and dy */
+/* build_eltwise -- ReLU, GELU, tanh, SiLU, sigmoid, hardswish or ReLU6: forward (one input), or
+ * backward from the forward tensor and dy */
 static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 {
 	dnnl_memory_desc_t md;
@@ -614,7 +626,7 @@ static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	DNNL_TRY(md_flat(&md, tensor_of(k, SLOT_IN, 0)), "describing the data");
 	if (knode(k)->n_in == 1) {
 		DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.fwd, &md,
-		                                        alg.alpha, 0.f),
+		                                        alg.alpha, alg.beta),
 		         "describing the element-wise op");
 		DNNL_TRY(dnnl_primitive_desc_create(&pd, &fwd_d, attr, k->cpu->engine, NULL),
 		         "creating the element-wise op");
@@ -623,11 +635,11 @@ static atm_status build_eltwise(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		goto fail;
 	}
 	DNNL_TRY(dnnl_eltwise_forward_desc_init(&fwd_d, dnnl_forward_training, alg.bwd, &md, alg.alpha,
-	                                        0.f),
+	                                        alg.beta),
 	         "describing the forward element-wise hint");
 	DNNL_TRY(dnnl_primitive_desc_create(&hint, &fwd_d, NULL, k->cpu->engine, NULL),
 	         "creating the forward element-wise hint");
-	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, alg.bwd, &md, &md, alg.alpha, 0.f),
+	DNNL_TRY(dnnl_eltwise_backward_desc_init(&bwd_d, alg.bwd, &md, &md, alg.alpha, alg.beta),
 	         "describing the backward element-wise op");
 	DNNL_TRY(dnnl_primitive_desc_create(&pd, &bwd_d, attr, k->cpu->engine, hint),
 	         "creating the backward element-wise op");
@@ -1378,6 +1390,25 @@ static atm_status run_rms_norm_bwd(const atm_kernel *k, void *const *in, void *c
 	return ATM_OK;
 }
 
+/* run_hardsigmoid -- y = min(max(x / 6 + 1/2, 0), 1), or dx = dy / 6 where -3 < x < 3 (PyTorch's
+ * gradient, 0 at the kinks); oneDNN 2.6 has no hardsigmoid */
+static atm_status run_hardsigmoid(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const float *x = in[0];
+	float *y = out[0];
+	if (knode(k)->op == ATM_OP_HARDSIGMOID_FWD) {
+#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < k->n_rows; i++)
+			y[i] = fminf(fmaxf(x[i] / 6.0f + 0.5f, 0.0f), 1.0f);
+		return ATM_OK;
+	}
+	const float *dy = in[1];
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < k->n_rows; i++)
+		y[i] = x[i] > -3.0f && x[i] < 3.0f ? dy[i] / 6.0f : 0.0f;
+	return ATM_OK;
+}
+
 /* run_rope -- rotary embeddings over x [..., T, D] in the rotate-half form: with h = D/2 and
  * a = t * theta^(-2i/D) at position t (the row's place along T), y_i = x_i cos a - x_{i+h} sin a
  * and y_{i+h} = x_{i+h} cos a + x_i sin a; the backward rotates by -a. Angles in double. */
@@ -1637,6 +1668,14 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm_bwd},
 	[ATM_OP_ROPE_FWD] = {build_lead, run_rope},
 	[ATM_OP_ROPE_BWD] = {build_lead, run_rope},
+	[ATM_OP_SIGMOID_FWD] = {build_eltwise, NULL},
+	[ATM_OP_SIGMOID_BWD] = {build_eltwise, NULL},
+	[ATM_OP_HARDSWISH_FWD] = {build_eltwise, NULL},
+	[ATM_OP_HARDSWISH_BWD] = {build_eltwise, NULL},
+	[ATM_OP_HARDSIGMOID_FWD] = {build_flat, run_hardsigmoid},
+	[ATM_OP_HARDSIGMOID_BWD] = {build_flat, run_hardsigmoid},
+	[ATM_OP_RELU6_FWD] = {build_eltwise, NULL},
+	[ATM_OP_RELU6_BWD] = {build_eltwise, NULL},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

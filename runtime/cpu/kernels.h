@@ -35,7 +35,9 @@
  *  - add: oneDNN binary add; mul: oneDNN binary mul, b broadcast over a's leading dims and
  *    its own dims of 1; mul_bwd: plain C, each element of db the sum of its dy * a in index
  *    order, in double.
- *  - silu: oneDNN's swish with alpha 1 (x * sigmoid(x)), its backward from x.
+ *  - silu: oneDNN's swish with alpha 1 (x * sigmoid(x)), its backward from x; sigmoid
+ *    (logistic) and relu6 (clip to [0, 6]) differentiate from y, hardswish from x;
+ *    hardsigmoid is plain C.
  *  - rope_fwd/bwd: plain C, the rotate-half form, angles in double, rows in parallel.
  *  - rms_norm_fwd/bwd: plain C over the rows of [..., C] (rows in parallel, sums in double in
  *    index order); the scale's gradient sums the rows in order, a column per thread.

@@ -779,6 +779,23 @@ static atm_status run_rope(atm_cuda_kernel *k, void *const *in, void *const *out
 	return ATM_OK;
 }
 
+/* run_act -- sigmoid, hardswish, hardsigmoid or relu6, forward or backward */
+static atm_status run_act(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	atm_op op = knode(k)->op;
+	int kind = op == ATM_OP_SIGMOID_FWD || op == ATM_OP_SIGMOID_BWD         ? ATM_CU_SIGMOID
+	         : op == ATM_OP_HARDSWISH_FWD || op == ATM_OP_HARDSWISH_BWD     ? ATM_CU_HARDSWISH
+	         : op == ATM_OP_HARDSIGMOID_FWD || op == ATM_OP_HARDSIGMOID_BWD ? ATM_CU_HARDSIGMOID
+	                                                                          : ATM_CU_RELU6;
+	int64_t len = tout(k, 0)->n_elems;
+	if (knode(k)->n_in == 1)
+		CUDA_TRY(atm_cu_act_fwd(k->c->stream, kind, in[0], out[0], len), atm_op_name(op));
+	else
+		CUDA_TRY(atm_cu_act_bwd(k->c->stream, kind, in[0], in[1], out[0], len), atm_op_name(op));
+	return ATM_OK;
+}
+
 /* run_silu -- y = silu(x), or dx = dy * silu'(x) */
 static atm_status run_silu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
@@ -1031,6 +1048,14 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_RMS_NORM_BWD] = {build_lead, run_rms_norm},
 	[ATM_OP_ROPE_FWD] = {build_lead, run_rope},
 	[ATM_OP_ROPE_BWD] = {build_lead, run_rope},
+	[ATM_OP_SIGMOID_FWD] = {NULL, run_act},
+	[ATM_OP_SIGMOID_BWD] = {NULL, run_act},
+	[ATM_OP_HARDSWISH_FWD] = {NULL, run_act},
+	[ATM_OP_HARDSWISH_BWD] = {NULL, run_act},
+	[ATM_OP_HARDSIGMOID_FWD] = {NULL, run_act},
+	[ATM_OP_HARDSIGMOID_BWD] = {NULL, run_act},
+	[ATM_OP_RELU6_FWD] = {NULL, run_act},
+	[ATM_OP_RELU6_BWD] = {NULL, run_act},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -284,6 +284,37 @@ __global__ void k_tanh_bwd(const float *y, const float *dy, float *dx, int64_t n
 	FOR_EACH(i, n) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
+/* k_act_fwd -- sigmoid, hardswish (x relu6(x + 3) / 6), hardsigmoid (clip(x / 6 + 1/2, 0, 1))
+ * or relu6 (clip(x, 0, 6)) */
+__global__ void k_act_fwd(int kind, const float *x, float *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y[i] = kind == ATM_CU_SIGMOID       ? 1.0f / (1.0f + expf(-v))
+		     : kind == ATM_CU_HARDSWISH     ? v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f
+		     : kind == ATM_CU_HARDSIGMOID   ? fminf(fmaxf(v / 6.0f + 0.5f, 0.0f), 1.0f)
+		                                    : fminf(fmaxf(v, 0.0f), 6.0f);
+	}
+}
+
+/* k_act_bwd -- their gradients: sigmoid y (1 - y), relu6 1 where 0 < y < 6 (from y);
+ * hardswish 0 below -3, 1 above 3, (2x + 3) / 6 between; hardsigmoid 1/6 on (-3, 3) (from x) */
+__global__ void k_act_bwd(int kind, const float *f, const float *dy, float *dx, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = f[i], d;
+		if (kind == ATM_CU_SIGMOID)
+			d = v * (1.0f - v);
+		else if (kind == ATM_CU_RELU6)
+			d = v > 0.0f && v < 6.0f ? 1.0f : 0.0f;
+		else if (kind == ATM_CU_HARDSWISH)
+			d = v < -3.0f ? 0.0f : v > 3.0f ? 1.0f : (2.0f * v + 3.0f) / 6.0f;
+		else
+			d = v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f;
+		dx[i] = dy[i] * d;
+	}
+}
+
 /* k_silu_fwd -- y = x / (1 + exp(-x)) */
 __global__ void k_silu_fwd(const float *x, float *y, int64_t n)
 {
@@ -769,6 +800,21 @@ cudaError_t atm_cu_tanh_fwd(cudaStream_t s, const float *x, float *y, int64_t n)
 cudaError_t atm_cu_tanh_bwd(cudaStream_t s, const float *y, const float *dy, float *dx, int64_t n)
 {
 	k_tanh_bwd<<<blocks(n), THREADS, 0, s>>>(y, dy, dx, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_act_fwd -- launch k_act_fwd */
+cudaError_t atm_cu_act_fwd(cudaStream_t s, int kind, const float *x, float *y, int64_t n)
+{
+	k_act_fwd<<<blocks(n), THREADS, 0, s>>>(kind, x, y, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_act_bwd -- launch k_act_bwd */
+cudaError_t atm_cu_act_bwd(cudaStream_t s, int kind, const float *fwd, const float *dy, float *dx,
+                           int64_t n)
+{
+	k_act_bwd<<<blocks(n), THREADS, 0, s>>>(kind, fwd, dy, dx, n);
 	return cudaGetLastError();
 }
 

@@ -48,7 +48,7 @@ static void test_ops_names_round_trip(void **state)
 	assert_int_equal(atm_op_from_name("sgd_momentum", &x), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "unknown op 'sgd_momentum' (valid: conv_fwd, "));
 	assert_non_null(strstr(atm_errmsg(), ", sgd, matmul, "));
-	assert_non_null(strstr(atm_errmsg(), ", rope_bwd)"));
+	assert_non_null(strstr(atm_errmsg(), ", relu6_bwd)"));
 }
 
 /* test_ops_out_of_range -- a value that is no op has no entry and no roles */
@@ -90,6 +90,9 @@ static void test_ops_digest_ids_stay_put(void **state)
 		{"token_xent_bwd", 36}, {"silu_fwd", 37}, {"silu_bwd", 38},
 		{"mul", 39},         {"mul_bwd", 40},      {"rms_norm_fwd", 41},
 		{"rms_norm_bwd", 42}, {"rope_fwd", 43},     {"rope_bwd", 44},
+		{"sigmoid_fwd", 45}, {"sigmoid_bwd", 46},  {"hardswish_fwd", 47},
+		{"hardswish_bwd", 48}, {"hardsigmoid_fwd", 49}, {"hardsigmoid_bwd", 50},
+		{"relu6_fwd", 51},   {"relu6_bwd", 52},
 	};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
 		atm_op op;

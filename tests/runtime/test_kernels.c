@@ -1191,7 +1191,13 @@ static void unary_case(atm_op fwd_op, atm_op bwd_op, const atm_attrs *a, bool bw
 	int32_t fwd = nod(&n, "f", fwd_op, a, IDS(x), IDS(y));
 	int32_t bwd = nod(&n, "f.bwd", bwd_op, a, IDS(bwd_from_y ? y : x, dy), IDS(dx));
 	net_ready(&n);
-	fill(F(&n, x), 21, -3, 3);
+	/* over [-5, 8], every kink of the piecewise activations (-3, 0, 3, 6) at least 0.05 from
+	 * an input, where the finite difference would straddle it */
+	fill(F(&n, x), 21, -5, 8);
+	for (int i = 0; i < 21; i++)
+		for (int kink = -3; kink <= 6; kink += 3)
+			if (fabsf(F(&n, x)[i] - (float)kink) < 0.05f)
+				F(&n, x)[i] = (float)kink + 0.1f;
 	fill(F(&n, dy), 21, -1, 1);
 	run(&n, fwd);
 	double want[21];
@@ -1218,6 +1224,31 @@ static double silu(double x)
 	return x / (1 + exp(-x));
 }
 
+static double sigmoid(double x)
+{
+	return 1 / (1 + exp(-x));
+}
+
+static double clip(double x, double lo, double hi)
+{
+	return x < lo ? lo : x > hi ? hi : x;
+}
+
+static double hardswish(double x)
+{
+	return x * clip(x + 3, 0, 6) / 6;
+}
+
+static double hardsigmoid(double x)
+{
+	return clip(x / 6 + 0.5, 0, 1);
+}
+
+static double relu6(double x)
+{
+	return clip(x, 0, 6);
+}
+
 /* test_kernels_gelu_tanh -- GELU in both forms, tanh and SiLU */
 static void test_kernels_gelu_tanh(void **state)
 {
@@ -1227,6 +1258,10 @@ static void test_kernels_gelu_tanh(void **state)
 	unary_case(ATM_OP_GELU_FWD, ATM_OP_GELU_BWD, &t, false, gelu_tanh);
 	unary_case(ATM_OP_TANH_FWD, ATM_OP_TANH_BWD, NULL, true, tanh);
 	unary_case(ATM_OP_SILU_FWD, ATM_OP_SILU_BWD, NULL, false, silu);
+	unary_case(ATM_OP_SIGMOID_FWD, ATM_OP_SIGMOID_BWD, NULL, true, sigmoid);
+	unary_case(ATM_OP_HARDSWISH_FWD, ATM_OP_HARDSWISH_BWD, NULL, false, hardswish);
+	unary_case(ATM_OP_HARDSIGMOID_FWD, ATM_OP_HARDSIGMOID_BWD, NULL, false, hardsigmoid);
+	unary_case(ATM_OP_RELU6_FWD, ATM_OP_RELU6_BWD, NULL, true, relu6);
 }
 
 /* softmax_case -- [2, 4, 4] scores, causal or not: y against the reference (masked entries

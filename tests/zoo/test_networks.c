@@ -185,7 +185,8 @@ static bool is_forward(atm_op op)
 	return op == ATM_OP_CONV_FWD || op == ATM_OP_IP_FWD || op == ATM_OP_RELU_FWD ||
 	       op == ATM_OP_MAXPOOL_FWD || op == ATM_OP_AVGPOOL_FWD || op == ATM_OP_BN_FWD ||
 	       op == ATM_OP_CONCAT || op == ATM_OP_SOFTMAX_XENT_FWD || op == ATM_OP_SILU_FWD ||
-	       op == ATM_OP_RMS_NORM_FWD;
+	       op == ATM_OP_RMS_NORM_FWD || op == ATM_OP_SIGMOID_FWD || op == ATM_OP_HARDSWISH_FWD ||
+	       op == ATM_OP_HARDSIGMOID_FWD || op == ATM_OP_RELU6_FWD;
 }
 
 /* check_sgd -- one SGD per parameter, right after the node that completes its
