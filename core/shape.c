@@ -447,16 +447,24 @@ static atm_status expect_stats(const char *what, const atm_tensor *t, const atm_
 	return ATM_OK;
 }
 
+/* expect_rows -- x is [..., C] of at least 2 dims and epsilon is usable: what a normalisation
+ * over the last dim (what names it) needs */
+static atm_status expect_rows(const atm_node *n, const atm_tensor *x, const char *what)
+{
+	char s[128];
+	CHECK(x->ndim >= 2, "data '%s' has shape %s; %s expects [..., C] with at least 2 "
+	      "dimensions", x->name, shape_str(x, s, sizeof s), what);
+	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
+	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
+	return ATM_OK;
+}
+
 /* atm_shape_layer_norm -- x [..., C], gamma, beta [C], mean and variance per row */
 atm_status atm_shape_layer_norm(const atm_node *n, const atm_tensor *const *in,
                                 const atm_tensor *const *out)
 {
 	const atm_tensor *x = in[0];
-	char s[128];
-	CHECK(x->ndim >= 2, "data '%s' has shape %s; layer norm expects [..., C] with at least 2 "
-	      "dimensions", x->name, shape_str(x, s, sizeof s));
-	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
-	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
+	TRY(expect_rows(n, x, "layer norm"));
 	int64_t ch = x->dims[x->ndim - 1];
 	if (n->op == ATM_OP_LAYER_NORM_FWD) {
 		TRY(expect_vec("gamma (the normalised shape)", in[1], ch));
@@ -481,11 +489,7 @@ atm_status atm_shape_rms_norm(const atm_node *n, const atm_tensor *const *in,
                               const atm_tensor *const *out)
 {
 	const atm_tensor *x = in[0];
-	char s[128];
-	CHECK(x->ndim >= 2, "data '%s' has shape %s; RMS norm expects [..., C] with at least 2 "
-	      "dimensions", x->name, shape_str(x, s, sizeof s));
-	CHECK(n->attrs.epsilon > 0 && isfinite(n->attrs.epsilon),
-	      "epsilon must be a positive number, got %g", (double)n->attrs.epsilon);
+	TRY(expect_rows(n, x, "RMS norm"));
 	int64_t ch = x->dims[x->ndim - 1];
 	if (n->op == ATM_OP_RMS_NORM_FWD) {
 		TRY(expect_vec("scale (the normalised shape)", in[1], ch));

@@ -648,55 +648,44 @@ int32_t zb_positions(zb *b, const char *name, const char *param, int64_t seq, in
 	return y;
 }
 
-int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon)
+/* row_norm -- a normalisation over the last dim of x [..., C] (layer norm: a scale and a shift,
+ * then y, mean, var; RMS norm: a scale, then y, rstd), each statistic one per row */
+static int32_t row_norm(zb *b, const char *name, int32_t x, float epsilon, atm_op op)
 {
+	const char *what = op == ATM_OP_LAYER_NORM_FWD ? "layer norm" : "RMS norm";
 	if (!usable(b, name, x, 0))
 		return -1;
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
 	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
 	int nd = t->ndim;
 	if (nd < 2)
-		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; layer norm needs "
-		             "[..., C]", name, t->name);
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; %s needs "
+		             "[..., C]", name, t->name, what);
 	if (!(epsilon > 0) || !(epsilon <= 1))
-		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; layer norm takes one above 0 and "
-		             "at most 1", name, epsilon);
+		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; %s takes one above 0 and at most 1",
+		             name, epsilon, what);
 	memcpy(xd, t->dims, sizeof xd);
-	int32_t in[3] = {x, tparam(b, 0, 1, cd, name), tparam(b, 1, 1, cd, name)}, out[3];
+	bool ln = op == ATM_OP_LAYER_NORM_FWD;
+	int32_t in[3] = {x, tparam(b, 0, 1, cd, name), ln ? tparam(b, 1, 1, cd, name) : -1}, out[3];
 	zb_param_names(b, NULL, NULL);
 	out[0] = act(b, name, "y", nd, xd, true);
-	out[1] = act(b, name, "mean", nd - 1, xd, false);
-	out[2] = act(b, name, "var", nd - 1, xd, false);
+	out[1] = act(b, name, ln ? "mean" : "rstd", nd - 1, xd, false);
+	out[2] = ln ? act(b, name, "var", nd - 1, xd, false) : -1;
 	atm_attrs a = {.epsilon = epsilon};
-	if (node(b, ATM_OP_LAYER_NORM_FWD, &a, 3, in, 3, out, "%s", name) < 0)
+	if (node(b, op, &a, ln ? 3 : 2, in, ln ? 3 : 2, out, "%s", name) < 0)
 		return -1;
 	use(b, x);
 	return out[0];
 }
 
+int32_t zb_layer_norm(zb *b, const char *name, int32_t x, float epsilon)
+{
+	return row_norm(b, name, x, epsilon, ATM_OP_LAYER_NORM_FWD);
+}
+
 int32_t zb_rms_norm(zb *b, const char *name, int32_t x, float epsilon)
 {
-	if (!usable(b, name, x, 0))
-		return -1;
-	const atm_tensor *t = atm_graph_tensor(b->g, x);
-	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
-	int nd = t->ndim;
-	if (nd < 2)
-		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' has 1 dimension; RMS norm needs "
-		             "[..., C]", name, t->name);
-	if (!(epsilon > 0) || !(epsilon <= 1))
-		return failf(b, ATM_E_USAGE, "layer '%s': epsilon %g; RMS norm takes one above 0 and "
-		             "at most 1", name, epsilon);
-	memcpy(xd, t->dims, sizeof xd);
-	int32_t in[2] = {x, tparam(b, 0, 1, cd, name)}, out[2];
-	zb_param_names(b, NULL, NULL);
-	out[0] = act(b, name, "y", nd, xd, true);
-	out[1] = act(b, name, "rstd", nd - 1, xd, false);
-	atm_attrs a = {.epsilon = epsilon};
-	if (node(b, ATM_OP_RMS_NORM_FWD, &a, 2, in, 2, out, "%s", name) < 0)
-		return -1;
-	use(b, x);
-	return out[0];
+	return row_norm(b, name, x, epsilon, ATM_OP_RMS_NORM_FWD);
 }
 
 /* matmul -- c = scale * op(a) op(w) (+ bias) as one node; the shape rule says what fits */
