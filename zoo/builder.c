@@ -775,12 +775,12 @@ int32_t zb_tanh(zb *b, const char *name, int32_t x)
 
 int32_t zb_rope(zb *b, const char *name, int32_t x, float theta)
 {
-	if (usable(b, name, x, 0)) {
-		const atm_tensor *t = atm_graph_tensor(b->g, x);
-		if (t->ndim < 2 || t->dims[t->ndim - 1] % 2)
-			return failf(b, ATM_E_USAGE, "layer '%s': input '%s' needs [..., T, D] with D even "
-			             "for rotary embeddings", name, t->name);
-	}
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (t->ndim < 2 || t->dims[t->ndim - 1] % 2)
+		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' needs [..., T, D] with D even for "
+		             "rotary embeddings", name, t->name);
 	atm_attrs a = {.theta = theta};
 	return unary(b, name, x, ATM_OP_ROPE_FWD, &a);
 }

@@ -228,7 +228,10 @@ atm_status zb_net_vit(atm_graph **g, const zb_spec *s)
 	return rc;
 }
 
-/* Sizes of a LLaMA-style decoder. */
+/* The most query heads one key/value head serves (the zoo's: 8, TinyLlama's). */
+#define LLAMA_MAX_GROUP 16
+
+/* Sizes of a LLaMA-style decoder; heads / kv_heads <= LLAMA_MAX_GROUP. */
 struct llama {
 	int variant;
 	int64_t layers, width, heads, kv_heads, mlp;
@@ -239,19 +242,18 @@ struct llama {
 /* repeat_heads -- k or v [batch, kv_heads, seq, head_dim] with each head repeated g times in
  * place ([batch, kv_heads * g, seq, head_dim], heads j*g .. j*g + g-1 reading head j, as
  * Hugging Face's repeat_kv): read as [batch, kv_heads, seq*head_dim], g copies concatenated
- * along the last axis, read back as heads (g <= 16) */
+ * along the last axis, read back as heads (g <= LLAMA_MAX_GROUP) */
 static int32_t repeat_heads(zb *b, const char *p, char which, int32_t x, int64_t g)
 {
 	char nm[ZB_NAME_MAX];
 	const int32_t same[4] = {0, 1, 2, 3};
 	int64_t bt = zb_dim(b, x, 0), kv = zb_dim(b, x, 1), seq = zb_dim(b, x, 2), hd = zb_dim(b, x, 3);
 	int64_t flat[3] = {bt, kv, seq * hd}, heads[4] = {bt, kv * g, seq, hd};
-	int32_t copies[16];
+	int32_t copies[LLAMA_MAX_GROUP];
 	x = zb_permute(b, zb_namef(nm, "%s.%c_flat", p, which), x, 4, same, 3, flat);
-	for (int64_t i = 0; i < g && i < 16; i++)
+	for (int64_t i = 0; i < g; i++)
 		copies[i] = x;
-	x = zb_concat_axis(b, zb_namef(nm, "%s.%c_repeat", p, which), (int)(g < 16 ? g : 16), copies,
-	                   2);
+	x = zb_concat_axis(b, zb_namef(nm, "%s.%c_repeat", p, which), (int)g, copies, 2);
 	return zb_permute(b, zb_namef(nm, "%s.%c_groups", p, which), x, 3, same, 4, heads);
 }
 

@@ -1419,17 +1419,29 @@ static atm_status run_rope(const atm_kernel *k, void *const *in, void *const *ou
 	const atm_tensor *t = tensor_of(k, SLOT_IN, 0);
 	int64_t d = k->n_cols, h = d / 2, seq = t->dims[t->ndim - 2];
 	double theta = knode(k)->attrs.theta, sign = knode(k)->op == ATM_OP_ROPE_BWD ? -1.0 : 1.0;
-#pragma omp parallel for schedule(static)
-	for (int64_t r = 0; r < k->n_rows; r++) {
-		double pos = (double)(r % seq);
-		const float *xr = x + r * d;
-		float *yr = y + r * d;
-		for (int64_t i = 0; i < h; i++) {
-			double a = pos * pow(theta, -2.0 * (double)i / (double)d);
-			float c = (float)cos(a), s = (float)(sign * sin(a));
-			float x0 = xr[i], x1 = xr[i + h];
-			yr[i] = x0 * c - x1 * s;
-			yr[i + h] = x1 * c + x0 * s;
+	enum { FREQS = 64 };
+	/* the frequencies of FREQS pairs at a time, taken once by each thread, not once per row */
+#pragma omp parallel
+	{
+		double freq[FREQS];
+		for (int64_t i0 = 0; i0 < h; i0 += FREQS) {
+			int64_t nf = h - i0 < FREQS ? h - i0 : FREQS;
+			for (int64_t j = 0; j < nf; j++)
+				freq[j] = pow(theta, -2.0 * (double)(i0 + j) / (double)d);
+#pragma omp for schedule(static)
+			for (int64_t r = 0; r < k->n_rows; r++) {
+				double pos = (double)(r % seq);
+				const float *xr = x + r * d;
+				float *yr = y + r * d;
+				for (int64_t j = 0; j < nf; j++) {
+					int64_t i = i0 + j;
+					double a = pos * freq[j];
+					float c = (float)cos(a), s = (float)(sign * sin(a));
+					float x0 = xr[i], x1 = xr[i + h];
+					yr[i] = x0 * c - x1 * s;
+					yr[i + h] = x1 * c + x0 * s;
+				}
+			}
 		}
 	}
 	return ATM_OK;

@@ -779,12 +779,13 @@ static atm_status run_rope(atm_cuda_kernel *k, void *const *in, void *const *out
 	return ATM_OK;
 }
 
-/* run_act -- sigmoid, hardswish, hardsigmoid or relu6, forward or backward */
+/* run_act -- SiLU, sigmoid, hardswish, hardsigmoid or relu6, forward or backward */
 static atm_status run_act(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
 	(void)ws;
 	atm_op op = knode(k)->op;
-	int kind = op == ATM_OP_SIGMOID_FWD || op == ATM_OP_SIGMOID_BWD         ? ATM_CU_SIGMOID
+	int kind = op == ATM_OP_SILU_FWD || op == ATM_OP_SILU_BWD               ? ATM_CU_SILU
+	         : op == ATM_OP_SIGMOID_FWD || op == ATM_OP_SIGMOID_BWD         ? ATM_CU_SIGMOID
 	         : op == ATM_OP_HARDSWISH_FWD || op == ATM_OP_HARDSWISH_BWD     ? ATM_CU_HARDSWISH
 	         : op == ATM_OP_HARDSIGMOID_FWD || op == ATM_OP_HARDSIGMOID_BWD ? ATM_CU_HARDSIGMOID
 	                                                                          : ATM_CU_RELU6;
@@ -793,18 +794,6 @@ static atm_status run_act(atm_cuda_kernel *k, void *const *in, void *const *out,
 		CUDA_TRY(atm_cu_act_fwd(k->c->stream, kind, in[0], out[0], len), atm_op_name(op));
 	else
 		CUDA_TRY(atm_cu_act_bwd(k->c->stream, kind, in[0], in[1], out[0], len), atm_op_name(op));
-	return ATM_OK;
-}
-
-/* run_silu -- y = silu(x), or dx = dy * silu'(x) */
-static atm_status run_silu(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
-{
-	(void)ws;
-	int64_t len = tout(k, 0)->n_elems;
-	if (knode(k)->op == ATM_OP_SILU_FWD)
-		CUDA_TRY(atm_cu_silu_fwd(k->c->stream, in[0], out[0], len), "SiLU");
-	else
-		CUDA_TRY(atm_cu_silu_bwd(k->c->stream, in[0], in[1], out[0], len), "SiLU backward");
 	return ATM_OK;
 }
 
@@ -1040,8 +1029,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_NARROW_BWD] = {NULL, run_narrow},
 	[ATM_OP_TOKEN_XENT_FWD] = {build_loss, run_token_xent},
 	[ATM_OP_TOKEN_XENT_BWD] = {build_loss, run_token_xent},
-	[ATM_OP_SILU_FWD] = {NULL, run_silu},
-	[ATM_OP_SILU_BWD] = {NULL, run_silu},
+	[ATM_OP_SILU_FWD] = {NULL, run_act},
+	[ATM_OP_SILU_BWD] = {NULL, run_act},
 	[ATM_OP_MUL] = {build_mul, run_mul},
 	[ATM_OP_MUL_BWD] = {build_mul, run_mul},
 	[ATM_OP_RMS_NORM_FWD] = {build_lead, run_rms_norm},

@@ -284,52 +284,40 @@ __global__ void k_tanh_bwd(const float *y, const float *dy, float *dx, int64_t n
 	FOR_EACH(i, n) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
-/* k_act_fwd -- sigmoid, hardswish (x relu6(x + 3) / 6), hardsigmoid (clip(x / 6 + 1/2, 0, 1))
- * or relu6 (clip(x, 0, 6)) */
+/* k_act_fwd -- SiLU (x / (1 + exp(-x))), sigmoid, hardswish (x relu6(x + 3) / 6), hardsigmoid
+ * (clip(x / 6 + 1/2, 0, 1)) or relu6 (clip(x, 0, 6)) */
 __global__ void k_act_fwd(int kind, const float *x, float *y, int64_t n)
 {
 	FOR_EACH(i, n) {
 		float v = x[i];
-		y[i] = kind == ATM_CU_SIGMOID       ? 1.0f / (1.0f + expf(-v))
+		y[i] = kind == ATM_CU_SILU          ? v / (1.0f + expf(-v))
+		     : kind == ATM_CU_SIGMOID       ? 1.0f / (1.0f + expf(-v))
 		     : kind == ATM_CU_HARDSWISH     ? v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f
 		     : kind == ATM_CU_HARDSIGMOID   ? fminf(fmaxf(v / 6.0f + 0.5f, 0.0f), 1.0f)
 		                                    : fminf(fmaxf(v, 0.0f), 6.0f);
 	}
 }
 
-/* k_act_bwd -- their gradients: sigmoid y (1 - y), relu6 1 where 0 < y < 6 (from y);
- * hardswish 0 below -3, 1 above 3, (2x + 3) / 6 between; hardsigmoid 1/6 on (-3, 3) (from x) */
+/* k_act_bwd -- their gradients: sigmoid y (1 - y), relu6 1 where 0 < y < 6 (from y); SiLU
+ * s (1 + x (1 - s)) with s = sigmoid(x), hardswish 0 below -3, 1 above 3, (2x + 3) / 6 between,
+ * hardsigmoid 1/6 on (-3, 3) (from x) */
 __global__ void k_act_bwd(int kind, const float *f, const float *dy, float *dx, int64_t n)
 {
 	FOR_EACH(i, n) {
 		float v = f[i], d;
-		if (kind == ATM_CU_SIGMOID)
+		if (kind == ATM_CU_SILU) {
+			float sg = 1.0f / (1.0f + expf(-v));
+			d = sg * (1.0f + v * (1.0f - sg));
+		} else if (kind == ATM_CU_SIGMOID) {
 			d = v * (1.0f - v);
-		else if (kind == ATM_CU_RELU6)
+		} else if (kind == ATM_CU_RELU6) {
 			d = v > 0.0f && v < 6.0f ? 1.0f : 0.0f;
-		else if (kind == ATM_CU_HARDSWISH)
+		} else if (kind == ATM_CU_HARDSWISH) {
 			d = v < -3.0f ? 0.0f : v > 3.0f ? 1.0f : (2.0f * v + 3.0f) / 6.0f;
-		else
+		} else {
 			d = v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f;
+		}
 		dx[i] = dy[i] * d;
-	}
-}
-
-/* k_silu_fwd -- y = x / (1 + exp(-x)) */
-__global__ void k_silu_fwd(const float *x, float *y, int64_t n)
-{
-	FOR_EACH(i, n) {
-		float v = x[i];
-		y[i] = v / (1.0f + expf(-v));
-	}
-}
-
-/* k_silu_bwd -- dx = dy * s (1 + x (1 - s)), s = sigmoid(x) */
-__global__ void k_silu_bwd(const float *x, const float *dy, float *dx, int64_t n)
-{
-	FOR_EACH(i, n) {
-		float v = x[i], sg = 1.0f / (1.0f + expf(-v));
-		dx[i] = dy[i] * sg * (1.0f + v * (1.0f - sg));
 	}
 }
 
@@ -815,20 +803,6 @@ cudaError_t atm_cu_act_bwd(cudaStream_t s, int kind, const float *fwd, const flo
                            int64_t n)
 {
 	k_act_bwd<<<blocks(n), THREADS, 0, s>>>(kind, fwd, dy, dx, n);
-	return cudaGetLastError();
-}
-
-/* atm_cu_silu_fwd -- launch k_silu_fwd */
-cudaError_t atm_cu_silu_fwd(cudaStream_t s, const float *x, float *y, int64_t n)
-{
-	k_silu_fwd<<<blocks(n), THREADS, 0, s>>>(x, y, n);
-	return cudaGetLastError();
-}
-
-/* atm_cu_silu_bwd -- launch k_silu_bwd */
-cudaError_t atm_cu_silu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx, int64_t n)
-{
-	k_silu_bwd<<<blocks(n), THREADS, 0, s>>>(x, dy, dx, n);
 	return cudaGetLastError();
 }
 

@@ -140,18 +140,13 @@ cudaError_t atm_cu_rms_norm_fwd(cudaStream_t s, const float *x, const float *w, 
 cudaError_t atm_cu_rms_norm_bwd(cudaStream_t s, const float *x, const float *dy, const float *w,
                                 const float *rstd, float *dx, float *dw, int64_t rows,
                                 int64_t cols);
-/* The activations of mobile networks, by atm_cu_act's kind. */
-enum { ATM_CU_SIGMOID, ATM_CU_HARDSWISH, ATM_CU_HARDSIGMOID, ATM_CU_RELU6 };
+/* The element-wise activations atm_cu_act_* compute, by kind. */
+enum { ATM_CU_SILU, ATM_CU_SIGMOID, ATM_CU_HARDSWISH, ATM_CU_HARDSIGMOID, ATM_CU_RELU6 };
 /* y = kind(x) */
 cudaError_t atm_cu_act_fwd(cudaStream_t s, int kind, const float *x, float *y, int64_t n);
 /* dx = dy * kind'(...), from the forward output y (sigmoid, relu6) or input x (the others) */
 cudaError_t atm_cu_act_bwd(cudaStream_t s, int kind, const float *fwd, const float *dy, float *dx,
                            int64_t n);
-/* y = x * sigmoid(x) */
-cudaError_t atm_cu_silu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
-/* dx = dy * s (1 + x (1 - s)), s = sigmoid(x) */
-cudaError_t atm_cu_silu_bwd(cudaStream_t s, const float *x, const float *dy, float *dx, int64_t n);
-
 /* A broadcast operand b of a larger a (core's atm_broadcast): the dims of a that b keeps and
  * those it is repeated along, each with its stride in a, fastest first */
 typedef struct {
