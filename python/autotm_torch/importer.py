@@ -14,8 +14,8 @@ state_dict keys; other modules are traced through.
 
 Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
 mul, concat, embedding, positions, layer_norm, rms_norm, gelu, tanh, silu, sigmoid, hardswish,
-hardsigmoid, relu6, softmax, matmul, permute,
-reshape, narrow, split) and autotm builds the training step from them (loss, backward, SGD), as it builds its zoo.
+hardsigmoid, relu6, softmax, matmul, permute, reshape, narrow, split) and autotm builds the
+training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
 a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax becomes
