@@ -5,7 +5,8 @@ offloaded to pinned host memory; then autotm's plans given each one's peak as th
 memory (docs/gpu.md, "The baselines at equal memory")
 
 usage: bench/torch_baselines.py [--networks LIST] [--device cpu|cuda] [--batch N] [--turns N]
-                                [--iters N] [--autotm PATH] [--formulations LIST] [--json FILE]
+                                [--iters N] [--autotm PATH] [--formulations LIST]
+                                [--time-limit S] [--json FILE]
 
 For each network (torch_step.py's: the zoo's layouts in plain PyTorch at the small preset's
 image size) one training step (forward, mean cross-entropy, backward, SGD) is timed three ways,
@@ -106,7 +107,8 @@ def measure(mode, model, x, y, device, iters):
     return best, peak
 
 
-def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, device):
+def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, device,
+              time_limit=None):
     """autotm's placements at peak bytes of device memory, compared in turns: {formulation:
     median step} and what was wrong, if anything"""
     with tempfile.TemporaryDirectory() as d:
@@ -115,6 +117,8 @@ def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, devi
                f"--gpu={'cuda' if device == 'cuda' else 'sim'}", "--gpu-memory", str(peak),
                "--formulation", formulations, "--turns", str(turns), "--iters", str(iters),
                "--quiet", "-o", out]
+        if time_limit:
+            cmd += ["--time-limit", str(time_limit)]
         p = subprocess.run(cmd, capture_output=True, text=True,
                            env=dict(os.environ, OMP_WAIT_POLICY="passive"))
         if p.returncode != 0:
@@ -135,6 +139,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="PyTorch's CPU threads (default 2)")
     ap.add_argument("--autotm", help="the autotm binary: with --device cuda, plan at each peak")
     ap.add_argument("--formulations", default="synchronous,asynchronous,asynchronous+recompute")
+    ap.add_argument("--time-limit", type=int,
+                    help="each of autotm's ILPs' time limit in seconds (default autotm's, 60)")
     ap.add_argument("--json", help="write the rows as JSON")
     a = ap.parse_args()
     try:
@@ -148,10 +154,12 @@ def main():
         return 130
     nets = a.networks.split(",")
     bad = [n for n in nets if n not in torch_step.SMALL]
-    if bad or a.turns < 1 or a.iters < 1 or (a.batch is not None and a.batch < 1):
+    if bad or a.turns < 1 or a.iters < 1 or (a.batch is not None and a.batch < 1) or \
+            (a.time_limit is not None and a.time_limit < 1):
         print(f"torch_baselines.py: unknown network {', '.join(bad)} (valid: "
               f"{', '.join(torch_step.SMALL)})" if bad else
-              "torch_baselines.py: --turns, --iters and --batch take 1 or more", file=sys.stderr)
+              "torch_baselines.py: --turns, --iters, --batch and --time-limit take 1 or more",
+              file=sys.stderr)
         return 2
     if a.device == "cuda" and not torch.cuda.is_available():
         print("torch_baselines.py: --device cuda, but PyTorch sees no GPU", file=sys.stderr)
@@ -209,7 +217,7 @@ def main():
                 extra = ""
                 if a.autotm and m in peaks:
                     got, err = autotm_at(a.autotm, name, batch, image, peaks[m], a.formulations,
-                                         a.turns, a.iters, a.device)
+                                         a.turns, a.iters, a.device, a.time_limit)
                     row["autotm"] = got
                     if err:
                         row["autotm_error"] = err

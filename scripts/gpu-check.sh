@@ -10,7 +10,7 @@
 #       libraries (cuBLAS, cuDNN) are not packed: the GPU node has them.
 #
 #   scripts/gpu-check.sh run [--sim] [--quick] [--build DIR] [--budget S] [--out DIR] [--networks A,B]
-#                            [--time-limit S]
+#                            [--time-limit S] [--steps LIST] [--baselines A,B]
 #       there: unpack .gpu/bundle.tar.xz (or use build-release when there is
 #       no bundle), then, each step given what is left of S seconds (default
 #       540): the CUDA kernels against the CPU's (runtime.cuda_kernels), the
@@ -23,7 +23,10 @@
 #       into DIR/gpu-check.tar.gz when DIR is $OUT. --sim runs the same steps
 #       on the simulated GPU (CPU kernels); --quick on tiny networks (the suite
 #       runs --sim --quick); --build DIR takes autotm and the tests from DIR,
-#       not from a bundle.
+#       not from a bundle; --steps runs only the steps named (kernels, gpu,
+#       check, step, baselines, fig12; default all), as a second call with
+#       what is left of a GPU's time; --baselines names torch_baselines'
+#       networks (default resnet200,densenet264).
 #
 # exit status: 0 every step passed, 1 a step failed or ran out of time (the
 # summary names it), 2 bad usage, 5 no GPU (run without --sim).
@@ -70,6 +73,7 @@ find_lib_dir() {
 
 run() {
     local sim=0 quick=0 build="" budget=540 out="" networks="vgg19,resnet200,densenet264,inception_v4" ilp=""
+    local steps=kernels,gpu,check,step,baselines,fig12 bnets=resnet200,densenet264
     while [ $# -gt 0 ]; do
         case $1 in
             --sim) sim=1 ;;
@@ -79,12 +83,21 @@ run() {
             --out) out=$2; shift ;;
             --networks) networks=$2; shift ;;
             --time-limit) ilp=$2; shift ;;
-            *) die "unknown option '$1' (valid: --sim, --quick, --build DIR, --budget S, --out DIR, --networks A,B, --time-limit S)" ;;
+            --steps) steps=$2; shift ;;
+            --baselines) bnets=$2; shift ;;
+            *) die "unknown option '$1' (valid: --sim, --quick, --build DIR, --budget S, --out DIR, --networks A,B, --time-limit S, --steps LIST, --baselines A,B)" ;;
         esac
         shift
     done
     [[ $budget =~ ^[1-9][0-9]*$ ]] || die "--budget: '$budget' is not a number of seconds"
     [ -z "$ilp" ] || [[ $ilp =~ ^[1-9][0-9]*$ ]] || die "--time-limit: '$ilp' is not a number of seconds"
+    local s
+    for s in ${steps//,/ }; do
+        case $s in kernels|gpu|check|step|baselines|fig12) ;;
+            *) die "--steps: unknown step '$s' (valid: kernels, gpu, check, step, baselines, fig12)" ;;
+        esac
+    done
+    wanted() { [[ ",$steps," == *",$1,"* ]]; }
     local start=$SECONDS bin tests gpu
     if [ -n "$build" ]; then
         bin=$build/cli/autotm tests=$build/tests
@@ -159,27 +172,32 @@ run() {
     }
     local cudaflag=--cuda
     [ $sim = 1 ] && cudaflag=
-    step "runtime.cuda_kernels" 20 test_cuda_kernels.log "$tests/test_runtime_cuda_kernels"
-    step "runtime.gpu_cuda" 20 test_gpu.log "$tests/test_runtime_gpu" $cudaflag
+    wanted kernels && step "runtime.cuda_kernels" 20 test_cuda_kernels.log "$tests/test_runtime_cuda_kernels"
+    wanted gpu && step "runtime.gpu_cuda" 20 test_gpu.log "$tests/test_runtime_gpu" $cudaflag
     local models=() tnets=gpt2,vit_b_16 cnets=resnet50,densenet121 tb=8 cb=32 turns=3 iters=5
     [ $sim = 1 ] && tb=2 cb=2
     [ $quick = 1 ] && models=(--models small_cnn,tiny_gpt) tnets=tiny_gpt cnets=tiny_vit turns=1 iters=2
-    step "torch_check" 25 torch_check.log "$py" bench/torch_check.py --device $device --autotm "$bin" \
+    wanted check && step "torch_check" 25 torch_check.log "$py" bench/torch_check.py --device $device --autotm "$bin" \
         --json "$dest/torch_check.json" "${models[@]}"
-    step "torch_step (transformers)" 20 torch_step_transformers.txt "$py" bench/torch_step.py --device $device \
+    wanted step && step "torch_step (transformers)" 20 torch_step_transformers.txt "$py" bench/torch_step.py --device $device \
         --networks $tnets --batch $tb --turns $turns --iters $iters --breakdown --autotm "$bin"
-    step "torch_step (convolutions)" 20 torch_step_convolutions.txt "$py" bench/torch_step.py --device $device \
+    wanted step && step "torch_step (convolutions)" 20 torch_step_convolutions.txt "$py" bench/torch_step.py --device $device \
         --networks $cnets --batch $cb --turns $turns --iters $iters --breakdown --autotm "$bin"
     # what PyTorch users pick at the memory it takes, and autotm's plans at that memory
-    local bnets=resnet200,densenet264 bb=32
+    local bb=32
     [ $sim = 1 ] && bb=2
     [ $quick = 1 ] && bnets=resnet18
-    step "torch_baselines" 30 torch_baselines.txt "$py" bench/torch_baselines.py --device $device \
+    local bl=()
+    [ -n "$ilp" ] && bl=(--time-limit "$ilp")
+    local bshare=30
+    wanted fig12 || bshare=95
+    wanted baselines && step "torch_baselines" $bshare torch_baselines.txt "$py" bench/torch_baselines.py --device $device \
         --networks $bnets --batch $bb --turns $((turns < 2 ? turns : 2)) --iters $iters \
-        --autotm "$bin" --json "$dest/torch_baselines.json"
+        --autotm "$bin" --json "$dest/torch_baselines.json" "${bl[@]}"
     # Figure 12: one network after the other, the smallest of its batches, as time allows
     local net batch
     local -A first=([vgg19]=64 [resnet200]=32 [inception_v4]=64 [densenet264]=32)
+    wanted fig12 || networks=
     for net in ${networks//,/ }; do
         batch=${first[$net]:-}
         local args=(--gpu $gpuflag --networks "$net" --turns 3 --iters 3 --recompute --data "$dest/fig12"
