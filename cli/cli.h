@@ -30,6 +30,8 @@ typedef struct {
 	int64_t image;      /* 0: from the preset or the network */
 	int64_t classes;    /* 0: the network's default */
 	int64_t seq;        /* 0: from the preset or the network (language models) */
+	/* the optimizer the step ends in (NULL: not given; checked by cli_load_graph) */
+	const char *optimizer, *lr, *momentum, *betas, *eps, *weight_decay;
 } cli_graph_source;
 
 /* Long options every graph-taking command accepts; values past 1000 are ours. */
@@ -39,7 +41,8 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_GPU_LINK, CLI_OPT_RATIO, CLI_OPT_DRAM_LIMIT, CLI_OPT_FORMULATION, CLI_OPT_CACHE,
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
        CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_GPU_MODEL,
-       CLI_OPT_FULL_MODEL, CLI_OPT_RECOMPUTE, CLI_OPT_FIRST_FREE };
+       CLI_OPT_FULL_MODEL, CLI_OPT_RECOMPUTE, CLI_OPT_OPTIMIZER, CLI_OPT_LR, CLI_OPT_MOMENTUM,
+       CLI_OPT_BETAS, CLI_OPT_EPS, CLI_OPT_WEIGHT_DECAY, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -48,7 +51,13 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	{"preset", required_argument, NULL, CLI_OPT_PRESET},           \
 	{"image", required_argument, NULL, CLI_OPT_IMAGE},             \
 	{"classes", required_argument, NULL, CLI_OPT_CLASSES},         \
-	{"seq", required_argument, NULL, CLI_OPT_SEQ}
+	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
+	{"optimizer", required_argument, NULL, CLI_OPT_OPTIMIZER},     \
+	{"lr", required_argument, NULL, CLI_OPT_LR},                   \
+	{"momentum", required_argument, NULL, CLI_OPT_MOMENTUM},       \
+	{"betas", required_argument, NULL, CLI_OPT_BETAS},             \
+	{"eps", required_argument, NULL, CLI_OPT_EPS},                 \
+	{"weight-decay", required_argument, NULL, CLI_OPT_WEIGHT_DECAY}
 
 #define CLI_GRAPH_HELP                                                                      \
 	"  --model NAME      a network of the zoo (see 'autotm zoo')\n"                         \
@@ -57,7 +66,13 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
 	"  --preset P        size preset: small (default), paper, large, gpu\n"                 \
 	"  --image N         input height and width (default: the preset's or the network's)\n" \
 	"  --classes N       output classes, a language model's vocabulary (default: the network's)\n" \
-	"  --seq T           sequence length of a language model (default: the preset's)\n"
+	"  --seq T           sequence length of a language model (default: the preset's)\n"     \
+	"  --optimizer O     the step's update: sgd (default), momentum, adamw (PyTorch's)\n"  \
+	"  --lr X            learning rate (default: sgd, momentum 0.01; adamw 0.001)\n"        \
+	"  --momentum X      momentum's factor (default 0.9)\n"                                \
+	"  --betas B1,B2     adamw's averages (default 0.9,0.999)\n"                           \
+	"  --eps X           adamw's epsilon (default 1e-8)\n"                                 \
+	"  --weight-decay X  (default: sgd, momentum 0; adamw 0.01, decoupled)\n"
 
 /* Memory options of the commands that open tiers, or a GPU. */
 typedef atm_job_memory cli_memory;

@@ -104,6 +104,24 @@ int cli_graph_option(cli_graph_source *src, int opt, const char *arg)
 		return cli_parse_int("classes", arg, 1, 1000000, &src->classes) < 0 ? -1 : 1;
 	case CLI_OPT_SEQ:
 		return cli_parse_int("seq", arg, 1, 1000000, &src->seq) < 0 ? -1 : 1;
+	case CLI_OPT_OPTIMIZER:
+		src->optimizer = arg;
+		return 1;
+	case CLI_OPT_LR:
+		src->lr = arg;
+		return 1;
+	case CLI_OPT_MOMENTUM:
+		src->momentum = arg;
+		return 1;
+	case CLI_OPT_BETAS:
+		src->betas = arg;
+		return 1;
+	case CLI_OPT_EPS:
+		src->eps = arg;
+		return 1;
+	case CLI_OPT_WEIGHT_DECAY:
+		src->weight_decay = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -135,6 +153,74 @@ static atm_status zoo_sizes(const cli_graph_source *src, atm_zoo_opts *o)
 	return ATM_OK;
 }
 
+/* factor -- the number arg of option opt, or a usage error */
+static atm_status factor(const char *opt, const char *arg, float *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v > 1e6)
+		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a number from 0 to 1e6",
+		               opt, arg);
+	*out = (float)v;
+	return ATM_OK;
+}
+
+/* update_of -- the optimizer the options give (*given false: none given, the step's own) */
+static atm_status update_of(const cli_graph_source *src, atm_update *u, bool *given)
+{
+	atm_update_kind kind = ATM_UPDATE_SGD;
+	atm_status rc = ATM_OK;
+	*given = src->optimizer || src->lr || src->momentum || src->betas || src->eps ||
+	         src->weight_decay;
+	if (!*given)
+		return ATM_OK;
+	if (src->optimizer && (rc = atm_update_kind_from_name(src->optimizer, &kind)) < 0)
+		return atm_err_prefix(rc, "--optimizer: ");
+	*u = atm_update_defaults(kind);
+	if (src->momentum && kind != ATM_UPDATE_MOMENTUM)
+		return atm_err(ATM_E_USAGE, "--momentum is for --optimizer momentum");
+	if ((src->betas || src->eps) && kind != ATM_UPDATE_ADAMW)
+		return atm_err(ATM_E_USAGE, "--betas and --eps are for --optimizer adamw");
+	if (src->lr && (rc = factor("lr", src->lr, &u->lr)) == ATM_OK && !(u->lr > 0))
+		rc = atm_err(ATM_E_USAGE, "--lr '%s' is not valid; expected a number above 0", src->lr);
+	if (rc == ATM_OK && src->momentum)
+		rc = factor("momentum", src->momentum, &u->momentum);
+	if (rc == ATM_OK && src->eps)
+		rc = factor("eps", src->eps, &u->eps);
+	if (rc == ATM_OK && src->weight_decay)
+		rc = factor("weight-decay", src->weight_decay, &u->weight_decay);
+	if (rc == ATM_OK && src->betas) {
+		char *end = NULL;
+		errno = 0;
+		double b1 = strtod(src->betas, &end), b2 = -1;
+		if (end != src->betas && *end == ',')
+			b2 = strtod(end + 1, &end);
+		if (*end || errno || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1))
+			return atm_err(ATM_E_USAGE, "--betas '%s' is not valid; expected two numbers in "
+			               "[0, 1) as B1,B2 (0.9,0.999)", src->betas);
+		u->beta1 = (float)b1;
+		u->beta2 = (float)b2;
+	}
+	return rc;
+}
+
+/* with_update -- *g rewritten to the optimizer the options give, when they give one */
+static atm_status with_update(const cli_graph_source *src, atm_graph **g)
+{
+	atm_update u;
+	bool given = false;
+	atm_graph *c = NULL;
+	atm_status rc = update_of(src, &u, &given);
+	if (rc < 0 || !given)
+		return rc;
+	if ((rc = atm_graph_with_update(*g, &u, &c)) < 0)
+		return rc;
+	atm_graph_destroy(*g);
+	*g = c;
+	return ATM_OK;
+}
+
 atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_results_workload *w)
 {
 	*g = NULL;
@@ -150,6 +236,8 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 			               "a --graph file fixes its own sizes (only --batch overrides)");
 		atm_graph_load_opts lo = {.batch = src->batch};
 		atm_status rc = atm_zoo_load(g, src->graph_file, &lo);
+		if (rc == ATM_OK)
+			rc = with_update(src, g);
 		if (rc < 0)
 			return rc;
 		w->batch = atm_graph_batch(*g);
@@ -159,6 +247,8 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	atm_status rc = zoo_sizes(src, &o);
 	if (rc == ATM_OK)
 		rc = atm_zoo_build(g, src->model, &o);
+	if (rc == ATM_OK)
+		rc = with_update(src, g);
 	if (rc < 0)
 		return rc;
 	/* the graph's own batch (its batched tensors'), as for a graph file */

@@ -173,6 +173,12 @@ typedef enum {
 	ATM_OP_HARDSIGMOID_BWD,      /* in: x, dy                 out: dx */
 	ATM_OP_RELU6_FWD,            /* in: x                     out: y = min(max(x, 0), 6) */
 	ATM_OP_RELU6_BWD,            /* in: y (the forward output), dyout: dx */
+	ATM_OP_SGD_MOMENTUM,      /* in: w, dw, (buf)  out: none; PyTorch's SGD with weight decay
+	                           * and momentum: g = dw + weight_decay * w, buf = momentum * buf
+	                           * + g (without buf: buf = g), w -= lr * buf; writes w, buf */
+	ATM_OP_ADAMW,             /* in: w, dw, exp_avg, exp_avg_sq, step[1]  out: none; PyTorch's
+	                           * AdamW at step t = step + 1 (decoupled weight decay, bias
+	                           * correction); writes w, exp_avg, exp_avg_sq and step = t */
 	ATM_N_OPS
 } atm_op;
 
@@ -194,6 +200,9 @@ typedef struct {
 	int32_t n_perm;     /* permute: entries of perm */
 	int32_t perm[ATM_MAX_DIMS]; /* permute: output axis i is axis perm[i] of the input's view */
 	float theta;        /* rope: the base of the rotation frequencies (10000 in LLaMA 2) */
+	float momentum;     /* sgd_momentum: the momentum factor */
+	float beta1, beta2; /* adamw: the moving averages' factors (0.9, 0.999 in PyTorch) */
+	float weight_decay; /* sgd_momentum (added to the gradient), adamw (decoupled) */
 } atm_attrs;
 
 /* A tensor as the graph holds it (read-only view, owned by the graph). */
@@ -233,8 +242,11 @@ const char *atm_op_name(atm_op op);
 atm_status atm_dtype_from_name(const char *s, atm_dtype *out);
 atm_status atm_kind_from_name(const char *s, atm_tensor_kind *out);
 atm_status atm_op_from_name(const char *s, atm_op *out);
-/* atm_op_is_inplace -- the op writes its input 0 (SGD) */
+/* atm_op_is_inplace -- the op writes one of its inputs in place (the updates: SGD, AdamW) */
 bool atm_op_is_inplace(atm_op op);
+/* atm_op_writes_input -- the op writes its input i in place (SGD its input 0; AdamW the
+ * parameter and its three states) */
+bool atm_op_writes_input(atm_op op, int i);
 
 /* ---------------------------------------------------------------- ops */
 
@@ -256,8 +268,12 @@ enum {
 	ATM_ATTR_POSITIONS = 1u << 12,  /* "positions" */
 	ATM_ATTR_PERM = 1u << 13,       /* "perm" */
 	ATM_ATTR_THETA = 1u << 14,      /* "theta" */
+	ATM_ATTR_MOMENTUM = 1u << 15,   /* "momentum" */
+	ATM_ATTR_BETA1 = 1u << 16,      /* "beta1" */
+	ATM_ATTR_BETA2 = 1u << 17,      /* "beta2" */
+	ATM_ATTR_WEIGHT_DECAY = 1u << 18, /* "weight_decay" */
 };
-#define ATM_N_ATTRS 15
+#define ATM_N_ATTRS 19
 
 /* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
 const char *atm_attr_name(unsigned attr);
@@ -285,7 +301,7 @@ typedef struct {
 	int min_in, max_in;      /* inputs it takes */
 	int min_out, max_out;    /* outputs it makes */
 	unsigned attrs;          /* ATM_ATTR_* bits it reads; it ignores the other fields */
-	bool inplace;            /* writes its input 0 (SGD) */
+	unsigned inplace;        /* bit i: writes its input i in place (SGD: bit 0) */
 	bool pointwise_rate;     /* its work may be pointwise (atm_work.pointwise: a 1x1
 	                          * convolution is one GEMM), which the roofline rates apart */
 	atm_op_role in_role[ATM_OP_MAX_ROLES];
@@ -325,6 +341,48 @@ atm_status atm_graph_add_node(atm_graph *g, const char *name, atm_op op, const a
 atm_status atm_graph_mark_batched(atm_graph *g, int32_t tensor);
 /* atm_graph_batch -- the batch of the batched tensors, 0 when none is marked */
 int64_t atm_graph_batch(const atm_graph *g);
+
+/* ---------------------------------------------------------------- the update */
+
+/* The optimizer a training step ends in. A graph built by the zoo or read from a forward
+ * file ends in SGD, one node per parameter; atm_graph_with_update rewrites it to another
+ * update, PyTorch's formulas and defaults (docs/graph-format.md, "Optimizers"). */
+typedef enum {
+	ATM_UPDATE_SGD = 0,  /* w -= lr * (dw + weight_decay * w) */
+	ATM_UPDATE_MOMENTUM, /* SGD with a momentum buffer per parameter */
+	ATM_UPDATE_ADAMW,    /* AdamW: two averages and a step per parameter */
+	ATM_N_UPDATES
+} atm_update_kind;
+
+typedef struct {
+	atm_update_kind kind;
+	float lr;           /* 0: each SGD node's own (sgd, momentum); adamw's default, 1e-3 */
+	float momentum;     /* momentum: the buffer's factor, > 0 */
+	float beta1, beta2; /* adamw, in [0, 1) */
+	float eps;          /* adamw, > 0 */
+	float weight_decay; /* >= 0: sgd and momentum add it times w to the gradient, adamw decays
+	                     * w by lr times it */
+} atm_update;
+
+/* atm_update_kind_name, atm_update_kind_from_name -- "sgd", "momentum", "adamw"; an unknown
+ * name is ATM_E_USAGE listing the valid ones */
+const char *atm_update_kind_name(atm_update_kind k);
+atm_status atm_update_kind_from_name(const char *s, atm_update_kind *out);
+
+/* atm_update_defaults -- PyTorch's defaults for kind: lr 0 (the graph's; adamw 1e-3),
+ * momentum 0.9, betas 0.9 and 0.999, eps 1e-8, weight decay 0 (adamw 1e-2) */
+atm_update atm_update_defaults(atm_update_kind kind);
+
+/* atm_graph_with_update -- a copy of g (*out, validated) whose SGD nodes are u's update: the
+ * states are tensors of kind optimizer_state named after their parameter as torch.optim's
+ * state is ("W.momentum_buffer", "W.exp_avg", "W.exp_avg_sq", "W.step"), zero at the start,
+ * placed by the plan like any tensor; each update is one node where the SGD was. ATM_E_USAGE
+ * for factors out of range or a graph without SGD nodes (the message says which). */
+atm_status atm_graph_with_update(const atm_graph *g, const atm_update *u, atm_graph **out);
+
+/* atm_graph_update_of -- the update g's step ends in (its first update node's) and the
+ * bytes of its optimizer state; false for a graph with no update node */
+bool atm_graph_update_of(const atm_graph *g, atm_update *u, int64_t *state_bytes);
 
 /* atm_graph_set_workspace -- scratch bytes node id needs while it runs */
 atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes);
@@ -1130,7 +1188,9 @@ atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, con
  * step's data) and nothing else: each by its graph name, F32 of the graph's shape. An input
  * may also go by "input" (the graph's one data input) or "labels" (its one labels input), and
  * labels may be integer class indices, one per row (the labels' elements over their last
- * dimension), each within the classes. ATM_E_INPUT naming the tensor and what was expected. */
+ * dimension), each within the classes. With the weights, the optimizer's states (kind
+ * optimizer_state, "W.exp_avg", ...): all of them or none; a step may be a scalar. ATM_E_INPUT
+ * naming the tensor and what was expected. */
 atm_status atm_st_check(const atm_st_file *f, const atm_graph *g, atm_tensor_kind kind);
 /* atm_st_fill -- g's tensor t's starting values from f (checked by atm_st_check), class
  * indices as one-hot rows; false (data untouched) when f (or NULL) does not hold it */

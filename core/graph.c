@@ -487,12 +487,14 @@ atm_status atm_graph_validate(const atm_graph *g)
 				goto out;
 			}
 		}
-		if (atm_op_is_inplace(n->op) && g->tensors[n->in[0]].kind != ATM_KIND_PARAM &&
-		    g->tensors[n->in[0]].kind != ATM_KIND_OPTIMIZER_STATE) {
+		for (int k = 0; k < n->n_in; k++) {
+			atm_tensor_kind kind = g->tensors[n->in[k]].kind;
+			if (!atm_op_writes_input(n->op, k) || kind == ATM_KIND_PARAM ||
+			    kind == ATM_KIND_OPTIMIZER_STATE)
+				continue;
 			rc = atm_err(ATM_E_INPUT, "node %d ('%s'): %s updates tensor '%s' in place, which "
 			             "must be a param or optimizer_state, not %s", i, n->name,
-			             atm_op_name(n->op), g->tensors[n->in[0]].name,
-			             atm_kind_name(g->tensors[n->in[0]].kind));
+			             atm_op_name(n->op), g->tensors[n->in[k]].name, atm_kind_name(kind));
 			goto out;
 		}
 		for (int k = 0; k < n->n_out; k++) {

@@ -23,6 +23,8 @@
 #define GJ_DEFAULT_EPSILON 1e-5f
 #define GJ_DEFAULT_THETA 10000.0f /* rope: LLaMA 2's base */
 #define GJ_DEFAULT_LR 0.01f
+#define GJ_DEFAULT_BETA1 0.9f   /* adamw: PyTorch's */
+#define GJ_DEFAULT_BETA2 0.999f
 #define GJ_DEFAULT_AXIS 1
 
 /* Element labels: "nodes[12] (\"conv3_2\")", and paths below them. */
@@ -516,6 +518,8 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	a->epsilon = GJ_DEFAULT_EPSILON;
 	a->lr = GJ_DEFAULT_LR;
 	a->theta = GJ_DEFAULT_THETA;
+	a->beta1 = GJ_DEFAULT_BETA1;
+	a->beta2 = GJ_DEFAULT_BETA2;
 	a->scale = 1.0f;
 	gj_sub(where, sizeof where, label, "attrs");
 	if (obj && !json_is_object(obj))
@@ -599,6 +603,16 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	    (rc = gj_float(v, gj_sub(w, sizeof w, where, "theta"), 1, true, "a number above 1",
 	                   &a->theta)) < 0)
 		return rc;
+	struct {
+		const char *key;
+		float *to;
+	} factors[] = {{"momentum", &a->momentum}, {"beta1", &a->beta1}, {"beta2", &a->beta2},
+	               {"weight_decay", &a->weight_decay}};
+	for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++)
+		if ((v = json_object_get(obj, factors[f].key)) &&
+		    (rc = gj_float(v, gj_sub(w, sizeof w, where, factors[f].key), 0, false,
+		                   "a number >= 0", factors[f].to)) < 0)
+			return rc;
 	return ATM_OK;
 }
 
@@ -965,20 +979,6 @@ atm_status atm_graph_load(atm_graph **g, const char *path, const atm_graph_load_
  * exact at that precision */
 #define GJ_DUMP (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
 
-/* gj_real -- f as the JSON number with the fewest digits that reads back as f */
-static json_t *gj_real(float f)
-{
-	char buf[32];
-	if (!isfinite(f))
-		return NULL;
-	for (int p = 1; p <= 9; p++) {
-		snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-		if (strtof(buf, NULL) == f)
-			break;
-	}
-	return json_real(strtod(buf, NULL));
-}
-
 /* gj_ints -- a JSON array of n integers */
 static json_t *gj_ints(const int32_t *v, int n)
 {
@@ -1016,13 +1016,21 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 		else if (strcmp(k, "axis") == 0)
 			atm_json_set_new(o, k, json_integer(a->axis), ok);
 		else if (strcmp(k, "epsilon") == 0)
-			atm_json_set_new(o, k, gj_real(a->epsilon), ok);
+			atm_json_set_new(o, k, atm_json_float(a->epsilon), ok);
 		else if (strcmp(k, "lr") == 0)
-			atm_json_set_new(o, k, gj_real(a->lr), ok);
+			atm_json_set_new(o, k, atm_json_float(a->lr), ok);
 		else if (strcmp(k, "theta") == 0)
-			atm_json_set_new(o, k, gj_real(a->theta), ok);
+			atm_json_set_new(o, k, atm_json_float(a->theta), ok);
+		else if (strcmp(k, "momentum") == 0)
+			atm_json_set_new(o, k, atm_json_float(a->momentum), ok);
+		else if (strcmp(k, "beta1") == 0)
+			atm_json_set_new(o, k, atm_json_float(a->beta1), ok);
+		else if (strcmp(k, "beta2") == 0)
+			atm_json_set_new(o, k, atm_json_float(a->beta2), ok);
+		else if (strcmp(k, "weight_decay") == 0)
+			atm_json_set_new(o, k, atm_json_float(a->weight_decay), ok);
 		else if (strcmp(k, "scale") == 0)
-			atm_json_set_new(o, k, gj_real(a->scale ? a->scale : 1.0f), ok);
+			atm_json_set_new(o, k, atm_json_float(a->scale ? a->scale : 1.0f), ok);
 		else if (strcmp(k, "perm") == 0)
 			atm_json_set_new(o, k, gj_ints(a->perm, a->n_perm), ok);
 		else /* the flags */

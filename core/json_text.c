@@ -1,4 +1,5 @@
 /* json_text.c -- what core's JSON writers and readers share: a growing text for files written a line per element, and the unknown-key check */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,4 +127,17 @@ const char *atm_json_unknown_key(const json_t *o, const char *const *keys, char 
 		return key;
 	}
 	return NULL;
+}
+
+struct json_t *atm_json_float(float f)
+{
+	char buf[32];
+	if (!isfinite(f))
+		return NULL;
+	for (int p = 1; p <= 9; p++) {
+		snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+		if (strtof(buf, NULL) == f)
+			break;
+	}
+	return json_real(strtod(buf, NULL));
 }

@@ -104,7 +104,7 @@ static const struct atm_op_entry ops[] = {
 	},
 	[ATM_OP_SGD] = {
 		.d = {.name = "sgd", .min_in = 2, .max_in = 2, .min_out = 0, .max_out = 0,
-		      .attrs = ATM_ATTR_LR, .inplace = true},
+		      .attrs = ATM_ATTR_LR, .inplace = 1u << 0},
 		.digest_id = 19, .shape = atm_shape_sgd, .work = atm_work_two_per_in_elem,
 	},
 	[ATM_OP_MATMUL] = {
@@ -259,6 +259,19 @@ static const struct atm_op_entry ops[] = {
 		.d = {.name = "relu6_bwd", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
 		.digest_id = 52, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
 	},
+	[ATM_OP_SGD_MOMENTUM] = {
+		.d = {.name = "sgd_momentum", .min_in = 2, .max_in = 3, .min_out = 0, .max_out = 0,
+		      .attrs = ATM_ATTR_LR | ATM_ATTR_MOMENTUM | ATM_ATTR_WEIGHT_DECAY,
+		      .inplace = 1u << 0 | 1u << 2},
+		.digest_id = 53, .shape = atm_shape_update, .work = atm_work_update,
+	},
+	[ATM_OP_ADAMW] = {
+		.d = {.name = "adamw", .min_in = 5, .max_in = 5, .min_out = 0, .max_out = 0,
+		      .attrs = ATM_ATTR_EPSILON | ATM_ATTR_LR | ATM_ATTR_BETA1 | ATM_ATTR_BETA2 |
+		               ATM_ATTR_WEIGHT_DECAY,
+		      .inplace = 1u << 0 | 1u << 2 | 1u << 3 | 1u << 4},
+		.digest_id = 54, .shape = atm_shape_update, .work = atm_work_update,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,
@@ -269,6 +282,7 @@ _Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has n
 static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
 	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm", "theta",
+	"momentum", "beta1", "beta2", "weight_decay",
 };
 
 /* atm_op_entry -- op's entry, NULL for a value that is no op */
@@ -316,11 +330,18 @@ atm_op_role atm_op_out_role(atm_op op, int i)
 	return d && i >= 0 && i < ATM_OP_MAX_ROLES ? d->out_role[i] : ATM_ROLE_DATA;
 }
 
-/* atm_op_is_inplace -- op writes its input 0 */
+/* atm_op_is_inplace -- op writes one of its inputs in place */
 bool atm_op_is_inplace(atm_op op)
 {
 	const atm_op_desc *d = atm_op_describe(op);
 	return d && d->inplace;
+}
+
+/* atm_op_writes_input -- op writes its input i in place */
+bool atm_op_writes_input(atm_op op, int i)
+{
+	const atm_op_desc *d = atm_op_describe(op);
+	return d && i >= 0 && i < 32 && (d->inplace >> i & 1u);
 }
 
 /* atm_attr_name -- the JSON key of one attribute bit */

@@ -319,8 +319,9 @@ static bool written_between(const atm_graph *g, int32_t u, int32_t from, int32_t
 {
 	for (int32_t k = from + 1; k < to; k++) {
 		const atm_node *n = atm_graph_node(g, k);
-		if (atm_op_is_inplace(n->op) && n->in[0] == u)
-			return true;
+		for (int j = 0; j < n->n_in; j++)
+			if (n->in[j] == u && atm_op_writes_input(n->op, j))
+				return true;
 		for (int j = 0; j < n->n_out; j++)
 			if (n->out[j] == u)
 				return true;
@@ -522,8 +523,9 @@ atm_status atm_plan_random(atm_plan **out, const atm_graph *g, uint64_t seed)
 				o->fast = p->loc[n->out[j]] == ATM_LOC_FAST;
 				o->slow = !o->fast;
 			}
-			if (atm_op_is_inplace(n->op) && st[n->in[0]].fast)
-				st[n->in[0]].slow = false;
+			for (int j = 0; j < n->n_in; j++)
+				if (atm_op_writes_input(n->op, j) && st[n->in[j]].fast)
+					st[n->in[j]].slow = false;
 			/* made again before node k, in fast (a link is freed again before it runs) */
 			for (int32_t i = 0; i < p->n_recs; i++)
 				if (p->recs[i].before == k && atm_liveness_last(lv, p->recs[i].tensor) >= k)

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "core_internal.h"
 
 #define RJ_FORMAT "autotm-results"
 
@@ -22,7 +22,7 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
                       bool *ok)
 {
 	int64_t n_in = 0, n_out = 0, n_fast_in = 0, n_fast_out = 0;
-	int64_t b_in = 0, b_out = 0, b_fast_in = 0, b_fast_out = 0;
+	int64_t b_in = 0, b_out = 0, b_fast_in = 0, b_fast_out = 0, b_state = 0, b_fast_state = 0;
 	for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
 		const atm_event *ev = atm_schedule_event(s, i);
 		if (ev->kind != ATM_EV_KERNEL)
@@ -34,6 +34,8 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
 			int64_t bytes = atm_graph_tensor(g, is_in ? n->in[k] : n->out[k - n->n_in])->bytes;
 			if (json_array_append_new(is_in ? ins : outs, json_string(fast ? "fast" : "slow")) < 0)
 				*ok = false;
+			if (is_in && atm_graph_tensor(g, n->in[k])->kind == ATM_KIND_OPTIMIZER_STATE)
+				b_state += bytes, b_fast_state += fast ? bytes : 0;
 			if (is_in) {
 				n_in++, b_in += bytes;
 				n_fast_in += fast, b_fast_in += fast ? bytes : 0;
@@ -55,6 +57,29 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
 	atm_json_set_new(run, "bytes_output_tensors", json_integer(b_out), ok);
 	atm_json_set_new(run, "bytes_dram_input_tensors", json_integer(b_fast_in), ok);
 	atm_json_set_new(run, "bytes_dram_output_tensors", json_integer(b_fast_out), ok);
+	/* the optimizer's states where their update reads them (each is read once a step) */
+	atm_json_set_new(run, "bytes_optimizer_state", json_integer(b_state), ok);
+	atm_json_set_new(run, "bytes_dram_optimizer_state", json_integer(b_fast_state), ok);
+}
+
+/* update_json -- the optimizer a step ends in: its name, factors and the bytes of its state */
+static json_t *update_json(const atm_graph *g)
+{
+	atm_update u;
+	int64_t bytes = 0;
+	if (!atm_graph_update_of(g, &u, &bytes))
+		return json_null();
+	json_t *o = json_pack("{s:s, s:o, s:o, s:I}", "name", atm_update_kind_name(u.kind), "lr",
+	                      atm_json_float(u.lr), "weight_decay", atm_json_float(u.weight_decay),
+	                      "state_bytes", (json_int_t)bytes);
+	if (o && u.kind == ATM_UPDATE_MOMENTUM)
+		json_object_set_new(o, "momentum", atm_json_float(u.momentum));
+	if (o && u.kind == ATM_UPDATE_ADAMW) {
+		json_object_set_new(o, "betas", json_pack("[o, o]", atm_json_float(u.beta1),
+		                                          atm_json_float(u.beta2)));
+		json_object_set_new(o, "eps", atm_json_float(u.eps));
+	}
+	return o ? o : json_null();
 }
 
 /* move_counts -- AutoTM's move fields: plain fields count synchronous moves,
@@ -373,6 +398,8 @@ static atm_status document(int n, const atm_plan *const *p, const atm_schedule *
 	json_t *wl = json_object_get(doc, "workload");
 	if (wl && w && w->seq)
 		atm_json_set_new(wl, "seq", json_integer(w->seq), &ok);
+	if (wl)
+		atm_json_set_new(wl, "optimizer", update_json(g), &ok);
 	atm_json_set_new(doc, "io_size", json_integer(gs.io_bytes), &ok);
 	atm_json_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes), &ok);
 	atm_json_set_new(doc, "gpu_managed_runtime", managed ? json_real(managed->actual_runtime_s)

@@ -538,7 +538,8 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 	bool same = s->dtype == ATM_ST_F32 && s->ndim == x->ndim;
 	for (int i = 0; same && i < x->ndim; i++)
 		same = s->dims[i] == x->dims[i];
-	if (same)
+	/* torch.optim's step is a scalar, autotm's one element */
+	if (same || (s->dtype == ATM_ST_F32 && s->ndim == 0 && x->n_elems == 1))
 		return ATM_OK;
 	atm_format_dims(x->ndim, x->dims, a, sizeof a);
 	atm_format_dims(s->ndim, s->dims, b, sizeof b);
@@ -590,6 +591,31 @@ atm_status atm_st_check(const atm_st_file *f, const atm_graph *g, atm_tensor_kin
 			return rc;
 		used++;
 	}
+	/* with the weights, the optimizer's states: all of them (a run that resumes) or none (a
+	 * fresh optimizer, its states zero) */
+	int64_t states = 0, given = 0;
+	const char *missing = NULL;
+	for (int32_t t = 0; kind == ATM_KIND_PARAM && t < atm_graph_n_tensors(g); t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		if (x->kind != ATM_KIND_OPTIMIZER_STATE)
+			continue;
+		const char *as;
+		const atm_st_tensor *s = source(f, g, t, &as);
+		states++;
+		if (!s) {
+			missing = missing ? missing : x->name;
+			continue;
+		}
+		atm_status rc = check_one(f, g, t, s, as);
+		if (rc < 0)
+			return rc;
+		given++;
+	}
+	if (given && given < states)
+		return bad(f, "it holds %lld of the graph's %lld optimizer states ('%s' is missing): give "
+		           "all of them, to resume a run, or none, to start the optimizer afresh",
+		           (long long)given, (long long)states, missing);
+	used += given;
 	if (used == f->n)
 		return ATM_OK;
 	/* a tensor the graph does not take: named, with what it takes */
@@ -597,7 +623,9 @@ atm_status atm_st_check(const atm_st_file *f, const atm_graph *g, atm_tensor_kin
 		bool taken = false;
 		for (int32_t t = 0; !taken && t < atm_graph_n_tensors(g); t++) {
 			const char *as;
-			taken = atm_graph_tensor(g, t)->kind == kind && source(f, g, t, &as) == &f->t[i];
+			atm_tensor_kind k = atm_graph_tensor(g, t)->kind;
+			taken = (k == kind || (kind == ATM_KIND_PARAM && k == ATM_KIND_OPTIMIZER_STATE)) &&
+			        source(f, g, t, &as) == &f->t[i];
 		}
 		if (!taken)
 			return bad(f, "tensor '%s' is not a%s %s of graph '%s' (it has %lld %ss: %s)",

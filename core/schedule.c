@@ -333,8 +333,9 @@ static atm_status kernel(struct walk *w, int32_t k)
 		return rc;
 	/* a tensor written in fast memory makes its slow copy stale: in-place updates,
 	 * and persistent outputs (the loss) that live from setup on */
-	for (int i = -1; i < n->n_out; i++) {
-		int32_t t = i < 0 ? (atm_op_is_inplace(n->op) ? n->in[0] : -1) : n->out[i];
+	for (int i = -n->n_in; i < n->n_out; i++) {
+		int32_t t = i < 0 ? (atm_op_writes_input(n->op, i + n->n_in) ? n->in[i + n->n_in] : -1)
+		                  : n->out[i];
 		if (t >= 0)
 			w->written_at[t] = k; /* what a recomputation's inputs must not have since */
 		if (t < 0 || (i >= 0 && !atm_tensor_is_persistent(atm_graph_tensor(w->g, t))))

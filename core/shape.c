@@ -342,6 +342,41 @@ atm_status atm_shape_sgd(const atm_node *n, const atm_tensor *const *in,
 	return expect_same("parameter", in[0], "gradient", in[1]);
 }
 
+/* atm_shape_update -- the updates with state (sgd_momentum, adamw): the parameter, its
+ * gradient and its states of one shape, AdamW's step one element, every factor usable */
+atm_status atm_shape_update(const atm_node *n, const atm_tensor *const *in,
+                            const atm_tensor *const *out)
+{
+	(void)out;
+	const atm_attrs *a = &n->attrs;
+	bool adamw = n->op == ATM_OP_ADAMW;
+	const char *const *role = adamw ? (const char *const[]){"parameter", "gradient", "exp_avg",
+	                                                         "exp_avg_sq"}
+	                                : (const char *const[]){"parameter", "gradient",
+	                                                         "momentum_buffer"};
+	CHECK(isfinite(a->lr) && a->lr >= 0, "learning rate must be a finite number >= 0, got %g",
+	      (double)a->lr);
+	CHECK(isfinite(a->weight_decay) && a->weight_decay >= 0,
+	      "weight decay must be a finite number >= 0, got %g", (double)a->weight_decay);
+	if (adamw) {
+		CHECK(a->beta1 >= 0 && a->beta1 < 1 && a->beta2 >= 0 && a->beta2 < 1,
+		      "betas must be in [0, 1), got %g and %g", (double)a->beta1, (double)a->beta2);
+		CHECK(isfinite(a->epsilon) && a->epsilon > 0,
+		      "epsilon must be a finite number > 0, got %g", (double)a->epsilon);
+		CHECK(in[4]->n_elems == 1, "step '%s' must have one element, not %lld", in[4]->name,
+		      (long long)in[4]->n_elems);
+	} else {
+		CHECK(isfinite(a->momentum) && a->momentum >= 0,
+		      "momentum must be a finite number >= 0, got %g", (double)a->momentum);
+	}
+	for (int i = 1; i < n->n_in && i < 4; i++) {
+		atm_status rc = expect_same(role[0], in[0], role[i], in[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return ATM_OK;
+}
+
 /* ---------------------------------------------------------------- transformer ops */
 
 /* lead -- product of t's dims before the last `keep` ones */

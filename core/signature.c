@@ -70,6 +70,14 @@ static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 		atm_text_add(s, "/pos%d", a->positions ? 1 : 0);
 	if (attrs & ATM_ATTR_THETA)
 		atm_text_add(s, "/th%s", float_str(a->theta, f, sizeof f));
+	if (attrs & ATM_ATTR_MOMENTUM)
+		atm_text_add(s, "/m%s", float_str(a->momentum, f, sizeof f));
+	if (attrs & ATM_ATTR_BETA1)
+		atm_text_add(s, "/b1%s", float_str(a->beta1, f, sizeof f));
+	if (attrs & ATM_ATTR_BETA2)
+		atm_text_add(s, "/b2%s", float_str(a->beta2, f, sizeof f));
+	if (attrs & ATM_ATTR_WEIGHT_DECAY)
+		atm_text_add(s, "/wd%s", float_str(a->weight_decay, f, sizeof f));
 	if (attrs & ATM_ATTR_PERM) {
 		atm_text_str(s, "/perm");
 		for (int i = 0; i < a->n_perm; i++)

@@ -7,8 +7,8 @@
  * profiler's (profiler/roofline.c). */
 #include "core_internal.h"
 
-/* atm_work_io_bytes -- every operand once, and an in-place op's input 0 twice (read and
- * written): the bytes a kernel must move at the least */
+/* atm_work_io_bytes -- every operand once, and the inputs an op writes in place twice (read
+ * and written): the bytes a kernel must move at the least */
 double atm_work_io_bytes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
                          const atm_tensor *const *out)
 {
@@ -17,8 +17,9 @@ double atm_work_io_bytes(const atm_op_desc *d, const atm_node *n, const atm_tens
 		b += (double)in[i]->bytes;
 	for (int i = 0; i < n->n_out; i++)
 		b += (double)out[i]->bytes;
-	if (d->inplace)
-		b += (double)in[0]->bytes;
+	for (int i = 0; i < n->n_in; i++)
+		if (d->inplace >> i & 1u)
+			b += (double)in[i]->bytes;
 	return b;
 }
 
@@ -121,4 +122,14 @@ void atm_work_transcendental(const atm_node *n, const atm_tensor *const *in,
                              const atm_tensor *const *out, atm_work *w)
 {
 	w->flops = 10.0 * (double)in[0]->n_elems;
+}
+
+/* atm_work_update -- the updates with state: SGD with momentum (a multiply-add for the weight
+ * decay, one for the buffer, one for the step) and AdamW (about a dozen operations and a
+ * square root per element) */
+void atm_work_update(const atm_node *n, const atm_tensor *const *in,
+                     const atm_tensor *const *out, atm_work *w)
+{
+	(void)out;
+	w->flops = (n->op == ATM_OP_ADAMW ? 12.0 : 6.0) * (double)in[0]->n_elems;
 }

@@ -216,7 +216,7 @@ atm_status job_write_weights(const atm_job *j, const char *path)
 	int64_t bytes = 0;
 	for (int32_t t = 0; t < nt; t++) {
 		const atm_tensor *x = atm_graph_tensor(j->g, t);
-		if (x->kind == ATM_KIND_PARAM) {
+		if (x->kind == ATM_KIND_PARAM || x->kind == ATM_KIND_OPTIMIZER_STATE) {
 			n++;
 			bytes += x->bytes;
 		}
@@ -232,7 +232,7 @@ atm_status job_write_weights(const atm_job *j, const char *path)
 	n = 0;
 	for (int32_t t = 0; t < nt && rc == ATM_OK; t++) {
 		const atm_tensor *x = atm_graph_tensor(j->g, t);
-		if (x->kind != ATM_KIND_PARAM)
+		if (x->kind != ATM_KIND_PARAM && x->kind != ATM_KIND_OPTIMIZER_STATE)
 			continue;
 		atm_st_tensor *s = &ts[n++];
 		s->name = x->name;

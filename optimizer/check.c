@@ -487,7 +487,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 				if (ev->cfg[j] != ATM_LOC_FAST) {
 					const atm_tensor *x = atm_graph_tensor(g, n->in[j]);
 					atm_cache_access(cm, x->id, x->bytes, false, &tr);
-					if (j == 0 && atm_op_is_inplace(n->op))
+					if (atm_op_writes_input(n->op, j))
 						atm_cache_access(cm, x->id, x->bytes, true, &tr);
 				}
 			for (int j = 0; j < n->n_out; j++)

@@ -12,8 +12,9 @@ int32_t opt_phase_at(const struct tmodel *t, int32_t s)
 
 bool opt_writes_over(const atm_graph *g, const atm_node *n, int32_t x)
 {
-	if (atm_op_is_inplace(n->op) && n->n_in > 0 && n->in[0] == x)
-		return true;
+	for (int i = 0; i < n->n_in; i++)
+		if (n->in[i] == x && atm_op_writes_input(n->op, i))
+			return true;
 	if (!atm_tensor_is_persistent(atm_graph_tensor(g, x)))
 		return false;
 	for (int i = 0; i < n->n_out; i++)

@@ -173,11 +173,11 @@ atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, in
 		return rc;
 	int64_t fast = 0, sr = 0, sw = 0;
 	/* the executor's accounting: slow inputs read, slow outputs written, an
-	 * in-place op's slow input 0 written too */
+	 * in-place op's slow inputs it writes written too */
 	for (int i = 0; i < n->n_in + n->n_out; i++) {
 		bool is_in = i < n->n_in;
 		int64_t b = atm_graph_tensor(g, is_in ? n->in[i] : n->out[i - n->n_in])->bytes;
-		bool inplace = is_in && i == 0 && atm_op_is_inplace(n->op);
+		bool inplace = is_in && atm_op_writes_input(n->op, i);
 		if (atm_node_config_loc(g, node, config, i) == ATM_LOC_SLOW) {
 			if (is_in)
 				sr += b;
@@ -437,6 +437,19 @@ static void cal_set(struct cal *c, int set, const char *p, const struct cal_size
 	nd[ATM_OP_SOFTMAX_XENT_BWD] = cal_n(c, p, NULL, ATM_OP_SOFTMAX_XENT_BWD, NULL, 2,
 	                                    (int32_t[]){pr, la}, 1, &dl);
 	nd[ATM_OP_SGD] = cal_n(c, p, NULL, ATM_OP_SGD, &sgd, 2, (int32_t[]){sp, sd}, 0, NULL);
+	/* the updates with state: a parameter's buffer, averages and step */
+	const atm_tensor_kind ST = ATM_KIND_OPTIMIZER_STATE;
+	int32_t sb = cal_t(c, p, "sgd.buf", ATM_F32, 1, flat, ST);
+	int32_t sm = cal_t(c, p, "adamw.m", ATM_F32, 1, flat, ST);
+	int32_t sv = cal_t(c, p, "adamw.v", ATM_F32, 1, flat, ST);
+	int32_t ss = cal_t(c, p, "adamw.step", ATM_F32, 1, one, ST);
+	atm_attrs mom = {.lr = 1e-3f, .momentum = 0.9f, .weight_decay = 1e-4f};
+	atm_attrs adamw = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f,
+	                   .weight_decay = 1e-2f};
+	nd[ATM_OP_SGD_MOMENTUM] = cal_n(c, p, NULL, ATM_OP_SGD_MOMENTUM, &mom, 3,
+	                                (int32_t[]){sp, sd, sb}, 0, NULL);
+	nd[ATM_OP_ADAMW] = cal_n(c, p, NULL, ATM_OP_ADAMW, &adamw, 5, (int32_t[]){sp, sd, sm, sv, ss},
+	                         0, NULL);
 	cal_seq(c, nd, p, z);
 }
 

@@ -91,7 +91,8 @@ static enum init init_of(const atm_graph *g, int32_t t)
 static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o)
 {
 	const atm_tensor *x = atm_graph_tensor(g, t);
-	if ((x->kind == ATM_KIND_PARAM && atm_st_fill(o->weights, g, t, data)) ||
+	if (((x->kind == ATM_KIND_PARAM || x->kind == ATM_KIND_OPTIMIZER_STATE) &&
+	     atm_st_fill(o->weights, g, t, data)) ||
 	    (x->kind == ATM_KIND_INPUT && atm_st_fill(o->data, g, t, data)))
 		return;
 	uint64_t s = atm_bk_tensor_seed(o->seed, t);
@@ -167,7 +168,7 @@ static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64
 		if (ev->cfg[i] != ATM_LOC_FAST) {
 			const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
 			atm_cache_access(e->twolm, x->id, x->bytes, false, &tr);
-			if (i == 0 && atm_op_is_inplace(n->op))
+			if (atm_op_writes_input(n->op, i))
 				atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
 		}
 	for (int i = 0; i < n->n_out; i++)
@@ -193,7 +194,7 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 		e->in_ptrs[i] = fast ? e->fast_ptr[t] : e->slow_ptr[t];
 		if (!fast) {
 			slow_read += atm_graph_tensor(e->g, t)->bytes;
-			if (i == 0 && atm_op_is_inplace(n->op))
+			if (atm_op_writes_input(n->op, i))
 				slow_written += atm_graph_tensor(e->g, t)->bytes;
 		}
 	}

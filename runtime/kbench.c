@@ -428,7 +428,7 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
 		int64_t bytes = atm_graph_tensor(kb->g, operand_tensor(n, i))->bytes;
 		if (slow && i < n->n_in)
 			slow_read += bytes;
-		if (slow && (i >= n->n_in || (i == 0 && atm_op_is_inplace(n->op))))
+		if (slow && (i >= n->n_in || atm_op_writes_input(n->op, i)))
 			slow_written += bytes;
 		if (i < n->n_in)
 			kb->in[i] = ptr;

@@ -1243,6 +1243,58 @@ static atm_status run_sgd(const atm_kernel *k, void *const *in, void *const *out
 	return ATM_OK;
 }
 
+/* run_sgd_momentum -- PyTorch's SGD step with weight decay and momentum, element by element
+ * (elements in parallel): g = dw + weight_decay * w; buf = momentum * buf + g (a zero buffer
+ * gives PyTorch's first step, buf = g); w -= lr * buf. Without a buffer, w -= lr * g. */
+static atm_status run_sgd_momentum(const atm_kernel *k, void *const *in, void *const *out)
+{
+	(void)out;
+	const atm_node *n = knode(k);
+	float *w = in[0], *buf = n->n_in > 2 ? in[2] : NULL;
+	const float *dw = in[1];
+	float lr = n->attrs.lr, wd = n->attrs.weight_decay, mom = n->attrs.momentum;
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < k->n_rows; i++) {
+		float g = wd != 0 ? dw[i] + wd * w[i] : dw[i];
+		if (buf) {
+			buf[i] = buf[i] * mom + g;
+			g = buf[i];
+		}
+		w[i] = w[i] - lr * g;
+	}
+	return ATM_OK;
+}
+
+/* run_adamw -- PyTorch's AdamW step (torch.optim.AdamW, its single-tensor form), element by
+ * element (elements in parallel): t = step + 1; w *= 1 - lr * weight_decay; m = beta1 * m +
+ * (1 - beta1) g; v = beta2 * v + (1 - beta2) g^2; w -= lr / (1 - beta1^t) * m / (sqrt(v) /
+ * sqrt(1 - beta2^t) + eps); step = t. The scalars are taken in double, as PyTorch's Python
+ * does, and applied in float. */
+static atm_status run_adamw(const atm_kernel *k, void *const *in, void *const *out)
+{
+	(void)out;
+	const atm_attrs *a = &knode(k)->attrs;
+	float *w = in[0], *m = in[2], *v = in[3], *step = in[4];
+	const float *dw = in[1];
+	double t = (double)step[0] + 1.0;
+	float decay = (float)(1.0 - (double)a->lr * (double)a->weight_decay);
+	float step_size = (float)((double)a->lr / (1.0 - pow((double)a->beta1, t)));
+	float bc2 = (float)sqrt(1.0 - pow((double)a->beta2, t));
+	float b1 = a->beta1, b2 = a->beta2, eps = a->epsilon;
+	float c1 = (float)(1.0 - (double)a->beta1), c2 = (float)(1.0 - (double)a->beta2);
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < k->n_rows; i++) {
+		float g = dw[i];
+		w[i] *= decay;
+		m[i] = m[i] * b1 + c1 * g;
+		v[i] = v[i] * b2 + c2 * g * g;
+		float denom = sqrtf(v[i]) / bc2 + eps;
+		w[i] = w[i] - step_size * (m[i] / denom);
+	}
+	step[0] = (float)t;
+	return ATM_OK;
+}
+
 /* run_softmax_xent -- probs = softmax(logits) per row and loss = mean over rows of
  * -sum(labels * log(probs)); log(probs) is taken as (x - max) - log(sum), which
  * is finite for finite logits (sum >= 1), so log(0) never happens; sums are in
@@ -1688,6 +1740,8 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_HARDSIGMOID_BWD] = {build_flat, run_hardsigmoid},
 	[ATM_OP_RELU6_FWD] = {build_eltwise, NULL},
 	[ATM_OP_RELU6_BWD] = {build_eltwise, NULL},
+	[ATM_OP_SGD_MOMENTUM] = {build_flat, run_sgd_momentum},
+	[ATM_OP_ADAMW] = {build_flat, run_adamw},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

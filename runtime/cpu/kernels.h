@@ -41,6 +41,8 @@
  *  - rope_fwd/bwd: plain C, the rotate-half form, angles in double, rows in parallel.
  *  - rms_norm_fwd/bwd: plain C over the rows of [..., C] (rows in parallel, sums in double in
  *    index order); the scale's gradient sums the rows in order, a column per thread.
+ *  - sgd_momentum, adamw: plain C, elements in parallel, PyTorch's formulas (the scalars
+ *    in double, the elements in float);
  *  - sgd, softmax_xent_fwd/bwd: plain C, single-threaded, in index order;
  *    the loss is summed in double and log(probs) is taken as
  *    (x - max) - log(sum exp(x - max)), finite for finite logits.

@@ -387,16 +387,24 @@ static void test_graph_producer(void **state)
 	assert_int_equal(atm_graph_producer(g, 99), -1);
 }
 
-/* test_graph_inplace_ops -- SGD writes its input 0 in place and no other op does: the
- * schedule drops an SGD target's other copy, and nothing else's */
+/* test_graph_inplace_ops -- the updates write in place and no other op does: SGD its
+ * parameter, SGD with momentum the parameter and its buffer, AdamW the parameter, its two
+ * averages and its step (the schedule drops their other copies, and nothing else's) */
 static void test_graph_inplace_ops(void **state)
 {
 	(void)state;
 	int n = 0;
 	for (int op = 0; op < ATM_N_OPS; op++)
 		n += atm_op_is_inplace((atm_op)op);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 3);
 	assert_true(atm_op_is_inplace(ATM_OP_SGD));
+	assert_true(atm_op_writes_input(ATM_OP_SGD, 0));
+	assert_false(atm_op_writes_input(ATM_OP_SGD, 1));
+	assert_true(atm_op_writes_input(ATM_OP_SGD_MOMENTUM, 2));
+	assert_false(atm_op_writes_input(ATM_OP_SGD_MOMENTUM, 1));
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(atm_op_writes_input(ATM_OP_ADAMW, i), i != 1);
+	assert_false(atm_op_writes_input(ATM_OP_ADAMW, 5));
 	assert_false(atm_op_is_inplace(ATM_OP_RELU_FWD));
 	assert_false(atm_op_is_inplace(ATM_OP_ADD));
 }
