@@ -3,6 +3,7 @@
 on the CPU or on a GPU (docs/pytorch.md, "The check against PyTorch")
 
 usage: bench/torch_check.py [--device cpu|cuda] [--models LIST] [--autotm PATH] [--json FILE]
+                            [--optimizer sgd|momentum|adamw] [--steps N]
 
 Each model is made (torch.manual_seed(0)), its weights and one batch written, and one step taken
 in PyTorch (float32, deterministic algorithms; on a GPU without TF32) and in autotm under the
@@ -13,7 +14,10 @@ relative difference of any weight after the step, and with --json writes them (a
 
 Models: small_cnn (examples/small_cnn.py, 4x3x16x16), resnet18 (torchvision, 2x3x64x64),
 gpt_block (examples/gpt_block.py, 2x16 token ids), vit (examples/vit_small.py: torchvision's
-VisionTransformer, small, 2x3x32x32), and the zoo's tiny_gpt, tiny_bert and tiny_vit.
+VisionTransformer, small, 2x3x32x32), and the zoo's tiny_gpt, tiny_bert, tiny_vit and
+tiny_llama. With --optimizer, the imported models take --steps steps (default 3) of
+torch.optim's optimizer instead, each from the weights and states autotm's step before wrote
+(autotm_torch.check, --optimizer); the zoo's models are checked with SGD only.
 Tolerances: loss 1e-5, weights 1e-4 (relative).
 Exit status: 0 every model within, 1 not, 2 bad usage, 3 a run failed, 8 no autotm or PyTorch.
 """
@@ -27,7 +31,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
-MODELS = ("small_cnn", "resnet18", "gpt_block", "vit", "tiny_gpt", "tiny_bert", "tiny_vit")
+MODELS = ("small_cnn", "resnet18", "gpt_block", "vit", "tiny_gpt", "tiny_bert", "tiny_vit",
+          "tiny_llama")
 
 
 def imported(name):
@@ -56,12 +61,25 @@ def main(argv=None):
     p.add_argument("--models", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
     p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
     p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--optimizer", choices=("sgd", "momentum", "adamw"),
+                   help="torch.optim's optimizer, PyTorch's defaults (imported models only)")
+    p.add_argument("--steps", type=int, default=3, help="steps with --optimizer (default 3)")
     a = p.parse_args(argv)
+    if a.models == ",".join(MODELS) and a.optimizer:
+        a.models = "small_cnn,resnet18,gpt_block,vit"
     models = a.models.split(",")
+    if not 1 <= a.steps <= 100:
+        print(f"torch_check.py: --steps {a.steps}: expected 1 to 100", file=sys.stderr)
+        return 2
     bad = [m for m in models if m not in MODELS]
     if bad:
         print(f"torch_check.py: unknown model {', '.join(bad)} (valid: {', '.join(MODELS)})",
               file=sys.stderr)
+        return 2
+    zoo = [m for m in models if m.startswith("tiny_")]
+    if zoo and a.optimizer:
+        print(f"torch_check.py: --optimizer checks the imported models; {', '.join(zoo)} "
+              "take SGD only (leave them out)", file=sys.stderr)
         return 2
     try:
         import torch
@@ -79,7 +97,11 @@ def main(argv=None):
         print("torch_check.py: --device cuda: this PyTorch sees no GPU", file=sys.stderr)
         return 2
     device_name = torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu"
-    print(f"one SGD step, autotm ({autotm}) against PyTorch {torch.__version__} on {device_name}")
+    opt = None
+    if a.optimizer:
+        opt = {"name": a.optimizer, "lr": 1e-3 if a.optimizer == "adamw" else 0.01}
+    what = f"{a.steps} steps of torch.optim's {a.optimizer}" if opt else "one SGD step"
+    print(f"{what}, autotm ({autotm}) against PyTorch {torch.__version__} on {device_name}")
     results, ok = [], True
     for name in models:
         t = time.time()
@@ -91,7 +113,8 @@ def main(argv=None):
             else:
                 model, shape, tokens = imported(name)
                 rows = icheck.check(model, shape, ["all-fast", "random"], autotm, name=name,
-                                    tokens=tokens, device=a.device)
+                                    tokens=tokens, device=a.device, optimizer=opt,
+                                    steps=a.steps if opt else 1)
         except RuntimeError as e:
             print(f"torch_check.py: {name}: {e}", file=sys.stderr)
             return 3
@@ -103,6 +126,7 @@ def main(argv=None):
                             "within": dl <= icheck.LOSS_TOL and dw <= icheck.WEIGHT_TOL})
     if a.json:
         doc = {"device": a.device, "device_name": device_name, "torch": torch.__version__,
+               "optimizer": opt, "steps": a.steps if opt else 1,
                "loss_tol": icheck.LOSS_TOL, "weight_tol": icheck.WEIGHT_TOL, "rows": results}
         write_atomic(a.json, (json.dumps(doc, indent=1) + "\n").encode())
     return 0 if ok else 1

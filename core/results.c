@@ -62,24 +62,34 @@ static void io_counts(const atm_schedule *s, const atm_graph *g, json_t *run, js
 	atm_json_set_new(run, "bytes_dram_optimizer_state", json_integer(b_fast_state), ok);
 }
 
-/* update_json -- the optimizer a step ends in: its name, factors and the bytes of its state */
-static json_t *update_json(const atm_graph *g)
+/* update_json -- the optimizer a step ends in: its name, factors and the bytes of its state
+ * (null for a step without an update) */
+static json_t *update_json(const atm_graph *g, bool *ok)
 {
 	atm_update u;
 	int64_t bytes = 0;
 	if (!atm_graph_update_of(g, &u, &bytes))
 		return json_null();
-	json_t *o = json_pack("{s:s, s:o, s:o, s:I}", "name", atm_update_kind_name(u.kind), "lr",
-	                      atm_json_float(u.lr), "weight_decay", atm_json_float(u.weight_decay),
-	                      "state_bytes", (json_int_t)bytes);
-	if (o && u.kind == ATM_UPDATE_MOMENTUM)
-		json_object_set_new(o, "momentum", atm_json_float(u.momentum));
-	if (o && u.kind == ATM_UPDATE_ADAMW) {
-		json_object_set_new(o, "betas", json_pack("[o, o]", atm_json_float(u.beta1),
-		                                          atm_json_float(u.beta2)));
-		json_object_set_new(o, "eps", atm_json_float(u.eps));
+	json_t *o = json_object();
+	if (!o) {
+		*ok = false;
+		return NULL;
 	}
-	return o ? o : json_null();
+	atm_json_set_new(o, "name", json_string(atm_update_kind_name(u.kind)), ok);
+	atm_json_set_new(o, "lr", atm_json_float(u.lr), ok);
+	atm_json_set_new(o, "weight_decay", atm_json_float(u.weight_decay), ok);
+	if (u.kind == ATM_UPDATE_MOMENTUM)
+		atm_json_set_new(o, "momentum", atm_json_float(u.momentum), ok);
+	if (u.kind == ATM_UPDATE_ADAMW) {
+		json_t *betas = json_array();
+		if (!betas || json_array_append_new(betas, atm_json_float(u.beta1)) < 0 ||
+		    json_array_append_new(betas, atm_json_float(u.beta2)) < 0)
+			*ok = false;
+		atm_json_set_new(o, "betas", betas, ok);
+		atm_json_set_new(o, "eps", atm_json_float(u.eps), ok);
+	}
+	atm_json_set_new(o, "state_bytes", json_integer(bytes), ok);
+	return o;
 }
 
 /* move_counts -- AutoTM's move fields: plain fields count synchronous moves,
@@ -399,7 +409,7 @@ static atm_status document(int n, const atm_plan *const *p, const atm_schedule *
 	if (wl && w && w->seq)
 		atm_json_set_new(wl, "seq", json_integer(w->seq), &ok);
 	if (wl)
-		atm_json_set_new(wl, "optimizer", update_json(g), &ok);
+		atm_json_set_new(wl, "optimizer", update_json(g, &ok), &ok);
 	atm_json_set_new(doc, "io_size", json_integer(gs.io_bytes), &ok);
 	atm_json_set_new(doc, "default_alloc_size", json_integer(gs.peak_bytes), &ok);
 	atm_json_set_new(doc, "gpu_managed_runtime", managed ? json_real(managed->actual_runtime_s)

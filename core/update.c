@@ -85,7 +85,9 @@ static int32_t state(atm_graph *g, const atm_tensor *w, const char *suffix, bool
 static atm_status add_update(atm_graph *g, const atm_node *n, const atm_update *u)
 {
 	const atm_tensor *w = atm_graph_tensor(g, n->in[0]);
-	atm_attrs a = {.lr = u->lr > 0 ? u->lr : n->attrs.lr, .weight_decay = u->weight_decay};
+	atm_attrs a = n->attrs; /* the fields no update reads as the SGD node had them */
+	a.lr = u->lr > 0 ? u->lr : n->attrs.lr;
+	a.weight_decay = u->weight_decay;
 	int32_t in[5] = {n->in[0], n->in[1], -1, -1, -1}, id;
 	int n_in = 2;
 	atm_op op = ATM_OP_SGD_MOMENTUM;

@@ -14,7 +14,7 @@
 #       there: unpack .gpu/bundle.tar.xz (or use build-release when there is
 #       no bundle), then, each step given what is left of S seconds (default
 #       540): the CUDA kernels against the CPU's (runtime.cuda_kernels), the
-#       GPU runtime (runtime.gpu_cuda), bench/torch_check.py,
+#       GPU runtime (runtime.gpu_cuda), bench/torch_check.py (one SGD step; three AdamW steps),
 #       bench/torch_step.py and bench/torch_baselines.py (PyTorch's
 #       checkpointing and save_on_cpu, and autotm at their memory) on the GPU,
 #       and Figure 12 (experiments/gpu.py with recomputation, CBC plans of
@@ -179,6 +179,11 @@ run() {
     [ $quick = 1 ] && models=(--models small_cnn,tiny_gpt) tnets=tiny_gpt cnets=tiny_vit turns=1 iters=2
     wanted check && step "torch_check" 25 torch_check.log "$py" bench/torch_check.py --device $device --autotm "$bin" \
         --json "$dest/torch_check.json" "${models[@]}"
+    local amodels=(--models small_cnn,gpt_block,vit)
+    [ $quick = 1 ] && amodels=(--models small_cnn)
+    wanted check && step "torch_check (adamw, 3 steps)" 15 torch_check_adamw.log "$py" bench/torch_check.py \
+        --device $device --autotm "$bin" --optimizer adamw --steps 3 \
+        --json "$dest/torch_check_adamw.json" "${amodels[@]}"
     wanted step && step "torch_step (transformers)" 20 torch_step_transformers.txt "$py" bench/torch_step.py --device $device \
         --networks $tnets --batch $tb --turns $turns --iters $iters --breakdown --autotm "$bin"
     wanted step && step "torch_step (convolutions)" 20 torch_step_convolutions.txt "$py" bench/torch_step.py --device $device \

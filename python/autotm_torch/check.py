@@ -3,6 +3,8 @@
 usage: python3 -m autotm_torch.check MODEL (--input N,C,H,W | --input-ids N,T)
                                       [--placements all-fast,random] [--autotm PATH]
                                       [--kwargs JSON] [--seed S] [--lr LR]
+                                      [--optimizer sgd|momentum|adamw [--steps N]
+                                       [--weight-decay X]]
 
 The model is made (torch.manual_seed(seed)), imported (importer.to_forward), and its weights and
 one batch written as safetensors. PyTorch then takes one step with deterministic algorithms:
@@ -12,6 +14,19 @@ cross-entropy (over the batch, or over every position of a language model's logi
 each placement (autotm run --graph G --weights-in W --data D --warmup 0 --iters 1
 --weights-out W1). Compared: the loss, relative to PyTorch's, and every parameter after the
 step, as the largest difference over the largest magnitude of PyTorch's tensor.
+
+With --optimizer, --steps steps of torch.optim's SGD (with --weight-decay), SGD with momentum 0.9
+or AdamW (PyTorch's defaults) are checked on the one batch, each from the same start: autotm run
+--optimizer ... takes a step from the weights and optimizer states its step before wrote
+(--weights-in, as a run resumes; the first from the weights alone, a fresh optimizer), and
+PyTorch from the same, its optimizer's state set from them. Each step's loss is compared, and
+every parameter and every optimizer state (momentum_buffer, exp_avg, exp_avg_sq, step) after it.
+(Steps chained apart would drift: AdamW's first steps move every parameter by about lr whatever
+its gradient's size, so rounding differences in small gradients grow.) AdamW divides each gradient by its
+own size, so an element whose gradient is rounding noise at every step (at most 1e-6 of the
+model's largest: a bias before a batch norm, attention's key bias, zero in exact arithmetic)
+moves by about lr a step in a direction no implementation determines; those elements, their
+parameter's and states', are left out of the comparison.
 
 Exit status: 0 every placement within the tolerances (loss 1e-5, weights 1e-4), 1 not, 2 bad
 usage, 3 the model cannot be imported or autotm failed, 8 MODEL or autotm not found, 130
@@ -95,6 +110,90 @@ def deterministic(device):
         torch.backends.cudnn.allow_tf32 = False
 
 
+# The optimizers autotm's --optimizer names, as torch.optim makes them, and the state each keeps
+# per parameter (the names autotm's weights files give them: "W.exp_avg", ...)
+OPTIMIZERS = {"sgd": (), "momentum": ("momentum_buffer",), "adamw": ("exp_avg", "exp_avg_sq", "step")}
+
+
+def make_optimizer(params, opt):
+    """torch.optim's optimizer for opt ({"name", "lr", ...} as autotm_options reads it)"""
+    import torch
+    wd = opt.get("weight_decay", 1e-2 if opt["name"] == "adamw" else 0.0)
+    if opt["name"] == "adamw":
+        return torch.optim.AdamW(params, lr=opt["lr"], betas=tuple(opt.get("betas", (0.9, 0.999))),
+                                 eps=opt.get("eps", 1e-8), weight_decay=wd, foreach=False)
+    return torch.optim.SGD(params, lr=opt["lr"], weight_decay=wd, foreach=False,
+                           momentum=opt.get("momentum", 0.9) if opt["name"] == "momentum" else 0)
+
+
+def autotm_options(opt):
+    """autotm run's options for opt"""
+    args = ["--optimizer", opt["name"], "--lr", repr(opt["lr"])]
+    if "momentum" in opt:
+        args += ["--momentum", repr(opt["momentum"])]
+    if "betas" in opt:
+        args += ["--betas", ",".join(repr(b) for b in opt["betas"])]
+    if "eps" in opt:
+        args += ["--eps", repr(opt["eps"])]
+    if "weight_decay" in opt:
+        args += ["--weight-decay", repr(opt["weight_decay"])]
+    return args
+
+
+# A gradient element at most this times the model's largest is rounding noise (float32's epsilon
+# is 1.2e-7; a gradient that is zero in exact arithmetic comes out within a few of it)
+NOISE = 1e-6
+
+
+def torch_update(model, data, opt, start, device="cpu"):
+    """one step of torch.optim's optimizer opt on device from start (autotm's weights: every
+    parameter, and their optimizer states when start has them, else a fresh optimizer): (loss,
+    {name: each parameter after the step and each of its states, on the CPU}, {name: mask of
+    the elements whose gradient is rounding noise, adamw only}); the model is left on the CPU
+    with the parameters after the step"""
+    import torch
+    import torch.nn.functional as F
+    deterministic(device)
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for k, p in params.items():
+            p.copy_(start[k].reshape(p.shape))
+    model.to(device)
+    data = {k: v.to(device) for k, v in data.items()}
+    model.train()
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
+            m.eval()
+    o = make_optimizer(list(params.values()), opt)
+    o.zero_grad(set_to_none=True)
+    for k, p in params.items():
+        states = OPTIMIZERS[opt["name"]]
+        if states and all(f"{k}.{st}" in start for st in states):
+            o.state[p] = {st: (torch.tensor(float(start[f"{k}.{st}"].reshape(-1)[0]))
+                               if st == "step" else
+                               start[f"{k}.{st}"].reshape(p.shape).clone().to(device))
+                          for st in states}
+    out = model(data["input"])
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
+    loss.backward()
+    grads = {k: p.grad.detach().abs() for k, p in params.items()}
+    o.step()
+    after, noise = {}, {}
+    top = max(float(g.max()) for g in grads.values())
+    with torch.no_grad():
+        for k, p in params.items():
+            after[k] = p.detach().cpu().clone()
+            for st in OPTIMIZERS[opt["name"]]:
+                after[f"{k}.{st}"] = torch.as_tensor(o.state[p][st]).detach().cpu().clone()
+            # AdamW divides a gradient by its own size: one that is rounding noise (a bias before
+            # a batch norm, attention's key bias: zero in exact arithmetic) moves its parameter
+            # by about lr in a direction no implementation determines
+            if opt["name"] == "adamw":
+                noise[k] = (grads[k] <= NOISE * top).cpu()
+    model.to("cpu")
+    return float(loss), after, noise
+
+
 def torch_step(model, data, lr, device="cpu"):
     """PyTorch's step on device: (loss, {name: parameter after the update, on the CPU}); the
     model is left on the CPU"""
@@ -118,12 +217,28 @@ def torch_step(model, data, lr, device="cpu"):
     return float(loss), after
 
 
-def compare(want, got):
-    """(name, relative difference) of the parameter that differs most"""
+def compare(want, got, noise=None):
+    """(name, relative difference) of the parameter or optimizer state that differs most: a
+    parameter's relative to its own largest magnitude, a state's to the largest of its kind in
+    the model (a gradient that is rounding noise, as a bias's before a batch norm, leaves states
+    of noise)"""
+    kinds = {}
+    for k, w in want.items():
+        kind = next((s for states in OPTIMIZERS.values() for s in states
+                     if k.endswith("." + s)), None)
+        if kind:
+            kinds[kind] = max(kinds.get(kind, 0.0), float(w.abs().max()))
     worst = ("", 0.0)
     for k, w in want.items():
         g = got[k].reshape(w.shape)
-        scale = float(w.abs().max()) or 1.0
+        kind = next((s for s in kinds if k.endswith("." + s)), None)
+        param = k[:-len(kind) - 1] if kind else k
+        if noise and param in noise and noise[param].shape == w.shape and noise[param].any():
+            keep = ~noise[param]
+            w, g = w[keep], g[keep]
+            if w.numel() == 0:
+                continue
+        scale = (kinds[kind] if kind else float(w.abs().max())) or 1.0
         d = float((g - w).abs().max()) / scale
         if d > worst[1] or not worst[0]:
             worst = (k, d)
@@ -131,11 +246,14 @@ def compare(want, got):
 
 
 def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model", quiet=False,
-          threads=None, tokens=False, device="cpu"):
+          threads=None, tokens=False, device="cpu", optimizer=None, steps=1):
     """check -- [(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]
     for one step of model at input_shape (token ids [batch, seq] when tokens), on the CPU or,
     device "cuda", on a GPU (PyTorch's step there, autotm run --gpu=cuda); RuntimeError when
-    autotm fails"""
+    autotm fails. With optimizer ({"name": "sgd", "momentum" or "adamw", "lr", and any of
+    "momentum", "betas", "eps", "weight_decay"}) steps steps of torch.optim's on one batch
+    against autotm run --optimizer ...: the losses are the last step's, the loss difference
+    the largest of any step's, the weights' the largest of any parameter's or state's."""
     import torch
     from . import safetensors
     from .importer import ImportError_, check_graph, to_forward
@@ -151,6 +269,14 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
         safetensors.write(w, params)
         safetensors.write(d, data)
         before = {k: v.detach().clone() for k, v in params.items()}
+        if optimizer:
+            try:
+                return _check_steps(model, data, before, tmp, g, d, w, placements, autotm,
+                                    optimizer, steps, threads, device)
+            finally:
+                with torch.no_grad():  # the model as it was, for anyone who runs it again
+                    for k, p in model.named_parameters():
+                        p.copy_(before[k])
         try:
             loss_t, after_t = torch_step(model, data, lr, device)
         except Exception as e:  # noqa: BLE001 -- the model's own code
@@ -164,17 +290,55 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
             env["OMP_NUM_THREADS"] = str(threads)
         for pl in placements:
             r, w1 = os.path.join(tmp, f"r-{pl}.json"), os.path.join(tmp, f"w1-{pl}.safetensors")
-            cmd = [autotm, "run", "--graph", g, "--placement", pl, "--weights-in", w, "--data", d,
-                   "--warmup", "0", "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
-            if device == "cuda":
-                cmd.append("--gpu=cuda")
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if p.returncode != 0:
-                raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")
-            with open(r) as f:
-                loss_a = json.load(f)["runs"][0]["losses"][0]
+            loss_a = autotm_step(autotm, g, pl, w, d, w1, r, env, device)
             k, dw = compare(after_t, safetensors.read(w1))
             rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw))
+    return rows
+
+
+def autotm_step(autotm, graph, placement, weights, data, weights_out, results, env, device,
+                extra=()):
+    """the loss of one step of autotm run from the files given; RuntimeError when it fails"""
+    cmd = [autotm, "run", "--graph", graph, "--placement", placement, "--weights-in", weights,
+           "--data", data, "--warmup", "0", "--iters", "1", "--weights-out", weights_out,
+           "--quiet", "-o", results, *extra]
+    if device == "cuda":
+        cmd.append("--gpu=cuda")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"autotm run ({placement}) exited {p.returncode}: {p.stderr.strip()}")
+    with open(results) as f:
+        return json.load(f)["runs"][0]["losses"][0]
+
+
+def _check_steps(model, data, params, tmp, graph, data_file, weights, placements, autotm,
+                 optimizer, steps, threads, device):
+    """check's rows for steps of optimizer: each step taken by autotm from the weights and
+    states its step before wrote (resumed with --weights-in), and by PyTorch from the same"""
+    from . import safetensors
+    from .importer import ImportError_
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    rows = []
+    for pl in placements:
+        start, w_in, worst_l, worst_w, loss_a, loss_t = dict(params), weights, 0.0, ("", 0.0), 0, 0
+        for step in range(steps):
+            try:
+                loss_t, after_t, noise = torch_update(model, data, optimizer, start, device)
+            except Exception as e:  # noqa: BLE001 -- the model's own code
+                raise ImportError_(f"PyTorch's training step failed: {type(e).__name__}: {e}"
+                                   f"{where(e)}") from None
+            w_out = os.path.join(tmp, f"w{step + 1}-{pl}.safetensors")
+            loss_a = autotm_step(autotm, graph, pl, w_in, data_file, w_out,
+                                 os.path.join(tmp, f"r{step + 1}-{pl}.json"), env, device,
+                                 autotm_options(optimizer))
+            start, w_in = safetensors.read(w_out), w_out
+            worst_l = max(worst_l, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30))
+            k, dw = compare(after_t, start, noise)
+            if dw >= worst_w[1]:
+                worst_w = (f"{k}, step {step + 1}" if steps > 1 else k, dw)
+        rows.append((pl, loss_a, loss_t, worst_l, *worst_w))
     return rows
 
 
@@ -203,15 +367,32 @@ def main(argv=None):
     p.add_argument("--placements", default="all-fast,random",
                    help="autotm placements to run the step under (default all-fast,random)")
     p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
-    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--lr", type=float, help="learning rate (default 0.01; adamw 0.001)")
+    p.add_argument("--optimizer", choices=tuple(OPTIMIZERS),
+                   help="torch.optim's optimizer against autotm run --optimizer (default: one "
+                        "plain SGD step, p -= lr * grad)")
+    p.add_argument("--weight-decay", type=float, help="the optimizer's (default: PyTorch's)")
+    p.add_argument("--steps", type=int, default=1, help="steps on one batch (with --optimizer)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where both steps run: cpu, or cuda (PyTorch on the GPU, autotm run "
                         "--gpu=cuda)")
     a = p.parse_args(argv)
     kwargs = kwargs_arg(a.kwargs)
+    if a.lr is None:
+        a.lr = 1e-3 if a.optimizer == "adamw" else 0.01
     if not (a.lr > 0 and a.lr <= 1e6):
         return fail(EXIT_USAGE, f"--lr {a.lr}: expected above 0 and at most 1e6")
+    if not 1 <= a.steps <= 100 or (a.steps > 1 and not a.optimizer):
+        return fail(EXIT_USAGE, f"--steps {a.steps}: expected 1 to 100, more than 1 with "
+                                "--optimizer")
+    if a.weight_decay is not None and not (a.optimizer and 0 <= a.weight_decay <= 1e6):
+        return fail(EXIT_USAGE, "--weight-decay: expected 0 to 1e6, with --optimizer")
+    opt = None
+    if a.optimizer:
+        opt = {"name": a.optimizer, "lr": a.lr}
+        if a.weight_decay is not None:
+            opt["weight_decay"] = a.weight_decay
     torch = import_torch()
     if a.device == "cuda" and not torch.cuda.is_available():
         return fail(EXIT_USAGE, "--device cuda: this PyTorch sees no GPU")
@@ -223,12 +404,15 @@ def main(argv=None):
     name = a.model.rsplit(":", 1)[1]
     try:
         rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
-                     a.seed, name, tokens=a.input_ids is not None, device=a.device)
+                     a.seed, name, tokens=a.input_ids is not None, device=a.device,
+                     optimizer=opt, steps=a.steps)
     except ImportError_ as e:
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
-    print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}) on {a.device}, autotm "
+    what = (f"{a.steps} step{'s' if a.steps > 1 else ''} of torch.optim's {a.optimizer}"
+            if opt else "one SGD step")
+    print(f"{name} {a.input or a.input_ids}: {what} (lr {a.lr}) on {a.device}, autotm "
           f"against PyTorch {torch.__version__}")
     ok = report(rows)
     return 0 if ok else 1

@@ -408,9 +408,11 @@ class TestStepEqualsPyTorch(unittest.TestCase):
     """one SGD step in autotm (all-fast and a random placement) equals PyTorch's: the loss to
     1e-5 and every weight to 1e-4, relative"""
 
-    def check(self, model, shape, tokens=False):
+    def check(self, model, shape, tokens=False, optimizer=None, steps=1):
         from autotm_torch.check import LOSS_TOL, WEIGHT_TOL, check
-        rows = check(model, shape, ["all-fast", "random"], autotm(), threads=2, tokens=tokens)
+        rows = check(model, shape, ["all-fast", "random"], autotm(), threads=2, tokens=tokens,
+                     optimizer=optimizer, steps=steps)
+        self.assertEqual(len(rows), 2)
         for pl, la, lt, dl, k, dw in rows:
             self.assertLessEqual(dl, LOSS_TOL, f"{pl}: loss {la} against {lt}")
             self.assertLessEqual(dw, WEIGHT_TOL, f"{pl}: weight {k} differs by {dw:.2e}")
@@ -473,6 +475,33 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         from autotm_torch.cli import load_callable
         torch.manual_seed(0)
         self.check(load_callable(VIT_SMALL + ":make")(), (2, 3, 32, 32))
+
+    # torch.optim's optimizers, three steps each, each from the weights and states autotm's step
+    # before wrote (--weights-in resumes them): every parameter and every state compared
+
+    def test_adamw_small_cnn(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(EXAMPLE + ":make")(), (4, 3, 16, 16),
+                   optimizer={"name": "adamw", "lr": 1e-3}, steps=3)
+
+    def test_adamw_gpt_block(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True,
+                   optimizer={"name": "adamw", "lr": 2e-3, "betas": (0.8, 0.99), "eps": 1e-6,
+                              "weight_decay": 0.1}, steps=3)
+
+    def test_momentum_with_weight_decay(self):
+        torch.manual_seed(0)
+        self.check(SqueezeExcite(), (2, 3, 8, 8),
+                   optimizer={"name": "momentum", "lr": 0.05, "momentum": 0.8,
+                              "weight_decay": 1e-3}, steps=3)
+
+    def test_sgd_with_weight_decay(self):
+        torch.manual_seed(0)
+        self.check(GatedMLP(), (2, 8), tokens=True,
+                   optimizer={"name": "sgd", "lr": 0.1, "weight_decay": 1e-2}, steps=2)
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")

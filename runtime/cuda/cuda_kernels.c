@@ -827,6 +827,32 @@ static atm_status run_sgd(atm_cuda_kernel *k, void *const *in, void *const *out,
 	return ATM_OK;
 }
 
+/* run_sgd_momentum -- PyTorch's SGD with weight decay and momentum in place */
+static atm_status run_sgd_momentum(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                   void *ws)
+{
+	(void)out, (void)ws;
+	const atm_node *n = knode(k);
+	CUDA_TRY(atm_cu_sgd_momentum(k->c->stream, in[0], in[1], n->n_in > 2 ? in[2] : NULL,
+	                             n->attrs.lr, n->attrs.momentum, n->attrs.weight_decay,
+	                             tin(k, 0)->n_elems),
+	         "SGD with momentum");
+	return ATM_OK;
+}
+
+/* run_adamw -- PyTorch's AdamW in place, its step counted on the device */
+static atm_status run_adamw(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)out, (void)ws;
+	const atm_attrs *a = &knode(k)->attrs;
+	atm_cu_adamw_factors f = {.lr = a->lr, .weight_decay = a->weight_decay, .beta1 = a->beta1,
+	                  .beta2 = a->beta2, .eps = a->epsilon};
+	CUDA_TRY(atm_cu_adamw(k->c->stream, in[0], in[1], in[2], in[3], in[4], &f,
+	                      tin(k, 0)->n_elems),
+	         "AdamW");
+	return ATM_OK;
+}
+
 /* run_matmul -- one strided batched GEMM: row-major c = op(a) op(b) is column-major
  * c^T = op(b)^T op(a)^T, and a row-major matrix read as column-major is already its
  * transpose, so b goes first and each keeps its own op; a shared b has stride 0 */
@@ -1045,6 +1071,8 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_HARDSIGMOID_BWD] = {NULL, run_act},
 	[ATM_OP_RELU6_FWD] = {NULL, run_act},
 	[ATM_OP_RELU6_BWD] = {NULL, run_act},
+	[ATM_OP_SGD_MOMENTUM] = {NULL, run_sgd_momentum},
+	[ATM_OP_ADAMW] = {NULL, run_adamw},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

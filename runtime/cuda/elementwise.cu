@@ -25,6 +25,48 @@ __global__ void k_sgd(float *w, const float *dw, float lr, int64_t n)
 	FOR_EACH(i, n) w[i] -= lr * dw[i];
 }
 
+__global__ void k_sgd_momentum(float *w, const float *dw, float *buf, float lr, float mom, float wd,
+                               int64_t n)
+{
+	/* the CPU's expressions (runtime/cpu/kernels.c, run_sgd_momentum) */
+	FOR_EACH(i, n) {
+		float g = wd != 0 ? dw[i] + wd * w[i] : dw[i];
+		if (buf) {
+			buf[i] = buf[i] * mom + g;
+			g = buf[i];
+		}
+		w[i] = w[i] - lr * g;
+	}
+}
+
+__global__ void k_adamw(float *w, const float *dw, float *m, float *v, const float *step,
+                        atm_cu_adamw_factors a, int64_t n)
+{
+	/* every thread takes the step's scalars in double from the step before this one, as the
+	 * CPU does (runtime/cpu/kernels.c, run_adamw); k_step counts it afterwards */
+	double t = (double)step[0] + 1.0;
+	float decay = (float)(1.0 - a.lr * a.weight_decay);
+	float step_size = (float)(a.lr / (1.0 - pow(a.beta1, t)));
+	float bc2 = (float)sqrt(1.0 - pow(a.beta2, t));
+	float b1 = (float)a.beta1, b2 = (float)a.beta2;
+	float c1 = (float)(1.0 - a.beta1), c2 = (float)(1.0 - a.beta2);
+	FOR_EACH(i, n) {
+		float g = dw[i];
+		float wi = w[i] * decay;
+		float mi = m[i] * b1 + c1 * g;
+		float vi = v[i] * b2 + c2 * g * g;
+		float denom = sqrtf(vi) / bc2 + a.eps;
+		m[i] = mi;
+		v[i] = vi;
+		w[i] = wi - step_size * (mi / denom);
+	}
+}
+
+__global__ void k_step(float *step)
+{
+	step[0] = (float)((double)step[0] + 1.0);
+}
+
 __global__ void k_add_bias_rows(float *y, const float *b, int64_t rows, int64_t cols)
 {
 	FOR_EACH(i, rows * cols) y[i] += b[i % cols];
@@ -688,6 +730,24 @@ cudaError_t atm_cu_add(cudaStream_t s, const float *a, const float *b, float *y,
 cudaError_t atm_cu_sgd(cudaStream_t s, float *w, const float *dw, float lr, int64_t n)
 {
 	k_sgd<<<blocks(n), THREADS, 0, s>>>(w, dw, lr, n);
+	return cudaGetLastError();
+}
+
+cudaError_t atm_cu_sgd_momentum(cudaStream_t s, float *w, const float *dw, float *buf, float lr,
+                                float momentum, float weight_decay, int64_t n)
+{
+	k_sgd_momentum<<<blocks(n), THREADS, 0, s>>>(w, dw, buf, lr, momentum, weight_decay, n);
+	return cudaGetLastError();
+}
+
+cudaError_t atm_cu_adamw(cudaStream_t s, float *w, const float *dw, float *m, float *v,
+                         float *step, const atm_cu_adamw_factors *a, int64_t n)
+{
+	k_adamw<<<blocks(n), THREADS, 0, s>>>(w, dw, m, v, step, *a, n);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	k_step<<<1, 1, 0, s>>>(step);
 	return cudaGetLastError();
 }
 

@@ -40,6 +40,18 @@ typedef struct {
 cudaError_t atm_cu_add(cudaStream_t s, const float *a, const float *b, float *y, int64_t n);
 /* w -= lr * dw */
 cudaError_t atm_cu_sgd(cudaStream_t s, float *w, const float *dw, float lr, int64_t n);
+/* PyTorch's SGD with weight decay and momentum (buf NULL: none), as the CPU's */
+cudaError_t atm_cu_sgd_momentum(cudaStream_t s, float *w, const float *dw, float *buf, float lr,
+                                float momentum, float weight_decay, int64_t n);
+/* AdamW's factors, in double as PyTorch's Python holds them */
+typedef struct {
+	double lr, weight_decay, beta1, beta2;
+	float eps;
+} atm_cu_adamw_factors;
+/* PyTorch's AdamW step at step + 1, as the CPU's; then step += 1 (a second launch, so that
+ * every thread reads the step before it) */
+cudaError_t atm_cu_adamw(cudaStream_t s, float *w, const float *dw, float *m, float *v,
+                         float *step, const atm_cu_adamw_factors *a, int64_t n);
 /* y[r][c] += b[c] for rows x cols */
 cudaError_t atm_cu_add_bias_rows(cudaStream_t s, float *y, const float *b, int64_t rows,
                                  int64_t cols);

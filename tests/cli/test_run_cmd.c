@@ -1088,6 +1088,76 @@ static void test_run_cmd_token_data(void **state)
 	               "integers");
 }
 
+/* test_run_cmd_optimizers -- --optimizer adamw keeps two averages and a step per parameter: the
+ * results give its factors and state bytes; --weights-out writes the states beside the
+ * weights and --weights-in resumes them, bitwise as if the run had gone on, in any placement;
+ * weights alone start the optimizer afresh, some of its states are refused; bad factors are
+ * usage errors (exit 2) */
+static void test_run_cmd_optimizers(void **state)
+{
+	(void)state;
+	const char *m = "--model tiny_mlp --batch 2 --warmup 0 --optimizer adamw --lr 0.002";
+	char args[2048];
+	snprintf(args, sizeof args, "%s --iters 1 --weights-out %s", m, st_path("a1.safetensors"));
+	json_t *doc = results(args, "a.json");
+	json_t *opt = json_object_get(json_object_get(doc, "workload"), "optimizer");
+	assert_string_equal(str(opt, "name"), "adamw");
+	assert_true(fabs(json_number_value(json_object_get(opt, "lr")) - 0.002) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(opt, "weight_decay")) - 0.01) < 1e-9);
+	assert_int_equal(json_array_size(json_object_get(opt, "betas")), 2);
+	/* tiny_mlp's 3,466 parameters: two averages each, and a step per tensor (6 tensors) */
+	assert_int_equal(json_integer_value(json_object_get(opt, "state_bytes")), 2 * 3466 * 4 + 6 * 4);
+	assert_int_equal(json_integer_value(json_object_get(first_run(doc), "bytes_optimizer_state")),
+	                 2 * 3466 * 4 + 6 * 4);
+	json_decref(doc);
+	atm_st_file *w = NULL;
+	assert_int_equal(atm_st_read(&w, st_path("a1.safetensors")), ATM_OK);
+	assert_int_equal(atm_st_count(w), 6 * 4);
+	assert_non_null(atm_st_find(w, "fc1.w.exp_avg"));
+	assert_non_null(atm_st_find(w, "fc1.w.exp_avg_sq"));
+	assert_int_equal(atm_st_find(w, "fc1.w.step")->n_elems, 1);
+	assert_true(*(const float *)atm_st_find(w, "fc1.w.step")->data == 1.0f);
+	atm_st_destroy(w);
+	snprintf(args, sizeof args, "%s --iters 2", m);
+	char *two = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", m, st_path("a1.safetensors"));
+	char *cont = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s --placement all-slow --emulate optane",
+	         m, st_path("a1.safetensors"));
+	char *slow = checksum_of(args);
+	assert_string_equal(two, cont);
+	assert_string_equal(two, slow);
+	/* the weights alone (SGD's file): a fresh optimizer, not the run that went on */
+	snprintf(args, sizeof args, "--model tiny_mlp --batch 2 --warmup 0 --iters 1 --weights-out %s",
+	         st_path("s1.safetensors"));
+	json_decref(results(args, "s.json"));
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", m, st_path("s1.safetensors"));
+	char *fresh = checksum_of(args);
+	assert_string_not_equal(fresh, two);
+	/* SGD with momentum: a buffer per parameter, the same resume */
+	const char *mm = "--model tiny_mlp --batch 2 --warmup 0 --optimizer momentum --momentum 0.8";
+	snprintf(args, sizeof args, "%s --iters 1 --weights-out %s", mm, st_path("m1.safetensors"));
+	json_decref(results(args, "m.json"));
+	snprintf(args, sizeof args, "%s --iters 2 --placement random", mm);
+	char *mtwo = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", mm, st_path("m1.safetensors"));
+	char *mcont = checksum_of(args);
+	assert_string_equal(mtwo, mcont);
+	free(two), free(cont), free(slow), free(fresh), free(mtwo), free(mcont);
+	/* a file with some of the states, and bad factors */
+	char bad[1024];
+	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("m1.safetensors"));
+	expect_refused(bad, 3, "is not a parameter");
+	expect_refused("--optimizer adam", 2, "unknown optimizer 'adam' (valid: sgd, momentum, adamw)");
+	expect_refused("--optimizer adamw --betas 0.9", 2, "--betas '0.9' is not valid");
+	expect_refused("--optimizer adamw --betas 0.9,1", 2, "--betas '0.9,1' is not valid");
+	expect_refused("--optimizer adamw --eps 0", 2, "eps 0: expected a finite number > 0");
+	expect_refused("--optimizer momentum --momentum 0", 2, "momentum 0: expected");
+	expect_refused("--momentum 0.9", 2, "--momentum is for --optimizer momentum");
+	expect_refused("--lr -1", 2, "--lr '-1' is not valid");
+	expect_refused("--weight-decay x", 2, "--weight-decay 'x' is not valid");
+}
+
 /* test_run_cmd_weights_and_data -- --weights-out writes the weights after the last step, which
  * --weights-in continues from as if the run had gone on, in any placement; --data's batch,
  * as class indices or one-hot rows, trains alike in every placement; a bad file is refused
@@ -1233,6 +1303,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
 		cmocka_unit_test(test_run_cmd_weights_and_data),
+		cmocka_unit_test(test_run_cmd_optimizers),
 		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_tiers),
 		cmocka_unit_test(test_run_cmd_slow_tier_file),

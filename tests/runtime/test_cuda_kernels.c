@@ -126,13 +126,15 @@ static int check_node(const atm_graph *g, int32_t k)
 			                 cudaSuccess);
 		}
 	}
-	/* the CPU's answer; SGD updates its input 0 in place, so each side starts from a copy */
-	const atm_tensor *w0 = atm_graph_tensor(g, n->in[0]);
-	float *w_start = NULL;
-	if (n->op == ATM_OP_SGD) {
-		w_start = host_buf(w0->bytes);
-		memcpy(w_start, host[0], (size_t)w0->bytes);
-	}
+	/* the CPU's answer; an update writes inputs in place (SGD its parameter, AdamW its states
+	 * too), so each side starts from a copy of them */
+	void *start[8] = {0};
+	for (int i = 0; i < n->n_in && i < 8; i++)
+		if (atm_op_writes_input(n->op, i)) {
+			int64_t b = atm_graph_tensor(g, n->in[i])->bytes;
+			start[i] = host_buf(b);
+			memcpy(start[i], host[i], (size_t)b);
+		}
 	atm_kernel *ck = NULL;
 	assert_int_equal(atm_kernel_new(&ck, cpu, g, k), ATM_OK);
 	void *scratch = host_buf(atm_kernel_scratch_bytes(ck));
@@ -154,9 +156,11 @@ static int check_node(const atm_graph *g, int32_t k)
 		void *ws = wsb ? dev(wsb) : NULL;
 		void *first[8] = {0};
 		for (int rep = 0; rep < 2; rep++) {
-			if (w_start)
-				assert_int_equal(cudaMemcpy(devp[0], w_start, (size_t)w0->bytes,
-				                            cudaMemcpyHostToDevice), cudaSuccess);
+			for (int i = 0; i < n->n_in && i < 8; i++)
+				if (start[i])
+					assert_int_equal(cudaMemcpy(devp[i], start[i],
+					                            (size_t)atm_graph_tensor(g, n->in[i])->bytes,
+					                            cudaMemcpyHostToDevice), cudaSuccess);
 			/* poison: an output element the kernel does not write fails the comparison */
 			for (int i = n->n_in; i < ops; i++)
 				assert_int_equal(cudaMemset(devp[i], 0xff,
@@ -170,9 +174,11 @@ static int check_node(const atm_graph *g, int32_t k)
 			cudaError_t e = cudaStreamSynchronize(atm_cuda_ctx_stream(ctx));
 			if (e != cudaSuccess)
 				fail_msg("node '%s' (%s): %s", n->name, atm_op_name(n->op), cudaGetErrorString(e));
-			/* compare what the node writes: its outputs, and SGD's input 0 */
-			int lo = n->op == ATM_OP_SGD ? 0 : n->n_in, hi = n->op == ATM_OP_SGD ? 1 : ops;
+			/* compare what the node writes: its outputs, and the inputs it updates */
+			int lo = atm_op_is_inplace(n->op) ? 0 : n->n_in, hi = ops;
 			for (int i = lo; i < hi && i - lo < 8; i++) {
+				if (i < n->n_in && !atm_op_writes_input(n->op, i))
+					continue;
 				int32_t t = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
 				const atm_tensor *x = atm_graph_tensor(g, t);
 				void *got = malloc((size_t)x->bytes);
@@ -207,23 +213,37 @@ static int check_node(const atm_graph *g, int32_t k)
 	}
 	free(host);
 	free(devp);
-	free(w_start);
+	for (int i = 0; i < 8; i++)
+		free(start[i]);
 	return n_algos;
 }
 
-/* check_network -- every node of a zoo network; every op it has is seen */
-static void check_network(const char *model, int64_t batch, int64_t image)
+/* check_network -- every node of a zoo network, its step ending in update u (NULL: SGD); every
+ * op it has is seen */
+static void check_network_with(const char *model, int64_t batch, int64_t image,
+                               const atm_update *u)
 {
 	atm_graph *g = NULL;
 	atm_zoo_opts o = {.batch = batch, .image = image};
 	assert_int_equal(atm_zoo_build(&g, model, &o), ATM_OK);
+	if (u) {
+		atm_graph *c = NULL;
+		assert_int_equal(atm_graph_with_update(g, u, &c), ATM_OK);
+		atm_graph_destroy(g);
+		g = c;
+	}
 	int algos = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
 		algos += check_node(g, k);
 	assert_true(algos >= atm_graph_n_nodes(g));
-	printf("  %s: %d nodes, %d kernel/algorithm pairs agree with the CPU\n", model,
-	       atm_graph_n_nodes(g), algos);
+	printf("  %s%s%s: %d nodes, %d kernel/algorithm pairs agree with the CPU\n", model,
+	       u ? " with " : "", u ? atm_update_kind_name(u->kind) : "", atm_graph_n_nodes(g), algos);
 	atm_graph_destroy(g);
+}
+
+static void check_network(const char *model, int64_t batch, int64_t image)
+{
+	check_network_with(model, batch, image, NULL);
 }
 
 static void test_cuda_kernels_tiny_cnn(void **state)
@@ -289,6 +309,21 @@ static void test_cuda_kernels_tiny_llama(void **state)
 	/* RMS norms, rotary embeddings on q and k, key/value heads repeated by a concat, the
 	 * causal softmax, a SwiGLU MLP, an untied output projection */
 	check_network("tiny_llama", 2, 0);
+}
+
+static void test_cuda_kernels_optimizers(void **state)
+{
+	(void)state;
+	/* SGD with weight decay alone, with momentum, and AdamW: the parameter and every state
+	 * they update compared with the CPU's */
+	atm_update sgd = atm_update_defaults(ATM_UPDATE_SGD);
+	atm_update mom = atm_update_defaults(ATM_UPDATE_MOMENTUM);
+	atm_update adamw = atm_update_defaults(ATM_UPDATE_ADAMW);
+	sgd.weight_decay = 1e-2f;
+	mom.weight_decay = 1e-4f;
+	check_network_with("tiny_mlp", 4, 0, &sgd);
+	check_network_with("tiny_mlp", 4, 0, &mom);
+	check_network_with("tiny_llama", 2, 0, &adamw);
 }
 
 /* gpu_run -- node k of g on the GPU from host inputs in; its outputs copied back into
@@ -416,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_vit),
 		cmocka_unit_test(test_cuda_kernels_tiny_se),
 		cmocka_unit_test(test_cuda_kernels_tiny_llama),
+		cmocka_unit_test(test_cuda_kernels_optimizers),
 		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

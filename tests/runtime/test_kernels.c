@@ -1464,6 +1464,56 @@ static void test_kernels_sgd(void **state)
 	net_free(&n);
 }
 
+/* test_kernels_updates -- SGD with weight decay and momentum, and AdamW at its third step, against
+ * PyTorch's formulas in double: the parameter and every state, AdamW's step counted */
+static void test_kernels_updates(void **state)
+{
+	(void)state;
+	struct net n;
+	const atm_tensor_kind ST = ATM_KIND_OPTIMIZER_STATE;
+	atm_attrs mom = {.lr = 0.1f, .momentum = 0.8f, .weight_decay = 0.01f};
+	atm_attrs adamw = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.99f, .epsilon = 1e-6f,
+	                   .weight_decay = 0.1f};
+	net_new(&n, "updates");
+	int32_t w = T_PARAM(&n, "w", 3, 7), u = T_PARAM(&n, "u", 3, 7);
+	int32_t dw = T_IN(&n, "dw", 3, 7);
+	int32_t buf = ten(&n, "w.momentum_buffer", ATM_F32, ST, 2, (int64_t[]){3, 7});
+	int32_t m = ten(&n, "u.exp_avg", ATM_F32, ST, 2, (int64_t[]){3, 7});
+	int32_t v = ten(&n, "u.exp_avg_sq", ATM_F32, ST, 2, (int64_t[]){3, 7});
+	int32_t st = ten(&n, "u.step", ATM_F32, ST, 1, (int64_t[]){1});
+	int32_t k_mom = nod(&n, "w.sgd_momentum", ATM_OP_SGD_MOMENTUM, &mom, IDS(w, dw, buf), 0, NULL);
+	int32_t k_adamw = nod(&n, "u.adamw", ATM_OP_ADAMW, &adamw, IDS(u, dw, m, v, st), 0, NULL);
+	net_ready(&n);
+	fill(F(&n, w), 21, -1, 1);
+	fill(F(&n, u), 21, -1, 1);
+	fill(F(&n, dw), 21, -1, 1);
+	fill(F(&n, buf), 21, -0.5, 0.5);
+	fill(F(&n, m), 21, -0.5, 0.5);
+	fill(F(&n, v), 21, 0, 0.5);
+	F(&n, st)[0] = 2; /* two steps taken: this is the third */
+	double w_want[21], b_want[21], u_want[21], m_want[21], v_want[21], t = 3;
+	for (int i = 0; i < 21; i++) {
+		double g = F(&n, dw)[i] + 0.01 * F(&n, w)[i];
+		b_want[i] = 0.8 * F(&n, buf)[i] + g;
+		w_want[i] = F(&n, w)[i] - 0.1 * b_want[i];
+		double gu = F(&n, dw)[i], x = F(&n, u)[i] * (1 - 0.01 * 0.1);
+		m_want[i] = 0.9 * F(&n, m)[i] + 0.1 * gu;
+		v_want[i] = 0.99 * F(&n, v)[i] + 0.01 * gu * gu;
+		double denom = sqrt(v_want[i]) / sqrt(1 - pow(0.99, t)) + 1e-6;
+		u_want[i] = x - 0.01 / (1 - pow(0.9, t)) * m_want[i] / denom;
+	}
+	run(&n, k_mom);
+	run(&n, k_adamw);
+	expect_close("w", F(&n, w), w_want, 21, 1e-6, 1e-5);
+	expect_close("momentum_buffer", F(&n, buf), b_want, 21, 1e-6, 1e-5);
+	expect_close("u", F(&n, u), u_want, 21, 1e-6, 1e-5);
+	expect_close("exp_avg", F(&n, m), m_want, 21, 1e-6, 1e-5);
+	expect_close("exp_avg_sq", F(&n, v), v_want, 21, 1e-6, 1e-5);
+	double three = 3;
+	expect_close("step", F(&n, st), &three, 1, 0, 0);
+	net_free(&n);
+}
+
 /* ---------------------------------------------------------------- determinism */
 
 /* step_net -- one training step of a small network using every op:
@@ -1709,6 +1759,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_softmax_xent_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_softmax_xent_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_sgd, reseed),
+		cmocka_unit_test_setup(test_kernels_updates, reseed),
 		cmocka_unit_test_setup(test_kernels_matmul, reseed),
 		cmocka_unit_test_setup(test_kernels_matmul_shapes, reseed),
 		cmocka_unit_test_setup(test_kernels_layer_norm, reseed),

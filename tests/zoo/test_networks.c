@@ -444,6 +444,17 @@ static void test_networks_tiny_cnn_uses_every_op(void **state)
 					fail_msg("tiny_cnn lacks %s", atm_op_name((atm_op)op));
 		atm_graph_destroy(g);
 	}
+	/* the updates with state come from rewriting a step's SGD (atm_graph_with_update) */
+	for (int u = ATM_UPDATE_MOMENTUM; u <= ATM_UPDATE_ADAMW; u++) {
+		atm_graph *c = NULL;
+		atm_update up = atm_update_defaults((atm_update_kind)u);
+		assert_int_equal(atm_zoo_build(&g, "tiny_mlp", NULL), ATM_OK);
+		assert_int_equal(atm_graph_with_update(g, &up, &c), ATM_OK);
+		for (int32_t i = 0; i < atm_graph_n_nodes(c); i++)
+			count[atm_graph_node(c, i)->op]++;
+		atm_graph_destroy(c);
+		atm_graph_destroy(g);
+	}
 	for (int op = 0; op < ATM_N_OPS; op++)
 		if (!count[op])
 			fail_msg("the tiny networks lack %s", atm_op_name((atm_op)op));
