@@ -15,7 +15,8 @@ static const char usage[] =
 	"usage: bench_optimizer [--models LIST] [--presets LIST] [--ratios LIST]\n"
 	"                       [--formulations LIST] [--solver LIST] [--time-limit S]\n"
 	"                       [--mip-gap G] [--cache FILE] [--emulate P]\n"
-	"                       [--estimate-small LIST] [--recompute] [--quiet]\n"
+	"                       [--estimate-small LIST] [--recompute] [--optimizer O]\n"
+	"                       [--quiet]\n"
 	"\n"
 	"For every network and preset, profiles what the cache lacks (small presets\n"
 	"measured, paper presets estimated; --estimate-small estimates the small presets\n"
@@ -27,7 +28,9 @@ static const char usage[] =
 	"other, a row each, so that glpk,cbc compares them side by side; each solver\n"
 	"gets its own summary line. --recompute plans every formulation a second time\n"
 	"with recomputation (autotm plan --recompute), its row ('sync+rc', 'async+rc')\n"
-	"right after the one without. Lists are comma separated; --models all is the\n"
+	"right after the one without. --optimizer (sgd, momentum, adamw: PyTorch's\n"
+	"defaults) ends every step in that update, its states tensors the plan places.\n"
+	"Lists are comma separated; --models all is the\n"
 	"whole zoo.\n"
 	"Defaults: vgg19, resnet200, inception_v4, densenet264 (the paper's networks),\n"
 	"gpt2 and gpt2-xl (today's; gpt2-xl's small preset estimated too: --estimate-small);\n"
@@ -52,6 +55,7 @@ struct opts {
 	double time_limit, gap;
 	const char *estimate_small;
 	bool quiet, recompute;
+	const char *optimizer; /* NULL: the zoo's SGD */
 	/* --solver resolved to what this build runs, each once, in the order given */
 	atm_opt_solver solvers[ATM_OPT_N_SOLVERS];
 	int n_solvers;
@@ -133,8 +137,20 @@ static atm_status bench_one(const struct opts *o, const char *model, const char 
 		return ATM_OK; /* the preset does not cover this network */
 	atm_zoo_opts zo = {.batch = ps.batch[0], .image = ps.image, .seq = ps.seq};
 	bool estimate = strcmp(preset, "small") || listed(o->estimate_small, model);
-	if ((rc = atm_zoo_build(&g, model, &zo)) < 0 ||
-	    (rc = open_profile(o, g, estimate, &pr, &prof)) < 0 ||
+	if ((rc = atm_zoo_build(&g, model, &zo)) < 0)
+		goto done;
+	if (o->optimizer) {
+		atm_update_kind kind;
+		atm_graph *c = NULL;
+		if ((rc = atm_update_kind_from_name(o->optimizer, &kind)) < 0)
+			goto done;
+		atm_update u = atm_update_defaults(kind);
+		if ((rc = atm_graph_with_update(g, &u, &c)) < 0)
+			goto done;
+		atm_graph_destroy(g);
+		g = c;
+	}
+	if ((rc = open_profile(o, g, estimate, &pr, &prof)) < 0 ||
 	    (rc = atm_opt_plan(&fast, g, prof, 0, ATM_OPT_ALL_FAST, NULL, NULL)) < 0 ||
 	    (rc = atm_opt_check(fast, prof, NULL, &fc)) < 0)
 		goto done;
@@ -266,6 +282,7 @@ int main(int argc, char **argv)
 		{"emulate", required_argument, NULL, 'e'},
 		{"estimate-small", required_argument, NULL, 's'},
 		{"recompute", no_argument, NULL, 'R'},
+		{"optimizer", required_argument, NULL, 'O'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -285,6 +302,13 @@ int main(int argc, char **argv)
 		case 's': o.estimate_small = optarg; break;
 		case 'q': o.quiet = true; break;
 		case 'R': o.recompute = true; break;
+		case 'O': {
+			atm_update_kind kind;
+			if (atm_update_kind_from_name(optarg, &kind) < 0)
+				return bench_usage_error(prog, "--optimizer: %s", atm_errmsg());
+			o.optimizer = optarg;
+			break;
+		}
 		case 't':
 			if (!bench_real(prog, "time-limit", optarg, 0, true, 1e6, &o.time_limit))
 				return 2;
@@ -309,9 +333,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < o.n_solvers; k++)
 		printf("%s%s (%s)", k ? ", " : "", atm_opt_solver_name(o.solvers[k]),
 		       atm_opt_solver_version(o.solvers[k]));
-	printf(": time limit %.0f s per plan, MIP gap %.2f%%, slow tier emulating %s; '*' marks a "
-	       "plan over 60 s or above a 1%% gap\n\n", o.time_limit, o.gap * 100,
-	       o.emulate ? o.emulate : "nothing");
+	printf(": time limit %.0f s per plan, MIP gap %.2f%%, slow tier emulating %s, steps ending in "
+	       "%s; '*' marks a plan over 60 s or above a 1%% gap\n\n", o.time_limit, o.gap * 100,
+	       o.emulate ? o.emulate : "nothing", o.optimizer ? o.optimizer : "sgd");
 	printf("| network      | preset| batch | prof | ratio | form  | solver | columns |    rows | "
 	       "binary  | create |   solve |  total | rd |    gap  | status                 | "
 	       "predict s | /fast  |\n");

@@ -5,6 +5,7 @@ PyTorch")
 
 usage: bench/torch_step.py [--networks LIST] [--turns N] [--iters N] [--threads N]
                            [--device cpu|cuda] [--batch N] [--autotm PATH] [--breakdown] [--top N]
+                           [--optimizer sgd|adamw]
 
 Each network is made in PyTorch at the zoo's small preset (batch and image size, 1000 classes)
 and imported into autotm (autotm_torch: the same layers, so both run the same network); its
@@ -16,7 +17,11 @@ turn. It prints, per network, autotm / PyTorch: the median over turns and the ra
 --breakdown, where each one's step goes: autotm's kernels by op (step_kernel_times of its
 fastest step) and PyTorch's by aten op (torch.profiler, self CPU time of one step).
 
-The transformers (gpt2, bert-base, vit_b_16 and the tiny ones) are the zoo's own networks
+--optimizer adamw ends both steps in AdamW (torch.optim.AdamW and autotm run --optimizer adamw,
+PyTorch's defaults) instead of p -= lr * grad.
+
+The transformers (gpt2, bert-base, vit_b_16, the LLaMA-style tinyllama-1.1b and llama-3.2-1b,
+and the tiny ones) are the zoo's own networks
 (autotm run --model NAME) and their PyTorch twins (autotm_torch.zoo_check: examples/gpt2.py,
 examples/bert.py, torchvision's VisionTransformer) from the same weights and batch, at the small
 preset (gpt2 and bert-base: batch 2, sequence 128; vit_b_16: 2 images of 224).
@@ -52,7 +57,10 @@ SMALL = {
 }
 LR = 0.01
 # the zoo's transformers, measured as the zoo builds them (autotm_torch.zoo_check's twins)
-TRANSFORMERS = ("gpt2", "bert-base", "vit_b_16", "tiny_gpt", "tiny_bert", "tiny_vit")
+TRANSFORMERS = ("gpt2", "bert-base", "vit_b_16", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
+                "tinyllama-1.1b", "llama-3.2-1b")
+# --optimizer adamw: torch.optim.AdamW with PyTorch's defaults on both sides
+OPTIMIZER = {"name": "sgd"}
 
 
 def make(name, image):
@@ -77,27 +85,34 @@ def make(name, image):
     return getattr(tv, name)()
 
 
-def torch_step(model, x, y):
-    """one training step: forward, mean cross-entropy, backward, SGD"""
+def update(model):
+    """the step's update: p -= LR * grad, or torch.optim.AdamW's step (made on first use and
+    kept on the model, as a training loop keeps it)"""
     import torch
-    import torch.nn.functional as F
-    loss = F.cross_entropy(model(x), y)
-    loss.backward()
+    if OPTIMIZER["name"] == "adamw":
+        if not hasattr(model, "_bench_optimizer"):
+            model._bench_optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        model._bench_optimizer.step()
+        model._bench_optimizer.zero_grad(set_to_none=True)
+        return
     with torch.no_grad():
         for p in model.parameters():
             p -= LR * p.grad
             p.grad = None
+
+
+def torch_step(model, x, y):
+    """one training step: forward, mean cross-entropy, backward, the update"""
+    import torch.nn.functional as F
+    F.cross_entropy(model(x), y).backward()
+    update(model)
 
 
 def transformer_step(family, model, data):
     """one training step of a zoo transformer's twin, as autotm_torch.zoo_check takes it"""
-    import torch
     from autotm_torch.zoo_check import torch_loss
     torch_loss(family, model, data).backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            p -= LR * p.grad
-            p.grad = None
+    update(model)
 
 
 def time_fn(step, iters, sync=lambda: None):
@@ -118,6 +133,8 @@ def time_autotm(autotm, graph, weights, data, iters, out, env, device="cpu"):
     src = graph if isinstance(graph, list) else ["--graph", graph]
     cmd = [autotm, "run", *src, "--weights-in", weights, "--data", data,
            "--placement", "all-fast", "--warmup", "1", "--iters", str(iters), "--quiet", "-o", out]
+    if OPTIMIZER["name"] != "sgd":
+        cmd += ["--optimizer", OPTIMIZER["name"]]
     if device == "cuda":
         cmd.append("--gpu=cuda")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -179,7 +196,11 @@ def main():
     ap.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, build-release, build)")
     ap.add_argument("--breakdown", action="store_true", help="where each one's step goes, by op")
     ap.add_argument("--top", type=int, default=8, help="rows of the breakdown (default 8)")
+    ap.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                    help="the update of both: p -= 0.01 * grad (default), or AdamW with "
+                         "PyTorch's defaults (torch.optim.AdamW; autotm run --optimizer adamw)")
     a = ap.parse_args()
+    OPTIMIZER["name"] = a.optimizer
     nets = a.networks.split(",")
     bad = [n for n in nets if n not in SMALL and n not in TRANSFORMERS]
     if bad or a.turns < 1 or a.iters < 1 or a.threads < 1 or (a.batch is not None and a.batch < 1):
@@ -212,8 +233,9 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         sync, where = torch.cuda.synchronize, torch.cuda.get_device_name(0) + ", no TF32"
-    print(f"autotm all-fast against PyTorch {torch.__version__} eager, one training step, "
-          f"{where}, float32; {a.turns} turns, fastest of {a.iters} steps a turn")
+    print(f"autotm all-fast against PyTorch {torch.__version__} eager, one training step "
+          f"({'AdamW' if a.optimizer == 'adamw' else 'SGD'}), {where}, float32; {a.turns} turns, "
+          f"fastest of {a.iters} steps a turn")
     print(f"{'network':<12} {'batch, input':>16} {'autotm s':>9} {'PyTorch s':>10} "
           f"{'autotm / PyTorch':>17}  {'range':>13}")
     failed = 0

@@ -128,6 +128,11 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	       atm_format_bytes(st->fast_peak_bytes, b, sizeof b));
 	printf("  slow memory      %s high-water mark\n",
 	       atm_format_bytes(r->slow_high_water_bytes, a, sizeof a));
+	atm_update u;
+	int64_t state = 0;
+	if (atm_graph_update_of(g, &u, &state) && state > 0)
+		printf("  optimizer        %s, %s of state\n", atm_update_kind_name(u.kind),
+		       atm_format_bytes(state, a, sizeof a));
 	printf("  loss             %.6g (first step) -> %.6g (last of %d)\n", (double)r->losses[0],
 	       (double)r->losses[r->n_losses - 1], r->n_losses);
 	printf("  weights checksum %s\n", r->weights_checksum);

@@ -202,6 +202,18 @@ static atm_status open_tensors(atm_job *j)
 	if (o->weights_in && ((rc = atm_st_read(&j->weights, o->weights_in)) < 0 ||
 	                      (rc = atm_st_check(j->weights, j->g, ATM_KIND_PARAM)) < 0))
 		return atm_err_prefix(rc, "--weights-in: ");
+	atm_update u;
+	int64_t state = 0;
+	if (o->weights_in && !o->quiet && atm_graph_update_of(j->g, &u, &state) && state > 0) {
+		/* atm_st_check took all the states or none: one tells which */
+		bool any = false;
+		for (int32_t t = 0; t < atm_graph_n_tensors(j->g) && !any; t++)
+			any = atm_graph_tensor(j->g, t)->kind == ATM_KIND_OPTIMIZER_STATE &&
+			      atm_st_find(j->weights, atm_graph_tensor(j->g, t)->name);
+		fprintf(stderr, "autotm %s: %s: %s\n", j->who, o->weights_in,
+		        any ? "the weights and the optimizer's states: the run resumes"
+		            : "weights without optimizer states: the optimizer starts afresh");
+	}
 	if (o->data_in && ((rc = atm_st_read(&j->data, o->data_in)) < 0 ||
 	                   (rc = atm_st_check(j->data, j->g, ATM_KIND_INPUT)) < 0))
 		return atm_err_prefix(rc, "--data: ");
