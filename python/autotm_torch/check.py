@@ -145,6 +145,21 @@ def autotm_options(opt):
 NOISE = 1e-6
 
 
+def training_loss(model, data, device):
+    """the mean cross-entropy of model (moved to device, in training mode with dropout off, as
+    autotm has none) on data's batch"""
+    import torch
+    import torch.nn.functional as F
+    model.to(device)
+    data = {k: v.to(device) for k, v in data.items()}
+    model.train()
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
+            m.eval()
+    out = model(data["input"])
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
+
+
 def torch_update(model, data, opt, start, device="cpu"):
     """one step of torch.optim's optimizer opt on device from start (autotm's weights: every
     parameter, and their optimizer states when start has them, else a fresh optimizer): (loss,
@@ -152,18 +167,11 @@ def torch_update(model, data, opt, start, device="cpu"):
     the elements whose gradient is rounding noise, adamw only}); the model is left on the CPU
     with the parameters after the step"""
     import torch
-    import torch.nn.functional as F
     deterministic(device)
     params = dict(model.named_parameters())
     with torch.no_grad():
         for k, p in params.items():
             p.copy_(start[k].reshape(p.shape))
-    model.to(device)
-    data = {k: v.to(device) for k, v in data.items()}
-    model.train()
-    for m in model.modules():
-        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
-            m.eval()
     o = make_optimizer(list(params.values()), opt)
     o.zero_grad(set_to_none=True)
     for k, p in params.items():
@@ -173,8 +181,7 @@ def torch_update(model, data, opt, start, device="cpu"):
                                if st == "step" else
                                start[f"{k}.{st}"].reshape(p.shape).clone().to(device))
                           for st in states}
-    out = model(data["input"])
-    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
+    loss = training_loss(model, data, device)
     loss.backward()
     grads = {k: p.grad.detach().abs() for k, p in params.items()}
     o.step()
@@ -198,16 +205,8 @@ def torch_step(model, data, lr, device="cpu"):
     """PyTorch's step on device: (loss, {name: parameter after the update, on the CPU}); the
     model is left on the CPU"""
     import torch
-    import torch.nn.functional as F
     deterministic(device)
-    model.to(device)
-    data = {k: v.to(device) for k, v in data.items()}
-    model.train()
-    for m in model.modules():
-        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
-            m.eval()
-    out = model(data["input"])
-    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))
+    loss = training_loss(model, data, device)
     params = dict(model.named_parameters())
     grads = torch.autograd.grad(loss, list(params.values()))
     with torch.no_grad():
@@ -304,7 +303,10 @@ def autotm_step(autotm, graph, placement, weights, data, weights_out, results, e
            "--quiet", "-o", results, *extra]
     if device == "cuda":
         cmd.append("--gpu=cuda")
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    except OSError as e:
+        raise RuntimeError(f"cannot run {autotm}: {e.strerror}") from None
     if p.returncode != 0:
         raise RuntimeError(f"autotm run ({placement}) exited {p.returncode}: {p.stderr.strip()}")
     with open(results) as f:
