@@ -64,6 +64,7 @@ static const struct fw_op {
 	{"reshape", 0, 1, {"shape", NULL}},
 	{"narrow", 0, 1, {"axis", "length", NULL}},
 	{"split", 0, 1, {"axis", "parts", NULL}},
+	{"rope", 0, 1, {"theta", NULL}},
 };
 #define FW_N_OPS ((int)(sizeof fw_ops / sizeof fw_ops[0]))
 
@@ -469,6 +470,13 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		    (rc = get_int(w, o, "length", 1, FW_MAX_SIZE, -1, &v2)) < 0)
 			return rc;
 		*y = zb_narrow(w->b, name, x, (int)v, v2);
+	} else if (!strcmp(op, "rope")) {
+		json_t *th = json_object_get(o, "theta");
+		/* the graph's rule for theta (core/shape.c), checked here to name the layer */
+		if (th && (!json_is_number(th) || !isfinite(json_number_value(th)) ||
+		           !(json_number_value(th) > 1) || json_number_value(th) > 1e30))
+			return bad(w, "'theta' must be a finite number above 1");
+		*y = zb_rope(w->b, name, x, th ? (float)json_number_value(th) : 10000.0f);
 	} else {
 		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &v)) < 0 ||
 		    (rc = get_int(w, o, "parts", 2, 64, -1, &v2)) < 0)

@@ -14,12 +14,16 @@ state_dict keys; other modules are traced through.
 
 Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
 mul, concat, embedding, positions, layer_norm, rms_norm, gelu, tanh, silu, sigmoid, hardswish,
-hardsigmoid, relu6, softmax, matmul, permute, reshape, narrow, split) and autotm builds the
+hardsigmoid, relu6, softmax, matmul, permute, reshape, narrow, split, rope) and autotm builds the
 training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
 a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax becomes
-a causal softmax.
+a causal softmax. So are the parts of rotary embeddings as LLaMA writes them, x * cos +
+rotate_half(x) * sin, which become one rope layer once their constant cos and sin tables are
+checked to be the rotate-half form of one base theta (recovered from them), and the key/value
+heads of grouped-query attention repeated in place (x[:, :, None].expand(...).reshape(...),
+repeat_interleave), which become a concat of copies of one layer.
 
 Anything it cannot map is an ImportError_ naming the call, its module path and its source line,
 with the list of what is supported. Dropout is left out (identity): autotm's training step is
@@ -53,9 +57,13 @@ SUPPORTED = (
     "hardswish, hardsigmoid, relu6, "
     "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
     "masked_fill with a causal -inf mask before a softmax, RMSNorm written as "
-    "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, float() and type_as "
-    "(float32 throughout), expand of a parameter over the "
-    "batch, adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
+    "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, rotary embeddings "
+    "written as x * cos + rotate_half(x) * sin (rotate_half: torch.cat((-x[..., h:], "
+    "x[..., :h]), dim=-1); cos and sin constant tables [..., T, D] of the rotate-half form, "
+    "any base), float() and type_as (float32 throughout), expand of a parameter over the "
+    "batch, x[:, :, None].expand(...) of one axis and repeat_interleave(x, n, dim) (repeated "
+    "in place, as key/value heads), x[..., :h], "
+    "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
 
 
 class ImportError_(Exception):
@@ -344,6 +352,39 @@ class _RmsNormed(_Expr):
         self.src, self.eps, self.shape = src, eps, src.shape
 
 
+class _Half(_Expr):
+    """x[..., :h] (i 0) or x[..., h:] (i 1) of x's last dimension 2h, negated when neg: the
+    halves rotate_half joins"""
+
+    def __init__(self, src, i, neg=False):
+        self.src, self.i, self.neg = src, i, neg
+        self.shape = tuple(src.shape[:-1]) + (src.shape[-1] // 2,)
+
+
+class _Rotated(_Expr):
+    """rotate_half(src): torch.cat((-src[..., h:], src[..., :h]), dim=-1)"""
+
+    def __init__(self, src):
+        self.src, self.shape = src, src.shape
+
+
+class _ConstProduct(_Expr):
+    """src * a constant table (rotary embeddings' x * cos, rotate_half(x) * sin); at: the node
+    of the product, for messages"""
+
+    def __init__(self, src, const, at):
+        self.src, self.const, self.at, self.shape = src, const, at, src.shape
+
+
+class _Expand(_Expr):
+    """src with its axis `axis` of size 1 repeated `times` times (expand), not made yet:
+    grouped-query attention's key/value heads repeated for their query heads"""
+
+    def __init__(self, src, axis, times, shape):
+        self.src, self.axis, self.times, self.shape = src, axis, times, tuple(shape)
+        self.repeated = None  # the concat layer holding its data, once made
+
+
 class _Tuple(_Expr):
     def __init__(self, items):
         self.items = items
@@ -437,6 +478,8 @@ class _Builder:
             return e.name
         if isinstance(e, _View):
             s = e.src
+            if isinstance(s, _Expand) and s.name is None:
+                s = self.repeat(s, e.shape)  # its data, laid out as the view reads it
             if s.shape == e.shape:
                 e.name = self.get(s)
                 return e.name
@@ -476,12 +519,35 @@ class _Builder:
         elif isinstance(e, _Param):
             self.unsupported(f"reading the parameter {e.pname} {list(e.shape)} other than "
                              f"added to an activation or expanded over the batch")
-        elif isinstance(e, _Const):
-            # a causal mask or position ids are taken by what reads them; as data, no
-            raise ImportError_(f"{e.what} {list(e.value.shape)}{_where(self.node)} is read as "
+        elif isinstance(e, (_Const, _ConstProduct)):
+            # a causal mask, position ids or rotary tables are taken by what reads them; as
+            # data, no
+            c, at = (e, self.node) if isinstance(e, _Const) else (e.const, e.at)
+            raise ImportError_(f"{c.what} {list(c.value.shape)}{_where(at)} is read as "
                                f"data: autotm's forward graphs hold the input and parameters, "
                                f"no other tensors (a constant is taken only as a causal mask "
-                               f"before a softmax or as position ids of an embedding)")
+                               f"before a softmax, as position ids of an embedding, or as the "
+                               f"cos and sin tables of rotary embeddings written "
+                               f"x * cos + rotate_half(x) * sin)")
+        elif isinstance(e, _Expand):
+            r = self.repeat(e, e.shape)
+            if r.shape == e.shape:
+                e.name = r.name
+                return e.name
+            made = self.emit(e.origin, "reshape", [r.name], e.shape, shape=list(e.shape[1:]))
+        elif isinstance(e, _Half):
+            if e.i or e.neg:
+                self.unsupported(f"{'-' if e.neg else ''}x[..., {'h:' if e.i else ':h'}] (h = "
+                                 f"{e.shape[-1]}, half the last dimension) read by anything but "
+                                 f"rotate_half's torch.cat((-x[..., h:], x[..., :h]), dim=-1) "
+                                 f"(of rotary embeddings)")
+            n = len(e.src.shape)
+            made = self.emit(e.origin, "narrow", [self.get(e.src)], e.shape, axis=n - 1,
+                             length=e.shape[-1])
+        elif isinstance(e, _Rotated):
+            self.unsupported("rotate_half(x), torch.cat((-x[..., h:], x[..., :h]), dim=-1), "
+                             "read by anything but rotary embeddings x * cos + "
+                             "rotate_half(x) * sin (cos and sin constant tables)")
         elif isinstance(e, _Square):
             made = self.emit(e.origin, "mul", [self.get(e.src), self.get(e.src)], e.shape)
         elif isinstance(e, (_MeanSq, _Rstd, _RmsNormed)):
@@ -521,7 +587,8 @@ class _Builder:
         if isinstance(src, _View) and src.name is None and shape is None:
             self.batch_first(src.shape)
             fields["view"] = list(src.shape[1:])
-            x = self.get(src.src)
+            x = self.repeat(src.src, src.shape).name if isinstance(src.src, _Expand) and \
+                src.src.name is None else self.get(src.src)
         else:
             x = self.get(src)
         if shape is not None:
@@ -540,6 +607,124 @@ class _Builder:
         length = rows if length is None else length
         return self.emit(base or p.pname, "positions", [], (self.batch, length, shape[-1]),
                          params=[p.tensor], table=shape, length=length)
+
+    def repeat(self, e, target):
+        """the concat layer holding the data of the _Expand e (made once), for a reader of it
+        as target: its source's copies joined along the axis after the repeated one, so that
+        each block is repeated in place (heads 0, 0, 1, 1, as repeat_interleave and Hugging
+        Face's repeat_kv give). The source is joined as it is, or read as [batch, outer,
+        inner] or [batch, outer, 1, inner] first: autotm reshapes between shapes of different
+        ranks only (a permute with a view), so each step must change the rank or nothing"""
+        if e.repeated is not None:
+            if len(e.repeated.shape) == len(target) and e.repeated.shape != tuple(target):
+                self.unsupported(f"reading {list(e.shape)}, repeated as "
+                                 f"{list(e.repeated.shape)}, as {list(target)} too")
+            return e.repeated
+        src = e.src
+        while isinstance(src, _View) and src.name is None:
+            src = src.src  # a view of contiguous data: the same data
+        g, b = e.times, self.batch
+        outer = math.prod(e.shape[1:e.axis])  # the blocks each repeated, past the batch
+        inner = math.prod(e.shape[e.axis + 1:])
+        choices = []
+        axis = next((j for j in range(1, len(src.shape))
+                     if math.prod(src.shape[1:j]) == outer), None)
+        if axis is not None:
+            choices.append((None, axis, tuple(src.shape[:axis]) + (g * src.shape[axis],)
+                            + tuple(src.shape[axis + 1:])))
+        choices += [((b, outer, inner), 2, (b, outer, g * inner)),
+                    ((b, outer, 1, inner), 2, (b, outer, g, inner))]
+
+        def fits(x, y):
+            return tuple(x) == tuple(y) or len(x) != len(y)
+
+        for flat, axis, shape in choices:
+            if (flat is None or fits(src.shape, flat)) and fits(shape, target):
+                break
+        else:
+            self.unsupported(f"repeating {list(src.shape)} into {list(target)}")
+        if flat is not None:
+            src = _View(src, flat)
+            src.origin = f"{e.origin}_flat"
+        fields = {} if axis == 1 else {"axis": axis}
+        e.repeated = self.emit(e.origin, "concat", [self.get(src)] * g, shape, **fields)
+        return e.repeated
+
+    def rope(self, x, cos, sin):
+        """x * cos + rotate_half(x) * sin as autotm's rope layer, the base theta recovered from
+        the tables and the whole of both checked against the rotate-half form of it"""
+        shape = tuple(x.shape)
+        where = _where(self.node)
+        what = (f"rotary embeddings of {list(shape)} with cos {list(cos.value.shape)} and sin "
+                f"{list(sin.value.shape)}{where}")
+        if len(shape) < 3 or shape[-1] % 2:
+            self.unsupported(f"{what}: autotm's rope takes x [batch, ..., T, D] with D even")
+        t, d = shape[-2], shape[-1]
+        tables = []
+        for c in (cos, sin):
+            v = c.value
+            if not v.is_floating_point() or v.dim() < 2 or \
+                    torch.broadcast_shapes(v.shape, shape) != torch.Size(shape):
+                raise ImportError_(f"{what}: each table must broadcast into x, its positions "
+                                   f"along x's axis -2 and its frequencies along axis -1")
+            first = v.reshape(-1, *v.shape[-2:])[0]
+            if not torch.equal(first.expand_as(v), v):
+                raise ImportError_(f"{what}: a table differs between samples or heads; "
+                                   f"autotm's rope takes one [T, D] table for all")
+            tables.append(first.double().expand(t, d))
+        c, s = tables
+        h = d // 2
+        if t >= 2 and h >= 2:
+            # at position 1 the angle of column i is theta^(-2i/D); the last pair's the most
+            # exactly (its exponent's factor D/(2i) is the smallest)
+            a = math.atan2(float(s[1, h - 1]), float(c[1, h - 1]))
+            theta = a ** (-d / (2.0 * (h - 1))) if a > 0 else math.nan
+        else:
+            theta = 10000.0  # one position or one frequency: every base gives these tables
+        usable = math.isfinite(theta) and 1 < theta <= 1e30  # the rope layer's rule
+        ok = usable
+        if usable:
+            # the tables the rope layer computes: its theta is float32, its angles double
+            for nice in (float(round(theta)), theta):
+                th = float(torch.tensor(nice, dtype=torch.float32))
+                freq = th ** (-2.0 * (torch.arange(d, dtype=torch.float64) % h) / d)
+                ang = torch.arange(t, dtype=torch.float64)[:, None] * freq
+                # to 1e-6 and float32's rounding of the angle, as tables computed in float32
+                # carry it
+                tol = 1e-6 * (1 + ang.abs())
+                err = torch.maximum((c - ang.cos()).abs() - tol, (s - ang.sin()).abs() - tol)
+                if float(err.max()) <= 0:
+                    break
+            ok = float(err.max()) <= 0
+            theta = nice
+        if not ok:
+            ang = torch.atan2(s, c)  # the tables' own angles (modulo 2 pi), to say how
+            half = ((c[:, :h] - c[:, h:]).abs() + (s[:, :h] - s[:, h:]).abs()
+                    - 1e-6 * (1 + ang[:, :h].abs()))
+            if float(half.max()) > 0:
+                p, i = divmod(int(half.argmax()), h)
+                why = (f"at position {p} columns {i} and {i + h} have the angles "
+                       f"{float(ang[p, i]):.6g} and {float(ang[p, i + h]):.6g} (modulo 2 pi); "
+                       f"the rotate-half form turns columns i and i + D/2 by one angle")
+            elif t >= 2 and abs(float(ang[1, 0]) - 1) > 1e-6:
+                why = (f"the angle of column 0 at position 1 is {float(ang[1, 0]):.6g}; the "
+                       f"rotate-half form's is 1 (t * theta^0)")
+            elif usable:
+                p, i = divmod(int(err.argmax()), d)
+                ref = math.remainder(p * float(torch.tensor(theta, dtype=torch.float32)) ** (
+                    -2.0 * (i % h) / d), 2 * math.pi)
+                why = (f"with theta {theta:.6g} (from position 1) the angle of column {i} at "
+                       f"position {p} would be {ref:.6g} (modulo 2 pi); the tables' is "
+                       f"{float(ang[p, i]):.6g}")
+            else:
+                why = f"no base above 1 gives column {h - 1}'s angle at position 1"
+            raise ImportError_(f"{what}: the cos and sin tables are not rotary embeddings in "
+                               f"the rotate-half form (angle t * theta^(-2i/D) at columns i and "
+                               f"i + D/2 of position t) for any base theta: {why}. Interleaved "
+                               f"pairs, scaled positions or frequencies are not supported")
+        scope = self.scopes.get(self.node)
+        return self.emit(f"{scope}.rope" if scope else "rope", "rope", [self.get(x)], shape,
+                         theta=theta)
 
     # ------------------------------------------------------------------ modules
 
@@ -805,6 +990,14 @@ class _Builder:
             return self.getitem(a[0], a[1])
         if is_("masked_fill", "masked_fill_"):
             return self.masked(a)
+        if f in (operator.neg, torch.neg) or is_("neg"):
+            e = self.expr(a[0])
+            if not isinstance(e, _Half):
+                self.unsupported("negation other than of x[..., h:] in rotate_half "
+                                 "(torch.cat((-x[..., h:], x[..., :h]), dim=-1))")
+            return _Half(e.src, e.i, not e.neg)
+        if f is torch.repeat_interleave or is_("repeat_interleave"):
+            return self.repeat_interleave(a, kw, out)
         if is_("expand"):
             return self.expand(a, out)
         if f is F.adaptive_avg_pool2d:
@@ -849,6 +1042,10 @@ class _Builder:
                                                              for v in a):
             self.unsupported("add of other than two tensors")
         es = [self.expr(v) for v in a]
+        for x, r in ((es[0], es[1]), (es[1], es[0])):  # x * cos + rotate_half(x) * sin
+            if isinstance(x, _ConstProduct) and isinstance(r, _ConstProduct) and \
+                    isinstance(r.src, _Rotated) and r.src.src is x.src:
+                return self.rope(x.src, x.const, r.const)
         for i, e in enumerate(es):
             if isinstance(e, _Const):
                 self.get(e)  # refused, named
@@ -869,6 +1066,10 @@ class _Builder:
         es = [self.expr(t) for t in tensors]
         n = len(es[0].shape)
         dim = dim % n if isinstance(dim, int) else dim
+        if len(es) == 2 and dim == n - 1 and all(isinstance(e, _Half) for e in es) and \
+                es[0].src is es[1].src and (es[0].i, es[0].neg, es[1].i, es[1].neg) == \
+                (1, True, 0, False):
+            return _Rotated(es[0].src)
         if dim == 0:
             self.unsupported("torch.cat along the batch (dim 0)")
         if len(es) == 1:
@@ -901,9 +1102,10 @@ class _Builder:
                 scope = self.scopes.get(self.node)
                 return self.emit(scope or self.base(), "rms_norm", [self.get(x.src)], x.shape,
                                  [y.tensor], epsilon=x.eps)
+        for x, y in ((es[0], es[1]), (es[1], es[0])):
+            if isinstance(y, _Const) and not isinstance(x, (_Const, _Param)):
+                return _ConstProduct(x, y, self.node)  # x * cos: refused unless a rope's
         for e in es:
-            if isinstance(e, _Const):
-                self.get(e)  # a buffer as a factor: refused, named
             if isinstance(e, _Param):
                 self.unsupported(f"multiplying by the parameter {e.pname} {list(e.shape)}")
         big, small = (es[0], es[1]) if len(es[0].shape) >= len(es[1].shape) else (es[1], es[0])
@@ -961,6 +1163,24 @@ class _Builder:
                     item.split.used.add(item.i)
             return item
         index = index if isinstance(index, tuple) else (index,)
+        if any(ix is Ellipsis for ix in index):  # x[..., :h]: the axes it stands for, whole
+            k = index.index(Ellipsis)
+            n = len(e.shape) - sum(ix is not None and ix is not Ellipsis for ix in index)
+            index = index[:k] + (slice(None),) * n + index[k + 1:]
+        if any(ix is None for ix in index):  # x[:, :, None]: an axis of 1 inserted
+            if not all(ix is None or ix == slice(None) for ix in index):
+                self.unsupported(f"indexing {list(e.shape)} by {index!r} (None only among "
+                                 f"whole axes: x[:, :, None])")
+            return self.view(x, self.tshape(self.node))
+        last = len(e.shape) - 1
+        if len(index) == len(e.shape) and all(ix == slice(None) for ix in index[:-1]) and \
+                isinstance(index[-1], slice) and index[-1].step in (None, 1) and last >= 1 and \
+                e.shape[-1] % 2 == 0:
+            h, ix = e.shape[-1] // 2, index[-1]
+            if ix.start in (None, 0) and ix.stop == h:
+                return _Half(e, 0)  # a narrow unless rotate_half reads it
+            if ix.start == h and ix.stop in (None, 2 * h):
+                return _Half(e, 1)
         shape, axis, cut = list(e.shape), None, None
         for d, ix in enumerate(index):
             if ix == slice(None):
@@ -999,8 +1219,36 @@ class _Builder:
         if isinstance(e, _Param) and len(out) == 3 and out[0] == self.batch \
                 and tuple(out[1:]) == tuple(e.shape[-2:]):
             return self.positions(e)
+        grown = [k for k in range(len(out)) if len(out) == len(e.shape) and out[k] != e.shape[k]]
+        if not isinstance(e, (_Param, _Const)) and len(out) == len(e.shape) and \
+                len(grown) <= 1 and all(k >= 1 and e.shape[k] == 1 for k in grown):
+            return _Expand(e, grown[0], out[grown[0]], out) if grown else e
         self.unsupported(f"expand of {list(e.shape)} to {list(out)} (only a parameter "
-                         f"[1, rows, dim] over the batch)")
+                         f"[1, rows, dim] over the batch, or one axis of 1 past the batch of an "
+                         f"activation: x[:, :, None].expand(b, kv, n_rep, t, d))")
+
+    def repeat_interleave(self, a, kw, out):
+        """torch.repeat_interleave(x, n, dim): each entry along dim n times in place, as
+        x.unsqueeze(dim + 1).expand(...) read as out"""
+        e = self.expr(a[0])
+        n = a[1] if len(a) > 1 else kw.get("repeats")
+        dim = a[2] if len(a) > 2 else kw.get("dim")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or not isinstance(dim, int) \
+                or kw.get("output_size") is not None or dim % len(e.shape) == 0:
+            self.unsupported(f"repeat_interleave of {list(e.shape)} by {n!r} along dim {dim!r} "
+                             f"(supported: a number of times, along a dim past the batch)")
+        dim %= len(e.shape)
+        if n == 1:
+            return e
+        one = list(e.shape)
+        one.insert(dim + 1, 1)
+        grown = list(one)
+        grown[dim + 1] = n
+        v = _View(e, one)
+        v.origin = self.base()
+        x = _Expand(v, dim + 1, n, grown)
+        x.origin = self.base()
+        return _View(x, out)
 
 
 _INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv)

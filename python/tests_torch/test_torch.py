@@ -120,6 +120,81 @@ if torch is not None:
             x = F.hardsigmoid(F.relu6(self.gate(x))) * x
             return self.fc(torch.flatten(x, 1))
 
+    class CachedRotary(nn.Module):
+        """Hugging Face's LlamaRotaryEmbedding: cos and sin tables of every position computed
+        in float32 and registered as buffers [1, 1, positions, dim], cut to the sequence; form
+        "interleaved" repeats each frequency for a pair of neighbouring columns (GPT-J's
+        layout), "scaled" divides the positions by 2 (linear scaling), "llama3" the lower
+        half of the frequencies by 8 (as Llama 3.1 scales its long wavelengths): rotary
+        embeddings the rotate-half code does not compute"""
+
+        def __init__(self, dim, positions=64, base=10000.0, form="rotate-half"):
+            super().__init__()
+            inv = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+            if form == "llama3":
+                inv[dim // 4:] /= 8
+            t = torch.arange(positions, dtype=torch.float32) / (2.0 if form == "scaled" else 1.0)
+            freqs = torch.einsum("i,j->ij", t, inv)
+            emb = freqs.repeat_interleave(2, -1) if form == "interleaved" else \
+                torch.cat((freqs, freqs), dim=-1)
+            self.register_buffer("cos_cached", emb.cos()[None, None], persistent=False)
+            self.register_buffer("sin_cached", emb.sin()[None, None], persistent=False)
+
+        def forward(self, x, seq_len):
+            return (self.cos_cached[:, :, :seq_len, ...].to(dtype=x.dtype),
+                    self.sin_cached[:, :, :seq_len, ...].to(dtype=x.dtype))
+
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def repeat_kv(x, n_rep):
+        """Hugging Face's: each key/value head n_rep times in place"""
+        b, kv, t, d = x.shape
+        x = x[:, :, None, :, :].expand(b, kv, n_rep, t, d)
+        return x.reshape(b, kv * n_rep, t, d)
+
+    class GroupedQuery(nn.Module):
+        """grouped-query attention as Hugging Face's LLaMA writes it: rotary embeddings from
+        CachedRotary, gathered by position ids, on q and k; the key/value heads repeated by
+        repeat_kv ("repeat_kv") or torch.repeat_interleave ("interleave")"""
+
+        def __init__(self, vocab=64, width=32, heads=4, kv_heads=2, base=10000.0,
+                     form="rotate-half", repeat="repeat_kv"):
+            super().__init__()
+            self.heads, self.kv_heads, self.repeat = heads, kv_heads, repeat
+            hd = width // heads
+            self.emb = nn.Embedding(vocab, width)
+            self.q_proj = nn.Linear(width, width, bias=False)
+            self.k_proj = nn.Linear(width, kv_heads * hd, bias=False)
+            self.v_proj = nn.Linear(width, kv_heads * hd, bias=False)
+            self.rotary_emb = CachedRotary(hd, base=base, form=form)
+            self.out = nn.Linear(width, vocab, bias=False)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            b, t, c = x.shape
+            hd = c // self.heads
+            q = self.q_proj(x).view(b, t, self.heads, hd).transpose(1, 2)
+            k = self.k_proj(x).view(b, t, self.kv_heads, hd).transpose(1, 2)
+            v = self.v_proj(x).view(b, t, self.kv_heads, hd).transpose(1, 2)
+            cos, sin = self.rotary_emb(v, seq_len=t)
+            pos = torch.arange(t, dtype=torch.long).unsqueeze(0)
+            cos = cos.squeeze(1).squeeze(0)[pos].unsqueeze(1)  # [1, 1, t, hd]
+            sin = sin.squeeze(1).squeeze(0)[pos].unsqueeze(1)
+            q = (q * cos) + (rotate_half(q) * sin)
+            k = (k * cos) + (rotate_half(k) * sin)
+            g = self.heads // self.kv_heads
+            if self.repeat == "repeat_kv":
+                k, v = repeat_kv(k, g), repeat_kv(v, g)
+            else:
+                k, v = torch.repeat_interleave(k, g, dim=1), v.repeat_interleave(g, dim=1)
+            att = torch.matmul(q, k.transpose(2, 3)) / hd ** 0.5
+            mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+            att = torch.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+            return self.out(torch.matmul(att, v).transpose(1, 2).reshape(b, t, c))
+
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 class TestImport(unittest.TestCase):
@@ -297,6 +372,57 @@ class TestImport(unittest.TestCase):
             to_forward(Cubed(), (2, 4), tokens=True)
         self.assertIn("a power other than x ** 2", str(e.exception))
 
+    def test_rope_variants_refused(self):
+        # tables of another rotary embedding under the rotate-half code: refused at the line
+        # that adds the two products, saying why; the rotate-half ones of another base map
+        from autotm_torch.importer import ImportError_, to_forward
+        for form, why in (("interleaved", "the rotate-half form turns columns i and i + D/2 by "
+                                          "one angle"),
+                          ("scaled", "the angle of column 0 at position 1 is 0.5"),
+                          ("llama3", "(from position 1) the angle of column")):
+            with self.assertRaises(ImportError_) as e:
+                to_forward(GroupedQuery(form=form), (2, 8), tokens=True)
+            msg = str(e.exception)
+            self.assertIn("the cos and sin tables are not rotary embeddings in the rotate-half "
+                          "form", msg, form)
+            self.assertIn("Interleaved pairs, scaled positions or frequencies are not "
+                          "supported", msg)
+            self.assertIn(why, msg)
+            self.assertIn("test_torch.py:", msg)  # the line of x * cos + rotate_half(x) * sin
+        g, _, _ = to_forward(GroupedQuery(base=500000.0), (2, 8), tokens=True)
+        self.assertEqual([l["theta"] for l in g["layers"] if l["op"] == "rope"], [500000.0] * 2)
+
+        class HalfAlone(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(8, 4)
+
+            def forward(self, ids):
+                return self.emb(ids)[..., 2:]
+
+        with self.assertRaises(ImportError_) as e:
+            to_forward(HalfAlone(), (2, 4), tokens=True)
+        self.assertIn("x[..., h:] (h = 2, half the last dimension) read by anything but "
+                      "rotate_half's", str(e.exception))
+
+    def test_repeated_heads_are_a_concat_in_place(self):
+        # repeat_kv's expand and reshape, and repeat_interleave, give heads 0, 0, 1, 1: each
+        # key/value head's copies side by side, one concat of the same layer
+        from autotm_torch.importer import check_graph, to_forward
+        for repeat in ("repeat_kv", "interleave"):
+            g, params, _ = to_forward(GroupedQuery(repeat=repeat), (2, 8), tokens=True)
+            check_graph(g)
+            by_name = {l["name"]: l for l in g["layers"]}
+            cats = [l for l in g["layers"] if l["op"] == "concat"]
+            self.assertEqual(len(cats), 2, repeat)
+            for c in cats:
+                self.assertEqual(len(set(c["inputs"])), 1)
+                self.assertEqual(len(c["inputs"]), 2)
+                self.assertEqual(c["axis"], 2)
+                self.assertEqual(by_name[c["inputs"][0]]["shape"], [2, 8 * 8])  # [kv, t * hd]
+            ropes = [l for l in g["layers"] if l["op"] == "rope"]
+            self.assertEqual([l["theta"] for l in ropes], [10000.0, 10000.0])
+
     def test_shared_modules_name_one_tensor(self):
         # a module used twice, or under two names, is one parameter per tensor: both layers
         # name it, and autotm sums its gradient over the uses (docs/graph-format.md)
@@ -336,6 +462,8 @@ class TestImport(unittest.TestCase):
 
 GPT_BLOCK = os.path.join(REPO, "examples", "gpt_block.py")
 VIT_SMALL = os.path.join(REPO, "examples", "vit_small.py")
+LLAMA = os.path.join(REPO, "examples", "llama.py")
+LLAMA_SMALL = {"layers": 2, "width": 64, "heads": 4, "kv_heads": 2, "mlp": 96, "vocab": 512}
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
@@ -372,6 +500,28 @@ class TestImportTransformers(unittest.TestCase):
         self.assertEqual(head["params"], ["wte.weight"])  # tied: one tensor
         self.assertFalse(head.get("bias", True))
         self.assertEqual(left, [])  # dropout at 0 is no loss
+
+    def test_llama_maps_rope_and_repeated_heads(self):
+        # examples/llama.py: rotary tables computed in the forward, x[:, :, None].expand(...)
+        # .reshape(...) for the key/value heads, RMSNorm, SwiGLU
+        from autotm_torch.cli import load_callable
+        from autotm_torch.importer import check_graph, to_forward
+        for theta in (10000.0, 500000.0):
+            torch.manual_seed(0)
+            m = load_callable(LLAMA + ":make")(**LLAMA_SMALL, theta=theta)
+            g, params, _ = to_forward(m, (2, 16), tokens=True)
+            check_graph(g)
+            self.assertEqual(sum(p.numel() for p in params.values()), 127296)
+            self.assertEqual(sum(p.numel() for p in params.values()),
+                             sum(p.numel() for p in m.parameters()))
+            ropes = [l for l in g["layers"] if l["op"] == "rope"]
+            self.assertEqual([l["theta"] for l in ropes], [theta] * 4)  # q and k, 2 layers
+            self.assertEqual(ropes[0]["name"], "model.layers.0.self_attn.rope")
+            ops = [l["op"] for l in g["layers"]]
+            self.assertEqual(ops.count("concat"), 4)  # k and v, 2 layers
+            self.assertEqual(ops.count("rms_norm"), 5)
+            self.assertEqual(ops.count("silu"), 2)
+            self.assertEqual(ops.count("narrow"), 0)  # rotate_half's halves are in the rope
 
     def test_vit_b_16_counts(self):
         from autotm_torch.importer import to_forward
@@ -431,6 +581,44 @@ class TestStepEqualsPyTorch(unittest.TestCase):
             self.assertEqual(json.loads(p.stdout)["n_params"],
                              sum(p.numel() for p in m.parameters()))
 
+    def test_autotm_counts_llama_parameters(self):
+        from autotm_torch.cli import load_callable
+        from autotm_torch.importer import to_forward
+        m = load_callable(LLAMA + ":make")(**LLAMA_SMALL)
+        g, _, _ = to_forward(m, (2, 16), tokens=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "g.json")
+            with open(path, "w") as f:
+                json.dump(g, f)
+            p = subprocess.run([autotm(), "zoo", "--graph", path, "--json"], capture_output=True,
+                               text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout)["n_params"],
+                             sum(p.numel() for p in m.parameters()))
+
+    def test_autotm_checks_rope_theta(self):
+        # the forward graph's rope layer takes the graph's rule for theta, named with the layer
+        g = {"format": "autotm-forward", "version": 1, "name": "r", "batch": 2,
+             "input": {"tokens": 4},
+             "layers": [{"name": "emb", "op": "embedding", "input": "input",
+                         "num_embeddings": 8, "embedding_dim": 6},
+                        {"name": "rot", "op": "rope", "input": "emb", "theta": 1.0},
+                        {"name": "out", "op": "linear", "input": "rot", "out_features": 8,
+                         "flatten": False}],
+             "output": "out"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "g.json")
+            for theta, rc in ((1.0, 3), (500000.0, 0)):
+                g["layers"][1]["theta"] = theta
+                with open(path, "w") as f:
+                    json.dump(g, f)
+                p = subprocess.run([autotm(), "zoo", "--graph", path, "--json"],
+                                   capture_output=True, text=True)
+                self.assertEqual(p.returncode, rc, p.stderr)
+                if rc:
+                    self.assertIn('layers[1] ("rot"): \'theta\' must be a finite number above 1',
+                                  p.stderr)
+
     def test_small_cnn(self):
         from autotm_torch.cli import load_callable
         torch.manual_seed(0)
@@ -476,6 +664,17 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         torch.manual_seed(0)
         self.check(load_callable(VIT_SMALL + ":make")(), (2, 3, 32, 32))
 
+    def test_llama(self):
+        # rope's backward and the repeated heads' gradients summed over their copies
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(LLAMA + ":make")(**LLAMA_SMALL), (2, 16), tokens=True)
+
+    def test_grouped_query_repeat_kv_and_repeat_interleave(self):
+        for repeat in ("repeat_kv", "interleave"):
+            torch.manual_seed(0)
+            self.check(GroupedQuery(repeat=repeat), (2, 8), tokens=True)
+
     # torch.optim's optimizers, three steps each, each from the weights and states autotm's step
     # before wrote (--weights-in resumes them): every parameter and every state compared
 
@@ -491,6 +690,12 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True,
                    optimizer={"name": "adamw", "lr": 2e-3, "betas": (0.8, 0.99), "eps": 1e-6,
                               "weight_decay": 0.1}, steps=3)
+
+    def test_adamw_llama(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(LLAMA + ":make")(**LLAMA_SMALL), (2, 16), tokens=True,
+                   optimizer={"name": "adamw", "lr": 1e-3}, steps=3)
 
     def test_momentum_with_weight_decay(self):
         torch.manual_seed(0)
