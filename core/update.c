@@ -67,7 +67,7 @@ static atm_status check_update(const atm_update *u)
  * named "W.SUFFIX"; -1 on failure */
 static int32_t state(atm_graph *g, const atm_tensor *w, const char *suffix, bool scalar)
 {
-	char name[512];
+	char name[1100];
 	int32_t id = -1;
 	int64_t one = 1;
 	if (snprintf(name, sizeof name, "%s.%s", w->name, suffix) >= (int)sizeof name) {
@@ -107,15 +107,14 @@ static atm_status add_update(atm_graph *g, const atm_node *n, const atm_update *
 	} else if (u->weight_decay == 0) {
 		op = ATM_OP_SGD;
 	}
-	/* "W.sgd" becomes "W.adamw" */
-	char name[512];
+	/* "W.sgd" becomes "W.adamw"; an SGD that stays one keeps its name (names are at most 1024
+	 * bytes: graph-format.md) */
+	char name[1100];
 	size_t len = strlen(n->name);
-	if (len > 4 && strcmp(n->name + len - 4, ".sgd") == 0)
+	if (len > 4 && strcmp(n->name + len - 4, ".sgd") == 0 && op != ATM_OP_SGD)
 		len -= 4;
-	snprintf(name, sizeof name, "%.*s.%s", (int)(len < 400 ? len : 400), n->name,
-	         atm_op_name(op));
-	if (op == ATM_OP_SGD)
-		snprintf(name, sizeof name, "%s", n->name);
+	snprintf(name, sizeof name, "%.*s%s%s", (int)(len < 1024 ? len : 1024), n->name,
+	         op == ATM_OP_SGD ? "" : ".", op == ATM_OP_SGD ? "" : atm_op_name(op));
 	atm_status rc = atm_graph_add_node(g, name, op, &a, n_in, in, 0, NULL, &id);
 	if (rc == ATM_OK && n->workspace_bytes)
 		rc = atm_graph_set_workspace(g, id, n->workspace_bytes);

@@ -1127,6 +1127,22 @@ static void test_run_cmd_optimizers(void **state)
 	char *slow = checksum_of(args);
 	assert_string_equal(two, cont);
 	assert_string_equal(two, slow);
+	/* the weights and every state after two steps, bitwise the same in any placement */
+	const char *places[3] = {"all-fast", "random --placement-seed 3", "all-slow --emulate optane"};
+	char *bytes[3] = {0};
+	size_t len[3] = {0};
+	for (int i = 0; i < 3; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "p%d.safetensors", i);
+		snprintf(args, sizeof args, "%s --iters 2 --placement %s --weights-out %s", m, places[i],
+		         st_path(name));
+		json_decref(results(args, "p.json"));
+		assert_int_equal(atm_read_file(st_path(name), &bytes[i], &len[i]), ATM_OK);
+		assert_int_equal(len[i], len[0]);
+		assert_memory_equal(bytes[i], bytes[0], len[0]);
+	}
+	for (int i = 0; i < 3; i++)
+		free(bytes[i]);
 	/* the weights alone (SGD's file): a fresh optimizer, not the run that went on */
 	snprintf(args, sizeof args, "--model tiny_mlp --batch 2 --warmup 0 --iters 1 --weights-out %s",
 	         st_path("s1.safetensors"));
