@@ -1160,10 +1160,40 @@ static void test_run_cmd_optimizers(void **state)
 	char *mcont = checksum_of(args);
 	assert_string_equal(mtwo, mcont);
 	free(two), free(cont), free(slow), free(fresh), free(mtwo), free(mcont);
-	/* a file with some of the states, and bad factors */
+	/* a file with some of the states, a state of the wrong shape or dtype, another
+	 * optimizer's states, and bad factors */
 	char bad[1024];
 	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("m1.safetensors"));
 	expect_refused(bad, 3, "is not a parameter");
+	assert_int_equal(atm_st_read(&w, st_path("a1.safetensors")), ATM_OK);
+	int64_t n = atm_st_count(w), k = 0;
+	atm_st_tensor *ts = calloc((size_t)n, sizeof *ts);
+	for (int64_t i = 0; i < n; i++)
+		if (strcmp(atm_st_at(w, i)->name, "fc2.b.exp_avg_sq") != 0)
+			ts[k++] = *atm_st_at(w, i);
+	assert_int_equal(atm_st_write(st_path("some.safetensors"), ts, (int)k, NULL), ATM_OK);
+	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("some.safetensors"));
+	expect_refused(bad, 3, "holds 17 of the graph's 18 optimizer states ('fc2.b.exp_avg_sq' is "
+	                       "missing): give all of them");
+	for (int64_t i = 0; i < n; i++) {
+		ts[i] = *atm_st_at(w, i);
+		if (strcmp(ts[i].name, "fc1.w.exp_avg") == 0) /* [64, 32] read as [32, 64] */
+			ts[i].dims[0] = atm_st_at(w, i)->dims[1], ts[i].dims[1] = atm_st_at(w, i)->dims[0];
+	}
+	assert_int_equal(atm_st_write(st_path("shape.safetensors"), ts, (int)n, NULL), ATM_OK);
+	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("shape.safetensors"));
+	expect_refused(bad, 3, "fc1.w.exp_avg");
+	int32_t one_step = 1;
+	for (int64_t i = 0; i < n; i++) {
+		ts[i] = *atm_st_at(w, i);
+		if (strcmp(ts[i].name, "fc1.b.step") == 0) /* the step as an integer */
+			ts[i].dtype = ATM_ST_I32, ts[i].data = &one_step;
+	}
+	assert_int_equal(atm_st_write(st_path("step.safetensors"), ts, (int)n, NULL), ATM_OK);
+	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("step.safetensors"));
+	expect_refused(bad, 3, "fc1.b.step");
+	free(ts);
+	atm_st_destroy(w);
 	expect_refused("--optimizer adam", 2, "unknown optimizer 'adam' (valid: sgd, momentum, adamw)");
 	expect_refused("--optimizer adamw --betas 0.9", 2, "--betas '0.9' is not valid");
 	expect_refused("--optimizer adamw --betas 0.9,1", 2, "--betas '0.9,1' is not valid");
