@@ -301,7 +301,7 @@ typedef struct {
 	int min_in, max_in;      /* inputs it takes */
 	int min_out, max_out;    /* outputs it makes */
 	unsigned attrs;          /* ATM_ATTR_* bits it reads; it ignores the other fields */
-	unsigned inplace;        /* bit i: writes its input i in place (SGD: bit 0) */
+	unsigned inplace;        /* bit i (i < 32): writes its input i in place (SGD: bit 0) */
 	bool pointwise_rate;     /* its work may be pointwise (atm_work.pointwise: a 1x1
 	                          * convolution is one GEMM), which the roofline rates apart */
 	atm_op_role in_role[ATM_OP_MAX_ROLES];

@@ -17,7 +17,7 @@ double atm_work_io_bytes(const atm_op_desc *d, const atm_node *n, const atm_tens
 		b += (double)in[i]->bytes;
 	for (int i = 0; i < n->n_out; i++)
 		b += (double)out[i]->bytes;
-	for (int i = 0; i < n->n_in; i++)
+	for (int i = 0; i < n->n_in && i < 32; i++)
 		if (d->inplace >> i & 1u)
 			b += (double)in[i]->bytes;
 	return b;
