@@ -21,14 +21,23 @@
 
 static const char *mode = "sim";
 
+/* The update the steps built here end in (SGD unless a test says otherwise). */
+static atm_update_kind update = ATM_UPDATE_SGD;
+
 static atm_graph *build(const char *model)
 {
-	atm_graph *g = NULL;
+	atm_graph *g = NULL, *c = NULL;
 	/* test_vgg at the small preset's 32x32 images: VGG-19's every layer in seconds */
 	atm_zoo_opts o = {.batch = 4, .image = strcmp(model, "test_vgg") ? 0 : 32};
 	if (atm_zoo_build(&g, model, &o) < 0)
 		fail_msg("%s: %s", model, atm_errmsg());
-	return g;
+	if (update == ATM_UPDATE_SGD)
+		return g;
+	atm_update u = atm_update_defaults(update);
+	if (atm_graph_with_update(g, &u, &c) < 0)
+		fail_msg("%s: %s", model, atm_errmsg());
+	atm_graph_destroy(g);
+	return c;
 }
 
 /* run_plan -- three steps of p on the GPU */
@@ -158,6 +167,19 @@ static void test_gpu_device_plans_tiny_mlp(void **state)
 {
 	(void)state;
 	device_plans("tiny_mlp");
+}
+
+/* the updates with state on the device: AdamW's averages and step and the momentum buffer
+ * placed by the plans, moved to the device for their update, bitwise as all fast */
+static void test_gpu_optimizers(void **state)
+{
+	(void)state;
+	update = ATM_UPDATE_ADAMW;
+	device_plans("tiny_mlp");
+	placements_agree("tiny_cnn");
+	update = ATM_UPDATE_MOMENTUM;
+	device_plans("tiny_cnn");
+	update = ATM_UPDATE_SGD;
 }
 
 static void test_gpu_device_plans_test_vgg(void **state)
@@ -369,6 +391,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_placements_agree_tiny_mlp),
 		cmocka_unit_test(test_gpu_device_plans_tiny_cnn),
 		cmocka_unit_test(test_gpu_device_plans_tiny_mlp),
+		cmocka_unit_test(test_gpu_optimizers),
 		cmocka_unit_test(test_gpu_device_plans_test_vgg),
 		cmocka_unit_test(test_gpu_baselines),
 		cmocka_unit_test(test_gpu_algorithm_choice),
