@@ -567,10 +567,10 @@ class TestStepEqualsPyTorch(unittest.TestCase):
             self.assertLessEqual(dl, LOSS_TOL, f"{pl}: loss {la} against {lt}")
             self.assertLessEqual(dw, WEIGHT_TOL, f"{pl}: weight {k} differs by {dw:.2e}")
 
-    def test_autotm_counts_the_parameters(self):
+    def counts_parameters(self, m, shape, tokens=False):
+        """autotm zoo --graph of m's import counts sum(p.numel())"""
         from autotm_torch.importer import to_forward
-        m = torchvision.models.resnet18(num_classes=10)
-        g, _, _ = to_forward(m, (1, 3, 64, 64))
+        g, _, _ = to_forward(m, shape, tokens=tokens)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "g.json")
             with open(path, "w") as f:
@@ -581,20 +581,13 @@ class TestStepEqualsPyTorch(unittest.TestCase):
             self.assertEqual(json.loads(p.stdout)["n_params"],
                              sum(p.numel() for p in m.parameters()))
 
+    def test_autotm_counts_the_parameters(self):
+        self.counts_parameters(torchvision.models.resnet18(num_classes=10), (1, 3, 64, 64))
+
     def test_autotm_counts_llama_parameters(self):
         from autotm_torch.cli import load_callable
-        from autotm_torch.importer import to_forward
-        m = load_callable(LLAMA + ":make")(**LLAMA_SMALL)
-        g, _, _ = to_forward(m, (2, 16), tokens=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "g.json")
-            with open(path, "w") as f:
-                json.dump(g, f)
-            p = subprocess.run([autotm(), "zoo", "--graph", path, "--json"], capture_output=True,
-                               text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertEqual(json.loads(p.stdout)["n_params"],
-                             sum(p.numel() for p in m.parameters()))
+        self.counts_parameters(load_callable(LLAMA + ":make")(**LLAMA_SMALL), (2, 16),
+                               tokens=True)
 
     def test_autotm_checks_rope_theta(self):
         # the forward graph's rope layer takes the graph's rule for theta, named with the layer
