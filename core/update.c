@@ -84,7 +84,8 @@ static int32_t state(atm_graph *g, const atm_tensor *w, const char *suffix, bool
 /* add_update -- node n (an SGD) as u's update, its states added */
 static atm_status add_update(atm_graph *g, const atm_node *n, const atm_update *u)
 {
-	const atm_tensor *w = atm_graph_tensor(g, n->in[0]);
+	/* a copy: adding the states may move the graph's tensor array */
+	const atm_tensor w = *atm_graph_tensor(g, n->in[0]);
 	atm_attrs a = n->attrs; /* the fields no update reads as the SGD node had them */
 	a.lr = u->lr > 0 ? u->lr : n->attrs.lr;
 	a.weight_decay = u->weight_decay;
@@ -93,16 +94,16 @@ static atm_status add_update(atm_graph *g, const atm_node *n, const atm_update *
 	atm_op op = ATM_OP_SGD_MOMENTUM;
 	if (u->kind == ATM_UPDATE_MOMENTUM) {
 		a.momentum = u->momentum;
-		if ((in[n_in++] = state(g, w, "momentum_buffer", false)) < 0)
+		if ((in[n_in++] = state(g, &w, "momentum_buffer", false)) < 0)
 			return ATM_E_INPUT;
 	} else if (u->kind == ATM_UPDATE_ADAMW) {
 		op = ATM_OP_ADAMW;
 		a.beta1 = u->beta1;
 		a.beta2 = u->beta2;
 		a.epsilon = u->eps;
-		if ((in[n_in++] = state(g, w, "exp_avg", false)) < 0 ||
-		    (in[n_in++] = state(g, w, "exp_avg_sq", false)) < 0 ||
-		    (in[n_in++] = state(g, w, "step", true)) < 0)
+		if ((in[n_in++] = state(g, &w, "exp_avg", false)) < 0 ||
+		    (in[n_in++] = state(g, &w, "exp_avg_sq", false)) < 0 ||
+		    (in[n_in++] = state(g, &w, "step", true)) < 0)
 			return ATM_E_INPUT;
 	} else if (u->weight_decay == 0) {
 		op = ATM_OP_SGD;

@@ -180,6 +180,44 @@ static void test_update_states_must_be_state(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_update_many_parameters -- a graph whose tensor array grows while the states are added
+ * (each parameter's state is made from the parameter's shape and name, copied first) */
+static void test_update_many_parameters(void **state)
+{
+	(void)state;
+	atm_graph *g = NULL, *c = NULL;
+	assert_int_equal(atm_graph_new(&g, "many"), ATM_OK);
+	enum { N = 300 };
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		int64_t dims[2] = {3, i + 1};
+		int32_t w, dw, id;
+		snprintf(name, sizeof name, "layer%d.weight", i);
+		assert_int_equal(atm_graph_add_tensor(g, name, ATM_F32, 2, dims, ATM_KIND_PARAM,
+		                                      ATM_LOC_ANY, &w), ATM_OK);
+		snprintf(name, sizeof name, "layer%d.grad", i);
+		assert_int_equal(atm_graph_add_tensor(g, name, ATM_F32, 2, dims, ATM_KIND_INPUT,
+		                                      ATM_LOC_ANY, &dw), ATM_OK);
+		snprintf(name, sizeof name, "layer%d.weight.sgd", i);
+		atm_attrs a = {.lr = 0.1f};
+		assert_int_equal(atm_graph_add_node(g, name, ATM_OP_SGD, &a, 2, (int32_t[]){w, dw}, 0,
+		                                    NULL, &id), ATM_OK);
+	}
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	atm_update u = atm_update_defaults(ATM_UPDATE_ADAMW);
+	assert_int_equal(atm_graph_with_update(g, &u, &c), ATM_OK);
+	assert_int_equal(atm_graph_n_tensors(c), 5 * N);
+	for (int i = 0; i < N; i++) {
+		char name[48];
+		snprintf(name, sizeof name, "layer%d.weight.exp_avg_sq", i);
+		int32_t t = atm_graph_find_tensor(c, name);
+		assert_true(t >= 0);
+		assert_int_equal(atm_graph_tensor(c, t)->dims[1], i + 1);
+	}
+	atm_graph_destroy(c);
+	atm_graph_destroy(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +225,7 @@ int main(void)
 		cmocka_unit_test(test_update_momentum_and_sgd),
 		cmocka_unit_test(test_update_refusals),
 		cmocka_unit_test(test_update_states_must_be_state),
+		cmocka_unit_test(test_update_many_parameters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
