@@ -1040,6 +1040,23 @@ static char *checksum_of(const char *args)
 	return c;
 }
 
+/* expect_resumes -- run ARGS for two steps, and for one step from weights file w (written after
+ * ARGS' first step) in all-fast and in all-slow: all three train to the same weights */
+static void expect_resumes(const char *args_base, const char *w)
+{
+	char args[2048];
+	snprintf(args, sizeof args, "%s --iters 2", args_base);
+	char *two = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", args_base, w);
+	char *cont = checksum_of(args);
+	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s --placement all-slow --emulate optane",
+	         args_base, w);
+	char *slow = checksum_of(args);
+	assert_string_equal(two, cont);
+	assert_string_equal(two, slow);
+	free(two), free(cont), free(slow);
+}
+
 /* expect_refused -- run ARGS exits code with want in its message, writing no results */
 static void expect_refused(const char *args, int code, const char *want)
 {
@@ -1118,15 +1135,9 @@ static void test_run_cmd_optimizers(void **state)
 	assert_int_equal(atm_st_find(w, "fc1.w.step")->n_elems, 1);
 	assert_true(*(const float *)atm_st_find(w, "fc1.w.step")->data == 1.0f);
 	atm_st_destroy(w);
+	expect_resumes(m, st_path("a1.safetensors"));
 	snprintf(args, sizeof args, "%s --iters 2", m);
 	char *two = checksum_of(args);
-	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", m, st_path("a1.safetensors"));
-	char *cont = checksum_of(args);
-	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s --placement all-slow --emulate optane",
-	         m, st_path("a1.safetensors"));
-	char *slow = checksum_of(args);
-	assert_string_equal(two, cont);
-	assert_string_equal(two, slow);
 	/* the weights and every state after two steps, bitwise the same in any placement */
 	const char *places[3] = {"all-fast", "random --placement-seed 3", "all-slow --emulate optane"};
 	char *bytes[3] = {0};
@@ -1159,7 +1170,7 @@ static void test_run_cmd_optimizers(void **state)
 	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", mm, st_path("m1.safetensors"));
 	char *mcont = checksum_of(args);
 	assert_string_equal(mtwo, mcont);
-	free(two), free(cont), free(slow), free(fresh), free(mtwo), free(mcont);
+	free(two), free(fresh), free(mtwo), free(mcont);
 	/* a file with some of the states, a state of the wrong shape or dtype, another
 	 * optimizer's states, and bad factors */
 	char bad[1024];
@@ -1222,15 +1233,9 @@ static void test_run_cmd_weights_and_data(void **state)
 	assert_int_equal(atm_st_count(w), 6);
 	assert_non_null(atm_st_find(w, "fc1.w"));
 	assert_int_equal(atm_st_find(w, "fc1.w")->dims[1], 64);
+	expect_resumes(m, st_path("w1.safetensors"));
 	snprintf(args, sizeof args, "%s --iters 2", m);
 	char *two = checksum_of(args);
-	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s", m, st_path("w1.safetensors"));
-	char *cont = checksum_of(args);
-	snprintf(args, sizeof args, "%s --iters 1 --weights-in %s --placement all-slow --emulate optane",
-	         m, st_path("w1.safetensors"));
-	char *slow = checksum_of(args);
-	assert_string_equal(two, cont);
-	assert_string_equal(two, slow);
 	/* the same batch as class indices and as one-hot rows, under two placements */
 	float image[2 * 64], onehot[2 * 10] = {0};
 	int64_t idx[2] = {7, 2};
@@ -1253,7 +1258,7 @@ static void test_run_cmd_weights_and_data(void **state)
 	char *b = checksum_of(args);
 	assert_string_equal(a, b);
 	assert_string_not_equal(a, two);
-	free(two), free(cont), free(slow), free(a), free(b);
+	free(two), free(a), free(b);
 	/* bad files: refused before anything runs, naming the tensor */
 	const atm_st_tensor *fc1 = atm_st_find(w, "fc1.w");
 	char *bytes = NULL;
