@@ -31,6 +31,7 @@ deterministic; the caller is told. check_graph applies autotm's own rules to the
 limits, and that the output depends on a parameter), so that nothing autotm refuses is written.
 """
 
+import collections
 import math
 import operator
 import os
@@ -43,27 +44,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 FORMAT = "autotm-forward"
-SUPPORTED = (
-    "modules: Conv2d (groups 1, dilation 1, zero padding, one stride), BatchNorm2d (affine), "
-    "ReLU, MaxPool2d and AvgPool2d (square, no ceil_mode or dilation), "
-    "AdaptiveAvgPool2d (to 1x1, or to the size it is given), Linear, Flatten, LayerNorm (over "
-    "the last dimension, affine), GELU, Tanh, SiLU, Sigmoid, Hardswish, Hardsigmoid, ReLU6, "
-    "Softmax (last dimension), Embedding (no "
-    "padding_idx or max_norm), MultiheadAttention (batch_first self-attention, no masks), "
-    "Dropout (left out), Identity; functions and methods: flatten, view, reshape, contiguous, "
-    "transpose, permute, split and chunk (equal parts), x[:, i] and x[:, :k] (from the start), "
-    "+ of two tensors (or of a parameter broadcast over the batch), * of two tensors (the "
-    "second of the first's shape or broadcast into it), torch.cat, relu, gelu, silu, sigmoid, "
-    "hardswish, hardsigmoid, relu6, "
-    "tanh, softmax(dim=-1), matmul / @ / bmm, * and / by a number right after a matmul, "
-    "masked_fill with a causal -inf mask before a softmax, RMSNorm written as "
-    "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, rotary embeddings "
-    "written as x * cos + rotate_half(x) * sin (rotate_half: torch.cat((-x[..., h:], "
-    "x[..., :h]), dim=-1); cos and sin constant tables [..., T, D] of the rotate-half form, "
-    "any base), float() and type_as (float32 throughout), expand of a parameter over the "
-    "batch, x[:, :, None].expand(...) of one axis and repeat_interleave(x, n, dim) (repeated "
-    "in place, as key/value heads), x[..., :h], "
-    "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout (left out)")
 
 
 class ImportError_(Exception):
@@ -726,71 +706,191 @@ class _Builder:
         return self.emit(f"{scope}.rope" if scope else "rope", "rope", [self.get(x)], shape,
                          theta=theta)
 
-    # ------------------------------------------------------------------ modules
+    # ------------------------------------------------------------------ the table's handlers
+    # Each takes the call c (_Call) and gives the _Expr it is; _MAPPINGS below says which calls
+    # each handler takes
 
-    def module(self, node):
-        path = node.target
-        m = self.modules[path]
-        x = node.args[0] if node.args else None
-        out = self.tshape(node)
-        if isinstance(m, nn.Conv2d):
-            if m.groups != 1 or tuple(m.dilation) != (1, 1) or m.padding_mode != "zeros" \
-                    or isinstance(m.padding, str) or m.stride[0] != m.stride[1]:
-                self.unsupported(f"Conv2d with groups {m.groups}, dilation {m.dilation}, "
-                                 f"padding {m.padding!r} ({m.padding_mode}), stride {m.stride}", path)
-            params = [m.weight] + ([m.bias] if m.bias is not None else [])
-            return self.emit(path, "conv", [self.get(self.expr(x))], out, params,
-                             out_channels=m.out_channels, kernel=list(m.kernel_size),
-                             stride=m.stride[0], pad=list(m.padding), bias=m.bias is not None)
-        if isinstance(m, nn.BatchNorm2d):
-            if not m.affine:
-                self.unsupported("BatchNorm2d without affine (autotm's has scale and shift)", path)
-            return self.emit(path, "batch_norm", [self.get(self.expr(x))], out,
-                             [m.weight, m.bias], epsilon=float(m.eps))
-        if isinstance(m, nn.ReLU):
-            return self.emit(path, "relu", [self.get(self.expr(x))], out)
-        if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
-            return self.pool(x, out, isinstance(m, nn.MaxPool2d), m.kernel_size, m.stride,
-                             m.padding, getattr(m, "dilation", 1), m.ceil_mode,
-                             getattr(m, "count_include_pad", True),
-                             getattr(m, "divisor_override", None), path)
-        if isinstance(m, nn.AdaptiveAvgPool2d):
-            return self.adaptive(x, m.output_size, path)
-        if isinstance(m, nn.Linear):
-            return self.linear(x, m, path)
-        if isinstance(m, nn.Flatten):
-            return self.view(x, out)
-        if isinstance(m, (nn.Dropout, nn.Dropout2d)):
-            if m.p > 0:
-                self.left_out.append(("dropout", _where(node, path)))
-            return self.expr(x)
-        if isinstance(m, nn.Identity):
-            return self.expr(x)
-        if isinstance(m, nn.LayerNorm):
-            if len(m.normalized_shape) != 1 or not m.elementwise_affine:
-                self.unsupported(f"LayerNorm over {list(m.normalized_shape)}, elementwise_affine "
-                                 f"{m.elementwise_affine} (autotm's: over the last dimension, "
-                                 f"with scale and shift)", path)
-            return self.emit(path, "layer_norm", [self.get(self.expr(x))], out,
-                             [m.weight, m.bias], epsilon=float(m.eps))
-        if isinstance(m, nn.GELU):
-            return self.emit(path, "gelu", [self.get(self.expr(x))], out,
-                             approximate=m.approximate)
-        if isinstance(m, nn.Tanh):
-            return self.emit(path, "tanh", [self.get(self.expr(x))], out)
-        if isinstance(m, nn.SiLU):
-            return self.emit(path, "silu", [self.get(self.expr(x))], out)
-        for cls, op in ((nn.Sigmoid, "sigmoid"), (nn.Hardswish, "hardswish"),
-                        (nn.Hardsigmoid, "hardsigmoid"), (nn.ReLU6, "relu6")):
-            if isinstance(m, cls):
-                return self.emit(path, op, [self.get(self.expr(x))], out)
-        if isinstance(m, nn.Softmax):
-            return self.softmax(x, m.dim, path)
-        if isinstance(m, nn.Embedding):
-            return self.embedding(x, m, path)
-        if isinstance(m, nn.MultiheadAttention):
-            return self.attention(node, m, path)
-        self.unsupported(f"module {type(m).__name__}", path)
+    def map(self, node):
+        """the _Expr of a call: the handler _MAPPINGS gives its module class (or a base class),
+        function or method name; a refusal naming it when there is none"""
+        if node.op == "call_module":
+            m, path = self.modules[node.target], node.target
+            h = next((_BY_MODULE[t] for t in type(m).__mro__ if t in _BY_MODULE), None)
+            what = f"module {type(m).__name__}"
+        else:
+            m, path, f = None, None, node.target
+            method = node.op == "call_method"
+            h = (_BY_METHOD if method else _BY_FUNCTION).get(f)
+            name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
+            what = f"{'method' if method else 'function'} {name}"
+        if h is None:
+            self.unsupported(what, path)
+        a = node.args
+        return h(self, _Call(m, a[0] if a else None, a, node.kwargs, self.tshape(node), path))
+
+    def is_method(self, *names):
+        return self.node.op == "call_method" and self.node.target in names
+
+    def map_conv(self, c):
+        m = c.m
+        if m.groups != 1 or tuple(m.dilation) != (1, 1) or m.padding_mode != "zeros" \
+                or isinstance(m.padding, str) or m.stride[0] != m.stride[1]:
+            self.unsupported(f"Conv2d with groups {m.groups}, dilation {m.dilation}, "
+                             f"padding {m.padding!r} ({m.padding_mode}), stride {m.stride}",
+                             c.path)
+        params = [m.weight] + ([m.bias] if m.bias is not None else [])
+        return self.emit(c.path, "conv", [self.get(self.expr(c.x))], c.out, params,
+                         out_channels=m.out_channels, kernel=list(m.kernel_size),
+                         stride=m.stride[0], pad=list(m.padding), bias=m.bias is not None)
+
+    def map_batch_norm(self, c):
+        m = c.m
+        if not m.affine:
+            self.unsupported("BatchNorm2d without affine (autotm's has scale and shift)", c.path)
+        return self.emit(c.path, "batch_norm", [self.get(self.expr(c.x))], c.out,
+                         [m.weight, m.bias], epsilon=float(m.eps))
+
+    def map_max_pool(self, c):
+        if c.m is not None:
+            m = c.m
+            return self.pool(c.x, c.out, True, m.kernel_size, m.stride, m.padding, m.dilation,
+                             m.ceil_mode, True, None, c.path)
+        v = dict(zip(("input", "kernel_size", "stride", "padding"), c.a))
+        v.update(c.kw)
+        return self.pool(c.x, c.out, True, v["kernel_size"], v.get("stride"),
+                         v.get("padding", 0), v.get("dilation", 1), v.get("ceil_mode", False),
+                         True, None)
+
+    def map_avg_pool(self, c):
+        if c.m is not None:
+            m = c.m
+            return self.pool(c.x, c.out, False, m.kernel_size, m.stride, m.padding, 1,
+                             m.ceil_mode, m.count_include_pad, m.divisor_override, c.path)
+        v = dict(zip(("input", "kernel_size", "stride", "padding"), c.a))
+        v.update(c.kw)
+        return self.pool(c.x, c.out, False, v["kernel_size"], v.get("stride"),
+                         v.get("padding", 0), 1, v.get("ceil_mode", False),
+                         v.get("count_include_pad", True), v.get("divisor_override"))
+
+    def map_adaptive_avg_pool(self, c):
+        if c.m is not None:
+            return self.adaptive(c.x, c.m.output_size, c.path)
+        return self.adaptive(c.x, c.a[1] if len(c.a) > 1 else c.kw.get("output_size"))
+
+    def map_linear(self, c):
+        return self.linear(c.x, c.m, c.path)
+
+    def map_layer_norm(self, c):
+        m = c.m
+        if len(m.normalized_shape) != 1 or not m.elementwise_affine:
+            self.unsupported(f"LayerNorm over {list(m.normalized_shape)}, elementwise_affine "
+                             f"{m.elementwise_affine} (autotm's: over the last dimension, "
+                             f"with scale and shift)", c.path)
+        return self.emit(c.path, "layer_norm", [self.get(self.expr(c.x))], c.out,
+                         [m.weight, m.bias], epsilon=float(m.eps))
+
+    def map_gelu(self, c):
+        form = c.m.approximate if c.m is not None else \
+            c.kw.get("approximate", c.a[1] if len(c.a) > 1 else "none")
+        return self.emit(self.base(), "gelu", [self.get(self.expr(c.x))], c.out,
+                         approximate=form)
+
+    def map_softmax(self, c):
+        if c.m is not None:
+            return self.softmax(c.x, c.m.dim, c.path)
+        dim = c.a[1] if len(c.a) > 1 else c.kw.get("dim")
+        return self.softmax(c.x, dim, dtype=c.kw.get("dtype"))
+
+    def map_masked_fill(self, c):
+        return self.masked(c.a)
+
+    def map_embedding(self, c):
+        return self.embedding(c.x, c.m, c.path)
+
+    def map_attention(self, c):
+        return self.attention(self.node, c.m, c.path)
+
+    def map_dropout(self, c):
+        p = c.m.p if c.m is not None else c.a[1] if len(c.a) > 1 else c.kw.get("p", 0.5)
+        if p > 0:
+            self.left_out.append(("dropout", _where(self.node, c.path)))
+        return self.expr(c.x)
+
+    def map_same(self, c):
+        """a call that changes nothing autotm sees (Identity, contiguous, clone)"""
+        return self.expr(c.x)
+
+    def map_float32(self, c):
+        if self.is_method("to") and not (c.a[1:] in ((torch.float32,), ()) and
+                                         c.kw.get("dtype", torch.float32) is torch.float32):
+            self.unsupported("method to")
+        return self.expr(c.x)  # to float32, which autotm's tensors are
+
+    def map_view(self, c):
+        return self.view(c.x, c.out)
+
+    def map_transpose(self, c):
+        e = self.expr(c.x)
+        n = len(e.shape)
+        perm = list(range(n))
+        d0, d1 = (v % n for v in c.a[1:3])
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return _Perm(e, perm)
+
+    def map_permute(self, c):
+        e = self.expr(c.x)
+        a = c.a
+        dims = a[1] if len(a) == 2 and isinstance(a[1], (tuple, list)) else a[1:]
+        return _Perm(e, [d % len(e.shape) for d in dims])
+
+    def map_split(self, c):
+        return self.split(self.node, c.a, c.kw)
+
+    def map_getitem(self, c):
+        return self.getitem(c.a[0], c.a[1])
+
+    def map_add(self, c):
+        return self.add(c.a, c.kw)
+
+    def map_mul(self, c):
+        f = self.node.target
+        return self.scale(c.a, c.kw, f in (operator.truediv, torch.div) or self.is_method("div"))
+
+    def map_cat(self, c):
+        return self.cat(c.a, c.kw)
+
+    def map_matmul(self, c):
+        return self.matmul(c.a[0], c.a[1], c.out)
+
+    def map_pow(self, c):
+        if len(c.a) != 2 or c.a[1] != 2:
+            self.unsupported("a power other than x ** 2 (in an RMS norm)")
+        return _Square(self.expr(c.x))
+
+    def map_mean(self, c):
+        return self.mean_square(c.a, c.kw)
+
+    def map_rsqrt(self, c):
+        e = self.expr(c.x)
+        if not isinstance(e, _MeanSq) or e.eps is None:
+            self.unsupported("rsqrt of other than the mean of x^2 over the last dimension "
+                             "plus eps (an RMS norm)")
+        return _Rstd(e.src, e.eps)
+
+    def map_neg(self, c):
+        e = self.expr(c.x)
+        if not isinstance(e, _Half):
+            self.unsupported("negation other than of x[..., h:] in rotate_half "
+                             "(torch.cat((-x[..., h:], x[..., :h]), dim=-1))")
+        return _Half(e.src, e.i, not e.neg)
+
+    def map_expand(self, c):
+        return self.expand(c.a, c.out)
+
+    def map_repeat_interleave(self, c):
+        return self.repeat_interleave(c.a, c.kw, c.out)
+
+    # ------------------------------------------------------------------ what handlers share
 
     def pool(self, x, out, is_max, k, s, p, dilation, ceil, include, divisor, path=None):
         node = self.node
@@ -908,112 +1008,11 @@ class _Builder:
                       out_features=width, flatten=False)
         return _Tuple([y, _Nothing()])
 
-    # ------------------------------------------------------------------ functions and methods
-
     def view(self, x, shape):
         e = self.expr(x)
         if isinstance(e, _View) and e.name is None:
             e = e.src  # a view of a view is one view
         return e if tuple(shape) == e.shape else _View(e, shape)
-
-    def function(self, node):
-        f, a, kw = node.target, node.args, node.kwargs
-        method = node.op == "call_method"
-        out = self.tshape(node)
-
-        def is_(*names):
-            return method and f in names
-
-        if f in (torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze) \
-                or is_("flatten", "view", "reshape", "unflatten", "squeeze", "unsqueeze"):
-            return self.view(a[0], out)
-        if is_("float", "type_as") or (is_("to") and a[1:] in ((torch.float32,), ())
-                                           and kw.get("dtype", torch.float32) is torch.float32):
-            return self.expr(a[0])  # to float32, which autotm's tensors are
-        if f in (torch.pow, operator.pow) or is_("pow"):
-            if len(a) != 2 or a[1] != 2:
-                self.unsupported("a power other than x ** 2 (in an RMS norm)")
-            return _Square(self.expr(a[0]))
-        if f is torch.mean or is_("mean"):
-            return self.mean_square(a, kw)
-        if f is torch.rsqrt or is_("rsqrt"):
-            e = self.expr(a[0])
-            if not isinstance(e, _MeanSq) or e.eps is None:
-                self.unsupported("rsqrt of other than the mean of x^2 over the last dimension "
-                                 "plus eps (an RMS norm)")
-            return _Rstd(e.src, e.eps)
-        if is_("contiguous") or f is F.dropout or is_("clone"):
-            if f is F.dropout and (a[1] if len(a) > 1 else kw.get("p", 0.5)) > 0:
-                self.left_out.append(("dropout", _where(node)))
-            return self.expr(a[0])
-        if f in (operator.add, torch.add, operator.iadd) or is_("add", "add_"):
-            return self.add(a, kw)
-        if f is torch.cat:
-            return self.cat(a, kw)
-        if f in (F.relu, torch.relu) or is_("relu", "relu_"):
-            return self.emit(self.base(), "relu", [self.get(self.expr(a[0]))], out)
-        if f is F.gelu or is_("gelu"):
-            form = kw.get("approximate", a[1] if len(a) > 1 else "none")
-            return self.emit(self.base(), "gelu", [self.get(self.expr(a[0]))], out,
-                             approximate=form)
-        if f in (torch.tanh, F.tanh) or is_("tanh"):
-            return self.emit(self.base(), "tanh", [self.get(self.expr(a[0]))], out)
-        if f is F.silu or is_("silu"):
-            return self.emit(self.base(), "silu", [self.get(self.expr(a[0]))], out)
-        for fns, names, op in (((torch.sigmoid, F.sigmoid), ("sigmoid",), "sigmoid"),
-                               ((F.hardswish,), (), "hardswish"),
-                               ((F.hardsigmoid,), (), "hardsigmoid"),
-                               ((F.relu6,), (), "relu6")):
-            if f in fns or is_(*names):
-                return self.emit(self.base(), op, [self.get(self.expr(a[0]))], out)
-        if f in (F.softmax, torch.softmax) or is_("softmax"):
-            dim = a[1] if len(a) > 1 else kw.get("dim")
-            return self.softmax(a[0], dim, dtype=kw.get("dtype"))
-        if f in (operator.matmul, torch.matmul, torch.bmm) or is_("matmul", "bmm"):
-            return self.matmul(a[0], a[1], out)
-        if f in (operator.mul, torch.mul, operator.truediv, torch.div) or is_("mul", "div"):
-            return self.scale(a, kw, f in (operator.truediv, torch.div) or is_("div"))
-        if is_("transpose") or f is torch.transpose:
-            e = self.expr(a[0])
-            n = len(e.shape)
-            perm = list(range(n))
-            d0, d1 = (v % n for v in a[1:3])
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-            return _Perm(e, perm)
-        if is_("permute") or f is torch.permute:
-            e = self.expr(a[0])
-            dims = a[1] if len(a) == 2 and isinstance(a[1], (tuple, list)) else a[1:]
-            return _Perm(e, [d % len(e.shape) for d in dims])
-        if is_("split", "chunk") or f in (torch.split, torch.chunk):
-            return self.split(node, a, kw)
-        if f is operator.getitem:
-            return self.getitem(a[0], a[1])
-        if is_("masked_fill", "masked_fill_"):
-            return self.masked(a)
-        if f in (operator.neg, torch.neg) or is_("neg"):
-            e = self.expr(a[0])
-            if not isinstance(e, _Half):
-                self.unsupported("negation other than of x[..., h:] in rotate_half "
-                                 "(torch.cat((-x[..., h:], x[..., :h]), dim=-1))")
-            return _Half(e.src, e.i, not e.neg)
-        if f is torch.repeat_interleave or is_("repeat_interleave"):
-            return self.repeat_interleave(a, kw, out)
-        if is_("expand"):
-            return self.expand(a, out)
-        if f is F.adaptive_avg_pool2d:
-            return self.adaptive(a[0], a[1] if len(a) > 1 else kw.get("output_size"))
-        if f in (F.avg_pool2d, F.max_pool2d):
-            v = dict(zip(("input", "kernel_size", "stride", "padding"), a))
-            v.update(kw)
-            if f is F.max_pool2d:
-                return self.pool(a[0], out, True, v["kernel_size"], v.get("stride"),
-                                 v.get("padding", 0), v.get("dilation", 1),
-                                 v.get("ceil_mode", False), True, None)
-            return self.pool(a[0], out, False, v["kernel_size"], v.get("stride"),
-                             v.get("padding", 0), 1, v.get("ceil_mode", False),
-                             v.get("count_include_pad", True), v.get("divisor_override"))
-        name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
-        self.unsupported(f"{'method' if method else 'function'} {name}")
 
     def mean_square(self, a, kw):
         """x.pow(2).mean(-1, keepdim=True): an RMS norm's mean square"""
@@ -1251,6 +1250,162 @@ class _Builder:
         return _View(x, out)
 
 
+# ---------------------------------------------------------------------- the table
+
+class _Call(collections.namedtuple("_Call", "m x a kw out path")):
+    """what a handler is given: the module (None for a function or method), its first argument
+    (None without one), the arguments and keyword arguments, the output's shape as PyTorch
+    computed it (None when not a tensor), the module's path (None for a function or method)"""
+
+
+class _Mapping:
+    """one row of the importer's table, as C's op tables have an entry per op: the calls it maps,
+    each by its handler (a _Builder method taking a _Call), and its row of docs/pytorch.md's
+    table. A call is an nn.Module class (its subclasses too, unless mapped themselves), a
+    function (by identity) or a tensor method's name, and maps to one handler: _Mapping(doc,
+    layer, handler, *calls); parts gives more (handler, calls) pairs where one row documents a
+    pattern of several calls (an RMS norm), and a row with neither only documents what other
+    rows' handlers do. The refusal message lists every row's doc"""
+
+    def __init__(self, doc, layer, handler=None, *calls, parts=()):
+        self.doc, self.layer = doc, layer  # the cells of docs/pytorch.md, in markdown
+        self.parts = (((handler, calls),) if handler else ()) + tuple(parts)
+
+
+def _emits(op):
+    """the handler of an elementwise call that is one layer op of autotm's, with no fields"""
+    def handler(b, c):
+        return b.emit(b.base(), op, [b.get(b.expr(c.x))], c.out)
+    handler.__name__ = f"map_{op}"
+    return handler
+
+
+B = _Builder
+_MAPPINGS = (
+    _Mapping("`Conv2d` (groups 1, dilation 1, zero padding, one stride for both sides)", "`conv`",
+             B.map_conv, nn.Conv2d),
+    _Mapping("`BatchNorm2d` (affine)", "`batch_norm` (batch statistics: training mode)",
+             B.map_batch_norm, nn.BatchNorm2d),
+    _Mapping("`ReLU`, `F.relu`, `torch.relu`", "`relu`",
+             _emits("relu"), nn.ReLU, F.relu, torch.relu, "relu", "relu_"),
+    _Mapping("`MaxPool2d`, `F.max_pool2d` (square, no `ceil_mode`, no dilation)", "`max_pool`",
+             B.map_max_pool, nn.MaxPool2d, F.max_pool2d),
+    _Mapping("`AvgPool2d`, `F.avg_pool2d` (square, no `ceil_mode`, no `divisor_override`)",
+             "`avg_pool`", B.map_avg_pool, nn.AvgPool2d, F.avg_pool2d),
+    _Mapping("`AdaptiveAvgPool2d((1, 1))`, `F.adaptive_avg_pool2d`",
+             "`global_avg_pool` (to the input's own size: nothing)",
+             B.map_adaptive_avg_pool, nn.AdaptiveAvgPool2d, F.adaptive_avg_pool2d),
+    _Mapping("`Linear` on `[batch, features]`", "`linear`; a flatten before it is no layer: "
+             "`linear` reads every dimension past the batch", B.map_linear, nn.Linear),
+    _Mapping("`Linear` on `[batch, seq, features]`, or without bias",
+             "`linear` with `\"flatten\": false`"),
+    _Mapping("`LayerNorm` (over the last dimension, affine)", "`layer_norm`",
+             B.map_layer_norm, nn.LayerNorm),
+    _Mapping("`GELU`, `F.gelu` (`approximate` `\"none\"` or `\"tanh\"`)", "`gelu`",
+             B.map_gelu, nn.GELU, F.gelu, "gelu"),
+    _Mapping("`Tanh`, `torch.tanh`", "`tanh`",
+             _emits("tanh"), nn.Tanh, torch.tanh, F.tanh, "tanh"),
+    _Mapping("`SiLU`, `F.silu`", "`silu`", _emits("silu"), nn.SiLU, F.silu, "silu"),
+    _Mapping("`Sigmoid`, `torch.sigmoid`", "`sigmoid`",
+             _emits("sigmoid"), nn.Sigmoid, torch.sigmoid, F.sigmoid, "sigmoid"),
+    _Mapping("`Hardswish`, `F.hardswish`", "`hardswish`",
+             _emits("hardswish"), nn.Hardswish, F.hardswish),
+    _Mapping("`Hardsigmoid`, `F.hardsigmoid`", "`hardsigmoid`",
+             _emits("hardsigmoid"), nn.Hardsigmoid, F.hardsigmoid),
+    _Mapping("`ReLU6`, `F.relu6`", "`relu6`", _emits("relu6"), nn.ReLU6, F.relu6),
+    _Mapping("RMSNorm as LLaMA writes it: `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + "
+             "eps) * self.weight` (`x ** 2` or `x * x` too; either order of the products; "
+             "`.float()` and `.type_as(x)` around it are float32 throughout)",
+             "`rms_norm` (its scale the module's `weight`)",
+             parts=((B.map_pow, (torch.pow, operator.pow, "pow")),
+                    (B.map_mean, (torch.mean, "mean")),
+                    (B.map_rsqrt, (torch.rsqrt, "rsqrt")))),
+    _Mapping("Rotary embeddings as LLaMA writes them: `x * cos + rotate_half(x) * sin` with "
+             "`rotate_half(x) = torch.cat((-x[..., h:], x[..., :h]), dim=-1)` (either order of "
+             "the sum and of each product); `cos` and `sin` constant tables `[T, D]`, or "
+             "`[1, 1, T, D]` and the like, computed in the forward (`examples/llama.py`) or cut "
+             "from a registered buffer (Hugging Face's `LlamaRotaryEmbedding`: "
+             "`cos_cached[:, :, :T]`, gathered by `torch.arange` position ids)",
+             "`rope` with the base `theta` recovered from the tables (below)",
+             B.map_neg, operator.neg, torch.neg, "neg"),
+    _Mapping("Key/value heads repeated for grouped-query attention: `x[:, :, None].expand(b, kv, "
+             "n_rep, t, d).reshape(b, kv * n_rep, t, d)` (Hugging Face's `repeat_kv`), "
+             "`torch.repeat_interleave(x, n_rep, dim=1)`; in general an `expand` of one axis of "
+             "1 past the batch, or `repeat_interleave` by a number along a dimension past the "
+             "batch",
+             "`concat` of `n_rep` copies of one layer (read as `[batch, kv, t·d]`), then "
+             "`reshape`: heads 0, 0, 1, 1, ... as both give",
+             parts=((B.map_expand, ("expand",)),
+                    (B.map_repeat_interleave, (torch.repeat_interleave, "repeat_interleave")))),
+    _Mapping("`x[:, 0]`, `x[:, :k]` (one axis past the batch, from the start); `x[..., :h]`, "
+             "`x[:, :, None]`", "`narrow`; `narrow` (on the last axis), nothing (a view)",
+             B.map_getitem, operator.getitem),
+    _Mapping("`Softmax(dim=-1)`, `F.softmax(x, dim=-1)`",
+             "`softmax`; `causal` after a causal `-inf` `masked_fill`",
+             parts=((B.map_softmax, (nn.Softmax, F.softmax, torch.softmax, "softmax")),
+                    (B.map_masked_fill, ("masked_fill", "masked_fill_")))),
+    _Mapping("`Embedding` of the token ids (no `padding_idx`, `max_norm`)", "`embedding`",
+             B.map_embedding, nn.Embedding),
+    _Mapping("`Embedding` of `torch.arange(T)`; a parameter `expand`ed over the batch or added to "
+             "an activation", "`positions` (the table's first rows, one copy per sample)"),
+    _Mapping("`MultiheadAttention` (`batch_first`, self-attention, biases, no masks, "
+             "`need_weights=False`)", "`linear`, `split`, three `permute`, `matmul`, `softmax`, "
+             "`matmul`, `permute`, `linear`", B.map_attention, nn.MultiheadAttention),
+    _Mapping("`@`, `torch.matmul`, `torch.bmm` of two tensors of one rank ≥ 3",
+             "`matmul` (a transpose of the last two axes read by it: `trans_a`/`trans_b`; `*` or "
+             "`/` by a number after it: `scale`)",
+             B.map_matmul, operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm"),
+    _Mapping("`view`, `reshape`, `flatten`, `Flatten`, `squeeze`, `unsqueeze` (the batch stays "
+             "first)", "nothing, or `reshape`, or part of a `permute`",
+             B.map_view, nn.Flatten, torch.flatten, torch.reshape, torch.squeeze,
+             torch.unsqueeze, "flatten", "view", "reshape", "unflatten", "squeeze", "unsqueeze"),
+    _Mapping("`transpose`, `permute` (the batch stays first)", "`permute`",
+             parts=((B.map_transpose, (torch.transpose, "transpose")),
+                    (B.map_permute, (torch.permute, "permute")))),
+    _Mapping("`split`, `chunk` into equal parts", "`split` (every part must be used)",
+             B.map_split, torch.split, torch.chunk, "split", "chunk"),
+    _Mapping("`a + b`, `torch.add`, `add_` of two tensors of one shape", "`add`",
+             B.map_add, operator.add, torch.add, operator.iadd, "add", "add_"),
+    _Mapping("`a * b`, `torch.mul` of two tensors: one shape (a gate), or the smaller broadcast "
+             "into the larger (its trailing dims, each equal or 1: a squeeze-and-excitation's "
+             "`[N, C, 1, 1]` scale)", "`mul`",
+             B.map_mul, operator.mul, torch.mul, operator.truediv, torch.div, "mul", "div"),
+    _Mapping("`torch.cat(xs, d)` (`d` past the batch)", "`concat`", B.map_cat, torch.cat),
+    _Mapping("`Dropout`, `F.dropout`",
+             "left out; with a warning when `p > 0`: autotm's step is deterministic",
+             B.map_dropout, nn.Dropout, nn.Dropout2d, F.dropout),
+    _Mapping("`float()`, `type_as`, `to(torch.float32)`", "nothing: autotm's tensors are float32",
+             B.map_float32, "float", "type_as", "to"),
+    _Mapping("`Identity`, `contiguous`, `clone`", "nothing",
+             B.map_same, nn.Identity, "contiguous", "clone"),
+)
+del B
+
+
+def _dispatch(mappings):
+    """({module class: handler}, {function: handler}, {method name: handler}) of the table"""
+    by_module, by_function, by_method = {}, {}, {}
+    for row in mappings:
+        for handler, calls in row.parts:
+            for k in calls:
+                d = by_method if isinstance(k, str) else by_module if isinstance(k, type) \
+                    else by_function
+                assert k not in d, f"{k!r} has two rows in the importer's table"
+                d[k] = handler
+    return by_module, by_function, by_method
+
+
+_BY_MODULE, _BY_FUNCTION, _BY_METHOD = _dispatch(_MAPPINGS)
+SUPPORTED = "; ".join(row.doc.replace("`", "") for row in _MAPPINGS)
+
+
+def docs_table():
+    """docs_table -- the markdown table of what the importer maps, as docs/pytorch.md has it"""
+    rows = ["| PyTorch | autotm layer |", "| --- | --- |"]
+    rows += [f"| {row.doc} | {row.layer} |" for row in _MAPPINGS]
+    return "\n".join(rows) + "\n"
+
+
 _INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv)
 
 
@@ -1317,7 +1472,7 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
                 raise ImportError_(f"the forward reads the attribute {node.target}{_where(node)}, "
                                    f"a {type(v).__name__}; only tensors are supported")
         elif node.op in ("call_module", "call_function", "call_method"):
-            e = b.module(node) if node.op == "call_module" else b.function(node)
+            e = b.map(node)
             if getattr(e, "origin", None) is None:
                 e.origin = b.base()  # a lazy one's layer is named after the call it stands for
             b.ex[node] = e
@@ -1478,3 +1633,10 @@ def check_graph(g):
         if l["op"] == "split" and needs[l["name"]] and n_parts != l["parts"]:
             bad(at, f"{n_parts} of its {l['parts']} parts reach the output; autotm's backward "
                     f"pass needs every part")
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] != ["--docs-table"]:
+        sys.exit("usage: python3 -m autotm_torch.importer --docs-table")
+    print(docs_table(), end="")

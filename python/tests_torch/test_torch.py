@@ -217,6 +217,16 @@ class TestImport(unittest.TestCase):
         conv = next(l for l in g["layers"] if l["op"] == "conv")
         self.assertEqual(conv["params"], ["stem.0.weight"])
 
+    def test_docs_table_is_the_importers(self):
+        # docs/pytorch.md's table of what is mapped is the importer's table, row for row
+        # (regenerate it with python3 -m autotm_torch.importer --docs-table)
+        from autotm_torch.importer import docs_table
+        with open(os.path.join(REPO, "docs", "pytorch.md"), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        start = lines.index("| PyTorch | autotm layer |")
+        end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+        self.assertEqual("\n".join(lines[start:end]) + "\n", docs_table())
+
     def test_torchvision_counts(self):
         from autotm_torch.importer import to_forward
         for make, shape in ((torchvision.models.resnet18, (1, 3, 32, 32)),
