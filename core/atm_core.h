@@ -203,6 +203,7 @@ typedef struct {
 	float momentum;     /* sgd_momentum: the momentum factor */
 	float beta1, beta2; /* adamw: the moving averages' factors (0.9, 0.999 in PyTorch) */
 	float weight_decay; /* sgd_momentum (added to the gradient), adamw (decoupled) */
+	int32_t groups;     /* convolutions: channel groups (depthwise: as many as channels); 0 means 1 */
 } atm_attrs;
 
 /* A tensor as the graph holds it (read-only view, owned by the graph). */
@@ -272,8 +273,9 @@ enum {
 	ATM_ATTR_BETA1 = 1u << 16,      /* "beta1" */
 	ATM_ATTR_BETA2 = 1u << 17,      /* "beta2" */
 	ATM_ATTR_WEIGHT_DECAY = 1u << 18, /* "weight_decay" */
+	ATM_ATTR_GROUPS = 1u << 19,     /* "groups" (written only when above 1) */
 };
-#define ATM_N_ATTRS 19
+#define ATM_N_ATTRS 20
 
 /* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
 const char *atm_attr_name(unsigned attr);

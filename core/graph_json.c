@@ -613,6 +613,13 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 		    (rc = gj_float(v, gj_sub(w, sizeof w, where, factors[f].key), 0, false,
 		                   "a number >= 0", factors[f].to)) < 0)
 			return rc;
+	if ((v = json_object_get(obj, "groups"))) {
+		int64_t x;
+		if ((rc = gj_int(v, gj_sub(w, sizeof w, where, "groups"), 1, INT32_MAX,
+		                 "a positive integer", &x)) < 0)
+			return rc;
+		a->groups = (int32_t)x;
+	}
 	return ATM_OK;
 }
 
@@ -1005,7 +1012,10 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 	gj_op_attrs(n->op, valid);
 	for (int i = 0; valid[i]; i++) {
 		const char *k = valid[i];
-		if (strcmp(k, "kernel") == 0)
+		if (strcmp(k, "groups") == 0) { /* only when above 1: ungrouped files stay as they were */
+			if (a->groups > 1)
+				atm_json_set_new(o, k, json_integer(a->groups), ok);
+		} else if (strcmp(k, "kernel") == 0)
 			atm_json_set_new(o, k, gj_ints(a->kernel, 2), ok);
 		else if (strcmp(k, "stride") == 0)
 			atm_json_set_new(o, k, gj_ints(stride, 2), ok);

@@ -4,7 +4,7 @@
 /* Arity limits of the ops that take any number of parts. */
 #define MANY 4096
 
-#define CONV_ATTRS (ATM_ATTR_STRIDE | ATM_ATTR_PAD)
+#define CONV_ATTRS (ATM_ATTR_STRIDE | ATM_ATTR_PAD | ATM_ATTR_GROUPS)
 #define MAXPOOL_ATTRS (ATM_ATTR_KERNEL | ATM_ATTR_STRIDE | ATM_ATTR_PAD)
 #define AVGPOOL_ATTRS (MAXPOOL_ATTRS | ATM_ATTR_EXCLUDE_PAD)
 
@@ -200,7 +200,8 @@ static const struct atm_op_entry ops[] = {
 		.digest_id = 38, .shape = atm_shape_relu, .work = atm_work_transcendental,
 	},
 	[ATM_OP_MUL] = {
-		.d = {.name = "mul", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1},
+		.d = {.name = "mul", .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+		      .in_role = {[1] = ATM_ROLE_SCALE}}, /* a learned scale starts at one */
 		.digest_id = 39, .shape = atm_shape_mul, .work = atm_work_per_out_elem,
 	},
 	[ATM_OP_MUL_BWD] = {
@@ -282,7 +283,7 @@ _Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has n
 static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
 	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm", "theta",
-	"momentum", "beta1", "beta2", "weight_decay",
+	"momentum", "beta1", "beta2", "weight_decay", "groups",
 };
 
 /* atm_op_entry -- op's entry, NULL for a value that is no op */

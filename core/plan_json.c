@@ -44,6 +44,8 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 		int32_t ints[] = {a->kernel[0], a->kernel[1], a->stride[0], a->stride[1], a->pad[0],
 		                  a->pad[1],    a->pad[2],    a->pad[3],    a->axis, a->exclude_pad};
 		h = atm_fnv1a(h, ints, sizeof ints);
+		if (a->groups > 1) /* ungrouped graphs keep their digests */
+			h = fnv_i64(h, a->groups);
 		h = fnv_i64(h, n->workspace_bytes);
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);

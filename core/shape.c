@@ -138,8 +138,17 @@ atm_status atm_shape_conv(const atm_node *n, const atm_tensor *const *in,
 	TRY(expect_rank("weights", w, 4));
 	TRY(window(a, w->dims[2], w->dims[3]));
 	TRY(spatial(a, x, w->dims[2], w->dims[3], &oh, &ow));
-	CHECK(w->dims[1] == x->dims[1], "weights '%s' expect %lld input channels but '%s' has %lld",
-	      w->name, (long long)w->dims[1], x->name, (long long)x->dims[1]);
+	int64_t g = a->groups > 1 ? a->groups : 1;
+	CHECK(a->groups >= 0, "groups must be >= 1 (0 means 1), got %d", a->groups);
+	CHECK(x->dims[1] % g == 0 && w->dims[0] % g == 0,
+	      "%lld groups do not divide the %lld input channels of '%s' and the %lld output channels "
+	      "of '%s'", (long long)g, (long long)x->dims[1], x->name, (long long)w->dims[0], w->name);
+	CHECK(g > 1 || w->dims[1] == x->dims[1],
+	      "weights '%s' expect %lld input channels but '%s' has %lld", w->name,
+	      (long long)w->dims[1], x->name, (long long)x->dims[1]);
+	CHECK(w->dims[1] == x->dims[1] / g,
+	      "weights '%s' expect %lld input channels per group but '%s' has %lld in %lld groups",
+	      w->name, (long long)w->dims[1], x->name, (long long)x->dims[1], (long long)g);
 	TRY(expect_dims4(n->op == ATM_OP_CONV_FWD ? "output" : "gradient", y, x->dims[0],
 	                 w->dims[0], oh, ow));
 	if (n->op == ATM_OP_CONV_FWD && n->n_in == 3)

@@ -315,6 +315,12 @@ int32_t zb_image(zb *b, int64_t c, int64_t h, int64_t w)
 int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int kw, int stride,
                 int ph, int pw, bool bias)
 {
+	return zb_conv_groups(b, name, x, out_c, kh, kw, stride, ph, pw, 1, bias);
+}
+
+int32_t zb_conv_groups(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int kw,
+                       int stride, int ph, int pw, int64_t groups, bool bias)
+{
 	int64_t oh, ow;
 	if (!usable(b, name, x, 4))
 		return -1;
@@ -324,7 +330,11 @@ int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int k
 	if (!window(b, name, x, kh, kw, stride, ph, pw, &oh, &ow))
 		return -1;
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
-	int64_t wd[4] = {out_c, t->dims[1], kh, kw}, bd[1] = {out_c};
+	if (groups < 1 || groups > INT32_MAX || t->dims[1] % groups || out_c % groups)
+		return failf(b, ATM_E_USAGE, "layer '%s': %lld groups must be >= 1 and divide both its "
+		             "%lld input channels (from '%s') and its %lld output channels", name,
+		             (long long)groups, (long long)t->dims[1], t->name, (long long)out_c);
+	int64_t wd[4] = {out_c, t->dims[1] / groups, kh, kw}, bd[1] = {out_c};
 	int64_t yd[4] = {t->dims[0], out_c, oh, ow};
 	int32_t in[3];
 	in[0] = x;
@@ -332,7 +342,7 @@ int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int k
 	in[2] = bias ? param(b, 1, 1, bd, name, "b") : -1;
 	zb_param_names(b, NULL, NULL);
 	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
-	atm_attrs a = {.stride = {stride, stride}, .pad = {ph, pw, ph, pw}};
+	atm_attrs a = {.stride = {stride, stride}, .pad = {ph, pw, ph, pw}, .groups = (int32_t)groups};
 	if (node(b, ATM_OP_CONV_FWD, &a, bias ? 3 : 2, in, 1, &y, "%s", name) < 0)
 		return -1;
 	use(b, x);
@@ -392,11 +402,27 @@ int32_t zb_relu(zb *b, const char *name, int32_t x)
 	return y;
 }
 
-/* pool -- max or average pooling with a k x k window */
+/* ceil_extra -- the padding past the input's far side that PyTorch's ceil_mode adds along
+ * one axis of n: the output rounds up, but its last window starts inside the input or the
+ * near padding; *out becomes that output's size */
+static int ceil_extra(int64_t n, int k, int stride, int pad, int64_t *out)
+{
+	int64_t span = n + 2 * (int64_t)pad - k;
+	int64_t o = (span + stride - 1) / stride + 1;
+	if ((o - 1) * stride >= n + pad)
+		o--;
+	*out = o;
+	int64_t extra = (o - 1) * stride + k - (n + 2 * (int64_t)pad);
+	return extra > 0 ? (int)extra : 0;
+}
+
+/* pool -- max or average pooling with a k x k window; ceil: PyTorch's ceil_mode, as padding on
+ * the far sides that every window's maximum skips and an average that excludes padding does too */
 static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stride, int pad,
-                    bool max, bool exclude_pad)
+                    bool max, bool exclude_pad, bool ceil)
 {
 	int64_t oh, ow;
+	int eh = 0, ew = 0;
 	if (!usable(b, name, x, 4))
 		return -1;
 	if (!window(b, name, x, kh, kw, stride, pad, pad, &oh, &ow))
@@ -406,6 +432,15 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 		             "window (a window wholly in the padding has nothing to pool)", name, pad,
 		             kh, kw);
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (ceil) {
+		eh = ceil_extra(t->dims[2], kh, stride, pad, &oh);
+		ew = ceil_extra(t->dims[3], kw, stride, pad, &ow);
+	}
+	if ((eh || ew) && !max && !exclude_pad)
+		return failf(b, ATM_E_USAGE, "layer '%s': average pooling with ceil_mode and "
+		             "count_include_pad would divide its last windows by the part inside the "
+		             "padding but not past it; autotm's counts all of the window or none of "
+		             "the padding (give count_include_pad false)", name);
 	int64_t yd[4] = {t->dims[0], t->dims[1], oh, ow};
 	int32_t out[2];
 	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
@@ -413,7 +448,7 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 	atm_attrs a = {
 		.kernel = {kh, kw},
 		.stride = {stride, stride},
-		.pad = {pad, pad, pad, pad},
+		.pad = {pad, pad, pad + eh, pad + ew},
 		.exclude_pad = exclude_pad,
 	};
 	if (node(b, max ? ATM_OP_MAXPOOL_FWD : ATM_OP_AVGPOOL_FWD, &a, 1, &x, max ? 2 : 1, out, "%s",
@@ -426,13 +461,19 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 
 int32_t zb_maxpool(zb *b, const char *name, int32_t x, int k, int stride, int pad)
 {
-	return pool(b, name, x, k, k, stride, pad, true, false);
+	return pool(b, name, x, k, k, stride, pad, true, false, false);
 }
 
 int32_t zb_avgpool(zb *b, const char *name, int32_t x, int k, int stride, int pad,
                    bool exclude_pad)
 {
-	return pool(b, name, x, k, k, stride, pad, false, exclude_pad);
+	return pool(b, name, x, k, k, stride, pad, false, exclude_pad, false);
+}
+
+int32_t zb_pool_ceil(zb *b, const char *name, int32_t x, int k, int stride, int pad, bool max,
+                     bool exclude_pad)
+{
+	return pool(b, name, x, k, k, stride, pad, max, exclude_pad, true);
 }
 
 int32_t zb_global_avgpool(zb *b, const char *name, int32_t x)
@@ -443,7 +484,7 @@ int32_t zb_global_avgpool(zb *b, const char *name, int32_t x)
 	if (t->dims[2] > INT32_MAX || t->dims[3] > INT32_MAX)
 		return failf(b, ATM_E_USAGE, "layer '%s': input '%s' is too large to pool", name,
 		             t->name);
-	return pool(b, name, x, (int)t->dims[2], (int)t->dims[3], 1, 0, false, false);
+	return pool(b, name, x, (int)t->dims[2], (int)t->dims[3], 1, 0, false, false, false);
 }
 
 int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out)
@@ -516,6 +557,19 @@ int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1)
 		             "'%s' (its dims must be the trailing ones of that shape, each equal or 1)",
 		             name, t1->name, t0->name);
 	return binary(b, name, ATM_OP_MUL, x0, x1);
+}
+
+int32_t zb_scale(zb *b, const char *name, int32_t x, int ndim, const int64_t *dims)
+{
+	if (!usable(b, name, x, 0))
+		return -1;
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	if (ndim < 1 || ndim >= t->ndim)
+		return failf(b, ATM_E_USAGE, "layer '%s': a scale of %d dims over '%s' of %d; it takes "
+		             "1 to %d of the trailing ones", name, ndim, t->name, t->ndim, t->ndim - 1);
+	int32_t w = param(b, 0, ndim, dims, name, "weight");
+	zb_param_names(b, NULL, NULL);
+	return w < 0 ? -1 : zb_mul(b, name, x, w);
 }
 
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs)

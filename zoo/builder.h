@@ -56,6 +56,10 @@ int32_t zb_image(zb *b, int64_t c, int64_t h, int64_t w);
 /* zb_conv -- convolution with out_c filters of kh x kw, symmetric padding ph, pw */
 int32_t zb_conv(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int kw, int stride,
                 int ph, int pw, bool bias);
+/* zb_conv_groups -- the same over groups of channels (depthwise: as many groups as channels),
+ * weights [out_c, in_c / groups, kh, kw]; groups divide in_c and out_c */
+int32_t zb_conv_groups(zb *b, const char *name, int32_t x, int64_t out_c, int kh, int kw,
+                       int stride, int ph, int pw, int64_t groups, bool bias);
 /* zb_bn -- batch normalization (training: batch statistics), gamma and beta per channel */
 int32_t zb_bn(zb *b, const char *name, int32_t x);
 /* zb_bn_eps -- the same with its own epsilon (zb_bn: ZB_EPSILON), above 0 and at most 1 */
@@ -66,6 +70,10 @@ int32_t zb_maxpool(zb *b, const char *name, int32_t x, int k, int stride, int pa
 /* zb_avgpool -- k x k average pooling; exclude_pad: padding is not counted in the divisor */
 int32_t zb_avgpool(zb *b, const char *name, int32_t x, int k, int stride, int pad,
                    bool exclude_pad);
+/* zb_pool_ceil -- either pooling with PyTorch's ceil_mode: the output rounds up, its last
+ * windows reach past the far sides (average pooling that counts the padding is refused there) */
+int32_t zb_pool_ceil(zb *b, const char *name, int32_t x, int k, int stride, int pad, bool max,
+                     bool exclude_pad);
 /* zb_global_avgpool -- average over the whole H x W of x: [N, C, 1, 1] */
 int32_t zb_global_avgpool(zb *b, const char *name, int32_t x);
 /* zb_fc -- inner product over all dims past N, with bias: [N, out] */
@@ -75,6 +83,9 @@ int32_t zb_add(zb *b, const char *name, int32_t x0, int32_t x1);
 /* zb_mul -- element-wise product x0 * x1 of x0's shape, x1 broadcast to it (its dims x0's
  * trailing ones, each equal or 1: a gate of one shape, a per-channel scale [N, C, 1, 1]) */
 int32_t zb_mul(zb *b, const char *name, int32_t x0, int32_t x1);
+/* zb_scale -- x times a learned parameter "name.weight" of dims (x's trailing ones, each equal
+ * or 1: ConvNeXt's layer scale [C, 1, 1]), which starts at one */
+int32_t zb_scale(zb *b, const char *name, int32_t x, int ndim, const int64_t *dims);
 /* zb_concat -- concatenation along channels; n == 1 returns xs[0] and adds no node */
 int32_t zb_concat(zb *b, const char *name, int n, const int32_t *xs);
 

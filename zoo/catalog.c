@@ -108,8 +108,8 @@ static const struct entry catalogue[] = {
 	 zb_net_tiny_cnn, 0, {[P_SMALL] = ONE(8)}},
 	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466, 0},
 	 zb_net_tiny_mlp, 0, {[P_SMALL] = ONE(8)}},
-	{{"tiny_se", "tiny", "a 470-parameter CNN on 32x32x3 with SiLU, a squeeze-and-excitation, a "
-	  "gate and an RMS norm", 32, 10, 8, 470, 0},
+	{{"tiny_se", "tiny", "a 518-parameter CNN on 32x32x3 with SiLU, depthwise and grouped "
+	  "convolutions, a squeeze-and-excitation, a layer scale, a gate and an RMS norm", 32, 10, 8, 518, 0},
 	 zb_net_tiny_se, 0, {[P_SMALL] = ONE(8)}},
 	/* Transformers: classes are the vocabulary of the language models. Small: a step of
 	 * seconds to tens of seconds here; paper: sequence 1024 (BERT 512) at batches whose

@@ -34,13 +34,13 @@ static const struct fw_op {
 	const char *name;
 	int n_params;          /* names in "params" (with a bias, where it may have none) */
 	int n_inputs;          /* 0: none, 1: "input", 2: "inputs" of two, -1: of two or more */
-	const char *fields[6]; /* the op's own fields */
+	const char *fields[8]; /* the op's own fields */
 } fw_ops[] = {
-	{"conv", 2, 1, {"out_channels", "kernel", "stride", "pad", "bias", NULL}},
+	{"conv", 2, 1, {"out_channels", "kernel", "stride", "pad", "bias", "groups", NULL}},
 	{"batch_norm", 2, 1, {"epsilon", NULL}},
 	{"relu", 0, 1, {NULL}},
-	{"max_pool", 0, 1, {"kernel", "stride", "pad", NULL}},
-	{"avg_pool", 0, 1, {"kernel", "stride", "pad", "count_include_pad", NULL}},
+	{"max_pool", 0, 1, {"kernel", "stride", "pad", "ceil_mode", NULL}},
+	{"avg_pool", 0, 1, {"kernel", "stride", "pad", "count_include_pad", "ceil_mode", NULL}},
 	{"global_avg_pool", 0, 1, {NULL}},
 	{"flatten", 0, 1, {NULL}},
 	{"linear", 2, 1, {"out_features", "bias", "flatten", NULL}},
@@ -58,6 +58,7 @@ static const struct fw_op {
 	{"hardsigmoid", 0, 1, {NULL}},
 	{"relu6", 0, 1, {NULL}},
 	{"mul", 0, 2, {NULL}},
+	{"scale", 1, 1, {"shape", NULL}},
 	{"softmax", 0, 1, {"causal", NULL}},
 	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}},
 	{"permute", 0, 1, {"perm", "view", "shape", NULL}},
@@ -345,14 +346,15 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		    (rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
 		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, 1, s)) < 0 ||
 		    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
-		    (rc = get_bool(w, o, "bias", true, &flag)) < 0)
+		    (rc = get_bool(w, o, "bias", true, &flag)) < 0 ||
+		    (rc = get_int(w, o, "groups", 1, FW_MAX_SIZE, 1, &v2)) < 0)
 			return rc;
 		if (s[0] != s[1])
 			return bad(w, "a stride of [%d, %d]: autotm's convolutions take one stride for "
 			           "both sides", s[0], s[1]);
 		if ((rc = params(w, o, flag ? 2 : 1)) < 0)
 			return rc;
-		*y = zb_conv(w->b, name, x, v, k[0], k[1], s[0], p[0], p[1], flag);
+		*y = zb_conv_groups(w->b, name, x, v, k[0], k[1], s[0], p[0], p[1], v2, flag);
 	} else if (!strcmp(op, "batch_norm") || !strcmp(op, "layer_norm")) {
 		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 2)) < 0)
 			return rc;
@@ -368,14 +370,16 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		if ((rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
 		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, k[0], s)) < 0 ||
 		    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
+		    (rc = get_bool(w, o, "ceil_mode", false, &flag)) < 0 ||
 		    (avg && (rc = get_bool(w, o, "count_include_pad", true, &include)) < 0))
 			return rc;
 		if (k[0] != k[1] || s[0] != s[1] || p[0] != p[1])
 			return bad(w, "a %dx%d window, stride [%d, %d], pad [%d, %d]: autotm's pooling "
 			           "takes square windows, one stride and one padding", k[0], k[1], s[0],
 			           s[1], p[0], p[1]);
-		*y = avg ? zb_avgpool(w->b, name, x, k[0], s[0], p[0], !include)
-		         : zb_maxpool(w->b, name, x, k[0], s[0], p[0]);
+		*y = flag  ? zb_pool_ceil(w->b, name, x, k[0], s[0], p[0], !avg, !include)
+		     : avg ? zb_avgpool(w->b, name, x, k[0], s[0], p[0], !include)
+		           : zb_maxpool(w->b, name, x, k[0], s[0], p[0]);
 	} else if (!strcmp(op, "global_avg_pool")) {
 		*y = zb_global_avgpool(w->b, name, x);
 	} else if (!strcmp(op, "flatten")) {
@@ -440,6 +444,11 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		*y = zb_relu6(w->b, name, x);
 	} else if (!strcmp(op, "mul")) {
 		*y = zb_mul(w->b, name, xs[0], xs[1]);
+	} else if (!strcmp(op, "scale")) {
+		if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0 ||
+		    (rc = params(w, o, 1)) < 0)
+			return rc;
+		*y = zb_scale(w->b, name, x, nd, dims);
 	} else if (!strcmp(op, "softmax")) {
 		if ((rc = get_bool(w, o, "causal", false, &flag)) < 0)
 			return rc;

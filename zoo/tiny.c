@@ -68,14 +68,16 @@ atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
 	return rc;
 }
 
-/* zb_net_tiny_se -- 32x32x3 in, 10 classes out, 470 parameters: the element-wise ops of
- * EfficientNet's, MobileNet's and LLaMA's blocks (SiLU, a squeeze-and-excitation's sigmoid gate
- * and per-channel scale, hardswish, relu6, hardsigmoid, a gate of one shape, an RMS norm):
+/* zb_net_tiny_se -- 32x32x3 in, 10 classes out, 518 parameters: the ops of EfficientNet's,
+ * MobileNet's, ConvNeXt's and LLaMA's blocks (SiLU, depthwise and grouped convolutions, a
+ * ceil-mode pooling, a squeeze-and-excitation's sigmoid gate and per-channel scale, hardswish,
+ * relu6, hardsigmoid, a learned layer scale, a gate of one shape, an RMS norm):
  *
- *   conv1 3->8 3x3 (bias), silu1, pool1 max 2x2/2                  16x16x8
+ *   conv1 3->8 3x3 (bias), silu1, pool1 max 3x3/2 ceil_mode       16x16x8
  *   se: global avg pool, conv 1x1 8->4 (bias), silu, conv 1x1 4->8 (bias), sigmoid   1x1x8
  *   scale = pool1 * se (broadcast over H and W), hardswish         16x16x8
- *   gate: conv 1x1 8->8, relu6, hardsigmoid; gated = gate * scale (one shape)  16x16x8
+ *   dw: depthwise conv 3x3 (8 groups), layer scale [8, 1, 1]        16x16x8
+ *   gate: conv 1x1 8->8 in 2 groups, relu6, hardsigmoid; gated = gate * dw (one shape)
  *   norm: RMS norm over the last dim (16, its scale [16])          16x16x8
  *   global avg pool, fc 8->10, softmax cross-entropy
  */
@@ -90,7 +92,7 @@ atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
 	int32_t x = zb_image(b, 3, s->image, s->image);
 	x = zb_conv(b, "conv1", x, 8, 3, 3, 1, 1, 1, true);
 	x = zb_silu(b, "silu1", x);
-	x = zb_maxpool(b, "pool1", x, 2, 2, 0);
+	x = zb_pool_ceil(b, "pool1", x, 3, 2, 0, true, false);
 
 	int32_t e = zb_global_avgpool(b, "se.pool", x);
 	e = zb_conv(b, "se.squeeze", e, 4, 1, 1, 1, 0, 0, true);
@@ -99,8 +101,10 @@ atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
 	e = zb_sigmoid(b, "se.gate", e);
 	x = zb_mul(b, "se.scale", x, e);
 	x = zb_hardswish(b, "hswish", x);
+	x = zb_conv_groups(b, "dw", x, 8, 3, 3, 1, 1, 1, 8, false);
+	x = zb_scale(b, "dw.scale", x, 3, (int64_t[]){8, 1, 1});
 
-	int32_t gt = zb_conv(b, "gate.conv", x, 8, 1, 1, 1, 0, 0, false);
+	int32_t gt = zb_conv_groups(b, "gate.conv", x, 8, 1, 1, 1, 0, 0, 2, false);
 	gt = zb_hardsigmoid(b, "gate.hsigmoid", zb_relu6(b, "gate.relu6", gt));
 	x = zb_mul(b, "gate.mul", gt, x);
 	x = zb_rms_norm(b, "norm", x, 1e-6f);

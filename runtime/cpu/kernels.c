@@ -422,6 +422,19 @@ static dnnl_status_t md_any(dnnl_memory_desc_t *md, const atm_tensor *t)
 	return dnnl_memory_desc_init_by_tag(md, t->ndim, d, dnnl_f32, dnnl_format_tag_any);
 }
 
+/* md_weights -- a convolution's weights [O, C/g, KH, KW]: as they are when ungrouped, else as
+ * oneDNN's grouped [g, O/g, C/g, KH, KW], which is the same memory; any: the layout the
+ * primitive chooses */
+static dnnl_status_t md_weights(dnnl_memory_desc_t *md, const atm_tensor *w, int32_t groups,
+                                bool any)
+{
+	if (groups <= 1)
+		return any ? md_any(md, w) : md_of(md, w);
+	dnnl_dims_t d = {groups, w->dims[0] / groups, w->dims[1], w->dims[2], w->dims[3]};
+	return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32,
+	                                    any ? dnnl_format_tag_any : dnnl_goihw);
+}
+
 /* build_conv -- forward (training), backward data or backward weights (+bias);
  * the backward ones need the forward descriptor as a hint */
 static atm_status build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
@@ -465,7 +478,9 @@ static atm_status build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	if (b)
 		n_args = 4;
 	for (int i = 0; i < n_args; i++)
-		DNNL_TRY(md_of(&args[i].plain, tensor_of(k, args[i].slot, args[i].index)),
+		DNNL_TRY(args[i].arg == DNNL_ARG_WEIGHTS || args[i].arg == DNNL_ARG_DIFF_WEIGHTS
+		                 ? md_weights(&args[i].plain, wt, n->attrs.groups, false)
+		                : md_of(&args[i].plain, tensor_of(k, args[i].slot, args[i].index)),
 		         "describing an operand");
 	/* past CONV_BLOCKED_MAX the copies would hold too much fast memory outside the arena: the
 	 * plain layout, whose kernels need no copies, runs there; and a 1x1 convolution over few
@@ -475,7 +490,7 @@ static atm_status build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	bool blocked = x->bytes + wt->bytes + y->bytes <= CONV_BLOCKED_MAX &&
 	               (!one_by_one || wt->dims[0] + wt->dims[1] >= 384);
 	DNNL_TRY(blocked ? md_any(&x_md, x) : md_of(&x_md, x), "describing the data");
-	DNNL_TRY(blocked ? md_any(&w_md, wt) : md_of(&w_md, wt), "describing the weights");
+	DNNL_TRY(md_weights(&w_md, wt, n->attrs.groups, blocked), "describing the weights");
 	DNNL_TRY(blocked ? md_any(&y_md, y) : md_of(&y_md, y), "describing the output");
 	if (b)
 		DNNL_TRY(md_of(&b_md, b), "describing the bias");

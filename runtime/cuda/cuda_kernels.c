@@ -277,6 +277,8 @@ static atm_status build_conv(atm_cuda_kernel *k)
 	                                        a->stride[1] ? a->stride[1] : 1, 1, 1,
 	                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
 	        "describing the convolution");
+	if (a->groups > 1)
+		DNN_TRY(cudnnSetConvolutionGroupCount(k->cd, a->groups), "grouping the channels");
 	DNN_TRY(cudnnSetConvolutionMathType(k->cd, CUDNN_FMA_MATH), "choosing float32 math");
 	if (k->bias)
 		DNN_TRY(tensor4(&k->bd, 1, y->dims[1], 1, 1), "describing the bias");

@@ -491,7 +491,7 @@ static void test_graph_input_unknown_attr(void **state)
 	           "nodes[0] (\"fc\").attrs: op ip_fwd takes no attrs, got \"stride\"", NULL);
 	expect_bad(CONV_DOC(", 'attrs': {'strides': [2, 2]}", POOL_OK),
 	           "nodes[0] (\"conv\").attrs: unknown attr \"strides\" for op conv_fwd",
-	           "(valid: stride, pad)");
+	           "(valid: stride, pad, groups)");
 	expect_bad(CONV_DOC("", ", 'attrs': {'kernel': 2, 'epsilon': 1e-5}"),
 	           "nodes[1] (\"pool\").attrs: unknown attr \"epsilon\" for op avgpool_fwd",
 	           "(valid: kernel, stride, pad, exclude_pad)");

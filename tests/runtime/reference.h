@@ -12,26 +12,28 @@ struct ref_win {
 	int64_t sh, sw;      /* strides (>= 1) */
 	int64_t pt, pl;      /* top and left padding; bottom and right follow from oh, ow */
 	int64_t oh, ow;      /* output */
+	int64_t groups;      /* convolutions: channel groups (0 means 1) */
 };
 
-/* ref_conv -- y[n,o,i,j] = b[o] + sum over c, a, e of x[n,c,i*sh-pt+a, j*sw-pl+e] * w[o,c,a,e];
- * b may be NULL */
+/* ref_conv -- y[n,o,i,j] = b[o] + sum over the c of o's group, a, e of
+ * x[n,c,i*sh-pt+a, j*sw-pl+e] * w[o,c - first c of the group,a,e]; b may be NULL */
 static void ref_conv(const struct ref_win *g, int64_t o_ch, const float *x, const float *w,
                      const float *b, double *y)
 {
+	int64_t groups = g->groups > 1 ? g->groups : 1, cg = g->c / groups, og = o_ch / groups;
 	for (int64_t n = 0; n < g->n; n++)
 		for (int64_t o = 0; o < o_ch; o++)
 			for (int64_t i = 0; i < g->oh; i++)
 				for (int64_t j = 0; j < g->ow; j++) {
 					double s = b ? b[o] : 0.0;
-					for (int64_t c = 0; c < g->c; c++)
+					for (int64_t k = 0, c0 = o / og * cg; k < cg; k++)
 						for (int64_t a = 0; a < g->kh; a++)
 							for (int64_t e = 0; e < g->kw; e++) {
 								int64_t hi = i * g->sh - g->pt + a, wi = j * g->sw - g->pl + e;
 								if (hi < 0 || hi >= g->h || wi < 0 || wi >= g->w)
 									continue;
-								s += (double)x[((n * g->c + c) * g->h + hi) * g->w + wi] *
-								     w[((o * g->c + c) * g->kh + a) * g->kw + e];
+								s += (double)x[((n * g->c + c0 + k) * g->h + hi) * g->w + wi] *
+								     w[((o * cg + k) * g->kh + a) * g->kw + e];
 							}
 					y[((n * o_ch + o) * g->oh + i) * g->ow + j] = s;
 				}

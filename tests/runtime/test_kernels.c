@@ -385,6 +385,53 @@ static void test_kernels_conv_bwd_weights_fd(void **state)
 	net_free(&n);
 }
 
+/* grouped_net -- x[2,c,5,6] over groups of channels, 3x3 windows, stride 1, padding 1:
+ * w[o,c/groups,3,3] -> y[2,o,5,6] without bias, dx and dw (depthwise: groups = c = o) */
+static void grouped_net(struct net *n, struct conv_ids *c, int64_t ci, int64_t co, int32_t groups)
+{
+	atm_attrs a = {.stride = {1, 1}, .pad = {1, 1, 1, 1}, .groups = groups};
+	net_new(n, "grouped");
+	c->x = T_IN(n, "x", 2, ci, 5, 6);
+	c->w = T_PARAM(n, "w", co, ci / groups, 3, 3);
+	c->y = T_ACT(n, "y", 2, co, 5, 6);
+	c->dy = T_IN(n, "dy", 2, co, 5, 6);
+	c->dx = T_GRAD(n, "dx", 2, ci, 5, 6);
+	c->dw = T_GRAD(n, "dw", co, ci / groups, 3, 3);
+	c->fwd = nod(n, "conv", ATM_OP_CONV_FWD, &a, IDS(c->x, c->w), IDS(c->y));
+	c->bwd_data = nod(n, "conv.bwd_data", ATM_OP_CONV_BWD_DATA, &a, IDS(c->dy, c->w), IDS(c->dx));
+	c->bwd_w = nod(n, "conv.bwd_w", ATM_OP_CONV_BWD_WEIGHTS, &a, IDS(c->x, c->dy), IDS(c->dw));
+	net_ready(n);
+	fill(F(n, c->x), NE(n, c->x), -1, 1);
+	fill(F(n, c->w), NE(n, c->w), -1, 1);
+	fill(F(n, c->dy), NE(n, c->dy), -1, 1);
+	c->win = (struct ref_win){.n = 2, .c = ci, .h = 5, .w = 6, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+	                          .pt = 1, .pl = 1, .oh = 5, .ow = 6, .groups = groups};
+}
+
+/* test_kernels_conv_groups -- grouped (4 -> 6 in 2 groups), depthwise (8 channels) and
+ * depthwise with a multiplier (4 -> 8 in 4 groups): y against the reference, dx and dw
+ * against finite differences */
+static void test_kernels_conv_groups(void **state)
+{
+	(void)state;
+	static const int64_t shapes[][3] = {{4, 6, 2}, {8, 8, 8}, {4, 8, 4}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		struct net n;
+		struct conv_ids c;
+		grouped_net(&n, &c, shapes[i][0], shapes[i][1], (int32_t)shapes[i][2]);
+		run(&n, c.fwd);
+		double *want = dalloc(NE(&n, c.y));
+		ref_conv(&c.win, shapes[i][1], F(&n, c.x), F(&n, c.w), NULL, want);
+		expect_close("y", F(&n, c.y), want, NE(&n, c.y), 1e-5, 1e-5);
+		free(want);
+		run(&n, c.bwd_data);
+		run(&n, c.bwd_w);
+		check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.x, c.dx);
+		check_fd(&n, c.fwd, c.y, F(&n, c.dy), c.w, c.dw);
+		net_free(&n);
+	}
+}
+
 /* ---------------------------------------------------------------- inner product */
 
 /* ip_ids -- tensors and nodes of ip_net: x[3,2,2,2] seen as [3, 8] (or
@@ -1741,6 +1788,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_conv_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_bwd_data_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_bwd_weights_fd, reseed),
+		cmocka_unit_test_setup(test_kernels_conv_groups, reseed),
 		cmocka_unit_test_setup(test_kernels_ip_fwd, reseed),
 		cmocka_unit_test_setup(test_kernels_ip_bwd_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_relu, reseed),

@@ -290,6 +290,61 @@ static void test_builder_output_sizes(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_builder_ceil_groups_scale -- ceil_mode pooling sizes as PyTorch's (rounded up, but no
+ * window starting in the far padding), grouped weights, a learned scale; their refusals */
+static void test_builder_ceil_groups_scale(void **state)
+{
+	zb *b = *state;
+	atm_graph *g = NULL;
+	int32_t x = zb_image(b, 3, 224, 224);
+	int32_t c7 = zb_conv(b, "c7", x, 64, 7, 7, 2, 3, 3, false);        /* 112 */
+	int32_t mp = zb_pool_ceil(b, "mp", c7, 3, 2, 0, true, false);      /* 54.5 up: 56, floor 55 */
+	int32_t dw = zb_conv_groups(b, "dw", mp, 64, 3, 3, 1, 1, 1, 64, false);
+	int32_t gc = zb_conv_groups(b, "gc", dw, 32, 1, 1, 1, 0, 0, 4, true);
+	int32_t sc = zb_scale(b, "ls", gc, 3, (int64_t[]){32, 1, 1});
+	int32_t c5 = zb_conv(b, "c5", sc, 8, 5, 5, 11, 0, 0, false);       /* (56 - 5) / 11 + 1: 5 */
+	int32_t ap = zb_pool_ceil(b, "ap", c5, 2, 2, 1, false, true);      /* 5 + 2 - 2 over 2 up: 4,
+	                                                                    * whose last window would
+	                                                                    * start at 6 = 5 + 1: 3 */
+	int32_t fc = zb_fc(b, "fc", zb_global_avgpool(b, "gap", ap), 5);
+	assert_int_equal(zb_finish(b, fc, &g), ATM_OK);
+	assert_int_equal(atm_graph_tensor(g, mp)->dims[2], 56);
+	assert_int_equal(atm_graph_tensor(g, mp)->dims[3], 56);
+	const atm_node *n = atm_graph_node(g, node_named(g, "mp"));
+	assert_int_equal(n->attrs.pad[2], 1); /* 55 * 2 + 3 = 113: one past the input */
+	assert_int_equal(n->attrs.pad[0], 0);
+	const atm_tensor *w = atm_graph_tensor(g, atm_graph_find_tensor(g, "dw.w"));
+	assert_int_equal(w->dims[0], 64);
+	assert_int_equal(w->dims[1], 1);
+	assert_int_equal(atm_graph_node(g, node_named(g, "dw"))->attrs.groups, 64);
+	w = atm_graph_tensor(g, atm_graph_find_tensor(g, "gc.w"));
+	assert_int_equal(w->dims[1], 16);
+	w = atm_graph_tensor(g, atm_graph_find_tensor(g, "ls.weight"));
+	assert_int_equal(w->kind, ATM_KIND_PARAM);
+	assert_int_equal(w->ndim, 3);
+	assert_int_equal(atm_graph_tensor(g, c5)->dims[2], 5);
+	assert_int_equal(atm_graph_tensor(g, ap)->dims[2], 3);
+	assert_int_equal(atm_graph_node(g, node_named(g, "ap"))->attrs.pad[2], 1);
+	atm_graph_destroy(g);
+
+	static const char *const frags[] = {"3 groups must be >= 1 and divide both its 64 input",
+	                                    "ceil_mode and count_include_pad",
+	                                    "a scale of 4 dims"};
+	for (int i = 0; i < 3; i++) {
+		zb *z = NULL;
+		assert_int_equal(zb_new(&z, &spec), ATM_OK);
+		int32_t v = zb_conv(z, "c", zb_image(z, 3, 8, 8), 64, 1, 1, 1, 0, 0, false), y;
+		switch (i) {
+		case 0: y = zb_conv_groups(z, "g", v, 64, 3, 3, 1, 1, 1, 3, false); break;
+		case 1: y = zb_pool_ceil(z, "p", v, 3, 2, 0, false, false); break; /* 8: 3.5 up, 4 */
+		default: y = zb_scale(z, "s", v, 4, (int64_t[]){2, 64, 1, 1}); break;
+		}
+		assert_int_equal(y, -1);
+		expect_msg(frags[i]);
+		zb_destroy(z);
+	}
+}
+
 /* test_builder_sticky_error -- after a failure every call is a no-op and finish reports the first message */
 static void test_builder_sticky_error(void **state)
 {
@@ -420,6 +475,7 @@ int main(void)
 		T(test_builder_backward_inputs),
 		T(test_builder_image_gradients_unused),
 		T(test_builder_output_sizes),
+		T(test_builder_ceil_groups_scale),
 		T(test_builder_sticky_error),
 		T(test_builder_dead_branch),
 		cmocka_unit_test(test_builder_bad_layers),

@@ -63,6 +63,14 @@ static void test_forward_example_is_tiny_gpt(void **state)
 	same_as_zoo("tiny_gpt", 2);
 }
 
+/* test_forward_example_is_tiny_se -- depthwise and grouped convolutions, ceil-mode pooling, a
+ * learned scale, the squeeze-and-excitation's broadcast product */
+static void test_forward_example_is_tiny_se(void **state)
+{
+	(void)state;
+	same_as_zoo("tiny_se", 8);
+}
+
 /* find -- the id of g's tensor named name, or -1 */
 static int32_t find(const atm_graph *g, const char *name)
 {
@@ -276,6 +284,19 @@ static void test_forward_refusals(void **state)
 		{HEAD FC("input") ", {\"name\": \"l\", \"op\": \"linear\", \"input\": \"fc\", "
 		 "\"out_features\": 2, \"bias\": false}], \"output\": \"l\"}",
 		 "a flattening linear layer has a bias"},
+		{HEAD "{\"name\": \"g\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
+		 "\"kernel\": 3, \"groups\": 2}], \"output\": \"g\"}",
+		 "layers[0] (\"g\"): layer 'g': 2 groups must be >= 1 and divide both its 3 input channels"},
+		{HEAD "{\"name\": \"g\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
+		 "\"kernel\": 3, \"groups\": 0}], \"output\": \"g\"}", "'groups' must be an integer from 1"},
+		{HEAD "{\"name\": \"p\", \"op\": \"avg_pool\", \"input\": \"input\", \"kernel\": 3, "
+		 "\"stride\": 2, \"ceil_mode\": true}], \"output\": \"p\"}", "ceil_mode and count_include_pad"},
+		{HEAD "{\"name\": \"p\", \"op\": \"max_pool\", \"input\": \"input\", \"kernel\": 3, "
+		 "\"ceil_mode\": 1}], \"output\": \"p\"}", "'ceil_mode' must be true or false"},
+		{HEAD "{\"name\": \"s\", \"op\": \"scale\", \"input\": \"input\", \"shape\": [4, 1, 1]}], "
+		 "\"output\": \"s\"}", "does not broadcast"},
+		{HEAD "{\"name\": \"s\", \"op\": \"scale\", \"input\": \"input\"}], \"output\": \"s\"}",
+		 "'shape' must be"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		atm_graph *g = NULL;
@@ -293,6 +314,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_example_is_tiny_cnn),
 		cmocka_unit_test(test_forward_example_is_tiny_gpt),
+		cmocka_unit_test(test_forward_example_is_tiny_se),
 		cmocka_unit_test(test_forward_param_names),
 		cmocka_unit_test(test_forward_refusals),
 		cmocka_unit_test(test_forward_shared_conv),
