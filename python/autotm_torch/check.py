@@ -8,9 +8,9 @@ usage: python3 -m autotm_torch.check MODEL (--input N,C,H,W | --input-ids N,T)
 
 The model is made (torch.manual_seed(seed)), imported (importer.to_forward), and its weights and
 one batch written as safetensors. PyTorch then takes one step with deterministic algorithms:
-forward in training mode (batch statistics; dropout off, as autotm has none), mean softmax
-cross-entropy (over the batch, or over every position of a language model's logits
-[batch, seq, vocab]), backward, p -= lr * grad. autotm takes the same step from the same files under
+forward in training mode (batch statistics; dropout and stochastic depth off, as autotm has
+neither), mean softmax cross-entropy (over the batch, or over every position of a language model's
+logits [batch, seq, vocab]), backward, p -= lr * grad. autotm takes the same step from the same files under
 each placement (autotm run --graph G --weights-in W --data D --warmup 0 --iters 1
 --weights-out W1). Compared: the loss, relative to PyTorch's, and every parameter after the
 step, as the largest difference over the largest magnitude of PyTorch's tensor.
@@ -146,15 +146,21 @@ NOISE = 1e-6
 
 
 def training_loss(model, data, device):
-    """the mean cross-entropy of model (moved to device, in training mode with dropout off, as
-    autotm has none) on data's batch"""
+    """the mean cross-entropy of model (moved to device, in training mode with dropout and
+    torchvision's stochastic depth off, as autotm has neither) on data's batch"""
     import torch
     import torch.nn.functional as F
     model.to(device)
     data = {k: v.to(device) for k, v in data.items()}
     model.train()
+    drops = (torch.nn.Dropout, torch.nn.Dropout2d)
+    try:  # torchvision's stochastic depth is left out as dropout is
+        from torchvision.ops import StochasticDepth
+        drops += (StochasticDepth,)
+    except ImportError:
+        pass
     for m in model.modules():
-        if isinstance(m, (torch.nn.Dropout, torch.nn.Dropout2d)):
+        if isinstance(m, drops):
             m.eval()
     out = model(data["input"])
     return F.cross_entropy(out.reshape(-1, out.shape[-1]), data["labels"].reshape(-1))

@@ -13,8 +13,9 @@ Modules from torch.nn are kept whole (leaves), so a layer's parameters are named
 state_dict keys; other modules are traced through.
 
 Each call is mapped to autotm's forward layers (conv, batch_norm, relu, pooling, linear, add,
-mul, concat, embedding, positions, layer_norm, rms_norm, gelu, tanh, silu, sigmoid, hardswish,
-hardsigmoid, relu6, softmax, matmul, permute, reshape, narrow, split, rope) and autotm builds the
+mul, scale, concat, embedding, positions, layer_norm, rms_norm, gelu, tanh, silu, sigmoid,
+hardswish, hardsigmoid, relu6, softmax, matmul, permute, reshape, narrow, split, rope) through one
+table, _MAPPINGS (a module class, function or method name to its handler), and autotm builds the
 training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
@@ -26,9 +27,10 @@ heads of grouped-query attention repeated in place (x[:, :, None].expand(...).re
 repeat_interleave), which become a concat of copies of one layer.
 
 Anything it cannot map is an ImportError_ naming the call, its module path and its source line,
-with the list of what is supported. Dropout is left out (identity): autotm's training step is
-deterministic; the caller is told. check_graph applies autotm's own rules to the result (its
-limits, and that the output depends on a parameter), so that nothing autotm refuses is written.
+with the list of what is supported. Dropout and torchvision's stochastic depth are left out
+(identity): autotm's training step is deterministic; the caller is told. check_graph applies
+autotm's own rules to the result (its limits, and that the output depends on a parameter), so
+that nothing autotm refuses is written.
 """
 
 import collections
@@ -151,6 +153,11 @@ class _Tracer(torch.fx.Tracer):
 
     def proxy(self, node):
         return _ValueProxy(node, self)
+
+    def is_leaf_module(self, m, qualname):
+        # a module the table maps is kept whole, from torch.nn or not (torchvision's
+        # StochasticDepth); the rest of torch.nn too, to be refused by name
+        return type(m) in _BY_MODULE or super().is_leaf_module(m, qualname)
 
     def to_bool(self, obj):
         raise _ControlFlow(f"the traced tensor {obj.node.name} is used as a bool (control "
@@ -365,13 +372,26 @@ class _Expand(_Expr):
         self.repeated = None  # the concat layer holding its data, once made
 
 
+class _NotATensor(Exception):
+    """a tuple or a missing result read as a tensor: _Builder.map names the call"""
+
+
 class _Tuple(_Expr):
     def __init__(self, items):
         self.items = items
 
+    @property
+    def shape(self):
+        raise _NotATensor(f"reading a tuple of {len(self.items)} results as one tensor")
+
 
 class _Nothing(_Expr):
     """a result a layer does not give (MultiheadAttention's weights without need_weights)"""
+
+    @property
+    def shape(self):
+        raise _NotATensor("reading a result the layer does not give (MultiheadAttention's "
+                          "weights: autotm's attention gives none)")
 
 
 def _swaps_last_two(perm):
@@ -726,22 +746,27 @@ class _Builder:
         if h is None:
             self.unsupported(what, path)
         a = node.args
-        return h(self, _Call(m, a[0] if a else None, a, node.kwargs, self.tshape(node), path))
+        try:
+            return h(self, _Call(m, a[0] if a else None, a, node.kwargs, self.tshape(node),
+                                 path))
+        except _NotATensor as e:
+            self.unsupported(f"{what} {e}", path)
 
     def is_method(self, *names):
         return self.node.op == "call_method" and self.node.target in names
 
     def map_conv(self, c):
         m = c.m
-        if m.groups != 1 or tuple(m.dilation) != (1, 1) or m.padding_mode != "zeros" \
+        if tuple(m.dilation) != (1, 1) or m.padding_mode != "zeros" \
                 or isinstance(m.padding, str) or m.stride[0] != m.stride[1]:
-            self.unsupported(f"Conv2d with groups {m.groups}, dilation {m.dilation}, "
-                             f"padding {m.padding!r} ({m.padding_mode}), stride {m.stride}",
-                             c.path)
+            self.unsupported(f"Conv2d with dilation {m.dilation}, padding {m.padding!r} "
+                             f"({m.padding_mode}), stride {m.stride}", c.path)
         params = [m.weight] + ([m.bias] if m.bias is not None else [])
+        fields = {"groups": m.groups} if m.groups != 1 else {}
         return self.emit(c.path, "conv", [self.get(self.expr(c.x))], c.out, params,
                          out_channels=m.out_channels, kernel=list(m.kernel_size),
-                         stride=m.stride[0], pad=list(m.padding), bias=m.bias is not None)
+                         stride=m.stride[0], pad=list(m.padding), bias=m.bias is not None,
+                         **fields)
 
     def map_batch_norm(self, c):
         m = c.m
@@ -751,26 +776,20 @@ class _Builder:
                          [m.weight, m.bias], epsilon=float(m.eps))
 
     def map_max_pool(self, c):
-        if c.m is not None:
-            m = c.m
-            return self.pool(c.x, c.out, True, m.kernel_size, m.stride, m.padding, m.dilation,
-                             m.ceil_mode, True, None, c.path)
-        v = dict(zip(("input", "kernel_size", "stride", "padding"), c.a))
-        v.update(c.kw)
+        v = _arguments(c, ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                           "return_indices"))
+        if v.get("return_indices"):
+            self.unsupported("max pooling with return_indices", c.path)
         return self.pool(c.x, c.out, True, v["kernel_size"], v.get("stride"),
                          v.get("padding", 0), v.get("dilation", 1), v.get("ceil_mode", False),
-                         True, None)
+                         True, None, c.path)
 
     def map_avg_pool(self, c):
-        if c.m is not None:
-            m = c.m
-            return self.pool(c.x, c.out, False, m.kernel_size, m.stride, m.padding, 1,
-                             m.ceil_mode, m.count_include_pad, m.divisor_override, c.path)
-        v = dict(zip(("input", "kernel_size", "stride", "padding"), c.a))
-        v.update(c.kw)
+        v = _arguments(c, ("input", "kernel_size", "stride", "padding", "ceil_mode",
+                           "count_include_pad", "divisor_override"))
         return self.pool(c.x, c.out, False, v["kernel_size"], v.get("stride"),
                          v.get("padding", 0), 1, v.get("ceil_mode", False),
-                         v.get("count_include_pad", True), v.get("divisor_override"))
+                         v.get("count_include_pad", True), v.get("divisor_override"), c.path)
 
     def map_adaptive_avg_pool(self, c):
         if c.m is not None:
@@ -782,12 +801,29 @@ class _Builder:
 
     def map_layer_norm(self, c):
         m = c.m
-        if len(m.normalized_shape) != 1 or not m.elementwise_affine:
-            self.unsupported(f"LayerNorm over {list(m.normalized_shape)}, elementwise_affine "
-                             f"{m.elementwise_affine} (autotm's: over the last dimension, "
-                             f"with scale and shift)", c.path)
-        return self.emit(c.path, "layer_norm", [self.get(self.expr(c.x))], c.out,
-                         [m.weight, m.bias], epsilon=float(m.eps))
+        if m is not None:
+            if len(m.normalized_shape) != 1 or not m.elementwise_affine:
+                self.unsupported(f"LayerNorm over {list(m.normalized_shape)}, "
+                                 f"elementwise_affine {m.elementwise_affine} (autotm's: over "
+                                 f"the last dimension, with scale and shift)", c.path)
+            return self.emit(c.path, "layer_norm", [self.get(self.expr(c.x))], c.out,
+                             [m.weight, m.bias], epsilon=float(m.eps))
+        v = _arguments(c, ("input", "normalized_shape", "weight", "bias", "eps"))
+        e = self.expr(c.x)
+        over = v.get("normalized_shape")
+        over = [over] if isinstance(over, int) else list(over or ())
+        w, b = (self.expr(v[k]) if isinstance(v.get(k), torch.fx.Node) else None
+                for k in ("weight", "bias"))
+        if over != [e.shape[-1]] or not all(isinstance(t, _Param) and t.shape == (over[0],)
+                                            for t in (w, b)):
+            self.unsupported(f"layer_norm of {list(e.shape)} over {over} with weight "
+                             f"{w and list(w.shape)} and bias {b and list(b.shape)} (autotm's: "
+                             f"over the last dimension, with a scale and a shift parameter of "
+                             f"its size)")
+        # named as the module that holds the parameters (LayerNorm2d's path)
+        return self.emit(self.scopes.get(self.node) or self.base(), "layer_norm",
+                         [self.get(e)], e.shape, [w.tensor, b.tensor],
+                         epsilon=float(v.get("eps", 1e-5)))
 
     def map_gelu(self, c):
         form = c.m.approximate if c.m is not None else \
@@ -811,9 +847,16 @@ class _Builder:
         return self.attention(self.node, c.m, c.path)
 
     def map_dropout(self, c):
-        p = c.m.p if c.m is not None else c.a[1] if len(c.a) > 1 else c.kw.get("p", 0.5)
+        return self.left_out_if(c, "dropout", 0.5)
+
+    def map_stochastic_depth(self, c):
+        return self.left_out_if(c, "stochastic depth", None)
+
+    def left_out_if(self, c, kind, default_p):
+        """the input itself: a random drop left out, and the caller told when its p is above 0"""
+        p = c.m.p if c.m is not None else c.a[1] if len(c.a) > 1 else c.kw.get("p", default_p)
         if p > 0:
-            self.left_out.append(("dropout", _where(self.node, c.path)))
+            self.left_out.append((kind, _where(self.node, c.path)))
         return self.expr(c.x)
 
     def map_same(self, c):
@@ -868,6 +911,17 @@ class _Builder:
         return _Square(self.expr(c.x))
 
     def map_mean(self, c):
+        """x.mean([2, 3]) of an image: a global average pool (MNASNet's, ShuffleNet's); else
+        the mean square of an RMS norm"""
+        e = self.expr(c.x)
+        v = _arguments(c, ("input", "dim", "keepdim"))
+        dim = v.get("dim")
+        if len(e.shape) == 4 and isinstance(dim, (list, tuple)) and \
+                sorted(d % 4 for d in dim if isinstance(d, int)) == [2, 3] and \
+                v.get("dtype") is None:
+            pooled = self.emit(self.base(), "global_avg_pool", [self.get(e)],
+                               tuple(e.shape[:2]) + (1, 1))
+            return pooled if v.get("keepdim") else _View(pooled, c.out)
         return self.mean_square(c.a, c.kw)
 
     def map_rsqrt(self, c):
@@ -898,13 +952,26 @@ class _Builder:
         s = _pair(s if s not in (None, ()) else k, "stride", node, path)
         p = _pair(p, "padding", node, path)
         d = _pair(dilation, "dilation", node, path)
-        if k[0] != k[1] or s[0] != s[1] or p[0] != p[1] or d != [1, 1] or ceil or divisor:
+        if k[0] != k[1] or s[0] != s[1] or p[0] != p[1] or d != [1, 1] or divisor:
             self.unsupported(f"{'max' if is_max else 'average'} pooling {k}, stride {s}, "
-                             f"padding {p}, dilation {d}, ceil_mode {ceil}, divisor_override "
-                             f"{divisor}", path)
+                             f"padding {p}, dilation {d}, divisor_override {divisor}", path)
         fields = {"kernel": k[0], "stride": s[0], "pad": p[0]}
+        shape = self.tshape(x)
+        # ceil_mode: PyTorch's output rounded up (no window starting in the far padding); where
+        # that adds a window, an average counting the padding divides it by its part inside the
+        # padding but not past it, which autotm's does not; without padding that is the part
+        # inside the image, which excluding padding gives
+        more = ceil and any(o != (n + 2 * p[0] - k[0]) // s[0] + 1
+                            for n, o in zip(shape[2:], out[2:]))
+        if not is_max and more and include and p[0]:
+            self.unsupported(f"average pooling {k}, stride {s}, padding {p} with ceil_mode and "
+                             f"count_include_pad (its last windows divided by their part inside "
+                             f"the padding but not past it: autotm counts all of a window or "
+                             f"none of the padding)", path)
         if not is_max:
-            fields["count_include_pad"] = bool(include)
+            fields["count_include_pad"] = bool(include) and not (more and not p[0])
+        if ceil:
+            fields["ceil_mode"] = True
         return self.emit(path or self.base(), "max_pool" if is_max else "avg_pool",
                          [self.get(self.expr(x))], out, **fields)
 
@@ -1104,18 +1171,29 @@ class _Builder:
         for x, y in ((es[0], es[1]), (es[1], es[0])):
             if isinstance(y, _Const) and not isinstance(x, (_Const, _Param)):
                 return _ConstProduct(x, y, self.node)  # x * cos: refused unless a rope's
-        for e in es:
-            if isinstance(e, _Param):
-                self.unsupported(f"multiplying by the parameter {e.pname} {list(e.shape)}")
-        big, small = (es[0], es[1]) if len(es[0].shape) >= len(es[1].shape) else (es[1], es[0])
+        for x, y in ((es[0], es[1]), (es[1], es[0])):
+            if isinstance(y, _Param) and not isinstance(x, (_Param, _Const)):
+                return self.scaled(x, y)
+        big, small = (es[0], es[1]) if tuple(es[0].shape) == tuple(out) else (es[1], es[0])
         n, m = len(big.shape), len(small.shape)
-        fits = tuple(big.shape) == tuple(out) and all(
+        fits = tuple(big.shape) == tuple(out) and m <= n and all(
             small.shape[m - i] in (1, big.shape[n - i]) for i in range(1, m + 1))
         if not fits:
             self.unsupported(f"multiplying {list(es[0].shape)} and {list(es[1].shape)} (autotm "
                              f"multiplies a tensor by one of its shape or one broadcast into it: "
                              f"its trailing dims, each equal or 1)")
         return self.emit(self.base(), "mul", [self.get(big), self.get(small)], big.shape)
+
+    def scaled(self, x, p):
+        """x times a learned parameter broadcast into it (ConvNeXt's layer scale, [C, 1, 1] on
+        [N, C, H, W]): autotm's scale layer"""
+        n, m = len(x.shape), len(p.shape)
+        if not (m < n and all(p.shape[m - i] in (1, x.shape[n - i]) for i in range(1, m + 1))):
+            self.unsupported(f"multiplying {list(x.shape)} by the parameter {p.pname} "
+                             f"{list(p.shape)} (autotm's scale takes a parameter of the "
+                             f"activation's trailing dims past the batch, each equal or 1)")
+        return self.emit(p.pname, "scale", [self.get(x)], x.shape, [p.tensor],
+                         shape=list(p.shape))
 
     def scale(self, a, kw, divide):
         if not divide and len(a) == 2 and not kw and all(isinstance(v, torch.fx.Node)
@@ -1267,9 +1345,48 @@ class _Mapping:
     pattern of several calls (an RMS norm), and a row with neither only documents what other
     rows' handlers do. The refusal message lists every row's doc"""
 
-    def __init__(self, doc, layer, handler=None, *calls, parts=()):
+    def __init__(self, doc, layer, handler=None, *calls, parts=(), supported=True):
         self.doc, self.layer = doc, layer  # the cells of docs/pytorch.md, in markdown
         self.parts = (((handler, calls),) if handler else ()) + tuple(parts)
+        self.supported = supported  # False: a row that refuses its calls, saying why
+
+
+def _arguments(c, names):
+    """{name: value} of a call's arguments, positional or keyword, or of its module's
+    attributes of those names"""
+    if c.m is not None:
+        return {k: getattr(c.m, k) for k in names[1:] if hasattr(c.m, k)}
+    v = dict(zip(names, c.a))
+    v.update(c.kw)
+    return v
+
+
+def _refuses(why):
+    """the handler of a call refused by name, for the reason why"""
+    def handler(b, c):
+        what = type(c.m).__name__ if c.m is not None else getattr(
+            b.node.target, "__name__", str(b.node.target))
+        raise ImportError_(f"{what}{_where(b.node, c.path)} is not supported: {why}")
+    return handler
+
+
+def _torchvision(*names):
+    """torchvision's objects of those names (ops.StochasticDepth), none without torchvision"""
+    try:
+        import importlib
+        return tuple(getattr(importlib.import_module("torchvision." + n.rpartition(".")[0]),
+                             n.rpartition(".")[2]) for n in names)
+    except ImportError:
+        return ()
+
+
+_SWIN = ("its relative position bias gathers a learned table by a constant index (Swin v2's is "
+         "computed by an MLP from a constant table), and its shifted windows roll the image "
+         "(torch.roll) and add a constant mask to the attention scores: autotm has no layer "
+         "that gathers by constant indices, rolls, or adds a constant")
+_MAXVIT = ("its relative position bias gathers a learned table by a constant index "
+           "(relative_position_bias_table[relative_position_index]): autotm has no layer that "
+           "gathers by constant indices")
 
 
 def _emits(op):
@@ -1282,25 +1399,32 @@ def _emits(op):
 
 B = _Builder
 _MAPPINGS = (
-    _Mapping("`Conv2d` (groups 1, dilation 1, zero padding, one stride for both sides)", "`conv`",
+    _Mapping("`Conv2d` (dilation 1, zero padding, one stride for both sides; any groups)",
+             "`conv` (`groups` where above 1: grouped and depthwise convolutions)",
              B.map_conv, nn.Conv2d),
     _Mapping("`BatchNorm2d` (affine)", "`batch_norm` (batch statistics: training mode)",
              B.map_batch_norm, nn.BatchNorm2d),
     _Mapping("`ReLU`, `F.relu`, `torch.relu`", "`relu`",
              _emits("relu"), nn.ReLU, F.relu, torch.relu, "relu", "relu_"),
-    _Mapping("`MaxPool2d`, `F.max_pool2d` (square, no `ceil_mode`, no dilation)", "`max_pool`",
-             B.map_max_pool, nn.MaxPool2d, F.max_pool2d),
-    _Mapping("`AvgPool2d`, `F.avg_pool2d` (square, no `ceil_mode`, no `divisor_override`)",
-             "`avg_pool`", B.map_avg_pool, nn.AvgPool2d, F.avg_pool2d),
+    _Mapping("`MaxPool2d`, `F.max_pool2d` (square, no dilation, no `return_indices`)",
+             "`max_pool` (`ceil_mode` where set)", B.map_max_pool, nn.MaxPool2d, F.max_pool2d),
+    _Mapping("`AvgPool2d`, `F.avg_pool2d` (square, no `divisor_override`; where `ceil_mode` "
+             "adds a window, with padding only `count_include_pad=False`)",
+             "`avg_pool` (`ceil_mode` where set)", B.map_avg_pool, nn.AvgPool2d, F.avg_pool2d),
     _Mapping("`AdaptiveAvgPool2d((1, 1))`, `F.adaptive_avg_pool2d`",
              "`global_avg_pool` (to the input's own size: nothing)",
              B.map_adaptive_avg_pool, nn.AdaptiveAvgPool2d, F.adaptive_avg_pool2d),
+    _Mapping("`x.mean([2, 3])` of an image (MNASNet, ShuffleNet); `mean(-1, keepdim=True)` in "
+             "an RMS norm (below)", "`global_avg_pool` (and a view to `[N, C]`)",
+             B.map_mean, torch.mean, "mean"),
     _Mapping("`Linear` on `[batch, features]`", "`linear`; a flatten before it is no layer: "
              "`linear` reads every dimension past the batch", B.map_linear, nn.Linear),
     _Mapping("`Linear` on `[batch, seq, features]`, or without bias",
              "`linear` with `\"flatten\": false`"),
-    _Mapping("`LayerNorm` (over the last dimension, affine)", "`layer_norm`",
-             B.map_layer_norm, nn.LayerNorm),
+    _Mapping("`LayerNorm`, `F.layer_norm` (over the last dimension, affine); ConvNeXt's "
+             "`LayerNorm2d` is `permute`, `F.layer_norm`, `permute`",
+             "`layer_norm` (between two `permute` for `LayerNorm2d`)",
+             B.map_layer_norm, nn.LayerNorm, F.layer_norm),
     _Mapping("`GELU`, `F.gelu` (`approximate` `\"none\"` or `\"tanh\"`)", "`gelu`",
              B.map_gelu, nn.GELU, F.gelu, "gelu"),
     _Mapping("`Tanh`, `torch.tanh`", "`tanh`",
@@ -1318,7 +1442,6 @@ _MAPPINGS = (
              "`.float()` and `.type_as(x)` around it are float32 throughout)",
              "`rms_norm` (its scale the module's `weight`)",
              parts=((B.map_pow, (torch.pow, operator.pow, "pow")),
-                    (B.map_mean, (torch.mean, "mean")),
                     (B.map_rsqrt, (torch.rsqrt, "rsqrt")))),
     _Mapping("Rotary embeddings as LLaMA writes them: `x * cos + rotate_half(x) * sin` with "
              "`rotate_half(x) = torch.cat((-x[..., h:], x[..., :h]), dim=-1)` (either order of "
@@ -1359,8 +1482,12 @@ _MAPPINGS = (
              "first)", "nothing, or `reshape`, or part of a `permute`",
              B.map_view, nn.Flatten, torch.flatten, torch.reshape, torch.squeeze,
              torch.unsqueeze, "flatten", "view", "reshape", "unflatten", "squeeze", "unsqueeze"),
-    _Mapping("`transpose`, `permute` (the batch stays first)", "`permute`",
-             parts=((B.map_transpose, (torch.transpose, "transpose")),
+    _Mapping("`transpose`, `swapaxes`, `permute` (the batch stays first; torchvision's "
+             "`Permute` module is `torch.permute`); ShuffleNet's channel shuffle `x.view(b, g, "
+             "c // g, h, w)`, `torch.transpose(x, 1, 2).contiguous()`, `x.view(b, -1, h, w)`",
+             "`permute`; for the shuffle a `permute` with a `view` and a `reshape`",
+             parts=((B.map_transpose, (torch.transpose, torch.swapaxes, torch.swapdims,
+                                       "transpose", "swapaxes", "swapdims")),
                     (B.map_permute, (torch.permute, "permute")))),
     _Mapping("`split`, `chunk` into equal parts", "`split` (every part must be used)",
              B.map_split, torch.split, torch.chunk, "split", "chunk"),
@@ -1370,14 +1497,30 @@ _MAPPINGS = (
              "into the larger (its trailing dims, each equal or 1: a squeeze-and-excitation's "
              "`[N, C, 1, 1]` scale)", "`mul`",
              B.map_mul, operator.mul, torch.mul, operator.truediv, torch.div, "mul", "div"),
+    _Mapping("`p * x`, `x * p` of a parameter `p` broadcast into an activation (its trailing "
+             "dims past the batch, each equal or 1: ConvNeXt's layer scale `self.layer_scale * "
+             "x`, `[C, 1, 1]`)", "`scale`"),
     _Mapping("`torch.cat(xs, d)` (`d` past the batch)", "`concat`", B.map_cat, torch.cat),
     _Mapping("`Dropout`, `F.dropout`",
              "left out; with a warning when `p > 0`: autotm's step is deterministic",
              B.map_dropout, nn.Dropout, nn.Dropout2d, F.dropout),
+    _Mapping("torchvision's `StochasticDepth`, `torchvision.ops.stochastic_depth` (EfficientNet, "
+             "ConvNeXt)", "left out, as dropout: the block's branch is always taken (as in "
+             "evaluation); with a warning when `p > 0`",
+             B.map_stochastic_depth, *_torchvision("ops.StochasticDepth",
+                                                   "ops.stochastic_depth")),
     _Mapping("`float()`, `type_as`, `to(torch.float32)`", "nothing: autotm's tensors are float32",
              B.map_float32, "float", "type_as", "to"),
     _Mapping("`Identity`, `contiguous`, `clone`", "nothing",
              B.map_same, nn.Identity, "contiguous", "clone"),
+    _Mapping("torchvision's Swin Transformer attention (`ShiftedWindowAttention`, "
+             "`ShiftedWindowAttentionV2`: `swin_t`, `swin_v2_t`, ...)",
+             "refused, named: " + _SWIN, _refuses(_SWIN), *_torchvision(
+                 "models.swin_transformer.ShiftedWindowAttention",
+                 "models.swin_transformer.ShiftedWindowAttentionV2"), supported=False),
+    _Mapping("torchvision's MaxViT attention (`RelativePositionalMultiHeadAttention`: "
+             "`maxvit_t`)", "refused, named: " + _MAXVIT, _refuses(_MAXVIT), *_torchvision(
+                 "models.maxvit.RelativePositionalMultiHeadAttention"), supported=False),
 )
 del B
 
@@ -1396,7 +1539,7 @@ def _dispatch(mappings):
 
 
 _BY_MODULE, _BY_FUNCTION, _BY_METHOD = _dispatch(_MAPPINGS)
-SUPPORTED = "; ".join(row.doc.replace("`", "") for row in _MAPPINGS)
+SUPPORTED = "; ".join(row.doc.replace("`", "") for row in _MAPPINGS if row.supported)
 
 
 def docs_table():
@@ -1495,9 +1638,9 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
         raise ImportError_(f"{len(unused)} parameter(s) the traced forward never uses, so autotm "
                            f"could not train them: {', '.join(unused[:5])}"
                            f"{', ...' if len(unused) > 5 else ''} (the forward is traced as "
-                           f"evaluation runs it: a branch only training takes, such as "
-                           f"inception_v3's auxiliary classifier, is not seen; make the model "
-                           f"without it)")
+                           f"evaluation runs it: a branch only training takes, such as the "
+                           f"auxiliary classifiers of inception_v3 and googlenet, is not seen; "
+                           f"make the model without it: aux_logits=False)")
     inp = {"tokens": int(input_shape[1])} if tokens else {
         "shape": [int(v) for v in input_shape[1:]]}
     graph = {

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 
 try:
     import torch
@@ -143,6 +144,58 @@ if torch is not None:
         def forward(self, x, seq_len):
             return (self.cos_cached[:, :, :seq_len, ...].to(dtype=x.dtype),
                     self.sin_cached[:, :, :seq_len, ...].to(dtype=x.dtype))
+
+    class ShuffleSE(nn.Module):
+        """torchvision's pieces of ShuffleNetV2, MobileNetV3 and RegNet on a small image: a
+        max pool and an average pool with ceil_mode (each adds a window at 16x16 and 8x8),
+        ShuffleNet's blocks (a depthwise convolution, torch.chunk, the channel shuffle), a
+        grouped convolution, torchvision's SqueezeExcitation (its [N, C, 1, 1] scale first in
+        the product) and x.mean([2, 3])"""
+
+        def __init__(self):
+            super().__init__()
+            from torchvision.models.shufflenetv2 import InvertedResidual
+            from torchvision.ops import SqueezeExcitation
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False),
+                                      nn.BatchNorm2d(8), nn.ReLU())
+            self.maxpool = nn.MaxPool2d(3, 2, ceil_mode=True)
+            self.avgpool = nn.AvgPool2d(3, 2, ceil_mode=True)
+            self.down = InvertedResidual(8, 16, 2)
+            self.mix = InvertedResidual(16, 16, 1)
+            self.grouped = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+            self.se = SqueezeExcitation(16, 4, scale_activation=nn.Hardsigmoid)
+            self.fc = nn.Linear(16, 5)
+            # a batch norm before a 1x1 convolution and another batch norm (ShuffleNet's
+            # branches) has a shift whose gradient is 0 in exact arithmetic; from PyTorch's zeros
+            # its step would be rounding noise compared to rounding noise
+            for bn in self.modules():
+                if isinstance(bn, nn.BatchNorm2d):
+                    bn.bias.data.uniform_(-1, 1)
+
+        def forward(self, x):
+            x = self.avgpool(self.maxpool(self.stem(x)))
+            x = self.se(self.grouped(self.mix(self.down(x))))
+            return self.fc(x.mean([2, 3]))
+
+    class SmallConvNeXt(nn.Module):
+        """torchvision's ConvNeXt pieces: a stem and LayerNorm2d (permute, F.layer_norm,
+        permute), a CNBlock (depthwise 7x7, Permute, LayerNorm, Linear, GELU, Linear, Permute, the
+        layer scale [C, 1, 1], stochastic depth) and the head's LayerNorm2d before the linear"""
+
+        def __init__(self, width=8, sd=0.1):
+            super().__init__()
+            from torchvision.models.convnext import CNBlock, LayerNorm2d
+            self.stem = nn.Sequential(nn.Conv2d(3, width, 2, stride=2),
+                                      LayerNorm2d(width, eps=1e-6))
+            self.block = CNBlock(width, layer_scale=0.5, stochastic_depth_prob=sd)
+            self.block.layer_scale.data.uniform_(0.5, 1.5)  # one per channel, not all one
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.norm = LayerNorm2d(width, eps=1e-6)
+            self.fc = nn.Linear(width, 5)
+
+        def forward(self, x):
+            x = self.norm(self.pool(self.block(self.stem(x))))
+            return self.fc(torch.flatten(x, 1))
 
     def rotate_half(x):
         x1 = x[..., : x.shape[-1] // 2]
@@ -358,6 +411,120 @@ class TestImport(unittest.TestCase):
         with self.assertRaises(ImportError_) as e:
             to_forward(Outer(), (2, 3, 2, 2))
         self.assertIn("multiplying [2, 4, 1] and [2, 1, 4]", str(e.exception))
+
+    def test_grouped_conv_ceil_pools_shuffle_and_se(self):
+        # issue #48's pieces of ShuffleNetV2, MobileNetV3, RegNet and MNASNet, as autotm's fields
+        from autotm_torch.importer import check_graph, to_forward
+        m = ShuffleSE()
+        g, params, _ = to_forward(m, (2, 3, 16, 16))
+        check_graph(g)
+        self.assertEqual(sum(p.numel() for p in params.values()),
+                         sum(p.numel() for p in m.parameters()))
+        by_name = {l["name"]: l for l in g["layers"]}
+        self.assertTrue(by_name["maxpool"]["ceil_mode"])
+        # no padding: counting it or not is one average, and autotm takes ceil_mode without it
+        self.assertEqual((by_name["avgpool"]["ceil_mode"], by_name["avgpool"]["count_include_pad"]),
+                         (True, False))
+        self.assertEqual(by_name["grouped"]["groups"], 4)
+        self.assertEqual(by_name["down.branch1.0"]["groups"], 8)  # depthwise
+        self.assertNotIn("groups", by_name["stem.0"])
+        # the channel shuffle: a permute of [groups, c / groups, h, w], then the channels joined
+        shuffles = [l for l in g["layers"] if l["op"] == "permute"]
+        self.assertEqual([(l["view"], l["perm"]) for l in shuffles],
+                         [([2, 8, 2, 2], [0, 2, 1, 3, 4])] * 2)
+        joins = [by_name[n] for n in by_name if by_name[n].get("input") in
+                 {l["name"] for l in shuffles}]
+        self.assertEqual([(l["op"], l["shape"]) for l in joins[:1]], [("reshape", [16, 2, 2])])
+        self.assertEqual(by_name["mix.chunk"]["parts"], 2)
+        # SqueezeExcitation's scale * input: the activation first, the [N, C, 1, 1] scale second
+        se = [l for l in g["layers"] if l["op"] == "mul"]
+        self.assertEqual(len(se), 1)
+        self.assertEqual(se[0]["inputs"], ["grouped", "se.scale_activation"])
+        self.assertEqual(by_name[g["output"]]["input"], "mean")
+        self.assertEqual(by_name["mean"]["op"], "global_avg_pool")
+
+    def test_convnext_layer_norm_2d_layer_scale_and_stochastic_depth(self):
+        from autotm_torch.importer import check_graph, to_forward
+        m = SmallConvNeXt()
+        g, params, left = to_forward(m, (2, 3, 16, 16))
+        check_graph(g)
+        self.assertEqual(sum(p.numel() for p in params.values()),
+                         sum(p.numel() for p in m.parameters()))
+        by_name = {l["name"]: l for l in g["layers"]}
+        norm = by_name["stem.1"]  # LayerNorm2d: over the channels, between two permutes
+        self.assertEqual((norm["op"], norm["params"]), ("layer_norm", ["stem.1.weight",
+                                                                       "stem.1.bias"]))
+        self.assertAlmostEqual(norm["epsilon"], 1e-6)
+        self.assertEqual(by_name[norm["input"]]["perm"], [0, 2, 3, 1])
+        after = [l for l in g["layers"] if l.get("input") == "stem.1"]
+        self.assertEqual([l["perm"] for l in after], [[0, 3, 1, 2]])
+        scale = by_name["block.layer_scale"]
+        self.assertEqual((scale["op"], scale["shape"], scale["params"]),
+                         ("scale", [8, 1, 1], ["block.layer_scale"]))
+        self.assertEqual(by_name["block.block.0"]["groups"], 8)  # depthwise
+        self.assertEqual([k for k, _ in left], ["stochastic depth"])
+        self.assertIn("module block.stochastic_depth", left[0][1])
+        _, _, left = to_forward(SmallConvNeXt(sd=0.0), (2, 3, 16, 16))
+        self.assertEqual(left, [])  # p = 0 drops nothing: nothing left out
+
+    def test_torchvision_refusals_name_the_piece(self):
+        # Swin's and MaxViT's attention are refused at the module, saying what autotm lacks;
+        # googlenet's auxiliary classifiers as inception_v3's; the limits of the new fields
+        from torchvision.models.maxvit import MaxVit
+        from torchvision.models.swin_transformer import (PatchMergingV2, SwinTransformer,
+                                                         SwinTransformerBlockV2)
+        from autotm_torch.importer import ImportError_, to_forward
+        swin = dict(patch_size=[4, 4], embed_dim=8, depths=[2], num_heads=[1], window_size=[2, 2],
+                    num_classes=5)
+        for model, what, why in (
+                (SwinTransformer(**swin), "ShiftedWindowAttention (module features.1.0.attn",
+                 "its shifted windows roll the image (torch.roll)"),
+                (SwinTransformer(**swin, block=SwinTransformerBlockV2,
+                                 downsample_layer=PatchMergingV2),
+                 "ShiftedWindowAttentionV2 (module features.1.0.attn",
+                 "gathers a learned table by a constant index"),
+                (MaxVit((32, 32), 8, 2, [8], [1], 4, 0.0, num_classes=5),
+                 "RelativePositionalMultiHeadAttention (module blocks.0.layers.0.layers."
+                 "window_attention.attn_layer.1", "relative_position_bias_table"
+                                                   "[relative_position_index]")):
+            with self.assertRaises(ImportError_) as e, warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # MaxViT's torch.meshgrid without indexing
+                to_forward(model, (1, 3, 32, 32))
+            self.assertIn(what, str(e.exception))
+            self.assertIn(why, str(e.exception))
+        with self.assertRaises(ImportError_) as e:
+            to_forward(torchvision.models.googlenet(init_weights=False), (1, 3, 64, 64))
+        self.assertIn("aux1.conv.conv.weight", str(e.exception))
+        self.assertIn("aux_logits=False", str(e.exception))
+
+        class Limits(nn.Module):
+            def __init__(self, part):
+                super().__init__()
+                self.part = part
+                self.conv = nn.Conv2d(3, 4, 3, padding=2, dilation=2)
+                self.widen = nn.Conv2d(3, 4, 1)
+                self.pool = nn.AvgPool2d(3, 2, padding=1, ceil_mode=True)
+                self.gain = nn.Parameter(torch.ones(2, 1, 1, 1))
+                self.fc = nn.Linear(4, 5)
+
+            def forward(self, x):
+                x = self.conv(x) if self.part == "dilation" else self.widen(x)
+                if self.part == "pool":
+                    x = self.pool(x)
+                if self.part == "gain":
+                    x = self.gain * x
+                if self.part == "norm":
+                    x = torch.nn.functional.layer_norm(x, x.shape[2:])
+                return self.fc(x.mean([2, 3]))
+
+        for part, msg in (("dilation", "Conv2d with dilation (2, 2)"),
+                          ("pool", "average pooling [3, 3], stride [2, 2], padding [1, 1] with "
+                                   "ceil_mode and count_include_pad"),
+                          ("gain", "multiplying [2, 4, 8, 8] by the parameter gain [2, 1, 1, 1]"),
+                          ("norm", "layer_norm of [2, 4, 8, 8] over [8, 8] with weight None")):
+            with self.assertRaises(ImportError_) as e:
+                to_forward(Limits(part), (2, 3, 8, 8))
+            self.assertIn(msg, str(e.exception), part)
 
     def test_rms_norm_maps_to_one_layer(self):
         from autotm_torch.importer import ImportError_, to_forward
@@ -656,6 +823,24 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         # noise there (docs/pytorch.md); at 64x64 every batch norm sees at least 8 values
         torch.manual_seed(0)
         self.check(torchvision.models.resnet18(num_classes=10), (2, 3, 64, 64))
+
+    def test_shuffle_se(self):
+        # grouped and depthwise convolutions' gradients, both pools' ceil_mode windows, the
+        # channel shuffle's permute, the split and the squeeze-and-excitation's product
+        torch.manual_seed(0)
+        self.check(ShuffleSE(), (2, 3, 16, 16))
+
+    def test_convnext_pieces(self):
+        # layer norm over the channels between permutes, a linear over the last of four
+        # dimensions, the layer scale's two gradients; stochastic depth off on both sides
+        torch.manual_seed(0)
+        self.check(SmallConvNeXt(), (2, 3, 16, 16))
+
+    def test_autotm_counts_torchvision_parameters(self):
+        # issue #48's models: autotm builds every layer and counts sum(p.numel())
+        for make in (torchvision.models.efficientnet_b0, torchvision.models.shufflenet_v2_x0_5,
+                     torchvision.models.convnext_tiny, torchvision.models.squeezenet1_1):
+            self.counts_parameters(make(num_classes=10), (1, 3, 64, 64))
 
     def test_gpt_block(self):
         from autotm_torch.cli import load_callable
