@@ -34,6 +34,7 @@ that nothing autotm refuses is written.
 """
 
 import collections
+import importlib
 import math
 import operator
 import os
@@ -1339,11 +1340,12 @@ class _Call(collections.namedtuple("_Call", "m x a kw out path")):
 class _Mapping:
     """one row of the importer's table, as C's op tables have an entry per op: the calls it maps,
     each by its handler (a _Builder method taking a _Call), and its row of docs/pytorch.md's
-    table. A call is an nn.Module class (its subclasses too, unless mapped themselves), a
-    function (by identity) or a tensor method's name, and maps to one handler: _Mapping(doc,
-    layer, handler, *calls); parts gives more (handler, calls) pairs where one row documents a
-    pattern of several calls (an RMS norm), and a row with neither only documents what other
-    rows' handlers do. The refusal message lists every row's doc"""
+    table. A call is an nn.Module class (kept whole, not traced through, even from outside
+    torch.nn; a torch.nn subclass of it without a row maps to its handler), a function (by
+    identity) or a tensor method's name, and maps to one handler: _Mapping(doc, layer, handler,
+    *calls); parts gives more (handler, calls) pairs where one row documents a pattern of several
+    calls (an RMS norm), and a row with neither only documents what other rows' handlers do. The
+    refusal message lists the doc of every row that is supported"""
 
     def __init__(self, doc, layer, handler=None, *calls, parts=(), supported=True):
         self.doc, self.layer = doc, layer  # the cells of docs/pytorch.md, in markdown
@@ -1373,7 +1375,6 @@ def _refuses(why):
 def _torchvision(*names):
     """torchvision's objects of those names (ops.StochasticDepth), none without torchvision"""
     try:
-        import importlib
         return tuple(getattr(importlib.import_module("torchvision." + n.rpartition(".")[0]),
                              n.rpartition(".")[2]) for n in names)
     except ImportError:
