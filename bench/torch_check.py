@@ -3,7 +3,7 @@
 on the CPU or on a GPU (docs/pytorch.md, "The check against PyTorch")
 
 usage: bench/torch_check.py [--device cpu|cuda] [--models LIST] [--autotm PATH] [--json FILE]
-                            [--optimizer sgd|momentum|adamw] [--steps N]
+                            [--optimizer sgd|momentum|adamw] [--steps N] [--seed N]
 
 Each model is made (torch.manual_seed(0)), its weights and one batch written, and one step taken
 in PyTorch (float32, deterministic algorithms; on a GPU without TF32) and in autotm under the
@@ -15,7 +15,9 @@ relative difference of any weight after the step, and with --json writes them (a
 Models: small_cnn (examples/small_cnn.py, 4x3x16x16), resnet18 (torchvision, 2x3x64x64),
 gpt_block (examples/gpt_block.py, 2x16 token ids), vit (examples/vit_small.py: torchvision's
 VisionTransformer, small, 2x3x32x32), and the zoo's tiny_gpt, tiny_bert, tiny_vit and
-tiny_llama. With --optimizer, the imported models take --steps steps (default 3) of
+tiny_llama; and one model of each torchvision family imported beside those (resnext50_32x4d,
+regnet_y_400mf, shufflenet_v2_x0_5, mnasnet0_5, efficientnet_b0, mobilenet_v3_small, googlenet
+without auxiliary classifiers, squeezenet1_1, convnext_tiny: 10 classes, 4x3x64x64). With --optimizer, the imported models take --steps steps (default 3) of
 torch.optim's optimizer instead, each from the weights and states autotm's step before wrote
 (autotm_torch.check, --optimizer); the zoo's models are checked with SGD only.
 Tolerances: loss 1e-5, weights 1e-4 (relative).
@@ -31,8 +33,13 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
+# one model of each torchvision family autotm imports beside the ResNets, VGGs, DenseNets and
+# ViTs: built with 10 classes (googlenet without its auxiliary classifiers) at 4x3x64x64
+TORCHVISION = ("resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x0_5", "mnasnet0_5",
+               "efficientnet_b0", "mobilenet_v3_small", "googlenet", "squeezenet1_1",
+               "convnext_tiny")
 MODELS = ("small_cnn", "resnet18", "gpt_block", "vit", "tiny_gpt", "tiny_bert", "tiny_vit",
-          "tiny_llama")
+          "tiny_llama") + TORCHVISION
 
 
 def imported(name):
@@ -46,6 +53,9 @@ def imported(name):
             (4, 3, 16, 16), False
     if name == "resnet18":
         return torchvision.models.resnet18(num_classes=10), (2, 3, 64, 64), False
+    if name in TORCHVISION:
+        kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+        return getattr(torchvision.models, name)(num_classes=10, **kw), (4, 3, 64, 64), False
     if name == "gpt_block":
         return load_callable(os.path.join(REPO, "examples", "gpt_block.py") + ":make")(), \
             (2, 16), True
@@ -59,6 +69,8 @@ def main(argv=None):
                                             "model the suite checks.")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--models", default=",".join(MODELS), help=f"of {', '.join(MODELS)}")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the batch's seed (default 0; the weights' is 0 whatever it is)")
     p.add_argument("--autotm", help="the autotm binary (default: $AUTOTM, the build folders)")
     p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     p.add_argument("--optimizer", choices=("sgd", "momentum", "adamw"),
@@ -113,6 +125,7 @@ def main(argv=None):
             else:
                 model, shape, tokens = imported(name)
                 rows = icheck.check(model, shape, ["all-fast", "random"], autotm, name=name,
+                                    seed=a.seed,
                                     tokens=tokens, device=a.device, optimizer=opt,
                                     steps=a.steps if opt else 1)
         except RuntimeError as e:
@@ -126,7 +139,7 @@ def main(argv=None):
                             "within": dl <= icheck.LOSS_TOL and dw <= icheck.WEIGHT_TOL})
     if a.json:
         doc = {"device": a.device, "device_name": device_name, "torch": torch.__version__,
-               "optimizer": opt, "steps": a.steps if opt else 1,
+               "optimizer": opt, "steps": a.steps if opt else 1, "seed": a.seed,
                "loss_tol": icheck.LOSS_TOL, "weight_tol": icheck.WEIGHT_TOL, "rows": results}
         write_atomic(a.json, (json.dumps(doc, indent=1) + "\n").encode())
     return 0 if ok else 1

@@ -33,7 +33,8 @@ and cuDNN calls use none), each step timed to torch.cuda.synchronize(), and auto
 The target: autotm / PyTorch <= 1.00 on every network.
 Networks: vgg16, vgg19, resnet50, resnet200, densenet121, densenet264 (torchvision's layouts),
 inception_v4 (examples/inception_v4.py: torchvision has none, so the zoo's layout in plain
-PyTorch), resnet18 (a quick check), and the transformers.
+PyTorch), resnet18 (a quick check), mobilenet_v2 and efficientnet_b0 (torchvision's, at 8 x 112,
+their depthwise convolutions), and the transformers.
 Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
 """
 
@@ -54,6 +55,8 @@ SMALL = {
     "vgg16": (8, 64), "vgg19": (8, 64), "resnet50": (8, 112), "resnet200": (4, 112),
     "densenet121": (8, 112), "densenet264": (4, 112), "resnet18": (8, 64),
     "inception_v4": (4, 149),
+    # torchvision's mobile networks (not in the zoo): ResNet-50's small preset
+    "mobilenet_v2": (8, 112), "efficientnet_b0": (8, 112),
 }
 LR = 0.01
 # the zoo's transformers, measured as the zoo builds them (autotm_torch.zoo_check's twins)
