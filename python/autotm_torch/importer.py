@@ -40,6 +40,7 @@ import operator
 import os
 import re
 import traceback
+import types
 
 import torch
 import torch.fx
@@ -144,7 +145,10 @@ class _Tracer(torch.fx.Tracer):
     """symbolic tracing that keeps every node's source line and runs every node for real"""
 
     def __init__(self, example):
-        super().__init__()
+        # the table's functions written in Python (torchvision's stochastic_depth) are calls of
+        # their own where a forward's module imported them by name, not traced through
+        super().__init__(autowrap_functions=tuple(
+            f for f in _BY_FUNCTION if isinstance(f, types.FunctionType)))
         self.record_stack_traces = True
         self.example = example
         self.values = {}

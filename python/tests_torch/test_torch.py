@@ -14,6 +14,7 @@ try:
     import torch
     import torch.nn as nn
     import torchvision
+    from torchvision.ops import stochastic_depth  # by its name, as a model's module imports it
 except ImportError:  # the suite installs them; a bare checkout may lack them
     torch = None
 
@@ -466,6 +467,41 @@ class TestImport(unittest.TestCase):
         self.assertIn("module block.stochastic_depth", left[0][1])
         _, _, left = to_forward(SmallConvNeXt(sd=0.0), (2, 3, 16, 16))
         self.assertEqual(left, [])  # p = 0 drops nothing: nothing left out
+
+    def test_functional_pools_and_stochastic_depth(self):
+        # F.max_pool2d's arguments by position (ceil_mode the sixth), F.avg_pool2d's by name,
+        # torchvision.ops.stochastic_depth called in the forward; MaxPool2d's return_indices
+        # refused
+        from autotm_torch.importer import ImportError_, to_forward
+        F = torch.nn.functional
+
+        class Functional(nn.Module):
+            def __init__(self, indices=False):
+                super().__init__()
+                self.indices = indices
+                self.conv = nn.Conv2d(3, 4, 3, padding=1)
+                self.pool = nn.MaxPool2d(2, return_indices=True)
+                self.fc = nn.Linear(4, 5)
+
+            def forward(self, x):
+                if self.indices:
+                    x = self.pool(self.conv(x))[0]
+                else:
+                    x = F.max_pool2d(self.conv(x), 3, 2, 0, 1, True)
+                x = stochastic_depth(x, 0.2, "row", self.training)
+                x = F.avg_pool2d(x, 2, ceil_mode=True)
+                return self.fc(x.mean([2, 3]))
+
+        g, _, left = to_forward(Functional(), (2, 3, 8, 8))
+        pools = [l for l in g["layers"] if l["op"] in ("max_pool", "avg_pool")]
+        self.assertEqual([(l["kernel"], l["stride"], l.get("ceil_mode")) for l in pools],
+                         [(3, 2, True), (2, 2, True)])
+        self.assertTrue(pools[1]["count_include_pad"])  # 4x4 in 2x2 windows: none added
+        self.assertEqual([k for k, _ in left], ["stochastic depth"])
+        self.assertIn("test_torch.py:", left[0][1])
+        with self.assertRaises(ImportError_) as e:
+            to_forward(Functional(indices=True), (2, 3, 8, 8))
+        self.assertIn("max pooling with return_indices (module pool", str(e.exception))
 
     def test_torchvision_refusals_name_the_piece(self):
         # Swin's and MaxViT's attention are refused at the module, saying what autotm lacks;
