@@ -133,10 +133,13 @@ def main(argv=None):
             return 3
         print(f"{name} ({time.time() - t:.1f} s)")
         ok = icheck.report(rows) and ok
-        for pl, la, lt, dl, k, dw in rows:
+        for row in rows:
+            pl, la, lt, dl, k, dw, *rest = row
             results.append({"model": name, "placement": pl, "loss_autotm": la, "loss_torch": lt,
                             "loss_rel_diff": dl, "worst_weight": k, "weight_rel_diff": dw,
-                            "within": dl <= icheck.LOSS_TOL and dw <= icheck.WEIGHT_TOL})
+                            "from_float64": ({"autotm": rest[0][0], "torch": rest[0][1]}
+                                             if rest else None),
+                            "within": icheck.within(row)})
     if a.json:
         doc = {"device": a.device, "device_name": device_name, "torch": torch.__version__,
                "optimizer": opt, "steps": a.steps if opt else 1, "seed": a.seed,

@@ -33,6 +33,15 @@ that reaches only a convolution and another batch norm (MobileNetV3's, MNASNet's
 starts at zero and moves by lr times float32's rounding of a sum that cancels, which a small
 variance can make a thousandth of the largest gradient: no two implementations agree on it.
 
+float32 itself cannot resolve some steps: a batch norm over few values (batch 4 of a 4x4 image)
+whose variance is small amplifies rounding, and PyTorch's float32 step then differs from its own
+float64 step by more than the tolerance (ResNeXt-50 and ResNet-50 at 64x64: by up to 0.12). So do
+ReLU inputs within rounding of zero, which each implementation's rounding puts on either side.
+The float64 step judges there: where a weight is further than 1e-4 from PyTorch's, the row is
+still within when autotm's largest distance of any weight from the float64 step's is no more
+than PyTorch's float32 one plus 1e-4: autotm's step is as exact as PyTorch's. Rows print both
+distances where a weight is further than 1e-4 ("from the float64 step").
+
 Exit status: 0 every placement within the tolerances (loss 1e-5, weights 1e-4), 1 not, 2 bad
 usage, 3 the model cannot be imported or autotm failed, 8 MODEL or autotm not found, 130
 interrupted; never a traceback.
@@ -214,8 +223,8 @@ def torch_update(model, data, opt, start, device="cpu"):
 
 def torch_step(model, data, lr, device="cpu"):
     """PyTorch's step on device: (loss, {name: parameter after the update, on the CPU}, {name:
-    mask of the elements whose gradient is zero in exact arithmetic}); the model is left on the
-    CPU"""
+    mask of the elements whose gradient is zero in exact arithmetic}, {name: the parameter after
+    the step taken in float64}); the model is left on the CPU"""
     import torch
     deterministic(device)
     loss = training_loss(model, data, device)
@@ -225,12 +234,13 @@ def torch_step(model, data, lr, device="cpu"):
         after = {k: (p - lr * g).detach().cpu().clone()
                  for (k, p), g in zip(params.items(), grads)}
     model.to("cpu")
-    return float(loss), after, exact_zeros(model, data, device)
+    return (float(loss), after, *float64_step(model, data, lr, device))
 
 
-def exact_zeros(model, data, device):
-    """{name: mask of the elements of each parameter whose gradient is zero in exact arithmetic:
-    at most NOISE times the model's largest when the step is taken in float64}"""
+def float64_step(model, data, lr, device):
+    """the step in float64 (the model and batch in double): ({name: mask of the elements whose
+    gradient is zero in exact arithmetic, at most NOISE times the model's largest}, {name: the
+    parameter after the step})"""
     import copy
     import torch
     twin = copy.deepcopy(model).double()
@@ -238,7 +248,41 @@ def exact_zeros(model, data, device):
     params = dict(twin.named_parameters())
     grads = torch.autograd.grad(training_loss(twin, batch, device), list(params.values()))
     top = max(float(g.abs().max()) for g in grads)
-    return {k: (g.abs() <= NOISE * top).cpu() for k, g in zip(params, grads)}
+    twin.to("cpu")
+    with torch.no_grad():
+        after = {k: (p - lr * g).detach().cpu() for (k, p), g in zip(params.items(), grads)}
+    return {k: (g.abs() <= NOISE * top).cpu() for k, g in zip(params, grads)}, after
+
+
+def from_float64(want, got, exact, noise):
+    """(autotm's, PyTorch's) largest distance of any parameter after the step from the float64
+    step's, relative to its largest magnitude: where float32 cannot resolve a step (a batch norm
+    over few values whose small variance amplifies rounding, a ReLU's input within rounding of
+    zero), the two float32 results part, and float64 says how far each is from exact"""
+    worst_a = worst_t = 0.0
+    for k, w in want.items():
+        e = exact[k].reshape(w.shape)
+        g = got[k].reshape(w.shape).double()
+        w = w.double()
+        if k in noise and noise[k].shape == w.shape:
+            keep = ~noise[k]
+            w, g, e = w[keep], g[keep], e[keep]
+            if w.numel() == 0:
+                continue
+        scale = float(e.abs().max()) or 1.0
+        worst_a = max(worst_a, float((g - e).abs().max()) / scale)
+        worst_t = max(worst_t, float((w - e).abs().max()) / scale)
+    return worst_a, worst_t
+
+
+def within(row):
+    """a check row is within: the loss within LOSS_TOL, and every weight within WEIGHT_TOL of
+    PyTorch's, or (where the step was also taken in float64) autotm's weights no farther from
+    float64's than PyTorch's float32 weights are, give or take WEIGHT_TOL"""
+    pl, la, lt, dl, k, dw, *rest = row
+    exact = rest[0] if rest else None
+    return dl <= LOSS_TOL and (dw <= WEIGHT_TOL or
+                               (exact is not None and exact[0] <= exact[1] + WEIGHT_TOL))
 
 
 def compare(want, got, noise=None):
@@ -302,7 +346,7 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
                     for k, p in model.named_parameters():
                         p.copy_(before[k])
         try:
-            loss_t, after_t, noise = torch_step(model, data, lr, device)
+            loss_t, after_t, noise, exact = torch_step(model, data, lr, device)
         except Exception as e:  # noqa: BLE001 -- the model's own code
             raise ImportError_(f"PyTorch's training step failed: {type(e).__name__}: {e}"
                                f"{where(e)}") from None
@@ -315,8 +359,10 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
         for pl in placements:
             r, w1 = os.path.join(tmp, f"r-{pl}.json"), os.path.join(tmp, f"w1-{pl}.safetensors")
             loss_a = autotm_step(autotm, g, pl, w, d, w1, r, env, device)
-            k, dw = compare(after_t, safetensors.read(w1), noise)
-            rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw))
+            got = safetensors.read(w1)
+            k, dw = compare(after_t, got, noise)
+            rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw,
+                         from_float64(after_t, got, exact, noise)))
     return rows
 
 
@@ -374,10 +420,13 @@ def report(rows):
     ok = True
     print(f"  {'placement':<12} {'loss autotm':>12} {'loss torch':>12} {'rel. diff':>10}   "
           f"largest weight difference (relative)")
-    for pl, la, lt, dl, k, dw in rows:
-        good = dl <= LOSS_TOL and dw <= WEIGHT_TOL
+    for row in rows:
+        pl, la, lt, dl, k, dw, *rest = row
+        good = within(row)
         ok = ok and good
-        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k})"
+        exact = "" if dw <= WEIGHT_TOL or not rest else \
+            f"; from the float64 step: autotm {rest[0][0]:.2e}, PyTorch {rest[0][1]:.2e}"
+        print(f"  {pl:<12} {la:>12.7f} {lt:>12.7f} {dl:>10.2e}   {dw:.2e} ({k}){exact}"
               f"{'' if good else '   NOT within ' + str(LOSS_TOL) + ' / ' + str(WEIGHT_TOL)}")
     return ok
 
