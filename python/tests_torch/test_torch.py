@@ -832,6 +832,25 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         torch.manual_seed(0)
         self.check(load_callable(EXAMPLE + ":make")(), (4, 3, 16, 16))
 
+    def torchvision_model(self, name):
+        # one model of a torchvision family imported for its grouped or depthwise convolutions,
+        # squeeze-and-excitation, mobile activations, ceil-mode pooling or channel shuffle, as
+        # bench/torch_check.py checks each (10 classes, 4x3x64x64)
+        torch.manual_seed(0)
+        self.check(getattr(torchvision.models, name)(num_classes=10), (4, 3, 64, 64))
+
+    def test_torchvision_mobilenet_v3_small(self):
+        self.torchvision_model("mobilenet_v3_small")
+
+    def test_torchvision_squeezenet1_1(self):
+        self.torchvision_model("squeezenet1_1")
+
+    def test_torchvision_shufflenet_v2_x0_5(self):
+        self.torchvision_model("shufflenet_v2_x0_5")
+
+    def test_torchvision_regnet_y_400mf(self):
+        self.torchvision_model("regnet_y_400mf")
+
     def test_conv_applied_twice(self):
         # one weight, its gradient the sum of both uses' parts
         torch.manual_seed(0)
