@@ -436,11 +436,15 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 		eh = ceil_extra(t->dims[2], kh, stride, pad, &oh);
 		ew = ceil_extra(t->dims[3], kw, stride, pad, &ow);
 	}
+	/* PyTorch's divisor counts the near padding and the far padding up to pad, never the
+	 * ceil's overhang: without padding that is the part inside x, exclude_pad's */
+	if ((eh || ew) && !max && !exclude_pad && pad == 0)
+		exclude_pad = true;
 	if ((eh || ew) && !max && !exclude_pad)
-		return failf(b, ATM_E_USAGE, "layer '%s': average pooling with ceil_mode and "
-		             "count_include_pad would divide its last windows by the part inside the "
+		return failf(b, ATM_E_USAGE, "layer '%s': average pooling with ceil_mode, padding %d "
+		             "and count_include_pad would divide its last windows by the part inside the "
 		             "padding but not past it; autotm's counts all of the window or none of "
-		             "the padding (give count_include_pad false)", name);
+		             "the padding (give count_include_pad false)", name, pad);
 	int64_t yd[4] = {t->dims[0], t->dims[1], oh, ow};
 	int32_t out[2];
 	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);

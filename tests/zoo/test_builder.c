@@ -306,7 +306,10 @@ static void test_builder_ceil_groups_scale(void **state)
 	int32_t ap = zb_pool_ceil(b, "ap", c5, 2, 2, 1, false, true);      /* 5 + 2 - 2 over 2 up: 4,
 	                                                                    * whose last window would
 	                                                                    * start at 6 = 5 + 1: 3 */
-	int32_t fc = zb_fc(b, "fc", zb_global_avgpool(b, "gap", ap), 5);
+	int32_t ai = zb_pool_ceil(b, "ai", ap, 2, 2, 0, false, false);     /* 3: 0.5 up, 2; counting
+	                                                                    * no padding, the part
+	                                                                    * inside is the divisor */
+	int32_t fc = zb_fc(b, "fc", zb_global_avgpool(b, "gap", ai), 5);
 	assert_int_equal(zb_finish(b, fc, &g), ATM_OK);
 	assert_int_equal(atm_graph_tensor(g, mp)->dims[2], 56);
 	assert_int_equal(atm_graph_tensor(g, mp)->dims[3], 56);
@@ -325,10 +328,12 @@ static void test_builder_ceil_groups_scale(void **state)
 	assert_int_equal(atm_graph_tensor(g, c5)->dims[2], 5);
 	assert_int_equal(atm_graph_tensor(g, ap)->dims[2], 3);
 	assert_int_equal(atm_graph_node(g, node_named(g, "ap"))->attrs.pad[2], 1);
+	assert_int_equal(atm_graph_tensor(g, ai)->dims[2], 2);
+	assert_true(atm_graph_node(g, node_named(g, "ai"))->attrs.exclude_pad);
 	atm_graph_destroy(g);
 
 	static const char *const frags[] = {"3 groups must be >= 1 and divide both its 64 input",
-	                                    "ceil_mode and count_include_pad",
+	                                    "ceil_mode, padding 1 and count_include_pad",
 	                                    "a scale of 4 dims"};
 	for (int i = 0; i < 3; i++) {
 		zb *z = NULL;
@@ -336,7 +341,7 @@ static void test_builder_ceil_groups_scale(void **state)
 		int32_t v = zb_conv(z, "c", zb_image(z, 3, 8, 8), 64, 1, 1, 1, 0, 0, false), y;
 		switch (i) {
 		case 0: y = zb_conv_groups(z, "g", v, 64, 3, 3, 1, 1, 1, 3, false); break;
-		case 1: y = zb_pool_ceil(z, "p", v, 3, 2, 0, false, false); break; /* 8: 3.5 up, 4 */
+		case 1: y = zb_pool_ceil(z, "p", v, 3, 2, 1, false, false); break; /* 9: 4.5 up, 5 */
 		default: y = zb_scale(z, "s", v, 4, (int64_t[]){2, 64, 1, 1}); break;
 		}
 		assert_int_equal(y, -1);

@@ -290,7 +290,8 @@ static void test_forward_refusals(void **state)
 		{HEAD "{\"name\": \"g\", \"op\": \"conv\", \"input\": \"input\", \"out_channels\": 4, "
 		 "\"kernel\": 3, \"groups\": 0}], \"output\": \"g\"}", "'groups' must be an integer from 1"},
 		{HEAD "{\"name\": \"p\", \"op\": \"avg_pool\", \"input\": \"input\", \"kernel\": 3, "
-		 "\"stride\": 2, \"ceil_mode\": true}], \"output\": \"p\"}", "ceil_mode and count_include_pad"},
+		 "\"stride\": 2, \"pad\": 1, \"ceil_mode\": true}], \"output\": \"p\"}",
+		 "ceil_mode, padding 1 and count_include_pad"},
 		{HEAD "{\"name\": \"p\", \"op\": \"max_pool\", \"input\": \"input\", \"kernel\": 3, "
 		 "\"ceil_mode\": 1}], \"output\": \"p\"}", "'ceil_mode' must be true or false"},
 		{HEAD "{\"name\": \"s\", \"op\": \"scale\", \"input\": \"input\", \"shape\": [4, 1, 1]}], "
