@@ -386,6 +386,14 @@ class TestImport(unittest.TestCase):
             to_forward(InPlace(), (2, 3, 2, 2))
         self.assertIn("changes fc in place", str(e.exception))
         self.assertIn("module act", str(e.exception))
+        # the mobile activations in place, their input read afterwards: refused by name too
+        for act in (nn.Hardswish(inplace=True), nn.SiLU(inplace=True), nn.ReLU6(inplace=True),
+                    nn.Hardsigmoid(inplace=True)):
+            m = InPlace()
+            m.act = act
+            with self.assertRaises(ImportError_) as e:
+                to_forward(m, (2, 3, 2, 2))
+            self.assertIn("changes fc in place", str(e.exception))
 
     def test_products_and_silu(self):
         # the per-channel scale keeps the larger operand first; * of a tensor by one that does
