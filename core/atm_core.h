@@ -179,6 +179,8 @@ typedef enum {
 	ATM_OP_ADAMW,             /* in: w, dw, exp_avg, exp_avg_sq, step[1]  out: none; PyTorch's
 	                           * AdamW at step t = step + 1 (decoupled weight decay, bias
 	                           * correction); writes w, exp_avg, exp_avg_sq and step = t */
+	ATM_OP_ALLREDUCE,         /* in: dw0..dwk  out: r0..rk, each dwi's mean over attrs.ranks
+	                           * data-parallel ranks, in a fixed order (a bucket of gradients) */
 	ATM_N_OPS
 } atm_op;
 
@@ -204,6 +206,7 @@ typedef struct {
 	float beta1, beta2; /* adamw: the moving averages' factors (0.9, 0.999 in PyTorch) */
 	float weight_decay; /* sgd_momentum (added to the gradient), adamw (decoupled) */
 	int32_t groups;     /* convolutions: channel groups (depthwise: as many as channels); 0 means 1 */
+	int32_t ranks;      /* allreduce: the data-parallel ranks the mean is over */
 } atm_attrs;
 
 /* A tensor as the graph holds it (read-only view, owned by the graph). */
@@ -245,6 +248,9 @@ atm_status atm_kind_from_name(const char *s, atm_tensor_kind *out);
 atm_status atm_op_from_name(const char *s, atm_op *out);
 /* atm_op_is_inplace -- the op writes one of its inputs in place (the updates: SGD, AdamW) */
 bool atm_op_is_inplace(atm_op op);
+/* atm_op_is_update -- the op is a parameter's update (sgd, sgd_momentum, adamw): it reads the
+ * parameter (input 0) and its gradient (input 1) and writes the parameter in place */
+bool atm_op_is_update(atm_op op);
 /* atm_op_writes_input -- the op writes its input i in place (SGD its input 0; AdamW the
  * parameter and its three states) */
 bool atm_op_writes_input(atm_op op, int i);
@@ -274,8 +280,9 @@ enum {
 	ATM_ATTR_BETA2 = 1u << 17,      /* "beta2" */
 	ATM_ATTR_WEIGHT_DECAY = 1u << 18, /* "weight_decay" */
 	ATM_ATTR_GROUPS = 1u << 19,     /* "groups" (written only when above 1) */
+	ATM_ATTR_RANKS = 1u << 20,      /* "ranks" */
 };
-#define ATM_N_ATTRS 20
+#define ATM_N_ATTRS 21
 
 /* atm_attr_name -- the JSON key of one ATM_ATTR_* bit; NULL for anything else */
 const char *atm_attr_name(unsigned attr);
@@ -385,6 +392,28 @@ atm_status atm_graph_with_update(const atm_graph *g, const atm_update *u, atm_gr
 /* atm_graph_update_of -- the update g's step ends in (its first update node's) and the
  * bytes of its optimizer state; false for a graph with no update node */
 bool atm_graph_update_of(const atm_graph *g, atm_update *u, int64_t *state_bytes);
+
+/* ---------------------------------------------------------------- data parallelism */
+
+/* Data-parallel training: every rank takes the step on its shard of the batch, and the
+ * gradients are averaged over the ranks before the update (docs/graph-format.md, "Many
+ * machines"). */
+#define ATM_ALLREDUCE_BUCKET_BYTES ((int64_t)25 << 20) /* PyTorch DDP's default bucket */
+#define ATM_ALLREDUCE_BUCKET_TENSORS 32
+
+/* atm_graph_with_allreduce -- a copy of g (*out, validated) in which the gradients each update
+ * reads are first averaged over ranks: the updates in schedule order fall into buckets of
+ * gradients (at most bucket_bytes, 0: ATM_ALLREDUCE_BUCKET_BYTES, and at most
+ * ATM_ALLREDUCE_BUCKET_TENSORS tensors; a gradient larger than a bucket is a bucket of its
+ * own); after the last gradient of a bucket is complete one allreduce node "allreduce.K"
+ * reads them all and writes their means ("G.mean" for gradient G), and the bucket's updates
+ * follow it, reading the means. ATM_E_USAGE for ranks below 2, a graph without updates or one
+ * that has allreduce nodes already. */
+atm_status atm_graph_with_allreduce(const atm_graph *g, int ranks, int64_t bucket_bytes,
+                                    atm_graph **out);
+
+/* atm_graph_ranks -- the ranks g's allreduce nodes average over; 1 for a graph without them */
+int atm_graph_ranks(const atm_graph *g);
 
 /* atm_graph_set_workspace -- scratch bytes node id needs while it runs */
 atm_status atm_graph_set_workspace(atm_graph *g, int32_t node, int64_t bytes);

@@ -39,7 +39,7 @@ atm_shape_rule atm_shape_conv, atm_shape_ip, atm_shape_relu, atm_shape_pool, atm
 	atm_shape_concat, atm_shape_add, atm_shape_loss, atm_shape_sgd, atm_shape_matmul,
 	atm_shape_reduce, atm_shape_layer_norm, atm_shape_softmax, atm_shape_embedding,
 	atm_shape_permute, atm_shape_narrow, atm_shape_token_loss, atm_shape_mul, atm_shape_mul_bwd,
-	atm_shape_rms_norm, atm_shape_rope, atm_shape_update;
+	atm_shape_rms_norm, atm_shape_rope, atm_shape_update, atm_shape_allreduce;
 
 /* atm_shape_matmul_dims, atm_shape_permute_view -- the geometry the matmul and permute rules
  * check, for atm_matmul_dims_of and atm_permute_view (geometry.c) */
@@ -56,7 +56,7 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
 /* Work rules (work.c). */
 atm_work_rule atm_work_conv, atm_work_ip, atm_work_per_out_elem, atm_work_pool, atm_work_bn_fwd,
 	atm_work_bn_bwd, atm_work_copy, atm_work_softmax_xent_fwd, atm_work_two_per_in_elem,
-	atm_work_matmul, atm_work_transcendental, atm_work_update;
+	atm_work_matmul, atm_work_transcendental, atm_work_update, atm_work_allreduce;
 
 /* atm_work_io_bytes -- every operand once, and the inputs an op writes in place twice (read
  * and written): the traffic every op has, before its rule */

@@ -521,6 +521,7 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 	a->beta1 = GJ_DEFAULT_BETA1;
 	a->beta2 = GJ_DEFAULT_BETA2;
 	a->scale = 1.0f;
+	a->ranks = d && (d->attrs & ATM_ATTR_RANKS) ? 1 : 0; /* 0 elsewhere: digests stay as they were */
 	gj_sub(where, sizeof where, label, "attrs");
 	if (obj && !json_is_object(obj))
 		return gj_expected(where, "an object", obj);
@@ -613,6 +614,13 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 		    (rc = gj_float(v, gj_sub(w, sizeof w, where, factors[f].key), 0, false,
 		                   "a number >= 0", factors[f].to)) < 0)
 			return rc;
+	if ((v = json_object_get(obj, "ranks"))) {
+		int64_t x;
+		if ((rc = gj_int(v, gj_sub(w, sizeof w, where, "ranks"), 1, 1 << 20,
+		                 "a number of ranks from 1 to 1048576", &x)) < 0)
+			return rc;
+		a->ranks = (int32_t)x;
+	}
 	if ((v = json_object_get(obj, "groups"))) {
 		int64_t x;
 		if ((rc = gj_int(v, gj_sub(w, sizeof w, where, "groups"), 1, INT32_MAX,
@@ -1015,6 +1023,8 @@ static json_t *gj_attrs_json(const atm_node *n, bool *ok)
 		if (strcmp(k, "groups") == 0) { /* only when above 1: ungrouped files stay as they were */
 			if (a->groups > 1)
 				atm_json_set_new(o, k, json_integer(a->groups), ok);
+		} else if (strcmp(k, "ranks") == 0) {
+			atm_json_set_new(o, k, json_integer(a->ranks), ok);
 		} else if (strcmp(k, "kernel") == 0)
 			atm_json_set_new(o, k, gj_ints(a->kernel, 2), ok);
 		else if (strcmp(k, "stride") == 0)

@@ -273,6 +273,11 @@ static const struct atm_op_entry ops[] = {
 		      .inplace = 1u << 0 | 1u << 2 | 1u << 3 | 1u << 4},
 		.digest_id = 54, .shape = atm_shape_update, .work = atm_work_update,
 	},
+	[ATM_OP_ALLREDUCE] = {
+		.d = {.name = "allreduce", .min_in = 1, .max_in = ATM_ALLREDUCE_BUCKET_TENSORS,
+		      .min_out = 1, .max_out = ATM_ALLREDUCE_BUCKET_TENSORS, .attrs = ATM_ATTR_RANKS},
+		.digest_id = 55, .shape = atm_shape_allreduce, .work = atm_work_allreduce,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,
@@ -283,7 +288,7 @@ _Static_assert(sizeof ops / sizeof ops[0] == ATM_N_OPS, "core/ops.c: an op has n
 static const char *const attr_names[ATM_N_ATTRS] = {
 	"kernel", "stride", "pad", "exclude_pad", "epsilon", "axis", "lr",
 	"trans_a", "trans_b", "scale", "causal", "tanh", "positions", "perm", "theta",
-	"momentum", "beta1", "beta2", "weight_decay", "groups",
+	"momentum", "beta1", "beta2", "weight_decay", "groups", "ranks",
 };
 
 /* atm_op_entry -- op's entry, NULL for a value that is no op */
@@ -336,6 +341,11 @@ bool atm_op_is_inplace(atm_op op)
 {
 	const atm_op_desc *d = atm_op_describe(op);
 	return d && d->inplace;
+}
+
+bool atm_op_is_update(atm_op op)
+{
+	return op == ATM_OP_SGD || op == ATM_OP_SGD_MOMENTUM || op == ATM_OP_ADAMW;
 }
 
 /* atm_op_writes_input -- op writes its input i in place */

@@ -46,6 +46,8 @@ void atm_graph_digest(const atm_graph *g, char out[17])
 		h = atm_fnv1a(h, ints, sizeof ints);
 		if (a->groups > 1) /* ungrouped graphs keep their digests */
 			h = fnv_i64(h, a->groups);
+		if (a->ranks > 0) /* so do graphs without allreduce nodes */
+			h = fnv_i64(h, a->ranks);
 		h = fnv_i64(h, n->workspace_bytes);
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);

@@ -709,3 +709,20 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
 	}
 	return ATM_OK;
 }
+
+/* atm_shape_allreduce -- each output the shape of its input, as many of them, ranks >= 1 */
+atm_status atm_shape_allreduce(const atm_node *n, const atm_tensor *const *in,
+                               const atm_tensor *const *out)
+{
+	char sx[128], sy[128];
+	CHECK(n->attrs.ranks >= 1, "ranks must be >= 1, got %d", n->attrs.ranks);
+	CHECK(n->n_in == n->n_out, "%d gradients in but %d means out; one mean each", n->n_in,
+	      n->n_out);
+	for (int i = 0; i < n->n_in; i++) {
+		bool same = in[i]->ndim == out[i]->ndim &&
+		            !memcmp(in[i]->dims, out[i]->dims, (size_t)in[i]->ndim * sizeof in[i]->dims[0]);
+		CHECK(same, "mean '%s' has shape %s; expected '%s' %s", out[i]->name,
+		      shape_str(out[i], sy, sizeof sy), in[i]->name, shape_str(in[i], sx, sizeof sx));
+	}
+	return ATM_OK;
+}

@@ -80,6 +80,8 @@ static void sig_build(atm_text *s, const atm_graph *g, const atm_node *n)
 		atm_text_add(s, "/wd%s", float_str(a->weight_decay, f, sizeof f));
 	if ((attrs & ATM_ATTR_GROUPS) && a->groups > 1) /* so ungrouped kernels keep their keys */
 		atm_text_add(s, "/g%d", a->groups);
+	if (attrs & ATM_ATTR_RANKS)
+		atm_text_add(s, "/r%d", a->ranks);
 	if (attrs & ATM_ATTR_PERM) {
 		atm_text_str(s, "/perm");
 		for (int i = 0; i < a->n_perm; i++)

@@ -133,3 +133,15 @@ void atm_work_update(const atm_node *n, const atm_tensor *const *in,
 	(void)out;
 	w->flops = (n->op == ATM_OP_ADAMW ? 12.0 : 6.0) * (double)in[0]->n_elems;
 }
+
+/* atm_work_allreduce -- a sum per element and rank: the arithmetic of the mean; the network's
+ * time is what a profile measures */
+void atm_work_allreduce(const atm_node *n, const atm_tensor *const *in,
+                        const atm_tensor *const *out, atm_work *w)
+{
+	(void)out;
+	double e = 0;
+	for (int i = 0; i < n->n_in; i++)
+		e += (double)in[i]->n_elems;
+	w->flops = e * (n->attrs.ranks > 1 ? n->attrs.ranks : 1);
+}

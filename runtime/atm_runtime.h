@@ -403,6 +403,14 @@ typedef struct {
 
 typedef struct atm_exec atm_exec;
 
+/* The data-parallel ranks' mean of a bucket of float buffers, in place and in a fixed order
+ * (comm/'s atm_comm_allreduce_mean): what the allreduce kernels call. A process that runs
+ * under mpirun sets it once, before any kernel is built, with the number of ranks; without
+ * it an allreduce over one rank copies its gradients, over more is ATM_E_UNSUPPORTED. */
+typedef atm_status (*atm_allreduce_fn)(void *ctx, float *const *bufs, const int64_t *counts,
+                                       int n);
+void atm_runtime_set_allreduce(atm_allreduce_fn fn, void *ctx, int ranks);
+
 /* atm_openmp_passive -- call first in main(argv): unless the environment chose an
  * OMP_WAIT_POLICY, the program runs again (execv of /proc/self/exe) with passive waiting.
  * libgomp, oneDNN's threading, reads the policy when it loads, and its default spins idle

@@ -152,6 +152,11 @@ typedef struct {
 } atm_backend_reg;
 
 /* What the registry calls: each backend's constructor, probe and kernel list. */
+/* atm_bk_allreduce -- the mean of a bucket over ranks ranks, in place, through what
+ * atm_runtime_set_allreduce set; a copy is already the mean of one rank; another count of
+ * ranks than the communicator's is ATM_E_UNSUPPORTED (the allreduce kernels) */
+atm_status atm_bk_allreduce(float *const *bufs, const int64_t *counts, int n, int ranks);
+
 atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_cpu_supports_op -- the CPU's kernels (the simulated GPU runs them too) */
 bool atm_backend_cpu_supports_op(atm_op op);

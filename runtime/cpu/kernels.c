@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "kernels.h"
 
 /* The oneDNN C API changed shape in 3.0 (operation descriptors are gone);
@@ -1246,6 +1247,28 @@ static atm_status build_flat(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	return ATM_OK;
 }
 
+/* run_allreduce -- each gradient copied into its mean's buffer, then the bucket of means
+ * averaged over the ranks in place (atm_bk_allreduce: the communicator's fixed order) */
+static atm_status run_allreduce(const atm_kernel *k, void *const *in, void *const *out)
+{
+	const atm_node *n = knode(k);
+	float *bufs[ATM_ALLREDUCE_BUCKET_TENSORS];
+	int64_t counts[ATM_ALLREDUCE_BUCKET_TENSORS];
+	for (int i = 0; i < n->n_in; i++) {
+		const atm_tensor *t = tensor_of(k, SLOT_IN, i);
+		memcpy(out[i], in[i], (size_t)t->bytes);
+		bufs[i] = out[i];
+		counts[i] = t->n_elems;
+	}
+	atm_status rc = atm_bk_allreduce(bufs, counts, n->n_in, n->attrs.ranks);
+	if (rc < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", atm_errmsg());
+		return node_err(k, rc, msg);
+	}
+	return ATM_OK;
+}
+
 /* run_sgd -- w -= lr * dw, one element at a time in index order */
 static atm_status run_sgd(const atm_kernel *k, void *const *in, void *const *out)
 {
@@ -1757,6 +1780,7 @@ static const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_RELU6_BWD] = {build_eltwise, NULL},
 	[ATM_OP_SGD_MOMENTUM] = {build_flat, run_sgd_momentum},
 	[ATM_OP_ADAMW] = {build_flat, run_adamw},
+	[ATM_OP_ALLREDUCE] = {build_flat, run_allreduce},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

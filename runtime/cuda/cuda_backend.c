@@ -605,6 +605,7 @@ atm_status atm_backend_cuda_new(atm_backend **out, const atm_backend_opts *o)
 	b->ctx = c;
 	c->o = *o;
 	c->device = o->gpu.device;
+	atm_cuda_set_allreduce(atm_bk_allreduce);
 	if ((rc = atm_cuda_ctx_new(&c->kc, c->device)) < 0)
 		goto fail;
 	c->compute = atm_cuda_ctx_stream(c->kc);

@@ -843,6 +843,48 @@ static atm_status run_sgd_momentum(atm_cuda_kernel *k, void *const *in, void *co
 }
 
 /* run_adamw -- PyTorch's AdamW in place, its step counted on the device */
+static atm_status (*host_allreduce)(float *const *, const int64_t *, int, int);
+
+void atm_cuda_set_allreduce(atm_status (*fn)(float *const *bufs, const int64_t *counts, int n,
+                                             int ranks))
+{
+	host_allreduce = fn;
+}
+
+/* run_allreduce -- the bucket's gradients copied to the host once the stream has made them,
+ * averaged over the ranks there (no CUDA-aware MPI needed), copied into their means */
+static atm_status run_allreduce(atm_cuda_kernel *k, void *const *in, void *const *out,
+                                void *ws)
+{
+	(void)ws;
+	const atm_node *n = knode(k);
+	float *bufs[ATM_ALLREDUCE_BUCKET_TENSORS];
+	int64_t counts[ATM_ALLREDUCE_BUCKET_TENSORS], total = 0;
+	for (int i = 0; i < n->n_in; i++)
+		total += tin(k, i)->bytes;
+	char *host = malloc((size_t)(total ? total : 1));
+	if (!host)
+		return node_err(k, ATM_E_NOMEM, "staging the gradients", "out of host memory");
+	atm_status rc = ATM_OK;
+	cudaError_t e = cudaStreamSynchronize(k->c->stream);
+	for (int64_t i = 0, at = 0; i < n->n_in && e == cudaSuccess; at += tin(k, (int)i)->bytes, i++) {
+		bufs[i] = (float *)(host + at);
+		counts[i] = tin(k, (int)i)->n_elems;
+		e = cudaMemcpy(bufs[i], in[i], (size_t)tin(k, (int)i)->bytes, cudaMemcpyDefault);
+	}
+	if (e == cudaSuccess && host_allreduce)
+		rc = host_allreduce(bufs, counts, n->n_in, n->attrs.ranks);
+	else if (e == cudaSuccess && n->attrs.ranks > 1)
+		rc = node_err(k, ATM_E_UNSUPPORTED, "averaging the gradients", "this process has no "
+		              "communicator; an allreduce over several ranks runs under mpirun");
+	for (int i = 0; i < n->n_in && e == cudaSuccess && rc == ATM_OK; i++)
+		e = cudaMemcpy(out[i], bufs[i], (size_t)tin(k, i)->bytes, cudaMemcpyDefault);
+	free(host);
+	if (e != cudaSuccess)
+		return node_err(k, ATM_E_INTERNAL, "staging the gradients", cudaGetErrorString(e));
+	return rc;
+}
+
 static atm_status run_adamw(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
 {
 	(void)out, (void)ws;
@@ -1075,6 +1117,7 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_RELU6_BWD] = {NULL, run_act},
 	[ATM_OP_SGD_MOMENTUM] = {NULL, run_sgd_momentum},
 	[ATM_OP_ADAMW] = {NULL, run_adamw},
+	[ATM_OP_ALLREDUCE] = {NULL, run_allreduce},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -78,6 +78,12 @@ bool atm_cuda_supports(atm_op op);
  * Errors as atm_kernel_new: ATM_E_USAGE (node out of range),
  * ATM_E_UNSUPPORTED naming node and op, ATM_E_NOMEM, ATM_E_INTERNAL naming
  * the cuDNN/cuBLAS/CUDA status. */
+/* atm_cuda_set_allreduce -- what the allreduce kernels average a bucket with, on the host
+ * (the runtime's atm_bk_allreduce): each gradient is copied to host memory, averaged there
+ * and copied into its mean; without it an allreduce over one rank only copies. */
+void atm_cuda_set_allreduce(atm_status (*fn)(float *const *bufs, const int64_t *counts, int n,
+                                             int ranks));
+
 atm_status atm_cuda_kernel_new(atm_cuda_kernel **k, atm_cuda_ctx *c, const atm_graph *g,
                                int32_t node);
 void atm_cuda_kernel_destroy(atm_cuda_kernel *k); /* NULL is fine */

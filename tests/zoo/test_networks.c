@@ -456,6 +456,14 @@ static void test_networks_tiny_cnn_uses_every_op(void **state)
 		atm_graph_destroy(c);
 		atm_graph_destroy(g);
 	}
+	/* the allreduce comes from making a step data-parallel (atm_graph_with_allreduce) */
+	atm_graph *dp = NULL;
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", NULL), ATM_OK);
+	assert_int_equal(atm_graph_with_allreduce(g, 2, 0, &dp), ATM_OK);
+	for (int32_t i = 0; i < atm_graph_n_nodes(dp); i++)
+		count[atm_graph_node(dp, i)->op]++;
+	atm_graph_destroy(dp);
+	atm_graph_destroy(g);
 	for (int op = 0; op < ATM_N_OPS; op++)
 		if (!count[op])
 			fail_msg("the tiny networks lack %s", atm_op_name((atm_op)op));
