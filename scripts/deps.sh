@@ -2,11 +2,13 @@
 # deps.sh -- install the Debian packages autotm builds and runs with (sourced by the other scripts)
 
 # coinor-libcbc-dev: the CBC solver backend (--solver cbc, and what --solver auto picks); a
-# build without it plans with GLPK alone
+# build without it plans with GLPK alone. libopenmpi-dev and openmpi-bin: data parallelism over
+# MPI (comm/; mpirun starts the ranks, and the suite's tests of 2 and 3 ranks); a build without
+# them runs as one rank and refuses to be one of mpirun's several
 ATM_PACKAGES=(
   build-essential cmake pkg-config
   libjansson-dev libcmocka-dev libglpk-dev coinor-libcbc-dev libmemkind-dev libpmem2-dev
-  libhwloc-dev libdnnl-dev
+  libhwloc-dev libdnnl-dev libopenmpi-dev openmpi-bin
   python3-matplotlib
 )
 
