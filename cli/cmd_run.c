@@ -69,7 +69,14 @@ static const char run_help_tail[] =
 	"                    prediction: kernels and the rest (moves, waits, allocation, faults),\n"
 	"                    and the N kernels (default 10) the prediction missed most\n"
 	"  --quiet           no progress on stderr\n"
-	"  -h, --help        this help\n";
+	"  --bucket-size SIZE  under mpirun: the gradients averaged by one allreduce (default 25M)\n"
+	"  -h, --help        this help\n"
+	"\n"
+	"Under mpirun (mpirun -np N autotm run ...) each of the N ranks trains its shard of the\n"
+	"batch (--batch, or --data's rows: a multiple of N) and the gradients are averaged over\n"
+	"the ranks, in buckets, in a fixed order, before the update: every rank trains bitwise\n"
+	"the same weights. Rank 0 profiles (the others alongside it), plans, prints and writes\n"
+	"the results and --weights-out; docs/many-machines.md.\n";
 
 /* print_help -- autotm run --help */
 static void print_help(void)
@@ -95,7 +102,8 @@ static void print_emulation(const atm_exec_result *r, bool waits)
 }
 
 static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
-                          const atm_exec_result *r, const atm_backend_caps *caps)
+                          const atm_exec_result *r, const atm_backend_caps *caps,
+                          const atm_run_measured *ranks)
 {
 	char a[32], b[32];
 	const atm_schedule_stats *st = &r->moves;
@@ -133,9 +141,23 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	if (atm_graph_update_of(g, &u, &state) && state > 0)
 		printf("  optimizer        %s, %s of state\n", atm_update_kind_name(u.kind),
 		       atm_format_bytes(state, a, sizeof a));
-	printf("  loss             %.6g (first step) -> %.6g (last of %d)\n", (double)r->losses[0],
-	       (double)r->losses[r->n_losses - 1], r->n_losses);
-	printf("  weights checksum %s\n", r->weights_checksum);
+	if (ranks) {
+		printf("  ranks            %d, batch %lld each; fastest steps", ranks->ranks,
+		       (long long)ranks->rank_batch);
+		for (int i = 0; i < ranks->ranks; i++)
+			printf("%s %.6f", i ? "," : "", ranks->rank_step_s[i]);
+		printf(" s\n  allreduce        %.6f s a step (%.0f%%)", ranks->allreduce_s,
+		       100 * ranks->allreduce_s / r->actual_runtime_s);
+		if (ranks->allreduce_pred_s >= 0 && predicted > 0)
+			printf(", predicted %.6f s (%.0f%%)", ranks->allreduce_pred_s,
+			       100 * ranks->allreduce_pred_s / predicted);
+		printf("\n");
+	}
+	const float *loss = ranks ? ranks->losses : r->losses;
+	printf("  loss             %.6g (first step) -> %.6g (last of %d)%s\n", (double)loss[0],
+	       (double)loss[r->n_losses - 1], r->n_losses, ranks ? ", the mean over the ranks" : "");
+	printf("  weights checksum %s%s\n", r->weights_checksum,
+	       ranks ? ", the same on every rank" : "");
 }
 
 /* print_calibration -- when the profile's calibration measured all-fast and how fast, and,
@@ -166,6 +188,8 @@ struct run_args {
 	int n_pl;
 	atm_job_compare_opts co;
 	bool turns_given, interleave_given, reruns_given;
+	int64_t bucket_bytes; /* under mpirun: an allreduce's gradients (0: the default) */
+	int rank;             /* under mpirun: this process's rank (0 prints) */
 };
 
 /* A kernel of the step, for --explain. */
@@ -403,7 +427,7 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 /* The options of run alone (the graph, memory and planning options are common.c's). */
 enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
        OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA };
+       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA, OPT_BUCKET };
 
 /* run_option -- one of run's own options into a (the seeds into seeds[0] and [1]); -1 to go
  * on, else the exit code */
@@ -479,6 +503,11 @@ static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
 	case 'o':
 		jo->results_path = arg;
 		return -1;
+	case OPT_BUCKET:
+		if (atm_parse_bytes(arg, &a->bucket_bytes) < 0 || a->bucket_bytes < 1)
+			return cli_usage_error("run", "--bucket-size '%s' is not valid; expected a size "
+			                       "such as 25M", arg);
+		return -1;
 	case OPT_WEIGHTS_IN:
 	case OPT_WEIGHTS_OUT:
 	case OPT_DATA:
@@ -515,6 +544,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"weights-in", required_argument, NULL, OPT_WEIGHTS_IN},
 		{"weights-out", required_argument, NULL, OPT_WEIGHTS_OUT},
 		{"data", required_argument, NULL, OPT_DATA},
+		{"bucket-size", required_argument, NULL, OPT_BUCKET},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -576,10 +606,12 @@ static atm_status execute(atm_job *j, void *arg)
 	const struct run_args *a = arg;
 	atm_backend_caps caps;
 	atm_status rc = atm_job_execute(j);
-	if (rc < 0 || (rc = atm_backend_caps_get(a->jo.mem.gpu.mode, &caps)) < 0)
+	if (rc < 0 || (rc = atm_backend_caps_get(a->jo.mem.gpu.mode, &caps)) < 0 || a->rank)
 		return rc;
+	atm_run_measured ranks;
+	bool dist = atm_job_ranks_get(j, &ranks);
 	print_summary(atm_job_graph(j), a->jo.workload.batch, atm_job_plan_get(j),
-	              atm_job_exec_result(j), &caps);
+	              atm_job_exec_result(j), &caps, dist ? &ranks : NULL);
 	print_calibration(atm_job_calibration(j), atm_job_profile_drift(j));
 	if (a->explain && (rc = print_explain(j, a->explain)) < 0)
 		return rc;
@@ -757,12 +789,102 @@ static int compare_main(struct run_args *a)
 	return rc < 0 ? cli_fail("run", rc) : 0;
 }
 
+/* mean_over_ranks -- the runtime's allreduce: comm's mean in its fixed order */
+static atm_status mean_over_ranks(void *comm, float *const *bufs, const int64_t *counts, int n)
+{
+	return atm_comm_allreduce_mean(comm, bufs, counts, n);
+}
+
+/* rank_graphs -- the graph at the whole batch, and this rank's: its shard of the batch, its
+ * gradients averaged over the ranks */
+static atm_status rank_graphs(struct run_args *a, int n, atm_graph **whole, atm_graph **g)
+{
+	atm_graph *part = NULL;
+	atm_results_workload w;
+	atm_status rc = cli_load_graph(&a->src, whole, &a->jo.workload);
+	int64_t batch = a->jo.workload.batch;
+	if (rc == ATM_OK && batch % n)
+		rc = atm_err(ATM_E_USAGE, "a batch of %lld does not divide among %d ranks; give a "
+		             "--batch (or --data rows) that %d divides", (long long)batch, n, n);
+	if (rc < 0)
+		return rc;
+	cli_graph_source src = a->src;
+	src.batch = batch / n;
+	if (src.model) { /* the sizes the whole batch's graph was built at */
+		src.image = src.image ? src.image : a->jo.workload.image;
+		src.seq = src.seq ? src.seq : a->jo.workload.seq;
+	}
+	if ((rc = cli_load_graph(&src, &part, &w)) == ATM_OK)
+		rc = atm_graph_with_allreduce(part, n, a->bucket_bytes, g);
+	atm_graph_destroy(part);
+	return rc;
+}
+
+/* ranks_main -- one rank of a data-parallel run under mpirun; the exit code. Every step the
+ * ranks take together ends with their statuses agreed, so that a failure on one is every
+ * rank's (a rank that fails inside the step ends them all: atm_job_execute). */
+static int ranks_main(struct run_args *a, atm_comm *comm)
+{
+	int n = atm_comm_size(comm);
+	atm_job_opts *jo = &a->jo;
+	atm_graph *whole = NULL, *g = NULL;
+	atm_job *j = NULL;
+	atm_status rc = ATM_OK;
+	a->rank = atm_comm_rank(comm);
+	jo->stop = cli_install_interrupt();
+	if (a->n_pl)
+		rc = atm_err(ATM_E_USAGE, "a comparison of placements runs in one process; under "
+		             "mpirun give one --placement or --formulation");
+	uint64_t version = atm_fnv1a(ATM_FNV1A_INIT, ATM_VERSION, strlen(ATM_VERSION));
+	if ((rc = atm_job_ranks_status(comm, rc)) == ATM_OK &&
+	    (rc = atm_comm_agree(comm, "autotm's version", version)) == ATM_OK)
+		rc = atm_job_ranks_status(comm, rank_graphs(a, n, &whole, &g));
+	if (rc == ATM_OK) {
+		atm_runtime_set_allreduce(mean_over_ranks, comm, n);
+		jo->comm = comm;
+		jo->whole = whole;
+		if (a->rank) { /* rank 0 speaks and writes for all */
+			jo->results_path = NULL;
+			jo->weights_out = NULL;
+			jo->quiet = true;
+			a->explain = 0;
+		}
+		if ((rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
+			rc = execute(j, a);
+	}
+	atm_job_destroy(j);
+	atm_graph_destroy(g);
+	atm_graph_destroy(whole);
+	atm_runtime_set_allreduce(NULL, NULL, 1);
+	if (rc == ATM_OK)
+		return 0;
+	/* every failure here the ranks agreed on (one that a rank meets alone inside a step ends
+	 * the job there: atm_job_execute): each returns and finalises; rank 0 says why, and
+	 * another rank where its reason was its own */
+	if (a->rank == 0)
+		return cli_fail("run", rc);
+	if (!strcmp(atm_errmsg(), ATM_JOB_SAID_BY_RANK0))
+		return atm_exit_code(rc);
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", atm_errmsg());
+	return cli_fail("run", atm_err(rc, "rank %d of %d: %s", a->rank, n, msg));
+}
+
 /* cmd_run -- autotm run */
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a = {0};
+	atm_comm *comm = NULL;
 	int code = parse_args(argc, argv, &a);
 	if (code >= 0)
 		return code;
-	return a.n_pl ? compare_main(&a) : cli_job_main("run", &a.src, &a.jo, execute, &a);
+	atm_status rc = atm_comm_new(&comm, NULL, NULL);
+	if (rc < 0)
+		return cli_fail("run", rc);
+	if (atm_comm_active(comm))
+		code = ranks_main(&a, comm);
+	else
+		code = a.n_pl ? compare_main(&a) : cli_job_main("run", &a.src, &a.jo, execute, &a);
+	atm_comm_destroy(comm);
+	return code;
 }

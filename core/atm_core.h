@@ -1123,6 +1123,13 @@ typedef struct {
 	double profile_step_s;    /* the calibration's all-fast step */
 	double profile_drift;     /* all-fast's step measured by this run (or its comparison) /
 	                           * profile_step_s; <= 0: unknown (no all-fast step measured) */
+	/* data parallelism (mpirun): losses, times and checksum above are rank 0's, the losses the
+	 * mean over the ranks (each loss a mean over its shard, the shards of one size) */
+	int ranks;                /* 0 or 1: one process, nothing of the following written */
+	int64_t rank_batch;       /* each rank's part of the batch */
+	const double *rank_step_s; /* per rank: its fastest measured step */
+	double allreduce_s;       /* rank 0's allreduce kernels in its fastest step */
+	double allreduce_pred_s;  /* the plan's prediction of them; < 0: unknown */
 } atm_run_measured;
 
 /* atm_results_write -- a results file (AutoTM's fields, docs/formats.md "Results JSON") with one

@@ -336,6 +336,30 @@ static void comparison_fields(const atm_run_comparison *c, json_t *run, bool *ok
 }
 
 /* run_json -- one element of "runs"; NULL when out of memory */
+/* data_parallel_fields -- the ranks, each one's step, and the allreduce's share of the step,
+ * measured and predicted (docs/formats.md, "Results JSON") */
+static void data_parallel_fields(const atm_plan_info *info, const atm_run_measured *m,
+                                 json_t *run, bool *ok)
+{
+	json_t *dp = json_object(), *steps = json_array();
+	for (int r = 0; r < m->ranks; r++)
+		if (json_array_append_new(steps, num_or_null(m->rank_step_s ? m->rank_step_s[r] : -1)) < 0)
+			*ok = false;
+	double pred = info->predicted_runtime_s;
+	atm_json_set_new(dp, "ranks", json_integer(m->ranks), ok);
+	atm_json_set_new(dp, "rank_batch", json_integer((json_int_t)m->rank_batch), ok);
+	atm_json_set_new(dp, "rank_step_times", steps, ok);
+	atm_json_set_new(dp, "allreduce_time", num_or_null(m->allreduce_s), ok);
+	atm_json_set_new(dp, "allreduce_share", m->actual_runtime_s > 0 && m->allreduce_s >= 0
+	                                           ? json_real(m->allreduce_s / m->actual_runtime_s)
+	                                           : json_null(), ok);
+	atm_json_set_new(dp, "predicted_allreduce_time", num_or_null(m->allreduce_pred_s), ok);
+	atm_json_set_new(dp, "predicted_allreduce_share", pred > 0 && m->allreduce_pred_s >= 0
+	                                                     ? json_real(m->allreduce_pred_s / pred)
+	                                                     : json_null(), ok);
+	atm_json_set_new(run, "data_parallel", dp, ok);
+}
+
 static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_measured *m)
 {
 	const atm_graph *g = atm_plan_graph(p);
@@ -360,6 +384,8 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 		prediction_fields(g, info, m, run, &ok);
 	if (m && m->comparison)
 		comparison_fields(m->comparison, run, &ok);
+	if (m && m->ranks > 1)
+		data_parallel_fields(info, m, run, &ok);
 	if (!ok) {
 		json_decref(run);
 		return NULL;

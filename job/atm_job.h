@@ -26,6 +26,7 @@
 
 #include <signal.h>
 
+#include "atm_comm.h"
 #include "atm_core.h"
 #include "atm_optimizer.h"
 #include "atm_profiler.h"
@@ -74,6 +75,13 @@ typedef struct {
 	atm_results_workload workload;
 	bool quiet;
 	volatile sig_atomic_t *stop; /* set by a signal handler: the job ends with ATM_E_INTERRUPTED */
+	/* data parallelism (mpirun): the job is one rank's of comm (NULL or one rank: a process
+	 * alone); its graph averages its gradients over the ranks (atm_graph_with_allreduce) and
+	 * trains this rank's shard of the batch of whole, the graph at the whole batch, against
+	 * which --data is checked. Rank 0 profiles, plans and writes the results and the weights;
+	 * every rank runs. */
+	atm_comm *comm;
+	const atm_graph *whole;
 } atm_job_opts;
 
 typedef struct atm_job atm_job;
@@ -88,6 +96,18 @@ void atm_job_opts_default(atm_job_opts *o);
  * any work. */
 atm_status atm_job_new(atm_job **j, const atm_graph *g, const atm_job_opts *o);
 void atm_job_destroy(atm_job *j);
+
+/* atm_job_ranks_get -- under mpirun, after atm_job_execute: m's data-parallel fields (ranks,
+ * rank_batch, rank_step_s, allreduce_s and allreduce_pred_s) and the losses, the mean over the
+ * ranks (n_losses of them); false (m untouched) for a process alone or before the run */
+bool atm_job_ranks_get(const atm_job *j, atm_run_measured *m);
+
+/* atm_job_ranks_status -- every rank's status after a step of the job, agreed (c NULL or one
+ * rank: rc): ATM_OK when every rank's is; this rank's own failure with its message; else the
+ * first failed rank's code, the message naming it. Where rank 0 failed, the other ranks' message
+ * is ATM_JOB_SAID_BY_RANK0: rank 0 says why, once. Collective. */
+#define ATM_JOB_SAID_BY_RANK0 "the ranks failed with rank 0, which said why"
+atm_status atm_job_ranks_status(atm_comm *c, atm_status rc);
 
 /* atm_job_plan -- the job's plan: with optimize, the profile is completed (what the cache
  * lacks is measured, or estimated) and the formulation solved under the limit; the plan's

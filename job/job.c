@@ -214,8 +214,10 @@ static atm_status open_tensors(atm_job *j)
 		        any ? "the weights and the optimizer's states: the run resumes"
 		            : "weights without optimizer states: the optimizer starts afresh");
 	}
+	/* under mpirun the file holds the whole batch, of which each rank trains its shard */
 	if (o->data_in && ((rc = atm_st_read(&j->data, o->data_in)) < 0 ||
-	                   (rc = atm_st_check(j->data, j->g, ATM_KIND_INPUT)) < 0))
+	                   (rc = atm_st_check(j->data, o->whole && o->comm ? o->whole : j->g,
+	                                      ATM_KIND_INPUT)) < 0))
 		return atm_err_prefix(rc, "--data: ");
 	if (o->weights_out && (rc = atm_check_writable(o->weights_out)) < 0)
 		return atm_err_prefix(rc, "--weights-out: ");
@@ -295,6 +297,9 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 		rc = atm_results_check(o->results_path, g, o->append);
 	if (rc == ATM_OK)
 		rc = open_tensors(j);
+	if (o->comm && atm_comm_active(o->comm) &&
+	    (rc = atm_job_ranks_status(o->comm, rc)) == ATM_OK)
+		rc = job_dist_start(j);
 	if (rc < 0) {
 		atm_job_destroy(j);
 		return rc;
@@ -316,6 +321,8 @@ void atm_job_destroy(atm_job *j)
 	free(j->kept_kernel_s);
 	free(j->kept_step_kernel_s);
 	free(j->kept_losses);
+	free(j->rank_step_s);
+	free(j->mean_losses);
 	free(j);
 }
 
@@ -381,13 +388,15 @@ static atm_status memory_mode_plan(atm_job *j)
 	return ATM_OK;
 }
 
+static atm_status solve(atm_job *j, atm_opt_options *opts, bool least, int64_t limit);
+
 /* optimize -- profile what is missing, then solve */
 static atm_status optimize(atm_job *j)
 {
 	const atm_job_opts *o = &j->o;
 	const atm_backend_caps caps = backend_caps(&o->mem);
 	atm_opt_options oo = o->opt;
-	atm_status rc;
+	atm_status rc = ATM_OK;
 	int64_t limit = o->limit_bytes;
 	oo.device_only = caps.device_only; /* a GPU's kernels read device memory only */
 	/* on a real GPU each kernel's algorithm is chosen with its workspace counted in the limit,
@@ -406,11 +415,40 @@ static atm_status optimize(atm_job *j)
 	 * anything else: none of its memory stays while the step runs, and two backends with
 	 * live memkind kinds in one process have crashed memkind's allocator under load */
 	atm_prof *pr = NULL;
-	rc = job_profile_graph(j->who, j->g, &o->mem, o->cache, o->estimate, o->isolated, o->quiet,
-	                       o->stop, &pr, &j->prof, j->said_file);
-	atm_prof_destroy(pr);
+	char copy[4200] = "", buf[4096];
+	const char *cache = o->cache;
+	if (job_dist(j) && !cache && (rc = atm_job_default_cache(buf, sizeof buf)) == ATM_OK)
+		cache = buf;
+	if (job_dist(j) && (rc = atm_job_ranks_status(o->comm, rc)) == ATM_OK)
+		rc = job_dist_private_cache(j, cache, copy, sizeof copy);
 	if (rc < 0)
 		return rc;
+	rc = job_profile_graph(j->who, j->g, &o->mem, copy[0] ? copy : cache, o->estimate,
+	                       o->isolated, o->quiet, o->stop, &pr, &j->prof, j->said_file);
+	atm_prof_destroy(pr);
+	if (copy[0])
+		unlink(copy);
+	/* under mpirun rank 0 plans from its profile and hands the plan to the others */
+	if (job_dist(j)) {
+		if ((rc = atm_job_ranks_status(o->comm, rc)) < 0)
+			return rc;
+		if (job_rank(j) != 0)
+			return job_dist_plan(j, ATM_OK);
+		return job_dist_plan(j, solve(j, &oo, least, limit));
+	}
+	if (rc < 0)
+		return rc;
+	return solve(j, &oo, least, limit);
+}
+
+/* solve -- the plan from the profile: the limit settled (the least a plan needs, with 1:0),
+ * the formulation solved and checked */
+static atm_status solve(atm_job *j, atm_opt_options *opts, bool least, int64_t limit)
+{
+	const atm_job_opts *o = &j->o;
+	const atm_backend_caps caps = backend_caps(&o->mem);
+	atm_opt_options oo = *opts;
+	atm_status rc;
 	if (least && (rc = atm_opt_least_limit(j->g, j->prof, o->formulation, &oo, &limit)) < 0)
 		return rc;
 	j->limit = atm_job_fast_limit(&o->mem, least && limit < 1 ? 1 : limit);
@@ -441,8 +479,12 @@ atm_status atm_job_plan(atm_job *j)
 		return atm_err(ATM_E_USAGE, "the job is planned already");
 	if (j->o.optimize)
 		return optimize(j);
-	return builtin_plan(j->g, j->o.placement ? j->o.placement : "all-fast", j->o.placement_seed,
-	                    &j->plan);
+	atm_status rc = builtin_plan(j->g, j->o.placement ? j->o.placement : "all-fast",
+	                             j->o.placement_seed, &j->plan);
+	/* under mpirun each rank makes it; they must have made one */
+	if (job_dist(j) && (rc = atm_job_ranks_status(j->o.comm, rc)) == ATM_OK)
+		rc = job_dist_agree_plan(j);
+	return rc;
 }
 
 atm_exec_opts job_exec_opts(const atm_job *j)
@@ -461,6 +503,11 @@ atm_exec_opts job_exec_opts(const atm_job *j)
 		.weights = j->weights,
 		.data = j->data,
 	};
+	if (job_dist(j)) {
+		eo.whole = o->whole;
+		eo.shard = job_rank(j);
+		eo.n_shards = atm_comm_size(o->comm);
+	}
 	eo.gpu.managed = o->placement && !strcmp(o->placement, "managed") &&
 	                 backend_caps(&o->mem).managed;
 	return eo;
@@ -487,6 +534,15 @@ atm_status atm_job_execute(atm_job *j)
 	atm_status rc = job_exec_open(j);
 	if (rc == ATM_OK)
 		rc = atm_exec_run(j->exec);
+	/* the ranks go on together or not at all: one that failed here has left the others
+	 * in an allreduce or about to enter one */
+	if (rc < 0 && job_dist(j)) {
+		fprintf(stderr, "autotm %s (rank %d of %d): %s\n", j->who, job_rank(j),
+		        atm_comm_size(j->o.comm), atm_errmsg());
+		atm_comm_abort(j->o.comm, atm_exit_code(rc));
+	}
+	if (rc == ATM_OK && job_dist(j))
+		rc = job_dist_gather(j);
 	if (rc == ATM_OK && j->o.weights_out)
 		rc = job_write_weights(j, j->o.weights_out);
 	/* the optimizer's all-fast measures what the calibration measured */
@@ -680,6 +736,8 @@ atm_status atm_job_write_results(atm_job *j)
 		m = job_measured(j, r);
 	else if (backend_caps(&o->mem).modelled)
 		w.gpu_model = o->mem.gpu.model;
+	if (r)
+		job_dist_measured(j, r, &m);
 	if ((rc = atm_schedule_new(&sched, j->plan)) == ATM_OK)
 		rc = atm_results_write(o->results_path, j->plan, sched, &w, r ? &m : NULL, o->append);
 	atm_schedule_destroy(sched);

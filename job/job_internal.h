@@ -31,7 +31,32 @@ struct atm_job {
 	double drift;
 	atm_st_file *weights, *data; /* o.weights_in and o.data_in, read and checked */
 	char said_file[ATM_TIER_PATH_MAX]; /* the slow tier's file the writeback warning named */
+	/* under mpirun: each rank's fastest step, and the mean over the ranks of each loss */
+	double *rank_step_s;
+	float *mean_losses;
 };
+
+/* ---------------------------------------------------------------- the ranks (dist.c) */
+
+/* job_dist -- the job is one of several ranks (o.comm active); job_rank -- which (0 alone) */
+bool job_dist(const atm_job *j);
+int job_rank(const atm_job *j);
+/* job_dist_start -- the ranks run one job: the graph averages over as many ranks as there are,
+ * and every rank has the same graph and options (the message names what differs) */
+atm_status job_dist_start(atm_job *j);
+/* job_dist_private_cache -- for ranks other than 0, a copy of the profile cache file cache in
+ * path to profile alongside rank 0 ("" on rank 0, which keeps the cache) */
+atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, size_t len);
+/* job_dist_plan -- rank 0's plan (its status rc: planned or not) on every rank, each checking it
+ * against its own graph */
+atm_status job_dist_plan(atm_job *j, atm_status rc);
+/* job_dist_agree_plan -- every rank made the same plan (a built-in placement) */
+atm_status job_dist_agree_plan(atm_job *j);
+/* job_dist_gather -- after the run: every rank's step and the mean losses, and the ranks'
+ * weights checked to be bitwise the same */
+atm_status job_dist_gather(atm_job *j);
+/* job_dist_measured -- m's data-parallel fields from what the ranks gathered */
+void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measured *m);
 
 /* job_write_weights -- the parameters j->exec holds now into path (safetensors, named as the
  * graph names them), atomically */

@@ -404,13 +404,16 @@ static atm_status maybe_save(const atm_prof *pr, atm_profile *p, struct run *st)
 }
 
 /* measure_overlap -- what an asynchronous copy costs the kernel beside it, measured on g's
- * longest all-fast kernel */
+ * longest all-fast kernel that computes (not an allreduce, which waits on the network and
+ * which every rank would have to run as often: under mpirun each rank picks by its own times) */
 static atm_status measure_overlap(atm_prof *pr, const atm_profile *p, atm_profile_moves *mv)
 {
 	int32_t node = -1;
 	double most = -1;
 	for (int32_t k = 0; k < atm_graph_n_nodes(pr->g); k++) {
 		atm_profile_entry e;
+		if (atm_graph_node(pr->g, k)->op == ATM_OP_ALLREDUCE)
+			continue;
 		if (atm_profile_get(p, pr->g, k, 0, &e) == ATM_OK && e.min_s > most) {
 			most = e.min_s;
 			node = k;

@@ -450,6 +450,11 @@ static void cal_set(struct cal *c, int set, const char *p, const struct cal_size
 	                                (int32_t[]){sp, sd, sb}, 0, NULL);
 	nd[ATM_OP_ADAMW] = cal_n(c, p, NULL, ATM_OP_ADAMW, &adamw, 5, (int32_t[]){sp, sd, sm, sv, ss},
 	                         0, NULL);
+	/* the allreduce of one rank: the copy into its mean, what every rank does besides the
+	 * network (whose time only a profile of the ranks measures) */
+	int32_t am = cal_t(c, p, "allreduce.mean", ATM_F32, 1, flat, ATM_KIND_GRAD);
+	atm_attrs alone = {.ranks = 1};
+	nd[ATM_OP_ALLREDUCE] = cal_n(c, p, NULL, ATM_OP_ALLREDUCE, &alone, 1, &sd, 1, &am);
 	cal_seq(c, nd, p, z);
 }
 

@@ -365,6 +365,13 @@ typedef struct {
 	const atm_st_file *weights; /* parameters' starting values instead of seed's (checked by
 	                             * atm_st_check for ATM_KIND_PARAM); NULL: seed's */
 	const atm_st_file *data;    /* inputs and labels (atm_st_check, ATM_KIND_INPUT); NULL: seed's */
+	/* data parallelism: this rank's shard of the whole batch. whole is the graph at the whole
+	 * batch (n_shards times this graph's, the same tensors by name); each batched input is made
+	 * for it (from the seed, or data, which whole's shapes check) and rows [shard * B,
+	 * (shard + 1) * B) taken, so that the ranks together train on what one process would.
+	 * whole NULL: the graph's own inputs. */
+	const atm_graph *whole;
+	int shard, n_shards;
 } atm_exec_opts;
 
 /* What a run measured. Times are seconds; per-step figures are of one step. */

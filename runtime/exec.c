@@ -86,6 +86,31 @@ static enum init init_of(const atm_graph *g, int32_t t)
 	return INIT_WEIGHT;
 }
 
+static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o);
+
+/* fill_shard -- this rank's rows of batched input t, made whole (o->whole's tensor of its name)
+ * and cut: the batch is the first dimension, so the rows are one run of bytes */
+static atm_status fill_shard(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o)
+{
+	const atm_tensor *x = atm_graph_tensor(g, t);
+	int32_t wt = atm_graph_find_tensor(o->whole, x->name);
+	const atm_tensor *w = wt >= 0 ? atm_graph_tensor(o->whole, wt) : NULL;
+	if (!w || w->bytes != x->bytes * o->n_shards)
+		return atm_err(ATM_E_INPUT, "input '%s': the whole batch's graph has %s of it; expected "
+		               "%d times its %lld bytes", x->name, w ? "another size" : "none",
+		               o->n_shards, (long long)x->bytes);
+	char *whole = malloc((size_t)w->bytes);
+	if (!whole)
+		return atm_err(ATM_E_NOMEM, "input '%s': out of memory making the whole batch",
+		               x->name);
+	atm_exec_opts one = *o;
+	one.whole = NULL;
+	fill(o->whole, wt, (float *)whole, &one);
+	memcpy(data, whole + (int64_t)o->shard * x->bytes, (size_t)x->bytes);
+	free(whole);
+	return ATM_OK;
+}
+
 /* fill -- the starting bytes of persistent tensor t, the same for every plan: the weights
  * or data files' where they were given, else the seed's */
 static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o)
@@ -456,7 +481,12 @@ static atm_status setup_persistent(atm_exec *e)
 			return rc;
 		void *data = ev->loc == ATM_LOC_FAST ? e->fast_ptr[ev->tensor] : e->slow_ptr[ev->tensor];
 		const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
-		fill(e->g, ev->tensor, e->host, &e->opts);
+		if (e->opts.whole && x->kind == ATM_KIND_INPUT && x->batched) {
+			if ((rc = fill_shard(e->g, ev->tensor, e->host, &e->opts)) < 0)
+				return rc;
+		} else {
+			fill(e->g, ev->tensor, e->host, &e->opts);
+		}
 		if ((rc = e->b->iface->set(e->b, data, e->host, x->bytes)) < 0)
 			return atm_err_prefix(rc, "tensor '%s': ", x->name);
 	}
