@@ -837,7 +837,7 @@ static int ranks_main(struct run_args *a, atm_comm *comm)
 		             "mpirun give one --placement or --formulation");
 	uint64_t version = atm_fnv1a(ATM_FNV1A_INIT, ATM_VERSION, strlen(ATM_VERSION));
 	if ((rc = atm_job_ranks_status(comm, rc)) == ATM_OK &&
-	    (rc = atm_comm_agree(comm, "autotm's version", version)) == ATM_OK)
+	    (rc = atm_job_ranks_agree(comm, "version of autotm", version)) == ATM_OK)
 		rc = atm_job_ranks_status(comm, rank_graphs(a, n, &whole, &g));
 	if (rc == ATM_OK) {
 		atm_runtime_set_allreduce(mean_over_ranks, comm, n);

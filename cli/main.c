@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "atm_comm.h"
 #include "cli.h"
 
 static const cli_command commands[] = {
@@ -52,6 +53,8 @@ static void print_version(void)
 	}
 	(void)atm_opt_solver_resolve(ATM_OPT_SOLVER_AUTO, &best);
 	printf(" (--solver auto: %s)\n", atm_opt_solver_name(best));
+	printf("data parallelism: %s\n", atm_comm_has_mpi() ? "MPI (run under mpirun)"
+	                                                    : "none (built without MPI)");
 }
 
 /* finish -- the command's exit code, unless what it printed could not all be written (a full

@@ -107,6 +107,10 @@ bool atm_job_ranks_get(const atm_job *j, atm_run_measured *m);
  * first failed rank's code, the message naming it. Where rank 0 failed, the other ranks' message
  * is ATM_JOB_SAID_BY_RANK0: rank 0 says why, once. Collective. */
 #define ATM_JOB_SAID_BY_RANK0 "the ranks failed with rank 0, which said why"
+
+/* atm_job_ranks_agree -- atm_comm_agree, its message (every rank's alike) said by rank 0: the
+ * other ranks' is ATM_JOB_SAID_BY_RANK0. Collective. */
+atm_status atm_job_ranks_agree(atm_comm *c, const char *what, uint64_t digest);
 atm_status atm_job_ranks_status(atm_comm *c, atm_status rc);
 
 /* atm_job_plan -- the job's plan: with optimize, the profile is completed (what the cache

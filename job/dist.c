@@ -51,21 +51,34 @@ atm_status atm_job_ranks_status(atm_comm *c, atm_status rc)
 }
 
 /* options_digest -- what every rank must run alike beyond the graph: the placement and the
- * planning options, the steps and the seed, the memories; not paths that may differ by host */
+ * planning options, the steps and the seed, the memories and the backend; not paths that may
+ * differ by host */
 static uint64_t options_digest(const atm_job_opts *o)
 {
 	char text[2048];
+	atm_backend_caps caps = {0};
+	if (atm_backend_caps_get(o->mem.gpu.mode, &caps) < 0)
+		atm_err_clear();
 	snprintf(text, sizeof text,
 	         "optimize %d formulation %d ratio %.17g:%.17g limit %lld placement %s seed %llu "
-	         "placement_seed %llu iters %d warmup %d emulate %s gpu %s twolm %lld estimate %d "
+	         "placement_seed %llu iters %d warmup %d emulate %s backend %s twolm %lld estimate %d "
 	         "isolated %d weights %d data %d solver %d",
 	         o->optimize, (int)o->formulation, o->ratio_slow, o->ratio_fast,
 	         (long long)o->limit_bytes, o->placement ? o->placement : "-",
 	         (unsigned long long)o->seed, (unsigned long long)o->placement_seed, o->iters,
 	         o->warmup, o->mem.emulate ? o->mem.emulate : "-",
-	         o->mem.gpu.mode ? o->mem.gpu.mode : "-", (long long)o->twolm_bytes, o->estimate,
+	         caps.name ? caps.name : "-", (long long)o->twolm_bytes, o->estimate,
 	         o->isolated, o->weights_in != NULL, o->data_in != NULL, (int)o->opt.solver);
 	return atm_fnv1a(ATM_FNV1A_INIT, text, strlen(text));
+}
+
+atm_status atm_job_ranks_agree(atm_comm *c, const char *what, uint64_t digest)
+{
+	atm_status rc = atm_comm_agree(c, what, digest);
+	/* every rank has the same message: rank 0 says it */
+	if (rc < 0 && rc != ATM_E_IO && atm_comm_rank(c) != 0)
+		return atm_err(rc, "%s", ATM_JOB_SAID_BY_RANK0);
+	return rc;
 }
 
 /* text_digest -- a digest of a JSON text (a graph's, a plan's) */
@@ -95,10 +108,12 @@ atm_status job_dist_start(atm_job *j)
 		atm_comm_abort(c, atm_exit_code(rc));
 	uint64_t graph = text_digest(text);
 	free(text);
-	if ((rc = atm_comm_agree(c, "the graph", graph)) < 0)
-		return atm_err_prefix(rc, "mpirun's ranks must train one network with one batch: ");
-	if ((rc = atm_comm_agree(c, "the options", options_digest(&j->o))) < 0)
-		return atm_err_prefix(rc, "mpirun's ranks must be given the same options: ");
+	if ((rc = atm_job_ranks_agree(c, "graph", graph)) < 0)
+		return job_rank(j) ? rc : atm_err_prefix(rc, "mpirun's ranks must train one network "
+		                                         "with one batch: ");
+	if ((rc = atm_job_ranks_agree(c, "options", options_digest(&j->o))) < 0)
+		return job_rank(j) ? rc : atm_err_prefix(rc, "mpirun's ranks must be given the same "
+		                                         "options: ");
 	return ATM_OK;
 }
 
@@ -170,7 +185,7 @@ atm_status job_dist_agree_plan(atm_job *j)
 	free(text);
 	if ((rc = atm_job_ranks_status(j->o.comm, rc)) < 0)
 		return rc;
-	return atm_comm_agree(j->o.comm, "the plan", d);
+	return atm_job_ranks_agree(j->o.comm, "plan", d);
 }
 
 atm_status job_dist_gather(atm_job *j)
@@ -205,8 +220,8 @@ atm_status job_dist_gather(atm_job *j)
 	/* every rank trained the same weights from the same mean gradients: bits that differ are a
 	 * bug, or ranks that were not the same job */
 	uint64_t sum = atm_fnv1a(ATM_FNV1A_INIT, r->weights_checksum, strlen(r->weights_checksum));
-	return atm_comm_agree(c, "the weights after the run (a bug: the ranks averaged the same "
-	                      "gradients)", sum);
+	return atm_job_ranks_agree(c, "weights after the run (a bug: the ranks averaged the same "
+	                           "gradients)", sum);
 }
 
 void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measured *m)

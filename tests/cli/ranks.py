@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""ranks.py -- autotm run under mpirun -np 2 on this machine: the ranks train what one process
+trains at the whole batch, bitwise alike on every rank and under every placement; ranks that
+disagree, a batch that does not divide, a rank killed or interrupted end every rank
+
+usage: tests/cli/ranks.py AUTOTM MPIEXEC (ctest runs it; exit 77 when autotm or mpiexec lacks MPI)
+"""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+AUTOTM, MPIEXEC = (sys.argv[1:3] + [None, None])[:2]
+MPI = [MPIEXEC, "--oversubscribe", "--timeout", "120"]
+LOSS_TOL, WEIGHT_TOL = 1e-5, 1e-4
+
+
+def run(args, timeout=180, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def ranks(n, args, **kw):
+    return run(MPI + ["-np", str(n), AUTOTM, "run"] + args, **kw)
+
+
+def read_f32(path):
+    """{name: (shape, floats)} of a safetensors file of F32 tensors"""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        assert v["dtype"] == "F32", (k, v["dtype"])
+        out[k] = (v["shape"], struct.unpack(f"<{(b - a) // 4}f", data[8 + n + a:8 + n + b]))
+    return out
+
+
+def write_f32(path, tensors):
+    """a safetensors file of F32 tensors {name: (shape, floats)}"""
+    header, blobs, at = {}, [], 0
+    for k, (shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[k] = {"dtype": "F32", "shape": shape, "data_offsets": [at, at + len(blob)]}
+        blobs.append(blob)
+        at += len(blob)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def worst_weight(a, b):
+    """the largest difference of any tensor, relative to its largest magnitude"""
+    worst = 0.0
+    for k, (_, x) in a.items():
+        y = b[k][1]
+        scale = max(abs(v) for v in x) or 1.0
+        worst = max(worst, max(abs(p - q) for p, q in zip(x, y)) / scale)
+    return worst
+
+
+class TestRanks(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="autotm-ranks-")
+        cls.dir = cls.tmp.name
+        cls.cache = os.path.join(cls.dir, "cache.json")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def one_and_two(self, model, batch, placements, extra=()):
+        """one process at the whole batch, then two ranks under each placement: (its results,
+        its weights, {placement: (results, weights)})"""
+        w1, r1 = self.path(f"{model}-w1.safetensors"), self.path(f"{model}-r1.json")
+        p = run([AUTOTM, "run", "--model", model, "--batch", str(batch), "--weights-out", w1,
+                 "-o", r1, "--quiet", *extra])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        two = {}
+        for pl in placements:
+            w2, r2 = self.path(f"{model}-w2-{pl}.safetensors"), self.path(f"{model}-r2-{pl}.json")
+            args = ["--ratio", "4:1", "--formulation", pl, "--cache", self.cache] \
+                if pl == "synchronous" else ["--placement", pl]
+            p = ranks(2, ["--model", model, "--batch", str(batch), "--weights-out", w2, "-o", r2,
+                          *args, *extra])
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("the mean over the ranks", p.stdout)
+            self.assertIn("the same on every rank", p.stdout)
+            with open(r2) as f:
+                two[pl] = (json.load(f), w2)
+        with open(r1) as f:
+            return json.load(f), w1, two
+
+    def check_equal_to_one(self, one, w1, two, batch):
+        with open(w2 := next(iter(two.values()))[1], "rb") as f:
+            first = f.read()
+        for pl, (res, w2) in two.items():
+            run0 = res["runs"][0]
+            dp = run0["data_parallel"]
+            self.assertEqual((dp["ranks"], dp["rank_batch"]), (2, batch // 2))
+            self.assertEqual(len(dp["rank_step_times"]), 2)
+            self.assertGreater(dp["allreduce_time"], 0)
+            self.assertEqual(res["workload"]["batch"], batch)
+            # the mean over the ranks of their shards' losses is the whole batch's
+            for la, lb in zip(one["runs"][0]["losses"], run0["losses"]):
+                self.assertLessEqual(abs(la - lb) / abs(la), LOSS_TOL, pl)
+            self.assertLessEqual(worst_weight(read_f32(w1), read_f32(w2)), WEIGHT_TOL, pl)
+            # bitwise the same whatever the placement (and every rank agreed: the run checks)
+            with open(w2, "rb") as f:
+                self.assertEqual(f.read(), first, f"{pl}'s weights differ from {w2}'s")
+            self.assertEqual(run0["weights_checksum"],
+                             next(iter(two.values()))[0]["runs"][0]["weights_checksum"])
+
+    def test_transformer_equals_one_process(self):
+        # no batch norm: a shard's step is the whole batch's part (batch norm's statistics are
+        # each rank's own, as in PyTorch's DistributedDataParallel without SyncBatchNorm)
+        one, w1, two = self.one_and_two("tiny_gpt", 4, ["all-fast", "all-slow", "random",
+                                                        "synchronous"])
+        self.check_equal_to_one(one, w1, two, 4)
+        sync = two["synchronous"][0]["runs"][0]["data_parallel"]
+        self.assertIsNotNone(sync["predicted_allreduce_time"])
+
+    def test_adamw_and_small_buckets(self):
+        one, w1, two = self.one_and_two("tiny_mlp", 8, ["all-fast", "random"],
+                                        ["--optimizer", "adamw", "--bucket-size", "2K"])
+        self.check_equal_to_one(one, w1, two, 8)
+
+    def test_data_file_is_sharded(self):
+        rows, pixels, classes = 4, 64, 10
+        data = {"input": ([rows, 1, 8, 8], [((i * 37) % 101) / 101 for i in range(rows * pixels)]),
+                "labels": ([rows, classes], [1.0 if c == (r * 3) % classes else 0.0
+                                             for r in range(rows) for c in range(classes)])}
+        d = self.path("batch.safetensors")
+        write_f32(d, data)
+        r1, r2 = self.path("d1.json"), self.path("d2.json")
+        p = run([AUTOTM, "run", "--model", "tiny_mlp", "--batch", "4", "--data", d, "-o", r1,
+                 "--quiet"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = ranks(2, ["--model", "tiny_mlp", "--batch", "4", "--data", d, "-o", r2])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(r1) as f1, open(r2) as f2:
+            la, lb = json.load(f1)["runs"][0]["losses"], json.load(f2)["runs"][0]["losses"]
+        for x, y in zip(la, lb):
+            self.assertLessEqual(abs(x - y) / abs(x), LOSS_TOL)
+
+    def test_refusals(self):
+        p = ranks(2, ["--model", "tiny_mlp", "--batch", "7"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("a batch of 7 does not divide among 2 ranks", p.stderr)
+        self.assertEqual(p.stderr.count("does not divide"), 1)  # said once, by rank 0
+        # ranks given different options: every rank refuses, naming what differs
+        base = ["--model", "tiny_mlp", "--batch", "8", "--placement", "all-fast"]
+        p = run(MPI + ["-np", "1", AUTOTM, "run", *base, "--seed", "1", ":",
+                       "-np", "1", AUTOTM, "run", *base, "--seed", "2"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("ranks disagree on the options: rank 1 has", p.stderr)
+        # a comparison is one process's
+        p = ranks(2, ["--model", "tiny_mlp", "--batch", "8", "--placement", "all-fast,all-slow"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("under mpirun give one --placement", p.stderr)
+
+    def test_a_rank_that_dies_ends_the_job(self):
+        out = self.path("killed.json")
+        script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 3; kill -KILL $$) & exec "$0" run '
+                  '--model tiny_mlp --batch 8 --iters 1000000 -o "$1"')
+        t = time.time()
+        p = run(MPI + ["-np", "2", "sh", "-c", script, AUTOTM, out], timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertLess(time.time() - t, 45)
+        self.assertFalse(os.path.exists(out))
+
+    def test_interrupt_ends_every_rank_with_130(self):
+        out = self.path("interrupted.json")
+        script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 3; kill -INT $$) & exec "$0" run '
+                  '--model tiny_mlp --batch 8 --iters 1000000 -o "$1"')
+        p = run(MPI + ["-np", "2", "sh", "-c", script, AUTOTM, out], timeout=60)
+        self.assertEqual(p.returncode, 130, p.stderr)
+        self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    if not AUTOTM or not MPIEXEC or not os.path.exists(MPIEXEC):
+        print("ranks.py: no mpiexec: skipped", file=sys.stderr)
+        sys.exit(77)
+    v = run([AUTOTM, "--version"])
+    if "MPI" not in v.stdout:
+        print("ranks.py: autotm was built without MPI: skipped", file=sys.stderr)
+        sys.exit(77)
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:])
