@@ -86,6 +86,14 @@ atm_status comm_check_root(int root, int size, const char *who)
 	return ATM_OK;
 }
 
+atm_status comm_check_bcast(const void *buf, int64_t bytes, int root, int size)
+{
+	if (bytes < 0 || (bytes > 0 && !buf))
+		return atm_err(ATM_E_USAGE, "atm_comm_bcast: %" PRId64 " bytes at %s", bytes,
+		               buf ? "a buffer" : "NULL");
+	return comm_check_root(root, size, "atm_comm_bcast");
+}
+
 /* put -- append to out at *at, never past out_size (the text is cut, still terminated) */
 static void put(char *out, size_t out_size, size_t *at, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -30,6 +30,9 @@ atm_status comm_check_bucket(float *const *bufs, const int64_t *counts, int n, i
 
 /* comm_check_root -- ATM_E_USAGE unless 0 <= root < size; who names the call */
 atm_status comm_check_root(int root, int size, const char *who);
+/* comm_check_bcast -- atm_comm_bcast's arguments: ATM_E_USAGE for bytes < 0, a NULL buf of
+ * bytes > 0, or a root that is no rank of size */
+atm_status comm_check_bcast(const void *buf, int64_t bytes, int root, int size);
 
 /* comm_differ -- v[r * stride] for rank r of n_ranks against rank 0's: writes "rank 1 has X,
  * rank 2 has Y, rank 0 has Z" (hex: 16 hex digits; else decimal; after 8 ranks "and K more")

@@ -312,10 +312,7 @@ atm_status atm_comm_allreduce_mean(atm_comm *c, float *const *bufs, const int64_
 atm_status atm_comm_bcast(atm_comm *c, void *buf, int64_t bytes, int root)
 {
 	assert(c);
-	if (bytes < 0 || (bytes > 0 && !buf))
-		return atm_err(ATM_E_USAGE, "atm_comm_bcast: %" PRId64 " bytes at %s", bytes,
-		               buf ? "a buffer" : "NULL");
-	atm_status st = comm_check_root(root, c->size, "atm_comm_bcast");
+	atm_status st = comm_check_bcast(buf, bytes, root, c->size);
 	if (st < 0 || c->size == 1)
 		return st;
 	for (int64_t done = 0; done < bytes;) {

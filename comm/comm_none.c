@@ -82,10 +82,7 @@ atm_status atm_comm_set_round(atm_comm *c, int64_t n_floats)
 atm_status atm_comm_bcast(atm_comm *c, void *buf, int64_t bytes, int root)
 {
 	assert(c);
-	if (bytes < 0 || (bytes > 0 && !buf))
-		return atm_err(ATM_E_USAGE, "atm_comm_bcast: %" PRId64 " bytes at %s", bytes,
-		               buf ? "a buffer" : "NULL");
-	return comm_check_root(root, 1, "atm_comm_bcast");
+	return comm_check_bcast(buf, bytes, root, 1);
 }
 
 atm_status atm_comm_bcast_text(atm_comm *c, char **text, int root)

@@ -63,7 +63,7 @@ atm_status atm_graph_with_allreduce(const atm_graph *g, int ranks, int64_t bucke
 {
 	atm_graph *c = NULL;
 	struct bucket b = {0};
-	int32_t id, n_updates = 0;
+	int32_t n_updates = 0;
 	int k = 0;
 	atm_status rc = ATM_OK;
 	*out = NULL;
@@ -82,15 +82,8 @@ atm_status atm_graph_with_allreduce(const atm_graph *g, int ranks, int64_t bucke
 	if (!n_updates)
 		return atm_err(ATM_E_USAGE, "graph '%s' has no update whose gradient to average",
 		               atm_graph_name(g));
-	if ((rc = atm_graph_new(&c, atm_graph_name(g))) < 0)
+	if ((rc = atm_graph_copy_tensors(g, &c)) < 0)
 		return rc;
-	for (int32_t t = 0; t < atm_graph_n_tensors(g) && rc == ATM_OK; t++) {
-		const atm_tensor *x = atm_graph_tensor(g, t);
-		rc = atm_graph_add_tensor(c, x->name, x->dtype, x->ndim, x->dims, x->kind, x->locations,
-		                          &id);
-		if (rc == ATM_OK && x->batched)
-			rc = atm_graph_mark_batched(c, id);
-	}
 	/* an update waits in its bucket; the bucket goes out once it is full, after the last of
 	 * its gradients (each update follows its gradient's last part) */
 	for (int32_t i = 0; i < atm_graph_n_nodes(g) && rc == ATM_OK; i++) {

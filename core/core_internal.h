@@ -147,4 +147,8 @@ int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *c
  * (atm_profile_calibration): {digest: {"graph", "step_s", "measured_at"}}. */
 #define ATM_PROFILE_STEPS_KEY "all_fast_steps"
 
+/* atm_graph_copy_tensors -- a new graph of g's name holding g's tensors (and batched marks),
+ * no nodes yet: where a rewrite of g's nodes starts (update.c, allreduce.c) */
+atm_status atm_graph_copy_tensors(const atm_graph *g, atm_graph **out);
+
 #endif /* ATM_CORE_INTERNAL_H */

@@ -141,15 +141,8 @@ atm_status atm_graph_with_update(const atm_graph *g, const atm_update *u, atm_gr
 	if (n_sgd == 0)
 		return atm_err(ATM_E_USAGE, "graph '%s' has no SGD update to rewrite to %s",
 		               atm_graph_name(g), atm_update_kind_name(u->kind));
-	if ((rc = atm_graph_new(&c, atm_graph_name(g))) < 0)
+	if ((rc = atm_graph_copy_tensors(g, &c)) < 0)
 		return rc;
-	for (int32_t t = 0; t < atm_graph_n_tensors(g) && rc == ATM_OK; t++) {
-		const atm_tensor *x = atm_graph_tensor(g, t);
-		rc = atm_graph_add_tensor(c, x->name, x->dtype, x->ndim, x->dims, x->kind, x->locations,
-		                          &id);
-		if (rc == ATM_OK && x->batched)
-			rc = atm_graph_mark_batched(c, id);
-	}
 	for (int32_t k = 0; k < atm_graph_n_nodes(g) && rc == ATM_OK; k++) {
 		const atm_node *n = atm_graph_node(g, k);
 		if (n->op == ATM_OP_SGD) {
@@ -197,4 +190,24 @@ bool atm_graph_update_of(const atm_graph *g, atm_update *u, int64_t *state_bytes
 		u->eps = a->epsilon;
 	}
 	return true;
+}
+
+atm_status atm_graph_copy_tensors(const atm_graph *g, atm_graph **out)
+{
+	atm_graph *c = NULL;
+	int32_t id;
+	atm_status rc = atm_graph_new(&c, atm_graph_name(g));
+	for (int32_t t = 0; t < atm_graph_n_tensors(g) && rc == ATM_OK; t++) {
+		const atm_tensor *x = atm_graph_tensor(g, t);
+		rc = atm_graph_add_tensor(c, x->name, x->dtype, x->ndim, x->dims, x->kind, x->locations,
+		                          &id);
+		if (rc == ATM_OK && x->batched)
+			rc = atm_graph_mark_batched(c, id);
+	}
+	if (rc < 0) {
+		atm_graph_destroy(c);
+		c = NULL;
+	}
+	*out = c;
+	return rc;
 }
