@@ -72,6 +72,20 @@ static int finish(const char *cmd, int code)
 	return atm_exit_code(e == ENOSPC ? ATM_E_NOSPACE : ATM_E_IO);
 }
 
+/* alone_under_mpirun -- cmd is one process's (only run trains data-parallel), yet mpirun or
+ * srun started it as one of several ranks: said on rank 0, true */
+static bool alone_under_mpirun(const char *cmd)
+{
+	atm_comm *c = NULL;
+	bool several = atm_comm_new(&c, NULL, NULL) == ATM_OK && atm_comm_active(c);
+	atm_err_clear();
+	if (several && atm_comm_rank(c) == 0)
+		fprintf(stderr, "autotm %s: runs as one process; under mpirun only 'autotm run' trains "
+		        "data-parallel (docs/many-machines.md)\n", cmd);
+	atm_comm_destroy(c);
+	return several;
+}
+
 int main(int argc, char **argv)
 {
 	cli_block_signals(true);
@@ -106,6 +120,8 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, commands[i].name)) {
 			if (!commands[i].stops)
 				cli_signals_default();
+			if (strcmp(cmd, "run") && alone_under_mpirun(cmd))
+				return atm_exit_code(ATM_E_USAGE);
 			return finish(cmd, commands[i].run(argc - 1, argv + 1));
 		}
 	fprintf(stderr, "autotm: unknown command '%s'; valid commands:", cmd);

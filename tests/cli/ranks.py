@@ -168,6 +168,11 @@ class TestRanks(unittest.TestCase):
                        "-np", "1", AUTOTM, "run", *base, "--seed", "2"])
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertIn("ranks disagree on the options: rank 1 has", p.stderr)
+        # the other commands are one process's
+        p = run(MPI + ["-np", "2", AUTOTM, "plan", "--model", "tiny_mlp", "--ratio", "4:1",
+                       "-o", self.path("p.json")])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("only 'autotm run' trains data-parallel", p.stderr)
         # a comparison is one process's
         p = ranks(2, ["--model", "tiny_mlp", "--batch", "8", "--placement", "all-fast,all-slow"])
         self.assertEqual(p.returncode, 2, p.stderr)
