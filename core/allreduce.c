@@ -13,21 +13,15 @@ struct bucket {
 	int64_t bytes;
 };
 
-/* copy_node -- node n of g into c as it is, or with its gradient (input 1, an update's) read
- * from mean instead */
-static atm_status copy_node(atm_graph *c, const atm_node *n, int32_t mean)
+/* copy_update -- update node n of g into c, reading its gradient (input 1) from mean */
+static atm_status copy_update(atm_graph *c, const atm_node *n, int32_t mean)
 {
-	int32_t in[ATM_ALLREDUCE_BUCKET_TENSORS + 8], id;
+	int32_t in[8];
 	if (n->n_in > (int)(sizeof in / sizeof in[0]))
-		return atm_err(ATM_E_INPUT, "node '%s': %d inputs", n->name, n->n_in);
+		return atm_err(ATM_E_INTERNAL, "update '%s': %d inputs", n->name, n->n_in);
 	memcpy(in, n->in, (size_t)n->n_in * sizeof *in);
-	if (mean >= 0)
-		in[1] = mean;
-	atm_status rc = atm_graph_add_node(c, n->name, n->op, &n->attrs, n->n_in, in, n->n_out,
-	                                   n->out, &id);
-	if (rc == ATM_OK && n->workspace_bytes)
-		rc = atm_graph_set_workspace(c, id, n->workspace_bytes);
-	return rc;
+	in[1] = mean;
+	return atm_graph_copy_node(c, n, in);
 }
 
 /* flush -- bucket k's allreduce into c (the gradients of its updates in, "G.mean" out), then
@@ -52,7 +46,7 @@ static atm_status flush(const atm_graph *g, atm_graph *c, struct bucket *b, int 
 	if (rc == ATM_OK)
 		rc = atm_graph_add_node(c, name, ATM_OP_ALLREDUCE, &a, b->n, grads, b->n, means, &id);
 	for (int i = 0; i < b->n && rc == ATM_OK; i++)
-		rc = copy_node(c, atm_graph_node(g, b->node[i]), means[i]);
+		rc = copy_update(c, atm_graph_node(g, b->node[i]), means[i]);
 	b->n = 0;
 	b->bytes = 0;
 	return rc;
@@ -89,7 +83,7 @@ atm_status atm_graph_with_allreduce(const atm_graph *g, int ranks, int64_t bucke
 	for (int32_t i = 0; i < atm_graph_n_nodes(g) && rc == ATM_OK; i++) {
 		const atm_node *n = atm_graph_node(g, i);
 		if (!atm_op_is_update(n->op)) {
-			rc = copy_node(c, n, -1);
+			rc = atm_graph_copy_node(c, n, NULL);
 			continue;
 		}
 		int64_t bytes = atm_graph_tensor(g, n->in[1])->bytes;
@@ -100,14 +94,7 @@ atm_status atm_graph_with_allreduce(const atm_graph *g, int ranks, int64_t bucke
 	}
 	if (rc == ATM_OK)
 		rc = flush(g, c, &b, k, ranks);
-	if (rc == ATM_OK)
-		rc = atm_graph_validate(c);
-	if (rc < 0) {
-		atm_graph_destroy(c);
-		return rc;
-	}
-	*out = c;
-	return ATM_OK;
+	return atm_graph_rewritten(c, rc, out);
 }
 
 int atm_graph_ranks(const atm_graph *g)

@@ -150,5 +150,11 @@ int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *c
 /* atm_graph_copy_tensors -- a new graph of g's name holding g's tensors (and batched marks),
  * no nodes yet: where a rewrite of g's nodes starts (update.c, allreduce.c) */
 atm_status atm_graph_copy_tensors(const atm_graph *g, atm_graph **out);
+/* atm_graph_copy_node -- node n of a graph whose tensors c copied into c, as it is, reading in
+ * instead of its own inputs where in is not NULL (n->n_in of them) */
+atm_status atm_graph_copy_node(atm_graph *c, const atm_node *n, const int32_t *in);
+/* atm_graph_rewritten -- the end of a rewrite into c that reached rc: c validated and handed
+ * out in *out, or destroyed and the failure returned */
+atm_status atm_graph_rewritten(atm_graph *c, atm_status rc, atm_graph **out);
 
 #endif /* ATM_CORE_INTERNAL_H */

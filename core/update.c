@@ -125,7 +125,7 @@ static atm_status add_update(atm_graph *g, const atm_node *n, const atm_update *
 atm_status atm_graph_with_update(const atm_graph *g, const atm_update *u, atm_graph **out)
 {
 	atm_graph *c = NULL;
-	int32_t id, n_sgd = 0;
+	int32_t n_sgd = 0;
 	atm_status rc = check_update(u);
 	*out = NULL;
 	if (rc < 0)
@@ -149,19 +149,9 @@ atm_status atm_graph_with_update(const atm_graph *g, const atm_update *u, atm_gr
 			rc = add_update(c, n, u);
 			continue;
 		}
-		rc = atm_graph_add_node(c, n->name, n->op, &n->attrs, n->n_in, n->in, n->n_out, n->out,
-		                        &id);
-		if (rc == ATM_OK && n->workspace_bytes)
-			rc = atm_graph_set_workspace(c, id, n->workspace_bytes);
+		rc = atm_graph_copy_node(c, n, NULL);
 	}
-	if (rc == ATM_OK)
-		rc = atm_graph_validate(c);
-	if (rc < 0) {
-		atm_graph_destroy(c);
-		return rc;
-	}
-	*out = c;
-	return ATM_OK;
+	return atm_graph_rewritten(c, rc, out);
 }
 
 bool atm_graph_update_of(const atm_graph *g, atm_update *u, int64_t *state_bytes)
@@ -210,4 +200,26 @@ atm_status atm_graph_copy_tensors(const atm_graph *g, atm_graph **out)
 	}
 	*out = c;
 	return rc;
+}
+
+atm_status atm_graph_copy_node(atm_graph *c, const atm_node *n, const int32_t *in)
+{
+	int32_t id;
+	atm_status rc = atm_graph_add_node(c, n->name, n->op, &n->attrs, n->n_in, in ? in : n->in,
+	                                   n->n_out, n->out, &id);
+	if (rc == ATM_OK && n->workspace_bytes)
+		rc = atm_graph_set_workspace(c, id, n->workspace_bytes);
+	return rc;
+}
+
+atm_status atm_graph_rewritten(atm_graph *c, atm_status rc, atm_graph **out)
+{
+	if (rc == ATM_OK)
+		rc = atm_graph_validate(c);
+	if (rc < 0) {
+		atm_graph_destroy(c);
+		return rc;
+	}
+	*out = c;
+	return ATM_OK;
 }

@@ -96,6 +96,22 @@ static void test_allreduce_buckets(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_allreduce_many_inputs -- a node of more inputs than an update has (DenseNet's concats
+ * of dozens of layers) is copied as it is */
+static void test_allreduce_many_inputs(void **state)
+{
+	(void)state;
+	atm_graph *g = built("densenet264"); /* block 3: a concat of 65 */
+	int most = 0;
+	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++)
+		most = atm_graph_node(g, i)->n_in > most ? atm_graph_node(g, i)->n_in : most;
+	assert_true(most > ATM_ALLREDUCE_BUCKET_TENSORS + 8);
+	atm_graph *c = data_parallel(g, 2, 0);
+	check_buckets(g, c, 2, ATM_ALLREDUCE_BUCKET_BYTES);
+	atm_graph_destroy(c);
+	atm_graph_destroy(g);
+}
+
 /* test_allreduce_with_adamw -- an AdamW step's gradients are averaged as SGD's are */
 static void test_allreduce_with_adamw(void **state)
 {
@@ -174,6 +190,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce_buckets),
+		cmocka_unit_test(test_allreduce_many_inputs),
 		cmocka_unit_test(test_allreduce_with_adamw),
 		cmocka_unit_test(test_allreduce_graph_file),
 		cmocka_unit_test(test_allreduce_refusals),
