@@ -35,8 +35,11 @@ atm_status atm_job_ranks_status(atm_comm *c, atm_status rc)
 			first = r;
 	atm_status theirs = first >= 0 ? (atm_status)(int64_t)all[first] : ATM_OK;
 	free(all);
-	if (got < 0 && rc < 0) /* this rank's own failure first: the collective's is its echo */
-		return atm_err(rc, "%s (and then: %s)", msg, atm_errmsg());
+	if (got < 0 && rc < 0) { /* this rank's own failure first: the collective's is its echo */
+		char then[512];
+		snprintf(then, sizeof then, "%s", atm_errmsg());
+		return atm_err(rc, "%s (and then: %s)", msg, then);
+	}
 	if (got < 0)
 		return got;
 	/* a failure rank 0 had too is said by rank 0 alone */
@@ -123,9 +126,8 @@ atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, siz
 	path[0] = '\0';
 	/* rank 0 keeps the cache; the others profile alongside it into a copy of what it held
 	 * when the ranks started, so that all of them lack the same kernels and time them in
-	 * the same order (an allreduce is timed by every rank at once) */
-	if ((rc = atm_comm_barrier(j->o.comm)) < 0)
-		return rc;
+	 * the same order (an allreduce is timed by every rank at once). Rank 0 writes nothing
+	 * before the statuses below are agreed, which is after every copy was made. */
 	if (job_rank(j) != 0) {
 		char *text = NULL;
 		size_t n = 0;
@@ -140,10 +142,7 @@ atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, siz
 			free(text);
 		}
 	}
-	atm_status all = atm_job_ranks_status(j->o.comm, rc);
-	if (all == ATM_OK)
-		all = atm_comm_barrier(j->o.comm);
-	return all;
+	return atm_job_ranks_status(j->o.comm, rc);
 }
 
 atm_status job_dist_plan(atm_job *j, atm_status rc)
