@@ -76,7 +76,8 @@ static const char run_help_tail[] =
 	"batch (--batch, or --data's rows: a multiple of N) and the gradients are averaged over\n"
 	"the ranks, in buckets, in a fixed order, before the update: every rank trains bitwise\n"
 	"the same weights. Rank 0 profiles (the others alongside it), plans, prints and writes\n"
-	"the results and --weights-out; docs/many-machines.md.\n";
+	"the results and --weights-out. A --formulation list (with --turns) compares the\n"
+	"placements with every rank in step; docs/many-machines.md.\n";
 
 /* print_help -- autotm run --help */
 static void print_help(void)
@@ -693,6 +694,30 @@ static bool print_weights(const atm_job_compare *c)
 	return agree;
 }
 
+/* print_ranks -- under mpirun: each placement's median step on every rank, and its allreduce's
+ * time measured (the fastest step's) and predicted */
+static void print_ranks(const atm_job_compare *c)
+{
+	bool first = true;
+	for (int i = 0; i < atm_job_compare_n(c); i++) {
+		const atm_job_compared *cm = atm_job_compare_get(c, i);
+		atm_run_measured m;
+		if (cm->left_out || !atm_job_ranks_get(atm_job_compare_job(c, i), &m))
+			continue;
+		if (first)
+			printf("  ranks            %d, batch %lld each; the turns above are rank 0's, each "
+			       "rank's median step:\n", m.ranks, (long long)m.rank_batch);
+		first = false;
+		printf("    %-14s", cm->name);
+		for (int r = 0; r < m.ranks; r++)
+			printf("%s %.6f", r ? "," : "", m.rank_step_s[r]);
+		printf(" s; allreduce %.6f s", m.allreduce_s);
+		if (m.allreduce_pred_s >= 0)
+			printf(", predicted %.6f s", m.allreduce_pred_s);
+		printf("\n");
+	}
+}
+
 /* print_comparison -- each placement's step, its turns' range and, with all-fast compared, its
  * per-turn ratio to all-fast beside the predicted one; then whether every placement trained to
  * the same weights (returned) */
@@ -756,6 +781,7 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 		if (m->left_out)
 			printf("  left out         %s: %s\n", m->name, m->why);
 	}
+	print_ranks(c);
 	print_disturbance(c, by_step);
 	const atm_exec_result *r = atm_job_exec_result(atm_job_compare_job(c, i0));
 	if (r && r->emulated)
@@ -765,18 +791,16 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 	return print_weights(c);
 }
 
-/* compare_main -- a comparison: every placement planned, then trained in turns, printed and
- * written; the exit code */
-static int compare_main(struct run_args *a)
+/* compare_graph -- a comparison of g's placements: every placement planned, then trained in
+ * turns, printed and written (by rank 0 under mpirun) */
+static atm_status compare_graph(struct run_args *a, const atm_graph *g)
 {
 	atm_job_opts *jo = &a->jo;
-	atm_graph *g = NULL;
 	atm_job_compare *c = NULL;
 	atm_status rc;
-	jo->stop = cli_install_interrupt();
-	if ((rc = cli_load_graph(&a->src, &g, &jo->workload)) == ATM_OK &&
-	    (rc = atm_job_compare_new(&c, g, jo, a->pl, a->n_pl, &a->co)) == ATM_OK &&
-	    (rc = atm_job_compare_plan(c)) == ATM_OK && (rc = atm_job_compare_run(c)) == ATM_OK) {
+	if ((rc = atm_job_compare_new(&c, g, jo, a->pl, a->n_pl, &a->co)) == ATM_OK &&
+	    (rc = atm_job_compare_plan(c)) == ATM_OK && (rc = atm_job_compare_run(c)) == ATM_OK &&
+	    a->rank == 0) {
 		bool same = print_comparison(c, g, jo->workload.batch, jo->iters);
 		if (jo->results_path && (rc = atm_job_compare_write_results(c)) == ATM_OK)
 			printf("  results          %s\n", jo->results_path);
@@ -785,6 +809,17 @@ static int compare_main(struct run_args *a)
 			             "no placement may change: a bug");
 	}
 	atm_job_compare_destroy(c);
+	return rc;
+}
+
+/* compare_main -- a comparison in one process; the exit code */
+static int compare_main(struct run_args *a)
+{
+	atm_graph *g = NULL;
+	a->jo.stop = cli_install_interrupt();
+	atm_status rc = cli_load_graph(&a->src, &g, &a->jo.workload);
+	if (rc == ATM_OK)
+		rc = compare_graph(a, g);
 	atm_graph_destroy(g);
 	return rc < 0 ? cli_fail("run", rc) : 0;
 }
@@ -832,9 +867,6 @@ static int ranks_main(struct run_args *a, atm_comm *comm)
 	atm_status rc = ATM_OK;
 	a->rank = atm_comm_rank(comm);
 	jo->stop = cli_install_interrupt();
-	if (a->n_pl)
-		rc = atm_err(ATM_E_USAGE, "a comparison of placements runs in one process; under "
-		             "mpirun give one --placement or --formulation");
 	uint64_t version = atm_fnv1a(ATM_FNV1A_INIT, ATM_VERSION, strlen(ATM_VERSION));
 	if ((rc = atm_job_ranks_status(comm, rc)) == ATM_OK &&
 	    (rc = atm_job_ranks_agree(comm, "version of autotm", version)) == ATM_OK)
@@ -849,7 +881,9 @@ static int ranks_main(struct run_args *a, atm_comm *comm)
 			jo->quiet = true;
 			a->explain = 0;
 		}
-		if ((rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
+		if (a->n_pl)
+			rc = compare_graph(a, g);
+		else if ((rc = atm_job_new(&j, g, jo)) == ATM_OK && (rc = atm_job_plan(j)) == ATM_OK)
 			rc = execute(j, a);
 	}
 	atm_job_destroy(j);

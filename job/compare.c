@@ -40,7 +40,93 @@ struct atm_job_compare {
 	bool ran;
 	bool weights_out;        /* o.weights_out written: by the first placement to finish */
 	char slow_dir[ATM_TIER_PATH_MAX]; /* the default pmem folder chosen for every executor */
+	atm_comm *comm;          /* under mpirun, the ranks (each runs this comparison); NULL alone */
+	bool *near;              /* under mpirun, near[r]: rank r is another process on this host */
 };
+
+/* ---------------------------------------------------------------- under mpirun */
+
+/* Under mpirun every rank runs the comparison in step: the same placements planned (rank 0
+ * plans, atm_job_plan), left out and measured again alike, so that each step's allreduce
+ * meets every rank in it. What a rank decides from its own clock or memory is agreed first. */
+
+/* agreed -- under mpirun rc agreed by every rank (the first failure is each one's), alone rc */
+static atm_status agreed(const atm_job_compare *c, atm_status rc)
+{
+	return c->comm ? atm_job_ranks_status(c->comm, rc) : rc;
+}
+
+/* any_rank -- *any: mine holds on some rank (under mpirun) or here (alone) */
+static atm_status any_rank(const atm_job_compare *c, bool mine, bool *any)
+{
+	*any = mine;
+	if (!c->comm)
+		return ATM_OK;
+	int n = atm_comm_size(c->comm);
+	uint64_t *all = calloc((size_t)n, sizeof *all);
+	atm_status rc = agreed(c, all ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory comparing "
+	                                                 "placements"));
+	if (rc == ATM_OK)
+		rc = atm_comm_allgather_u64(c->comm, mine, all);
+	for (int r = 0; rc == ATM_OK && r < n; r++)
+		*any = *any || all[r];
+	free(all);
+	return rc;
+}
+
+/* find_near -- which other ranks run on this host: their CPU time is the comparison's own,
+ * not other programs' */
+static atm_status find_near(atm_job_compare *c)
+{
+	char host[256] = "";
+	int n = atm_comm_size(c->comm), me = atm_comm_rank(c->comm);
+	uint64_t *all = calloc((size_t)n, sizeof *all);
+	c->near = calloc((size_t)n, sizeof *c->near);
+	atm_status rc = ATM_OK;
+	if (!all || !c->near)
+		rc = atm_err(ATM_E_NOMEM, "out of memory comparing placements");
+	if (gethostname(host, sizeof host - 1) != 0)
+		host[0] = '\0'; /* unnamed: every such rank is taken as one host's */
+	if ((rc = agreed(c, rc)) == ATM_OK)
+		rc = atm_comm_allgather_u64(c->comm, atm_fnv1a(ATM_FNV1A_INIT, host, strlen(host)), all);
+	for (int r = 0; rc == ATM_OK && r < n; r++)
+		c->near[r] = r != me && all[r] == all[me];
+	free(all);
+	return rc;
+}
+
+/* others_beside_ranks -- others[k] (CPU seconds the machine's other processes took during a
+ * step, NAN unknown) less what this host's other ranks took in their own step k (own[k] on
+ * each): ranks in step overlap their steps, and each rank's work is the comparison's */
+static atm_status others_beside_ranks(const atm_job_compare *c, double *others, const double *own,
+                                      int n)
+{
+	if (!c->comm)
+		return ATM_OK;
+	int ranks = atm_comm_size(c->comm);
+	double *all = calloc((size_t)ranks, sizeof *all);
+	atm_status rc = agreed(c, all ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory comparing "
+	                                                 "placements"));
+	for (int k = 0; rc == ATM_OK && k < n; k++) {
+		if ((rc = atm_comm_allgather_f64(c->comm, own[k], all)) < 0)
+			break;
+		for (int r = 0; r < ranks; r++)
+			others[k] -= c->near[r] ? all[r] : 0;
+		others[k] = others[k] < 0 ? 0 : others[k]; /* NAN stays NAN */
+	}
+	free(all);
+	return rc;
+}
+
+/* step -- one step of e; a failure under mpirun, which the other ranks meet in their allreduce
+ * or never, ends every rank (job_dist_fail_alone) */
+static atm_status step(struct entry *e, double *dt)
+{
+	atm_status rc = atm_exec_step(e->j->exec, dt);
+	if (rc < 0 && job_dist(e->j))
+		job_dist_fail_alone(e->j, atm_err_prefix(rc, "%s: ", e->name));
+	return rc;
+}
 
 /* real_device -- the comparison runs on a real device, whose memory cannot hold every
  * placement's executor at once */
@@ -177,6 +263,7 @@ atm_status atm_job_compare_new(atm_job_compare **out, const atm_graph *g, const 
 	}
 	c->g = g;
 	c->o = *o;
+	c->comm = o->comm && atm_comm_active(o->comm) ? o->comm : NULL;
 	c->who = o->who ? o->who : "run";
 	c->n = n;
 	c->all_fast = -1;
@@ -207,8 +294,9 @@ atm_status atm_job_compare_new(atm_job_compare **out, const atm_graph *g, const 
 		                             : is_placement(&e->spec, "all-fast");
 		e->out.name = e->name;
 	}
-	if ((rc = check_list(c)) < 0 ||
-	    (o->results_path && (rc = atm_results_check(o->results_path, g, o->append)) < 0))
+	if ((rc = check_list(c)) == ATM_OK && o->results_path) /* rank 0's alone under mpirun */
+		rc = atm_results_check(o->results_path, g, o->append);
+	if ((rc = agreed(c, rc)) < 0 || (c->comm && (rc = find_near(c)) < 0))
 		goto fail;
 	for (int i = 0; i < n; i++)
 		if ((rc = entry_new(c, i)) < 0)
@@ -233,6 +321,7 @@ void atm_job_compare_destroy(atm_job_compare *c)
 		free(e->turn_reruns);
 	}
 	free(c->e);
+	free(c->near);
 	free(c);
 }
 
@@ -247,6 +336,10 @@ static void leave_out(atm_job_compare *c, struct entry *e, atm_status rc)
 	if (!c->o.quiet)
 		fprintf(stderr, "autotm %s: %s is left out of the comparison: %s\n", c->who, e->name,
 		        e->why);
+	else if (c->comm && atm_comm_rank(c->comm) && strcmp(e->why, ATM_JOB_SAID_BY_RANK0) &&
+	         !strstr(e->why, "(its message above)")) /* a reason of this rank's own */
+		fprintf(stderr, "autotm %s (rank %d of %d): %s is left out of the comparison: %s\n",
+		        c->who, atm_comm_rank(c->comm), atm_comm_size(c->comm), e->name, e->why);
 	atm_err_clear();
 }
 
@@ -289,7 +382,11 @@ atm_status atm_job_compare_plan(atm_job_compare *c)
 	}
 	if (!n_compared(c))
 		return atm_err(ATM_E_INFEASIBLE, "none of the %d placements could be planned", c->n);
-	return managed_algos(c);
+	atm_status rc = agreed(c, managed_algos(c));
+	for (int i = 0; i < c->n && rc == ATM_OK && c->comm; i++)
+		if (c->e[i].j && needs_gpu(&c->e[i].spec))
+			rc = job_dist_agree_plan(c->e[i].j);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- what else took the cores */
@@ -401,11 +498,12 @@ static void count_step(struct entry *e, int t, double dt, double others, double 
 	e->wall_s += wall;
 }
 
-/* end_turn -- e's turn t complete: what others took, as cores over its counted steps */
+/* end_turn -- e's turn t complete: what others took, as cores over its counted steps; unknown
+ * (-1) where those took less than ATM_JOB_JUDGED_S, too short for /proc/stat's ticks */
 static void end_turn(struct entry *e, int t)
 {
-	if (e->turn_others[t] == 0 && e->wall_s > 0)
-		e->turn_others[t] = e->others_s / e->wall_s;
+	if (e->turn_others[t] == 0)
+		e->turn_others[t] = e->wall_s >= ATM_JOB_JUDGED_S ? e->others_s / e->wall_s : -1;
 }
 
 /* open_all -- every compared placement's executor; one that cannot be made here (its plan
@@ -416,7 +514,7 @@ static atm_status open_all(atm_job_compare *c)
 		struct entry *e = &c->e[i];
 		if (!e->j)
 			continue;
-		atm_status rc = job_exec_open(e->j);
+		atm_status rc = agreed(c, job_exec_open(e->j));
 		if (rc == ATM_E_INFEASIBLE || rc == ATM_E_NOSPACE || rc == ATM_E_UNSUPPORTED)
 			leave_out(c, e, rc);
 		else if (rc < 0)
@@ -437,7 +535,8 @@ static atm_status write_weights(atm_job_compare *c, const struct entry *e)
 
 /* by_step -- every executor alive; a turn is iters rounds of one step of each, in the turn's
  * order; a disturbed round is run again (a step more for every placement, so that all train
- * alike), at most max_reruns times a turn */
+ * alike), at most max_reruns times a turn; under mpirun a round disturbed on any rank is every
+ * rank's to run again */
 static atm_status by_step(atm_job_compare *c, int *order)
 {
 	struct usage a, b;
@@ -448,12 +547,13 @@ static atm_status by_step(atm_job_compare *c, int *order)
 	int n = order_of(c, 0, order);
 	for (int w = 0; w < c->o.warmup; w++)
 		for (int k = 0; k < n; k++)
-			if ((rc = atm_exec_step(c->e[order[k]].j->exec, &dt)) < 0)
+			if ((rc = step(&c->e[order[k]], &dt)) < 0)
 				return atm_err_prefix(rc, "%s: ", c->e[order[k]].name);
-	double *step_s = calloc((size_t)c->n * 3 + 1, sizeof *step_s);
+	/* by position in the round: each step's time, others' CPU, wall time, own CPU */
+	double *step_s = calloc((size_t)c->n * 4 + 1, sizeof *step_s);
 	if (!step_s)
 		return atm_err(ATM_E_NOMEM, "out of memory comparing placements");
-	double *others = step_s + c->n, *wall = others + c->n;
+	double *others = step_s + c->n, *wall = others + c->n, *own = wall + c->n;
 	for (int t = 0; t < c->co.turns && rc == ATM_OK; t++) {
 		n = order_of(c, t, order);
 		int counted = 0, reruns = 0;
@@ -461,27 +561,29 @@ static atm_status by_step(atm_job_compare *c, int *order)
 			bool bad = false;
 			double round_others = 0, round_wall = 0;
 			for (int k = 0; k < n && rc == ATM_OK; k++) {
-				int i = order[k];
 				usage_now(&a);
-				rc = atm_exec_step(c->e[i].j->exec, &step_s[i]);
+				if ((rc = step(&c->e[order[k]], &step_s[k])) < 0)
+					rc = atm_err_prefix(rc, "%s: ", c->e[order[k]].name);
 				usage_now(&b);
-				if (rc < 0)
-					rc = atm_err_prefix(rc, "%s: ", c->e[i].name);
-				others[i] = others_s(&a, &b);
-				wall[i] = b.wall_s - a.wall_s;
-				bad = bad || disturbed(c, others[i], wall[i]);
-				round_others += others[i];
-				round_wall += wall[i];
+				others[k] = others_s(&a, &b);
+				wall[k] = b.wall_s - a.wall_s;
+				own[k] = b.own_s - a.own_s;
 			}
-			if (rc < 0)
+			if (rc < 0 || (rc = others_beside_ranks(c, others, own, n)) < 0)
 				break;
-			if ((bad || disturbed(c, round_others, round_wall)) && reruns < c->co.max_reruns) {
+			for (int k = 0; k < n; k++) {
+				bad = bad || disturbed(c, others[k], wall[k]);
+				round_others += others[k];
+				round_wall += wall[k];
+			}
+			if ((rc = any_rank(c, bad || disturbed(c, round_others, round_wall), &bad)) < 0)
+				break;
+			if (bad && reruns < c->co.max_reruns) {
 				reruns++;
 				continue;
 			}
 			for (int k = 0; k < n; k++)
-				count_step(&c->e[order[k]], t, step_s[order[k]], others[order[k]],
-				           wall[order[k]]);
+				count_step(&c->e[order[k]], t, step_s[k], others[k], wall[k]);
 			counted++;
 		}
 		if (rc < 0)
@@ -498,33 +600,42 @@ static atm_status by_step(atm_job_compare *c, int *order)
 			c->co.on_turn(c->co.arg, t);
 	}
 	free(step_s);
-	for (int i = 0; i < c->n && rc == ATM_OK; i++)
-		if (c->e[i].j && ((rc = atm_exec_finish(c->e[i].j->exec)) < 0 ||
-		                  (rc = write_weights(c, &c->e[i])) < 0))
+	for (int i = 0; i < c->n && rc == ATM_OK; i++) {
+		if (!c->e[i].j)
+			continue;
+		if ((rc = atm_exec_finish(c->e[i].j->exec)) == ATM_OK)
+			rc = write_weights(c, &c->e[i]);
+		if ((rc = agreed(c, rc)) < 0)
 			rc = atm_err_prefix(rc, "%s: ", c->e[i].name);
+	}
 	return rc;
 }
 
 /* one_turn -- placement e's turn t in a fresh executor: the warm-up, then iters steps; a
- * disturbed turn is run again in another fresh one, at most max_reruns times */
+ * disturbed turn (on any rank, under mpirun) is run again in another fresh one, at most
+ * max_reruns times */
 static atm_status one_turn(atm_job_compare *c, struct entry *e, int t)
 {
 	struct usage a, b;
 	atm_status rc = ATM_OK;
 	for (int attempt = 0;; attempt++) {
-		double others = 0, wall = 0, dt;
-		if ((rc = job_exec_open(e->j)) < 0)
+		double others = 0, wall = 0, own = 0, dt;
+		bool bad = false;
+		if ((rc = agreed(c, job_exec_open(e->j))) < 0)
 			return rc;
 		for (int s = 0; s < c->o.warmup + c->o.iters && rc == ATM_OK; s++) {
 			usage_now(&a);
-			rc = atm_exec_step(e->j->exec, &dt);
+			rc = step(e, &dt);
 			usage_now(&b);
 			if (s >= c->o.warmup) {
 				others += others_s(&a, &b);
 				wall += b.wall_s - a.wall_s;
+				own += b.own_s - a.own_s;
 			}
 		}
-		if (rc == ATM_OK && disturbed(c, others, wall) && attempt < c->co.max_reruns) {
+		if (rc == ATM_OK && (rc = others_beside_ranks(c, &others, &own, 1)) == ATM_OK)
+			rc = any_rank(c, disturbed(c, others, wall), &bad);
+		if (rc == ATM_OK && bad && attempt < c->co.max_reruns) {
 			atm_exec_destroy(e->j->exec);
 			e->j->exec = NULL;
 			continue;
@@ -533,12 +644,12 @@ static atm_status one_turn(atm_job_compare *c, struct entry *e, int t)
 			rc = atm_exec_finish(e->j->exec);
 		if (rc == ATM_OK)
 			rc = write_weights(c, e);
-		if (rc < 0)
+		if ((rc = agreed(c, rc)) < 0)
 			return rc;
 		e->turn_reruns[t] = attempt;
 		count_step(e, t, atm_exec_result_get(e->j->exec)->actual_runtime_s, others, wall);
 		end_turn(e, t);
-		return job_keep_turn(e->j);
+		return agreed(c, job_keep_turn(e->j));
 	}
 }
 
@@ -624,11 +735,17 @@ static atm_status choose_interleave(atm_job_compare *c, bool *by_steps)
 		return ATM_OK;
 	if (real_device(c))
 		return ATM_OK;
-	atm_status rc = fits_together(c, &fits, &need, &avail);
-	if (rc < 0)
+	bool short_here, short_somewhere;
+	atm_status rc = agreed(c, fits_together(c, &fits, &need, &avail));
+	short_here = !fits;
+	if (rc < 0 || (rc = any_rank(c, short_here, &short_somewhere)) < 0)
 		return rc;
-	*by_steps = fits;
-	if (!fits && !c->o.quiet)
+	*by_steps = !short_somewhere; /* every rank interleaves alike */
+	if (short_somewhere && !short_here && !c->o.quiet)
+		fprintf(stderr, "autotm %s: the %d placements' memories do not fit together on another "
+		        "rank's host: a fresh executor per placement and turn (--interleave turn)\n",
+		        c->who, n_compared(c));
+	if (short_here && !c->o.quiet)
 		fprintf(stderr, "autotm %s: the %d placements' memories take %s together and %s is "
 		        "available: a fresh executor per placement and turn (--interleave turn)\n",
 		        c->who, n_compared(c), atm_format_bytes(need, a, sizeof a),
@@ -781,8 +898,8 @@ atm_status atm_job_compare_run(atm_job_compare *c)
 	atm_status rc;
 	if (c->ran || c->interleave)
 		return atm_err(ATM_E_USAGE, "the comparison ran already");
-	if ((rc = choose_interleave(c, &by_steps)) < 0 || (rc = choose_slow_file(c, by_steps)) < 0 ||
-	    (rc = alloc_turns(c)) < 0)
+	if ((rc = choose_interleave(c, &by_steps)) < 0 ||
+	    (rc = agreed(c, choose_slow_file(c, by_steps))) < 0 || (rc = agreed(c, alloc_turns(c))) < 0)
 		return rc;
 	c->interleave = by_steps ? "step" : "turn";
 	/* the order, and room to rotate it; the medians' scratch */
@@ -794,6 +911,12 @@ atm_status atm_job_compare_run(atm_job_compare *c)
 		rc = by_steps ? by_step(c, order) : by_turn(c, order);
 	if (rc == ATM_OK) {
 		summarize(c, scratch);
+		/* under mpirun: every rank's median step, the losses' means, the weights alike */
+		for (int i = 0; i < c->n && rc == ATM_OK && c->comm; i++)
+			if (c->e[i].j && (rc = job_dist_gather(c->e[i].j, c->e[i].out.median_s)) < 0)
+				rc = atm_err_prefix(rc, "%s: ", c->e[i].name);
+	}
+	if (rc == ATM_OK) {
 		c->ran = true;
 		for (int i = 0; i < c->n; i++)
 			if (c->e[i].j) {
@@ -825,6 +948,7 @@ atm_status atm_job_compare_write_results(atm_job_compare *c)
 			continue;
 		p[k] = e->j->plan;
 		m[k] = job_measured(e->j, atm_job_exec_result(e->j));
+		job_dist_measured(e->j, atm_job_exec_result(e->j), &m[k]);
 		m[k].actual_runtime_s = e->out.median_s;
 		m[k].comparison = &e->cmp;
 		rc = atm_schedule_new(&s[k], p[k]);

@@ -187,10 +187,19 @@ atm_status job_dist_agree_plan(atm_job *j)
 	return atm_job_ranks_agree(j->o.comm, "plan", d);
 }
 
-atm_status job_dist_gather(atm_job *j)
+void job_dist_fail_alone(const atm_job *j, atm_status rc)
+{
+	if (rc >= 0 || !job_dist(j))
+		return;
+	fprintf(stderr, "autotm %s (rank %d of %d): %s\n", j->who, job_rank(j),
+	        atm_comm_size(j->o.comm), atm_errmsg());
+	atm_comm_abort(j->o.comm, atm_exit_code(rc));
+}
+
+atm_status job_dist_gather(atm_job *j, double step_s)
 {
 	atm_comm *c = j->o.comm;
-	const atm_exec_result *r = atm_exec_result_get(j->exec);
+	const atm_exec_result *r = atm_job_exec_result(j);
 	int n = atm_comm_size(c);
 	atm_status rc = ATM_OK;
 	free(j->rank_step_s);
@@ -204,7 +213,7 @@ atm_status job_dist_gather(atm_job *j)
 		free(all);
 		return rc;
 	}
-	rc = atm_comm_allgather_f64(c, r->actual_runtime_s, j->rank_step_s);
+	rc = atm_comm_allgather_f64(c, step_s, j->rank_step_s);
 	for (int i = 0; rc == ATM_OK && i < r->n_losses; i++) {
 		double sum = 0;
 		if ((rc = atm_comm_allgather_f64(c, r->losses[i], all)) < 0)
@@ -246,9 +255,9 @@ void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measu
 
 bool atm_job_ranks_get(const atm_job *j, atm_run_measured *m)
 {
-	if (!job_dist(j) || !j->exec || !j->rank_step_s)
+	const atm_exec_result *r = atm_job_exec_result(j);
+	if (!job_dist(j) || !r || !j->rank_step_s)
 		return false;
-	const atm_exec_result *r = atm_exec_result_get(j->exec);
 	m->n_losses = r->n_losses;
 	m->losses = r->losses;
 	job_dist_measured(j, r, m);

@@ -536,13 +536,9 @@ atm_status atm_job_execute(atm_job *j)
 		rc = atm_exec_run(j->exec);
 	/* the ranks go on together or not at all: one that failed here has left the others
 	 * in an allreduce or about to enter one */
-	if (rc < 0 && job_dist(j)) {
-		fprintf(stderr, "autotm %s (rank %d of %d): %s\n", j->who, job_rank(j),
-		        atm_comm_size(j->o.comm), atm_errmsg());
-		atm_comm_abort(j->o.comm, atm_exit_code(rc));
-	}
+	job_dist_fail_alone(j, rc);
 	if (rc == ATM_OK && job_dist(j))
-		rc = job_dist_gather(j);
+		rc = job_dist_gather(j, atm_exec_result_get(j->exec)->actual_runtime_s);
 	if (rc == ATM_OK && j->o.weights_out)
 		rc = job_write_weights(j, j->o.weights_out);
 	/* the optimizer's all-fast measures what the calibration measured */

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ranks.py -- autotm run under mpirun -np 2 on this machine: the ranks train what one process
-trains at the whole batch, bitwise alike on every rank and under every placement; ranks that
-disagree, a batch that does not divide, a rank killed or interrupted end every rank
+trains at the whole batch, bitwise alike on every rank and under every placement, one placement
+a run or several compared in turns; ranks that disagree, a batch that does not divide, a rank
+killed or interrupted end every rank
 
 usage: tests/cli/ranks.py AUTOTM MPIEXEC (ctest runs it; exit 77 when autotm or mpiexec lacks MPI)
 """
@@ -125,14 +126,52 @@ class TestRanks(unittest.TestCase):
             self.assertEqual(run0["weights_checksum"],
                              next(iter(two.values()))[0]["runs"][0]["weights_checksum"])
 
-    def test_transformer_equals_one_process(self):
+    def test_transformer_compared_equals_one_process(self):
         # no batch norm: a shard's step is the whole batch's part (batch norm's statistics are
-        # each rank's own, as in PyTorch's DistributedDataParallel without SyncBatchNorm)
-        one, w1, two = self.one_and_two("tiny_gpt", 4, ["all-fast", "all-slow", "random",
-                                                        "synchronous"])
-        self.check_equal_to_one(one, w1, two, 4)
-        sync = two["synchronous"][0]["runs"][0]["data_parallel"]
-        self.assertIsNotNone(sync["predicted_allreduce_time"])
+        # each rank's own, as in PyTorch's DistributedDataParallel without SyncBatchNorm).
+        # Compared by step with every rank in step: each placement takes the one process's
+        # steps (the warm-up and 5), and trains to the same bits on every rank
+        w1, r1 = self.path("gpt-w1.safetensors"), self.path("gpt-r1.json")
+        p = run([AUTOTM, "run", "--model", "tiny_gpt", "--batch", "4", "--weights-out", w1,
+                 "-o", r1, "--quiet"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        w2, r2 = self.path("gpt-w2.safetensors"), self.path("gpt-r2.json")
+        names = ["all-fast", "all-slow", "random", "synchronous"]
+        p = ranks(2, ["--model", "tiny_gpt", "--batch", "4", "--ratio", "4:1", "--formulation",
+                      ",".join(names), "--turns", "1", "--iters", "5", "--interleave", "step",
+                      "--cache", self.cache, "--weights-out", w2, "-o", r2])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("4 placements compared in 1 turn, by step", p.stdout)
+        self.assertIn("ranks            2, batch 2 each", p.stdout)
+        self.assertIn("the same for every placement", p.stdout)
+        self.assertEqual(p.stdout.count("compared in"), 1)  # said by rank 0 alone
+        with open(r1) as f1, open(r2) as f2:
+            one, two = json.load(f1), json.load(f2)
+        self.assertEqual([r["formulation"] for r in two["runs"]], names)
+        for run0 in two["runs"]:
+            dp = run0["data_parallel"]
+            self.assertEqual((dp["ranks"], dp["rank_batch"]), (2, 2))
+            self.assertEqual(len(dp["rank_step_times"]), 2)
+            self.assertGreater(dp["allreduce_time"], 0)
+            self.assertEqual(run0["comparison_size"], 4)
+            self.assertEqual(run0["weights_checksum"], two["runs"][0]["weights_checksum"])
+            for la, lb in zip(one["runs"][0]["losses"], run0["losses"]):
+                self.assertLessEqual(abs(la - lb) / abs(la), LOSS_TOL, run0["formulation"])
+        self.assertIsNotNone(two["runs"][3]["data_parallel"]["predicted_allreduce_time"])
+        self.assertLessEqual(worst_weight(read_f32(w1), read_f32(w2)), WEIGHT_TOL)
+
+    def test_compared_by_turn_every_rank_alike(self):
+        # a fresh executor per placement and turn: each turn trains from the seed again
+        r2 = self.path("turns.json")
+        p = ranks(2, ["--model", "tiny_mlp", "--batch", "8", "--formulation", "all-fast,random",
+                      "--turns", "2", "--iters", "1", "--interleave", "turn", "-o", r2])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("2 placements compared in 2 turns, by turn", p.stdout)
+        with open(r2) as f:
+            runs = json.load(f)["runs"]
+        self.assertEqual(len(runs), 2)
+        self.assertEqual(runs[0]["weights_checksum"], runs[1]["weights_checksum"])
+        self.assertEqual([len(r["data_parallel"]["rank_step_times"]) for r in runs], [2, 2])
 
     def test_adamw_and_small_buckets(self):
         one, w1, two = self.one_and_two("tiny_mlp", 8, ["all-fast", "random"],
@@ -173,10 +212,6 @@ class TestRanks(unittest.TestCase):
                        "-o", self.path("p.json")])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("only 'autotm run' trains data-parallel", p.stderr)
-        # a comparison is one process's
-        p = ranks(2, ["--model", "tiny_mlp", "--batch", "8", "--placement", "all-fast,all-slow"])
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("under mpirun give one --placement", p.stderr)
 
     def test_a_rank_that_dies_ends_the_job(self):
         out = self.path("killed.json")
@@ -189,12 +224,14 @@ class TestRanks(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
     def test_interrupt_ends_every_rank_with_130(self):
-        out = self.path("interrupted.json")
-        script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 3; kill -INT $$) & exec "$0" run '
-                  '--model tiny_mlp --batch 8 --iters 1000000 -o "$1"')
-        p = run(MPI + ["-np", "2", "sh", "-c", script, AUTOTM, out], timeout=60)
-        self.assertEqual(p.returncode, 130, p.stderr)
-        self.assertFalse(os.path.exists(out))
+        # one run, and a comparison (its steps in turns)
+        for what in ("", "--formulation all-fast,random --turns 1"):
+            out = self.path("interrupted.json")
+            script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 3; kill -INT $$) & exec "$0" '
+                      f'run --model tiny_mlp --batch 8 --iters 1000000 {what} -o "$1"')
+            p = run(MPI + ["-np", "2", "sh", "-c", script, AUTOTM, out], timeout=60)
+            self.assertEqual(p.returncode, 130, what + p.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":
