@@ -6,14 +6,17 @@ describe (docs/many-machines.md, docs/benchmarks.md "Many machines")
 usage: bench/bench_scale.py [--model M] [--batch B] [--ranks 1,2,4] [--placement P |
                             --ratio S:F --formulation F] [--iters N] [--turns N]
                             [--cluster-ranks N --link-gbps G --latency-us L] [--autotm PATH]
-                            [--mpirun PATH] [--json FILE]
+                            [--mpirun PATH] [--cache FILE] [--json FILE]
 
 For each count of ranks n it runs autotm run at the total batch B (n = 1: one process; more:
 mpirun -np n --oversubscribe, the other ranks' cores shared), --turns times in turn order, and
 prints the fastest step of each (the median over turns), its ratio to one process's, the
-allreduce's measured time a step and the plan's prediction of it (with the optimizer's
+allreduce's measured time a step (without what it waited for the other ranks to arrive, which
+is printed apart: the ranks' skew) and the plan's prediction of it (with the optimizer's
 options). Each rank runs with OMP_NUM_THREADS = cores / n (at least 1), as mpirun's binding
-gives it its share of the cores.
+gives it its share of the cores. Every run profiles into one cache (--cache; default a fresh
+one), so that the prediction is of the machine as it runs now, not as some earlier hour of a
+shared machine left it.
 
 The cluster estimate: N ranks, each a machine like this one, linked at G Gb/s with a latency
 of L us per message. A rank's step is its compute at batch B/N (the plan's prediction, or
@@ -53,7 +56,7 @@ def run_once(a, n, out):
     env = dict(os.environ, OMP_NUM_THREADS=str(max(1, cores // n)),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [a.autotm, "run", "--model", a.model, "--batch", str(a.batch), "--iters",
-           str(a.iters), "-o", out, "--quiet"]
+           str(a.iters), "-o", out, "--quiet", "--cache", a.cache]
     cmd += ["--ratio", a.ratio, "--formulation", a.formulation] if a.ratio else \
         ["--placement", a.placement]
     if n > 1:
@@ -101,7 +104,7 @@ def cluster(a, tmp):
         sizes = buckets(json.load(f))
     r = os.path.join(tmp, "plan.json")
     cmd = [a.autotm, "plan", "--model", a.model, "--batch", str(a.batch // n), "--results", r,
-           "-o", os.path.join(tmp, "p.json"), "--quiet"]
+           "-o", os.path.join(tmp, "p.json"), "--quiet", "--cache", a.cache]
     cmd += ["--ratio", a.ratio, "--formulation", a.formulation] if a.ratio else \
         ["--dram-limit", "1T", "--formulation", "all-fast"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -130,6 +133,7 @@ def main(argv=None):
     p.add_argument("--latency-us", type=float, default=5.0)
     p.add_argument("--autotm")
     p.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
+    p.add_argument("--cache", help="the profile cache every run uses (default: a fresh one)")
     p.add_argument("--json", help="write the measurements here (atomically)")
     a = p.parse_args(argv)
     try:
@@ -143,6 +147,7 @@ def main(argv=None):
         p.error("no autotm: build it (scripts/test.sh) or give --autotm")
     rows = {c: [] for c in counts}
     with tempfile.TemporaryDirectory(prefix="autotm-scale-") as tmp:
+        a.cache = a.cache or os.path.join(tmp, "profiles.json")
         try:
             for t in range(a.turns):
                 order = counts if t % 2 == 0 else counts[::-1]
@@ -156,7 +161,7 @@ def main(argv=None):
     print(f"{a.model}, total batch {a.batch}, {what}; {a.turns} turns, the fastest of "
           f"{a.iters} steps a turn; {os.cpu_count()} cores here")
     print(f"{'ranks':>5} {'step s':>10} {'/ one':>7} {'range':>17} {'allreduce s':>12} "
-          f"{'predicted s':>12} {'error':>7}")
+          f"{'predicted s':>12} {'error':>7} {'waited s':>10}")
     base = statistics.median(r["actual_runtime"] for r in rows[counts[0]])
     out = []
     for c in counts:
@@ -165,12 +170,14 @@ def main(argv=None):
         dp = [r.get("data_parallel") for r in rows[c]]
         ar_m = statistics.median(d["allreduce_time"] for d in dp) if c > 1 else 0.0
         ar_p = dp[0]["predicted_allreduce_time"] if c > 1 else None
+        wait = statistics.median(d.get("allreduce_wait_time") or 0 for d in dp) if c > 1 else 0.0
         err = f"{(ar_p / ar_m - 1) * 100:+6.1f}%" if ar_p and ar_m else "-"
         print(f"{c:>5} {med:>10.6f} {med / base:>7.3f} "
               f"{min(steps):>8.6f}-{max(steps):<8.6f} {ar_m:>12.6f} "
-              f"{(f'{ar_p:.6f}' if ar_p else '-'):>12} {err:>7}")
+              f"{(f'{ar_p:.6f}' if ar_p else '-'):>12} {err:>7} {wait:>10.6f}")
         out.append({"ranks": c, "steps": steps, "median_step": med, "over_one": med / base,
-                     "allreduce": ar_m, "predicted_allreduce": ar_p})
+                     "allreduce": ar_m, "predicted_allreduce": ar_p, "allreduce_wait": wait,
+                     "allreduce_runs": [d["allreduce_time"] for d in dp] if c > 1 else []})
     n = a.cluster_ranks
     step = comp + ar
     print(f"cluster: {n} ranks like this machine, {a.link_gbps:g} Gb/s links, "

@@ -152,7 +152,7 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 		if (ranks->allreduce_pred_s >= 0 && predicted > 0)
 			printf(", predicted %.6f s (%.0f%%)", ranks->allreduce_pred_s,
 			       100 * ranks->allreduce_pred_s / predicted);
-		printf("\n");
+		printf("; waited %.6f s for the other ranks\n", ranks->allreduce_wait_s);
 	}
 	const float *loss = ranks ? ranks->losses : r->losses;
 	printf("  loss             %.6g (first step) -> %.6g (last of %d)%s\n", (double)loss[0],
@@ -714,7 +714,7 @@ static void print_ranks(const atm_job_compare *c)
 		printf(" s; allreduce %.6f s", m.allreduce_s);
 		if (m.allreduce_pred_s >= 0)
 			printf(", predicted %.6f s", m.allreduce_pred_s);
-		printf("\n");
+		printf("; waited %.6f s for the other ranks\n", m.allreduce_wait_s);
 	}
 }
 
@@ -825,9 +825,13 @@ static int compare_main(struct run_args *a)
 }
 
 /* mean_over_ranks -- the runtime's allreduce: comm's mean in its fixed order */
-static atm_status mean_over_ranks(void *comm, float *const *bufs, const int64_t *counts, int n)
+static atm_status mean_over_ranks(void *comm, float *const *bufs, const int64_t *counts, int n,
+                                  double *waited_s)
 {
-	return atm_comm_allreduce_mean(comm, bufs, counts, n);
+	double w0 = atm_comm_waited_s(comm);
+	atm_status rc = atm_comm_allreduce_mean(comm, bufs, counts, n);
+	*waited_s = atm_comm_waited_s(comm) - w0;
+	return rc;
 }
 
 /* rank_graphs -- the graph at the whole batch, and this rank's: its shard of the batch, its

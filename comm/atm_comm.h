@@ -111,6 +111,12 @@ bool atm_comm_has_mpi(void);
  * allocate; ATM_E_IO from MPI. On failure the buffers hold their own values or the mean. */
 atm_status atm_comm_allreduce_mean(atm_comm *c, float *const *bufs, const int64_t *counts, int n);
 
+/* atm_comm_waited_s -- seconds this rank's atm_comm_allreduce_mean calls have spent in their
+ * first collective, the ranks' check of the bucket, summed since atm_comm_new: there each rank
+ * waits until the last one arrives, so it is the ranks' skew (plus one small message's
+ * latency), not the time the mean itself takes. 0 alone; c NULL: 0. Not collective. */
+double atm_comm_waited_s(const atm_comm *c);
+
 /* atm_comm_set_round -- the most floats one round of atm_comm_allreduce_mean moves (and the
  * scratch it needs, about twice that): a larger bucket takes several rounds, with bitwise the
  * same result. 1 .. 1 << 30 (MPI counts and offsets are ints); the default 1 << 24 (64 MiB) keeps

@@ -25,6 +25,7 @@ struct atm_comm {
 	int *counts, *offsets, *recv_counts, *recv_offsets; /* size each: the chunks of a round */
 	float *scratch;     /* allreduce_mean's packed round and what the ranks send it */
 	size_t n_scratch;   /* floats in scratch */
+	double waited_s;    /* allreduce_mean's first collective, summed: atm_comm_waited_s */
 };
 
 /* mpi_fail -- the message of MPI's error rc from call */
@@ -231,8 +232,10 @@ static atm_status bucket_check(atm_comm *c, atm_status own, int64_t total, size_
 		[CHECK_ROUND] = (uint64_t)c->round,
 		[CHECK_ALLOC] = ok,
 	};
+	double t0 = atm_now_s();
 	int rc = MPI_Allgather(mine, CHECK_WORDS, MPI_UINT64_T, c->table, CHECK_WORDS, MPI_UINT64_T,
 	                       c->comm);
+	c->waited_s += atm_now_s() - t0;
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(c, rc, "MPI_Allgather");
 	if (own < 0)
@@ -307,6 +310,11 @@ atm_status atm_comm_allreduce_mean(atm_comm *c, float *const *bufs, const int64_
 		done += len_r;
 	}
 	return ATM_OK;
+}
+
+double atm_comm_waited_s(const atm_comm *c)
+{
+	return c ? c->waited_s : 0;
 }
 
 atm_status atm_comm_bcast(atm_comm *c, void *buf, int64_t bytes, int root)

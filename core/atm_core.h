@@ -1128,7 +1128,9 @@ typedef struct {
 	int ranks;                /* 0 or 1: one process, nothing of the following written */
 	int64_t rank_batch;       /* each rank's part of the batch */
 	const double *rank_step_s; /* per rank: its fastest measured step */
-	double allreduce_s;       /* rank 0's allreduce kernels in its fastest step */
+	double allreduce_s;       /* rank 0's allreduce kernels in its fastest step, less their wait */
+	double allreduce_wait_s;  /* of those kernels' time, rank 0's wait for the other ranks to
+	                           * arrive (the ranks' skew, not the mean's own cost) */
 	double allreduce_pred_s;  /* the plan's prediction of them; < 0: unknown */
 } atm_run_measured;
 

@@ -353,6 +353,8 @@ static void data_parallel_fields(const atm_plan_info *info, const atm_run_measur
 	atm_json_set_new(dp, "allreduce_share", m->actual_runtime_s > 0 && m->allreduce_s >= 0
 	                                           ? json_real(m->allreduce_s / m->actual_runtime_s)
 	                                           : json_null(), ok);
+	atm_json_set_new(dp, "allreduce_wait_time", num_or_null(m->allreduce_s >= 0
+	                                                        ? m->allreduce_wait_s : -1), ok);
 	atm_json_set_new(dp, "predicted_allreduce_time", num_or_null(m->allreduce_pred_s), ok);
 	atm_json_set_new(dp, "predicted_allreduce_share", pred > 0 && m->allreduce_pred_s >= 0
 	                                                     ? json_real(m->allreduce_pred_s / pred)

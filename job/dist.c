@@ -249,6 +249,8 @@ void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measu
 		s += r->step_kernel_s ? r->step_kernel_s[k] : 0;
 		p += pred ? pred[k] : 0;
 	}
+	/* the mean's own time (step_kernel_s leaves the ranks' skew out), and the skew apart */
+	m->allreduce_wait_s = r->allreduce_wait_s;
 	m->allreduce_s = r->step_kernel_s ? s : -1;
 	m->allreduce_pred_s = pred ? p : -1;
 }

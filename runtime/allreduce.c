@@ -6,7 +6,8 @@ static struct {
 	atm_allreduce_fn fn;
 	void *ctx;
 	int ranks;
-} allreduce = {NULL, NULL, 1};
+	double waited_s; /* what the means waited for the other ranks, summed */
+} allreduce = {NULL, NULL, 1, 0};
 
 void atm_runtime_set_allreduce(atm_allreduce_fn fn, void *ctx, int ranks)
 {
@@ -21,5 +22,13 @@ atm_status atm_bk_allreduce(float *const *bufs, const int64_t *counts, int n, in
 		return atm_err(ATM_E_UNSUPPORTED, "the graph averages its gradients over %d ranks but "
 		               "this run has %d; run it under mpirun -np %d", ranks, allreduce.ranks,
 		               ranks);
-	return allreduce.fn ? allreduce.fn(allreduce.ctx, bufs, counts, n) : ATM_OK;
+	double waited = 0;
+	atm_status rc = allreduce.fn ? allreduce.fn(allreduce.ctx, bufs, counts, n, &waited) : ATM_OK;
+	allreduce.waited_s += waited;
+	return rc;
+}
+
+double atm_bk_allreduce_waited_s(void)
+{
+	return allreduce.waited_s;
 }

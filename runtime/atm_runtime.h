@@ -382,8 +382,9 @@ typedef struct {
 	int n_losses;
 	const float *losses;       /* every step's loss, the warm-up first */
 	char weights_checksum[17]; /* FNV-1a of every parameter's bytes after the last step */
-	const double *kernel_s;    /* per node: fastest measured time, emulation waits included */
-	const double *step_kernel_s; /* per node: its time in the fastest measured step */
+	const double *kernel_s;    /* per node: fastest measured time, emulation waits included; an
+	                            * allreduce's less what it waited for the other ranks (below) */
+	const double *step_kernel_s; /* per node: its time in the fastest measured step (the same) */
 	atm_schedule_stats moves;  /* moves and bytes of one step, persistent bytes, arena size */
 	int64_t fast_high_water_bytes; /* arena extent actually used */
 	int64_t slow_high_water_bytes;
@@ -406,16 +407,22 @@ typedef struct {
 	                             * again; moves.n_recomputes is what the schedule laid out) */
 	double recompute_s;         /* their kernels' time in the fastest measured step, emulation
 	                             * waits included; not in kernel_s or step_kernel_s */
+	double allreduce_wait_s;    /* under mpirun, in the fastest measured step: the time the
+	                             * allreduce kernels waited for the other ranks to arrive
+	                             * (atm_allreduce_fn's waited_s), which their kernel_s and
+	                             * step_kernel_s leave out: the ranks' skew; 0 alone */
 } atm_exec_result;
 
 typedef struct atm_exec atm_exec;
 
 /* The data-parallel ranks' mean of a bucket of float buffers, in place and in a fixed order
- * (comm/'s atm_comm_allreduce_mean): what the allreduce kernels call. A process that runs
- * under mpirun sets it once, before any kernel is built, with the number of ranks; without
- * it an allreduce over one rank copies its gradients, over more is ATM_E_UNSUPPORTED. */
+ * (comm/'s atm_comm_allreduce_mean): what the allreduce kernels call. *waited_s: the seconds
+ * of it this rank spent waiting for the others to arrive (atm_comm_waited_s), which the
+ * results keep apart from the mean's own time. A process that runs under mpirun sets it once,
+ * before any kernel is built, with the number of ranks; without it an allreduce over one rank
+ * copies its gradients, over more is ATM_E_UNSUPPORTED. */
 typedef atm_status (*atm_allreduce_fn)(void *ctx, float *const *bufs, const int64_t *counts,
-                                       int n);
+                                       int n, double *waited_s);
 void atm_runtime_set_allreduce(atm_allreduce_fn fn, void *ctx, int ranks);
 
 /* atm_openmp_passive -- call first in main(argv): unless the environment chose an

@@ -156,6 +156,9 @@ typedef struct {
  * atm_runtime_set_allreduce set; a copy is already the mean of one rank; another count of
  * ranks than the communicator's is ATM_E_UNSUPPORTED (the allreduce kernels) */
 atm_status atm_bk_allreduce(float *const *bufs, const int64_t *counts, int n, int ranks);
+/* atm_bk_allreduce_waited_s -- seconds the allreduces have waited for the other ranks to
+ * arrive, summed over the process (the executor takes a step's as a difference) */
+double atm_bk_allreduce_waited_s(void);
 
 atm_status atm_backend_cpu_new(atm_backend **b, const atm_backend_opts *o);
 /* atm_backend_cpu_supports_op -- the CPU's kernels (the simulated GPU runs them too) */

@@ -21,6 +21,7 @@ struct atm_exec {
 	void *host;                  /* host staging for tensor bytes: the largest persistent tensor */
 	int64_t host_bytes;
 	double *kernel_s, *step_kernel_s, *best_kernel_s; /* min per node; this step; fastest step */
+	double *node_wait_s;         /* per node, this step: an allreduce's wait for the other ranks */
 	float *losses;
 	int n_losses_cap;
 	int n_steps;                 /* run since the measurement began, the warm-up first */
@@ -252,8 +253,10 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 				at += atm_arena_align_up(atm_graph_tensor(e->g, n->out[i])->bytes);
 			}
 	}
+	double ranks_waited = atm_bk_allreduce_waited_s();
 	if ((rc = bi->mark(e->b, mark)) == ATM_OK)
 		rc = bi->kernel_run(e->b, e->kernels[ev->node], e->in_ptrs, e->out_ptrs, ws);
+	e->node_wait_s[ev->node] = atm_bk_allreduce_waited_s() - ranks_waited; /* 0 but an allreduce's */
 	if (ev->workspace_bytes > 0) {
 		atm_status fr = bi->free(e->b, ATM_LOC_FAST, block);
 		if (rc == ATM_OK)
@@ -513,10 +516,12 @@ atm_status atm_exec_new(atm_exec **out, const atm_plan *p, const atm_exec_opts *
 	e->slow_ptr = calloc((size_t)(nt ? nt : 1), sizeof *e->slow_ptr);
 	e->kernel_s = calloc((size_t)nn + 1, sizeof *e->kernel_s);
 	e->step_kernel_s = calloc((size_t)nn + 1, sizeof *e->step_kernel_s);
+	e->node_wait_s = calloc((size_t)nn + 1, sizeof *e->node_wait_s);
 	e->best_kernel_s = calloc((size_t)nn + 1, sizeof *e->best_kernel_s);
 	e->n_losses_cap = e->opts.iters + e->opts.warmup;
 	e->losses = calloc((size_t)e->n_losses_cap, sizeof *e->losses);
 	if (!e->fast_ptr || !e->slow_ptr || !e->kernel_s || !e->step_kernel_s || !e->best_kernel_s ||
+	    !e->node_wait_s ||
 	    !e->losses) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory creating the executor");
 		goto fail;
@@ -584,8 +589,10 @@ static atm_status checksum(const atm_exec *e, char out[17])
  * recomputations apart from them */
 static void kernel_times(atm_exec *e)
 {
-	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
-		e->step_kernel_s[k] = e->b->iface->elapsed(e->b, 2 * k, 2 * k + 1);
+	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++) {
+		double s = e->b->iface->elapsed(e->b, 2 * k, 2 * k + 1) - e->node_wait_s[k];
+		e->step_kernel_s[k] = s > 0 ? s : 0;
+	}
 	e->step_recompute_s = 0;
 	for (int32_t i = 0; i < atm_plan_n_recomputes(e->plan); i++)
 		e->step_recompute_s += e->b->iface->elapsed(e->b, recompute_mark(e, i),
@@ -621,6 +628,7 @@ static void begin_steps(atm_exec *e)
 	r->n_losses = 0;
 	r->actual_runtime_s = INFINITY;
 	r->mean_runtime_s = r->emulation_wait_s = r->move_wait_s = r->recompute_s = 0;
+	r->allreduce_wait_s = 0;
 	r->n_recomputes = 0;
 	e->sum_s = e->emu_sum_s = e->wait_sum_s = 0;
 	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
@@ -653,10 +661,11 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 	*step_s = -1;
 	if (!e->n_steps)
 		begin_steps(e);
-	double w0 = e->b->iface->waited_s(e->b);
+	double w0 = e->b->iface->waited_s(e->b), a0 = atm_bk_allreduce_waited_s();
 	double t0 = atm_now_s();
 	rc = step(e);
 	double dt = atm_now_s() - t0;
+	double ranks_wait_s = atm_bk_allreduce_waited_s() - a0;
 	if (rc < 0)
 		return rc;
 	kernel_times(e);
@@ -673,6 +682,7 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 		r->actual_runtime_s = dt;
 		memcpy(e->best_kernel_s, e->step_kernel_s, (size_t)nn * sizeof *e->best_kernel_s);
 		r->recompute_s = e->step_recompute_s;
+		r->allreduce_wait_s = ranks_wait_s;
 	}
 	r->n_recomputes = e->step_n_recomputes;
 	for (int32_t k = 0; k < nn; k++)
@@ -756,6 +766,7 @@ void atm_exec_destroy(atm_exec *e)
 	free(e->slow_ptr);
 	free(e->kernel_s);
 	free(e->step_kernel_s);
+	free(e->node_wait_s);
 	free(e->best_kernel_s);
 	free(e->losses);
 	free(e);

@@ -58,6 +58,8 @@ static void test_comm_alone_collectives_keep_values(void **state)
 	assert_memory_equal(a, bits, sizeof a);
 	assert_memory_equal(b, before_b, sizeof b);
 	assert_int_equal(atm_comm_allreduce_mean(c, NULL, NULL, 0), ATM_OK);
+	assert_true(atm_comm_waited_s(c) == 0); /* alone: nobody to wait for */
+	assert_true(atm_comm_waited_s(NULL) == 0);
 
 	char raw[4] = "abc";
 	assert_int_equal(atm_comm_bcast(c, raw, sizeof raw, 0), ATM_OK);

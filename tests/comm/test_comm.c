@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -402,6 +403,27 @@ static void test_comm_ranks_agree(void **state)
 	assert_int_equal(atm_comm_agree(comm, "plan", 42), ATM_OK);
 }
 
+/* a rank that arrives late: the others wait for it in the mean's first collective, and the
+ * wait is what atm_comm_waited_s adds (the late rank itself hardly waits) */
+static void test_comm_ranks_wait_for_a_late_rank(void **state)
+{
+	(void)state;
+	float x[1000] = {0};
+	float *bufs[] = {x};
+	int64_t counts[] = {1000};
+	int me = atm_comm_rank(comm);
+	assert_int_equal(atm_comm_barrier(comm), ATM_OK);
+	double w0 = atm_comm_waited_s(comm);
+	if (me == 1)
+		nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+	assert_int_equal(atm_comm_allreduce_mean(comm, bufs, counts, 1), ATM_OK);
+	double waited = atm_comm_waited_s(comm) - w0;
+	if (me == 1)
+		assert_true(waited < 0.15); /* the others were there */
+	else
+		assert_true(waited > 0.2 && waited < 5);
+}
+
 /* group_name -- "comm, rank R of N" for cmocka's report */
 static char group_name[64];
 
@@ -441,6 +463,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_comm_ranks_out_of_memory_everywhere),
 		cmocka_unit_test(test_comm_ranks_bcast),
 		cmocka_unit_test(test_comm_ranks_agree),
+		cmocka_unit_test(test_comm_ranks_wait_for_a_late_rank),
 	};
 	int failed = cmocka_run_group_tests_name(group_name, tests, NULL, NULL);
 	/* a rank that failed a case may have left the others waiting in a collective, and
