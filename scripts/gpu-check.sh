@@ -199,6 +199,16 @@ run() {
     wanted baselines && step "torch_baselines" $bshare torch_baselines.txt "$py" bench/torch_baselines.py --device $device \
         --networks $bnets --batch $bb --turns $((turns < 2 ? turns : 2)) --iters $iters \
         --autotm "$bin" --json "$dest/torch_baselines.json" "${bl[@]}"
+    # drawn where the node has matplotlib (else here, from the JSON: plots/baselines.py); a
+    # simulated GPU's baselines ran on the CPU, with no device memory to draw against
+    if [ $sim = 0 ] && wanted baselines && [ -s "$dest/torch_baselines.json" ]; then
+        if "$py" -c 'import matplotlib' 2>/dev/null; then
+            step "figure 12 against memory" 2 fig12-memory.txt "$py" plots/baselines.py \
+                "$dest/torch_baselines.json" -o "$dest/fig12-memory.png"
+        else
+            note "figure 12 against memory: no matplotlib here; draw it with plots/baselines.py $gpu/torch_baselines.json"
+        fi
+    fi
     # Figure 12: one network after the other, the smallest of its batches, as time allows
     local net batch
     local -A first=([vgg19]=64 [resnet200]=32 [inception_v4]=64 [densenet264]=32)

@@ -75,6 +75,9 @@ FIGURES = (
 # `autotm plan --timeline` writes (docs/plan-timeline.md); figures.sh draws one per Figure 7
 # network.
 PLAN_PICTURE = "plots/plan.py"
+# Figure 12 against memory: PyTorch's ways and autotm's plans at their peaks, drawn from
+# bench/torch_baselines.py's JSON (a GPU's: scripts/gpu-check.sh draws it after its baselines).
+BASELINES_PICTURE = "plots/baselines.py"
 # What else plots/ holds: the helpers every plot script imports.
 PLOT_HELPERS = ("plots/common.py",)
 

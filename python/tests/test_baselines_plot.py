@@ -1,0 +1,82 @@
+"""test_baselines_plot -- plots/baselines.py draws Figure 12 against memory from
+bench/torch_baselines.py's JSON, and refuses what it cannot draw with one line (exit 1)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLOT = os.path.join(REPO, "plots", "baselines.py")
+H200 = os.path.join(REPO, "docs", "data", "h200", "2026-11-28", "second-call-torch_baselines.json")
+
+try:
+    import matplotlib  # noqa: F401
+    HAVE_MPL = True
+except ImportError:
+    HAVE_MPL = False
+
+
+def row(net, mode, step, peak, autotm=None, **kw):
+    r = {"network": net, "batch": 8, "image": 64, "mode": mode, "device": "NVIDIA H200",
+         "torch": "2.11.0", "step_s": step, "turns_s": [step], "peak_bytes": peak}
+    if autotm is not None:
+        r["autotm"] = autotm
+    r.update(kw)
+    return r
+
+
+@unittest.skipUnless(HAVE_MPL, "no matplotlib (Debian's python3-matplotlib)")
+class BaselinesPlotTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="autotm-baselines-")
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, doc):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def draw(self, *paths, out="fig.png"):
+        return subprocess.run([sys.executable, PLOT, *paths, "-o", os.path.join(self.dir, out)],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_draws_the_h200_run_and_a_network_that_ran_out_of_memory(self):
+        other = self.write("b.json", {"rows": [
+            row("vgg19", "plain", 0.1, 6 << 30, {"synchronous": 0.12, "asynchronous": 0.11}),
+            row("vgg19", "checkpoint", 0.2, 3 << 30, {"synchronous": 0.15}),
+            row("vgg19", "save_on_cpu", None, None, error="out of memory"),
+        ]})
+        p = self.draw(H200, other)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for ext in ("png", "pdf"):
+            self.assertGreater(os.path.getsize(os.path.join(self.dir, f"fig.{ext}")), 1000)
+
+    def test_refuses_what_it_cannot_draw(self):
+        cpu = self.write("cpu.json", {"rows": [row("resnet50", m, 0.5, None)
+                                               for m in ("plain", "checkpoint", "save_on_cpu")]})
+        cases = {
+            "missing.json": (os.path.join(self.dir, "missing.json"), "cannot read it"),
+            "cpu.json": (cpu, "no row has a peak of device memory"),
+            "bad.json": (self.write("bad.json", "{"), "not JSON"),
+            "norows.json": (self.write("norows.json", {"rows": []}), "no 'rows'"),
+            "mode.json": (self.write("mode.json", {"rows": [row("x", "eager", 1, 1)]}),
+                          "no mode of plain, checkpoint, save_on_cpu"),
+        }
+        for name, (path, want) in cases.items():
+            p = self.draw(path, out=name + ".png")
+            self.assertEqual(p.returncode, 1, name + p.stderr)
+            self.assertIn(want, p.stderr, name)
+            self.assertNotIn("Traceback", p.stderr, name)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, name + p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.dir, name + ".png")), name)
+
+
+if __name__ == "__main__":
+    unittest.main()
