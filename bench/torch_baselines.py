@@ -27,7 +27,10 @@ run --model NAME --gpu=cuda) with --gpu-memory set to each mode's peak: autotm's
 and every kernel's cuDNN workspace count in that budget, as PyTorch's caching allocator counts
 its workspaces in its peak; neither counts the CUDA context. Its placements
 (--formulations, default synchronous,asynchronous,asynchronous+recompute) are compared in turns
-by autotm run, and the table sets the fastest beside the PyTorch mode of that memory.
+by autotm run, and the table sets the fastest beside the PyTorch mode of that memory. With an
+autotm binary autotm's all-device step (--placement all-fast, every tensor in device memory;
+on the CPU the simulated GPU's) is measured too, in as many turns, and kept in the plain row
+as autotm_all_device_s: the reference Figure 12 against memory draws as a line.
 
 Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
 """
@@ -109,14 +112,15 @@ def measure(mode, model, x, y, device, iters):
 
 def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, device,
               time_limit=None):
-    """autotm's placements at peak bytes of device memory, compared in turns: {formulation:
-    median step} and what was wrong, if anything"""
+    """autotm's placements at peak bytes of device memory (None: every tensor on the device,
+    all-fast), compared in turns: {formulation: median step} and what was wrong, if anything"""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [autotm, "run", "--model", name, "--batch", str(batch), "--image", str(image),
-               f"--gpu={'cuda' if device == 'cuda' else 'sim'}", "--gpu-memory", str(peak),
-               "--formulation", formulations, "--turns", str(turns), "--iters", str(iters),
-               "--quiet", "-o", out]
+               f"--gpu={'cuda' if device == 'cuda' else 'sim'}", "--turns", str(turns),
+               "--iters", str(iters), "--quiet", "-o", out]
+        cmd += ["--placement", "all-fast"] if peak is None else \
+            ["--gpu-memory", str(peak), "--formulation", formulations]
         if time_limit:
             cmd += ["--time-limit", str(time_limit)]
         p = subprocess.run(cmd, capture_output=True, text=True,
@@ -225,6 +229,15 @@ def main():
                     elif got:
                         best = min(got, key=got.get)
                         extra = f"{best} {got[best]:.4f} s ({got[best] / med:.2f}x)"
+                if a.autotm and m == "plain":
+                    got, err = autotm_at(a.autotm, name, batch, image, None, None, a.turns,
+                                         a.iters, a.device)
+                    if got:
+                        row["autotm_all_device_s"] = next(iter(got.values()))
+                        extra += f"{'; ' if extra else ''}autotm all on the device " \
+                                 f"{row['autotm_all_device_s']:.4f} s"
+                    elif err:
+                        row["autotm_all_device_error"] = err
                 print(f"{name:<14}{m:<13}{med:>10.4f}  {rng:<19}{peak:>11}  {extra}")
                 rows.append(row)
     except KeyboardInterrupt:

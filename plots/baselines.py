@@ -4,7 +4,7 @@ memory it is given, per network.  PyTorch's three ways (the plain step,
 activation checkpointing per block, saved activations offloaded with
 save_on_cpu) are points at the peak each took; autotm's placements, planned
 and trained with each of those peaks as their device memory, are lines
-through them.  Data: the JSON that bench/torch_baselines.py --device cuda
+through them, and autotm's step with every tensor on the device a dashed line.  Data: the JSON that bench/torch_baselines.py --device cuda
 --autotm ... --json FILE writes (scripts/gpu-check.sh's torch_baselines.json);
 several files are drawn together, a network's rows from the last file that
 has it."""
@@ -23,6 +23,7 @@ MODES = [  # PyTorch's ways, as bench/torch_baselines.py names them
 ]
 PYTORCH_COLOR = "#444444"
 PLANS = ["synchronous", "asynchronous", "synchronous+recompute", "asynchronous+recompute"]
+ALL_DEVICE_COLOR = "#d62728"
 GIB = float(1 << 30)
 
 
@@ -75,7 +76,7 @@ def autotm_points(modes):
 
 def panel(ax, net, modes):
     """one network: PyTorch's points, autotm's lines; the notes of what did not run"""
-    notes = []
+    notes, plans = [], []
     top = right = 0.0
     for mode, label, marker in MODES:
         r = modes.get(mode)
@@ -106,6 +107,12 @@ def panel(ax, net, modes):
         ax.plot(xs, ys, marker="o", markersize=5, linewidth=1.6,
                 color=c.COLORS.get(plan, "#17becf"), zorder=3)
         top, right = max([top] + ys), max([right] + xs)
+    plain = modes.get("plain", {})
+    all_device = plain.get("autotm_all_device_s")
+    if c.is_num(all_device) and all_device > 0:
+        ax.axhline(all_device * 1e3, color=ALL_DEVICE_COLOR, linestyle="--", linewidth=1.2,
+                   zorder=2)
+        top = max(top, all_device * 1e3)
     r = next((modes[m] for m, _, _ in MODES if m in modes), {})
     title = c.NETWORK_NAMES.get(net, net)
     if c.is_num(r.get("batch")):
@@ -116,10 +123,12 @@ def panel(ax, net, modes):
     ax.set_xlabel("device memory: PyTorch's peak, autotm's budget (GiB)")
     ax.set_ylabel("training step (ms)")
     ax.set_ylim(0, top * 1.15 or 1)
+    if c.is_num(all_device) and all_device > 0:
+        plans.append("all-device")
     ax.set_xlim(0, right * 1.2 or 1)
     ax.grid(True, color="#e5e5e5", linewidth=0.8)
     ax.set_axisbelow(True)
-    return notes, [p for p in PLANS if p in pts] + sorted(p for p in pts if p not in PLANS)
+    return notes, [p for p in PLANS if p in pts] + sorted(p for p in pts if p not in PLANS) + plans
 
 
 def draw(nets, devices, torches):
@@ -138,7 +147,11 @@ def draw(nets, devices, torches):
                for _, l, m in MODES]
     handles += [Line2D([], [], marker="o", markersize=5, linewidth=1.6,
                        color=c.COLORS.get(p, "#17becf"),
-                       label="autotm, " + c.FORMULATION_NAMES.get(p, p)) for p in plans]
+                       label="autotm, " + c.FORMULATION_NAMES.get(p, p))
+                for p in plans if p != "all-device"]
+    if "all-device" in plans:
+        handles.append(Line2D([], [], color=ALL_DEVICE_COLOR, linestyle="--", linewidth=1.2,
+                              label="autotm, every tensor on the device (its own peak)"))
     sub = (f"{', '.join(devices) or 'device not recorded'} · PyTorch "
            f"{', '.join(torches) or '?'} · each point the fastest step of its turns (PyTorch) "
            "or the median over turns (autotm), float32 without TF32; autotm's budget counts its "
