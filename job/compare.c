@@ -56,6 +56,13 @@ static atm_status agreed(const atm_job_compare *c, atm_status rc)
 	return c->comm ? atm_job_ranks_status(c->comm, rc) : rc;
 }
 
+/* per_rank -- *out: calloc'd room for a value of size bytes per rank; its failure every rank's */
+static atm_status per_rank(const atm_job_compare *c, size_t size, void **out)
+{
+	*out = calloc((size_t)atm_comm_size(c->comm), size);
+	return agreed(c, *out ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory comparing placements"));
+}
+
 /* any_rank -- *any: mine holds on some rank (under mpirun) or here (alone) */
 static atm_status any_rank(const atm_job_compare *c, bool mine, bool *any)
 {
@@ -63,9 +70,8 @@ static atm_status any_rank(const atm_job_compare *c, bool mine, bool *any)
 	if (!c->comm)
 		return ATM_OK;
 	int n = atm_comm_size(c->comm);
-	uint64_t *all = calloc((size_t)n, sizeof *all);
-	atm_status rc = agreed(c, all ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory comparing "
-	                                                 "placements"));
+	uint64_t *all = NULL;
+	atm_status rc = per_rank(c, sizeof *all, (void **)&all);
 	if (rc == ATM_OK)
 		rc = atm_comm_allgather_u64(c->comm, mine, all);
 	for (int r = 0; rc == ATM_OK && r < n; r++)
@@ -104,9 +110,8 @@ static atm_status others_beside_ranks(const atm_job_compare *c, double *others, 
 	if (!c->comm)
 		return ATM_OK;
 	int ranks = atm_comm_size(c->comm);
-	double *all = calloc((size_t)ranks, sizeof *all);
-	atm_status rc = agreed(c, all ? ATM_OK : atm_err(ATM_E_NOMEM, "out of memory comparing "
-	                                                 "placements"));
+	double *all = NULL;
+	atm_status rc = per_rank(c, sizeof *all, (void **)&all);
 	for (int k = 0; rc == ATM_OK && k < n; k++) {
 		if ((rc = atm_comm_allgather_f64(c->comm, own[k], all)) < 0)
 			break;

@@ -173,7 +173,11 @@ run() {
     local cudaflag=--cuda
     [ $sim = 1 ] && cudaflag=
     wanted kernels && step "runtime.cuda_kernels" 20 test_cuda_kernels.log "$tests/test_runtime_cuda_kernels"
-    wanted gpu && step "runtime.gpu_cuda" 20 test_gpu.log "$tests/test_runtime_gpu" $cudaflag
+    # on the simulated GPU the suite runs every case of it (runtime.gpu): here three, to check
+    # the step itself
+    local gpu_cases=()
+    [ $sim = 1 ] && gpu_cases=(env "ATM_TEST_FILTER=test_gpu_p*")
+    wanted gpu && step "runtime.gpu_cuda" 20 test_gpu.log "${gpu_cases[@]}" "$tests/test_runtime_gpu" $cudaflag
     local models=() tnets=gpt2,vit_b_16 cnets=resnet50,densenet121 tb=8 cb=32 turns=3 iters=5
     [ $sim = 1 ] && tb=2 cb=2
     [ $quick = 1 ] && models=(--models small_cnn,tiny_gpt) tnets=tiny_gpt cnets=tiny_vit turns=1 iters=2

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "common/test_parts.h"
+
 #include "atm_optimizer.h"
 #include "atm_runtime.h"
 #include "atm_zoo.h"
@@ -399,5 +401,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gpu_memory_limit_is_kept),
 		cmocka_unit_test(test_gpu_emulate_refused),
 	};
+	test_parts_select(); /* scripts/gpu-check.sh --sim takes a few (the suite runs them all) */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
