@@ -238,6 +238,7 @@ def main():
                                  f"{row['autotm_all_device_s']:.4f} s"
                     elif err:
                         row["autotm_all_device_error"] = err
+                        extra += f"{'; ' if extra else ''}autotm all on the device: {err}"
                 print(f"{name:<14}{m:<13}{med:>10.4f}  {rng:<19}{peak:>11}  {extra}")
                 rows.append(row)
     except KeyboardInterrupt:
