@@ -918,7 +918,8 @@ atm_status atm_job_compare_run(atm_job_compare *c)
 		summarize(c, scratch);
 		/* under mpirun: every rank's median step, the losses' means, the weights alike */
 		for (int i = 0; i < c->n && rc == ATM_OK && c->comm; i++)
-			if (c->e[i].j && (rc = job_dist_gather(c->e[i].j, c->e[i].out.median_s)) < 0)
+			if (c->e[i].j && (rc = job_dist_gather(c->e[i].j, atm_job_exec_result(c->e[i].j),
+			                                       c->e[i].out.median_s)) < 0)
 				rc = atm_err_prefix(rc, "%s: ", c->e[i].name);
 	}
 	if (rc == ATM_OK) {

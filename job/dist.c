@@ -196,10 +196,9 @@ void job_dist_fail_alone(const atm_job *j, atm_status rc)
 	atm_comm_abort(j->o.comm, atm_exit_code(rc));
 }
 
-atm_status job_dist_gather(atm_job *j, double step_s)
+atm_status job_dist_gather(atm_job *j, const atm_exec_result *r, double step_s)
 {
 	atm_comm *c = j->o.comm;
-	const atm_exec_result *r = atm_job_exec_result(j);
 	int n = atm_comm_size(c);
 	atm_status rc = ATM_OK;
 	free(j->rank_step_s);
@@ -253,15 +252,4 @@ void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measu
 	m->allreduce_wait_s = r->allreduce_wait_s;
 	m->allreduce_s = r->step_kernel_s ? s : -1;
 	m->allreduce_pred_s = pred ? p : -1;
-}
-
-bool atm_job_ranks_get(const atm_job *j, atm_run_measured *m)
-{
-	const atm_exec_result *r = atm_job_exec_result(j);
-	if (!job_dist(j) || !r || !j->rank_step_s)
-		return false;
-	m->n_losses = r->n_losses;
-	m->losses = r->losses;
-	job_dist_measured(j, r, m);
-	return true;
 }

@@ -538,7 +538,8 @@ atm_status atm_job_execute(atm_job *j)
 	 * in an allreduce or about to enter one */
 	job_dist_fail_alone(j, rc);
 	if (rc == ATM_OK && job_dist(j))
-		rc = job_dist_gather(j, atm_exec_result_get(j->exec)->actual_runtime_s);
+		rc = job_dist_gather(j, atm_exec_result_get(j->exec),
+		                     atm_exec_result_get(j->exec)->actual_runtime_s);
 	if (rc == ATM_OK && j->o.weights_out)
 		rc = job_write_weights(j, j->o.weights_out);
 	/* the optimizer's all-fast measures what the calibration measured */
@@ -783,4 +784,15 @@ const atm_profile *atm_job_profile(const atm_job *j)
 const atm_exec_result *atm_job_exec_result(const atm_job *j)
 {
 	return j->exec ? atm_exec_result_get(j->exec) : j->kept_kernel_s ? &j->kept : NULL;
+}
+
+bool atm_job_ranks_get(const atm_job *j, atm_run_measured *m)
+{
+	const atm_exec_result *r = atm_job_exec_result(j);
+	if (!job_dist(j) || !r || !j->rank_step_s)
+		return false;
+	m->n_losses = r->n_losses;
+	m->losses = r->losses;
+	job_dist_measured(j, r, m);
+	return true;
 }

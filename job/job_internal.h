@@ -52,9 +52,9 @@ atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, siz
 atm_status job_dist_plan(atm_job *j, atm_status rc);
 /* job_dist_agree_plan -- every rank made the same plan (a built-in placement) */
 atm_status job_dist_agree_plan(atm_job *j);
-/* job_dist_gather -- after the run: every rank's step (this rank's step_s) and the mean losses,
- * and the ranks' weights checked to be bitwise the same */
-atm_status job_dist_gather(atm_job *j, double step_s);
+/* job_dist_gather -- after the run (r, what this rank measured): every rank's step (this rank's
+ * step_s) and the mean losses, and the ranks' weights checked to be bitwise the same */
+atm_status job_dist_gather(atm_job *j, const atm_exec_result *r, double step_s);
 /* job_dist_fail_alone -- a failure rc < 0 that this rank met alone inside a step (the others are
  * in an allreduce or about to enter one): said with the rank, then every rank ended with its
  * exit code. Nothing when rc is ATM_OK or the job is not one of several ranks. */
