@@ -4,7 +4,8 @@ trains at the whole batch, bitwise alike on every rank and under every placement
 a run or several compared in turns; ranks that disagree, a batch that does not divide, a rank
 killed or interrupted end every rank
 
-usage: tests/cli/ranks.py AUTOTM MPIEXEC (ctest runs it; exit 77 when autotm or mpiexec lacks MPI)
+usage: tests/cli/ranks.py AUTOTM MPIEXEC [TestTraining | TestFailures] (ctest runs each class as
+a test of its own; exit 77 when autotm or mpiexec lacks MPI)
 """
 
 import json
@@ -70,7 +71,8 @@ def worst_weight(a, b):
     return worst
 
 
-class TestRanks(unittest.TestCase):
+class Ranks(unittest.TestCase):
+    """a scratch folder and a profile cache for a class of cases"""
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="autotm-ranks-")
@@ -125,6 +127,11 @@ class TestRanks(unittest.TestCase):
                 self.assertEqual(f.read(), first, f"{pl}'s weights differ from {w2}'s")
             self.assertEqual(run0["weights_checksum"],
                              next(iter(two.values()))[0]["runs"][0]["weights_checksum"])
+
+
+
+class TestTraining(Ranks):
+    """what the ranks train (ctest's cli.ranks)"""
 
     def test_transformer_compared_equals_one_process(self):
         # no batch norm: a shard's step is the whole batch's part (batch norm's statistics are
@@ -196,6 +203,11 @@ class TestRanks(unittest.TestCase):
             la, lb = json.load(f1)["runs"][0]["losses"], json.load(f2)["runs"][0]["losses"]
         for x, y in zip(la, lb):
             self.assertLessEqual(abs(x - y) / abs(x), LOSS_TOL)
+
+
+
+class TestFailures(Ranks):
+    """what the ranks refuse, and how they end (ctest's cli.ranks_failures)"""
 
     def test_refusals(self):
         p = ranks(2, ["--model", "tiny_mlp", "--batch", "7"])
