@@ -78,6 +78,22 @@ atm_status comm_check_bucket(float *const *bufs, const int64_t *counts, int n, i
 	return ATM_OK;
 }
 
+atm_status comm_check_round(int64_t n_floats)
+{
+	if (n_floats < 1 || n_floats > COMM_ROUND_MAX)
+		return atm_err(ATM_E_USAGE, "atm_comm_set_round: %" PRId64 " floats; 1 .. %" PRId64,
+		               n_floats, COMM_ROUND_MAX);
+	return ATM_OK;
+}
+
+atm_status comm_gather_alone(const void *v, void *all, size_t size, const char *who)
+{
+	if (!all)
+		return atm_err(ATM_E_USAGE, "%s: no array to gather into", who);
+	memcpy(all, v, size);
+	return ATM_OK;
+}
+
 atm_status comm_check_root(int root, int size, const char *who)
 {
 	if (root < 0 || root >= size)

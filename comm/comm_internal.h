@@ -28,6 +28,12 @@ void comm_launch_detect(comm_launch *l);
  * bad one, else ATM_OK and the bucket's floats in *total */
 atm_status comm_check_bucket(float *const *bufs, const int64_t *counts, int n, int64_t *total);
 
+/* comm_check_round -- atm_comm_set_round's argument: ATM_E_USAGE outside 1 .. COMM_ROUND_MAX */
+atm_status comm_check_round(int64_t n_floats);
+/* comm_gather_alone -- an allgather of one rank: the size bytes at v into all; ATM_E_USAGE when
+ * all is NULL (who names the call) */
+atm_status comm_gather_alone(const void *v, void *all, size_t size, const char *who);
+
 /* comm_check_root -- ATM_E_USAGE unless 0 <= root < size; who names the call */
 atm_status comm_check_root(int root, int size, const char *who);
 /* comm_check_bcast -- atm_comm_bcast's arguments: ATM_E_USAGE for bytes < 0, a NULL buf of

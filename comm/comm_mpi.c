@@ -176,11 +176,10 @@ bool atm_comm_has_mpi(void)
 atm_status atm_comm_set_round(atm_comm *c, int64_t n_floats)
 {
 	assert(c);
-	if (n_floats < 1 || n_floats > COMM_ROUND_MAX)
-		return atm_err(ATM_E_USAGE, "atm_comm_set_round: %" PRId64 " floats; 1 .. %" PRId64,
-		               n_floats, COMM_ROUND_MAX);
-	c->round = n_floats;
-	return ATM_OK;
+	atm_status st = comm_check_round(n_floats);
+	if (st == ATM_OK)
+		c->round = n_floats;
+	return st;
 }
 
 /* scratch_grow -- at least n floats of scratch; false when they cannot be had */
@@ -372,30 +371,25 @@ fail:
 	return st;
 }
 
-atm_status atm_comm_allgather_f64(atm_comm *c, double v, double *all)
+/* allgather -- every rank's one value of type (size bytes) at v, in rank order, into all */
+static atm_status allgather(atm_comm *c, const void *v, void *all, size_t size, MPI_Datatype type,
+                            const char *who)
 {
 	assert(c);
-	if (!all)
-		return atm_err(ATM_E_USAGE, "atm_comm_allgather_f64: no array to gather into");
-	if (c->size == 1) {
-		all[0] = v;
-		return ATM_OK;
-	}
-	int rc = MPI_Allgather(&v, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, c->comm);
+	if (c->size == 1 || !all) /* the same on every rank: the arguments are alike */
+		return comm_gather_alone(v, all, size, who);
+	int rc = MPI_Allgather(v, 1, type, all, 1, type, c->comm);
 	return rc == MPI_SUCCESS ? ATM_OK : mpi_fail(c, rc, "MPI_Allgather");
+}
+
+atm_status atm_comm_allgather_f64(atm_comm *c, double v, double *all)
+{
+	return allgather(c, &v, all, sizeof v, MPI_DOUBLE, "atm_comm_allgather_f64");
 }
 
 atm_status atm_comm_allgather_u64(atm_comm *c, uint64_t v, uint64_t *all)
 {
-	assert(c);
-	if (!all)
-		return atm_err(ATM_E_USAGE, "atm_comm_allgather_u64: no array to gather into");
-	if (c->size == 1) {
-		all[0] = v;
-		return ATM_OK;
-	}
-	int rc = MPI_Allgather(&v, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->comm);
-	return rc == MPI_SUCCESS ? ATM_OK : mpi_fail(c, rc, "MPI_Allgather");
+	return allgather(c, &v, all, sizeof v, MPI_UINT64_T, "atm_comm_allgather_u64");
 }
 
 atm_status atm_comm_agree(atm_comm *c, const char *what, uint64_t digest)

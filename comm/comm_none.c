@@ -1,6 +1,5 @@
 /* comm_none.c -- the communicator of a build without MPI: one rank, every collective a no-op, refusing to be one of several */
 #include <assert.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +77,10 @@ double atm_comm_waited_s(const atm_comm *c)
 atm_status atm_comm_set_round(atm_comm *c, int64_t n_floats)
 {
 	assert(c);
-	if (n_floats < 1 || n_floats > COMM_ROUND_MAX)
-		return atm_err(ATM_E_USAGE, "atm_comm_set_round: %" PRId64 " floats; 1 .. %" PRId64,
-		               n_floats, COMM_ROUND_MAX);
-	c->round = n_floats;
-	return ATM_OK;
+	atm_status st = comm_check_round(n_floats);
+	if (st == ATM_OK)
+		c->round = n_floats;
+	return st;
 }
 
 atm_status atm_comm_bcast(atm_comm *c, void *buf, int64_t bytes, int root)
@@ -100,19 +98,13 @@ atm_status atm_comm_bcast_text(atm_comm *c, char **text, int root)
 atm_status atm_comm_allgather_f64(atm_comm *c, double v, double *all)
 {
 	assert(c);
-	if (!all)
-		return atm_err(ATM_E_USAGE, "atm_comm_allgather_f64: no array to gather into");
-	all[0] = v;
-	return ATM_OK;
+	return comm_gather_alone(&v, all, sizeof v, "atm_comm_allgather_f64");
 }
 
 atm_status atm_comm_allgather_u64(atm_comm *c, uint64_t v, uint64_t *all)
 {
 	assert(c);
-	if (!all)
-		return atm_err(ATM_E_USAGE, "atm_comm_allgather_u64: no array to gather into");
-	all[0] = v;
-	return ATM_OK;
+	return comm_gather_alone(&v, all, sizeof v, "atm_comm_allgather_u64");
 }
 
 atm_status atm_comm_agree(atm_comm *c, const char *what, uint64_t digest)
