@@ -187,6 +187,15 @@ atm_status job_dist_agree_plan(atm_job *j)
 	return atm_job_ranks_agree(j->o.comm, "plan", d);
 }
 
+void job_dist_drop_private_cache(const char *path)
+{
+	char lock[4300];
+	unlink(path);
+	/* the lock beside it (atm_file_lock's PATH.lock) is this rank's alone too */
+	if ((size_t)snprintf(lock, sizeof lock, "%s.lock", path) < sizeof lock)
+		unlink(lock);
+}
+
 void job_dist_fail_alone(const atm_job *j, atm_status rc)
 {
 	if (rc >= 0 || !job_dist(j))

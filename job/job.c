@@ -427,9 +427,13 @@ static atm_status optimize(atm_job *j)
 	                       o->isolated, o->quiet, o->stop, &pr, &j->prof, j->said_file);
 	atm_prof_destroy(pr);
 	if (copy[0])
-		unlink(copy);
+		job_dist_drop_private_cache(copy);
 	/* under mpirun rank 0 plans from its profile and hands the plan to the others */
 	if (job_dist(j)) {
+		/* the others may be timing an allreduce or an in-step step, inside a collective
+		 * that waits for this rank: an interrupted profile ends the job here */
+		if (rc == ATM_E_INTERRUPTED)
+			job_dist_fail_alone(j, rc);
 		if ((rc = atm_job_ranks_status(o->comm, rc)) < 0)
 			return rc;
 		if (job_rank(j) != 0)

@@ -47,6 +47,8 @@ atm_status job_dist_start(atm_job *j);
 /* job_dist_private_cache -- for ranks other than 0, a copy of the profile cache file cache in
  * path to profile alongside rank 0 ("" on rank 0, which keeps the cache) */
 atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, size_t len);
+/* job_dist_drop_private_cache -- that copy removed after profiling, with its lock file */
+void job_dist_drop_private_cache(const char *path);
 /* job_dist_plan -- rank 0's plan (its status rc: planned or not) on every rank, each checking it
  * against its own graph */
 atm_status job_dist_plan(atm_job *j, atm_status rc);
