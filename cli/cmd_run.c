@@ -132,9 +132,14 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	       atm_format_bytes(st->bytes_to_slow, b, sizeof b));
 	if (st->n_async_to_fast + st->n_async_to_slow)
 		printf("  waited on moves  %.6f s per step\n", r->move_wait_s);
-	printf("  fast memory      %s used (arena), peak of live copies %s\n",
+	int64_t limit = atm_plan_info_get(p)->fast_limit_bytes;
+	printf("  fast memory      %s held at most%s (the arena's high-water mark%s%s)\n",
 	       atm_format_bytes(r->fast_high_water_bytes, a, sizeof a),
-	       atm_format_bytes(st->fast_peak_bytes, b, sizeof b));
+	       !limit ? "" : r->fast_high_water_bytes <= limit ? ", within the limit" : ", OVER the limit",
+	       r->fast_high_water_at[0] ? ", first reached by " : "", r->fast_high_water_at);
+	printf("                   %s of live copies at their peak; the kernels' scratch, %s, beside "
+	       "the arena\n", atm_format_bytes(st->fast_peak_bytes, a, sizeof a),
+	       atm_format_bytes(r->scratch_bytes, b, sizeof b));
 	printf("  slow memory      %s high-water mark\n",
 	       atm_format_bytes(r->slow_high_water_bytes, a, sizeof a));
 	atm_update u;
@@ -718,6 +723,39 @@ static void print_ranks(const atm_job_compare *c)
 	}
 }
 
+/* held_text -- placement i's fast high-water mark, "-" when unknown */
+static const char *held_text(const atm_job_compare *c, int i, char *buf, size_t len)
+{
+	const atm_exec_result *r = atm_job_exec_result(atm_job_compare_job(c, i));
+	if (!r)
+		return "-";
+	return atm_format_bytes(r->fast_high_water_bytes, buf, len);
+}
+
+/* print_held -- the fast limit beside the most any placement held (the table's "fast held":
+ * the arena's high-water mark, alignment and gaps included) */
+static void print_held(const atm_job_compare *c)
+{
+	int64_t limit = 0, most = -1;
+	const char *who = NULL;
+	char a[32], b[32];
+	for (int i = 0; i < atm_job_compare_n(c); i++) {
+		const atm_job *j = atm_job_compare_job(c, i);
+		const atm_exec_result *r = j ? atm_job_exec_result(j) : NULL;
+		int64_t l = j ? atm_plan_info_get(atm_job_plan_get(j))->fast_limit_bytes : 0;
+		limit = l > limit ? l : limit;
+		if (r && l > 0 && r->fast_high_water_bytes > most) {
+			most = r->fast_high_water_bytes;
+			who = atm_job_compare_get(c, i)->name;
+		}
+	}
+	if (limit <= 0 || !who)
+		return;
+	printf("  fast held        the arena's high-water mark; the most, %s (%s), is %s the limit "
+	       "of %s\n", atm_format_bytes(most, a, sizeof a), who,
+	       most <= limit ? "within" : "OVER", atm_format_bytes(limit, b, sizeof b));
+}
+
 /* print_comparison -- each placement's step, its turns' range and, with all-fast compared, its
  * per-turn ratio to all-fast beside the predicted one; then whether every placement trained to
  * the same weights (returned) */
@@ -743,7 +781,8 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 	               : "by turn (a fresh executor each)");
 	printf("  comparison       %s; a turn's step is the fastest of its %d\n",
 	       atm_job_compare_id(c), iters);
-	printf("  %-*s %11s %11s %23s", w, "placement", "predicted", "step", "turns' range");
+	printf("  %-*s %11s %11s %23s %11s", w, "placement", "predicted", "step", "turns' range",
+	       "fast held");
 	if (fast)
 		printf("   %-26s %9s %7s", "/ all-fast: median [range]", "predicted", "error");
 	printf("\n");
@@ -756,14 +795,14 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 			lo = m->turn_s[t] < lo ? m->turn_s[t] : lo;
 			hi = m->turn_s[t] > hi ? m->turn_s[t] : hi;
 		}
-		char range[64], ratio[64];
+		char range[64], ratio[64], held[32];
 		snprintf(range, sizeof range, "%.6f-%.6f s", lo, hi);
 		printf("  %-*.*s ", w, w, m->name);
 		if (m->predicted_s > 0)
 			printf("%9.6f s", m->predicted_s);
 		else
 			printf("%11s", "-");
-		printf(" %9.6f s %23s", m->median_s, range);
+		printf(" %9.6f s %23s %11s", m->median_s, range, held_text(c, i, held, sizeof held));
 		if (fast) {
 			snprintf(ratio, sizeof ratio, "%.3f [%.3f-%.3f]", m->measured_slowdown,
 			         m->slowdown_min, m->slowdown_max);
@@ -781,6 +820,7 @@ static bool print_comparison(const atm_job_compare *c, const atm_graph *g, int64
 		if (m->left_out)
 			printf("  left out         %s: %s\n", m->name, m->why);
 	}
+	print_held(c);
 	print_ranks(c);
 	print_disturbance(c, by_step);
 	const atm_exec_result *r = atm_job_exec_result(atm_job_compare_job(c, i0));

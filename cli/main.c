@@ -34,7 +34,8 @@ static void usage(FILE *f)
 	        "\n"
 	        "'autotm COMMAND --help' describes a command. Exit codes: 0 ok, 1 internal error,\n"
 	        "2 bad usage, 3 bad input file, 4 infeasible, 5 hardware unavailable, 6 file\n"
-	        "system error, 7 out of memory, 8 not found, 130 interrupted.\n");
+	        "system error, 7 out of memory, 8 not found, 9 a run held more fast memory than\n"
+	        "its limit, 130 interrupted.\n");
 }
 
 /* print_version -- autotm's version and the ILP solvers built in, and which one --solver auto

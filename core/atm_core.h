@@ -50,6 +50,7 @@ enum {
 	ATM_E_INTERRUPTED = -8, /* stopped by a signal (Ctrl-C) */
 	ATM_E_NOTFOUND = -9,    /* a named thing (model, kernel, cache entry) does not exist */
 	ATM_E_INTERNAL = -10,   /* a bug: an invariant did not hold */
+	ATM_E_OVER_LIMIT = -11, /* a run would hold more fast memory than its plan's limit */
 };
 
 /* atm_errmsg -- the message of the last failure on this thread ("" if none) */
@@ -1085,7 +1086,9 @@ typedef struct {
 	int n_losses;
 	const float *losses;     /* per step, warm-up first */
 	const char *weights_checksum;
-	int64_t dram_alloc_bytes; /* fast memory the run used (arena extent) */
+	int64_t dram_alloc_bytes; /* fast memory the run used (arena extent): its high-water mark */
+	const char *dram_high_water_at; /* what first held that mark (NULL: unknown) */
+	int64_t scratch_bytes;    /* kernels' scratch in fast memory outside the arena */
 	int64_t pmem_alloc_bytes; /* slow memory high-water mark */
 	double emulation_wait_s;  /* per step */
 	double move_wait_s;       /* per step */

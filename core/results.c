@@ -162,6 +162,30 @@ static void limit_fields(const atm_plan_info *info, json_t *run, bool *ok)
 	                           : json_null(), ok);
 }
 
+/* fast_memory -- the fast memory a run held beside what its plan promised: the limit, the
+ * layout's extent (the plan's peak, alignment and gaps included), the peak of live copies, the
+ * arena's measured high-water mark and what first held it, the kernels' scratch outside the
+ * arena, and whether the arena stayed within the limit (null: no limit, or not run) */
+static json_t *fast_memory(const atm_schedule_stats *st, int64_t limit, const atm_run_measured *m)
+{
+	json_t *o = json_object();
+	bool ok = true, at = m && m->dram_high_water_at && m->dram_high_water_at[0];
+	atm_json_set_new(o, "limit_bytes", limit > 0 ? json_integer(limit) : json_null(), &ok);
+	atm_json_set_new(o, "predicted_bytes", json_integer(st->fast_arena_bytes), &ok);
+	atm_json_set_new(o, "live_peak_bytes", json_integer(st->fast_peak_bytes), &ok);
+	atm_json_set_new(o, "high_water_bytes", m ? json_integer(m->dram_alloc_bytes) : json_null(),
+	                 &ok);
+	atm_json_set_new(o, "high_water_at", at ? json_string(m->dram_high_water_at) : json_null(), &ok);
+	atm_json_set_new(o, "scratch_bytes", m ? json_integer(m->scratch_bytes) : json_null(), &ok);
+	atm_json_set_new(o, "within_limit", m && limit > 0 ? json_boolean(m->dram_alloc_bytes <= limit)
+	                                                   : json_null(), &ok);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* memory_fields -- what the step placed and moved: sizes, configurations, moves, memory used
  * (measured when m is there, else the schedule's) and AutoTM's estimate of the copies' time */
 static void memory_fields(const atm_schedule *s, const atm_graph *g, const atm_run_measured *m,
@@ -380,6 +404,9 @@ static json_t *run_json(const atm_plan *p, const atm_schedule *s, const atm_run_
 	atm_json_set_new(run, "n_iters", json_integer(m ? m->n_iters : 0), &ok);
 	limit_fields(info, run, &ok);
 	memory_fields(s, g, m, run, &ok);
+	/* added later */
+	atm_json_set_new(run, "fast_memory",
+	                 fast_memory(atm_schedule_stats_get(s), info->fast_limit_bytes, m), &ok);
 	if (m)
 		measured_fields(g, m, run, &ok);
 	if (m && m->kernel_pred_s)

@@ -63,6 +63,7 @@ const char *atm_status_name(atm_status code)
 	case ATM_E_NOSPACE: return "nospace";
 	case ATM_E_INTERRUPTED: return "interrupted";
 	case ATM_E_NOTFOUND: return "notfound";
+	case ATM_E_OVER_LIMIT: return "over-limit";
 	default: return "internal";
 	}
 }
@@ -79,6 +80,7 @@ int atm_exit_code(atm_status code)
 	case ATM_E_NOMEM:
 	case ATM_E_NOSPACE: return 7;
 	case ATM_E_NOTFOUND: return 8;
+	case ATM_E_OVER_LIMIT: return 9;
 	case ATM_E_INTERRUPTED: return 130;
 	default: return 1;
 	}

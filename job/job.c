@@ -633,8 +633,10 @@ static atm_status keep_more(atm_job *j, const atm_exec_result *r)
 		k->recompute_s = r->recompute_s; /* the fastest step's, as its kernels' */
 		memcpy(j->kept_step_kernel_s, r->step_kernel_s, (size_t)nn * sizeof *r->step_kernel_s);
 	}
-	if (r->fast_high_water_bytes > k->fast_high_water_bytes)
+	if (r->fast_high_water_bytes > k->fast_high_water_bytes) {
 		k->fast_high_water_bytes = r->fast_high_water_bytes;
+		memcpy(k->fast_high_water_at, r->fast_high_water_at, sizeof k->fast_high_water_at);
+	}
 	if (r->slow_high_water_bytes > k->slow_high_water_bytes)
 		k->slow_high_water_bytes = r->slow_high_water_bytes;
 	return ATM_OK;
@@ -688,6 +690,8 @@ atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r)
 		.losses = r->losses,
 		.weights_checksum = r->weights_checksum,
 		.dram_alloc_bytes = r->fast_high_water_bytes,
+		.dram_high_water_at = r->fast_high_water_at,
+		.scratch_bytes = r->scratch_bytes,
 		.pmem_alloc_bytes = r->slow_high_water_bytes,
 		.emulation_wait_s = r->emulation_wait_s,
 		.move_wait_s = r->move_wait_s,

@@ -386,7 +386,10 @@ typedef struct {
 	                            * allreduce's less what it waited for the other ranks (below) */
 	const double *step_kernel_s; /* per node: its time in the fastest measured step (the same) */
 	atm_schedule_stats moves;  /* moves and bytes of one step, persistent bytes, arena size */
-	int64_t fast_high_water_bytes; /* arena extent actually used */
+	int64_t fast_high_water_bytes; /* arena extent actually used: the highest end of any block
+	                                * held (tensors, workspaces), alignment and gaps included */
+	char fast_high_water_at[256];  /* what held the highest end first ("tensor 'x' after node
+	                                * 'n'"); "" when nothing was fast */
 	int64_t slow_high_water_bytes;
 	double emulation_wait_s;   /* per step: waited to make the slow tier slow (kernels and moves) */
 	double move_wait_s;        /* per step: the schedule waited on asynchronous moves */
@@ -440,7 +443,8 @@ void atm_openmp_passive(char **argv);
  * a full tier (ATM_E_NOSPACE). */
 atm_status atm_exec_new(atm_exec **e, const atm_plan *p, const atm_exec_opts *o);
 /* atm_exec_run -- warm-up and measured steps, then atm_exec_finish; ATM_E_INTERRUPTED when
- * o->stop was set */
+ * o->stop was set; ATM_E_OVER_LIMIT (naming the tensor or workspace and the node) when a
+ * block of the fast arena would end past the plan's limit, before it is used */
 atm_status atm_exec_run(atm_exec *e);
 /* atm_exec_step -- one more step, its wall time in *step_s (-1 on failure): the first
  * o->warmup steps of a new executor are warm-up, every later one is measured as atm_exec_run

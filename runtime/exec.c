@@ -28,6 +28,8 @@ struct atm_exec {
 	double sum_s, emu_sum_s, wait_sum_s; /* over the measured steps */
 	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
 	int32_t step_n_recomputes;   /* this step: recomputations run */
+	int64_t hw_end;              /* the fast arena's highest end held so far (every step) */
+	const atm_event *hw_event;   /* the claim that set it (NULL: none yet) */
 	double step_recompute_s;     /* this step: their kernels' time */
 	atm_exec_result result;
 };
@@ -167,11 +169,50 @@ static int32_t recompute_mark(const atm_exec *e, int32_t i)
 	return 2 * atm_graph_n_nodes(e->g) + 2 * i;
 }
 
+/* claim_where -- "tensor 'x' after node 'n'", or a workspace's "the workspace of node 'n'",
+ * for a message about ev's claim of fast memory */
+static void claim_where(const atm_exec *e, const atm_event *ev, char *buf, size_t len)
+{
+	const char *node = ev->node >= 0 ? atm_graph_node(e->g, ev->node)->name : NULL;
+	if (ev->kind == ATM_EV_KERNEL || ev->kind == ATM_EV_RECOMPUTE)
+		snprintf(buf, len, "the workspace of node '%s'%s", node,
+		         ev->kind == ATM_EV_RECOMPUTE ? " run again" : "");
+	else if (node)
+		snprintf(buf, len, "tensor '%s' after node '%s'", atm_graph_tensor(e->g, ev->tensor)->name,
+		         node);
+	else
+		snprintf(buf, len, "tensor '%s' before the first node",
+		         atm_graph_tensor(e->g, ev->tensor)->name);
+}
+
+/* fast_claim -- ev is about to hold bytes of the fast arena at offset: the high-water mark
+ * follows it, and a claim that ends past the plan's limit is refused before anything is
+ * written there. atm_exec_new lays out only plans within their limit, so this is the last
+ * guard of the promise (a GPU's arena is the layout's, not the limit), not a check of input. */
+static atm_status fast_claim(atm_exec *e, const atm_event *ev, int64_t offset, int64_t bytes)
+{
+	int64_t end = offset + bytes, limit = atm_plan_info_get(e->plan)->fast_limit_bytes;
+	if (end > e->hw_end) {
+		e->hw_end = end;
+		e->hw_event = ev;
+	}
+	if (limit <= 0 || end <= limit)
+		return ATM_OK;
+	char where[256];
+	claim_where(e, ev, where, sizeof where);
+	return atm_err(ATM_E_OVER_LIMIT, "fast memory: %s would hold it up to byte %lld, past the "
+	               "plan's limit of %lld bytes by %lld", where, (long long)end, (long long)limit,
+	               (long long)(end - limit));
+}
+
 static atm_status do_alloc(atm_exec *e, const atm_event *ev)
 {
 	const atm_tensor *x = atm_graph_tensor(e->g, ev->tensor);
+	atm_status rc;
+	if (ev->loc == ATM_LOC_FAST && (rc = fast_claim(e, ev, ev->offset, x->bytes)) < 0)
+		return rc;
 	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
-	atm_status rc = e->b->iface->alloc(e->b, ev->loc, ev->offset, x->bytes, slot);
+	rc = e->b->iface->alloc(e->b, ev->loc, ev->offset, x->bytes, slot);
 	return rc < 0 ? atm_err_prefix(rc, "tensor '%s': ", x->name) : ATM_OK;
 }
 
@@ -241,7 +282,8 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 	int64_t extra = ev->workspace_bytes - own;
 	int64_t block_bytes = extra > 0 ? atm_arena_align_up(own) + extra : ev->workspace_bytes;
 	if (ev->workspace_bytes > 0 &&
-	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, block_bytes, &block)) < 0)
+	    ((rc = fast_claim(e, ev, ev->offset, block_bytes)) < 0 ||
+	     (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, block_bytes, &block)) < 0))
 		return atm_err_prefix(rc, "the workspace of node '%s': ", n->name);
 	if (own > 0)
 		ws = block;
@@ -706,6 +748,9 @@ atm_status atm_exec_finish(atm_exec *e)
 	atm_pool_stats ps;
 	e->b->iface->mem_stats(e->b, ATM_LOC_FAST, &ps);
 	r->fast_high_water_bytes = ps.extent_bytes;
+	r->fast_high_water_at[0] = '\0';
+	if (e->hw_event)
+		claim_where(e, e->hw_event, r->fast_high_water_at, sizeof r->fast_high_water_at);
 	e->b->iface->mem_stats(e->b, ATM_LOC_SLOW, &ps);
 	r->slow_high_water_bytes = ps.high_water_bytes;
 	describe_result(e);

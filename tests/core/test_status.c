@@ -39,7 +39,7 @@ static void test_status_exit_codes_are_distinct(void **state)
 	(void)state;
 	const atm_status codes[] = {ATM_E_USAGE,  ATM_E_INPUT, ATM_E_INFEASIBLE,  ATM_E_UNSUPPORTED,
 	                            ATM_E_IO,     ATM_E_NOMEM, ATM_E_INTERRUPTED, ATM_E_NOTFOUND,
-	                            ATM_E_INTERNAL};
+	                            ATM_E_INTERNAL, ATM_E_OVER_LIMIT};
 	int n = (int)(sizeof codes / sizeof codes[0]);
 	assert_int_equal(atm_exit_code(ATM_OK), 0);
 	for (int i = 0; i < n; i++) {
@@ -50,6 +50,8 @@ static void test_status_exit_codes_are_distinct(void **state)
 	assert_int_equal(atm_exit_code(ATM_E_USAGE), 2);
 	assert_int_equal(atm_exit_code(ATM_E_INPUT), 3);
 	assert_string_equal(atm_status_name(ATM_E_INFEASIBLE), "infeasible");
+	assert_int_equal(atm_exit_code(ATM_E_OVER_LIMIT), 9);
+	assert_string_equal(atm_status_name(ATM_E_OVER_LIMIT), "over-limit");
 }
 
 static void test_status_names_round_trip(void **state)

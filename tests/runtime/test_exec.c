@@ -156,6 +156,39 @@ static void test_exec_fast_limit_is_enforced(void **state)
 	atm_graph_destroy(g);
 }
 
+/* the executor's own guard: a plan whose limit shrinks under a built executor (atm_exec_new
+ * lays out only plans within theirs) is stopped at the first block past it, by name */
+static void test_exec_high_water_guard(void **state)
+{
+	(void)state;
+	atm_graph *g = build("tiny_cnn");
+	atm_plan *p = NULL;
+	atm_exec *e = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	atm_exec_opts o = {.quiet = true, .iters = 1, .warmup = -1, .seed = 42};
+	atm_plan_info_of(p)->fast_limit_bytes = 64 << 20;
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
+	assert_int_equal(atm_exec_run(e), ATM_OK);
+	const atm_exec_result *r = atm_exec_result_get(e);
+	/* every tensor fast: the arena held what the layout laid out, and the first block that
+	 * reached it is named */
+	assert_true(r->fast_high_water_bytes > 0);
+	assert_true(r->fast_high_water_bytes <= 64 << 20);
+	assert_non_null(strstr(r->fast_high_water_at, "tensor '"));
+	int64_t held = r->fast_high_water_bytes;
+	atm_exec_destroy(e);
+	e = NULL;
+	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
+	atm_plan_info_of(p)->fast_limit_bytes = held / 2;
+	assert_int_equal(atm_exec_run(e), ATM_E_OVER_LIMIT);
+	assert_non_null(strstr(atm_errmsg(), "fast memory: tensor '"));
+	assert_non_null(strstr(atm_errmsg(), "past the plan's limit of"));
+	assert_int_equal(atm_exit_code(ATM_E_OVER_LIMIT), 9);
+	atm_exec_destroy(e);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 static void test_exec_missing_pmem_dir(void **state)
 {
 	(void)state;
@@ -399,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_exec_emulation_slows_slow_io),
 		cmocka_unit_test(test_exec_emulated_2lm_caches_slow_memory),
 		cmocka_unit_test(test_exec_fast_limit_is_enforced),
+		cmocka_unit_test(test_exec_high_water_guard),
 		cmocka_unit_test(test_exec_missing_pmem_dir),
 		cmocka_unit_test(test_exec_stops_when_interrupted),
 		cmocka_unit_test(test_exec_steps_in_turns_match_a_run),
