@@ -769,6 +769,14 @@ const atm_event *atm_schedule_setup(const atm_schedule *s, int32_t i);
 const atm_schedule_stats *atm_schedule_stats_get(const atm_schedule *s);
 /* Bytes of fast copies live while node runs (workspace excluded). */
 int64_t atm_schedule_fast_bytes_at(const atm_schedule *s, int32_t node);
+/* atm_schedule_emulated_wait_s -- of one step, the seconds an emulated slow tier (read_gbps,
+ * write_gbps beside fast_gbps, 1e9 bytes/s) waits in the schedule's own line: after each kernel
+ * and recomputation for its slow operands' bytes, and in each synchronous move, the slow time
+ * less the fast time, as the executor's emulation waits (asynchronous moves wait on the
+ * mover, beside the kernels: not counted). The part of a step that does not drift with the
+ * machine's speed. 0 when a rate is not positive. */
+double atm_schedule_emulated_wait_s(const atm_schedule *s, double read_gbps, double write_gbps,
+                                    double fast_gbps);
 
 /* Plan JSON (docs/formats.md). Loading checks the plan belongs to g: same
  * graph name and tensor names, and a digest of the graph's structure. */
@@ -1067,7 +1075,11 @@ typedef struct {
 	                            * steps ran, in cores (0.5: half a core the whole time) */
 	const int *turn_reruns;    /* per turn: disturbed rounds (or turns) measured again */
 	bool with_all_fast;        /* all-fast was compared too: the slowdowns hold */
-	double predicted_slowdown; /* its predicted step / all-fast's; < 0: unknown */
+	double predicted_slowdown; /* its predicted step / all-fast's, both with the machine's drift
+	                            * on all but the emulated waits; < 0: unknown */
+	double predicted_slowdown_raw; /* the same as planned, without the drift; < 0: unknown */
+	double predicted_drift_s;  /* its predicted step with the drift; < 0: drift unknown */
+	double predicted_wait_s;   /* of its predicted step, the emulated waits; < 0: unknown */
 	double measured_slowdown;  /* median over turns of its step / all-fast's in the same turn */
 	double measured_slowdown_min, measured_slowdown_max;
 } atm_run_comparison;

@@ -347,10 +347,14 @@ static void comparison_fields(const atm_run_comparison *c, json_t *run, bool *ok
 	atm_json_set_new(run, "turn_positions", int_array(c->turn_position, c->n_turns, ok), ok);
 	atm_json_set_new(run, "turn_others", num_array(c->turn_others, c->n_turns, ok), ok);
 	atm_json_set_new(run, "turn_reruns", int_array(c->turn_reruns, c->n_turns, ok), ok);
+	/* added later: the prediction beside the machine's drift (docs/formats.md) */
+	atm_json_set_new(run, "predicted_runtime_drift", num_or_null(c->predicted_drift_s), ok);
+	atm_json_set_new(run, "predicted_emulated_wait", num_or_null(c->predicted_wait_s), ok);
 	if (!c->with_all_fast)
 		return;
 	double pred = c->predicted_slowdown, meas = c->measured_slowdown;
 	atm_json_set_new(run, "predicted_slowdown", num_or_null(pred), ok);
+	atm_json_set_new(run, "predicted_slowdown_raw", num_or_null(c->predicted_slowdown_raw), ok);
 	atm_json_set_new(run, "measured_slowdown", num_or_null(meas), ok);
 	atm_json_set_new(run, "measured_slowdown_range",
 	                 json_pack("[o, o]", num_or_null(c->measured_slowdown_min),

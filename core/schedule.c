@@ -1009,6 +1009,49 @@ const atm_event *atm_schedule_event(const atm_schedule *s, int32_t i)
 	return i >= 0 && i < s->n_ev ? &s->ev[i] : NULL;
 }
 
+/* emulated_extra_s -- the emulation's wait for these slow bytes (runtime/cpu/emulate.c's
+ * atm_emu_extra_s, whose rates the caller passes) */
+static double emulated_extra_s(double r, double w, double read_gbps, double write_gbps,
+                               double fast_gbps)
+{
+	double slow = r / (read_gbps * 1e9) + w / (write_gbps * 1e9);
+	double fast = (r + w) / (fast_gbps * 1e9);
+	return slow > fast ? slow - fast : 0;
+}
+
+double atm_schedule_emulated_wait_s(const atm_schedule *s, double read_gbps, double write_gbps,
+                                    double fast_gbps)
+{
+	if (!(read_gbps > 0 && write_gbps > 0 && fast_gbps > 0))
+		return 0;
+	const atm_graph *g = atm_plan_graph(s->p);
+	double total = 0;
+	for (int32_t i = 0; i < s->n_ev; i++) {
+		const atm_event *ev = &s->ev[i];
+		double r = 0, w = 0;
+		if (ev->kind == ATM_EV_KERNEL || ev->kind == ATM_EV_RECOMPUTE) {
+			const atm_node *n = atm_graph_node(g, ev->node);
+			for (int k = 0; k < n->n_in; k++)
+				if (ev->cfg[k] != ATM_LOC_FAST) {
+					double b = (double)atm_graph_tensor(g, n->in[k])->bytes;
+					r += b;
+					w += atm_op_writes_input(n->op, k) ? b : 0;
+				}
+			for (int k = 0; k < n->n_out; k++)
+				if (ev->cfg[n->n_in + k] != ATM_LOC_FAST)
+					w += (double)atm_graph_tensor(g, n->out[k])->bytes;
+		} else if (ev->kind == ATM_EV_MOVE_START && !atm_plan_move(s->p, ev->move)->async) {
+			double b = (double)atm_graph_tensor(g, ev->tensor)->bytes;
+			bool to_slow = atm_plan_move(s->p, ev->move)->to == ATM_LOC_SLOW;
+			r += to_slow ? 0 : b;
+			w += to_slow ? b : 0;
+		}
+		if (r > 0 || w > 0)
+			total += emulated_extra_s(r, w, read_gbps, write_gbps, fast_gbps);
+	}
+	return total;
+}
+
 int32_t atm_schedule_n_setup(const atm_schedule *s)
 {
 	return s->n_setup;

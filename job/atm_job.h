@@ -227,9 +227,16 @@ typedef struct {
 	const double *turn_others; /* per turn: cores other processes took while it ran; < 0 unknown */
 	const int *turn_reruns;    /* per turn: measured again because disturbed */
 	double median_s;           /* the median of turn_s: the run's actual_runtime */
-	double predicted_s;        /* the plan's predicted step; < 0 unknown */
-	/* against all-fast, turn by turn (< 0: no all-fast in the comparison, or unknown) */
-	double predicted_slowdown, measured_slowdown, slowdown_min, slowdown_max;
+	double predicted_s;        /* the plan's predicted step with the machine's drift since it was
+	                            * profiled (profile_drift) on every time but the emulated waits;
+	                            * as planned where the drift is unknown; < 0 unknown */
+	double predicted_raw_s;    /* the plan's predicted step as planned; < 0 unknown */
+	double predicted_wait_s;   /* of that, the emulated slow tier's waits, which do not drift
+	                            * (atm_schedule_emulated_wait_s; 0 without emulation or for 2lm) */
+	/* against all-fast, turn by turn (< 0: no all-fast in the comparison, or unknown); the
+	 * predicted slowdown from predicted_s, the raw one from predicted_raw_s */
+	double predicted_slowdown, predicted_slowdown_raw, measured_slowdown, slowdown_min,
+	       slowdown_max;
 	double profile_drift;      /* all-fast's median step / the profile's calibration step, the
 	                            * same for every placement; <= 0 unknown (atm_job_profile_drift) */
 } atm_job_compared;

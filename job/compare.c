@@ -765,6 +765,40 @@ static double median_of(const double *v, int n, double *scratch)
 	return atm_sort_median(scratch, n);
 }
 
+/* emulated_wait_s -- of entry e's predicted step, the seconds its emulated slow tier waits
+ * in the step's own line (atm_schedule_emulated_wait_s at the rates its run waited for): 0
+ * without emulation, and for 2lm, whose misses the cache decides */
+static double emulated_wait_s(const struct entry *e)
+{
+	const atm_exec_result *r = atm_job_exec_result(e->j);
+	atm_schedule *s = NULL;
+	if (!r || !r->emulated || !strcmp(atm_plan_info_get(e->j->plan)->formulation, "2lm") ||
+	    atm_schedule_new(&s, e->j->plan) < 0) {
+		atm_err_clear();
+		return 0;
+	}
+	double w = atm_schedule_emulated_wait_s(s, r->slow_tier.read_gbps, r->slow_tier.write_gbps,
+	                                        r->slow_tier.emulation_fast_gbps);
+	atm_schedule_destroy(s);
+	return w;
+}
+
+/* predict -- entry e's predicted step as planned (o->predicted_raw_s) and with the machine's
+ * drift since it was profiled (o->predicted_s): the kernels' and copies' own time scaled by
+ * drift, the emulated waits (o->predicted_wait_s), which do not drift, as they are; the raw
+ * one where the drift is unknown */
+static void predict(struct entry *e, double drift)
+{
+	atm_job_compared *o = &e->out;
+	double pred = atm_plan_info_get(e->j->plan)->predicted_runtime_s;
+	o->predicted_raw_s = o->predicted_s = pred > 0 ? pred : -1;
+	o->predicted_wait_s = pred > 0 ? emulated_wait_s(e) : 0;
+	if (pred > 0 && drift > 0) {
+		double w = o->predicted_wait_s < pred ? o->predicted_wait_s : pred;
+		o->predicted_s = (pred - w) * drift + w;
+	}
+}
+
 /* summarize -- each compared placement's median step and, with all-fast compared too, its
  * slowdown against it predicted and measured turn by turn */
 static void summarize(atm_job_compare *c, double *scratch)
@@ -785,6 +819,9 @@ static void summarize(atm_job_compare *c, double *scratch)
 	double drift = -1;
 	if (cal && fast)
 		drift = median_of(fast->turn_s, T, scratch) / cal->cal.step_s;
+	for (int i = 0; i < c->n; i++)
+		if (c->e[i].j)
+			predict(&c->e[i], drift);
 	for (int i = 0; i < c->n; i++) {
 		struct entry *e = &c->e[i];
 		atm_job_compared *o = &e->out;
@@ -795,21 +832,23 @@ static void summarize(atm_job_compare *c, double *scratch)
 			e->j->drift = drift;
 		}
 		o->predicted_slowdown = o->measured_slowdown = o->slowdown_min = o->slowdown_max = -1;
-		o->median_s = o->predicted_s = -1;
-		if (!e->j)
+		o->predicted_slowdown_raw = o->median_s = -1;
+		if (!e->j) {
+			o->predicted_s = o->predicted_raw_s = -1;
 			continue;
+		}
 		o->n_turns = T;
 		o->turn_s = e->turn_s;
 		o->turn_position = e->turn_position;
 		o->turn_others = e->turn_others;
 		o->turn_reruns = e->turn_reruns;
 		o->median_s = median_of(e->turn_s, T, scratch);
-		double pred = atm_plan_info_get(e->j->plan)->predicted_runtime_s;
-		o->predicted_s = pred > 0 ? pred : -1;
 		if (fast) {
-			double fp = atm_plan_info_get(fast->j->plan)->predicted_runtime_s;
-			if (pred > 0 && fp > 0)
-				o->predicted_slowdown = pred / fp;
+			const atm_job_compared *f = &fast->out;
+			if (o->predicted_s > 0 && f->predicted_s > 0) {
+				o->predicted_slowdown = o->predicted_s / f->predicted_s;
+				o->predicted_slowdown_raw = o->predicted_raw_s / f->predicted_raw_s;
+			}
 			for (int t = 0; t < T; t++)
 				scratch[T + t] = e->turn_s[t] / fast->turn_s[t];
 			o->measured_slowdown = median_of(scratch + T, T, scratch);
@@ -829,6 +868,9 @@ static void summarize(atm_job_compare *c, double *scratch)
 			.turn_reruns = e->turn_reruns,
 			.with_all_fast = fast != NULL,
 			.predicted_slowdown = o->predicted_slowdown,
+			.predicted_slowdown_raw = o->predicted_slowdown_raw,
+			.predicted_drift_s = drift > 0 ? o->predicted_s : -1,
+			.predicted_wait_s = o->predicted_raw_s > 0 ? o->predicted_wait_s : -1,
 			.measured_slowdown = o->measured_slowdown,
 			.measured_slowdown_min = o->slowdown_min,
 			.measured_slowdown_max = o->slowdown_max,

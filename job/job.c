@@ -561,10 +561,11 @@ bool atm_job_drift_note(double drift, const atm_profile_calibration *cal, char *
 	if (!(drift > 0) || !cal || fabs(drift - 1) <= ATM_JOB_DRIFT_SAID)
 		return false;
 	snprintf(buf, len, "this machine is running %.0f%% %s than when it was profiled (%s): its "
-	         "all-fast step takes %.6g s, %.6g s then;\n  predictions in seconds are off by "
-	         "about as much; the slowdowns against all-fast still hold",
+	         "all-fast step takes %.6g s, %.6g s then;\n  its kernels and copies take about as "
+	         "much %s than profiled, its emulated waits do not: a comparison's predictions "
+	         "count both",
 	         fabs(drift - 1) * 100, drift > 1 ? "slower" : "faster", cal->measured_at,
-	         drift * cal->step_s, cal->step_s);
+	         drift * cal->step_s, cal->step_s, drift > 1 ? "longer" : "less");
 	return true;
 }
 

@@ -144,8 +144,11 @@ def latest(comps, ratio, *formulations):
 def absolute_error(run):
     """absolute_error -- 100 x (predicted - measured) / measured step of RUN as a Spread: its
     median from actual_runtime (the median of the turns), its range from the turns; None without
-    both"""
-    p, a = run.get("predicted_runtime"), run.get("actual_runtime")
+    both. The prediction is the one with the machine's drift where the comparison knew it
+    (predicted_runtime_drift), else the plan's own"""
+    p, a = run.get("predicted_runtime_drift"), run.get("actual_runtime")
+    if not is_positive(p):
+        p = run.get("predicted_runtime")
     if not (is_positive(p) and is_positive(a)):
         return None
     ts = [t for t in turn_times(run) if is_positive(t)] or [a]

@@ -134,6 +134,32 @@ static void test_plan_limit_names_the_node(void **state)
 	atm_graph_destroy(g);
 }
 
+/* the emulated waits of a step, as the executor's emulation waits them: slow time less fast time
+ * of each kernel's slow bytes (read 1, write 0.5, fast 2 GB/s: 64-byte tensors) */
+static void test_plan_emulated_wait(void **state)
+{
+	(void)state;
+	atm_graph *g = chain();
+	atm_plan *p = NULL;
+	atm_schedule *s = NULL;
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_SLOW), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	/* r1, r2, r4: 64 read, 64 written: 64 + 128 - 64 ns; add: 128 read, 64 written */
+	double want = 3 * 128e-9 + (128e-9 + 128e-9 - 96e-9);
+	assert_float_equal(atm_schedule_emulated_wait_s(s, 1, 0.5, 2), want, 1e-15);
+	assert_float_equal(atm_schedule_emulated_wait_s(s, 0, 0.5, 2), 0, 0);
+	/* a tier no slower than the fast one waits nothing */
+	assert_float_equal(atm_schedule_emulated_wait_s(s, 4, 4, 2), 0, 0);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+	assert_int_equal(atm_plan_uniform(&p, g, ATM_LOC_FAST), ATM_OK);
+	assert_int_equal(atm_schedule_new(&s, p), ATM_OK);
+	assert_float_equal(atm_schedule_emulated_wait_s(s, 1, 0.5, 2), 0, 0);
+	atm_schedule_destroy(s);
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 static void test_plan_fragmentation_is_reported(void **state)
 {
 	(void)state;
@@ -1203,6 +1229,7 @@ int main(void)
 		T(test_plan_algorithms),
 		T(test_plan_all_slow),
 		cmocka_unit_test(test_plan_limit_names_the_node),
+		cmocka_unit_test(test_plan_emulated_wait),
 		cmocka_unit_test(test_plan_fragmentation_is_reported),
 		T(test_plan_param_round_trip_through_fast),
 		T(test_plan_async_move_waits_for_reader),
