@@ -136,6 +136,12 @@ static atm_status print_json(const atm_graph *g, int64_t batch, int reps, const 
 		json_object_set_new(m, "measured_now", json_boolean(r->moves_measured));
 		json_object_set_new(m, "overlap_loss", mv.overlap_measured ? json_real(mv.overlap_loss)
 		                                                           : json_null());
+		if (mv.by_direction)
+			json_object_set_new(m, "overlap", json_pack(
+			        "{s:f, s:f, s:f, s:f, s:i, s:s}", "kernel_loss_to_fast", mv.kernel_loss[0],
+			        "kernel_loss_to_slow", mv.kernel_loss[1], "copy_stretch_to_fast",
+			        mv.copy_stretch[0], "copy_stretch_to_slow", mv.copy_stretch[1], "threads",
+			        mv.overlap_threads, "wait_policy", mv.overlap_wait_policy));
 		json_object_set_new(o, "moves", m);
 	}
 	json_object_set_new(o, "n_in_step_measured", json_integer(r->n_in_step_measured));
@@ -171,7 +177,14 @@ static void print_human(const atm_graph *g, int64_t batch, int reps, const atm_p
 	if (atm_profile_get_moves(p, &mv) == ATM_OK) {
 		printf("  moves            %.2f GB/s to fast, %.2f GB/s to slow%s\n", mv.to_fast_gbps,
 		       mv.to_slow_gbps, mv.estimated ? " (estimated)" : "");
-		if (mv.overlap_measured)
+		if (mv.by_direction)
+			printf("  overlap          a kernel loses %.0f%% of the time of a fetch beside it and "
+			       "%.0f%% of an eviction's; beside it they take %.2fx and %.2fx their time "
+			       "alone (%d thread%s, OMP_WAIT_POLICY %s)\n", 100 * mv.kernel_loss[0],
+			       100 * mv.kernel_loss[1], mv.copy_stretch[0], mv.copy_stretch[1],
+			       mv.overlap_threads, mv.overlap_threads == 1 ? "" : "s",
+			       mv.overlap_wait_policy[0] ? mv.overlap_wait_policy : "unset");
+		else if (mv.overlap_measured)
 			printf("  overlap          a kernel loses %.0f%% of the time of a copy beside it\n",
 			       100 * mv.overlap_loss);
 	}

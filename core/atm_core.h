@@ -898,6 +898,18 @@ typedef struct {
 	 * A kernel of time k beside copies of time c then takes max(k + overlap_loss * c, c). */
 	double overlap_loss;
 	bool overlap_measured; /* overlap_loss was measured (absent from older caches: 0) */
+	/* The same by direction, [0] copies to fast memory (fetches), [1] to slow memory
+	 * (evictions), as measured with each direction's copies alone beside a kernel: what the
+	 * kernel loses (kernel_loss, a fraction of the copies' time, 0 to 1) and what the copies
+	 * lose (copy_stretch, their time beside the kernel over their time alone, 1 to
+	 * ATM_PROFILE_MAX_STRETCH). Kernels of time k beside copies c[d] then take
+	 * max(k + sum kernel_loss[d] c[d], sum copy_stretch[d] c[d]) (atm_profile_overlap).
+	 * Without by_direction (older caches, estimates, a GPU's copy engines) both directions
+	 * are overlap_loss and a stretch of 1. */
+	double kernel_loss[2], copy_stretch[2];
+	bool by_direction;
+	int overlap_threads;          /* threads the kernel ran on when measured (0: unknown) */
+	char overlap_wait_policy[16]; /* OMP_WAIT_POLICY then ("passive"; "": unset or unknown) */
 } atm_profile_moves;
 
 typedef struct atm_profile atm_profile;
@@ -995,6 +1007,13 @@ bool atm_profile_uses_in_step(const atm_profile *p);
 /* Move bandwidths; ATM_E_NOTFOUND when never measured. */
 atm_status atm_profile_get_moves(const atm_profile *p, atm_profile_moves *out);
 atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m);
+/* Most a copy beside a kernel may take over its time alone in a profile. */
+#define ATM_PROFILE_MAX_STRETCH 100.0
+/* atm_profile_overlap -- what copies to loc (ATM_LOC_FAST or ATM_LOC_SLOW) beside a kernel cost
+ * it (*kernel_loss, a fraction of their time) and themselves (*copy_stretch, a factor), by
+ * direction where m has them, else overlap_loss and 1 */
+void atm_profile_overlap(const atm_profile_moves *m, unsigned loc, double *kernel_loss,
+                         double *copy_stretch);
 
 /* The cache file: one JSON document holding a section per machine. Reading and merging work
  * on its text; the profiler's cache does the file's I/O, its lock and its atomic writes. */

@@ -373,6 +373,13 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 	if (!(m->overlap_loss >= 0) || !(m->overlap_loss <= 1))
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: overlap_loss must be from 0 to 1 "
 		               "(got %g)", m->overlap_loss);
+	for (int d = 0; m->by_direction && d < 2; d++)
+		if (!(m->kernel_loss[d] >= 0) || !(m->kernel_loss[d] <= 1) ||
+		    !(m->copy_stretch[d] >= 1) || !(m->copy_stretch[d] <= ATM_PROFILE_MAX_STRETCH))
+			return atm_err(ATM_E_USAGE, "atm_profile_set_moves: copies to %s: kernel_loss must "
+			               "be from 0 to 1 and copy_stretch from 1 to %g (got %g, %g)",
+			               d ? "slow" : "fast", ATM_PROFILE_MAX_STRETCH, m->kernel_loss[d],
+			               m->copy_stretch[d]);
 	if (m->estimated != p->m.estimated)
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: %s bandwidths in a %s profile",
 		               m->estimated ? "estimated" : "measured",
@@ -381,8 +388,20 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 	p->moves.to_fast_gbps = rounded(m->to_fast_gbps);
 	p->moves.to_slow_gbps = rounded(m->to_slow_gbps);
 	p->moves.overlap_loss = rounded(m->overlap_loss);
+	for (int d = 0; d < 2; d++) {
+		p->moves.kernel_loss[d] = m->by_direction ? rounded(m->kernel_loss[d]) : 0;
+		p->moves.copy_stretch[d] = m->by_direction ? rounded(m->copy_stretch[d]) : 1;
+	}
 	p->has_moves = p->moves_dirty = true;
 	return ATM_OK;
+}
+
+void atm_profile_overlap(const atm_profile_moves *m, unsigned loc, double *kernel_loss,
+                         double *copy_stretch)
+{
+	int d = loc == ATM_LOC_SLOW;
+	*kernel_loss = m->by_direction ? m->kernel_loss[d] : m->overlap_loss;
+	*copy_stretch = m->by_direction ? m->copy_stretch[d] : 1;
 }
 
 /* atm_profile_unsaved -- anything put since the last save, or a rebuild pending */

@@ -165,11 +165,53 @@ static atm_status parse_machine(const struct where *w, json_t *o, atm_profile_ma
 	return ATM_OK;
 }
 
+/* The overlap by direction: all four or none (caches from before it was measured lack them). */
+#define DIRECTION_FIELDS                                                                           \
+	"kernel_loss_to_fast", "kernel_loss_to_slow", "copy_stretch_to_fast", "copy_stretch_to_slow"
+
+/* parse_directions -- the moves object's overlap by direction, where it has it, and the
+ * conditions it was measured in */
+static atm_status parse_directions(const struct where *w, json_t *o, atm_profile_moves *mv)
+{
+	static const char *const names[] = {DIRECTION_FIELDS};
+	int n = 0;
+	int64_t threads = 0;
+	atm_status rc;
+	mv->copy_stretch[0] = mv->copy_stretch[1] = 1;
+	for (int i = 0; i < 4; i++)
+		n += json_object_get(o, names[i]) != NULL;
+	if (n && !mv->overlap_measured)
+		return bad(w, "", "has the overlap by direction but no overlap_loss");
+	if (n && n < 4)
+		for (int i = 0; i < 4; i++)
+			if (!json_object_get(o, names[i]))
+				return bad(w, names[i], "missing: the overlap by direction has all of %s, %s, "
+				           "%s and %s or none", names[0], names[1], names[2], names[3]);
+	if (n && ((rc = get_number(w, o, names[0], 0, 1, &mv->kernel_loss[0])) < 0 ||
+	          (rc = get_number(w, o, names[1], 0, 1, &mv->kernel_loss[1])) < 0 ||
+	          (rc = get_number(w, o, names[2], 1, ATM_PROFILE_MAX_STRETCH,
+	                           &mv->copy_stretch[0])) < 0 ||
+	          (rc = get_number(w, o, names[3], 1, ATM_PROFILE_MAX_STRETCH,
+	                           &mv->copy_stretch[1])) < 0))
+		return rc;
+	mv->by_direction = n == 4;
+	if (json_object_get(o, "overlap_threads") &&
+	    (rc = get_integer(w, o, "overlap_threads", 1, 1 << 20, &threads)) < 0)
+		return rc;
+	mv->overlap_threads = (int)threads;
+	if (json_object_get(o, "overlap_wait_policy") &&
+	    (rc = get_text(w, o, "overlap_wait_policy", true, mv->overlap_wait_policy,
+	                   sizeof mv->overlap_wait_policy)) < 0)
+		return rc;
+	return ATM_OK;
+}
+
 /* parse_moves -- a moves object, bandwidths above 0 */
 static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_moves *mv)
 {
 	static const char *const fields[] = {"to_fast_gbps", "to_slow_gbps", "overlap_loss",
-	                                     "estimated", NULL};
+	                                     "estimated", DIRECTION_FIELDS, "overlap_threads",
+	                                     "overlap_wait_policy", NULL};
 	atm_status rc;
 	memset(mv, 0, sizeof *mv);
 	if (!json_is_object(o))
@@ -187,7 +229,7 @@ static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_move
 			return rc;
 		mv->overlap_measured = true;
 	}
-	return ATM_OK;
+	return parse_directions(w, o, mv);
 }
 
 /* parse_entry -- one configuration's entry, every field checked */
@@ -607,8 +649,20 @@ static json_t *moves_json(const atm_profile_moves *m)
 {
 	json_t *o = json_pack("{s:f, s:f, s:b}", "to_fast_gbps", m->to_fast_gbps, "to_slow_gbps",
 	                      m->to_slow_gbps, "estimated", m->estimated);
-	if (o && m->overlap_measured &&
-	    json_object_set_new(o, "overlap_loss", json_real(m->overlap_loss)) < 0) {
+	bool ok = o != NULL;
+	if (o && m->overlap_measured)
+		atm_json_set_new(o, "overlap_loss", json_real(m->overlap_loss), &ok);
+	if (o && m->overlap_measured && m->by_direction) {
+		atm_json_set_new(o, "kernel_loss_to_fast", json_real(m->kernel_loss[0]), &ok);
+		atm_json_set_new(o, "kernel_loss_to_slow", json_real(m->kernel_loss[1]), &ok);
+		atm_json_set_new(o, "copy_stretch_to_fast", json_real(m->copy_stretch[0]), &ok);
+		atm_json_set_new(o, "copy_stretch_to_slow", json_real(m->copy_stretch[1]), &ok);
+	}
+	if (o && m->overlap_measured && m->overlap_threads > 0)
+		atm_json_set_new(o, "overlap_threads", json_integer(m->overlap_threads), &ok);
+	if (o && m->overlap_measured && m->overlap_wait_policy[0])
+		atm_json_set_new(o, "overlap_wait_policy", json_string(m->overlap_wait_policy), &ok);
+	if (!ok) {
 		json_decref(o);
 		return NULL;
 	}

@@ -42,6 +42,14 @@ static void fuzz_profile_bounded(const atm_profile *p)
 	    !(mv.to_fast_gbps >= ATM_PROFILE_MIN_GBPS && mv.to_fast_gbps <= ATM_PROFILE_MAX_GBPS &&
 	      mv.to_slow_gbps >= ATM_PROFILE_MIN_GBPS && mv.to_slow_gbps <= ATM_PROFILE_MAX_GBPS))
 		fuzz_die("fuzz_profile", "move bandwidths out of bounds were read", ATM_OK);
+	for (unsigned loc = ATM_LOC_FAST; loc <= ATM_LOC_SLOW; loc++) {
+		double loss, stretch;
+		if (atm_profile_get_moves(p, &mv) < 0)
+			break;
+		atm_profile_overlap(&mv, loc, &loss, &stretch);
+		if (!(loss >= 0 && loss <= 1 && stretch >= 1 && stretch <= ATM_PROFILE_MAX_STRETCH))
+			fuzz_die("fuzz_profile", "an overlap out of bounds was read", ATM_OK);
+	}
 	atm_profile_calibration cal;
 	atm_status rc = atm_profile_get_calibration(p, g, &cal);
 	if (rc < 0 && rc != ATM_E_NOTFOUND)

@@ -346,12 +346,15 @@ static atm_status walk_move(struct walk *w, const atm_event *ev, const atm_tenso
 	double start = w->t > w->chan ? w->t : w->chan;
 	out->n_moves++;
 	if (m->async) {
+		/* beside the kernels the copy takes longer, and they lose their share of its time
+		 * alone (opt_overlapped) */
+		double loss, stretch;
+		atm_profile_overlap(&w->mv, m->to, &loss, &stretch);
 		out->n_async_moves++;
-		w->done[ev->move] = start + cost;
-		w->chan = start + cost;
-		/* the kernels beside it lose their share of its time (opt_overlapped) */
-		w->t += w->mv.overlap_loss * cost;
-		out->overlap_loss_s += w->mv.overlap_loss * cost;
+		w->done[ev->move] = start + stretch * cost;
+		w->chan = start + stretch * cost;
+		w->t += loss * cost;
+		out->overlap_loss_s += loss * cost;
 	} else {
 		out->sync_move_s += start + cost - w->t;
 		w->t = start + cost;

@@ -24,7 +24,8 @@ struct heur {
 	struct solution *s;
 	int64_t *used;     /* bytes per slot */
 	double *kt;        /* kernel seconds per node under s */
-	double *xfer;      /* asynchronous copy seconds per node under s */
+	double *xfer;      /* per node k under s: its asynchronous copies' channel seconds at 2k,
+	                    * the seconds they cost its kernel at 2k + 1 (opt_copy_cost) */
 	int32_t *tstart;   /* CSR of touches by tensor */
 	struct touch *tt;
 	/* scratch for one tensor's shortest path */
@@ -79,7 +80,7 @@ static double node_cost(const struct heur *h, int32_t k, int ux, int32_t x, bool
 	double t = opt_node_time(m, h->s, k, c);
 	if (t < 0)
 		return INFINITY;
-	return opt_overlapped(t, h->xfer[k], h->m->overlap_loss);
+	return opt_overlapped(t, h->xfer[2 * k], h->xfer[2 * k + 1]);
 }
 
 /* refresh_node -- node k's kernel time under the current placement */
@@ -141,9 +142,11 @@ static void place(struct heur *h, int32_t x, int sign)
 		if (g->kind != G_ASYNC)
 			continue;
 		int e = EDGE(from, to);
-		h->xfer[g->at] += sign * g->cost[e];
-		if (h->xfer[g->at] < 1e-15)
-			h->xfer[g->at] = 0;
+		double *x2 = &h->xfer[2 * g->at];
+		opt_copy_cost(m, e, g->cost[e], sign, &x2[0], &x2[1]);
+		for (int j = 0; j < 2; j++)
+			if (x2[j] < 1e-15)
+				x2[j] = 0;
 		if (opt_present_in_gate(e)) {
 			int32_t lo, hi;
 			gate_slots(g, &lo, &hi);
@@ -164,15 +167,18 @@ static void rebuild(struct heur *h)
 {
 	const struct model *m = h->m;
 	opt_solution_bytes(m, h->s, h->used);
-	memset(h->xfer, 0, (size_t)m->n_nodes * sizeof *h->xfer);
+	memset(h->xfer, 0, 2 * (size_t)m->n_nodes * sizeof *h->xfer);
 	for (int32_t x = 0; x < m->n_tensors; x++) {
 		const struct tmodel *t = &m->t[x];
 		if (t->cls != TC_MOVABLE || h->s->pinned[x])
 			continue;
 		for (int32_t i = 1; i < t->n_gates; i++)
-			if (t->gates[i].kind == G_ASYNC)
-				h->xfer[t->gates[i].at] += t->gates[i].cost[EDGE(h->s->st[t->ph_off + i - 1],
-				                                                 h->s->st[t->ph_off + i])];
+			if (t->gates[i].kind == G_ASYNC) {
+				int e = EDGE(h->s->st[t->ph_off + i - 1], h->s->st[t->ph_off + i]);
+				int32_t at = t->gates[i].at;
+				opt_copy_cost(m, e, t->gates[i].cost[e], 1, &h->xfer[2 * at],
+				              &h->xfer[2 * at + 1]);
+			}
 	}
 	for (int32_t k = 0; k < m->n_nodes; k++)
 		refresh_node(h, k);
@@ -229,11 +235,13 @@ static double pinned_cost(const struct heur *h, int32_t x, int32_t force_node)
 	return c;
 }
 
-/* async_delta -- added seconds at node k when a copy of cost c joins its channel */
-static double async_delta(const struct heur *h, int32_t k, double c)
+/* async_delta -- added seconds at node k when a copy along edge e of cost c joins its channel */
+static double async_delta(const struct heur *h, int32_t k, int e, double c)
 {
-	double kt = h->kt[k], x = h->xfer[k], l = h->m->overlap_loss;
-	return opt_overlapped(kt, x + c, l) - opt_overlapped(kt, x, l);
+	double kt = h->kt[k], chan = h->xfer[2 * k], lost = h->xfer[2 * k + 1];
+	double chan2 = chan, lost2 = lost;
+	opt_copy_cost(h->m, e, c, 1, &chan2, &lost2);
+	return opt_overlapped(kt, chan2, lost2) - opt_overlapped(kt, chan, lost);
 }
 
 /* path_cost -- seconds of x's current path under the same pricing as the search */
@@ -249,7 +257,7 @@ static double path_cost(const struct heur *h, int32_t x, int32_t force_node)
 		const struct gate *g = &t->gates[i];
 		int e = EDGE(from, to);
 		if (i && g->kind == G_ASYNC) {
-			c += async_delta(h, g->at, g->cost[e]);
+			c += async_delta(h, g->at, e, g->cost[e]);
 			if (opt_present_in_gate(e)) {
 				int32_t lo, hi;
 				gate_slots(g, &lo, &hi);
@@ -335,7 +343,7 @@ static bool improve(struct heur *h, int32_t x, int32_t force_node)
 					if (g->kind == G_ASYNC) {
 						if (opt_present_in_gate(e) && t->abytes > h->res_g[i])
 							continue;
-						v += async_delta(h, g->at, g->cost[e]);
+						v += async_delta(h, g->at, e, g->cost[e]);
 						if (h->priced && opt_present_in_gate(e)) {
 							int32_t lo, hi;
 							gate_slots(g, &lo, &hi);
@@ -600,7 +608,7 @@ static atm_status group_flips(struct heur *h, double deadline)
 	uint8_t *save = malloc((size_t)(m->n_phases ? m->n_phases : 1));
 	bool *save_pin = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *save_pin);
 	int64_t *save_used = malloc((size_t)m->n_slots * sizeof *save_used);
-	double *save_x = malloc((size_t)(m->n_nodes ? m->n_nodes : 1) * sizeof *save_x);
+	double *save_x = malloc(2 * (size_t)(m->n_nodes ? m->n_nodes : 1) * sizeof *save_x);
 	double *save_k = malloc((size_t)(m->n_nodes ? m->n_nodes : 1) * sizeof *save_k);
 	if (!save || !save_pin || !save_used || !save_x || !save_k) {
 		free(save);
@@ -623,7 +631,7 @@ static atm_status group_flips(struct heur *h, double deadline)
 			memcpy(save, h->s->st, (size_t)m->n_phases);
 			memcpy(save_pin, h->s->pinned, (size_t)m->n_tensors * sizeof *save_pin);
 			memcpy(save_used, h->used, (size_t)m->n_slots * sizeof *save_used);
-			memcpy(save_x, h->xfer, (size_t)m->n_nodes * sizeof *save_x);
+			memcpy(save_x, h->xfer, 2 * (size_t)m->n_nodes * sizeof *save_x);
 			memcpy(save_k, h->kt, (size_t)m->n_nodes * sizeof *save_k);
 			bool ok = true;
 			for (int j = 0; j < un->n_members && ok; j++)
@@ -636,7 +644,7 @@ static atm_status group_flips(struct heur *h, double deadline)
 			memcpy(h->s->st, save, (size_t)m->n_phases);
 			memcpy(h->s->pinned, save_pin, (size_t)m->n_tensors * sizeof *save_pin);
 			memcpy(h->used, save_used, (size_t)m->n_slots * sizeof *save_used);
-			memcpy(h->xfer, save_x, (size_t)m->n_nodes * sizeof *save_x);
+			memcpy(h->xfer, save_x, 2 * (size_t)m->n_nodes * sizeof *save_x);
 			memcpy(h->kt, save_k, (size_t)m->n_nodes * sizeof *save_k);
 		}
 	}
@@ -738,7 +746,7 @@ static atm_status heur_open(struct heur *h, const struct model *m, struct soluti
 			max_ph = m->t[x].n_gates;
 	h->used = malloc((size_t)m->n_slots * sizeof *h->used);
 	h->kt = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *h->kt);
-	h->xfer = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *h->xfer);
+	h->xfer = calloc(2 * (size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *h->xfer);
 	h->best = malloc((size_t)max_ph * N_ST * sizeof *h->best);
 	h->prev = malloc((size_t)max_ph * N_ST);
 	h->res_ph = malloc((size_t)max_ph * sizeof *h->res_ph);
@@ -835,7 +843,7 @@ static double local_cost(const struct heur *h, const struct rcand *c)
 		if (gt->kind != G_ASYNC)
 			v += gt->cost[e];
 		else
-			v += opt_overlapped(h->kt[gt->at], h->xfer[gt->at], m->overlap_loss);
+			v += opt_overlapped(h->kt[gt->at], h->xfer[2 * gt->at], h->xfer[2 * gt->at + 1]);
 	}
 	return v;
 }

@@ -465,7 +465,7 @@ static void algo_rows(struct build *b, int32_t k, int32_t y)
 		row_add(b, a + i, 1);
 	row_flush(b, 1, 1);
 	/* with a loss the row holds the copies too: async_rows writes it */
-	if (nm->has_async && !(b->m->overlap_loss > 0)) {
+	if (nm->has_async && !opt_copies_cost(b->m)) {
 		row_add(b, y, 1);
 		row_flush(b, kernel_terms(b, k), INFINITY);
 	}
@@ -497,7 +497,7 @@ static void node_rows(struct build *b, int32_t k)
 				slow_expr(b, &m->t[nm->units[u].members[0]], nm->units[u].phase[0], -1);
 				row_flush(b, 0, 0);
 			}
-		if (nm->has_async && nm->n_free && !(m->overlap_loss > 0)) {
+		if (nm->has_async && nm->n_free && !opt_copies_cost(m)) {
 			row_add(b, y, 1);
 			row_flush(b, kernel_terms(b, k), INFINITY);
 		}
@@ -519,7 +519,7 @@ static void node_rows(struct build *b, int32_t k)
 				row_flush(b, 0, 0);
 			}
 		/* with a loss the row holds the copies too: async_rows writes it */
-		if (nm->has_async && !(m->overlap_loss > 0)) {
+		if (nm->has_async && !opt_copies_cost(m)) {
 			row_add(b, y, 1);
 			row_flush(b, kernel_terms(b, k), INFINITY);
 		}
@@ -538,21 +538,23 @@ struct gate_ref {
 	int32_t x, i;
 };
 
-/* copy_terms -- -scale times the copies of gates refs[lo..hi) into the row */
+/* copy_terms -- minus the copies of gates refs[lo..hi) into the row, each times the scale of
+ * its direction (scale[0] to fast memory, scale[1] to slow) */
 static void copy_terms(struct build *b, const struct gate_ref *refs, int32_t lo, int32_t hi,
-                       double scale)
+                       const double scale[2])
 {
 	for (int32_t r = lo; r < hi; r++) {
 		const struct tmodel *t = &b->m->t[refs[r].x];
 		const struct gate *g = &t->gates[refs[r].i];
 		for (int e = 0; e < N_EDGES; e++)
 			if ((g->edges >> e & 1u) && g->cost[e] > 0)
-				row_add(b, *gate_col(b->c, t, refs[r].i, e), -scale * g->cost[e] * US);
+				row_add(b, *gate_col(b->c, t, refs[r].i, e),
+				        -scale[EDGE_TO(e) == ST_S] * g->cost[e] * US);
 	}
 }
 
-/* async_rows -- the copies overlapping each node bound its cost from below; with a loss, so do
- * the kernel and that share of the copies */
+/* async_rows -- the copies overlapping each node, stretched as they run beside its kernel,
+ * bound its cost from below; with a loss, so do the kernel and that share of the copies */
 static void async_rows(struct build *b)
 {
 	const struct model *m = b->m;
@@ -586,13 +588,13 @@ static void async_rows(struct build *b)
 		if (!m->n[k].has_async)
 			continue;
 		row_add(b, b->c->y[k], 1);
-		copy_terms(b, refs, cnt[k], cnt[k + 1], 1);
+		copy_terms(b, refs, cnt[k], cnt[k + 1], m->copy_stretch);
 		row_flush(b, 0, INFINITY);
-		if (!(m->overlap_loss > 0))
+		if (!opt_copies_cost(m))
 			continue;
 		row_add(b, b->c->y[k], 1);
 		double t0 = kernel_terms(b, k);
-		copy_terms(b, refs, cnt[k], cnt[k + 1], m->overlap_loss);
+		copy_terms(b, refs, cnt[k], cnt[k + 1], m->kernel_loss);
 		row_flush(b, t0, INFINITY);
 	}
 	free(cnt);
@@ -931,7 +933,7 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
                                 const struct solution *s)
 {
 	double *x = calloc((size_t)p->n_cols + 1, sizeof *x);
-	double *xfer = calloc((size_t)m->n_nodes + 1, sizeof *xfer);
+	double *xfer = calloc(2 * ((size_t)m->n_nodes + 1), sizeof *xfer); /* opt_copy_cost's */
 	int64_t *bytes = malloc((size_t)m->n_slots * sizeof *bytes);
 	if (!x || !xfer || !bytes) {
 		free(x);
@@ -956,7 +958,8 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 			if (c->reduced && is_kept(c, t, i))
 				x[st_col(c, t, i, to)] = 1;
 			if (g->kind == G_ASYNC)
-				xfer[g->at] += g->cost[EDGE(from, to)];
+				opt_copy_cost(m, EDGE(from, to), g->cost[EDGE(from, to)], 1, &xfer[2 * g->at],
+				              &xfer[2 * g->at + 1]);
 		}
 	}
 	for (int32_t k = 0; k < m->n_nodes; k++) {
@@ -969,7 +972,7 @@ static double *placement_vector(const struct model *m, const struct cols *c, con
 		if (c->a[k] >= 0)
 			x[c->a[k] + s->algo[k]] = 1;
 		if (c->y[k] >= 0)
-			x[c->y[k]] = opt_overlapped(kt, xfer[k], m->overlap_loss) * US;
+			x[c->y[k]] = opt_overlapped(kt, xfer[2 * k], xfer[2 * k + 1]) * US;
 	}
 	for (int32_t i = 0; i < m->n_rc; i++)
 		if (c->r[i] >= 0 && s->rc[i])

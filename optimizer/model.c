@@ -440,7 +440,8 @@ static atm_status copy_speeds(struct model *m)
 		               "GB/s, to slow %g GB/s)", mv.to_fast_gbps, mv.to_slow_gbps);
 	m->to_fast_bps = mv.to_fast_gbps * 1e9;
 	m->to_slow_bps = mv.to_slow_gbps * 1e9;
-	m->overlap_loss = mv.overlap_loss;
+	atm_profile_overlap(&mv, ATM_LOC_FAST, &m->kernel_loss[0], &m->copy_stretch[0]);
+	atm_profile_overlap(&mv, ATM_LOC_SLOW, &m->kernel_loss[1], &m->copy_stretch[1]);
 	return ATM_OK;
 }
 
@@ -818,7 +819,8 @@ static int gate_edge(const struct model *m, const struct solution *s, const stru
 
 double opt_solution_cost(const struct model *m, const struct solution *s)
 {
-	double *xfer = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *xfer), total = 0;
+	/* per node: the copies' channel time and the kernel's loss (opt_copy_cost) */
+	double *xfer = calloc(2 * (size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *xfer), total = 0;
 	if (!xfer)
 		return INFINITY;
 	for (int32_t x = 0; x < m->n_tensors; x++) {
@@ -829,8 +831,9 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 			int e = gate_edge(m, s, t, i);
 			if (e < 0)
 				break;
+			int32_t at = t->gates[i].at;
 			if (t->gates[i].kind == G_ASYNC)
-				xfer[t->gates[i].at] += t->gates[i].cost[e];
+				opt_copy_cost(m, e, t->gates[i].cost[e], 1, &xfer[2 * at], &xfer[2 * at + 1]);
 			else
 				total += t->gates[i].cost[e];
 		}
@@ -840,7 +843,7 @@ double opt_solution_cost(const struct model *m, const struct solution *s)
 		double kt = c < 0 ? INFINITY : opt_node_time(m, s, k, c);
 		if (kt < 0)
 			kt = INFINITY;
-		total += opt_overlapped(kt, xfer[k], m->overlap_loss);
+		total += opt_overlapped(kt, xfer[2 * k], xfer[2 * k + 1]);
 	}
 	for (int32_t i = 0; i < m->n_rc; i++)
 		if (s->rc[i])

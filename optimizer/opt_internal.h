@@ -132,8 +132,10 @@ struct model {
 	int32_t n_movable;
 	int64_t pinned_bytes;
 	double to_fast_bps, to_slow_bps;
-	double overlap_loss;    /* of an overlapped copy's time, what the kernel beside it loses
-	                         * (atm_profile_moves) */
+	/* by an asynchronous copy's direction, [0] to fast memory, [1] to slow (atm_profile_moves):
+	 * of its time alone, what the kernel beside it loses, and its time beside the kernel over
+	 * its time alone */
+	double kernel_loss[2], copy_stretch[2];
 	int32_t n_rc;           /* recomputations the model may choose (o.recompute) */
 	struct rcand *rc;
 	int32_t n_excl;         /* pairs of them that exclude each other: one drops an input the
@@ -144,12 +146,30 @@ struct model {
 	int32_t *excl_with;
 };
 
-/* opt_overlapped -- a kernel of time kt beside asynchronous copies of time x: the longer of
- * the kernel, slowed by its loss to the copies, and the copies */
-static inline double opt_overlapped(double kt, double x, double loss)
+/* opt_overlapped -- a kernel of time kt beside asynchronous copies that take their channel
+ * chan seconds and cost the kernel lost seconds (opt_copy_cost, summed): the longer of the
+ * kernel, slowed by its loss to the copies, and the copies */
+static inline double opt_overlapped(double kt, double chan, double lost)
 {
-	double k = kt + loss * x;
-	return k > x ? k : x;
+	double k = kt + lost;
+	return k > chan ? k : chan;
+}
+
+/* opt_copy_cost -- an asynchronous copy along edge e that takes cost seconds alone, beside the
+ * kernel it overlaps: adds its channel time (stretched) to *chan and the kernel's loss to *lost,
+ * each times sign (1 to add, -1 to take back) */
+static inline void opt_copy_cost(const struct model *m, int e, double cost, double sign,
+                                 double *chan, double *lost)
+{
+	int d = EDGE_TO(e) == ST_S;
+	*chan += sign * m->copy_stretch[d] * cost;
+	*lost += sign * m->kernel_loss[d] * cost;
+}
+
+/* opt_copies_cost -- the kernels lose something to the copies beside them */
+static inline bool opt_copies_cost(const struct model *m)
+{
+	return m->kernel_loss[0] > 0 || m->kernel_loss[1] > 0;
 }
 
 /* A placement in the model's terms: a state per phase of every movable tensor. */

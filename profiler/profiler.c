@@ -422,9 +422,7 @@ static atm_status measure_overlap(atm_prof *pr, const atm_profile *p, atm_profil
 	atm_err_clear();
 	if (node < 0)
 		return ATM_OK;
-	atm_status rc = atm_kbench_overlap(pr->kb, node, &mv->overlap_loss);
-	mv->overlap_measured = rc >= 0;
-	return rc;
+	return atm_kbench_overlap(pr->kb, node, mv);
 }
 
 /* in_step_missing -- a signature of g has no in-step time */
@@ -582,8 +580,8 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	atm_profile_moves mv;
 	bool need_moves = atm_profile_get_moves(p, &mv) < 0;
 	/* a GPU's copies run on its copy engines, beside the kernels: their loss is taken as 0 */
-	bool need_overlap = !need_moves && !mv.overlap_measured && !pr->o.estimate &&
-	                    !pr->caps.copy_engine;
+	bool need_overlap = !need_moves && !(mv.overlap_measured && mv.by_direction) &&
+	                    !pr->o.estimate && !pr->caps.copy_engine;
 	atm_err_clear();
 	if ((rc = open_bench(pr)) < 0)
 		return rc;

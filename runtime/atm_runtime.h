@@ -503,12 +503,15 @@ atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, i
                                 atm_profile_entry *e);
 /* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m);
-/* atm_kbench_overlap -- the fraction of an asynchronous copy's time that node's all-fast
- * kernel loses when the copy runs beside it (0: nothing, the copy is free; 1: the kernel
- * waits as long as the copy takes), the median of 2 * reps + 1 turns, each timing the copies
- * alone, the kernel alone and both together; on this backend's mover, as a plan's
- * asynchronous moves run */
-atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss);
+/* atm_kbench_overlap -- what asynchronous copies and node's all-fast kernel beside them cost
+ * each other, fetches and evictions apart: m's kernel_loss (the fraction of the copies' time
+ * the kernel loses: 0, the copy is free; 1, the kernel waits as long as the copy takes),
+ * copy_stretch (the copies' time beside the kernel over alone), overlap_loss (the two
+ * directions' mean), by_direction, and the threads and OMP_WAIT_POLICY they were measured
+ * with; each the median of 2 * reps + 1 turns timing the copies alone, the kernel alone and
+ * both together, on this backend's mover, as a plan's asynchronous moves run. m's
+ * bandwidths are left as they were. */
+atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, atm_profile_moves *m);
 /* atm_kbench_machine -- what the timings are comparable with: CPU model,
  * OpenMP threads, oneDNN version, tier kinds and nodes, emulation name */
 void atm_kbench_machine(const atm_kbench *kb, atm_profile_machine *m);

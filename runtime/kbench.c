@@ -516,45 +516,79 @@ done:
 	return rc;
 }
 
-/* copies_s -- n asynchronous copies of MOVE_BYTES from src to dst (slow memory) started at
- * once, then kernel (when run) and the copies waited for; *dt is the kernel's time (kernel)
- * or the copies' (not) */
-static atm_status copies_s(atm_kbench *kb, int n, void *slow, void *fast, bool kernel,
-                           double *dt)
+/* copies_s -- n asynchronous copies of MOVE_BYTES to loc between slow and fast started at once,
+ * then kernel (when run) and the copies waited for; *wall_s is from the first copy's start to
+ * the last one's end as the caller sees it, *kernel_s the kernel's time beside them (kernel) */
+static atm_status copies_s(atm_kbench *kb, int n, unsigned loc, void *slow, void *fast,
+                           bool kernel, double *wall_s, double *kernel_s)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	atm_status rc = ATM_OK, wrc;
-	if (!kernel && (rc = bi->mark(kb->b, 0)) < 0)
-		return rc;
-	/* fetches and evictions in turn, as a plan's moves: the two cost the mover differently
-	 * (a fetch's emulated wait is the slow read's, an eviction's the slower write's) */
+	double t0 = atm_now_s();
 	for (int i = 0; i < n && rc >= 0; i++)
-		rc = i % 2 == 0 ? bi->copy_start(kb->b, i, ATM_LOC_FAST, fast, slow, MOVE_BYTES)
-		                : bi->copy_start(kb->b, i, ATM_LOC_SLOW, slow, fast, MOVE_BYTES);
+		rc = loc == ATM_LOC_FAST ? bi->copy_start(kb->b, i, loc, fast, slow, MOVE_BYTES)
+		                         : bi->copy_start(kb->b, i, loc, slow, fast, MOVE_BYTES);
 	if (rc >= 0 && kernel)
-		rc = run_once(kb, 0, 0, dt);
+		rc = run_once(kb, 0, 0, kernel_s);
 	for (int i = 0; i < n; i++)
 		if ((wrc = bi->copy_wait(kb->b, i)) < 0 && rc >= 0)
 			rc = wrc;
-	if (rc >= 0 && !kernel && (rc = bi->mark(kb->b, 1)) >= 0 && (rc = bi->sync(kb->b)) >= 0)
-		*dt = bi->elapsed(kb->b, 0, 1);
+	*wall_s = atm_now_s() - t0;
 	return rc;
 }
 
-/* atm_kbench_overlap -- node's all-fast kernel alone and beside asynchronous copies of about
- * its time, in turns (fetches and evictions alternately, between slow memory and a part of
- * the arena past the kernel's operands, which stay as they are; each costs the mover what a
- * plan's does: the copy and its emulated wait).
- * Each turn's extra kernel time over that turn's copies alone is one sample; the loss is
- * their median: turns and a median keep a busy moment from deciding it. */
-atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
+/* overlap_dir -- what copies to loc and node's kernel (built, all fast) cost each other: *loss,
+ * the kernel's extra time over the copies' time alone that ran beside it; *stretch, the
+ * copies' time beside the kernel over alone. The copies outlast the kernel (about twice its
+ * time), so that their rate beside it shows: done at 1/stretch while it runs and at 1 after,
+ * c alone = k' / stretch + (wall - k'). Each turn times the copies alone, the kernel alone
+ * and the two together, so that a sample compares times of one moment; the medians of the
+ * turns' samples keep a busy moment from deciding. */
+static atm_status overlap_dir(atm_kbench *kb, unsigned loc, void *slow, void *fast, double kernel_s,
+                              double *loss, double *stretch)
+{
+	double one, c, alone, wall, k, ls[64], ss[64];
+	int n_samples = 0;
+	atm_status rc;
+	if ((rc = copies_s(kb, 2, loc, slow, fast, false, &one, &k)) < 0 || /* warm-up */
+	    (rc = copies_s(kb, 2, loc, slow, fast, false, &one, &k)) < 0)
+		return rc;
+	one /= 2;
+	int n = one > 0 ? (int)(2 * kernel_s / one + 0.5) : 2;
+	n = n < 1 ? 1 : n > 16 ? 16 : n;
+	int turns = 2 * kb->o.reps + 1;
+	for (int r = 0; r < turns && r < 64; r++) {
+		if ((rc = copies_s(kb, n, loc, slow, fast, false, &c, &k)) < 0 ||
+		    (rc = run_once(kb, 0, 0, &alone)) < 0 ||
+		    (rc = copies_s(kb, n, loc, slow, fast, true, &wall, &k)) < 0)
+			return rc;
+		double done_beside = c - (wall - k); /* of the copies' time alone, what ran beside */
+		if (!(c > 0) || !(k > 0))
+			continue;
+		done_beside = done_beside < 1e-9 ? 1e-9 : done_beside > k ? k : done_beside;
+		ss[n_samples] = k / done_beside;
+		ls[n_samples++] = (k - alone) / done_beside;
+	}
+	*loss = 0;
+	*stretch = 1;
+	if (n_samples) {
+		double l = atm_sort_median(ls, n_samples), s = atm_sort_median(ss, n_samples);
+		*loss = l < 0 ? 0 : l > 1 ? 1 : l;
+		*stretch = s < 1 ? 1 : s > ATM_PROFILE_MAX_STRETCH ? ATM_PROFILE_MAX_STRETCH : s;
+	}
+	return ATM_OK;
+}
+
+/* atm_kbench_overlap -- node's all-fast kernel alone and beside asynchronous copies, fetches
+ * and evictions apart (between slow memory and a part of the arena past the kernel's
+ * operands, which stay as they are; each costs the mover what a plan's does: the copy and
+ * its emulated wait), on the threads and with the wait policy the runtime's kernels have */
+atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, atm_profile_moves *mv)
 {
 	const atm_backend_i *bi = kb->b->iface;
 	void *a = NULL, *z = NULL;
 	atm_profile_entry e;
-	double one, c, alone, with, samples[64];
-	int n_samples = 0;
-	*loss = 0;
+	atm_profile_machine m;
 	atm_status rc = atm_kbench_time(kb, node, 0, &e);
 	if (rc < 0 || (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, MOVE_BYTES, &a)) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_FAST, copy_offset(kb->g), MOVE_BYTES, &z)) < 0 ||
@@ -563,28 +597,19 @@ atm_status atm_kbench_overlap(atm_kbench *kb, int32_t node, double *loss)
 	atm_bk_fill_positive(kb->host, MOVE_BYTES / 4, kb->o.seed);
 	if ((rc = bi->set(kb->b, a, kb->host, MOVE_BYTES)) < 0 ||
 	    (rc = bi->set(kb->b, z, kb->host, MOVE_BYTES)) < 0 ||
-	    (rc = copies_s(kb, 2, a, z, false, &one)) < 0 || /* warm-up */
-	    (rc = copies_s(kb, 2, a, z, false, &one)) < 0)
+	    (rc = overlap_dir(kb, ATM_LOC_FAST, a, z, e.min_s, &mv->kernel_loss[0],
+	                      &mv->copy_stretch[0])) < 0 ||
+	    (rc = overlap_dir(kb, ATM_LOC_SLOW, a, z, e.min_s, &mv->kernel_loss[1],
+	                      &mv->copy_stretch[1])) < 0)
 		goto done;
-	one /= 2; /* a copy: one fetch and one eviction, averaged */
-	/* copies of about four fifths of the kernel: nearly all of them beside it; as many
-	 * fetches as evictions */
-	int n = one > 0 ? 2 * (int)(0.4 * e.min_s / one + 0.5) : 2;
-	n = n < 2 ? 2 : n > 16 ? 16 : n;
-	/* each turn times the copies alone, the kernel alone and the two together, so that a
-	 * sample compares times of one moment, and no single slow copy scales them all */
-	int turns = 2 * kb->o.reps + 1;
-	for (int r = 0; r < turns && r < 64; r++) {
-		if ((rc = copies_s(kb, n, a, z, false, &c)) < 0 ||
-		    (rc = run_once(kb, 0, 0, &alone)) < 0 || (rc = copies_s(kb, n, a, z, true, &with)) < 0)
-			goto done;
-		if (c > 0)
-			samples[n_samples++] = (with - alone) / (c < with ? c : with);
-	}
-	if (n_samples) {
-		double l = atm_sort_median(samples, n_samples);
-		*loss = l < 0 ? 0 : l > 1 ? 1 : l;
-	}
+	/* older readers price both directions with one loss: their mean */
+	mv->overlap_loss = (mv->kernel_loss[0] + mv->kernel_loss[1]) / 2;
+	mv->overlap_measured = mv->by_direction = true;
+	bi->machine(kb->b, &m);
+	mv->overlap_threads = m.n_threads;
+	const char *policy = getenv("OMP_WAIT_POLICY");
+	snprintf(mv->overlap_wait_policy, sizeof mv->overlap_wait_policy, "%s",
+	         policy && strlen(policy) < sizeof mv->overlap_wait_policy ? policy : "");
 done:
 	if (rc < 0)
 		atm_err_prefix(rc, "timing copies beside a kernel: ");

@@ -299,6 +299,75 @@ static void test_profile_broken_text_refused(void **state)
 	}
 }
 
+/* MOVES -- a cache whose one section has moves "{...}" */
+#define MOVES(m)                                                                                  \
+	"{\"format\": \"autotm-profile\", \"version\": 1, \"machines\": [{\"machine\": "                \
+	"{\"cpu\": \"Test CPU\", \"n_threads\": 2, \"backend\": \"cpu-test\", \"fast_tier\": "        \
+	"\"dram:0\", \"slow_tier\": \"pmem-dir\", \"emulation\": \"\", \"estimated\": false}, "        \
+	"\"moves\": "                                                                            \
+	"{\"to_fast_gbps\": 2, \"to_slow_gbps\": 1" m "}, \"kernels\": {}}]}"
+
+/* test_profile_overlap_by_direction -- the copies' overlap by direction and the conditions it
+ * was measured in are kept and read back; a cache from before them reads as one loss both
+ * ways and no stretch; half of them, or a stretch below 1, is refused by name */
+static void test_profile_overlap_by_direction(void **state)
+{
+	(void)state;
+	atm_profile_machine m = machine(2);
+	atm_profile *p = NULL;
+	atm_profile_moves mv = {.to_fast_gbps = 2, .to_slow_gbps = 1, .overlap_loss = 0.4,
+	                        .overlap_measured = true, .by_direction = true,
+	                        .kernel_loss = {0.5, 0.3}, .copy_stretch = {1.8, 1.25},
+	                        .overlap_threads = 2, .overlap_wait_policy = "passive"}, back;
+	double loss, stretch;
+	char *out = NULL;
+	size_t len = 0;
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
+	assert_int_equal(atm_profile_merge_cache(p, NULL, 0, &out, &len), ATM_OK);
+	atm_profile_destroy(p);
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(p, out, len, false), ATM_OK);
+	assert_int_equal(atm_profile_get_moves(p, &back), ATM_OK);
+	assert_true(back.by_direction && back.overlap_threads == 2);
+	assert_string_equal(back.overlap_wait_policy, "passive");
+	atm_profile_overlap(&back, ATM_LOC_FAST, &loss, &stretch);
+	assert_true(loss == 0.5 && stretch == 1.8);
+	atm_profile_overlap(&back, ATM_LOC_SLOW, &loss, &stretch);
+	assert_true(loss == 0.3 && stretch == 1.25);
+	atm_profile_destroy(p);
+	free(out);
+	/* an older cache: one loss, no stretch */
+	static const char old[] = MOVES(", \"overlap_loss\": 0.25");
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(p, old, strlen(old), false), ATM_OK);
+	assert_int_equal(atm_profile_get_moves(p, &back), ATM_OK);
+	assert_false(back.by_direction);
+	atm_profile_overlap(&back, ATM_LOC_SLOW, &loss, &stretch);
+	assert_true(loss == 0.25 && stretch == 1);
+	atm_profile_destroy(p);
+	static const char *const bad[][2] = {
+		{MOVES(", \"overlap_loss\": 0.25, \"kernel_loss_to_fast\": 0.5"),
+		 "moves.kernel_loss_to_slow: missing: the overlap by direction has all of"},
+		{MOVES(", \"overlap_loss\": 0.25, \"kernel_loss_to_fast\": 0.5, \"kernel_loss_to_slow\": "
+		       "0.5, \"copy_stretch_to_fast\": 0.5, \"copy_stretch_to_slow\": 1"),
+		 "moves.copy_stretch_to_fast: must be at least 1, not 0.5"},
+		{MOVES(", \"kernel_loss_to_fast\": 0.5, \"kernel_loss_to_slow\": 0.5, "
+		       "\"copy_stretch_to_fast\": 1, \"copy_stretch_to_slow\": 1"),
+		 "has the overlap by direction but no overlap_loss"},
+		{MOVES(", \"overlap_loss\": 0.25, \"overlap_threads\": 0"),
+		 "moves.overlap_threads: must be from 1 to"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+		assert_int_equal(atm_profile_read_cache(p, bad[i][0], strlen(bad[i][0]), false),
+		                 ATM_E_INPUT);
+		if (!strstr(atm_errmsg(), bad[i][1]))
+			fail_msg("message '%s' lacks '%s'", atm_errmsg(), bad[i][1]);
+		atm_profile_destroy(p);
+	}
+}
+
 /* in_step_without_statistic -- the cache text with its in-step objects as an earlier autotm
  * wrote them (no "statistic": each kernel's own fastest over the steps) reads, but the times are
  * not used and count as missing, so that the next profile measures them again */
@@ -544,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_profile_new_checks_the_machine),
 		T(test_profile_merge_and_read),
 		T(test_profile_broken_text_refused),
+		cmocka_unit_test(test_profile_overlap_by_direction),
 		T(test_profile_in_step),
 		T(test_profile_calibration),
 		T(test_profile_bounds),

@@ -309,6 +309,62 @@ static void test_formulations_overlap_loss(void **state)
 	assert_int_equal(atm_profile_set_moves(n->prof, &keep), ATM_OK);
 }
 
+/* by_direction -- mv with the overlap measured by direction: kernel losses lf (fetches), ls
+ * (evictions), copy stretches sf, ss */
+static atm_profile_moves by_direction(atm_profile_moves mv, double lf, double ls, double sf,
+                                      double ss)
+{
+	mv.overlap_measured = mv.by_direction = true;
+	mv.kernel_loss[0] = lf;
+	mv.kernel_loss[1] = ls;
+	mv.copy_stretch[0] = sf;
+	mv.copy_stretch[1] = ss;
+	mv.overlap_loss = (lf + ls) / 2;
+	return mv;
+}
+
+/* test_formulations_copy_stretch -- copies priced by direction, as the profile measures them:
+ * the kernel's loss to fetches and to evictions, and each copy stretched beside a kernel. The
+ * model, its program and the checker agree and the formulations nest; where every copy costs
+ * the kernel all its time (and takes longer itself), overlapping buys nothing and the
+ * asynchronous optimum is the synchronous one; a stretch below 1 is refused */
+static void test_formulations_copy_stretch(void **state)
+{
+	struct net *n = &((struct net *)*state)[0];
+	atm_opt_options o = exact();
+	atm_profile_moves keep, mv;
+	assert_int_equal(atm_profile_get_moves(n->prof, &keep), ATM_OK);
+	int64_t limit = ratio_limit(n->g, 8, 1);
+	mv = by_direction(keep, 0.2, 0.6, 1.8, 1.3);
+	assert_int_equal(atm_profile_set_moves(n->prof, &mv), ATM_OK);
+	order_at(n, limit, &o);
+	order_at(n, ratio_limit(n->g, 4, 1), &o);
+	/* the stretch alone prices copies the old model called free: not cheaper than none */
+	double obj[3];
+	const atm_profile_moves cases[3] = {by_direction(keep, 0, 0, 1, 1),
+	                                    by_direction(keep, 0, 0, 3, 3),
+	                                    by_direction(keep, 1, 1, 2, 2)};
+	for (int i = 0; i < 3; i++) {
+		atm_opt_report rep;
+		assert_int_equal(atm_profile_set_moves(n->prof, &cases[i]), ATM_OK);
+		atm_plan *p = checked_plan(n, limit, ATM_OPT_ASYNCHRONOUS, &o, &rep);
+		obj[i] = rep.rounds[0].objective_s;
+		atm_plan_destroy(p);
+	}
+	assert_true(obj[0] <= obj[1] + 1e-12);
+	atm_opt_report rep;
+	atm_plan *p = checked_plan(n, limit, ATM_OPT_SYNCHRONOUS, &o, &rep);
+	if (fabs(obj[2] - rep.rounds[0].objective_s) > 1e-9 * (1 + obj[2]))
+		fail_msg("loss 1, stretch 2: asynchronous %.12f s, synchronous %.12f s", obj[2],
+		         rep.rounds[0].objective_s);
+	atm_plan_destroy(p);
+	mv = by_direction(keep, 0.5, 0.5, 0.5, 1);
+	assert_int_equal(atm_profile_set_moves(n->prof, &mv), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "copies to fast: kernel_loss must be from 0 to 1 and "
+	                                     "copy_stretch from 1 to 100 (got 0.5, 0.5)"));
+	assert_int_equal(atm_profile_set_moves(n->prof, &keep), ATM_OK);
+}
+
 /* test_formulations_no_limit_is_all_fast -- nothing to decide without a limit */
 static void test_formulations_no_limit_is_all_fast(void **state)
 {
@@ -591,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_formulations_reduced_same_optimum),
 		cmocka_unit_test(test_formulations_asynchronous_overlaps),
 cmocka_unit_test(test_formulations_overlap_loss),
+		cmocka_unit_test(test_formulations_copy_stretch),
 		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
 		cmocka_unit_test(test_formulations_time_limit_still_plans),
 		cmocka_unit_test(test_formulations_stop),
