@@ -1023,6 +1023,11 @@ typedef struct atm_cache_model atm_cache_model;
 
 /* Memory Mode's line. */
 #define ATM_CACHE_LINE_BYTES 64
+/* The line the executor's emulation and the optimizer's prediction model: a page, 64 of
+ * Memory Mode's lines. Simulating 64-byte lines costs 30-230 ms a step for the large networks
+ * at the small preset, time the emulated step would count; whole pages change the slow
+ * traffic by under 0.6% on them (docs/tiers.md, "2LM emulation"). */
+#define ATM_2LM_LINE_BYTES 4096
 
 /* Slow-memory traffic accesses caused. */
 typedef struct {

@@ -470,7 +470,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0))
 		return atm_err(ATM_E_INPUT, "2LM prediction: the profile's copy bandwidths must be positive");
 	if ((rc = atm_plan_uniform(&p, g, ATM_LOC_SLOW)) < 0 || (rc = atm_schedule_new(&s, p)) < 0 ||
-	    (rc = atm_cache_model_new(&cm, cache_bytes, ATM_CACHE_LINE_BYTES)) < 0 ||
+	    (rc = atm_cache_model_new(&cm, cache_bytes, ATM_2LM_LINE_BYTES)) < 0 ||
 	    (rc = opt_heap_new(&heap, atm_graph_n_tensors(g))) < 0)
 		goto done;
 	/* the cache's addresses are the heap's, as the executor's are: persistent tensors first */

@@ -433,7 +433,7 @@ static atm_status open_memory(atm_exec *e)
 			               "in fast memory), but plan '%s' puts %lld bytes in fast memory",
 			               atm_plan_info_get(e->plan)->formulation,
 			               (long long)st->fast_peak_bytes);
-		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes, ATM_CACHE_LINE_BYTES)) < 0)
+		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes, ATM_2LM_LINE_BYTES)) < 0)
 			return rc;
 	}
 	return ATM_OK;

@@ -165,8 +165,8 @@ static void test_baselines_2lm_cache_model(void **state)
 	assert_null(p);
 	assert_non_null(strstr(atm_errmsg(), "2lm caches slow memory"));
 	assert_int_equal(atm_opt_predict_2lm(fx->g, fx->prof, 32, &direct), ATM_E_USAGE);
-	assert_string_equal(atm_errmsg(), "a 2LM cache of 32 bytes holds no 64-byte line: give a "
-	                    "cache of at least 64 bytes (the fast memory caching the slow memory)");
+	assert_string_equal(atm_errmsg(), "a 2LM cache of 32 bytes holds no 4096-byte line: give a "
+	                    "cache of at least 4096 bytes (the fast memory caching the slow memory)");
 }
 
 int main(void)

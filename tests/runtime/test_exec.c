@@ -130,7 +130,7 @@ static void test_exec_emulated_2lm_caches_slow_memory(void **state)
 	}
 	assert_true(r->twolm_step.read_bytes <= padding_bytes);
 	assert_int_equal(r->twolm_step.written_bytes, 0);
-	assert_int_equal(r->twolm_step.read_bytes, r->twolm_step.n_misses * ATM_CACHE_LINE_BYTES);
+	assert_int_equal(r->twolm_step.read_bytes, r->twolm_step.n_misses * ATM_2LM_LINE_BYTES);
 	assert_true(slow.r.emulation_wait_s > 0);
 	assert_int_equal(slow.r.twolm_step.read_bytes, 0);
 	assert_string_equal(r->emulation, "optane+2lm");
@@ -140,7 +140,7 @@ static void test_exec_emulated_2lm_caches_slow_memory(void **state)
 	o.twolm_bytes = 32;
 	assert_int_equal(atm_exec_new(&e, p, &o), ATM_E_USAGE);
 	assert_null(e);
-	assert_non_null(strstr(atm_errmsg(), "a 2LM cache of 32 bytes holds no 64-byte line"));
+	assert_non_null(strstr(atm_errmsg(), "a 2LM cache of 32 bytes holds no 4096-byte line"));
 	o.twolm_bytes = 64 << 20;
 	/* 2LM needs emulation, and an all-slow plan */
 	o.emulate = NULL;
