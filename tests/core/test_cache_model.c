@@ -1,5 +1,5 @@
 /* test_cache_model.c -- the 2LM cache model: address-indexed sets, conflicts, write-backs of dead
- * data, reuse of freed addresses, write-miss fills, partial lines and bad sizes */
+ * data, reuse of freed addresses, write-miss fills, partial lines, bad sizes, no memory */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +9,10 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+
+/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#define ALLOC_FAIL_WRAP
+#include "common/alloc_fail.h"
 
 #define LINE ATM_CACHE_LINE_BYTES
 
@@ -203,6 +207,25 @@ static void test_cache_model_refuses_bad_sizes(void **state)
 	atm_cache_model_destroy(c);
 }
 
+/* new_once -- one cache made and destroyed; a failed one leaves nothing */
+static atm_status new_once(void *arg)
+{
+	(void)arg;
+	atm_cache_model *c = NULL;
+	atm_status rc = atm_cache_model_new(&c, 4096, LINE);
+	if (rc < 0)
+		assert_null(c);
+	atm_cache_model_destroy(c);
+	return rc;
+}
+
+/* test_cache_model_out_of_memory -- either of its two allocations failing is ATM_E_NOMEM */
+static void test_cache_model_out_of_memory(void **state)
+{
+	(void)state;
+	assert_int_equal(alloc_fail_sweep("atm_cache_model_new", new_once, NULL), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_cache_model_larger_than_cache),
 		cmocka_unit_test(test_cache_model_negative_addresses),
 		cmocka_unit_test(test_cache_model_refuses_bad_sizes),
+		cmocka_unit_test(test_cache_model_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
