@@ -1036,30 +1036,47 @@ void atm_profile_saved(atm_profile *p);
 
 /* ---------------------------------------------------------------- 2LM cache model */
 
-/* Memory Mode (2LM) puts fast memory in front of slow memory as a cache the
- * hardware manages. autotm models it at tensor granularity: a tensor read from
- * slow memory is a miss the first time and a hit while it stays cached; writes
- * allocate and are written back when evicted (least recently used first); a
- * tensor larger than the cache streams past it. The runtime uses the model to
- * emulate 2LM on machines without Memory Mode, the optimizer to predict it. */
+/* Memory Mode (2LM) puts fast memory in front of slow memory as a cache the hardware manages:
+ * direct-mapped, indexed by address, in lines of 64 bytes, as large as the fast memory. The
+ * model does the same over addresses the caller gives (a tensor's place in the slow heap), so
+ * tensors whose lines share sets evict each other even when the cache has room, and a tensor
+ * larger than the cache evicts its own first part. The hardware never learns that a tensor
+ * died: its dirty lines stay until something evicts them and are written back then, and a
+ * tensor given a dead one's address hits what that one left. Every miss, a write's too, reads
+ * the line from slow memory (Hildebrand et al., ISPASS 2021, measured Memory Mode filling on a
+ * write miss). The runtime uses the model to emulate 2LM on machines without Memory Mode, the
+ * optimizer to predict it (docs/tiers.md, "2LM emulation"). */
 
 typedef struct atm_cache_model atm_cache_model;
 
-/* Slow-memory traffic an access caused. */
+/* Memory Mode's line. */
+#define ATM_CACHE_LINE_BYTES 64
+/* The line the executor's emulation and the optimizer's prediction model: a page, 64 of
+ * Memory Mode's lines. Simulating 64-byte lines costs 30-230 ms a step for the large networks
+ * at the small preset, time the emulated step would count; whole pages change the slow
+ * traffic by under 0.6% on them (docs/tiers.md, "2LM emulation"). */
+#define ATM_2LM_LINE_BYTES 4096
+
+/* Slow-memory traffic accesses caused. */
 typedef struct {
-	int64_t read_bytes;    /* fetched from slow memory (misses) */
-	int64_t written_bytes; /* written back to slow memory (dirty evictions, streamed writes) */
+	int64_t read_bytes;    /* lines filled from slow memory (every miss, reads and writes) */
+	int64_t written_bytes; /* dirty lines written back to slow memory when evicted or flushed */
+	int64_t n_misses;      /* lines that missed */
 } atm_cache_traffic;
 
-/* atm_cache_model_new -- an empty cache of capacity_bytes over n_tensors tensors */
-atm_status atm_cache_model_new(atm_cache_model **c, int64_t capacity_bytes, int32_t n_tensors);
+/* atm_cache_model_new -- an empty direct-mapped cache of capacity_bytes (rounded down to whole
+ * lines) in lines of line_bytes (a power of two); ATM_E_USAGE naming the value when the line is
+ * not a power of two or the cache holds no whole line (a capacity of 0 among them) */
+atm_status atm_cache_model_new(atm_cache_model **c, int64_t capacity_bytes, int64_t line_bytes);
 void atm_cache_model_destroy(atm_cache_model *c);
-/* atm_cache_access -- tensor (bytes long) is read or written; adds to t */
-void atm_cache_access(atm_cache_model *c, int32_t tensor, int64_t bytes, bool write,
+/* atm_cache_line_bytes -- c's line */
+int64_t atm_cache_line_bytes(const atm_cache_model *c);
+/* atm_cache_access -- the bytes at addr (any integer; the set of a line is its number modulo the
+ * cache's lines) are read or written; every line the range touches, partly or whole, is looked
+ * up in turn; adds the traffic to t */
+void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool write,
                       atm_cache_traffic *t);
-/* atm_cache_drop -- tensor died: it leaves the cache without a write-back */
-void atm_cache_drop(atm_cache_model *c, int32_t tensor);
-/* atm_cache_flush -- write back every dirty tensor (the end of a measurement) */
+/* atm_cache_flush -- write back every dirty line (the end of a measurement) */
 void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
 
 /* ---------------------------------------------------------------- results */

@@ -1,35 +1,49 @@
-/* cache_model.c -- a tensor-granularity LRU model of fast memory as a hardware cache (2LM) */
+/* cache_model.c -- fast memory as Memory Mode's direct-mapped, address-indexed cache (2LM) */
 #include <stdlib.h>
 
 #include "atm_core.h"
 
-/* Cached tensors form a doubly linked list, most recently used first. */
-struct line {
-	int32_t prev, next; /* tensor ids, -1 at the ends */
-	int64_t bytes;
-	bool cached, dirty;
-};
+/* One entry per set: the line it holds, shifted left by two, with bit 1 set when the entry is
+ * valid and bit 0 when the line is dirty. Line numbers are signed (addresses are relative to a
+ * base the caller picks), and the shift keeps them whole for any address below 2^61 lines. */
+#define ENTRY_VALID 2u
+#define ENTRY_DIRTY 1u
 
 struct atm_cache_model {
-	int64_t capacity, used;
-	int32_t n;
-	int32_t head, tail;
-	struct line *lines;
+	int64_t line_bytes;
+	int64_t n_sets;
+	uint64_t *sets;
 };
 
-atm_status atm_cache_model_new(atm_cache_model **out, int64_t capacity_bytes, int32_t n_tensors)
+/* floor_div -- a / b rounded towards minus infinity (b > 0) */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+atm_status atm_cache_model_new(atm_cache_model **out, int64_t capacity_bytes, int64_t line_bytes)
 {
 	*out = NULL;
-	if (capacity_bytes < 0 || n_tensors < 0)
-		return atm_err(ATM_E_USAGE, "a cache model needs a capacity and a tensor count >= 0");
+	if (line_bytes <= 0 || (line_bytes & (line_bytes - 1)))
+		return atm_err(ATM_E_USAGE, "a 2LM cache line of %lld bytes: a line is a power of two "
+		               "bytes long (64 in Memory Mode)", (long long)line_bytes);
+	if (capacity_bytes < line_bytes)
+		return atm_err(ATM_E_USAGE, "a 2LM cache of %lld bytes holds no %lld-byte line: give a "
+		               "cache of at least %lld bytes (the fast memory caching the slow memory)",
+		               (long long)capacity_bytes, (long long)line_bytes, (long long)line_bytes);
+	int64_t n_sets = capacity_bytes / line_bytes;
+	if ((uint64_t)n_sets > SIZE_MAX / sizeof(uint64_t))
+		return atm_err(ATM_E_NOMEM, "a 2LM cache of %lld bytes has too many lines to model",
+		               (long long)capacity_bytes);
 	atm_cache_model *c = calloc(1, sizeof *c);
-	if (!c || !(c->lines = calloc((size_t)n_tensors + 1, sizeof *c->lines))) {
+	if (!c || !(c->sets = calloc((size_t)n_sets, sizeof *c->sets))) {
 		free(c);
-		return atm_err(ATM_E_NOMEM, "out of memory creating the 2LM cache model");
+		return atm_err(ATM_E_NOMEM, "out of memory creating the 2LM cache model (%lld lines)",
+		               (long long)n_sets);
 	}
-	c->capacity = capacity_bytes;
-	c->n = n_tensors;
-	c->head = c->tail = -1;
+	c->line_bytes = line_bytes;
+	c->n_sets = n_sets;
 	*out = c;
 	return ATM_OK;
 }
@@ -38,93 +52,52 @@ void atm_cache_model_destroy(atm_cache_model *c)
 {
 	if (!c)
 		return;
-	free(c->lines);
+	free(c->sets);
 	free(c);
 }
 
-static void unlink_line(atm_cache_model *c, int32_t t)
+int64_t atm_cache_line_bytes(const atm_cache_model *c)
 {
-	struct line *l = &c->lines[t];
-	if (l->prev >= 0)
-		c->lines[l->prev].next = l->next;
-	else
-		c->head = l->next;
-	if (l->next >= 0)
-		c->lines[l->next].prev = l->prev;
-	else
-		c->tail = l->prev;
-	l->cached = false;
-	c->used -= l->bytes;
+	return c->line_bytes;
 }
 
-static void push_front(atm_cache_model *c, int32_t t)
-{
-	struct line *l = &c->lines[t];
-	l->prev = -1;
-	l->next = c->head;
-	if (c->head >= 0)
-		c->lines[c->head].prev = t;
-	c->head = t;
-	if (c->tail < 0)
-		c->tail = t;
-	l->cached = true;
-	c->used += l->bytes;
-}
-
-/* evict_for -- make room for bytes, writing back dirty victims */
-static void evict_for(atm_cache_model *c, int64_t bytes, atm_cache_traffic *t)
-{
-	while (c->used + bytes > c->capacity && c->tail >= 0) {
-		int32_t victim = c->tail;
-		if (c->lines[victim].dirty)
-			t->written_bytes += c->lines[victim].bytes;
-		c->lines[victim].dirty = false;
-		unlink_line(c, victim);
-	}
-}
-
-void atm_cache_access(atm_cache_model *c, int32_t tensor, int64_t bytes, bool write,
+void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool write,
                       atm_cache_traffic *t)
 {
-	if (tensor < 0 || tensor >= c->n)
+	if (bytes <= 0)
 		return;
-	struct line *l = &c->lines[tensor];
-	if (l->cached) {
-		unlink_line(c, tensor);
-		push_front(c, tensor);
-		l->dirty |= write;
-		return;
+	int64_t first = floor_div(addr, c->line_bytes);
+	int64_t last = floor_div(addr + bytes - 1, c->line_bytes);
+	int64_t set = first - floor_div(first, c->n_sets) * c->n_sets;
+	uint64_t *sets = c->sets;
+	uint64_t dirty = write ? ENTRY_DIRTY : 0;
+	int64_t misses = 0, evicted_dirty = 0;
+	for (int64_t line = first; line <= last; line++) {
+		uint64_t want = (uint64_t)line << 2 | ENTRY_VALID;
+		uint64_t e = sets[set];
+		if ((e & ~(uint64_t)ENTRY_DIRTY) == want) {
+			sets[set] = e | dirty;
+		} else {
+			/* a miss fills the whole line from slow memory, a write miss too (the hardware
+			 * reads before it merges the write), and writes back the dirty line it evicts,
+			 * whether or not the tensor that wrote it is still alive */
+			misses++;
+			evicted_dirty += (int64_t)(e & ENTRY_DIRTY);
+			sets[set] = want | dirty;
+		}
+		if (++set == c->n_sets)
+			set = 0;
 	}
-	if (bytes > c->capacity) {
-		/* too large to cache: it streams from and to slow memory */
-		if (write)
-			t->written_bytes += bytes;
-		else
-			t->read_bytes += bytes;
-		return;
-	}
-	/* a write allocates without reading: the whole tensor is overwritten */
-	if (!write)
-		t->read_bytes += bytes;
-	evict_for(c, bytes, t);
-	l->bytes = bytes;
-	l->dirty = write;
-	push_front(c, tensor);
-}
-
-void atm_cache_drop(atm_cache_model *c, int32_t tensor)
-{
-	if (tensor < 0 || tensor >= c->n || !c->lines[tensor].cached)
-		return;
-	c->lines[tensor].dirty = false;
-	unlink_line(c, tensor);
+	t->read_bytes += misses * c->line_bytes;
+	t->written_bytes += evicted_dirty * c->line_bytes;
+	t->n_misses += misses;
 }
 
 void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t)
 {
-	for (int32_t x = c->head; x >= 0; x = c->lines[x].next)
-		if (c->lines[x].dirty) {
-			t->written_bytes += c->lines[x].bytes;
-			c->lines[x].dirty = false;
+	for (int64_t s = 0; s < c->n_sets; s++)
+		if (c->sets[s] & ENTRY_DIRTY) {
+			c->sets[s] &= ~(uint64_t)ENTRY_DIRTY;
+			t->written_bytes += c->line_bytes;
 		}
 }

@@ -446,6 +446,13 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 	return predict_2lm(g, prof, cache_bytes, out, NULL);
 }
 
+/* twolm_access -- tensor x (read or written) through the cache at its place in the heap */
+static void twolm_access(atm_cache_model *cm, const struct opt_heap *h, const atm_tensor *x,
+                         bool write, atm_cache_traffic *tr)
+{
+	atm_cache_access(cm, opt_heap_addr(h, x->id), x->bytes, write, tr);
+}
+
 /* predict_2lm -- atm_opt_predict_2lm, and each node's kernel with its misses in node_s */
 static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64_t cache_bytes,
                               atm_opt_check_result *out, double *node_s)
@@ -453,6 +460,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	atm_plan *p = NULL;
 	atm_schedule *s = NULL;
 	atm_cache_model *cm = NULL;
+	struct opt_heap *heap = NULL;
 	atm_profile_moves mv;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
@@ -465,15 +473,27 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0))
 		return atm_err(ATM_E_INPUT, "2LM prediction: the profile's copy bandwidths must be positive");
 	if ((rc = atm_plan_uniform(&p, g, ATM_LOC_SLOW)) < 0 || (rc = atm_schedule_new(&s, p)) < 0 ||
-	    (rc = atm_cache_model_new(&cm, cache_bytes, atm_graph_n_tensors(g))) < 0)
+	    (rc = atm_cache_model_new(&cm, cache_bytes, ATM_2LM_LINE_BYTES)) < 0 ||
+	    (rc = opt_heap_new(&heap, atm_graph_n_tensors(g))) < 0)
 		goto done;
-	/* the second step sees the cache the first one left, as measured runs after a warm-up do */
+	/* the cache's addresses are the heap's, as the executor's are: persistent tensors first */
+	for (int32_t i = 0; i < atm_schedule_n_setup(s); i++) {
+		const atm_event *ev = atm_schedule_setup(s, i);
+		if (ev->kind == ATM_EV_ALLOC && ev->loc == ATM_LOC_SLOW)
+			opt_heap_alloc(heap, ev->tensor, atm_graph_tensor(g, ev->tensor)->bytes);
+	}
+	/* the second step sees the cache and the heap the first one left, as measured runs after
+	 * a warm-up do; a freed tensor's lines stay in the cache */
 	for (int step = 0; step < 2; step++) {
 		double t = 0, kernel = 0, miss = 0;
 		for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
 			const atm_event *ev = atm_schedule_event(s, i);
-			if (ev->kind == ATM_EV_FREE && ev->loc == ATM_LOC_SLOW) {
-				atm_cache_drop(cm, ev->tensor);
+			if ((ev->kind == ATM_EV_ALLOC || ev->kind == ATM_EV_FREE) && ev->loc == ATM_LOC_SLOW) {
+				int64_t bytes = atm_graph_tensor(g, ev->tensor)->bytes;
+				if (ev->kind == ATM_EV_ALLOC)
+					opt_heap_alloc(heap, ev->tensor, bytes);
+				else if ((rc = opt_heap_free(heap, ev->tensor, bytes)) < 0)
+					goto done;
 				continue;
 			}
 			if (ev->kind != ATM_EV_KERNEL)
@@ -489,15 +509,13 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 			for (int j = 0; j < n->n_in; j++)
 				if (ev->cfg[j] != ATM_LOC_FAST) {
 					const atm_tensor *x = atm_graph_tensor(g, n->in[j]);
-					atm_cache_access(cm, x->id, x->bytes, false, &tr);
+					twolm_access(cm, heap, x, false, &tr);
 					if (atm_op_writes_input(n->op, j))
-						atm_cache_access(cm, x->id, x->bytes, true, &tr);
+						twolm_access(cm, heap, x, true, &tr);
 				}
 			for (int j = 0; j < n->n_out; j++)
-				if (ev->cfg[n->n_in + j] != ATM_LOC_FAST) {
-					const atm_tensor *x = atm_graph_tensor(g, n->out[j]);
-					atm_cache_access(cm, x->id, x->bytes, true, &tr);
-				}
+				if (ev->cfg[n->n_in + j] != ATM_LOC_FAST)
+					twolm_access(cm, heap, atm_graph_tensor(g, n->out[j]), true, &tr);
 			double extra = (double)tr.read_bytes / (mv.to_fast_gbps * 1e9) +
 			               (double)tr.written_bytes / (mv.to_slow_gbps * 1e9);
 			kernel += e.min_s;
@@ -520,6 +538,7 @@ done:
 		memset(out, 0, sizeof *out);
 		out->fast_peak_node = -1;
 	}
+	opt_heap_destroy(heap);
 	atm_cache_model_destroy(cm);
 	atm_schedule_destroy(s);
 	atm_plan_destroy(p);

@@ -328,4 +328,15 @@ atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t l
 atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *prof, int64_t limit,
                         atm_opt_formulation f, const atm_opt_options *o);
 
+/* The runtime's slow heap as the 2LM prediction sees it (heap_model.c): an address per tensor. */
+struct opt_heap;
+atm_status opt_heap_new(struct opt_heap **h, int32_t n_tensors);
+void opt_heap_destroy(struct opt_heap *h);
+/* opt_heap_alloc -- tensor (bytes long) gets a block: a freed one of its rounded size, else new */
+void opt_heap_alloc(struct opt_heap *h, int32_t tensor, int64_t bytes);
+/* opt_heap_free -- tensor's block is kept for reuse */
+atm_status opt_heap_free(struct opt_heap *h, int32_t tensor, int64_t bytes);
+/* opt_heap_addr -- tensor's block's address */
+int64_t opt_heap_addr(const struct opt_heap *h, int32_t tensor);
+
 #endif /* ATM_OPT_INTERNAL_H */

@@ -14,6 +14,8 @@ struct atm_exec {
 	atm_backend *b;
 	atm_backend_desc desc;
 	atm_cache_model *twolm;      /* emulated Memory Mode, NULL when off */
+	uintptr_t twolm_base;        /* its addresses are the slow copies' places past this: the
+	                              * first slow copy's, so that sets do not move with the mapping */
 	atm_bk_kernel **kernels;
 	void *scratch;
 	void **fast_ptr, **slow_ptr; /* per tensor: its copies, NULL when absent */
@@ -30,6 +32,7 @@ struct atm_exec {
 	int32_t step_n_recomputes;   /* this step: recomputations run */
 	int64_t hw_end;              /* the fast arena's highest end held so far (every step) */
 	const atm_event *hw_event;   /* the claim that set it (NULL: none yet) */
+	atm_cache_traffic step_twolm; /* this step: the 2LM cache's slow-memory traffic */
 	double step_recompute_s;     /* this step: their kernels' time */
 	atm_exec_result result;
 };
@@ -213,20 +216,30 @@ static atm_status do_alloc(atm_exec *e, const atm_event *ev)
 		return rc;
 	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
 	rc = e->b->iface->alloc(e->b, ev->loc, ev->offset, x->bytes, slot);
-	return rc < 0 ? atm_err_prefix(rc, "tensor '%s': ", x->name) : ATM_OK;
+	if (rc < 0)
+		return atm_err_prefix(rc, "tensor '%s': ", x->name);
+	if (e->twolm && ev->loc == ATM_LOC_SLOW && !e->twolm_base)
+		e->twolm_base = (uintptr_t)*slot;
+	return ATM_OK;
 }
 
 static atm_status do_free(atm_exec *e, const atm_event *ev)
 {
-	if (e->twolm && ev->loc == ATM_LOC_SLOW)
-		atm_cache_drop(e->twolm, ev->tensor);
+	/* a freed copy's lines stay in the 2LM cache: the hardware is never told */
 	void **slot = ev->loc == ATM_LOC_FAST ? &e->fast_ptr[ev->tensor] : &e->slow_ptr[ev->tensor];
 	atm_status rc = e->b->iface->free(e->b, ev->loc, *slot);
 	*slot = NULL;
 	return rc;
 }
 
-/* twolm_traffic -- in Memory Mode slow bytes cost only when they miss the DRAM cache */
+/* twolm_addr -- tensor t's slow copy as an address of the emulated 2LM cache */
+static int64_t twolm_addr(const atm_exec *e, int32_t t)
+{
+	return (int64_t)((uintptr_t)e->slow_ptr[t] - e->twolm_base);
+}
+
+/* twolm_traffic -- in Memory Mode slow bytes cost only the lines that miss the DRAM cache, and
+ * the dirty lines those misses evict */
 static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64_t *written)
 {
 	const atm_node *n = atm_graph_node(e->g, ev->node);
@@ -234,17 +247,21 @@ static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64
 	for (int i = 0; i < n->n_in; i++)
 		if (ev->cfg[i] != ATM_LOC_FAST) {
 			const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
-			atm_cache_access(e->twolm, x->id, x->bytes, false, &tr);
+			int64_t at = twolm_addr(e, x->id);
+			atm_cache_access(e->twolm, at, x->bytes, false, &tr);
 			if (atm_op_writes_input(n->op, i))
-				atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+				atm_cache_access(e->twolm, at, x->bytes, true, &tr);
 		}
 	for (int i = 0; i < n->n_out; i++)
 		if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
 			const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
-			atm_cache_access(e->twolm, x->id, x->bytes, true, &tr);
+			atm_cache_access(e->twolm, twolm_addr(e, x->id), x->bytes, true, &tr);
 		}
 	*read = tr.read_bytes;
 	*written = tr.written_bytes;
+	e->step_twolm.read_bytes += tr.read_bytes;
+	e->step_twolm.written_bytes += tr.written_bytes;
+	e->step_twolm.n_misses += tr.n_misses;
 }
 
 /* run_node -- ev's node on the operands its cfg places, between timing marks mark and
@@ -381,6 +398,7 @@ static atm_status step(atm_exec *e)
 	atm_status rc = ATM_OK;
 	e->move_wait_s = 0;
 	e->step_n_recomputes = 0;
+	e->step_twolm = (atm_cache_traffic){0};
 	for (int32_t i = 0; i < atm_schedule_n_events(e->sched) && rc >= 0; i++) {
 		const atm_event *ev = atm_schedule_event(e->sched, i);
 		if (e->opts.stop && *e->opts.stop) {
@@ -457,8 +475,7 @@ static atm_status open_memory(atm_exec *e)
 			               "in fast memory), but plan '%s' puts %lld bytes in fast memory",
 			               atm_plan_info_get(e->plan)->formulation,
 			               (long long)st->fast_peak_bytes);
-		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes,
-		                              atm_graph_n_tensors(e->g))) < 0)
+		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes, ATM_2LM_LINE_BYTES)) < 0)
 			return rc;
 	}
 	return ATM_OK;
@@ -727,6 +744,7 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 		r->allreduce_wait_s = ranks_wait_s;
 	}
 	r->n_recomputes = e->step_n_recomputes;
+	r->twolm_step = e->step_twolm;
 	for (int32_t k = 0; k < nn; k++)
 		if (e->step_kernel_s[k] < e->kernel_s[k])
 			e->kernel_s[k] = e->step_kernel_s[k];

@@ -852,6 +852,8 @@ static void test_run_cmd_comparison_bad_input(void **state)
 	           "all-fast,synchronous --explain", m);
 	cli_expect(2, "--2lm emulates Memory Mode for one all-slow run", "%s --placement "
 	           "all-slow,all-fast --2lm 1M --emulate optane", m);
+	cli_expect(2, "a 2LM cache of 100 bytes holds no 4096-byte line: give a cache of at least "
+	           "4096 bytes", "%s --placement all-slow --2lm 100 --emulate optane", m);
 	cli_expect(2, "--interleave 'diagonal' is not valid", "%s --placement all-fast,all-slow "
 	           "--interleave diagonal", m);
 	cli_expect(2, "apply to a comparison", "%s --interleave step", m);
