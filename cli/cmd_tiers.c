@@ -15,7 +15,8 @@ static const char tiers_help[] =
 	"options. Opening the slow tier checks that it works (a pmem directory must be\n"
 	"writable); nothing is left allocated. A slow tier in a file says where the file\n"
 	"is and on what file system: with --emulate and no --pmem-dir, a run's default\n"
-	"folder is " ATM_TIER_TMPFS_PMEM_DIR " where /dev/shm is a tmpfs with room\n"
+	"folder is " ATM_TIER_TMPFS_PMEM_DIR "-UID (yours alone) where /dev/shm is a tmpfs\n"
+	"with room, else " ATM_TIER_DEFAULT_PMEM_DIR "-UID\n"
 	"(a run checks for the room it needs; this survey for 1 GiB).\n"
 	"\n"
 	"options:\n" CLI_MEMORY_HELP

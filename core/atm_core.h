@@ -1310,14 +1310,28 @@ int64_t atm_mem_available_bytes(void);
  * (one with no writer reads as empty at once; waiting for a writer's data ends with
  * ATM_E_INTERRUPTED once the stop flag is set), a device or folder is refused */
 atm_status atm_read_file(const char *path, char **data, size_t *len);
+/* atm_read_file_max -- atm_read_file of a file that is a what ("graph file"), refused with
+ * ATM_E_INPUT naming both sizes when it holds more than max_bytes (a regular file's size is
+ * checked before anything is read). The caps of the formats (docs/formats.md): */
+atm_status atm_read_file_max(const char *path, size_t max_bytes, const char *what, char **data,
+                             size_t *len);
+#define ATM_MACHINE_FILE_MAX_BYTES ((size_t)16 << 20)
+#define ATM_TIERSPEC_MAX_BYTES ((size_t)1 << 20)
+#define ATM_GRAPH_FILE_MAX_BYTES ((size_t)256 << 20)
+#define ATM_PLAN_FILE_MAX_BYTES ((size_t)256 << 20)
+#define ATM_RESULTS_FILE_MAX_BYTES ((size_t)1 << 30)
+#define ATM_PROFILE_FILE_MAX_BYTES ((size_t)1 << 30)
 
 /* The machine file keeps what autotm measures once per machine (docs/profile.md, "The
  * machine file"), by machine key in named sections: {"format": "autotm-machine", "version": 1,
  * SECTION: {KEY: entry, ...}, ...}. */
 /* atm_machine_file_path -- $AUTOTM_MACHINE_FILE ("none": nowhere), else
  * $XDG_CACHE_HOME/autotm/machine.json, else ~/.cache/autotm/machine.json; "" when there is
- * nowhere to keep it */
+ * nowhere to keep it; ATM_E_INPUT (path "") when what is there is no regular file */
 atm_status atm_machine_file_path(char *path, size_t len);
+/* atm_machine_file_check -- path is a regular file or nothing yet (ATM_E_INPUT naming what it
+ * is otherwise: a pipe would be written through and wait for a reader, a device never keep) */
+atm_status atm_machine_file_check(const char *path);
 /* atm_machine_file_section -- the object SECTION of a machine file's text, checked: ATM_E_INPUT
  * naming path when the file is not one (or of another version), ATM_E_NOTFOUND when it has no
  * such section. *sec is borrowed from *root, which the caller releases (even on failure). */

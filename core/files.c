@@ -324,6 +324,22 @@ atm_status atm_make_dirs(const char *dir, unsigned mode)
 
 atm_status atm_read_file(const char *path, char **data, size_t *len)
 {
+	return atm_read_file_max(path, MAX_FILE_BYTES, "file", data, len);
+}
+
+/* too_large -- path holds more than max bytes, more than any what ever does */
+static atm_status too_large(const char *path, uint64_t bytes, size_t max, const char *what)
+{
+	char a[32], b[32];
+	return atm_err(ATM_E_INPUT, "%s is %s%s; a %s is at most %s (docs/formats.md)", path,
+	               bytes ? "" : "more than ", atm_format_bytes((int64_t)(bytes ? bytes : max),
+	                                                           a, sizeof a),
+	               what, atm_format_bytes((int64_t)max, b, sizeof b));
+}
+
+atm_status atm_read_file_max(const char *path, size_t max_bytes, const char *what, char **data,
+                             size_t *len)
+{
 	struct stat st;
 	char *buf = NULL;
 	size_t cap = 0, used = 0;
@@ -350,17 +366,22 @@ atm_status atm_read_file(const char *path, char **data, size_t *len)
 		             special_kind(st.st_mode));
 		goto fail;
 	}
-	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MAX_FILE_BYTES) {
-		rc = atm_err(ATM_E_INPUT, "%s is larger than %zu bytes", path, MAX_FILE_BYTES);
+	/* checked before a byte is read: a sparse file of a gigabyte is refused at once */
+	if (max_bytes > MAX_FILE_BYTES)
+		max_bytes = MAX_FILE_BYTES;
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
+		rc = too_large(path, (uint64_t)st.st_size, max_bytes, what);
 		goto fail;
 	}
 	for (;;) {
 		if (cap - used < 4096) {
 			cap = cap ? cap * 2 : 65536;
-			if (cap > MAX_FILE_BYTES + 1) {
-				rc = atm_err(ATM_E_INPUT, "%s is larger than %zu bytes", path, MAX_FILE_BYTES);
+			if (used > max_bytes) {
+				rc = too_large(path, 0, max_bytes, what);
 				goto fail;
 			}
+			if (cap > max_bytes + 4097)
+				cap = max_bytes + 4097;
 			char *p = realloc(buf, cap);
 			if (!p) {
 				rc = atm_err(ATM_E_NOMEM, "out of memory reading %s", path);

@@ -981,7 +981,7 @@ atm_status atm_graph_load(atm_graph **g, const char *path, const atm_graph_load_
 	if (!g || !path)
 		return atm_err(ATM_E_USAGE, "atm_graph_load: g and path must not be NULL");
 	*g = NULL;
-	if ((rc = atm_read_file(path, &data, &len)) < 0)
+	if ((rc = atm_read_file_max(path, ATM_GRAPH_FILE_MAX_BYTES, "graph file", &data, &len)) < 0)
 		return rc;
 	rc = atm_graph_load_buffer(g, data, len, path, opts);
 	free(data);

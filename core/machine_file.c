@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -13,6 +14,18 @@
 /* Raised when what is kept is measured differently: a file of another version is replaced
  * (1: the first kept calibrations and bandwidths). */
 #define VERSION 1
+
+atm_status atm_machine_file_check(const char *path)
+{
+	struct stat st;
+	if (!path || !path[0] || stat(path, &st) < 0 || S_ISREG(st.st_mode))
+		return ATM_OK;
+	return atm_err(ATM_E_INPUT, "the machine file %s is %s: it must be a regular file or none "
+	               "yet (it is read and replaced); set AUTOTM_MACHINE_FILE to another path, or "
+	               "to 'none' to keep nothing", path,
+	               S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe"
+	               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file");
+}
 
 atm_status atm_machine_file_path(char *path, size_t len)
 {
@@ -31,7 +44,10 @@ atm_status atm_machine_file_path(char *path, size_t len)
 		path[0] = '\0';
 		return atm_err(ATM_E_USAGE, "the machine file's path is too long");
 	}
-	return ATM_OK;
+	atm_status rc = atm_machine_file_check(path);
+	if (rc < 0)
+		path[0] = '\0';
+	return rc;
 }
 
 atm_status atm_machine_file_section(const char *path, const char *text, size_t len,
@@ -76,12 +92,14 @@ atm_status atm_machine_file_put(const char *path, const char *section, const cha
 		*slash = '\0';
 		rc = atm_make_dirs(dir, 0777);
 	}
+	if (rc >= 0)
+		rc = atm_machine_file_check(path);
 	if (rc < 0 || (rc = atm_file_lock(path, &fd)) < 0) {
 		json_decref(entry);
 		return atm_err_prefix(rc, "keeping %s in %s: ", section, path);
 	}
 	/* the other sections and machines are kept; an unusable file is replaced */
-	if (atm_read_file(path, &text, &len) == ATM_OK) {
+	if (atm_read_file_max(path, ATM_MACHINE_FILE_MAX_BYTES, "machine file", &text, &len) == ATM_OK) {
 		rc = atm_machine_file_section(path, text, len, section, &root, &sec);
 		if (rc == ATM_E_NOTFOUND && (sec = json_object()) &&
 		    json_object_set_new(root, section, sec) < 0)

@@ -603,7 +603,7 @@ atm_status atm_plan_load(atm_plan **out, const atm_graph *g, const char *path)
 	char *data = NULL;
 	size_t len = 0;
 	*out = NULL;
-	atm_status rc = atm_read_file(path, &data, &len);
+	atm_status rc = atm_read_file_max(path, ATM_PLAN_FILE_MAX_BYTES, "plan file", &data, &len);
 	if (rc < 0)
 		return rc;
 	rc = atm_plan_load_buffer(out, g, data, len, path);

@@ -531,7 +531,7 @@ static atm_status load_results(const char *path, json_t **out)
 	size_t len = 0;
 	*out = NULL;
 	/* through atm_read_file: its limits (a device, an endless file) hold here too */
-	atm_status rc = atm_read_file(path, &text, &len);
+	atm_status rc = atm_read_file_max(path, ATM_RESULTS_FILE_MAX_BYTES, "results file", &text, &len);
 	if (rc < 0)
 		return rc;
 	json_t *old = json_loadb(text, len, 0, &e);

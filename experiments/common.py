@@ -457,8 +457,8 @@ def make_parser(prog, description, epilog, presets, default_networks, default_ra
                             "spec file, or none for the machine's real slow memory (PMM, CXL, a far node)")
         p.add_argument("--pmem-dir", metavar="DIR",
                        help="folder of the emulated slow tier, passed to autotm (default: autotm's, "
-                            "/dev/shm/autotm-pmem where /dev/shm is a tmpfs with room for the run, "
-                            "else /tmp/autotm-pmem with a warning: a disk's writeback would add to "
+                            "/dev/shm/autotm-pmem-UID where /dev/shm is a tmpfs with room for the run, "
+                            "else /tmp/autotm-pmem-UID with a warning: a disk's writeback would add to "
                             "the emulated cost; docs/tiers.md)")
     p.add_argument("--force", action="store_true",
                    help="run again (and append again) comparisons already in the data")

@@ -133,7 +133,8 @@ atm_status job_dist_private_cache(atm_job *j, const char *cache, char *path, siz
 		size_t n = 0;
 		snprintf(path, len, "%s/autotm-rank%d-%ld.json",
 		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", job_rank(j), (long)getpid());
-		if (access(cache, F_OK) == 0 && (rc = atm_read_file(cache, &text, &n)) == ATM_OK) {
+		if (access(cache, F_OK) == 0 && (rc = atm_read_file_max(cache, ATM_PROFILE_FILE_MAX_BYTES, "profile cache",
+		                                                     &text, &n)) == ATM_OK) {
 			FILE *f = fopen(path, "w");
 			bool ok = f && fwrite(text, 1, n, f) == n;
 			if ((f && fclose(f) != 0) || !ok)

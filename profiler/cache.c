@@ -19,7 +19,7 @@ static atm_status read_text(const char *path, char **text, size_t *len)
 	if (got == 0 && S_ISFIFO(st.st_mode))
 		return atm_err(ATM_E_INPUT, "%s: a profile cache must be a regular file, not a pipe (it "
 		               "is read, merged into and replaced); give another --cache", path);
-	return atm_read_file(path, text, len);
+	return atm_read_file_max(path, ATM_PROFILE_FILE_MAX_BYTES, "profile cache", text, len);
 }
 
 /* atm_prof_cache_open -- the profile of m in the cache file, checked whole */

@@ -137,7 +137,7 @@ atm_status atm_prof_calibration_load(const char *path, const atm_profile_machine
 {
 	char *text = NULL;
 	size_t len = 0;
-	atm_status rc = atm_read_file(path, &text, &len);
+	atm_status rc = atm_read_file_max(path, ATM_MACHINE_FILE_MAX_BYTES, "machine file", &text, &len);
 	if (rc == ATM_E_NOTFOUND) /* no machine file yet */
 		return rc;
 	if (rc < 0) /* there, but not to be read: unusable, as a corrupt one is */

@@ -126,9 +126,15 @@ typedef struct {
  * ATM_TIER_TMPFS_PMEM_DIR when its parent is a tmpfs with room for the run: in a disk's
  * file system the kernel's writeback throttles the writers of the file, and that, not the
  * emulator, would make most of the slow tier's cost (docs/tiers.md). Otherwise, and for a
- * tier that is not emulated, ATM_TIER_DEFAULT_PMEM_DIR. Either is created when missing. */
+ * tier that is not emulated, ATM_TIER_DEFAULT_PMEM_DIR. Each is the user's own: the prefix
+ * followed by "-" and the user id (atm_tier_default_pmem_dir), made 0700 when missing and
+ * refused when another user owns it, so that a second user on the machine never meets the
+ * first one's folder. */
 #define ATM_TIER_DEFAULT_PMEM_DIR "/tmp/autotm-pmem"
 #define ATM_TIER_TMPFS_PMEM_DIR "/dev/shm/autotm-pmem"
+/* atm_tier_default_pmem_dir -- this user's default folder: ATM_TIER_TMPFS_PMEM_DIR's (tmpfs)
+ * or ATM_TIER_DEFAULT_PMEM_DIR's, "-UID" after it */
+void atm_tier_default_pmem_dir(bool tmpfs, char *buf, size_t len);
 /* The room rule: the tmpfs is taken when its free space holds the slow tier's need plus a
  * quarter (the allocator's size classes round up by as much, and the slow heap keeps freed
  * blocks) plus ATM_TIER_TMPFS_SLACK_BYTES, and when the memory available holds that and the

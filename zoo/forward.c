@@ -664,7 +664,7 @@ atm_status atm_zoo_load(atm_graph **g, const char *path, const atm_graph_load_op
 {
 	char *text = NULL;
 	size_t len = 0;
-	atm_status rc = atm_read_file(path, &text, &len);
+	atm_status rc = atm_read_file_max(path, ATM_GRAPH_FILE_MAX_BYTES, "graph file", &text, &len);
 	*g = NULL;
 	if (rc < 0)
 		return rc;

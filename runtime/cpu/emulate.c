@@ -268,7 +268,7 @@ atm_status atm_emu_spec_load(const char *path, atm_emu_spec *out)
 	size_t len = 0;
 	atm_status rc;
 	memset(out, 0, sizeof *out);
-	if ((rc = atm_read_file(path, &text, &len)) < 0)
+	if ((rc = atm_read_file_max(path, ATM_TIERSPEC_MAX_BYTES, "tier spec", &text, &len)) < 0)
 		return atm_err_prefix(rc, "tier spec: ");
 	rc = atm_emu_spec_parse(text, len, path, out);
 	free(text);
@@ -505,7 +505,8 @@ atm_status atm_emu_machine_gbps(const char *machine_file, volatile sig_atomic_t 
 	else if ((rc = atm_machine_file_path(path, sizeof path)) < 0)
 		return rc;
 	bandwidth_key(key, sizeof key);
-	if (path[0] && (rc = atm_read_file(path, &text, &len)) >= 0) {
+	if (path[0] && (rc = atm_read_file_max(path, ATM_MACHINE_FILE_MAX_BYTES, "machine file", &text,
+	                                       &len)) >= 0) {
 		double x = 0;
 		if (atm_emu_bandwidth_parse(path, text, len, key, &x, when, sizeof when) >= 0)
 			known_gbps = x;

@@ -160,6 +160,12 @@ bool atm_tier_tmpfs_has_room(const atm_tier_opts *o, int64_t free_bytes, int64_t
 	return mem_available_bytes < 0 || need + fast <= mem_available_bytes;
 }
 
+void atm_tier_default_pmem_dir(bool tmpfs, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s-%lu", tmpfs ? ATM_TIER_TMPFS_PMEM_DIR : ATM_TIER_DEFAULT_PMEM_DIR,
+	         (unsigned long)geteuid());
+}
+
 /* atm_tier_pmem_default -- the default folder for o's pmem-dir tier (o->pmem_dir aside) into f,
  * given a tmpfs at ATM_TIER_TMPFS_PMEM_DIR's place with tmpfs_free_bytes free (< 0: none there)
  * and mem_available_bytes of memory available (< 0: unknown); its file system is looked at */
@@ -168,13 +174,13 @@ void atm_tier_pmem_default(const atm_tier_opts *o, int64_t tmpfs_free_bytes,
 {
 	char a[32], b[32], c[32];
 	memset(f, 0, sizeof *f);
-	const char *dir = ATM_TIER_DEFAULT_PMEM_DIR;
+	bool tmpfs = false;
 	if (!o->emulated) {
 		snprintf(f->why, sizeof f->why, "the default of a tier that is not emulated");
 	} else if (tmpfs_free_bytes < 0) {
 		snprintf(f->why, sizeof f->why, "there is no tmpfs for " ATM_TIER_TMPFS_PMEM_DIR);
 	} else if (atm_tier_tmpfs_has_room(o, tmpfs_free_bytes, mem_available_bytes)) {
-		dir = ATM_TIER_TMPFS_PMEM_DIR;
+		tmpfs = true;
 		snprintf(f->why, sizeof f->why, "a tmpfs with room for %s (%s free)",
 		         atm_format_bytes(atm_tier_tmpfs_need(o), a, sizeof a),
 		         atm_format_bytes(tmpfs_free_bytes, b, sizeof b));
@@ -189,7 +195,7 @@ void atm_tier_pmem_default(const atm_tier_opts *o, int64_t tmpfs_free_bytes,
 		         atm_format_bytes(atm_tier_tmpfs_need(o), a, sizeof a),
 		         atm_format_bytes(o->fast_need_bytes > 0 ? o->fast_need_bytes : 0, c, sizeof c));
 	}
-	snprintf(f->path, sizeof f->path, "%s", dir);
+	atm_tier_default_pmem_dir(tmpfs, f->path, sizeof f->path);
 	f->given = false;
 	f->folder = true;
 	atm_tier_file_fs(f->path, f->fs, sizeof f->fs, &f->writeback);

@@ -601,6 +601,16 @@ static atm_status check_dir(const char *dir, bool is_default)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return atm_err(ATM_E_IO, "pmem dir '%s' is not a directory", dir);
+	/* a default folder is this user's own: one that someone else made in its place is never
+	 * written into (nor its files left to them) */
+	if (is_default && st.st_uid != geteuid())
+		return atm_err(ATM_E_IO, "pmem dir '%s' belongs to user %lu, not to you (%lu): the "
+		               "default folder is made for each user; remove it, or give --pmem-dir a "
+		               "folder of your own", dir, (unsigned long)st.st_uid,
+		               (unsigned long)geteuid());
+	if (is_default && (st.st_mode & 077) && chmod(dir, 0700) < 0)
+		return atm_err(ATM_E_IO, "pmem dir '%s': cannot make it private (0700): %s", dir,
+		               strerror(errno));
 	/* access(W_OK) says yes to root on a read-only mount; creating a file does not lie */
 	if (snprintf(probe, sizeof probe, "%s/.autotm-probe-XXXXXX", dir) >= (int)sizeof probe)
 		return atm_err(ATM_E_IO, "pmem dir '%s': path too long", dir);

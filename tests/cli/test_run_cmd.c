@@ -974,22 +974,25 @@ static void test_run_cmd_slow_tier_file(void **state)
 	const char *path, *fs;
 	struct statfs sf;
 	bool shm_tmpfs = statfs("/dev/shm", &sf) == 0 && (unsigned long)sf.f_type == TMPFS_MAGIC;
-	/* emulated, no folder: the tmpfs default ("/dev/shm/autotm-pmem", atm_runtime.h) */
+	/* emulated, no folder: the user's tmpfs default ("/dev/shm/autotm-pmem-UID", atm_runtime.h) */
+	char shm_dir[64], tmp_dir[64];
+	snprintf(shm_dir, sizeof shm_dir, "/dev/shm/autotm-pmem-%lu", (unsigned long)geteuid());
+	snprintf(tmp_dir, sizeof tmp_dir, "/tmp/autotm-pmem-%lu", (unsigned long)geteuid());
 	json_t *doc = results("--model tiny_mlp --batch 2 --iters 1 --placement all-slow --slow "
 	                      "pmem-dir --emulate optane", "file-default.json");
 	slow_file(first_run(doc), &path, &fs);
 	assert_non_null(path);
 	assert_non_null(fs);
 	if (shm_tmpfs) {
-		assert_string_equal(path, "/dev/shm/autotm-pmem");
+		assert_string_equal(path, shm_dir);
 		assert_string_equal(fs, "tmpfs");
 	}
 	json_decref(doc);
-	/* not emulated: the old default, "/tmp/autotm-pmem" */
+	/* not emulated: the user's other default, "/tmp/autotm-pmem-UID" */
 	doc = results("--model tiny_mlp --batch 2 --iters 1 --placement all-slow --slow pmem-dir",
 	              "file-plain.json");
 	slow_file(first_run(doc), &path, &fs);
-	assert_string_equal(path, "/tmp/autotm-pmem");
+	assert_string_equal(path, tmp_dir);
 	json_decref(doc);
 	/* a folder given is kept; on a disk the warning is said once */
 	char file[512];
@@ -1360,6 +1363,50 @@ static void test_run_cmd_weights_and_data(void **state)
 	(void)err;
 }
 
+/* test_run_cmd_machine_file_kinds -- a machine file that is a pipe or a device is refused at
+ * once, naming it (a pipe used to be written through, waiting for a reader for ever), and an
+ * input far larger than its format ever is is refused before it is read */
+static void test_run_cmd_machine_file_kinds(void **state)
+{
+	(void)state;
+	char fifo[512], dev[512], big[512];
+	const char *keep = getenv("AUTOTM_MACHINE_FILE");
+	char saved[512];
+	snprintf(saved, sizeof saved, "%s", keep ? keep : "");
+	snprintf(fifo, sizeof fifo, "%s/machine-fifo", cli_tmpdir);
+	snprintf(dev, sizeof dev, "%s/machine-zero", cli_tmpdir);
+	snprintf(big, sizeof big, "%s/big.json", cli_tmpdir);
+	unlink(fifo);
+	unlink(dev);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(symlink("/dev/zero", dev), 0);
+	const char *const cmds[] = {"tiers --emulate optane",
+	                            "run --model tiny_mlp --emulate optane --iters 1"};
+	for (int i = 0; i < 2; i++) {
+		setenv("AUTOTM_MACHINE_FILE", fifo, 1);
+		cli_expect(3, "is a pipe: it must be a regular file or none yet", "%s", cmds[i]);
+		setenv("AUTOTM_MACHINE_FILE", dev, 1);
+		cli_expect(3, "is a device: it must be a regular file or none yet", "%s", cmds[i]);
+	}
+	setenv("AUTOTM_MACHINE_FILE", fifo, 1);
+	cli_expect(3, "set AUTOTM_MACHINE_FILE to another path, or to 'none'",
+	           "profile --model tiny_mlp --estimate --cache %s/fifo-prof.json", cli_tmpdir);
+	if (saved[0])
+		setenv("AUTOTM_MACHINE_FILE", saved, 1);
+	else
+		unsetenv("AUTOTM_MACHINE_FILE");
+	/* a sparse gigabyte as a graph: refused by its size, nothing read */
+	FILE *f = fopen(big, "w");
+	assert_non_null(f);
+	assert_int_equal(ftruncate(fileno(f), (off_t)1 << 30), 0);
+	fclose(f);
+	cli_expect(3, "big.json is 1.00 GiB; a graph file is at most 256.00 MiB", "run --graph %s",
+	           big);
+	unlink(big);
+	unlink(fifo);
+	unlink(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1387,6 +1434,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_tiers),
 		cmocka_unit_test(test_run_cmd_slow_tier_file),
+		cmocka_unit_test(test_run_cmd_machine_file_kinds),
 	};
 	test_parts_select();
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

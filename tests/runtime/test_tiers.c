@@ -355,32 +355,69 @@ static void test_tiers_fsdax_map_and_copy(void **state)
 	atm_tier_topo_destroy(topo);
 }
 
+/* tmp_dir, shm_dir -- this user's default pmem folders (atm_tier_default_pmem_dir) */
+static const char *tmp_dir(void)
+{
+	static char buf[256];
+	atm_tier_default_pmem_dir(false, buf, sizeof buf);
+	return buf;
+}
+
+static const char *shm_dir(void)
+{
+	static char buf[256];
+	atm_tier_default_pmem_dir(true, buf, sizeof buf);
+	return buf;
+}
+
+/* test_tiers_default_dirs_are_each_users -- the default folders carry the user's id, and one
+ * that another user owns in this user's place is refused by name, never written into (run as
+ * root, the test makes such a folder: chowned to nobody) */
+static void test_tiers_default_dirs_are_each_users(void **state)
+{
+	(void)state;
+	char want[64];
+	snprintf(want, sizeof want, "/tmp/autotm-pmem-%lu", (unsigned long)geteuid());
+	assert_string_equal(tmp_dir(), want);
+	snprintf(want, sizeof want, "/dev/shm/autotm-pmem-%lu", (unsigned long)geteuid());
+	assert_string_equal(shm_dir(), want);
+	struct stat st;
+	if (geteuid() != 0 || stat(tmp_dir(), &st) == 0)
+		return; /* only root can make a folder for another user; an existing one is kept */
+	atm_tier_topo *topo = NULL;
+	atm_tier *slow = NULL;
+	assert_int_equal(mkdir(tmp_dir(), 0755), 0);
+	assert_int_equal(chown(tmp_dir(), 65534, 65534), 0);
+	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
+	atm_tier_opts o = {.slow = "pmem-dir"};
+	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
+	assert_null(slow);
+	has(tmp_dir());
+	has("belongs to user 65534, not to you (0)");
+	has("--pmem-dir");
+	atm_tier_topo_destroy(topo);
+	assert_int_equal(rmdir(tmp_dir()), 0);
+}
+
 static void test_tiers_default_pmem_dir_is_created(void **state)
 {
 	(void)state;
 	atm_tier_topo *topo = NULL;
 	atm_tier *slow = NULL;
 	struct stat st;
-	bool existed = stat(ATM_TIER_DEFAULT_PMEM_DIR, &st) == 0;
+	bool existed = stat(tmp_dir(), &st) == 0;
 	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
 	atm_tier_opts o = {.slow = "pmem-dir"};
-	if (existed && access(ATM_TIER_DEFAULT_PMEM_DIR, W_OK) != 0) {
-		/* another user made it first (it is shared /tmp): a clear error, no allocation */
-		assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_E_IO);
-		assert_null(slow);
-		has(ATM_TIER_DEFAULT_PMEM_DIR);
-		has("is not writable");
-		atm_tier_topo_destroy(topo);
-		return;
-	}
 	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
-	assert_int_equal(stat(ATM_TIER_DEFAULT_PMEM_DIR, &st), 0);
+	assert_int_equal(stat(tmp_dir(), &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
-	assert_non_null(strstr(atm_tier_describe(slow)->name, ATM_TIER_DEFAULT_PMEM_DIR));
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_non_null(strstr(atm_tier_describe(slow)->name, tmp_dir()));
 	atm_tier_destroy(slow);
 	atm_tier_topo_destroy(topo);
 	if (!existed)
-		rmdir(ATM_TIER_DEFAULT_PMEM_DIR); /* memkind left no file in it */
+		rmdir(tmp_dir()); /* memkind left no file in it */
 }
 
 /* ---------------------------------------------------------------- the default pmem folder */
@@ -421,7 +458,7 @@ static void test_tiers_default_without_room_falls_back(void **state)
 	atm_tier_file f;
 	char warning[512];
 	atm_tier_pmem_default(&o, gib, -1, &f);
-	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_string_equal(f.path, tmp_dir());
 	assert_false(f.given);
 	assert_true(f.folder);
 	char need[32], why[96];
@@ -433,7 +470,7 @@ static void test_tiers_default_without_room_falls_back(void **state)
 	bool warned = atm_tier_file_warning(&f, "optane", warning, sizeof warning);
 	assert_int_equal(warned, f.writeback);
 	if (warned) {
-		assert_non_null(strstr(warning, ATM_TIER_DEFAULT_PMEM_DIR));
+		assert_non_null(strstr(warning, tmp_dir()));
 		assert_non_null(strstr(warning, f.fs));
 		assert_non_null(strstr(warning, "writeback"));
 		assert_non_null(strstr(warning, "emulated optane"));
@@ -446,20 +483,20 @@ static void test_tiers_default_without_room_falls_back(void **state)
 	assert_string_equal(warning, "");
 	/* room on the tmpfs, but not in memory beside the fast need */
 	atm_tier_pmem_default(&o, 100 * gib, 3 * gib, &f);
-	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_string_equal(f.path, tmp_dir());
 	assert_non_null(strstr(f.why, "memory"));
 	/* no tmpfs at all */
 	atm_tier_pmem_default(&o, -1, -1, &f);
-	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_string_equal(f.path, tmp_dir());
 	assert_non_null(strstr(f.why, "no tmpfs"));
 	/* room enough: the tmpfs folder */
 	atm_tier_pmem_default(&o, 100 * gib, 100 * gib, &f);
-	assert_string_equal(f.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_string_equal(f.path, shm_dir());
 	assert_non_null(strstr(f.why, "a tmpfs with room"));
 	/* a tier that is not emulated keeps the old default, room or none */
 	o.emulated = false;
 	atm_tier_pmem_default(&o, 100 * gib, 100 * gib, &f);
-	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_string_equal(f.path, tmp_dir());
 }
 
 /* test_tiers_given_dir_is_kept -- a folder the caller names is used as it is, emulated or not,
@@ -845,8 +882,8 @@ static void test_tiers_xml_missing_or_malformed(void **state)
 /* ---------------------------------------------------------------- a tmpfs */
 
 /* test_tiers_emulated_default_is_on_tmpfs -- with /dev/shm a tmpfs with room, an emulated
- * pmem-dir tier given no folder takes ATM_TIER_TMPFS_PMEM_DIR (made when missing) and says
- * so; one that is not emulated keeps ATM_TIER_DEFAULT_PMEM_DIR */
+ * pmem-dir tier given no folder takes shm_dir() (made when missing) and says
+ * so; one that is not emulated keeps tmp_dir() */
 static void test_tiers_emulated_default_is_on_tmpfs(void **state)
 {
 	(void)state;
@@ -855,26 +892,26 @@ static void test_tiers_emulated_default_is_on_tmpfs(void **state)
 	atm_tier_file f;
 	char warning[512];
 	struct stat st;
-	bool existed = stat(ATM_TIER_TMPFS_PMEM_DIR, &st) == 0;
+	bool existed = stat(shm_dir(), &st) == 0;
 	atm_tier_opts o = {.slow = "pmem-dir", .emulated = true, .slow_need_bytes = 16 << 20,
 	                   .fast_need_bytes = 16 << 20};
 	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
-	assert_string_equal(f.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_string_equal(f.path, shm_dir());
 	assert_string_equal(f.fs, "tmpfs");
 	assert_false(f.writeback);
 	assert_false(f.given);
 	assert_non_null(strstr(f.why, "a tmpfs with room"));
 	assert_false(atm_tier_file_warning(&f, "optane", warning, sizeof warning));
-	if (existed && access(ATM_TIER_TMPFS_PMEM_DIR, W_OK) != 0)
+	if (existed && access(shm_dir(), W_OK) != 0)
 		skip(); /* another user's: opening it is the error test_tiers_default_pmem_dir_is_created checks */
 	assert_int_equal(atm_tier_topo_new(&topo), ATM_OK);
 	assert_int_equal(atm_tier_open_slow(&slow, topo, &o), ATM_OK);
 	const atm_tier_desc *d = atm_tier_describe(slow);
-	assert_string_equal(d->file.path, ATM_TIER_TMPFS_PMEM_DIR);
+	assert_string_equal(d->file.path, shm_dir());
 	assert_string_equal(d->file.fs, "tmpfs");
 	assert_false(d->file.writeback);
-	assert_non_null(strstr(d->name, ATM_TIER_TMPFS_PMEM_DIR));
-	assert_int_equal(stat(ATM_TIER_TMPFS_PMEM_DIR, &st), 0);
+	assert_non_null(strstr(d->name, shm_dir()));
+	assert_int_equal(stat(shm_dir(), &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	void *p = NULL;
 	assert_int_equal(atm_tier_alloc(slow, 4 << 20, &p), ATM_OK);
@@ -883,11 +920,11 @@ static void test_tiers_emulated_default_is_on_tmpfs(void **state)
 	atm_tier_destroy(slow);
 	/* memkind unlinked its file when it made it: nothing is left behind */
 	if (!existed)
-		assert_int_equal(rmdir(ATM_TIER_TMPFS_PMEM_DIR), 0);
+		assert_int_equal(rmdir(shm_dir()), 0);
 	/* the same run, not emulated, keeps the disk default */
 	o.emulated = false;
 	assert_int_equal(atm_tier_file_choose(&o, &f), ATM_OK);
-	assert_string_equal(f.path, ATM_TIER_DEFAULT_PMEM_DIR);
+	assert_string_equal(f.path, tmp_dir());
 	atm_tier_topo_destroy(topo);
 }
 
@@ -992,6 +1029,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_tiers_slow_falls_back_to_pmem_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiers_fsdax_map_and_copy, setup, teardown),
 		cmocka_unit_test(test_tiers_default_pmem_dir_is_created),
+		cmocka_unit_test(test_tiers_default_dirs_are_each_users),
 		cmocka_unit_test(test_tiers_tmpfs_room_rule),
 		cmocka_unit_test(test_tiers_default_without_room_falls_back),
 		cmocka_unit_test_setup_teardown(test_tiers_given_dir_is_kept, setup, teardown),
