@@ -94,8 +94,8 @@ typedef atm_job_memory cli_memory;
 	"  --slow TIER       slow memory: auto (default), kmem-dax, numa:N, pmem-dir, fsdax\n"       \
 	"  --fast TIER       fast memory: auto (default), memkind, numa:N\n"                         \
 	"  --pmem-dir DIR    folder of the pmem-dir slow tier's file, used as given (it must\n"   \
-	"                    exist). Default " ATM_TIER_DEFAULT_PMEM_DIR "; with --emulate,\n"   \
-	"                    " ATM_TIER_TMPFS_PMEM_DIR " where /dev/shm is a tmpfs with room\n" \
+	"                    exist). Default " ATM_TIER_DEFAULT_PMEM_DIR "-UID; with --emulate,\n" \
+	"                    " ATM_TIER_TMPFS_PMEM_DIR "-UID where /dev/shm is a tmpfs with room\n" \
 	"                    for the run (a disk's writeback would add to the emulated cost;\n" \
 	"                    a run that falls back says so). Made when missing\n"              \
 	"  --fsdax FILE      map FILE with libpmem2 as the slow tier (an fsdax mount's file)\n"      \
@@ -103,7 +103,8 @@ typedef atm_job_memory cli_memory;
 	"                    the default: no cap, the fsdax file's own size)\n"                  \
 	"  --emulate P       make the slow tier behave like optane, cxl or numa memory, or like\n"  \
 	"                    a JSON tier spec file (docs/tiers.md); a pmem-dir tier's file then\n" \
-	"                    goes to a tmpfs by default (--pmem-dir)\n"                           \
+	"                    goes to a tmpfs by default (--pmem-dir); none (the default): the\n"  \
+	"                    slow tier as it is, for a machine with real slow memory\n"          \
 	"  --gpu[=cuda|sim]  on a GPU: fast memory is its device memory, slow memory pinned host\n" \
 	"                    memory, kernels cuDNN/cuBLAS; --gpu=sim simulates one on the CPU\n"   \
 	"  --gpu-memory SIZE device memory the plan may use (default: free memory less 1.5 GiB;\n" \

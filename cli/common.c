@@ -153,15 +153,17 @@ static atm_status zoo_sizes(const cli_graph_source *src, atm_zoo_opts *o)
 	return ATM_OK;
 }
 
-/* factor -- the number arg of option opt, or a usage error */
-static atm_status factor(const char *opt, const char *arg, float *out)
+/* factor -- the number arg of option opt, or a usage error naming the one valid range: above 0
+ * (positive) or from 0, at most 1e6 */
+static atm_status factor(const char *opt, const char *arg, bool positive, float *out)
 {
 	char *end = NULL;
 	errno = 0;
 	double v = strtod(arg, &end);
-	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v > 1e6)
-		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a number from 0 to 1e6",
-		               opt, arg);
+	if (end == arg || *end || errno || !isfinite(v) || v < 0 || (positive && !(v > 0)) ||
+	    v > 1e6 || (positive && !((float)v > 0)))
+		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a number %s and at most "
+		               "1e6", opt, arg, positive ? "above 0" : "from 0");
 	*out = (float)v;
 	return ATM_OK;
 }
@@ -182,14 +184,19 @@ static atm_status update_of(const cli_graph_source *src, atm_update *u, bool *gi
 		return atm_err(ATM_E_USAGE, "--momentum is for --optimizer momentum");
 	if ((src->betas || src->eps) && kind != ATM_UPDATE_ADAMW)
 		return atm_err(ATM_E_USAGE, "--betas and --eps are for --optimizer adamw");
-	if (src->lr && (rc = factor("lr", src->lr, &u->lr)) == ATM_OK && !(u->lr > 0))
-		rc = atm_err(ATM_E_USAGE, "--lr '%s' is not valid; expected a number above 0", src->lr);
+	if (src->lr)
+		rc = factor("lr", src->lr, true, &u->lr);
 	if (rc == ATM_OK && src->momentum)
-		rc = factor("momentum", src->momentum, &u->momentum);
+		rc = factor("momentum", src->momentum, true, &u->momentum);
+	/* accepted, as PyTorch does, but said: the buffer then grows without end */
+	if (rc == ATM_OK && src->momentum && u->momentum >= 1)
+		fprintf(stderr, "autotm: warning: --momentum %s is 1 or more: the momentum buffer never "
+		        "decays and the step diverges (PyTorch takes it too; SGD's usual one is 0.9)\n",
+		        src->momentum);
 	if (rc == ATM_OK && src->eps)
-		rc = factor("eps", src->eps, &u->eps);
+		rc = factor("eps", src->eps, true, &u->eps);
 	if (rc == ATM_OK && src->weight_decay)
-		rc = factor("weight-decay", src->weight_decay, &u->weight_decay);
+		rc = factor("weight-decay", src->weight_decay, false, &u->weight_decay);
 	if (rc == ATM_OK && src->betas) {
 		char *end = NULL;
 		errno = 0;
@@ -297,7 +304,8 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 		}
 		return 1;
 	case CLI_OPT_EMULATE:
-		mem->emulate = arg;
+		/* none: the slow tier as it is (the README's word for a machine with real slow memory) */
+		mem->emulate = strcmp(arg, "none") ? arg : NULL;
 		return 1;
 	case CLI_OPT_GPU: {
 		atm_backend_caps caps;

@@ -7,6 +7,7 @@
  * header; together the tensors cover those bytes whole, without a gap or an overlap. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -501,6 +502,29 @@ static int64_t index_at(const atm_st_tensor *s, int64_t i)
 }
 
 /* check_one -- s fits g's tensor x (as): F32 of x's shape, or class indices in range */
+/* check_state -- optimizer state x given as s (F32, its shape checked): every value finite, and
+ * AdamW's step count ("W.step") a whole number of steps from 0, so that a run resumes from a
+ * state a run could have written */
+static atm_status check_state(const atm_st_file *f, const atm_tensor *x, const atm_st_tensor *s,
+                              const char *as)
+{
+	const char *dot = strrchr(x->name, '.');
+	bool step = dot && !strcmp(dot, ".step");
+	if (s->dtype != ATM_ST_F32)
+		return ATM_OK;
+	for (int64_t i = 0; i < s->n_elems; i++) {
+		float v;
+		memcpy(&v, (const char *)s->data + i * (int64_t)sizeof v, sizeof v);
+		if (!isfinite(v))
+			return bad(f, "optimizer state '%s' holds %s at element %lld: a run resumes only "
+			           "from finite states", as, isnan(v) ? "NaN" : "an infinity", (long long)i);
+		if (step && (v < 0 || v != floorf(v) || v > 16777216.0f))
+			return bad(f, "optimizer state '%s' is AdamW's count of steps taken, which must be a "
+			           "whole number from 0 to 16777216, not %g", as, (double)v);
+	}
+	return ATM_OK;
+}
+
 static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
                             const atm_st_tensor *s, const char *as)
 {
@@ -607,7 +631,7 @@ atm_status atm_st_check(const atm_st_file *f, const atm_graph *g, atm_tensor_kin
 			continue;
 		}
 		atm_status rc = check_one(f, g, t, s, as);
-		if (rc < 0)
+		if (rc < 0 || (rc = check_state(f, x, s, as)) < 0)
 			return rc;
 		given++;
 	}

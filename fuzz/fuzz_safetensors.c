@@ -1,14 +1,26 @@
 /* fuzz_safetensors.c -- libFuzzer target: any bytes as a safetensors file (--weights-in, --data); what parses has every tensor inside the file, is checked against the fuzz graph without a crash, and dumps and parses back to the same tensors */
 #include "fuzz_common.h"
 
+/* fuzz_graph_adamw -- the fuzz graph with AdamW's update: its weights come with states (a
+ * resumed run's --weights-in), built once */
+static const atm_graph *fuzz_graph_adamw(void)
+{
+	static atm_graph *g;
+	atm_update u = atm_update_defaults(ATM_UPDATE_ADAMW);
+	if (!g && atm_graph_with_update(fuzz_graph_of_inputs(), &u, &g) < 0)
+		fuzz_die("fuzz", "the fuzz graph takes no AdamW", ATM_E_INTERNAL);
+	return g;
+}
+
 /* fuzz_safetensors_load -- how the corpus replay asks whether an input is the weights or the
- * data of the fuzz graph */
+ * data of the fuzz graph, or the weights and states of its AdamW step */
 __attribute__((unused)) static atm_status fuzz_safetensors_load(const char *data, size_t len,
                                                                 const char *origin)
 {
 	atm_st_file *f = NULL;
 	atm_status rc = atm_st_parse(&f, data, len, origin);
-	if (rc == ATM_OK && atm_st_check(f, fuzz_graph_of_inputs(), ATM_KIND_PARAM) < 0)
+	if (rc == ATM_OK && atm_st_check(f, fuzz_graph_of_inputs(), ATM_KIND_PARAM) < 0 &&
+	    atm_st_check(f, fuzz_graph_adamw(), ATM_KIND_PARAM) < 0)
 		rc = atm_st_check(f, fuzz_graph_of_inputs(), ATM_KIND_INPUT);
 	atm_st_destroy(f);
 	return rc;
@@ -70,13 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (total > (int64_t)size)
 		fuzz_die("fuzz_safetensors", "the tensors hold more bytes than the file", rc);
-	for (int k = 0; k < 2; k++) {
-		atm_tensor_kind kind = k ? ATM_KIND_INPUT : ATM_KIND_PARAM;
-		rc = atm_st_check(f, g, kind);
+	for (int k = 0; k < 3; k++) {
+		atm_tensor_kind kind = k == 1 ? ATM_KIND_INPUT : ATM_KIND_PARAM;
+		const atm_graph *gk = k == 2 ? fuzz_graph_adamw() : g;
+		rc = atm_st_check(f, gk, kind);
 		if (rc < 0)
 			fuzz_check_refusal("fuzz_safetensors", rc, NULL, "fuzz.safetensors", 1, ATM_E_INPUT);
 		else
-			fuzz_safetensors_fill(f, g, kind);
+			fuzz_safetensors_fill(f, gk, kind);
 	}
 	atm_st_tensor *ts = calloc((size_t)atm_st_count(f) + 1, sizeof *ts);
 	if (!ts)

@@ -1235,13 +1235,54 @@ static void test_run_cmd_optimizers(void **state)
 	assert_int_equal(atm_st_write(st_path("step.safetensors"), ts, (int)n, NULL), ATM_OK);
 	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("step.safetensors"));
 	expect_refused(bad, 3, "fc1.b.step");
+	/* a step that is no count of steps, and a state that is not finite: refused by name */
+	const struct {
+		const char *name;
+		float v;
+		const char *msg;
+	} broken[] = {
+		{"fc1.b.step", NAN, "optimizer state 'fc1.b.step' holds NaN at element 0"},
+		{"fc1.b.step", -5, "'fc1.b.step' is AdamW's count of steps taken, which must be a whole "
+		                   "number from 0 to 16777216, not -5"},
+		{"fc1.b.step", 2.5f, "not 2.5"},
+		{"fc2.w.exp_avg", INFINITY, "optimizer state 'fc2.w.exp_avg' holds an infinity"},
+	};
+	for (size_t b = 0; b < sizeof broken / sizeof broken[0]; b++) {
+		float *copy = NULL;
+		for (int64_t i = 0; i < n; i++) {
+			ts[i] = *atm_st_at(w, i);
+			if (strcmp(ts[i].name, broken[b].name) == 0) {
+				copy = malloc((size_t)ts[i].n_elems * sizeof *copy);
+				memcpy(copy, ts[i].data, (size_t)ts[i].n_elems * sizeof *copy);
+				copy[ts[i].n_elems - 1] = broken[b].v;
+				copy[0] = broken[b].v;
+				ts[i].data = copy;
+			}
+		}
+		assert_int_equal(atm_st_write(st_path("broken.safetensors"), ts, (int)n, NULL), ATM_OK);
+		snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s",
+		         st_path("broken.safetensors"));
+		expect_refused(bad, 3, broken[b].msg);
+		free(copy);
+	}
 	free(ts);
 	atm_st_destroy(w);
 	expect_refused("--optimizer adam", 2, "unknown optimizer 'adam' (valid: sgd, momentum, adamw)");
 	expect_refused("--optimizer adamw --betas 0.9", 2, "--betas '0.9' is not valid");
 	expect_refused("--optimizer adamw --betas 0.9,1", 2, "--betas '0.9,1' is not valid");
-	expect_refused("--optimizer adamw --eps 0", 2, "eps 0: expected a finite number > 0");
-	expect_refused("--optimizer momentum --momentum 0", 2, "momentum 0: expected");
+	/* one valid range named, whichever side of it the value falls */
+	expect_refused("--optimizer adamw --eps 0", 2,
+	               "--eps '0' is not valid; expected a number above 0 and at most 1e6");
+	expect_refused("--optimizer adamw --eps -1e-8", 2,
+	               "--eps '-1e-8' is not valid; expected a number above 0 and at most 1e6");
+	expect_refused("--optimizer momentum --momentum 0", 2,
+	               "--momentum '0' is not valid; expected a number above 0");
+	/* a momentum of 1 or more is taken, as PyTorch does, with a warning */
+	struct cli_result warned = cli_run("run --model tiny_mlp --batch 2 --iters 1 --optimizer "
+	                                   "momentum --momentum 2");
+	assert_int_equal(warned.code, 0);
+	assert_non_null(strstr(warned.err, "warning: --momentum 2 is 1 or more"));
+	cli_release(&warned);
 	expect_refused("--momentum 0.9", 2, "--momentum is for --optimizer momentum");
 	expect_refused("--lr -1", 2, "--lr '-1' is not valid");
 	expect_refused("--weight-decay x", 2, "--weight-decay 'x' is not valid");
