@@ -103,6 +103,20 @@ static int by_offset(const void *a, const void *b)
 	return strcmp(x->name, y->name); /* empty tensors at one offset: by name */
 }
 
+/* shape_text -- a header's shape as written ("[2147483648, 2147483648, ...]"), for messages
+ * about sizes no dims array holds */
+static const char *shape_text(json_t *shape, char *buf, size_t len)
+{
+	size_t at = 0;
+	at += (size_t)snprintf(buf, len, "[");
+	for (size_t i = 0; i < json_array_size(shape) && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "",
+		                       (long long)json_integer_value(json_array_get(shape, i)));
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+	return buf;
+}
+
 /* parse_tensor -- one header entry into t, its offsets checked against the data's length */
 static atm_status parse_tensor(atm_st_file *f, const char *name, json_t *o, const uint8_t *base,
                                uint64_t data_len, atm_st_tensor *t)
@@ -139,7 +153,7 @@ static atm_status parse_tensor(atm_st_file *f, const char *name, json_t *o, cons
 		t->dims[i] = json_integer_value(s);
 		if (t->dims[i] && t->n_elems > ATM_MAX_BYTES / 8 / t->dims[i])
 			return bad(f, "tensor '%s': shape %s has more elements than any file holds", name,
-			           atm_format_dims(t->ndim, t->dims, sh, sizeof sh));
+			           shape_text(shape, sh, sizeof sh));
 		t->n_elems *= t->dims[i];
 	}
 	if (!json_is_array(off) || json_array_size(off) != 2 ||
@@ -173,10 +187,12 @@ static atm_status parse(atm_st_file *f)
 	uint64_t hlen = 0;
 	for (int i = 7; i >= 0; i--)
 		hlen = hlen << 8 | p[i];
-	if (hlen > ST_MAX_HEADER || hlen > len - 8)
-		return bad(f, "the header length %llu runs past the end of the file (%zu bytes)%s",
-		           (unsigned long long)hlen, len,
-		           hlen > ST_MAX_HEADER ? ", and exceeds the 100 MiB a header may take" : "");
+	if (hlen > ST_MAX_HEADER)
+		return bad(f, "the header length %llu exceeds the 100 MiB (%llu bytes) a header may take",
+		           (unsigned long long)hlen, (unsigned long long)ST_MAX_HEADER);
+	if (hlen > len - 8)
+		return bad(f, "the header length %llu runs past the end of the file (%zu bytes)",
+		           (unsigned long long)hlen, len);
 	if (hlen < 2 || p[8] != '{')
 		return bad(f, "the header must be a JSON object starting at byte 8");
 	json_error_t je;

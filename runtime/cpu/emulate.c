@@ -291,6 +291,14 @@ static atm_status split_rates(const char *tierspec, char *buf, size_t len, int *
 	}
 	if (n >= len)
 		return atm_err(ATM_E_USAGE, "--emulate: '%.64s...' is too long", tierspec);
+	/* one form at most: a second suffix is named as such, not as an unknown preset */
+	for (int i = 0; *absolute >= 0 && i < 2; i++) {
+		size_t k = strlen(forms[i]);
+		if (n > k && !strncmp(tierspec + n - k, forms[i], k))
+			return atm_err(ATM_E_USAGE, "'%.200s' gives the rates' form twice; give "
+			               "one at most: '%.*s:absolute' or '%.*s:proportional' (the default)",
+			               tierspec, (int)(n - k), tierspec, (int)(n - k), tierspec);
+	}
 	memcpy(buf, tierspec, n);
 	buf[n] = '\0';
 	return ATM_OK;

@@ -1349,7 +1349,12 @@ static void test_run_cmd_weights_and_data(void **state)
 	snprintf(args, sizeof args, "--weights-in %s", st_path("cut.safetensors"));
 	expect_refused(args, 3, "is the file cut short?");
 	snprintf(args, sizeof args, "--weights-in %s", st_path("long.safetensors"));
-	expect_refused(args, 3, "runs past the end of the file");
+	expect_refused(args, 3, "exceeds the 100 MiB (104857600 bytes) a header may take");
+	/* a shape no file holds, printed as written */
+	st_raw("huge.safetensors", "{\"fc1.w\": {\"dtype\": \"F32\", \"shape\": [2147483648, "
+	       "2147483648, 2147483648, 8], \"data_offsets\": [0, 4]}}", 4);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("huge.safetensors"));
+	expect_refused(args, 3, "shape [2147483648, 2147483648, 2147483648, 8] has more elements");
 	st_raw("overlap.safetensors", "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
 	       "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 12);
 	snprintf(args, sizeof args, "--weights-in %s", st_path("overlap.safetensors"));

@@ -124,6 +124,12 @@ static void test_emulate_unknown_preset(void **state)
 	has("optane, cxl, numa");
 	assert_float_equal(s.read_gbps, 0, 0);
 	assert_int_equal(atm_emu_spec_resolve("Optane", &s), ATM_E_USAGE);
+	/* the form twice: that is what is wrong, not the valid preset before it */
+	assert_int_equal(atm_emu_spec_resolve("optane:absolute:absolute", &s), ATM_E_USAGE);
+	has("'optane:absolute:absolute' gives the rates' form twice; give one at most: "
+	    "'optane:absolute' or 'optane:proportional' (the default)");
+	assert_int_equal(atm_emu_spec_resolve("cxl:proportional:absolute", &s), ATM_E_USAGE);
+	has("gives the rates' form twice");
 }
 
 /* ---------------------------------------------------------------- arithmetic and waiting */
