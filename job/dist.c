@@ -53,26 +53,87 @@ atm_status atm_job_ranks_status(atm_comm *c, atm_status rc)
 	return ATM_OK;
 }
 
-/* options_digest -- what every rank must run alike beyond the graph: the placement and the
- * planning options, the steps and the seed, the memories and the backend; not paths that may
- * differ by host */
-static uint64_t options_digest(const atm_job_opts *o)
+/* options_text -- what every rank must run alike beyond the graph, one option a line as the
+ * command line names it: the placement and the planning options, the steps and the seed, the
+ * memories and the backend; not paths that may differ by host */
+static void options_text(const atm_job_opts *o, char *text, size_t len)
 {
-	char text[2048];
 	atm_backend_caps caps = {0};
 	if (atm_backend_caps_get(o->mem.gpu.mode, &caps) < 0)
 		atm_err_clear();
-	snprintf(text, sizeof text,
-	         "optimize %d formulation %d ratio %.17g:%.17g limit %lld placement %s seed %llu "
-	         "placement_seed %llu iters %d warmup %d emulate %s backend %s twolm %lld estimate %d "
-	         "isolated %d weights %d data %d solver %d",
-	         o->optimize, (int)o->formulation, o->ratio_slow, o->ratio_fast,
-	         (long long)o->limit_bytes, o->placement ? o->placement : "-",
+	snprintf(text, len,
+	         "--formulation %s\n--ratio %.17g:%.17g\n--dram-limit %lld\n--placement %s\n"
+	         "--seed %llu\n--placement-seed %llu\n--iters %d\n--warmup %d\n--emulate %s\n"
+	         "--gpu %s\n--2lm %lld\n--estimate %s\n--isolated %s\n--weights-in %s\n"
+	         "--data %s\n--solver %s\n",
+	         o->optimize ? atm_opt_formulation_name(o->formulation) : "(none)", o->ratio_slow,
+	         o->ratio_fast, (long long)o->limit_bytes, o->placement ? o->placement : "(none)",
 	         (unsigned long long)o->seed, (unsigned long long)o->placement_seed, o->iters,
-	         o->warmup, o->mem.emulate ? o->mem.emulate : "-",
-	         caps.name ? caps.name : "-", (long long)o->twolm_bytes, o->estimate,
-	         o->isolated, o->weights_in != NULL, o->data_in != NULL, (int)o->opt.solver);
-	return atm_fnv1a(ATM_FNV1A_INIT, text, strlen(text));
+	         o->warmup, o->mem.emulate ? o->mem.emulate : "none", caps.name ? caps.name : "cpu",
+	         (long long)o->twolm_bytes, o->estimate ? "yes" : "no", o->isolated ? "yes" : "no",
+	         o->weights_in ? "given" : "none", o->data_in ? "given" : "none",
+	         atm_opt_solver_name(o->opt.solver));
+}
+
+/* first_line_apart -- the first line of a that b has otherwise, into line (its start up to
+ * the first space: the option; then a's value and b's) */
+static bool first_line_apart(const char *a, const char *b, char *opt, char *va, char *vb,
+                             size_t len)
+{
+	while (*a && *b) {
+		size_t na = strcspn(a, "\n"), nb = strcspn(b, "\n");
+		if (na != nb || strncmp(a, b, na)) {
+			size_t k = strcspn(a, " ");
+			snprintf(opt, len, "%.*s", (int)(k < na ? k : na), a);
+			snprintf(va, len, "%.*s", (int)(k < na ? na - k - 1 : 0), a + (k < na ? k + 1 : na));
+			k = strcspn(b, " ");
+			snprintf(vb, len, "%.*s", (int)(k < nb ? nb - k - 1 : 0), b + (k < nb ? k + 1 : nb));
+			return true;
+		}
+		a += na + (a[na] == '\n');
+		b += nb + (b[nb] == '\n');
+	}
+	return false;
+}
+
+/* options_apart -- the ranks' options differ (their digests did): every rank's text reaches
+ * every rank, and the message names the first option a rank has otherwise than rank 0 and
+ * both values ("rank 1 has --ratio 8:1, rank 0 has --ratio 4:1") */
+static atm_status options_apart(atm_comm *c, const char *mine)
+{
+	int n = atm_comm_size(c);
+	char *zero = NULL, opt[128], va[256], vb[256];
+	atm_status rc = ATM_OK;
+	for (int r = 0; r < n && rc == ATM_OK; r++) {
+		char *text = atm_comm_rank(c) == r ? strdup(mine) : NULL;
+		if ((rc = atm_comm_bcast_text(c, &text, r)) < 0) {
+			free(text);
+			break;
+		}
+		if (r == 0) {
+			zero = text;
+			continue;
+		}
+		if (zero && text && first_line_apart(text, zero, opt, va, vb, sizeof opt)) {
+			rc = atm_err(ATM_E_INPUT, "ranks disagree on the options: rank %d has %s %s, rank 0 "
+			             "has %s %s", r, opt, va, opt, vb);
+			/* the others' texts are still broadcast: every rank takes part in each */
+			for (int s = r + 1; s < n; s++) {
+				char *t = atm_comm_rank(c) == s ? strdup(mine) : NULL;
+				char msg[1024];
+				snprintf(msg, sizeof msg, "%s", atm_errmsg());
+				atm_comm_bcast_text(c, &t, s);
+				free(t);
+				atm_err(ATM_E_INPUT, "%s", msg);
+			}
+		}
+		free(text);
+	}
+	free(zero);
+	if (rc == ATM_OK)
+		rc = atm_err(ATM_E_INPUT, "ranks disagree on the options (their digests differ, their "
+		             "texts do not: a bug)");
+	return rc;
 }
 
 atm_status atm_job_ranks_agree(atm_comm *c, const char *what, uint64_t digest)
@@ -114,7 +175,13 @@ atm_status job_dist_start(atm_job *j)
 	if ((rc = atm_job_ranks_agree(c, "graph", graph)) < 0)
 		return job_rank(j) ? rc : atm_err_prefix(rc, "mpirun's ranks must train one network "
 		                                         "with one batch: ");
-	if ((rc = atm_job_ranks_agree(c, "options", options_digest(&j->o))) < 0)
+	char opts[2048];
+	options_text(&j->o, opts, sizeof opts);
+	if ((rc = atm_comm_agree(c, "options", text_digest(opts))) < 0 && rc != ATM_E_IO)
+		rc = options_apart(c, opts);
+	if (rc < 0 && rc != ATM_E_IO && job_rank(j) != 0)
+		return atm_err(rc, "%s", ATM_JOB_SAID_BY_RANK0); /* every rank has the message */
+	if (rc < 0)
 		return job_rank(j) ? rc : atm_err_prefix(rc, "mpirun's ranks must be given the same "
 		                                         "options: ");
 	return ATM_OK;

@@ -289,6 +289,13 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 	else if (o->estimate && !o->optimize)
 		rc = atm_err(ATM_E_USAGE, "an estimated profile prices a plan: it needs the optimizer "
 		             "(--ratio or --dram-limit, --formulation)");
+	else if (atm_graph_ranks(g) > 1 && !o->estimate && !(o->comm && atm_comm_active(o->comm)))
+		/* its allreduce kernels wait for the other ranks: said before anything is profiled */
+		rc = atm_err(ATM_E_UNSUPPORTED, "graph '%s' averages its gradients over %d ranks: its "
+		             "allreduce kernels run (and are profiled) only under mpirun -np %d "
+		             "('mpirun -np %d autotm run ...'); in one process an estimated profile "
+		             "plans it (--estimate)", atm_graph_name(g), atm_graph_ranks(g),
+		             atm_graph_ranks(g), atm_graph_ranks(g));
 	else
 		rc = check_solver(o);
 	if (rc == ATM_OK)

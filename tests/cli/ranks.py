@@ -219,7 +219,15 @@ class TestFailures(Ranks):
         p = run(MPI + ["-np", "1", AUTOTM, "run", *base, "--seed", "1", ":",
                        "-np", "1", AUTOTM, "run", *base, "--seed", "2"])
         self.assertEqual(p.returncode, 3, p.stderr)
-        self.assertIn("ranks disagree on the options: rank 1 has", p.stderr)
+        self.assertIn("ranks disagree on the options: rank 1 has --seed 2, rank 0 has --seed 1",
+                      p.stderr)
+        self.assertEqual(p.stderr.count("ranks disagree"), 1)  # said once, by rank 0
+        # the option named with both values, not digests
+        base = ["--model", "tiny_mlp", "--batch", "4", "--iters", "1"]
+        p = run(MPI + ["-np", "1", AUTOTM, "run", *base, "--ratio", "4:1", ":",
+                       "-np", "1", AUTOTM, "run", *base, "--ratio", "8:1"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("rank 1 has --ratio 8:1, rank 0 has --ratio 4:1", p.stderr)
         # the other commands are one process's
         p = run(MPI + ["-np", "2", AUTOTM, "plan", "--model", "tiny_mlp", "--ratio", "4:1",
                        "-o", self.path("p.json")])

@@ -339,6 +339,36 @@ static void test_job_drift_note(void **state)
 	assert_false(atm_job_drift_note(1.5, NULL, buf, sizeof buf));
 }
 
+/* test_job_ranks_graph_alone -- a graph that averages over ranks, in one process: refused
+ * before anything is profiled (its allreduce kernels would wait for ranks that are not there),
+ * unless an estimated profile only prices its plan */
+static void test_job_ranks_graph_alone(void **state)
+{
+	(void)state;
+	atm_graph *g = tiny("tiny_mlp"), *g2 = NULL;
+	assert_int_equal(atm_graph_with_allreduce(g, 2, 0, &g2), ATM_OK);
+	char path[128], cache[128];
+	atm_job_opts o = opts("ranks.json", path, sizeof path);
+	snprintf(cache, sizeof cache, "%s/ranks-profiles.json", dir);
+	o.cache = cache;
+	o.results_path = NULL;
+	o.optimize = true;
+	o.formulation = ATM_OPT_SYNCHRONOUS;
+	o.ratio_slow = 4;
+	o.ratio_fast = 1;
+	atm_job *j = (atm_job *)1;
+	assert_int_equal(atm_job_new(&j, g2, &o), ATM_E_UNSUPPORTED);
+	assert_null(j);
+	assert_non_null(strstr(atm_errmsg(), "averages its gradients over 2 ranks"));
+	assert_non_null(strstr(atm_errmsg(), "mpirun -np 2"));
+	assert_int_equal(access(cache, F_OK), -1); /* nothing profiled */
+	o.estimate = true;
+	assert_int_equal(atm_job_new(&j, g2, &o), ATM_OK);
+	atm_job_destroy(j);
+	atm_graph_destroy(g2);
+	atm_graph_destroy(g);
+}
+
 /* test_job_drift_recorded -- the optimizer's all-fast measures the drift against the profile's
  * calibration step of the graph, and a comparison with all-fast gives every placement the same
  * one; the results record both */
@@ -415,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_job_compare_without_all_fast),
 		cmocka_unit_test(test_job_drift_note),
 		cmocka_unit_test(test_job_drift_recorded),
+		cmocka_unit_test(test_job_ranks_graph_alone),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
