@@ -304,6 +304,16 @@ atm_status opt_record_workspaces(atm_plan *p, const atm_profile *prof, const atm
 atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
                           atm_opt_formulation f, const atm_opt_options *o);
 
+/* starts.c */
+/* opt_starts_apply -- after the planner's attempt (rc, *out: its plan when rc >= 0) at limit: the
+ * fastest of o's starts that fits limit replaces *out when strictly faster, or stands for it when
+ * the planner found none (rc ATM_E_INFEASIBLE); rep's start fields say what became of them. A
+ * start of another graph or formulation ends the plan with ATM_E_INPUT; any other failure of the
+ * planner's (rc) is returned as it is */
+atm_status opt_starts_apply(atm_status rc, atm_plan **out, const atm_graph *g,
+                            const atm_profile *prof, int64_t limit, atm_opt_formulation f,
+                            const atm_opt_options *o, atm_opt_report *rep);
+
 /* baselines.c */
 atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *prof, int64_t limit,
                         atm_opt_formulation f, const atm_opt_options *o);

@@ -700,14 +700,14 @@ static double predicted(const atm_plan *p)
 	return atm_plan_info_get(p)->predicted_runtime_s;
 }
 
-/* atm_opt_plan -- with recomputation allowed, the program only widens, so its optimum is never
+/* plan_recompute -- with recomputation allowed, the program only widens, so its optimum is never
  * slower than the one without; but a time limit, the gap and the defragmentation rounds (each
  * round a program of its own) can end it on a plan slower than the one without. So that plan
  * is made too, first, in RECOMPUTE_BASE_SHARE of the time, and the faster of the two is kept
  * (docs/optimizer.md, "Recomputation"). */
-atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
-                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
-                        atm_opt_report *rep)
+static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                                 int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                                 atm_opt_report *rep)
 {
 	if (!o_in || !o_in->recompute || f < 0 || f >= ATM_OPT_N_FORMULATIONS ||
 	    !atm_opt_is_ilp(f) || limit <= 0 || !g || !prof)
@@ -743,6 +743,23 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		fprintf(stderr, "optimizer: the plan without recomputation (%.6f s) is kept: the one "
 		        "with it was %s\n", predicted(base), rc < 0 ? "not found" : "slower");
 	return ATM_OK;
+}
+
+/* atm_opt_plan -- the plan found at this limit, or the fastest of the options' start plans where
+ * that is predicted faster (docs/optimizer.md, "Monotone in the budget") */
+atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                        atm_opt_report *rep)
+{
+	atm_opt_report local;
+	atm_opt_report *r = rep ? rep : &local;
+	if (o_in && (o_in->n_starts < 0 || (o_in->n_starts > 0 && !o_in->starts))) {
+		*out = NULL;
+		return atm_err(ATM_E_USAGE, "%d start plans is not valid; expected 0 or more, given",
+		               o_in->n_starts);
+	}
+	atm_status rc = plan_recompute(out, g, prof, limit, f, o_in, r);
+	return opt_starts_apply(rc, out, g, prof, limit, f, o_in, r);
 }
 
 atm_status atm_opt_least_limit(const atm_graph *g, const atm_profile *prof,
