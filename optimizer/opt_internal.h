@@ -305,6 +305,12 @@ atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t l
                           atm_opt_formulation f, const atm_opt_options *o);
 
 /* starts.c */
+/* opt_solution_from_plan -- plan p (of m's graph) as a placement of m in s: *ok when its places,
+ * moves, recomputations and algorithms are a path of m's gates and choices that writes p back
+ * exactly (opt_solution_to_plan); false otherwise (a plan of another model: other pinned
+ * tensors, gates, candidates), s then meaningless. Errors only for memory */
+atm_status opt_solution_from_plan(const struct model *m, const atm_plan *p, struct solution *s,
+                                  bool *ok);
 /* opt_starts_apply -- after the planner's attempt (rc, *out: its plan when rc >= 0) at limit: the
  * fastest of o's starts that fits limit replaces *out when strictly faster, or stands for it when
  * the planner found none (rc ATM_E_INFEASIBLE); rep's start fields say what became of them. A

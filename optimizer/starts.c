@@ -71,6 +71,158 @@ atm_status atm_opt_start_check(const atm_plan *start, const atm_graph *g, const 
 	return ATM_OK;
 }
 
+/* tensor_moves -- the moves of tensor x in p, in p's order (after, then blocking before
+ * overlapped), into idx; how many */
+static int32_t tensor_moves(const atm_plan *p, int32_t x, int32_t *idx)
+{
+	int32_t n = 0;
+	for (int32_t i = 0; i < atm_plan_n_moves(p); i++)
+		if (atm_plan_move(p, i)->tensor == x)
+			idx[n++] = i;
+	return n;
+}
+
+/* gate_takes -- move mv is the move tensor state from takes at gate g (as opt_solution_to_plan
+ * writes it: an overlapped gate's drop of a valid copy is a blocking move after the node) */
+static bool gate_takes(const struct gate *g, const atm_move *mv, uint8_t from)
+{
+	if (g->kind == G_SYNC)
+		return !mv->async && mv->after == g->at;
+	if (g->kind != G_ASYNC)
+		return false;
+	return (mv->async && mv->after == g->at - 1) ||
+	       (!mv->async && mv->after == g->at && mv->to == ATM_LOC_SLOW && from == ST_B);
+}
+
+/* tensor_states -- movable tensor x's states under p's initial location and moves, gate by gate:
+ * a gate takes the tensor's next move where it allows that edge, else the tensor stays (or,
+ * after an in-place write, goes from B to F); false when p's moves are no path of x's gates */
+static bool tensor_states(const struct model *m, const atm_plan *p, int32_t x, int32_t *idx,
+                          struct solution *s)
+{
+	const struct tmodel *t = &m->t[x];
+	int32_t n = tensor_moves(p, x, idx), next = 0;
+	bool fast = atm_plan_location(p, x) == ATM_LOC_FAST;
+	s->pinned[x] = t->persistent && fast && n == 0;
+	if (s->pinned[x])
+		return true;
+	uint8_t st = fast ? ST_F : ST_S;
+	if (!(t->gates[0].edges >> EDGE(ST_S, st) & 1u))
+		return false;
+	s->st[t->ph_off] = st;
+	for (int32_t i = 1; i < t->n_gates; i++) {
+		const struct gate *g = &t->gates[i];
+		uint8_t to = st;
+		if (next < n && gate_takes(g, atm_plan_move(p, idx[next]), st)) {
+			uint8_t moved = atm_plan_move(p, idx[next])->to == ATM_LOC_FAST ? ST_B : ST_S;
+			if (moved != st && (g->edges >> EDGE(st, moved) & 1u)) {
+				to = moved;
+				next++;
+			}
+		}
+		if (to == st && !(g->edges >> EDGE(st, st) & 1u))
+			to = st == ST_B ? ST_F : to; /* after an in-place write the slow copy is stale */
+		if (!(g->edges >> EDGE(st, to) & 1u))
+			return false;
+		s->st[t->ph_off + i] = st = to;
+	}
+	return next == n;
+}
+
+/* same_plan -- a and b (plans of one graph) have the same places, moves and recomputations */
+static bool same_plan(const atm_plan *a, const atm_plan *b)
+{
+	const atm_graph *g = atm_plan_graph(a);
+	if (atm_plan_n_moves(a) != atm_plan_n_moves(b) ||
+	    atm_plan_n_recomputes(a) != atm_plan_n_recomputes(b))
+		return false;
+	for (int32_t x = 0; x < atm_graph_n_tensors(g); x++)
+		if (atm_plan_location(a, x) != atm_plan_location(b, x))
+			return false;
+	for (int32_t i = 0; i < atm_plan_n_moves(a); i++) {
+		const atm_move *u = atm_plan_move(a, i), *v = atm_plan_move(b, i);
+		if (u->tensor != v->tensor || u->to != v->to || u->after != v->after ||
+		    u->async != v->async || (u->async && u->until != v->until))
+			return false;
+	}
+	for (int32_t i = 0; i < atm_plan_n_recomputes(a); i++) {
+		const atm_recompute *u = atm_plan_recompute(a, i), *v = atm_plan_recompute(b, i);
+		if (u->tensor != v->tensor || u->drop_after != v->drop_after || u->before != v->before)
+			return false;
+	}
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
+		if (atm_plan_algo(a, k) != atm_plan_algo(b, k))
+			return false;
+	return true;
+}
+
+/* solution_algos_rc -- p's algorithms and recomputations as s's choices in m; false when m has
+ * no such choice */
+static bool solution_algos_rc(const struct model *m, const atm_plan *p, struct solution *s)
+{
+	const atm_graph *g = m->g;
+	for (int32_t k = 0; k < m->n_nodes; k++) {
+		const struct nmodel *nm = &m->n[k];
+		int j = 0;
+		if (m->o.device_only)
+			while (j < nm->n_algo && nm->algos[j] != atm_plan_algo(p, k))
+				j++;
+		if (m->o.device_only && j == nm->n_algo)
+			return false;
+		s->algo[k] = (uint8_t)j;
+	}
+	memset(s->rc, 0, (size_t)(m->n_rc ? m->n_rc : 1));
+	for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++) {
+		const atm_recompute *r = atm_plan_recompute(p, i);
+		int32_t c = 0;
+		if (atm_recompute_is_link(g, r))
+			continue; /* made for the chains that read it */
+		while (c < m->n_rc && !(m->rc[c].t == r->tensor && m->rc[c].d == r->drop_after &&
+		                        m->rc[c].u == r->before))
+			c++;
+		if (c == m->n_rc)
+			return false;
+		s->rc[c] = 1;
+	}
+	return true;
+}
+
+atm_status opt_solution_from_plan(const struct model *m, const atm_plan *p, struct solution *s,
+                                  bool *ok)
+{
+	atm_plan *back = NULL;
+	int32_t *idx = malloc(((size_t)atm_plan_n_moves(p) + 1) * sizeof *idx);
+	atm_status rc = ATM_OK;
+	*ok = false;
+	if (!idx)
+		return atm_err(ATM_E_NOMEM, "out of memory reading a start plan");
+	if (atm_plan_graph(p) != m->g)
+		goto done;
+	for (int32_t x = 0; x < m->n_tensors; x++) {
+		const struct tmodel *t = &m->t[x];
+		bool fast = atm_plan_location(p, x) == ATM_LOC_FAST;
+		s->pinned[x] = false;
+		if (t->cls == TC_MOVABLE ? !tensor_states(m, p, x, idx, s)
+		                         : tensor_moves(p, x, idx) || fast != (t->cls == TC_FAST))
+			goto done;
+	}
+	if (!solution_algos_rc(m, p, s))
+		goto done;
+	/* the placement says the plan exactly when it writes the plan back */
+	if ((rc = atm_plan_new(&back, m->g)) < 0 || (rc = opt_solution_to_plan(m, s, back)) < 0) {
+		if (rc != ATM_E_NOMEM) {
+			atm_err_clear();
+			rc = ATM_OK;
+		}
+		goto done;
+	}
+	*ok = same_plan(p, back);
+done:
+	atm_plan_destroy(back);
+	free(idx);
+	return rc;
+}
+
 /* The fastest start that fits, and what became of the others. */
 struct best_start {
 	atm_plan *p;      /* re-labelled with the limit; NULL: none fits */

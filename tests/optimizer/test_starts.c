@@ -1,4 +1,5 @@
 /* test_starts.c -- plans monotone in the budget: start plans from smaller limits, and sweeps */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "atm_optimizer.h"
 #include "atm_zoo.h"
+#include "../optimizer/opt_internal.h"
 #include "optimizer/synth.h"
 
 /* A fine sweep, smallest fast memory first: slow:fast ratios from 40:1 to 1:1. */
@@ -67,13 +69,13 @@ static double predicted(const atm_plan *p)
 	return atm_plan_info_get(p)->predicted_runtime_s;
 }
 
-/* alone -- every limit of the sweep planned on its own, no starts, into pred */
-static void alone(const struct net *n, atm_opt_formulation f, double *pred)
+/* alone -- every limit of the sweep planned on its own with options o, no starts, into pred */
+static void alone(const struct net *n, atm_opt_formulation f, const atm_opt_options *o,
+                  double *pred)
 {
-	atm_opt_options o = loose();
 	for (int i = 0; i < N_SWEEP; i++) {
 		atm_plan *p = NULL;
-		if (atm_opt_plan(&p, n->g, n->prof, n->limit[i], f, &o, NULL) < 0)
+		if (atm_opt_plan(&p, n->g, n->prof, n->limit[i], f, o, NULL) < 0)
 			fail_msg("%g:%g %s: %s", SWEEP[i][0], SWEEP[i][1], atm_opt_formulation_name(f),
 			         atm_errmsg());
 		pred[i] = predicted(p);
@@ -104,7 +106,7 @@ static void sweep_monotone(void **state, atm_opt_formulation f)
 	int64_t limits[N_SWEEP];
 	double pred[N_SWEEP];
 	int i, j;
-	alone(n, f, pred);
+	alone(n, f, &o, pred);
 	if (!slower_pair(pred, &i, &j))
 		fail_msg("%s: planned alone the sweep is monotone already: it tests nothing",
 		         atm_opt_formulation_name(f));
@@ -144,33 +146,52 @@ static void test_starts_sweep_monotone_asynchronous(void **state)
 	sweep_monotone(state, ATM_OPT_ASYNCHRONOUS);
 }
 
-/* plan_at -- f's plan at limit with the loose options and the given starts */
-static atm_status plan_at(const struct net *n, int64_t limit, atm_opt_formulation f,
-                          const atm_plan *const *starts, int n_starts, atm_plan **p,
-                          atm_opt_report *rep)
+/* plan_with -- f's plan at limit with options o and the given starts */
+static atm_status plan_with(const struct net *n, atm_opt_options o, int64_t limit,
+                            atm_opt_formulation f, const atm_plan *const *starts, int n_starts,
+                            atm_plan **p, atm_opt_report *rep)
 {
-	atm_opt_options o = loose();
 	o.starts = starts;
 	o.n_starts = n_starts;
 	return atm_opt_plan(p, n->g, n->prof, limit, f, &o, rep);
 }
 
+/* plan_at -- f's plan at limit with the loose options and the given starts */
+static atm_status plan_at(const struct net *n, int64_t limit, atm_opt_formulation f,
+                          const atm_plan *const *starts, int n_starts, atm_plan **p,
+                          atm_opt_report *rep)
+{
+	return plan_with(n, loose(), limit, f, starts, n_starts, p, rep);
+}
+
+/* unseeded -- the loose options without the solver's start (no_seed): neither the heuristic's
+ * plan nor a start plan is its incumbent, so the plan found is the solver's alone */
+static atm_opt_options unseeded(void)
+{
+	atm_opt_options o = loose();
+	o.no_seed = true;
+	return o;
+}
+
 /* test_starts_incumbent_taken -- where the plan found at a larger limit is slower than a smaller
- * limit's, the smaller limit's plan is returned, re-labelled with the larger limit, its status
- * and the report saying where it came from and why */
+ * limit's (the solver unseeded, so that the start is not its incumbent), the smaller limit's
+ * plan is returned, re-labelled with the larger limit, its status and the report saying where
+ * it came from and why */
 static void test_starts_incumbent_taken(void **state)
 {
 	const struct net *n = *state;
 	const atm_opt_formulation f = ATM_OPT_SYNCHRONOUS;
+	const atm_opt_options o = unseeded();
 	double pred[N_SWEEP];
 	int i, j;
-	alone(n, f, pred);
-	assert_true(slower_pair(pred, &i, &j));
+	alone(n, f, &o, pred);
+	if (!slower_pair(pred, &i, &j))
+		fail_msg("unseeded, the synchronous sweep is monotone already: it tests nothing");
 	atm_plan *small = NULL, *big = NULL;
 	atm_opt_report rep;
-	assert_int_equal(plan_at(n, n->limit[i], f, NULL, 0, &small, NULL), ATM_OK);
+	assert_int_equal(plan_with(n, o, n->limit[i], f, NULL, 0, &small, NULL), ATM_OK);
 	const atm_plan *starts[] = {small};
-	assert_int_equal(plan_at(n, n->limit[j], f, starts, 1, &big, &rep), ATM_OK);
+	assert_int_equal(plan_with(n, o, n->limit[j], f, starts, 1, &big, &rep), ATM_OK);
 	assert_int_equal(rep.start_used, 0);
 	assert_int_equal(rep.n_starts_fit, 1);
 	assert_true(rep.found_s > rep.start_s);
@@ -192,6 +213,90 @@ static void test_starts_incumbent_taken(void **state)
 	assert_true(chk.predicted_s == predicted(big));
 	atm_plan_destroy(big);
 	atm_plan_destroy(small);
+}
+
+/* test_starts_seed -- a start plan that is a placement of the larger limit's model is the solver's
+ * incumbent: where the smaller limit's plan was faster than the larger limit's found alone, the
+ * plan found with it as a start is no slower than it, found by the search from it (the plan
+ * found, not the start put back) */
+static void test_starts_seed(void **state)
+{
+	const struct net *n = *state;
+	const atm_opt_options o = loose();
+	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		double pred[N_SWEEP];
+		int i, j;
+		alone(n, (atm_opt_formulation)f, &o, pred);
+		assert_true(slower_pair(pred, &i, &j));
+		atm_plan *small = NULL, *big = NULL;
+		atm_opt_report rep;
+		assert_int_equal(plan_at(n, n->limit[i], f, NULL, 0, &small, NULL), ATM_OK);
+		const atm_plan *starts[] = {small};
+		assert_int_equal(plan_at(n, n->limit[j], f, starts, 1, &big, &rep), ATM_OK);
+		if (!(rep.found_s <= rep.start_s * (1 + 1e-12)))
+			fail_msg("%s: %.9f s found from the start, slower than the start's %.9f s",
+			         atm_opt_formulation_name(f), rep.found_s, rep.start_s);
+		assert_int_equal(rep.start_used, -1);
+		assert_true(predicted(big) < pred[j]);
+		assert_string_not_equal(atm_plan_info_get(big)->solver_status, ATM_OPT_STATUS_START);
+		atm_plan_destroy(big);
+		atm_plan_destroy(small);
+	}
+}
+
+/* as_placement -- every plan of f made for each limit of the sweep, and with recomputation on
+ * tiny_cnn, read back as a placement of the model at the sweep's largest limit: exactly (it
+ * writes the plan back) and at the price the checker gives it */
+static void as_placement(const atm_graph *g, const atm_profile *prof, const int64_t *limits,
+                         int n, bool recompute)
+{
+	for (int f = ATM_OPT_STATIC; f <= ATM_OPT_ASYNCHRONOUS; f++) {
+		atm_opt_options o = loose();
+		o.recompute = recompute;
+		struct model *m = NULL;
+		struct solution s = {0};
+		assert_int_equal(opt_model_new(&m, g, prof, (atm_opt_formulation)f, &o, limits[n - 1],
+		                               NULL), ATM_OK);
+		assert_int_equal(opt_solution_new(m, &s), ATM_OK);
+		for (int i = 0; i < n; i++) {
+			atm_plan *p = NULL;
+			bool ok = false;
+			assert_int_equal(atm_opt_plan(&p, g, prof, limits[i], f, &o, NULL), ATM_OK);
+			assert_int_equal(opt_solution_from_plan(m, p, &s, &ok), ATM_OK);
+			if (!ok)
+				fail_msg("%s%s at %lld bytes: the plan is no placement of the model at %lld",
+				         atm_opt_formulation_name(f), recompute ? "+recompute" : "",
+				         (long long)limits[i], (long long)limits[n - 1]);
+			double c = opt_solution_cost(m, &s);
+			if (fabs(c - predicted(p)) > 1e-9 * predicted(p))
+				fail_msg("%s at %lld bytes: the model prices it %.12f s, the checker %.12f s",
+				         atm_opt_formulation_name(f), (long long)limits[i], c, predicted(p));
+			atm_plan_destroy(p);
+		}
+		opt_solution_free(&s);
+		opt_model_destroy(m);
+	}
+}
+
+/* test_starts_plan_as_placement -- the plans of tiny_mlp's sweep, and of tiny_cnn's with
+ * recomputation at 8:1, 4:1 and 2:1, are placements of the largest limit's model */
+static void test_starts_plan_as_placement(void **state)
+{
+	const struct net *n = *state;
+	as_placement(n->g, n->prof, n->limit, N_SWEEP, false);
+	atm_graph *g = NULL;
+	atm_profile *prof = NULL;
+	atm_zoo_opts zo = {.batch = 4};
+	int64_t limits[3];
+	const double ratios[][2] = {{8, 1}, {4, 1}, {2, 1}};
+	assert_int_equal(atm_zoo_build(&g, "tiny_cnn", &zo), ATM_OK);
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(atm_opt_limit_from_ratio(g, ratios[i][0], ratios[i][1], &limits[i]),
+		                 ATM_OK);
+	as_placement(g, prof, limits, 3, true);
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
 }
 
 /* test_starts_found_kept -- a start slower than the plan found (the least limit's, everything
@@ -290,6 +395,8 @@ int main(void)
 		cmocka_unit_test(test_starts_sweep_monotone_synchronous),
 		cmocka_unit_test(test_starts_sweep_monotone_asynchronous),
 		cmocka_unit_test(test_starts_incumbent_taken),
+		cmocka_unit_test(test_starts_seed),
+		cmocka_unit_test(test_starts_plan_as_placement),
 		cmocka_unit_test(test_starts_found_kept),
 		cmocka_unit_test(test_starts_not_fitting_ignored),
 		cmocka_unit_test(test_starts_other_formulation_refused),
