@@ -87,22 +87,16 @@ atm_status job_starts_fit(atm_job *j, const atm_opt_options *oo, const atm_plan 
 void job_starts_said(const atm_job *j, const int *map)
 {
 	const atm_opt_report *r = &j->rep;
-	char a[32], b[32];
+	char a[32], b[32], found[96] = "no plan was found here";
 	if (j->o.quiet || r->start_used < 0)
 		return;
 	int64_t from = atm_plan_info_get(j->starts[map[r->start_used]])->fast_limit_bytes;
 	if (r->found_s >= 0)
-		fprintf(stderr, "autotm %s: --start %s's plan (planned for %s) is kept, re-labelled with "
-		        "this limit (%s): predicted %.9g s, where the plan found here was %.9g s\n",
-		        j->who, j->o.starts[map[r->start_used]],
-		        from ? atm_format_bytes(from, a, sizeof a) : "no limit",
-		        j->limit ? atm_format_bytes(j->limit, b, sizeof b) : "none", r->start_s, r->found_s);
-	else
-		fprintf(stderr, "autotm %s: --start %s's plan (planned for %s) is kept, re-labelled with "
-		        "this limit (%s): predicted %.9g s; no plan was found here\n", j->who,
-		        j->o.starts[map[r->start_used]],
-		        from ? atm_format_bytes(from, a, sizeof a) : "no limit",
-		        j->limit ? atm_format_bytes(j->limit, b, sizeof b) : "none", r->start_s);
+		snprintf(found, sizeof found, "the plan found here was %.9g s", r->found_s);
+	fprintf(stderr, "autotm %s: --start %s's plan (planned for %s) is kept, re-labelled with this "
+	        "limit (%s): predicted %.9g s; %s\n", j->who, j->o.starts[map[r->start_used]],
+	        from ? atm_format_bytes(from, a, sizeof a) : "no limit",
+	        j->limit ? atm_format_bytes(j->limit, b, sizeof b) : "none", r->start_s, found);
 }
 
 atm_status job_plans_out(const atm_job *j)

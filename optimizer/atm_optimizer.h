@@ -176,7 +176,10 @@ typedef struct {
  * and the smallest limit that could work), ATM_E_NOTFOUND for a kernel configuration or move
  * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options,
  * ATM_E_INTERRUPTED when o->stop was set, ATM_E_UNSUPPORTED when o->solver is not built in,
- * ATM_E_IO when o->write_model cannot be written. rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
+ * ATM_E_IO when o->write_model cannot be written, ATM_E_INPUT (before any work) for a start plan
+ * (o->starts) of another graph or formulation. With starts, the plan returned is never predicted
+ * slower than the fastest start that fits limit: that start, re-labelled, where it is faster than
+ * the plan found or none was found (rep's start fields say which and why). rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
 atm_status atm_opt_plan(atm_plan **plan, const atm_graph *g, const atm_profile *prof,
                         int64_t fast_limit_bytes, atm_opt_formulation f, const atm_opt_options *o,
                         atm_opt_report *rep);

@@ -305,6 +305,9 @@ atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t l
                           atm_opt_formulation f, const atm_opt_options *o);
 
 /* starts.c */
+/* opt_starts_match -- every start of o is a plan of g itself with formulation f: ATM_E_INPUT
+ * naming the first that is not (before any work), ATM_E_USAGE for a bad count */
+atm_status opt_starts_match(const atm_graph *g, atm_opt_formulation f, const atm_opt_options *o);
 /* opt_solution_from_plan -- plan p (of m's graph) as a placement of m in s: *ok when its places,
  * moves, recomputations and algorithms are a path of m's gates and choices that writes p back
  * exactly (opt_solution_to_plan); false otherwise (a plan of another model: other pinned

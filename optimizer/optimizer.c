@@ -508,16 +508,17 @@ done:
 	return rc;
 }
 
-/* start_seed -- a first round also starts from the options' start plans (a smaller limit's, which
- * fit this one) that are placements of this model within its limits: the cheapest of them, where
- * it is cheaper than the start the round has, is the solver's incumbent, so that the search
- * begins no worse than the smaller limit ended */
+/* start_seed -- every round also starts from the options' start plans (a smaller limit's, which
+ * fit this one and its arena) that are placements of this round's model within its limits: the
+ * cheapest of them, where it is cheaper than the start the round has, is the solver's incumbent,
+ * so that the search begins no worse than the smaller limit ended. In a round tightened for
+ * fragmentation it is what the warm start cannot be: a plan known to fit the arena */
 static atm_status start_seed(struct defrag *d, int round)
 {
 	struct solution s = {0};
 	atm_status rc = ATM_OK;
 	d->started = false;
-	if (round > 0 || d->o.n_starts <= 0 || d->o.no_seed || d->m->n_movable == 0)
+	if (d->o.n_starts <= 0 || d->o.no_seed || d->m->n_movable == 0)
 		return ATM_OK;
 	if ((rc = opt_solution_new(d->m, &s)) < 0)
 		return rc;
@@ -792,12 +793,12 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 {
 	atm_opt_report local;
 	atm_opt_report *r = rep ? rep : &local;
-	if (o_in && (o_in->n_starts < 0 || (o_in->n_starts > 0 && !o_in->starts))) {
-		*out = NULL;
-		return atm_err(ATM_E_USAGE, "%d start plans is not valid; expected 0 or more, given",
-		               o_in->n_starts);
-	}
-	atm_status rc = plan_recompute(out, g, prof, limit, f, o_in, r);
+	atm_status rc = ATM_OK;
+	*out = NULL;
+	/* a start of another graph or formulation is refused before any work */
+	if (g && f >= 0 && f < ATM_OPT_N_FORMULATIONS && (rc = opt_starts_match(g, f, o_in)) < 0)
+		return rc;
+	rc = plan_recompute(out, g, prof, limit, f, o_in, r);
 	return opt_starts_apply(rc, out, g, prof, limit, f, o_in, r);
 }
 

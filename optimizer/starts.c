@@ -24,19 +24,12 @@ static atm_status plan_copy(const atm_plan *p, atm_plan **out)
 	return rc;
 }
 
-atm_status atm_opt_start_check(const atm_plan *start, const atm_graph *g, const atm_profile *prof,
-                               int64_t limit, atm_opt_formulation f, const atm_opt_options *o,
-                               atm_plan **out, double *predicted_s)
+/* start_matches -- start is a plan of g itself with formulation f (as o says it), or ATM_E_INPUT
+ * naming what differs */
+static atm_status start_matches(const atm_plan *start, const atm_graph *g, atm_opt_formulation f,
+                                const atm_opt_options *o)
 {
-	char want[48], a[32], b[32];
-	atm_opt_check_result chk;
-	atm_plan *p = NULL;
-	atm_status rc;
-	if (out)
-		*out = NULL;
-	if (!start || !g || !prof || f < 0 || f >= ATM_OPT_N_FORMULATIONS || limit < 0)
-		return atm_err(ATM_E_USAGE, "atm_opt_start_check needs a start plan, a graph, a profile, "
-		               "a formulation and a limit >= 0");
+	char want[48];
 	const atm_plan_info *si = atm_plan_info_get(start);
 	if (atm_plan_graph(start) != g)
 		return atm_err(ATM_E_INPUT, "the start plan is a plan of '%s', not of the graph being "
@@ -46,6 +39,39 @@ atm_status atm_opt_start_check(const atm_plan *start, const atm_graph *g, const 
 	if (strcmp(si->formulation, want))
 		return atm_err(ATM_E_INPUT, "the start plan is a %s plan; this plan is %s, and a start "
 		               "must be a plan of the same formulation", si->formulation, want);
+	return ATM_OK;
+}
+
+atm_status opt_starts_match(const atm_graph *g, atm_opt_formulation f, const atm_opt_options *o)
+{
+	atm_status rc = ATM_OK;
+	if (o && (o->n_starts < 0 || (o->n_starts > 0 && !o->starts)))
+		return atm_err(ATM_E_USAGE, "%d start plans is not valid; expected 0 or more, given",
+		               o->n_starts);
+	for (int i = 0; o && i < o->n_starts && rc == ATM_OK; i++)
+		if (!o->starts[i])
+			rc = atm_err(ATM_E_USAGE, "start %d is NULL; expected a plan", i);
+		else if ((rc = start_matches(o->starts[i], g, f, o)) < 0)
+			atm_err_prefix(rc, "start %d: ", i);
+	return rc;
+}
+
+atm_status atm_opt_start_check(const atm_plan *start, const atm_graph *g, const atm_profile *prof,
+                               int64_t limit, atm_opt_formulation f, const atm_opt_options *o,
+                               atm_plan **out, double *predicted_s)
+{
+	char a[32], b[32];
+	atm_opt_check_result chk;
+	atm_plan *p = NULL;
+	atm_status rc;
+	if (out)
+		*out = NULL;
+	if (!start || !g || !prof || f < 0 || f >= ATM_OPT_N_FORMULATIONS || limit < 0)
+		return atm_err(ATM_E_USAGE, "atm_opt_start_check needs a start plan, a graph, a profile, "
+		               "a formulation and a limit >= 0");
+	const atm_plan_info *si = atm_plan_info_get(start);
+	if ((rc = start_matches(start, g, f, o)) < 0)
+		return rc;
 	if ((rc = plan_copy(start, &p)) < 0)
 		return rc;
 	/* re-labelled with the new limit, it is laid out again (atm_schedule_new) and checked */
@@ -268,25 +294,27 @@ static atm_status best_start(const atm_graph *g, const atm_profile *prof, int64_
 }
 
 /* take_start -- the start b in place of found (NULL: the planner found none): the solver's
- * figures of this limit's work and a status that says where the plan came from */
-static void take_start(struct best_start *b, atm_plan **found, atm_opt_report *rep)
+ * figures of this limit's work (rep's rounds, found or not) and a status that says where the
+ * plan came from */
+static void take_start(struct best_start *b, atm_plan **found, const atm_profile *prof,
+                       atm_opt_report *rep)
 {
 	atm_plan_info *info = atm_plan_info_of(b->p);
 	double bound = -1;
-	if (*found) {
-		const atm_plan_info *fi = atm_plan_info_get(*found);
-		info->creation_s = fi->creation_s;
-		info->solve_s = fi->solve_s;
-		info->n_rounds = fi->n_rounds;
-		memcpy(info->round_creation_s, fi->round_creation_s, sizeof info->round_creation_s);
-		memcpy(info->round_solve_s, fi->round_solve_s, sizeof info->round_solve_s);
-		snprintf(info->solver, sizeof info->solver, "%s", fi->solver);
-		info->estimated = fi->estimated;
+	info->n_rounds = rep->n_rounds;
+	info->creation_s = info->solve_s = rep->n_rounds ? 0 : -1;
+	for (int i = 0; i < rep->n_rounds; i++) {
+		info->creation_s += info->round_creation_s[i] = rep->rounds[i].creation_s;
+		info->solve_s += info->round_solve_s[i] = rep->rounds[i].solve_s;
 	}
+	snprintf(info->solver, sizeof info->solver, "%s", rep->solver);
+	info->estimated = atm_profile_machine_get(prof)->estimated;
 	if (rep->n_rounds > 0)
 		bound = rep->rounds[rep->n_rounds - 1].bound_s;
 	info->mip_gap = bound > 0 && b->s > 0 ? (b->s > bound ? (b->s - bound) / b->s : 0) : -1;
 	snprintf(info->solver_status, sizeof info->solver_status, "%s", ATM_OPT_STATUS_START);
+	/* the start's ratio gave its own limit, not this one: the caller says this one's */
+	info->ratio_slow = info->ratio_fast = 0;
 	atm_plan_destroy(*found);
 	*found = b->p;
 	b->p = NULL;
@@ -333,7 +361,7 @@ atm_status opt_starts_apply(atm_status rc, atm_plan **out, const atm_graph *g,
 		         "predicted %.9g s, faster than the %.9g s of the plan found at %s", b.i, from,
 		         b.s, rep->found_s, limit ? atm_format_bytes(limit, c, sizeof c) : "no limit");
 	rep->start_used = b.i;
-	take_start(&b, out, rep);
+	take_start(&b, out, prof, rep);
 	atm_err_clear();
 	if (o->verbosity)
 		fprintf(stderr, "optimizer: %s\n", rep->start_note);
@@ -356,7 +384,7 @@ atm_status atm_opt_plan_sweep(atm_plan **plans, const atm_graph *g, const atm_pr
 {
 	atm_opt_options oo;
 	const atm_plan **starts = NULL;
-	int *order = NULL, n_found = 0;
+	int *order = NULL, n_found = 0, n_own;
 	atm_status rc = ATM_OK, last = ATM_OK;
 	if (o)
 		oo = *o;
@@ -367,16 +395,16 @@ atm_status atm_opt_plan_sweep(atm_plan **plans, const atm_graph *g, const atm_pr
 		               "for a plan of each");
 	for (int i = 0; i < n; i++)
 		plans[i] = NULL;
-	if (oo.n_starts < 0 || (oo.n_starts > 0 && !oo.starts))
-		return atm_err(ATM_E_USAGE, "%d start plans is not valid; expected 0 or more, given",
-		               oo.n_starts);
+	if (g && f >= 0 && f < ATM_OPT_N_FORMULATIONS && (rc = opt_starts_match(g, f, &oo)) < 0)
+		return rc;
+	n_own = oo.n_starts;
 	order = malloc((size_t)n * sizeof *order);
-	starts = malloc(((size_t)oo.n_starts + (size_t)n) * sizeof *starts);
+	starts = malloc(((size_t)n_own + 1) * sizeof *starts);
 	if (!order || !starts) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory planning a sweep of %d limits", n);
 		goto done;
 	}
-	for (int i = 0; i < oo.n_starts; i++)
+	for (int i = 0; i < n_own; i++)
 		starts[i] = oo.starts[i];
 	/* smallest limit first (insertion sort: a sweep is a few dozen limits) */
 	for (int i = 0; i < n; i++) {
@@ -387,8 +415,9 @@ atm_status atm_opt_plan_sweep(atm_plan **plans, const atm_graph *g, const atm_pr
 	}
 	for (int k = 0; k < n; k++) {
 		int i = order[k];
+		/* the last plan found is no slower than any before it, and fits this limit */
 		oo.starts = starts;
-		oo.n_starts = (o ? o->n_starts : 0) + n_found;
+		oo.n_starts = n_own + (n_found > 0);
 		rc = atm_opt_plan(&plans[i], g, prof, limits[i], f, &oo, reps ? &reps[i] : NULL);
 		if (rc == ATM_E_INFEASIBLE) {
 			/* this limit has no plan; the larger ones may */
@@ -400,7 +429,8 @@ atm_status atm_opt_plan_sweep(atm_plan **plans, const atm_graph *g, const atm_pr
 		}
 		if (rc < 0)
 			goto done;
-		starts[(o ? o->n_starts : 0) + n_found++] = plans[i];
+		starts[n_own] = plans[i];
+		n_found++;
 	}
 	rc = n_found ? ATM_OK : last;
 	if (rc == ATM_OK)

@@ -201,6 +201,10 @@ static void test_starts_incumbent_taken(void **state)
 	assert_int_equal(info->fast_limit_bytes, n->limit[j]);
 	assert_string_equal(info->formulation, "synchronous");
 	assert_string_equal(info->solver_status, ATM_OPT_STATUS_START);
+	/* the solver's figures are this limit's work, not the start's */
+	assert_int_equal(info->n_rounds, rep.n_rounds);
+	assert_true(info->round_solve_s[0] == rep.rounds[0].solve_s);
+	assert_string_equal(info->solver, rep.solver);
 	assert_non_null(strstr(rep.start_note, "start 0 (planned for "));
 	assert_non_null(strstr(rep.start_note, "taken: predicted"));
 	assert_non_null(strstr(rep.start_note, "faster than the"));
