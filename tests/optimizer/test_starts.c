@@ -14,6 +14,7 @@
 #include "atm_zoo.h"
 #include "../optimizer/opt_internal.h"
 #include "optimizer/synth.h"
+#include "optimizer/tight_graph.h"
 
 /* A fine sweep, smallest fast memory first: slow:fast ratios from 40:1 to 1:1. */
 static const double SWEEP[][2] = {{40, 1}, {30, 1}, {20, 1}, {16, 1}, {12, 1}, {10, 1}, {8, 1},
@@ -303,6 +304,42 @@ static void test_starts_plan_as_placement(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_starts_stand_where_none_found -- where no plan is found (one defragmentation round, whose
+ * plan fits no layout), a start that fits stands: the plan with 16 rounds, given as the start of
+ * the plan with one, is that plan's, its report saying so */
+static void test_starts_stand_where_none_found(void **state)
+{
+	(void)state;
+	atm_graph *g = tight_graph();
+	atm_profile *prof = NULL;
+	atm_plan *full = NULL, *p = NULL;
+	atm_opt_report rep;
+	atm_opt_options o;
+	atm_opt_options_default(&o);
+	o.mip_gap = 0;
+	o.pin_bytes = 0;
+	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	assert_int_equal(atm_opt_plan(&full, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
+	o.max_rounds = 1;
+	assert_int_equal(atm_opt_plan(&p, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, NULL),
+	                 ATM_E_INFEASIBLE);
+	const atm_plan *starts[] = {full};
+	o.starts = starts;
+	o.n_starts = 1;
+	assert_int_equal(atm_opt_plan(&p, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, &rep), ATM_OK);
+	assert_int_equal(rep.start_used, 0);
+	assert_true(rep.found_s < 0);
+	assert_true(predicted(p) == predicted(full));
+	assert_string_equal(atm_plan_info_get(p)->solver_status, ATM_OPT_STATUS_START);
+	assert_non_null(strstr(rep.start_note, "start 0 (planned for 512 B) taken: no plan was found "
+	                                       "at 512 B (the plan does not fit the fast arena"));
+	assert_string_equal(atm_errmsg(), "");
+	atm_plan_destroy(p);
+	atm_plan_destroy(full);
+	atm_profile_destroy(prof);
+	atm_graph_destroy(g);
+}
+
 /* test_starts_found_kept -- a start slower than the plan found (the least limit's, everything
  * slow, against 1:1's) fits and is passed over: the plan found is returned as found */
 static void test_starts_found_kept(void **state)
@@ -401,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_starts_incumbent_taken),
 		cmocka_unit_test(test_starts_seed),
 		cmocka_unit_test(test_starts_plan_as_placement),
+		cmocka_unit_test(test_starts_stand_where_none_found),
 		cmocka_unit_test(test_starts_found_kept),
 		cmocka_unit_test(test_starts_not_fitting_ignored),
 		cmocka_unit_test(test_starts_other_formulation_refused),
