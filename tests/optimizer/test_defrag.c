@@ -45,16 +45,13 @@ static atm_graph *frag_graph(void)
 static void test_defrag_tightens_until_it_fits(void **state)
 {
 	(void)state;
-	atm_graph *g = tight_graph();
+	atm_graph *g = NULL;
 	atm_profile *prof = NULL;
 	atm_plan *p = NULL, *fast = NULL;
 	atm_schedule *s = NULL;
 	atm_opt_report rep;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
-	o.mip_gap = 0;
-	o.pin_bytes = 0;
-	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	tight_setup(&g, &prof, &o);
 	/* all fast fits by bytes (at most 512 live) but in no layout */
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)

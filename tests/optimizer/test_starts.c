@@ -310,15 +310,12 @@ static void test_starts_plan_as_placement(void **state)
 static void test_starts_stand_where_none_found(void **state)
 {
 	(void)state;
-	atm_graph *g = tight_graph();
+	atm_graph *g = NULL;
 	atm_profile *prof = NULL;
 	atm_plan *full = NULL, *p = NULL;
 	atm_opt_report rep;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
-	o.mip_gap = 0;
-	o.pin_bytes = 0;
-	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	tight_setup(&g, &prof, &o);
 	assert_int_equal(atm_opt_plan(&full, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, NULL), ATM_OK);
 	o.max_rounds = 1;
 	assert_int_equal(atm_opt_plan(&p, g, prof, 512, ATM_OPT_SYNCHRONOUS, &o, NULL),

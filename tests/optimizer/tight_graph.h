@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include "atm_core.h"
+#include "atm_optimizer.h"
+#include "optimizer/synth.h"
 
 /* ip -- a node y = x w^T + b with w and b slow-only parameters of their own */
 static inline int32_t ip(atm_graph *g, const char *name, int32_t x, int64_t in, int64_t out)
@@ -46,6 +48,17 @@ static inline atm_graph *tight_graph(void)
 	assert_int_equal(atm_graph_add_node(g, "n6", ATM_OP_CONCAT, &cat, 2, (int32_t[]){t4, t5}, 1, &y, &n), 0);
 	assert_int_equal(atm_graph_validate(g), ATM_OK);
 	return g;
+}
+
+/* tight_setup -- tight_graph, its synthetic profile (optimizer/synth.h) and the options its
+ * tests plan with: exact solves (gap 0), nothing pinned */
+static inline void tight_setup(atm_graph **g, atm_profile **prof, atm_opt_options *o)
+{
+	*g = tight_graph();
+	atm_opt_options_default(o);
+	o->mip_gap = 0;
+	o->pin_bytes = 0;
+	assert_int_equal(synth_profile(*g, prof), ATM_OK);
 }
 
 #endif /* ATM_TEST_TIGHT_GRAPH_H */
