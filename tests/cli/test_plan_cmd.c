@@ -1034,6 +1034,34 @@ static void test_plan_cmd_start_checked(void **state)
 	            json_real_value(json_object_get(st, "found_s")));
 	json_decref(o);
 	cli_release(&r);
+	/* run --plans-out writes each plan it makes, which start the next limit's comparison */
+	r = cli_run("run --model tiny_mlp --ratio 4:1 --formulation all-fast,static,synchronous "
+	            "--turns 1 --iters 1 --cache %s --plans-out %s/plans/4_1 --quiet", cache,
+	            cli_tmpdir);
+	if (r.code)
+		fail_msg("run --plans-out: exit %d: %s", r.code, r.err);
+	cli_release(&r);
+	const char *forms[] = {"all-fast", "static", "synchronous"};
+	atm_graph *g = NULL;
+	atm_zoo_opts zo = {.batch = 8};
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", &zo), ATM_OK);
+	for (int i = 0; i < 3; i++) {
+		char path[900];
+		atm_plan *p = NULL;
+		snprintf(path, sizeof path, "%s/plans/4_1/%s.json", cli_tmpdir, forms[i]);
+		if (atm_plan_load(&p, g, path) < 0)
+			fail_msg("%s", atm_errmsg());
+		assert_string_equal(atm_plan_info_get(p)->formulation, forms[i]);
+		assert_true(atm_plan_info_get(p)->ratio_slow == 4);
+		atm_plan_destroy(p);
+	}
+	atm_graph_destroy(g);
+	r = cli_run("run --model tiny_mlp --ratio 1:1 --formulation all-fast,static,synchronous "
+	            "--turns 1 --iters 1 --cache %s --start %s/plans/4_1/static.json --start "
+	            "%s/plans/4_1/synchronous.json --quiet", cache, cli_tmpdir, cli_tmpdir);
+	if (r.code)
+		fail_msg("run --start: exit %d: %s", r.code, r.err);
+	cli_release(&r);
 	/* bad usage */
 	cli_expect(2, "--start '' has an empty plan file name", "plan --model tiny_mlp --ratio 4:1 "
 	           "--start ''");
