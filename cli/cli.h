@@ -42,7 +42,7 @@ enum { CLI_OPT_MODEL = 1000, CLI_OPT_GRAPH, CLI_OPT_BATCH, CLI_OPT_PRESET, CLI_O
        CLI_OPT_MIP_GAP, CLI_OPT_TIME_LIMIT, CLI_OPT_ASYNC_WINDOW, CLI_OPT_ROUNDS, CLI_OPT_VERBOSE,
        CLI_OPT_SOLVER, CLI_OPT_THREADS, CLI_OPT_ISOLATED, CLI_OPT_SEQ, CLI_OPT_GPU_MODEL,
        CLI_OPT_FULL_MODEL, CLI_OPT_RECOMPUTE, CLI_OPT_OPTIMIZER, CLI_OPT_LR, CLI_OPT_MOMENTUM,
-       CLI_OPT_BETAS, CLI_OPT_EPS, CLI_OPT_WEIGHT_DECAY, CLI_OPT_FIRST_FREE };
+       CLI_OPT_BETAS, CLI_OPT_EPS, CLI_OPT_WEIGHT_DECAY, CLI_OPT_START, CLI_OPT_FIRST_FREE };
 
 #define CLI_GRAPH_OPTIONS                                          \
 	{"model", required_argument, NULL, CLI_OPT_MODEL},             \
@@ -134,11 +134,13 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg);
 	{"isolated", no_argument, NULL, CLI_OPT_ISOLATED},                \
 	{"full-model", no_argument, NULL, CLI_OPT_FULL_MODEL},            \
 	{"recompute", no_argument, NULL, CLI_OPT_RECOMPUTE},              \
+	{"start", required_argument, NULL, CLI_OPT_START},                \
 	{"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
 
 /* Which planning options were given (their values are in the job's options). */
 typedef struct {
 	bool ratio, limit, formulation, async_window;
+	const char *ratio_list; /* --ratio S:F,S:F,...: more than one (a sweep of autotm plan's) */
 } cli_plan_given;
 
 /* cli_plan_option -- consume opt if it is a planning option, into jo; 1 consumed, 0 not,

@@ -17,7 +17,8 @@ static const char plan_help_head[] =
 	"usage: autotm plan --model NAME (--ratio S:F | --dram-limit SIZE) [--formulation F]\n"
 	"                   [--solver glpk|cbc] [-o plan.json] [--explain] [--json]\n"
 	"                   [--cache FILE] [--estimate] [--write-model FILE.mps|FILE.lp]\n"
-	"                   [--timeline FILE.json]\n"
+	"                   [--timeline FILE.json] [--start PLAN.json]\n"
+	"       autotm plan --model NAME --ratio S:F,S:F,... -o FOLDER/ ...\n"
 	"       autotm plan --graph FILE ...\n"
 	"\n"
 	"Decides where every tensor of a network's training step lives, fast or slow\n"
@@ -29,11 +30,17 @@ static const char plan_help_head[] =
 	"('autotm profile'); what it lacks is profiled first (measured, or with\n"
 	"--estimate estimated).\n"
 	"\n"
+	"Given several ratios (--ratio 59:1,39:1,16:1) it plans a sweep in one process,\n"
+	"from the least fast memory up, each plan a start (--start) of the next, so that\n"
+	"a larger limit is never predicted slower than a smaller one; each plan goes to\n"
+	"FOLDER/FORMULATION-S_F.json (-o FOLDER/, made when missing). A ratio whose limit\n"
+	"is infeasible is said and skipped (exit 4 at the end).\n"
+	"\n"
 	"options:\n" CLI_GRAPH_HELP;
 
 static const char plan_help_tail[] =
 	"  -o FILE           write the plan JSON to FILE (atomically; 'autotm run --placement\n"
-	"                    FILE' runs it)\n"
+	"                    FILE' runs it); with a list of ratios, a folder\n"
 	"  --timeline FILE   write what a picture of the plan needs (plots/plan.py draws it): fast\n"
 	"                    memory by tensor kind at every kernel, the moves, the kernels with\n"
 	"                    slow operands (docs/plan-timeline.md)\n"
@@ -112,6 +119,13 @@ static json_t *solver_json(const atm_plan_info *info, const atm_opt_report *rep,
 	atm_json_set_new(solver, "synchronous_start_s", rep->nested_s < 0 ? json_null()
 	                                                                : json_real(rep->nested_s), &ok);
 	atm_json_set_new(solver, "model_file", model_file ? json_string(model_file) : json_null(), &ok);
+	/* --start: what became of the start plans that fit (null: none given or none fit) */
+	atm_json_set_new(solver, "start", rep->n_starts_fit == 0 && !rep->start_note[0] ? json_null()
+	                 : json_pack("{s:i, s:b, s:o, s:o, s:s}", "fit", rep->n_starts_fit, "kept",
+	                             rep->start_used >= 0,
+	                             "start_s", rep->start_s < 0 ? json_null() : json_real(rep->start_s),
+	                             "found_s", rep->found_s < 0 ? json_null() : json_real(rep->found_s),
+	                             "note", rep->start_note), &ok);
 	if (!ok) {
 		json_decref(solver);
 		return NULL;
@@ -193,6 +207,8 @@ static void print_human(const atm_graph *g, int64_t batch, const atm_plan *p,
 	} else {
 		printf("  solver           %s\n", info->solver_status);
 	}
+	if (rep->start_used >= 0)
+		printf("  start            %s\n", rep->start_note);
 	if (model_file)
 		printf("  model file       %s\n", model_file);
 	if (out)
@@ -206,6 +222,7 @@ struct plan_args {
 	const char *out;
 	const char *timeline; /* --timeline FILE */
 	bool explain, json;
+	const char *ratio_list; /* --ratio S:F,S:F,...: a sweep into the folder out */
 };
 
 /* model_file_ok -- --write-model FILE: a suffix that names the format, an ILP to write and a
@@ -224,6 +241,30 @@ static int model_file_ok(const char *path, const atm_job_opts *jo)
 		                       atm_opt_formulation_name(jo->formulation));
 	/* like -o: a model built after minutes must have somewhere to go */
 	if ((rc = atm_check_writable(path)) < 0)
+		return cli_fail("plan", rc);
+	return -1;
+}
+
+/* sweep_args_ok -- a sweep (--ratio with a list) writes its plans into the folder -o names
+ * (made now) and prints each; what writes one file per plan is refused; -1 to go on, else the
+ * exit code */
+static int sweep_args_ok(const struct plan_args *a)
+{
+	char probe[PATH_MAX];
+	atm_status rc;
+	if (!a->out)
+		return cli_usage_error("plan", "--ratio '%s' plans a sweep, a plan per ratio: give -o "
+		                       "FOLDER/ for them", a->ratio_list);
+	if (a->json || a->timeline || a->jo.opt.write_model)
+		return cli_usage_error("plan", "--ratio '%s' plans a sweep: %s is for one plan (give "
+		                       "one ratio)", a->ratio_list, a->json ? "--json" : a->timeline
+		                       ? "--timeline" : "--write-model");
+	if ((rc = atm_make_dirs(a->out, 0777)) < 0)
+		return cli_fail("plan", atm_err_prefix(rc, "-o: "));
+	/* plans found after minutes must have somewhere to go */
+	if (snprintf(probe, sizeof probe, "%s/plan.json", a->out) >= (int)sizeof probe)
+		return cli_usage_error("plan", "-o %s: the folder's name is too long", a->out);
+	if ((rc = atm_check_writable(probe)) < 0)
 		return cli_fail("plan", rc);
 	return -1;
 }
@@ -301,15 +342,17 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return cli_usage_error("plan", "%s", atm_errmsg());
 	if (jo->append && !jo->results_path)
 		return cli_usage_error("plan", "--append needs --results FILE");
+	if ((a->ratio_list = given.ratio_list))
+		return sweep_args_ok(a);
 	char cache[PATH_MAX];
-	cli_file in[4], out[] = {{"-o", a->out}, {"--results", jo->results_path},
+	cli_file in[4], out[] = {{"-o", given.ratio_list ? NULL : a->out}, {"--results", jo->results_path},
 	                         {"--timeline", a->timeline}, {"--write-model", jo->opt.write_model}};
 	int n_in = cli_job_inputs(&a->src, jo, in, cache, sizeof cache);
 	int code = cli_check_files("plan", out, sizeof out / sizeof *out, in, n_in);
 	if (code >= 0)
 		return code;
 	/* a plan found after minutes must have somewhere to go */
-	if (a->out && (rc = atm_check_writable(a->out)) < 0)
+	if (a->out && !given.ratio_list && (rc = atm_check_writable(a->out)) < 0)
 		return cli_fail("plan", rc);
 	if (a->timeline && (rc = atm_check_writable(a->timeline)) < 0)
 		return cli_fail("plan", rc);
@@ -353,10 +396,97 @@ static atm_status report(atm_job *j, void *arg)
 	return ATM_OK;
 }
 
+/* The most ratios one sweep plans. */
+#define MAX_SWEEP 64
+
+/* A ratio of a sweep and its plan file. */
+struct sweep_item {
+	double slow, fast;
+	char path[PATH_MAX];
+};
+
+/* fraction -- the share of the peak a ratio gives fast memory (0:1, no limit, the most) */
+static double fraction(const struct sweep_item *r)
+{
+	return r->fast / (r->slow + r->fast);
+}
+
+/* sweep_items -- the ratios of list, least fast memory first, each with its plan file in folder;
+ * how many (-1: too many, said) */
+static int sweep_items(const char *list, const char *folder, const atm_job_opts *jo,
+                       struct sweep_item *it)
+{
+	char one[64];
+	int n = 0;
+	for (const char *p = list, *end; p; p = end ? end + 1 : NULL) {
+		end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (n == MAX_SWEEP) {
+			cli_usage_error("plan", "--ratio: at most %d ratios in a sweep", MAX_SWEEP);
+			return -1;
+		}
+		snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), p);
+		struct sweep_item r = {0};
+		(void)atm_opt_parse_ratio(one, &r.slow, &r.fast); /* checked with the options */
+		size_t fl = strlen(folder);
+		while (fl > 1 && folder[fl - 1] == '/') /* "DIR/" names DIR */
+			fl--;
+		snprintf(r.path, sizeof r.path, "%.*s/%s%s-%g_%g.json", (int)fl, folder,
+		         atm_opt_formulation_name(jo->formulation),
+		         jo->opt.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "", r.slow, r.fast);
+		int k = n++;
+		for (; k > 0 && fraction(&it[k - 1]) > fraction(&r); k--)
+			it[k] = it[k - 1];
+		it[k] = r;
+	}
+	return n;
+}
+
+/* sweep -- a plan per ratio of a->ratio_list, least fast memory first, --start's plans and the
+ * last plan made the starts of the next (that plan is no slower than any before it, and fits
+ * every larger limit); the exit code: 0, 4 when some ratio had no plan, or the first other
+ * failure's, which ends the sweep */
+static int sweep(struct plan_args *a)
+{
+	static struct sweep_item it[MAX_SWEEP];
+	const char *starts[ATM_JOB_MAX_STARTS + 1];
+	const atm_job_opts base = a->jo;
+	int n = sweep_items(a->ratio_list, a->out, &base, it), worst = 0, last = -1;
+	if (n < 0)
+		return atm_exit_code(ATM_E_USAGE);
+	for (int i = 0; i < base.n_starts; i++)
+		starts[i] = base.starts[i];
+	for (int i = 0; i < n; i++) {
+		a->jo = base;
+		a->jo.ratio_slow = it[i].slow;
+		a->jo.ratio_fast = it[i].fast;
+		a->jo.starts = starts;
+		a->jo.n_starts = base.n_starts;
+		if (last >= 0)
+			starts[a->jo.n_starts++] = it[last].path;
+		/* the first results as asked, the rest after it */
+		a->jo.append = base.results_path && (base.append || i > 0);
+		a->out = it[i].path;
+		int code = cli_job_main("plan", &a->src, &a->jo, report, a);
+		if (code == atm_exit_code(ATM_E_INFEASIBLE)) {
+			worst = code; /* said; the larger limits may have plans */
+			continue;
+		}
+		if (code)
+			return code;
+		last = i;
+	}
+	return worst;
+}
+
 /* cmd_plan -- autotm plan */
 int cmd_plan(int argc, char **argv)
 {
 	struct plan_args a = {0};
 	int code = parse_args(argc, argv, &a);
-	return code >= 0 ? code : cli_job_main("plan", &a.src, &a.jo, report, &a);
+	if (code >= 0)
+		return code;
+	if (a.ratio_list)
+		return sweep(&a);
+	return cli_job_main("plan", &a.src, &a.jo, report, &a);
 }

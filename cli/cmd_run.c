@@ -64,6 +64,8 @@ static const char run_help_tail[] =
 	"  --2lm SIZE        emulate Memory Mode (2LM): SIZE of fast memory caches the slow\n"
 	"                    tier; needs --placement all-slow and --emulate\n"
 	"  -o FILE           write the results JSON to FILE (atomically)\n"
+	"  --plans-out DIR   write each plan the optimizer makes to DIR/FORMULATION.json once\n"
+	"                    planned (DIR made when missing), for --start at a larger limit\n"
 	"  --append          add this run to FILE's runs when FILE holds the same workload\n"
 	"  --explain[=N]     with the planning options: where the step's time went against the\n"
 	"                    prediction: kernels and the rest (moves, waits, allocation, faults),\n"
@@ -405,6 +407,14 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 		                       "(--ratio, --dram-limit, --formulation), not both");
 	if (jo->optimize && !a_list && cli_plan_check(jo, given) < 0)
 		return cli_usage_error("run", "%s", atm_errmsg());
+	if (given->ratio_list)
+		return cli_usage_error("run", "--ratio '%s': a list of ratios is a sweep of 'autotm "
+		                       "plan' (-o FOLDER/); autotm run takes one ratio",
+		                       given->ratio_list);
+	if (!jo->optimize && (jo->n_starts || jo->plans_out))
+		return cli_usage_error("run", "%s is the optimizer's: give the planning options "
+		                       "(--ratio, --dram-limit, --formulation)",
+		                       jo->n_starts ? "--start" : "--plans-out");
 	/* in a list, the comparison checks the placements for one device */
 	bool managed = !a_list && jo->placement && !strcmp(jo->placement, "managed");
 	atm_backend_caps caps;
@@ -433,7 +443,7 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 /* The options of run alone (the graph, memory and planning options are common.c's). */
 enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
        OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA, OPT_BUCKET };
+       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA, OPT_BUCKET, OPT_PLANS_OUT };
 
 /* run_option -- one of run's own options into a (the seeds into seeds[0] and [1]); -1 to go
  * on, else the exit code */
@@ -514,6 +524,11 @@ static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
 			return cli_usage_error("run", "--bucket-size '%s' is not valid; expected a size "
 			                       "such as 25M", arg);
 		return -1;
+	case OPT_PLANS_OUT:
+		if (!arg[0])
+			return cli_usage_error("run", "--plans-out needs a folder name");
+		jo->plans_out = arg;
+		return -1;
 	case OPT_WEIGHTS_IN:
 	case OPT_WEIGHTS_OUT:
 	case OPT_DATA:
@@ -551,6 +566,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"weights-out", required_argument, NULL, OPT_WEIGHTS_OUT},
 		{"data", required_argument, NULL, OPT_DATA},
 		{"bucket-size", required_argument, NULL, OPT_BUCKET},
+		{"plans-out", required_argument, NULL, OPT_PLANS_OUT},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

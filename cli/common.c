@@ -359,6 +359,44 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 	}
 }
 
+/* The --start plan files of this process's command: each option's comma-separated names,
+ * copied (the command's options live as long as the process) */
+static char start_text[ATM_JOB_MAX_STARTS * 256];
+static const char *start_files[ATM_JOB_MAX_STARTS];
+static int n_start_files;
+static size_t start_used;
+
+/* add_starts -- --start's comma-separated plan files into jo's starts; -1 (ATM_E_USAGE) for an
+ * empty name or too many */
+static int add_starts(atm_job_opts *jo, const char *arg)
+{
+	size_t len = strlen(arg);
+	if (start_used + len + 1 > sizeof start_text) {
+		atm_err(ATM_E_USAGE, "--start: the plan files' names take more than %zu bytes",
+		        sizeof start_text);
+		return -1;
+	}
+	char *text = start_text + start_used;
+	memcpy(text, arg, len + 1);
+	start_used += len + 1;
+	for (char *item = text, *next; item; item = next) {
+		if ((next = strchr(item, ',')))
+			*next++ = 0;
+		if (!item[0] || n_start_files == ATM_JOB_MAX_STARTS) {
+			if (item[0])
+				atm_err(ATM_E_USAGE, "--start: more than %d plan files", ATM_JOB_MAX_STARTS);
+			else
+				atm_err(ATM_E_USAGE, "--start '%s' has an empty plan file name; expected "
+				        "PLAN.json[,PLAN.json...]", arg);
+			return -1;
+		}
+		start_files[n_start_files++] = item;
+	}
+	jo->starts = start_files;
+	jo->n_starts = n_start_files;
+	return 1;
+}
+
 int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char *arg)
 {
 	atm_opt_options *o = &jo->opt;
@@ -366,7 +404,26 @@ int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char
 	switch (opt) {
 	case CLI_OPT_RATIO:
 		given->ratio = true;
+		given->ratio_list = NULL;
+		if (strchr(arg, ',')) {
+			/* a sweep: each ratio checked here, planned by the command */
+			double s, f;
+			char one[64];
+			for (const char *p = arg, *end; p; p = end ? end + 1 : NULL) {
+				end = strchr(p, ',');
+				size_t n = end ? (size_t)(end - p) : strlen(p);
+				snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+				if (atm_opt_parse_ratio(one, &s, &f) < 0) {
+					atm_err_prefix(ATM_E_USAGE, "--ratio '%s': ", arg);
+					return -1;
+				}
+			}
+			given->ratio_list = arg;
+			return 1;
+		}
 		return atm_opt_parse_ratio(arg, &jo->ratio_slow, &jo->ratio_fast) < 0 ? -1 : 1;
+	case CLI_OPT_START:
+		return add_starts(jo, arg);
 	case CLI_OPT_DRAM_LIMIT:
 		given->limit = true;
 		if (atm_parse_bytes(arg, &jo->limit_bytes) < 0) {
@@ -432,6 +489,8 @@ void cli_job_begin(atm_job_opts *jo, const char *who)
 {
 	atm_job_opts_default(jo);
 	jo->who = who;
+	n_start_files = 0;
+	start_used = 0;
 	optind = 1;
 	opterr = 0;
 }
@@ -472,6 +531,9 @@ atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
 		return rc;
 	if (given->ratio && given->limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
+	if (given->ratio_list && jo->who && strcmp(jo->who, "plan"))
+		return atm_err(ATM_E_USAGE, "--ratio '%s': a list of ratios is a sweep of 'autotm plan' "
+		               "(-o FOLDER/); autotm %s takes one ratio", given->ratio_list, jo->who);
 	/* a device's memory is a limit of its own */
 	if (!given->ratio && !given->limit && jo->formulation != ATM_OPT_ALL_FAST &&
 	    !caps.device_memory)
@@ -534,6 +596,12 @@ void cli_plan_help(FILE *f)
 	        "  --full-model      solve the full program (every tensor's states at every\n"
 	        "                    point of its life), not the reduced one: the same optimum,\n"
 	        "                    a larger model (docs/optimizer.md)\n"
+	        "  --start PLAN[,PLAN...]  plan files of the same graph and formulation (autotm plan\n"
+	        "                    -o, run --plans-out), typically planned for less fast memory:\n"
+	        "                    the plan made is never predicted slower than one that fits\n"
+	        "                    this limit (that one is kept, re-labelled with this limit).\n"
+	        "                    Repeatable. A file of another graph or formulation is refused\n"
+	        "                    (exit 3); one that does not fit is passed over, said on stderr\n"
 	        "  --verbose         the solver's progress on stderr\n",
 	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
 	        ATM_PLAN_MAX_ROUNDS, atm_opt_solver_name(best));

@@ -267,6 +267,50 @@ def autotm_env():
 # Task.gpu of a plan for a GPU model (autotm plan --gpu-model NAME --estimate): GPU_MODEL + NAME
 GPU_MODEL = "model:"
 
+# the formulations whose plans carry from a limit to the next larger one (autotm --start)
+ILP_FORMULATIONS = ("static", "synchronous", "asynchronous")
+
+
+def fast_share(ratio):
+    """The share of the peak a slow:fast ratio gives fast memory (1:0 none, 0:1 all)."""
+    return Fraction(ratio[1], ratio[0] + ratio[1])
+
+
+class Carry:
+    """Where a sweep keeps each limit's plans (FOLDER/S_F/FORMULATION.json) so that the next
+    larger limit starts from them: 'autotm run --plans-out' writes them, '--start' reads them,
+    and a plan is then never predicted slower than the smaller limit's (docs/optimizer.md,
+    "Monotone in the budget"). A limit already in the data keeps the plans it wrote then."""
+
+    def __init__(self, folder, ratios):
+        self.folder = Path(folder)
+        self.ratios = sorted(ratios, key=fast_share)
+
+    def folder_of(self, ratio):
+        return self.folder / ratio_str(ratio).replace(":", "_")
+
+    def plan_file(self, ratio, formulation):
+        return self.folder_of(ratio) / f"{formulation}.json"
+
+    def starts(self, ratio, formulations):
+        """For each ILP formulation, its plan at the nearest smaller limit that has one (looked
+        up when the command is made, so a limit planned just before counts)."""
+        found = []
+        smaller = [r for r in self.ratios if fast_share(r) < fast_share(ratio)]
+        for f in formulations:
+            if split_recompute(f)[0] not in ILP_FORMULATIONS:
+                continue
+            for r in reversed(smaller):
+                path = self.plan_file(r, f)
+                if path.is_file():
+                    found.append(str(path))
+                    break
+        return found
+
+    def options(self, ratio, formulations):
+        starts = self.starts(ratio, formulations)
+        return ["--start", ",".join(starts)] if starts else []
+
 
 class Task:
     """One autotm call and what it appends to one results file: the size, device and slow tier
@@ -311,9 +355,10 @@ class Compare(Task):
     """Every placement of FORMULATIONS at one ratio, planned, then trained in turns in one
     process: 'autotm run --formulation A,B,C --turns N' (docs/comparisons.md)."""
 
-    def __init__(self, network, preset, file, formulations, ratio, **kw):
+    def __init__(self, network, preset, file, formulations, ratio, carry=None, **kw):
         super().__init__(network, preset, file, ratio, **kw)
         self.formulations = tuple(formulations)
+        self.carry = carry
 
     def identity(self):
         return (str(self.file), "compare", self.formulations, Fraction(self.ratio[0], sum(self.ratio)))
@@ -323,10 +368,14 @@ class Compare(Task):
 
     def commands(self, autotm, args):
         limit = ["--time-limit", f"{args.time_limit:g}"] if args.time_limit else []
+        carry = []
+        if self.carry:
+            carry = (["--plans-out", str(self.carry.folder_of(self.ratio))]
+                     + self.carry.options(self.ratio, self.formulations))
         return [[autotm or "autotm", "run"] + self._size() + ["--ratio", ratio_str(self.ratio),
                 "--formulation", ",".join(self.formulations)] + self._device()
                 + ["--cache", str(args.cache), "--turns", str(args.turns), "--iters", str(args.iters),
-                   "--warmup", "1"] + limit + ["--quiet", "-o", str(self.file), "--append"]]
+                   "--warmup", "1"] + limit + carry + ["--quiet", "-o", str(self.file), "--append"]]
 
     def done(self, res):
         """A comparison at this ratio in RES that compared every one of the formulations, or the
@@ -346,9 +395,10 @@ class Plan(Task):
     """One placement planned from an estimated profile, not run: 'autotm plan --estimate
     --results FILE --append' records its prediction with actual_runtime null."""
 
-    def __init__(self, network, preset, file, formulation, ratio, **kw):
+    def __init__(self, network, preset, file, formulation, ratio, carry=None, **kw):
         super().__init__(network, preset, file, ratio, **kw)
         self.formulation = formulation
+        self.carry = carry
 
     def identity(self):
         return (str(self.file), "plan", self.formulation, Fraction(self.ratio[0], sum(self.ratio)))
@@ -361,9 +411,15 @@ class Plan(Task):
         # 'synchronous+recompute' is a run list's name; plan takes the formulation and
         # --recompute, and records the run as 'synchronous+recompute' (what done() counts)
         formulation, recompute = split_recompute(self.formulation)
+        carry = []
+        if self.carry:
+            if not args.dry_run:
+                self.carry.folder_of(self.ratio).mkdir(parents=True, exist_ok=True)
+            carry = (["-o", str(self.carry.plan_file(self.ratio, self.formulation))]
+                     + self.carry.options(self.ratio, (self.formulation,)))
         return [[autotm or "autotm", "plan", "--estimate"] + self._size() + ["--ratio", ratio_str(self.ratio),
                 "--formulation", formulation] + (["--recompute"] if recompute else [])
-                + self._device() + ["--cache", str(args.cache)] + limit
+                + self._device() + ["--cache", str(args.cache)] + limit + carry
                 + ["--results", str(self.file), "--append", "--quiet"]]
 
     def done(self, res):
@@ -380,17 +436,24 @@ def tasks_for(args, network, preset, file, ratio, formulations, **kw):
                     emulate=getattr(args, "emulate", None), **kw)]
 
 
-def grid(args, preset, formulations, extra=()):
+def grid(args, preset, formulations, extra=(), carry=False):
     """The tasks of every network: a comparison of FORMULATIONS at each of --ratios, then EXTRA
     ((ratio, formulations) comparisons, at a ratio --ratios does not list), into
-    DATA/MACHINE/FOLDER/NETWORK-PRESET.json (the driver's folder in the registry)."""
-    pairs = [(r, formulations) for r in args.ratios]
+    DATA/MACHINE/FOLDER/NETWORK-PRESET.json (the driver's folder in the registry). With CARRY
+    the ratios run from the least fast memory up, each limit's plans kept in
+    DATA/MACHINE/FOLDER/plans/NETWORK-PRESET/S_F/ and the next larger limit's started from them
+    (Carry)."""
+    ratios = sorted(args.ratios, key=fast_share) if carry else list(args.ratios)
+    pairs = [(r, formulations) for r in ratios]
     pairs += [(r, fs) for r, fs in extra if norm_ratio(*r) not in {norm_ratio(*q) for q in args.ratios}]
     tasks = []
     for net in args.networks:
         file = args.folder / f"{net}-{preset}.json"
+        kw = {}
+        if carry:
+            kw["carry"] = Carry(args.folder / "plans" / f"{net}-{preset}", ratios)
         for r, fs in pairs:
-            tasks += tasks_for(args, net, preset, file, r, fs)
+            tasks += tasks_for(args, net, preset, file, r, fs, **kw)
     return tasks
 
 

@@ -8,6 +8,12 @@ slow:fast ratios (1-f):f in integers (f = 3/4 -> 1:3, 1/5 -> 4:1, 0 -> 1:0).
 The results go into the same files as conventional.py's
 (DATA/MACHINE/cpu/NETWORK-PRESET.json): a limit conventional.py has compared
 already (its comparisons hold all three) is not compared again.
+
+The limits are planned from the least fast memory up: each limit's plans are
+kept in DATA/MACHINE/cpu/plans/NETWORK-PRESET/S_F/FORMULATION.json (--plans-out)
+and start the next larger limit's (--start), so that a static or synchronous
+plan is never predicted slower than the one found with less memory. A limit
+already in the data is skipped and its kept plans still start the next.
 """
 
 import sys
@@ -27,7 +33,8 @@ FORMULATIONS = ("all-fast", "static", "synchronous")
 EPILOG = """\
 the 18 ratios (slow:fast) and their fast fractions:
   %s
-per limit: autotm run --formulation all-fast,static,synchronous --turns N
+per limit, least fast memory first: autotm run --formulation all-fast,static,synchronous
+  --turns N --plans-out PLANS/S_F --start (the next smaller limit's static and synchronous plans)
 --quick: tiny_cnn at 0:1, 1:1, 4:1 and 1:0, 2 turns of 1 step.
 
 data: DATA/MACHINE/cpu/NETWORK-PRESET.json, shared with conventional.py
@@ -41,7 +48,7 @@ exit status: 0 all done or in data, 1 a run failed, 2 bad usage, 130 interrupted
 def build(args, zoo):
     preset = args.preset or "small"
     common.warn_big_preset(preset, args.estimate)
-    return common.grid(args, preset, FORMULATIONS)
+    return common.grid(args, preset, FORMULATIONS, carry=True)
 
 
 def main():

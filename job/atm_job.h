@@ -55,6 +55,15 @@ typedef struct {
 	const char *placement;     /* without optimize: all-fast, all-slow, random, managed (GPU)
 	                            * or a plan file; NULL: all-fast */
 	uint64_t placement_seed;   /* of the random placement */
+	/* with optimize: plan files (autotm plan -o, run --plans-out) of the same graph and
+	 * formulation, typically planned for smaller limits, read by atm_job_new (ATM_E_INPUT when
+	 * one is another graph's or formulation's); those that fit the job's limit start the
+	 * optimizer's plan (atm_opt_options.starts), which is then never predicted slower than
+	 * they are; one that does not fit is passed over, said on stderr unless quiet */
+	const char *const *starts;
+	int n_starts;              /* at most ATM_JOB_MAX_STARTS */
+	const char *plans_out;     /* with optimize: a folder (made when missing) the plan is written
+	                            * into as FORMULATION.json once planned (NULL: none) */
 	const char *cache;         /* the profile cache; NULL: atm_job_default_cache */
 	bool estimate;             /* plan from an estimated (roofline) profile; nothing runs */
 	bool isolated;             /* price kernels by their isolated times: no in-step
@@ -85,6 +94,15 @@ typedef struct {
 } atm_job_opts;
 
 typedef struct atm_job atm_job;
+
+/* The most start plans a job takes. */
+#define ATM_JOB_MAX_STARTS 64
+
+/* atm_job_plan_file_formulation -- the formulation plan file path names ("synchronous"), read
+ * against g into buf: ATM_E_INPUT (or ATM_E_IO) prefixed with "--start PATH: " when it is no
+ * plan of g */
+atm_status atm_job_plan_file_formulation(const atm_graph *g, const char *path, char *buf,
+                                         size_t len);
 
 /* atm_job_opts_default -- synchronous, no limit, the optimizer's defaults, 5 steps after 1 */
 void atm_job_opts_default(atm_job_opts *o);

@@ -24,6 +24,8 @@ struct entry {
 	double others_s, wall_s; /* this turn's counted steps: CPU others took, wall time */
 	atm_job_compared out;
 	atm_run_comparison cmp;
+	const char *starts[ATM_JOB_MAX_STARTS]; /* the --start plans of its formulation */
+	int n_starts;
 };
 
 struct atm_job_compare {
@@ -226,6 +228,40 @@ static atm_status check_list(const atm_job_compare *c)
 	return ATM_OK;
 }
 
+/* share_starts -- each --start plan to the placement the optimizer plans in its formulation:
+ * ATM_E_INPUT naming the file when no placement is planned in it */
+static atm_status share_starts(atm_job_compare *c)
+{
+	char have[64], names[512];
+	atm_status rc;
+	if (c->o.n_starts > ATM_JOB_MAX_STARTS || (c->o.n_starts > 0 && !c->o.starts))
+		return atm_err(ATM_E_USAGE, "%d --start plans is not valid; expected 1 to %d",
+		               c->o.n_starts, ATM_JOB_MAX_STARTS);
+	for (int s = 0; s < c->o.n_starts; s++) {
+		const char *path = c->o.starts[s];
+		int taken = 0;
+		if ((rc = atm_job_plan_file_formulation(c->g, path, have, sizeof have)) < 0)
+			return rc;
+		names[0] = 0;
+		for (int i = 0; i < c->n; i++) {
+			struct entry *e = &c->e[i];
+			if (!e->spec.optimize)
+				continue;
+			size_t k = strlen(names);
+			snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", e->name);
+			if (strcmp(e->name, have))
+				continue;
+			e->starts[e->n_starts++] = path;
+			taken++;
+		}
+		if (!taken)
+			return atm_err(ATM_E_INPUT, "--start %s is a %s plan, and the comparison plans %s: "
+			               "a start must be a plan of a formulation it plans", path, have,
+			               names[0] ? names : "none (its placements are given)");
+	}
+	return ATM_OK;
+}
+
 /* entry_new -- placement i's job; a built-in placement or plan file is made (read) now */
 static atm_status entry_new(atm_job_compare *c, int i)
 {
@@ -237,6 +273,8 @@ static atm_status entry_new(atm_job_compare *c, int i)
 	jo.opt.recompute = e->spec.optimize && atm_opt_is_ilp(e->spec.formulation) &&
 	                   (e->spec.recompute || c->o.opt.recompute);
 	jo.placement = e->spec.optimize ? NULL : e->spec.placement;
+	jo.starts = e->starts;
+	jo.n_starts = e->n_starts;
 	jo.results_path = NULL;
 	jo.append = false;
 	jo.weights_out = NULL; /* the comparison writes it once (write_weights) */
@@ -299,7 +337,9 @@ atm_status atm_job_compare_new(atm_job_compare **out, const atm_graph *g, const 
 		                             : is_placement(&e->spec, "all-fast");
 		e->out.name = e->name;
 	}
-	if ((rc = check_list(c)) == ATM_OK && o->results_path) /* rank 0's alone under mpirun */
+	if ((rc = check_list(c)) == ATM_OK)
+		rc = share_starts(c);
+	if (rc == ATM_OK && o->results_path) /* rank 0's alone under mpirun */
 		rc = atm_results_check(o->results_path, g, o->append);
 	if ((rc = agreed(c, rc)) < 0 || (c->comm && (rc = find_near(c)) < 0))
 		goto fail;

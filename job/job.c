@@ -304,6 +304,8 @@ atm_status atm_job_new(atm_job **out, const atm_graph *g, const atm_job_opts *o)
 		rc = atm_results_check(o->results_path, g, o->append);
 	if (rc == ATM_OK)
 		rc = open_tensors(j);
+	if (rc == ATM_OK)
+		rc = job_starts_load(j);
 	if (o->comm && atm_comm_active(o->comm) &&
 	    (rc = atm_job_ranks_status(o->comm, rc)) == ATM_OK)
 		rc = job_dist_start(j);
@@ -330,6 +332,7 @@ void atm_job_destroy(atm_job *j)
 	free(j->kept_losses);
 	free(j->rank_step_s);
 	free(j->mean_losses);
+	job_starts_free(j);
 	free(j);
 }
 
@@ -459,15 +462,22 @@ static atm_status solve(atm_job *j, atm_opt_options *opts, bool least, int64_t l
 	const atm_job_opts *o = &j->o;
 	const atm_backend_caps caps = backend_caps(&o->mem);
 	atm_opt_options oo = *opts;
+	const atm_plan *fit[ATM_JOB_MAX_STARTS];
+	int map[ATM_JOB_MAX_STARTS], n_fit = 0;
 	atm_status rc;
 	if (least && (rc = atm_opt_least_limit(j->g, j->prof, o->formulation, &oo, &limit)) < 0)
 		return rc;
 	j->limit = atm_job_fast_limit(&o->mem, least && limit < 1 ? 1 : limit);
 	if (!(j->kernel_pred_s = calloc((size_t)atm_graph_n_nodes(j->g) + 1, sizeof *j->kernel_pred_s)))
 		return atm_err(ATM_E_NOMEM, "out of memory planning '%s'", atm_graph_name(j->g));
+	if ((rc = job_starts_fit(j, &oo, fit, map, &n_fit)) < 0)
+		return rc;
+	oo.starts = fit;
+	oo.n_starts = n_fit;
 	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
 	    (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
 		return rc;
+	job_starts_said(j, map);
 	/* a signal while the plan was finished and checked ends the job before it writes anything */
 	if (o->stop && *o->stop)
 		return atm_err(ATM_E_INTERRUPTED, "interrupted after planning");
@@ -477,6 +487,8 @@ static atm_status solve(atm_job *j, atm_opt_options *opts, bool least, int64_t l
 	atm_plan_info *info = atm_plan_info_of(j->plan);
 	info->ratio_slow = o->ratio_slow;
 	info->ratio_fast = o->ratio_fast;
+	if ((rc = job_plans_out(j)) < 0)
+		return rc;
 	if (caps.device_only)
 		j->oracle_s = j->chk.all_fast_kernel_s;
 	if (o->formulation == ATM_OPT_2LM && !o->estimate)

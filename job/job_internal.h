@@ -34,6 +34,8 @@ struct atm_job {
 	/* under mpirun: each rank's fastest step, and the mean over the ranks of each loss */
 	double *rank_step_s;
 	float *mean_losses;
+	atm_plan **starts;     /* o.starts, read against g */
+	int n_starts;
 };
 
 /* ---------------------------------------------------------------- the ranks (dist.c) */
@@ -91,5 +93,22 @@ atm_status job_exec_open(atm_job *j);
 atm_status job_keep_turn(atm_job *j);
 /* job_measured -- the results record of what r measured for j (r's arrays borrowed) */
 atm_run_measured job_measured(const atm_job *j, const atm_exec_result *r);
+
+/* ---------------------------------------------------------------- start plans (starts.c) */
+
+/* job_starts_load -- o.starts read against the graph into j->starts: ATM_E_INPUT naming the file
+ * when one is another graph's or another formulation's plan, ATM_E_USAGE without optimize */
+atm_status job_starts_load(atm_job *j);
+void job_starts_free(atm_job *j);
+/* job_starts_fit -- the start plans that fit the job's limit (its profile and limit settled)
+ * under options oo, into fit, with their index in o.starts in map; each passed over said on
+ * stderr unless quiet */
+atm_status job_starts_fit(atm_job *j, const atm_opt_options *oo, const atm_plan **fit, int *map,
+                          int *n_fit);
+/* job_starts_said -- unless quiet, that the plan is a start plan's (j->rep.start_used, an index
+ * into map) and why */
+void job_starts_said(const atm_job *j, const int *map);
+/* job_plans_out -- the job's plan into o.plans_out as FORMULATION.json (nothing without it) */
+atm_status job_plans_out(const atm_job *j);
 
 #endif /* ATM_JOB_INTERNAL_H */

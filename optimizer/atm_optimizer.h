@@ -111,7 +111,20 @@ typedef struct {
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to end the plan: the heuristic
 	                              * and GLPK stop within a fraction of a second and atm_opt_plan
 	                              * returns ATM_E_INTERRUPTED (NULL: never) */
+	/* plans found before, typically at smaller limits, of the same graph (the very graph
+	 * object: load a plan file against it with atm_plan_load) and formulation: each is
+	 * re-labelled with the new limit, laid out and checked (atm_opt_start_check), and where the
+	 * fastest that fits is predicted faster than the plan found, it is the plan returned
+	 * ("Monotone in the budget" in docs/optimizer.md). A start that does not fit is passed
+	 * over (atm_opt_report's start_note says why); one of another graph or formulation fails
+	 * the plan with ATM_E_INPUT. Borrowed: they must outlive the call */
+	const atm_plan *const *starts;
+	int n_starts;
 } atm_opt_options;
+
+/* The solver status of a plan that is a start plan re-labelled with a larger limit (the plan
+ * found at that limit was predicted slower, or none was found) */
+#define ATM_OPT_STATUS_START "smaller limit's plan"
 
 /* atm_opt_options_default -- the defaults above */
 void atm_opt_options_default(atm_opt_options *o);
@@ -142,6 +155,14 @@ typedef struct {
 	char solver[16];             /* the solver that ran: "glpk", "cbc" ("" for baselines) */
 	int n_rounds;
 	atm_opt_round rounds[ATM_PLAN_MAX_ROUNDS];
+	/* the options' start plans (o->starts): */
+	int32_t n_starts_fit;        /* how many fit this limit */
+	int32_t start_used;          /* the index of the start returned, faster than the plan found
+	                              * here or standing where none was found (-1: the plan found) */
+	double start_s;              /* the fastest start that fits, predicted (< 0: none) */
+	double found_s;              /* the plan found here, predicted (< 0: none or not compared) */
+	char start_note[640];        /* the start taken and why, or the first one passed over and
+	                              * why ("": nothing to say) */
 } atm_opt_report;
 
 /* atm_opt_plan -- a plan of g under fast_limit_bytes (0: no limit) with formulation f, priced
@@ -155,10 +176,34 @@ typedef struct {
  * and the smallest limit that could work), ATM_E_NOTFOUND for a kernel configuration or move
  * bandwidth missing from the profile (run 'autotm profile'), ATM_E_USAGE for bad options,
  * ATM_E_INTERRUPTED when o->stop was set, ATM_E_UNSUPPORTED when o->solver is not built in,
- * ATM_E_IO when o->write_model cannot be written. rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
+ * ATM_E_IO when o->write_model cannot be written, ATM_E_INPUT (before any work) for a start plan
+ * (o->starts) of another graph or formulation. With starts, the plan returned is never predicted
+ * slower than the fastest start that fits limit: that start, re-labelled, where it is faster than
+ * the plan found or none was found (rep's start fields say which and why). rep may be NULL. prof and g must outlive the plan's use of them; the plan refers to g. */
 atm_status atm_opt_plan(atm_plan **plan, const atm_graph *g, const atm_profile *prof,
                         int64_t fast_limit_bytes, atm_opt_formulation f, const atm_opt_options *o,
                         atm_opt_report *rep);
+
+/* atm_opt_start_check -- start as a plan of g under limit with formulation f (and o's
+ * recomputation), priced by prof: ATM_E_INPUT when it is a plan of another graph object or
+ * formulation (the message names them), ATM_E_INFEASIBLE when, re-labelled with limit and laid
+ * out again, it does not fit (the checker's message, prefixed with both limits). Else its
+ * predicted step in *predicted_s and, when out is not NULL, the re-labelled copy in *out (the
+ * caller's to destroy) */
+atm_status atm_opt_start_check(const atm_plan *start, const atm_graph *g, const atm_profile *prof,
+                               int64_t limit, atm_opt_formulation f, const atm_opt_options *o,
+                               atm_plan **out, double *predicted_s);
+
+/* atm_opt_plan_sweep -- a plan of g for each of the n limits (0: no limit) with formulation f,
+ * planned from the smallest limit up, every plan found so far (and o's starts) a start of the
+ * next: the predicted steps never rise with the limit. plans[i] is limits[i]'s (NULL where no
+ * plan fits it: ATM_E_INFEASIBLE at that limit alone), reps[i] its report (reps may be NULL);
+ * each limit gets o->time_limit_s. ATM_OK when at least one limit has a plan; the last
+ * infeasible limit's error when none has; any other error (usage, interrupted, a profile
+ * without an entry) ends the sweep, every plan released */
+atm_status atm_opt_plan_sweep(atm_plan **plans, const atm_graph *g, const atm_profile *prof,
+                              const int64_t *limits, int n, atm_opt_formulation f,
+                              const atm_opt_options *o, atm_opt_report *reps);
 
 /* ---------------------------------------------------------------- limits */
 

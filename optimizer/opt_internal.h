@@ -324,6 +324,25 @@ atm_status opt_record_workspaces(atm_plan *p, const atm_profile *prof, const atm
 atm_status opt_infeasible(const atm_graph *g, const atm_profile *prof, int64_t limit,
                           atm_opt_formulation f, const atm_opt_options *o);
 
+/* starts.c */
+/* opt_starts_match -- every start of o is a plan of g itself with formulation f: ATM_E_INPUT
+ * naming the first that is not (before any work), ATM_E_USAGE for a bad count */
+atm_status opt_starts_match(const atm_graph *g, atm_opt_formulation f, const atm_opt_options *o);
+/* opt_solution_from_plan -- plan p (of m's graph) as a placement of m in s: *ok when its places,
+ * moves, recomputations and algorithms are a path of m's gates and choices that writes p back
+ * exactly (opt_solution_to_plan); false otherwise (a plan of another model: other pinned
+ * tensors, gates, candidates), s then meaningless. Errors only for memory */
+atm_status opt_solution_from_plan(const struct model *m, const atm_plan *p, struct solution *s,
+                                  bool *ok);
+/* opt_starts_apply -- after the planner's attempt (rc, *out: its plan when rc >= 0) at limit: the
+ * fastest of o's starts that fits limit replaces *out when strictly faster, or stands for it when
+ * the planner found none (rc ATM_E_INFEASIBLE); rep's start fields say what became of them. A
+ * start of another graph or formulation ends the plan with ATM_E_INPUT; any other failure of the
+ * planner's (rc) is returned as it is */
+atm_status opt_starts_apply(atm_status rc, atm_plan **out, const atm_graph *g,
+                            const atm_profile *prof, int64_t limit, atm_opt_formulation f,
+                            const atm_opt_options *o, atm_opt_report *rep);
+
 /* baselines.c */
 atm_status opt_baseline(atm_plan **out, const atm_graph *g, const atm_profile *prof, int64_t limit,
                         atm_opt_formulation f, const atm_opt_options *o);

@@ -219,6 +219,7 @@ struct defrag {
 	bool lp_too_big;             /* the relaxation ran out of time: later rounds skip GLPK */
 	struct ilp_result last_ir;
 	bool nested;                 /* this round starts from the synchronous program's plan */
+	bool started;                /* this round starts from one of the options' start plans */
 	atm_opt_report *rep;
 };
 
@@ -372,6 +373,8 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
 	const char *st = opt_ilp_status_text(ir->st), *heur = "heuristic";
 	if (d->nested && !strncmp(st, heur, strlen(heur)))
 		snprintf(r->status, sizeof r->status, "synchronous plan%s", st + strlen(heur));
+	else if (d->started && !strncmp(st, heur, strlen(heur)))
+		snprintf(r->status, sizeof r->status, "start plan%s", st + strlen(heur));
 	else
 		snprintf(r->status, sizeof r->status, "%s", st);
 	d->total_create += r->creation_s;
@@ -505,6 +508,43 @@ done:
 	return rc;
 }
 
+/* start_seed -- every round also starts from the options' start plans (a smaller limit's, which
+ * fit this one and its arena) that are placements of this round's model within its limits: the
+ * cheapest of them, where it is cheaper than the start the round has, is the solver's incumbent,
+ * so that the search begins no worse than the smaller limit ended. In a round tightened for
+ * fragmentation it is what the warm start cannot be: a plan known to fit the arena */
+static atm_status start_seed(struct defrag *d, int round)
+{
+	struct solution s = {0};
+	atm_status rc = ATM_OK;
+	d->started = false;
+	if (d->o.n_starts <= 0 || d->o.no_seed || d->m->n_movable == 0)
+		return ATM_OK;
+	if ((rc = opt_solution_new(d->m, &s)) < 0)
+		return rc;
+	double best = opt_solution_cost(d->m, &d->sol);
+	for (int i = 0; i < d->o.n_starts && rc == ATM_OK; i++) {
+		bool ok = false;
+		if ((rc = opt_solution_from_plan(d->m, d->o.starts[i], &s, &ok)) < 0)
+			break;
+		double c = ok && fits_limits(d, &s) ? opt_solution_cost(d->m, &s) : INFINITY;
+		if (d->o.verbosity)
+			fprintf(stderr, "optimizer: round %d: start plan %d %s\n", round + 1, i,
+			        !ok ? "is no placement of this model" : isinf(c) ? "does not fit its limits"
+			                                               : c < best ? "is the start" : "is slower");
+		if (!(c < best))
+			continue;
+		struct solution t = d->sol;
+		d->sol = s;
+		s = t;
+		best = c;
+		d->started = true;
+		d->nested = false;
+	}
+	opt_solution_free(&s);
+	return rc;
+}
+
 /* defrag_round -- one round: model, heuristic, solve, plan, first fit; *fits when the plan
  * fits the arena, else the limits are tightened where it overflowed */
 static atm_status defrag_round(struct defrag *d, int round, bool *fits)
@@ -534,7 +574,7 @@ static atm_status defrag_round(struct defrag *d, int round, bool *fits)
 	if (d->o.verbosity)
 		fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 		        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
-	if ((rc = nest_seed(d, round)) < 0)
+	if ((rc = nest_seed(d, round)) < 0 || (rc = start_seed(d, round)) < 0)
 		return rc;
 	struct ilp_result ir = {0};
 	bool seed_fits = true;
@@ -700,14 +740,14 @@ static double predicted(const atm_plan *p)
 	return atm_plan_info_get(p)->predicted_runtime_s;
 }
 
-/* atm_opt_plan -- with recomputation allowed, the program only widens, so its optimum is never
+/* plan_recompute -- with recomputation allowed, the program only widens, so its optimum is never
  * slower than the one without; but a time limit, the gap and the defragmentation rounds (each
  * round a program of its own) can end it on a plan slower than the one without. So that plan
  * is made too, first, in RECOMPUTE_BASE_SHARE of the time, and the faster of the two is kept
  * (docs/optimizer.md, "Recomputation"). */
-atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
-                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
-                        atm_opt_report *rep)
+static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                                 int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                                 atm_opt_report *rep)
 {
 	if (!o_in || !o_in->recompute || f < 0 || f >= ATM_OPT_N_FORMULATIONS ||
 	    !atm_opt_is_ilp(f) || limit <= 0 || !g || !prof)
@@ -743,6 +783,23 @@ atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *p
 		fprintf(stderr, "optimizer: the plan without recomputation (%.6f s) is kept: the one "
 		        "with it was %s\n", predicted(base), rc < 0 ? "not found" : "slower");
 	return ATM_OK;
+}
+
+/* atm_opt_plan -- the plan found at this limit, or the fastest of the options' start plans where
+ * that is predicted faster (docs/optimizer.md, "Monotone in the budget") */
+atm_status atm_opt_plan(atm_plan **out, const atm_graph *g, const atm_profile *prof,
+                        int64_t limit, atm_opt_formulation f, const atm_opt_options *o_in,
+                        atm_opt_report *rep)
+{
+	atm_opt_report local;
+	atm_opt_report *r = rep ? rep : &local;
+	atm_status rc = ATM_OK;
+	*out = NULL;
+	/* a start of another graph or formulation is refused before any work */
+	if (g && f >= 0 && f < ATM_OPT_N_FORMULATIONS && (rc = opt_starts_match(g, f, o_in)) < 0)
+		return rc;
+	rc = plan_recompute(out, g, prof, limit, f, o_in, r);
+	return opt_starts_apply(rc, out, g, prof, limit, f, o_in, r);
 }
 
 atm_status atm_opt_least_limit(const atm_graph *g, const atm_profile *prof,

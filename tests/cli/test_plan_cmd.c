@@ -913,6 +913,182 @@ static void test_plan_cmd_refuses_outputs_over_inputs(void **state)
 	assert_memory_equal(before, after, n);
 }
 
+/* The sweep test_plan_cmd_sweep_monotone plans, least fast memory first, as the command orders it. */
+static const char *const SWEEP_RATIOS[] = {"40:1", "30:1", "20:1", "16:1", "12:1", "10:1", "8:1",
+                                           "6:1", "5:1", "4:1", "3:1", "2:1", "3:2", "1:1"};
+#define N_SWEEP_RATIOS ((int)(sizeof SWEEP_RATIOS / sizeof *SWEEP_RATIOS))
+
+/* test_plan_cmd_sweep_monotone -- plan --ratio A,B,... -o FOLDER/ writes a plan per ratio,
+ * labelled with its limit and ratio, whose predicted steps never rise with the limit, for the
+ * static, synchronous and asynchronous formulations; GLPK stops at a 30% gap, where planned
+ * alone they do rise (the optimizer's test_starts shows it) */
+static void test_plan_cmd_sweep_monotone(void **state)
+{
+	(void)state;
+	const char *forms[] = {"static", "synchronous", "asynchronous"};
+	char list[256] = "", path[900];
+	atm_graph *g = NULL;
+	atm_liveness *lv = NULL;
+	atm_zoo_opts zo = {.batch = 8};
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", &zo), ATM_OK);
+	assert_int_equal(atm_liveness_new(&lv, g), ATM_OK);
+	/* given in no order: the command plans the least fast memory first */
+	for (int i = N_SWEEP_RATIOS - 1; i >= 0; i -= 2)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s,", list[0] ? "" : "",
+		         SWEEP_RATIOS[i]);
+	for (int i = N_SWEEP_RATIOS - 2; i >= 0; i -= 2)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s,", SWEEP_RATIOS[i]);
+	list[strlen(list) - 1] = 0;
+	for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+		struct cli_result r = cli_run("plan --model tiny_mlp --ratio %s --formulation %s "
+		                              "--solver glpk --mip-gap 0.3 --cache %s -o %s/sweep/",
+		                              list, forms[f], cache, cli_tmpdir);
+		if (r.code)
+			fail_msg("%s: exit %d: %s", forms[f], r.code, r.err);
+		cli_release(&r);
+		double prev = INFINITY;
+		for (int i = 0; i < N_SWEEP_RATIOS; i++) {
+			atm_plan *p = NULL;
+			double s, fa;
+			assert_int_equal(atm_opt_parse_ratio(SWEEP_RATIOS[i], &s, &fa), ATM_OK);
+			snprintf(path, sizeof path, "%s/sweep/%s-%g_%g.json", cli_tmpdir, forms[f], s, fa);
+			if (atm_plan_load(&p, g, path) < 0)
+				fail_msg("%s", atm_errmsg());
+			const atm_plan_info *info = atm_plan_info_get(p);
+			assert_string_equal(info->formulation, forms[f]);
+			assert_true(info->ratio_slow == s && info->ratio_fast == fa);
+			assert_int_equal(info->fast_limit_bytes,
+			                 (int64_t)((double)atm_liveness_peak_bytes(lv) * fa / (s + fa)));
+			if (info->predicted_runtime_s > prev)
+				fail_msg("%s at %s: %.9f s, slower than %.9f s with less fast memory",
+				         forms[f], SWEEP_RATIOS[i], info->predicted_runtime_s, prev);
+			prev = info->predicted_runtime_s;
+			atm_plan_destroy(p);
+		}
+	}
+	atm_liveness_destroy(lv);
+	atm_graph_destroy(g);
+}
+
+/* test_plan_cmd_start_checked -- --start: a plan of another formulation or graph is refused
+ * (exit 3), a missing file too; one that does not fit the limit is passed over, said on stderr,
+ * and the plan made as without it; one that fits is taken only when faster */
+static void test_plan_cmd_start_checked(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan --model tiny_mlp --ratio 1:1 --formulation synchronous "
+	                              "--cache %s --quiet -o %s/big.json", cache, cli_tmpdir);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	r = cli_run("plan --model tiny_mlp --ratio 1:1 --formulation static --cache %s --quiet "
+	            "-o %s/static.json", cache, cli_tmpdir);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	cli_expect(3, "--start " , "plan --model tiny_mlp --ratio 4:1 --cache %s --start "
+	           "%s/static.json", cache, cli_tmpdir);
+	cli_expect(3, "static.json is a static plan, and this plan is synchronous: a start must be "
+	           "a plan of the same formulation", "plan --model tiny_mlp --ratio 4:1 --cache %s "
+	           "--start %s/big.json --start %s/static.json", cache, cli_tmpdir, cli_tmpdir);
+	cli_expect(3, "the plan is for graph 'tiny_mlp', not 'tiny_cnn'", "plan --model tiny_cnn "
+	           "--ratio 4:1 --estimate --cache %s/est.json --start %s/big.json", cli_tmpdir,
+	           cli_tmpdir);
+	cli_expect(8, "--start: cannot open", "plan --model tiny_mlp --ratio 4:1 --cache %s "
+	           "--start %s/none.json", cache, cli_tmpdir);
+	/* the comparison hands each start to its formulation, and refuses one it does not plan */
+	cli_expect(3, "static.json is a static plan, and the comparison plans all-fast, "
+	           "synchronous", "run --model tiny_mlp --ratio 4:1 --formulation all-fast,synchronous "
+	           "--turns 1 --cache %s --start %s/static.json", cache, cli_tmpdir);
+	/* 1:1's plan at 16:1 does not fit: passed over, said */
+	r = cli_run("plan --model tiny_mlp --ratio 16:1 --cache %s --start %s/big.json --json", cache,
+	            cli_tmpdir);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_non_null(strstr(r.err, "big.json is passed over: the start plan (planned for a limit "
+	                              "of "));
+	assert_non_null(strstr(r.err, ") does not fit the limit of "));
+	assert_non_null(strstr(r.err, "plan check: "));
+	json_error_t je;
+	json_t *o = json_loads(r.out, 0, &je);
+	assert_non_null(o);
+	assert_true(json_is_null(json_object_get(json_object_get(o, "solver"), "start")));
+	json_decref(o);
+	cli_release(&r);
+	/* 16:1's plan at 1:1 fits; at 1:1 the plan found is faster, and kept */
+	r = cli_run("plan --model tiny_mlp --ratio 16:1 --cache %s --quiet -o %s/small.json", cache,
+	            cli_tmpdir);
+	assert_int_equal(r.code, 0);
+	cli_release(&r);
+	r = cli_run("plan --model tiny_mlp --ratio 1:1 --cache %s --start %s/small.json --json",
+	            cache, cli_tmpdir);
+	if (r.code)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_null(strstr(r.err, "--start"));
+	o = json_loads(r.out, 0, &je);
+	assert_non_null(o);
+	json_t *st = json_object_get(json_object_get(o, "solver"), "start");
+	assert_int_equal(json_integer_value(json_object_get(st, "fit")), 1);
+	assert_true(json_is_false(json_object_get(st, "kept")));
+	assert_true(json_real_value(json_object_get(st, "start_s")) >
+	            json_real_value(json_object_get(st, "found_s")));
+	assert_true(json_real_value(json_object_get(o, "predicted_runtime_s")) ==
+	            json_real_value(json_object_get(st, "found_s")));
+	json_decref(o);
+	cli_release(&r);
+	/* run --plans-out writes each plan it makes, which start the next limit's comparison */
+	r = cli_run("run --model tiny_mlp --ratio 4:1 --formulation all-fast,static,synchronous "
+	            "--turns 1 --iters 1 --cache %s --plans-out %s/plans/4_1 --quiet", cache,
+	            cli_tmpdir);
+	if (r.code)
+		fail_msg("run --plans-out: exit %d: %s", r.code, r.err);
+	cli_release(&r);
+	const char *forms[] = {"all-fast", "static", "synchronous"};
+	atm_graph *g = NULL;
+	atm_zoo_opts zo = {.batch = 8};
+	assert_int_equal(atm_zoo_build(&g, "tiny_mlp", &zo), ATM_OK);
+	for (int i = 0; i < 3; i++) {
+		char path[900];
+		atm_plan *p = NULL;
+		snprintf(path, sizeof path, "%s/plans/4_1/%s.json", cli_tmpdir, forms[i]);
+		if (atm_plan_load(&p, g, path) < 0)
+			fail_msg("%s", atm_errmsg());
+		assert_string_equal(atm_plan_info_get(p)->formulation, forms[i]);
+		assert_true(atm_plan_info_get(p)->ratio_slow == 4);
+		atm_plan_destroy(p);
+	}
+	atm_graph_destroy(g);
+	r = cli_run("run --model tiny_mlp --ratio 1:1 --formulation all-fast,static,synchronous "
+	            "--turns 1 --iters 1 --cache %s --start %s/plans/4_1/static.json --start "
+	            "%s/plans/4_1/synchronous.json --quiet", cache, cli_tmpdir, cli_tmpdir);
+	if (r.code)
+		fail_msg("run --start: exit %d: %s", r.code, r.err);
+	cli_release(&r);
+	/* bad usage */
+	cli_expect(2, "--start '' has an empty plan file name", "plan --model tiny_mlp --ratio 4:1 "
+	           "--start ''");
+	cli_expect(2, "--start 'a.json,' has an empty plan file name", "plan --model tiny_mlp "
+	           "--ratio 4:1 --start a.json,");
+	cli_expect(2, "--start is the optimizer's", "run --model tiny_mlp --placement all-slow "
+	           "--start %s/big.json", cli_tmpdir);
+	cli_expect(2, "--plans-out is the optimizer's", "run --model tiny_mlp --placement all-slow "
+	           "--plans-out %s/plans", cli_tmpdir);
+	cli_expect(2, "plans a sweep, a plan per ratio: give -o FOLDER/", "plan --model tiny_mlp "
+	           "--ratio 4:1,1:1 --cache %s", cache);
+	cli_expect(2, "plans a sweep: --json is for one plan", "plan --model tiny_mlp "
+	           "--ratio 4:1,1:1 --cache %s --json -o %s/sw", cache, cli_tmpdir);
+	cli_expect(2, "--ratio '4:1,': ratio '' is not valid", "plan --model tiny_mlp "
+	           "--ratio 4:1, -o %s/sw", cli_tmpdir);
+	cli_expect(2, "a list of ratios is a sweep of 'autotm plan'", "run --model tiny_mlp "
+	           "--ratio 4:1,1:1 --formulation synchronous --cache %s", cache);
+	r = cli_run("plan --help");
+	assert_non_null(strstr(r.out, "--start PLAN[,PLAN...]"));
+	assert_non_null(strstr(r.out, "--ratio 59:1,39:1,16:1"));
+	cli_release(&r);
+	r = cli_run("run --help");
+	assert_non_null(strstr(r.out, "--plans-out DIR"));
+	assert_non_null(strstr(r.out, "--start PLAN[,PLAN...]"));
+	cli_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -934,6 +1110,8 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_infeasible_limit),
 		cmocka_unit_test(test_plan_cmd_bad_usage),
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_over_inputs),
+		cmocka_unit_test(test_plan_cmd_sweep_monotone),
+		cmocka_unit_test(test_plan_cmd_start_checked),
 	};
 	test_parts_select();
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

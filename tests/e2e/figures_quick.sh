@@ -63,6 +63,11 @@ for net in tiny_cnn tiny_mlp tiny_gpt; do
     [ -s "$f" ] || FAIL+=("plan-$net.$ext: missing or empty after scripts/figures.sh --quick")
   done
 done
+# inception.py keeps each limit's plans for the next larger limit's --start
+for f in static synchronous; do
+  compgen -G "$T/data/*/cpu/plans/tiny_cnn-small/1_0/$f.json" >/dev/null ||
+    FAIL+=("inception.py --quick kept no $f plan of tiny_cnn at 1:0 under cpu/plans/ (--plans-out)")
+done
 for what in "^targets (" "Figure 7: .* bars" "Figure 10a" "Figure 11, |error|" "figures.sh took"; do
   grep -q -- "$what" "$T/figures.log" || FAIL+=("scripts/figures.sh --quick printed no summary line '$what'")
 done

@@ -11,6 +11,7 @@
 
 #include "atm_optimizer.h"
 #include "optimizer/synth.h"
+#include "optimizer/tight_graph.h"
 
 /* frag_graph -- a, b and c (64 bytes each) fill a 192-byte arena in that order; a and c die
  * together, leaving two 64-byte holes around b, and then f (128 bytes) is made while b lives:
@@ -39,62 +40,18 @@ static atm_graph *frag_graph(void)
 	return g;
 }
 
-/* ip -- a node y = x w^T + b with w and b slow-only parameters of their own */
-static int32_t ip(atm_graph *g, const char *name, int32_t x, int64_t in, int64_t out)
-{
-	char buf[64];
-	int32_t w, b, y, n;
-	int64_t wd[] = {out, in}, bd[] = {out}, yd[] = {1, out};
-	snprintf(buf, sizeof buf, "%s.w", name);
-	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 2, wd, ATM_KIND_PARAM, ATM_LOC_SLOW, &w), 0);
-	snprintf(buf, sizeof buf, "%s.b", name);
-	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 1, bd, ATM_KIND_PARAM, ATM_LOC_SLOW, &b), 0);
-	snprintf(buf, sizeof buf, "%s.y", name);
-	assert_int_equal(atm_graph_add_tensor(g, buf, ATM_F32, 2, yd, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), 0);
-	assert_int_equal(atm_graph_add_node(g, name, ATM_OP_IP_FWD, NULL, 3, (int32_t[]){x, w, b}, 1, &y, &n), 0);
-	return y;
-}
-
-/* tight_graph -- copies of 3, 2, 3, 2, 2, 2 and 4 units of 64 bytes whose lives are such that
- * at most 8 units live at once but no layout of all of them fits 8 units: first fit needs 11,
- * by size 10 (found by search) */
-static atm_graph *tight_graph(void)
-{
-	atm_graph *g = NULL;
-	int64_t xd[] = {1, 16};
-	int32_t x, n;
-	assert_int_equal(atm_graph_new(&g, "tight"), ATM_OK);
-	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 2, xd, ATM_KIND_INPUT, ATM_LOC_SLOW, &x), 0);
-	int32_t t0 = ip(g, "n0", x, 16, 48);
-	int32_t t1 = ip(g, "n1", x, 16, 32);
-	int32_t t2 = ip(g, "n2", t0, 48, 48);
-	int32_t t3 = ip(g, "n3", t2, 48, 32);
-	int32_t t4 = ip(g, "n4", t3, 32, 32);
-	int32_t t5 = ip(g, "n5", t1, 32, 32);
-	int64_t yd[] = {1, 64};
-	int32_t y;
-	atm_attrs cat = {.axis = 1};
-	assert_int_equal(atm_graph_add_tensor(g, "y", ATM_F32, 2, yd, ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), 0);
-	assert_int_equal(atm_graph_add_node(g, "n6", ATM_OP_CONCAT, &cat, 2, (int32_t[]){t4, t5}, 1, &y, &n), 0);
-	assert_int_equal(atm_graph_validate(g), ATM_OK);
-	return g;
-}
-
 /* test_defrag_tightens_until_it_fits -- the first round's plan (all fast) fits no layout; the
  * loop tightens where it overflows, solves again, and records every round */
 static void test_defrag_tightens_until_it_fits(void **state)
 {
 	(void)state;
-	atm_graph *g = tight_graph();
+	atm_graph *g = NULL;
 	atm_profile *prof = NULL;
 	atm_plan *p = NULL, *fast = NULL;
 	atm_schedule *s = NULL;
 	atm_opt_report rep;
 	atm_opt_options o;
-	atm_opt_options_default(&o);
-	o.mip_gap = 0;
-	o.pin_bytes = 0;
-	assert_int_equal(synth_profile(g, &prof), ATM_OK);
+	tight_setup(&g, &prof, &o);
 	/* all fast fits by bytes (at most 512 live) but in no layout */
 	assert_int_equal(atm_plan_uniform(&fast, g, ATM_LOC_FAST), ATM_OK);
 	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
