@@ -479,6 +479,12 @@ atm_status atm_graph_validate(const atm_graph *g)
 
 	for (int32_t i = 0; i < g->n_nodes; i++) {
 		const atm_node *n = &g->nodes[i];
+		/* a graph of millions of nodes takes seconds: Ctrl-C ends it too */
+		if (i % 4096 == 0 && atm_stopped()) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted checking graph '%s' (node %d of %d)",
+			             g->name, i, g->n_nodes);
+			goto out;
+		}
 		for (int k = 0; k < n->n_in; k++) {
 			const atm_tensor *t = &g->tensors[n->in[k]];
 			if (!exists_before_step(t) && producer[t->id] < 0) {

@@ -345,6 +345,8 @@ typedef struct {
 	bool link_presets;       /* the host link it simulates is chosen by name (atm_gpu_opts.link) */
 	bool modelled;           /* a described device (atm_gpu_opts.model): nothing runs on it, its
 	                          * kernels and copies are estimated, never measured */
+	bool shared_kernels;     /* a kernel binds its operands at each run and keeps nothing of a
+	                          * node between runs: nodes of one signature share one kernel */
 } atm_backend_caps;
 
 /* atm_backend_caps_get -- what the backend choice names can do (NULL: the CPU); ATM_E_USAGE,

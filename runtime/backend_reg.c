@@ -51,7 +51,8 @@ static atm_status cuda_probe_reserve(const atm_gpu_opts *o, atm_gpu_info *info)
 /* Every backend, in the order messages list them; the first is the default (a NULL choice). */
 static const atm_backend_reg backends[] = {
 	{
-		.caps = {.choice = "cpu", .name = "cpu", .built = true, .host_tiers = true},
+		.caps = {.choice = "cpu", .name = "cpu", .built = true, .host_tiers = true,
+		         .shared_kernels = true},
 		.open = atm_backend_cpu_new,
 		.supports_op = atm_backend_cpu_supports_op,
 	},
@@ -68,7 +69,7 @@ static const atm_backend_reg backends[] = {
 		 * arena, as on the CPU; its copies stand for a GPU's copy engines */
 		.caps = {.choice = "sim", .name = "gpu-sim", .built = true, .simulated = true,
 		         .device_memory = true, .device_only = true, .copy_engine = true,
-		         .link_presets = true},
+		         .link_presets = true, .shared_kernels = true},
 		.open = atm_backend_sim_new,
 		.probe = atm_backend_sim_probe,
 		.supports_op = atm_backend_cpu_supports_op,

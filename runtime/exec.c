@@ -17,6 +17,8 @@ struct atm_exec {
 	uintptr_t twolm_base;        /* its addresses are the slow copies' places past this: the
 	                              * first slow copy's, so that sets do not move with the mapping */
 	atm_bk_kernel **kernels;
+	int32_t *kernel_owner;       /* per node: the node whose kernel it runs (itself, or an
+	                              * earlier node of its signature: atm_backend_caps.shared_kernels) */
 	void *scratch;
 	void **fast_ptr, **slow_ptr; /* per tensor: its copies, NULL when absent */
 	void **in_ptrs, **out_ptrs;  /* per kernel call, sized for the widest node */
@@ -481,48 +483,149 @@ static atm_status open_memory(atm_exec *e)
 	return ATM_OK;
 }
 
-/* build_kernels -- one kernel per node and the scratch they share */
+/* build_kernel -- node k's own kernel, its algorithm set and its scratch counted */
+/* build_kernel -- node k's own kernel, with the plan's algorithm */
+static atm_status build_kernel(atm_exec *e, int32_t k)
+{
+	const atm_node *n = atm_graph_node(e->g, k);
+	atm_status rc;
+	if ((rc = e->b->iface->kernel_new(e->b, e->g, k, &e->kernels[k])) < 0)
+		return rc;
+	int algo = atm_plan_algo(e->plan, k), n_algos;
+	n_algos = e->b->iface->kernel_n_algos(e->b, e->kernels[k]);
+	if (algo >= n_algos)
+		return atm_err(ATM_E_INPUT, "plan '%s' runs node '%s' with algorithm %d, but here it "
+		               "has %d: profile and plan on this machine",
+		               atm_plan_info_get(e->plan)->formulation, n->name, algo, n_algos);
+	if (algo && (rc = e->b->iface->kernel_set_algo(e->b, e->kernels[k], algo)) < 0)
+		return rc;
+	return ATM_OK;
+}
+
+/* kernel_scratch -- node k's kernel's scratch against the plan's workspace for it, and counted
+ * in the scratch outside the arena where its workspace is not in it */
+static atm_status kernel_scratch(atm_exec *e, int32_t k)
+{
+	int64_t sb = e->b->iface->kernel_scratch_bytes(e->b, e->kernels[k]);
+	int64_t ws = atm_plan_workspace(e->plan, k);
+	if (ws > 0 && ws < sb)
+		return atm_err(ATM_E_INPUT, "plan '%s' gives node '%s' a workspace of %lld bytes in "
+		               "the fast arena, but its kernel needs %lld here: profile and plan on "
+		               "this machine", atm_plan_info_get(e->plan)->formulation,
+		               atm_graph_node(e->g, k)->name, (long long)ws, (long long)sb);
+	if (ws <= 0 && sb > e->result.scratch_bytes)
+		e->result.scratch_bytes = sb;
+	return ATM_OK;
+}
+
+/* Nodes of one signature and algorithm share a kernel where the backend allows: a graph of a
+ * million identical layers builds one kernel for them, not a million (oneDNN's primitives take
+ * kilobytes each). An open-addressed table of the signatures' hashes finds the first node of
+ * each; the signatures themselves are compared on a match. */
+struct kernel_table {
+	int32_t *slot; /* node + 1 of each signature's first node, 0 empty */
+	uint64_t *hash;
+	size_t mask;
+};
+
+/* kernel_key -- node k's signature and algorithm, and its hash */
+static atm_status kernel_key(const atm_exec *e, int32_t k, char *buf, size_t len, uint64_t *hash)
+{
+	atm_status rc = atm_node_signature(e->g, k, buf, len);
+	if (rc < 0)
+		return rc;
+	size_t n = strlen(buf);
+	snprintf(buf + n, len - n, "#%d", atm_plan_algo(e->plan, k));
+	*hash = atm_fnv1a(ATM_FNV1A_INIT, buf, strlen(buf));
+	return ATM_OK;
+}
+
+/* shared_kernel -- the earlier node whose kernel node k runs, or k (entered in t as the first
+ * of its key) */
+static atm_status shared_kernel(const atm_exec *e, struct kernel_table *t, int32_t k,
+                                int32_t *owner)
+{
+	char key[ATM_SIGNATURE_MAX + 16], other[ATM_SIGNATURE_MAX + 16];
+	uint64_t h, h2;
+	atm_status rc = kernel_key(e, k, key, sizeof key, &h);
+	if (rc < 0)
+		return rc;
+	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		if (!t->slot[i]) {
+			t->slot[i] = k + 1;
+			t->hash[i] = h;
+			*owner = k;
+			return ATM_OK;
+		}
+		if (t->hash[i] != h)
+			continue;
+		if ((rc = kernel_key(e, t->slot[i] - 1, other, sizeof other, &h2)) < 0)
+			return rc;
+		if (!strcmp(key, other)) {
+			*owner = t->slot[i] - 1;
+			return ATM_OK;
+		}
+	}
+}
+
+/* build_kernels -- one kernel per node (or per signature, shared) and the scratch they share */
 static atm_status build_kernels(atm_exec *e)
 {
 	int32_t nn = atm_graph_n_nodes(e->g);
 	int max_args = 1;
-	atm_status rc;
+	atm_status rc = ATM_OK;
+	atm_backend_caps caps = {0};
+	struct kernel_table t = {0};
+	if (atm_backend_caps_get(e->opts.gpu.mode, &caps) < 0)
+		atm_err_clear();
 	e->kernels = calloc((size_t)(nn ? nn : 1), sizeof *e->kernels);
-	if (!e->kernels)
+	e->kernel_owner = calloc((size_t)(nn ? nn : 1), sizeof *e->kernel_owner);
+	if (caps.shared_kernels) {
+		size_t cap = 16;
+		while (cap < 2 * (size_t)nn)
+			cap *= 2;
+		t.slot = calloc(cap, sizeof *t.slot);
+		t.hash = calloc(cap, sizeof *t.hash);
+		t.mask = cap - 1;
+	}
+	if (!e->kernels || !e->kernel_owner || (caps.shared_kernels && (!t.slot || !t.hash))) {
+		free(t.slot);
+		free(t.hash);
 		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
+	}
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(e->g, k);
-		if ((rc = e->b->iface->kernel_new(e->b, e->g, k, &e->kernels[k])) < 0)
-			return rc;
-		int algo = atm_plan_algo(e->plan, k), n_algos;
-		n_algos = e->b->iface->kernel_n_algos(e->b, e->kernels[k]);
-		if (algo >= n_algos)
-			return atm_err(ATM_E_INPUT, "plan '%s' runs node '%s' with algorithm %d, but here it "
-			               "has %d: profile and plan on this machine",
-			               atm_plan_info_get(e->plan)->formulation, n->name, algo, n_algos);
-		if (algo && (rc = e->b->iface->kernel_set_algo(e->b, e->kernels[k], algo)) < 0)
-			return rc;
-		int64_t sb = e->b->iface->kernel_scratch_bytes(e->b, e->kernels[k]);
-		int64_t ws = atm_plan_workspace(e->plan, k);
-		if (ws > 0 && ws < sb)
-			return atm_err(ATM_E_INPUT, "plan '%s' gives node '%s' a workspace of %lld bytes in "
-			               "the fast arena, but its kernel needs %lld here: profile and plan on "
-			               "this machine", atm_plan_info_get(e->plan)->formulation, n->name,
-			               (long long)ws, (long long)sb);
-		/* the scratch outside the arena serves the kernels whose workspace is not in it */
-		if (ws <= 0 && sb > e->result.scratch_bytes)
-			e->result.scratch_bytes = sb;
+		int32_t owner = k;
+		/* a graph of millions of nodes takes seconds here: Ctrl-C ends it too */
+		if (k % 4096 == 0 && e->opts.stop && *e->opts.stop) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted building kernels (%d of %d)", k, nn);
+			break;
+		}
+		if (caps.shared_kernels && (rc = shared_kernel(e, &t, k, &owner)) < 0)
+			break;
+		e->kernel_owner[k] = owner;
+		if (owner != k)
+			e->kernels[k] = e->kernels[owner];
+		else if ((rc = build_kernel(e, k)) < 0)
+			break;
+		if ((rc = kernel_scratch(e, k)) < 0)
+			break;
 		if (n->n_in > max_args)
 			max_args = n->n_in;
 		if (n->n_out > max_args)
 			max_args = n->n_out;
 	}
+	free(t.slot);
+	free(t.hash);
+	if (rc < 0)
+		return rc;
 	e->in_ptrs = calloc((size_t)max_args, sizeof *e->in_ptrs);
 	e->out_ptrs = calloc((size_t)max_args, sizeof *e->out_ptrs);
 	if (!e->in_ptrs || !e->out_ptrs)
 		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
 	return e->b->iface->scratch(e->b, e->result.scratch_bytes, &e->scratch);
 }
+
 
 /* setup_persistent -- allocate inputs, parameters and outputs where the plan
  * starts them, and give them their first values */
@@ -814,10 +917,11 @@ void atm_exec_destroy(atm_exec *e)
 		(void)e->b->iface->sync(e->b);
 		if (e->kernels)
 			for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
-				if (e->kernels[k])
+				if (e->kernels[k] && (!e->kernel_owner || e->kernel_owner[k] == k))
 					e->b->iface->kernel_destroy(e->b, e->kernels[k]);
 	}
 	free(e->kernels);
+	free(e->kernel_owner);
 	free(e->in_ptrs);
 	free(e->out_ptrs);
 	/* the backend releases every live allocation */

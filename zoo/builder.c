@@ -1355,8 +1355,15 @@ static void backward(zb *b, int32_t id)
  * handed out */
 static atm_status walk_back(zb *b, int32_t n_forward, atm_graph **out)
 {
-	for (int32_t i = n_forward - 1; i >= 0 && b->status == ATM_OK; i--)
+	for (int32_t i = n_forward - 1; i >= 0 && b->status == ATM_OK; i--) {
+		/* a million layers take seconds: Ctrl-C ends them too */
+		if (i % 4096 == 0 && atm_stopped()) {
+			fail(b, atm_err(ATM_E_INTERRUPTED, "interrupted building the backward pass (%d of "
+			                "%d forward nodes left)", i, n_forward));
+			return b->status;
+		}
 		backward(b, i);
+	}
 	for (int32_t t = 0; t < atm_graph_n_tensors(b->g) && b->status == ATM_OK; t++)
 		if (b->info[t].n_seen != b->info[t].n_uses &&
 		    atm_graph_tensor(b->g, t)->kind == ATM_KIND_PARAM)

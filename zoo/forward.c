@@ -554,6 +554,10 @@ static atm_status build(struct fw *w, json_t *doc, int32_t *logits)
 	json_t *o;
 	json_array_foreach(layers, i, o) {
 		const char *name = json_string_value(json_object_get(o, "name"));
+		/* a million layers take seconds: Ctrl-C ends them too */
+		if (i % 4096 == 0 && atm_stopped())
+			return atm_err(ATM_E_INTERRUPTED, "%s: interrupted reading layer %zu of %zu",
+			               w->origin, i, json_array_size(layers));
 		snprintf(w->at, sizeof w->at, "layers[%zu]", i);
 		if (!json_is_object(o))
 			return bad(w, "must be an object {\"name\", \"op\", ...}");
@@ -590,20 +594,31 @@ bool atm_zoo_is_forward(const char *text, size_t len)
 	return is;
 }
 
+static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin,
+                                   int64_t batch);
+
 atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t len,
                                        const char *origin, int64_t batch)
+{
+	json_error_t je;
+	*g = NULL;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!doc)
+		return atm_err(ATM_E_INPUT, "%s:%d:%d: JSON error: %s",
+		               origin ? origin : "forward graph", je.line, je.column, je.text);
+	return forward_load_doc(g, doc, origin, batch);
+}
+
+/* forward_load_doc -- atm_zoo_forward_load_buffer of the parsed document doc, whose reference
+ * it takes: released once the layers are read, before the backward pass is built beside them */
+static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin, int64_t batch)
 {
 	static const char *const top[] = {"format", "version", "name", "batch", "lr", "input",
 	                                  "layers", "output", NULL};
 	struct fw w = {.origin = origin ? origin : "forward graph"};
-	json_error_t je;
 	atm_status rc;
 	int64_t file_batch = 1;
 	*g = NULL;
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!doc)
-		return atm_err(ATM_E_INPUT, "%s:%d:%d: JSON error: %s", w.origin, je.line, je.column,
-		               je.text);
 	if (!json_is_object(doc)) {
 		rc = bad(&w, "a forward graph is a JSON object {\"format\": \"%s\", ...}", FW_FORMAT);
 		goto out;
@@ -643,6 +658,10 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	int32_t logits = -1;
 	if ((rc = build(&w, doc, &logits)) < 0)
 		goto out;
+	/* the document's names and values are in the graph now: a large one's memory goes */
+	json_decref(w.ids);
+	json_decref(doc);
+	w.ids = doc = NULL;
 	/* logits [batch, classes]: a class per sample; [batch, ..., classes]: one per position */
 	rc = zb_dim(w.b, logits, 2) ? zb_finish_tokens(w.b, 1, &logits, (const char *[]){"labels"},
 	                                               (const char *[]){"loss"}, g)
@@ -651,7 +670,7 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 		atm_graph_destroy(*g);
 		*g = NULL;
 	}
-	if (rc < 0)
+	if (rc < 0 && rc != ATM_E_INTERRUPTED)
 		rc = bad(&w, "%s", atm_errmsg());
 out:
 	zb_destroy(w.b);
@@ -668,6 +687,16 @@ atm_status atm_zoo_load(atm_graph **g, const char *path, const atm_graph_load_op
 	*g = NULL;
 	if (rc < 0)
 		return rc;
+	/* a forward file is parsed once: a million layers' document takes a second and hundreds
+	 * of megabytes (one that does not parse is told apart as before, and says why) */
+	json_t *doc = memmem(text, len, FW_FORMAT, strlen(FW_FORMAT))
+	                      ? json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	json_t *f = doc ? json_object_get(doc, "format") : NULL;
+	if (json_is_string(f) && !strcmp(json_string_value(f), FW_FORMAT)) {
+		free(text);
+		return forward_load_doc(g, doc, path, o ? o->batch : 0);
+	}
+	json_decref(doc);
 	if (atm_zoo_is_forward(text, len))
 		rc = atm_zoo_forward_load_buffer(g, text, len, path, o ? o->batch : 0);
 	else
