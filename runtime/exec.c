@@ -597,7 +597,7 @@ static atm_status build_kernels(atm_exec *e)
 		const atm_node *n = atm_graph_node(e->g, k);
 		int32_t owner = k;
 		/* a graph of millions of nodes takes seconds here: Ctrl-C ends it too */
-		if (k % 4096 == 0 && e->opts.stop && *e->opts.stop) {
+		if (k && k % 4096 == 0 && e->opts.stop && *e->opts.stop) {
 			rc = atm_err(ATM_E_INTERRUPTED, "interrupted building kernels (%d of %d)", k, nn);
 			break;
 		}
