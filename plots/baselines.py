@@ -11,7 +11,6 @@ has it."""
 
 import argparse
 import json
-import os
 
 import common as c  # first: it puts python/ on the module path
 from matplotlib.lines import Line2D
@@ -167,16 +166,17 @@ def main():
     p = argparse.ArgumentParser(
         prog="baselines.py", description=__doc__,
         epilog="Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or missing data, "
-               "2 bad usage.")
+               "2 bad usage (an OUT that is not a regular file or a new file in an existing "
+               "folder: a folder, a device). A row that cannot be drawn (a step that is not a "
+               "positive number, a negative peak) is left out with a warning naming it.")
     p.add_argument("data", nargs="+", metavar="BASELINES.json",
                    help="bench/torch_baselines.py's --json output (one or more)")
     p.add_argument("-o", "--output", metavar="OUT.png", default="fig12-memory.png",
-                   help="the image to write, and OUT.pdf beside it (default: fig12-memory.png)")
+                   help="the image to write, ending in .png or .pdf, and the other format "
+                        "beside it (default: fig12-memory.png)")
     args = p.parse_args()
-    stem = args.output[:-4] if args.output.endswith((".png", ".pdf")) else args.output
-    folder, name = os.path.dirname(stem) or ".", os.path.basename(stem)
     c.draw_and_save("baselines", f"{', '.join(args.data)}: malformed rows",
-                    lambda: [(name, draw(*load(args.data)))], folder)
+                    lambda: [("fig12-memory", draw(*load(args.data)))], image=args.output)
 
 
 if __name__ == "__main__":
