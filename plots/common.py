@@ -41,7 +41,7 @@ from autotm_results.comparisons import (check_measured,  # noqa: E402
                                         comparison_id, comparisons, exact,
                                         latest, turn_times)
 from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
-                                    run_key, run_ratio)
+                                    run_key, run_ratio, warning)
 from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.

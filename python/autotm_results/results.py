@@ -69,6 +69,12 @@ def results_files(folder):
                   if f.endswith(".json") and os.path.isfile(os.path.join(folder, f)))
 
 
+def warning(msg):
+    """warning -- MSG on stderr as a warning: how a run (or a row) left out of a table or a
+    figure is reported, one line each"""
+    print(f"warning: {msg}", file=sys.stderr)
+
+
 def run_ratio(run):
     """run_ratio -- the run's ratio in lowest terms, None when its limit was not a ratio"""
     return norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
@@ -157,7 +163,7 @@ class Results:
         and the other runs of their comparisons, saying so through WARN (default: on stderr)
         once per run left out; the figures then draw without them and the drivers measure
         their comparisons again"""
-        warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+        warn = warn or warning
         runs = self.runs
         bad, ids = {}, set()
         for i, r in enumerate(runs):
