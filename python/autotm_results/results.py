@@ -75,6 +75,28 @@ def warning(msg):
     print(f"warning: {msg}", file=sys.stderr)
 
 
+def network_mismatch(path, workload):
+    """network_mismatch -- why the file name of PATH and its WORKLOAD name two networks (the
+    drivers name a file NETWORK-PRESET.json, or NETWORK-PRESET-bBATCH.json, NETWORK-PRESET-GPU.json:
+    the network then the preset), naming both; None when they agree or the workload names no
+    network"""
+    name = workload.get("name") if isinstance(workload, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == name or stem.startswith(name + "-"):
+        return None
+    preset = workload.get("preset")
+    said = stem.split("-")[0]
+    if isinstance(preset, str) and preset:
+        for i in range(len(stem)):  # the network is what comes before "-PRESET" ("-" or the end)
+            if stem.startswith("-" + preset, i) and stem[i + 1 + len(preset):][:1] in ("", "-"):
+                said = stem[:i]
+                break
+    return (f"the file name says network '{said}' but its workload is '{name}' (the drivers "
+            "name a file NETWORK-PRESET.json): tabulated as its workload's")
+
+
 def run_ratio(run):
     """run_ratio -- the run's ratio in lowest terms, None when its limit was not a ratio"""
     return norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
