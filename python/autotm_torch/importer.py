@@ -230,7 +230,7 @@ def trace(model, example):
     try:
         with torch.no_grad():
             graph = tracer.trace(model)
-    except ImportError_:
+    except (ImportError_, KeyboardInterrupt):
         raise
     except SystemExit as e:  # sys.exit() in the model's code: a failure of the model, not an exit
         module = f" in module '{tracer.failed_in}'" if tracer.failed_in else ""
@@ -238,7 +238,8 @@ def trace(model, example):
             f"tracing {type(model).__name__}.forward on an input of {list(example.shape)} "
             f"failed: SystemExit: the forward called sys.exit({e.code!r}){module}"
             f"{_raised_at(e)}; a forward that ends the program cannot be imported") from None
-    except Exception as e:  # torch.fx raises TraceError, TypeError, ... for dynamic code
+    except BaseException as e:  # noqa: BLE001 -- torch.fx raises TraceError, TypeError, ...
+        # for dynamic code; the model's own code may raise anything
         hint, kind = "", type(e).__name__
         if isinstance(e, torch.fx.proxy.TraceError):
             kind = "TraceError"
