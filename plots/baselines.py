@@ -11,7 +11,6 @@ has it."""
 
 import argparse
 import json
-import os
 
 import common as c  # first: it puts python/ on the module path
 from matplotlib.lines import Line2D
@@ -29,7 +28,7 @@ GIB = float(1 << 30)
 
 def load(paths):
     """{network: {mode: row}} and the rows' device and torch version, from every file"""
-    nets, devices, torches = {}, set(), set()
+    nets, devices, torches, left_out = {}, set(), set(), 0
     for path in paths:
         try:
             with open(path) as f:
@@ -47,18 +46,59 @@ def load(paths):
                     or r.get("mode") not in [m for m, _, _ in MODES]:
                 raise c.PlotError(f"{path}: rows[{i}] has no network or no mode of "
                                   f"{', '.join(m for m, _, _ in MODES)}")
+            row = f"{path}: rows[{i}] ({r['network']}, {r['mode']})"
+            why = unusable(r)
+            if why:
+                c.warning(f"{row} left out: {why}")
+                left_out += 1
+                continue
+            drop_bad_plans(r, row)
             by_net.setdefault(r["network"], {})[r["mode"]] = r
             if r.get("device"):
                 devices.add(str(r["device"]))
             if r.get("torch"):
                 torches.add(str(r["torch"]))
         nets.update(by_net)  # a later file's network replaces an earlier one's
+    if not nets and left_out:
+        raise c.PlotError(f"{', '.join(paths)}: no row left to draw (each is left out above)")
     drawable = {n: m for n, m in nets.items()
                 if any(c.is_num(r.get("peak_bytes")) for r in m.values())}
     if not drawable:
         raise c.PlotError(f"{', '.join(paths)}: no row has a peak of device memory (a run "
                           "with --device cpu measures none): nothing to draw against memory")
     return drawable, sorted(devices), sorted(torches)
+
+
+def unusable(r):
+    """why row R cannot be drawn (a step that is not a positive number, a peak that is not a
+    number of at least 0), as autotm_results leaves out a run whose step cannot be used; None
+    when it can, or when it did not run (its error is named under the panels)"""
+    if r.get("error"):
+        return None
+    s, peak = r.get("step_s"), r.get("peak_bytes")
+    if not c.is_positive(s):
+        return f"step_s {s!r} is not a positive number"
+    if peak is not None and not (c.is_num(peak) and peak >= 0):
+        return f"peak_bytes {peak!r} is not a number of at least 0"
+    return None
+
+
+def drop_bad_plans(r, row):
+    """row R without autotm's steps that are not positive numbers, each left out with a warning
+    naming ROW and the plan"""
+    got = r.get("autotm")
+    if got is not None and not isinstance(got, dict):
+        c.warning(f"{row}: autotm's steps left out: {got!r} is not an object of plans")
+        del r["autotm"]
+    for plan, s in list((r.get("autotm") or {}).items()):
+        if not c.is_positive(s):
+            c.warning(f"{row}: autotm's {plan} step left out: {s!r} is not a positive number")
+            del r["autotm"][plan]
+    s = r.get("autotm_all_device_s")
+    if s is not None and not c.is_positive(s):
+        c.warning(f"{row}: autotm's all-device step left out: autotm_all_device_s {s!r} is "
+                  "not a positive number")
+        del r["autotm_all_device_s"]
 
 
 def autotm_points(modes):
@@ -167,16 +207,17 @@ def main():
     p = argparse.ArgumentParser(
         prog="baselines.py", description=__doc__,
         epilog="Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or missing data, "
-               "2 bad usage.")
+               "2 bad usage (an OUT that is not a regular file or a new file in an existing "
+               "folder: a folder, a device). A row that cannot be drawn (a step that is not a "
+               "positive number, a negative peak) is left out with a warning naming it.")
     p.add_argument("data", nargs="+", metavar="BASELINES.json",
                    help="bench/torch_baselines.py's --json output (one or more)")
     p.add_argument("-o", "--output", metavar="OUT.png", default="fig12-memory.png",
-                   help="the image to write, and OUT.pdf beside it (default: fig12-memory.png)")
+                   help="the image to write, ending in .png or .pdf, and the other format "
+                        "beside it (default: fig12-memory.png)")
     args = p.parse_args()
-    stem = args.output[:-4] if args.output.endswith((".png", ".pdf")) else args.output
-    folder, name = os.path.dirname(stem) or ".", os.path.basename(stem)
     c.draw_and_save("baselines", f"{', '.join(args.data)}: malformed rows",
-                    lambda: [(name, draw(*load(args.data)))], folder)
+                    lambda: [("fig12-memory", draw(*load(args.data)))], image=args.output)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ drivers) is refused with a message to rerun the driver.  Ratios are slow:fast.
 import argparse
 import math
 import os
+import stat
 import sys
 import tempfile
 import textwrap
@@ -40,7 +41,7 @@ from autotm_results.comparisons import (check_measured,  # noqa: E402
                                         comparison_id, comparisons, exact,
                                         latest, turn_times)
 from autotm_results.results import (ResultsError, read, results_files,  # noqa: E402
-                                    run_key, run_ratio)
+                                    run_key, run_ratio, warning)
 from autotm_results.values import argtype, is_num, is_positive  # noqa: E402
 
 # The order networks are shown in (the artifact's), others follow by name.
@@ -85,6 +86,11 @@ class PlotError(ResultsError):
     """A problem with the input; the message names what and where."""
 
 
+class OutputError(PlotError):
+    """An output path that is no image file to write (a folder, a device): bad usage (exit 2),
+    never renamed into one silently."""
+
+
 # --------------------------------------------------------------------------
 # Command line
 
@@ -96,11 +102,14 @@ def parser(fig, description):
         prog=f"{fig}.py",
         description=description,
         epilog=f"The data comes from {driver} (or scripts/figures.sh). "
-               "Exit status: 0 drawn, 1 bad or missing data, 2 bad usage.")
+               "Exit status: 0 drawn, 1 bad or missing data, 2 bad usage (an --out that is "
+               "not a folder, an image there that is not a regular file).")
     p.add_argument("--data", default="data", metavar="DIR",
                    help="the data folder (default: data)")
     p.add_argument("--out", default="figures", metavar="DIR",
-                   help="where the PNG and PDF go (default: figures)")
+                   help="the folder the PNG and PDF go into, made when missing (default: "
+                        "figures); a path that is not a folder, or an image in it that is "
+                        "not a regular file, is refused (exit 2)")
     p.add_argument("--machine", metavar="NAME",
                    help="which machine subfolder of the data folder "
                         "(default: the only one with data for this figure)")
@@ -118,22 +127,38 @@ positive_float = argtype(values.positive_float)
 MALFORMED = (KeyError, TypeError, ValueError, ArithmeticError, AttributeError)
 
 
-def draw_and_save(who, malformed, draw, out):
-    """DRAW() ([(name, figure)]) saved atomically into OUT as PNG and PDF, the images' paths
-    printed; on a data error one line on stderr naming WHO (MALFORMED says what held a field of
-    the wrong type) and exit 1, leaving earlier images as they were."""
+def draw_and_save(who, malformed, draw, out=None, image=None, what="-o"):
+    """DRAW() ([(name, figure)]) saved atomically as PNG and PDF, the images' paths printed:
+    into the folder OUT (made when missing) as NAME.png and NAME.pdf, or, with IMAGE (one
+    figure), as IMAGE itself and the other format beside it (image_paths; WHAT names where the
+    path came from).  An output that is no image file to write (a folder, a device) is refused
+    before anything is drawn: one line on stderr naming it, exit 2.  On a data error one line
+    on stderr naming WHO (MALFORMED says what held a field of the wrong type) and exit 1,
+    leaving earlier images as they were."""
     try:
+        if image is not None:
+            paths = image_paths(image, what)
+        else:
+            check_out_folder(out)
         figures = draw()
-        save_all(figures, out)
+        if image is not None:
+            targets = [(fig, paths) for _, fig in figures]
+        else:
+            targets = [(fig, [os.path.join(out, f"{name}.{ext}") for ext in ("png", "pdf")])
+                       for name, fig in figures]
+        save_all(targets, out, what)
+    except OutputError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        sys.exit(2)
     except ResultsError as e:
         print(f"{who}: {e}", file=sys.stderr)
         sys.exit(1)
     except MALFORMED as e:
         print(f"{who}: {malformed} ({type(e).__name__}: {e})", file=sys.stderr)
         sys.exit(1)
-    for name, _ in figures:
-        for ext in ("png", "pdf"):
-            print(os.path.join(out, f"{name}.{ext}"))
+    for _, paths in targets:
+        for path in paths:
+            print(path)
 
 
 def ratios_option(p, default):
@@ -570,23 +595,89 @@ def bar_handles(formulations, predicted_runs=None):
     return hs
 
 
-def save_all(figures, out):
-    """Write every figure as PNG and PDF under temporary names in OUT, then
-    rename them all into place; on failure nothing is left."""
+def _kind(mode):
+    """what a file of MODE (st_mode) is, in words"""
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a pipe"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def check_image_path(path, what):
+    """PATH as an image to write: a regular file (replaced) or a new file in an existing folder;
+    OutputError naming it (WHAT: where it came from) otherwise"""
     try:
-        os.makedirs(out, exist_ok=True)
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise OutputError(f"{what} '{path}': no folder '{folder}' to write it in") from None
+        return
     except OSError as e:
-        raise PlotError(f"cannot make the output folder '{out}' ({e})")
+        raise OutputError(f"{what} '{path}': cannot be looked at ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{what} '{path}' is {_kind(st.st_mode)}, not an image file: give "
+                          "the path of the image to write")
+
+
+def image_paths(path, what="-o"):
+    """[PNG, PDF] that an image named PATH writes: PATH itself, which must end in .png or .pdf,
+    and the other format beside it (OUT.png and OUT.pdf), each a regular file or a new file in
+    an existing folder; OutputError naming the path otherwise (never another name silently)"""
+    check_image_path(path, what)
+    stem, ext = os.path.splitext(path)
+    if ext.lower() not in (".png", ".pdf") or not os.path.basename(stem):
+        raise OutputError(f"{what} '{path}': name the image OUT.png or OUT.pdf (both are "
+                          "written, the other beside it)")
+    other = stem + (".pdf" if ext.lower() == ".png" else ".png")
+    check_image_path(other, f"{what} '{path}': the {other[-3:].upper()} beside it,")
+    return [path, other] if ext.lower() == ".png" else [other, path]
+
+
+def check_out_folder(out):
+    """--out OUT as a folder to write images into: one, or nothing yet (it is made); OutputError
+    naming it when it is something else (a file, a device)"""
+    try:
+        st = os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as e:
+        raise OutputError(f"--out '{out}': cannot be looked at ({e.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a regular file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise OutputError(f"--out '{out}' is {kind}, not a folder: give the folder the images "
+                          "go into")
+
+
+def save_all(targets, out=None, what="-o"):
+    """Write every figure of TARGETS ([(figure, [PNG path, PDF path])]) under temporary names
+    beside its paths, then rename them all into place; on failure nothing is left.  OUT: the
+    folder they go into, made first when missing (None: the paths' folders exist).  A path that
+    is no image file to write is refused (OutputError, naming WHAT gave it where there is no
+    OUT) before anything is written."""
+    if out is not None:
+        check_out_folder(out)
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            raise PlotError(f"cannot make the output folder '{out}' ({e})")
+    for _, paths in targets:
+        for path in paths:
+            check_image_path(path, "the image" if out is not None else what)
     temps = []
     mask = os.umask(0)
     os.umask(mask)
     try:
-        for name, fig in figures:
-            for ext in ("png", "pdf"):
-                fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.",
-                                           suffix=f".{ext}.tmp")
+        for fig, paths in targets:
+            for final in paths:
+                ext = os.path.splitext(final)[1][1:].lower()
+                folder, name = os.path.split(final)
+                fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.",
+                                           suffix=".tmp")
                 os.close(fd)
-                temps.append((tmp, os.path.join(out, f"{name}.{ext}")))
+                temps.append((tmp, final))
                 meta = {"CreationDate": None} if ext == "pdf" else {}
                 fig.savefig(tmp, format=ext, dpi=PNG_DPI, metadata=meta)
                 os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600
@@ -598,7 +689,8 @@ def save_all(figures, out):
                 os.unlink(tmp)
             except OSError:
                 pass
-        raise PlotError(f"cannot write the images in '{out}' ({e})")
+        where = out if out is not None else os.path.dirname(targets[0][1][0]) or "."
+        raise PlotError(f"cannot write the images in '{where}' ({e})")
 
 
 def fmt_bytes_unit(max_bytes):

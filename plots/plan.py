@@ -419,32 +419,23 @@ def draw(doc):
 # Command line
 
 
-def output_paths(args):
-    """The folder and the name (without extension) the images take."""
-    out = args.output
-    if out is None:
-        base = os.path.splitext(os.path.basename(args.timeline))[0]
-        return os.path.dirname(args.timeline) or ".", base
-    stem, ext = os.path.splitext(out)
-    if ext.lower() not in ("", ".png", ".pdf"):
-        stem = out
-    return os.path.dirname(stem) or ".", os.path.basename(stem)
-
-
 def main():
     p = argparse.ArgumentParser(
         prog="plan.py", description=__doc__,
         epilog="Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or "
-               "missing timeline, 2 bad usage.")
+               "missing timeline, 2 bad usage (an OUT that is not a regular file or a new "
+               "file in an existing folder: a folder, a device).")
     p.add_argument("timeline", metavar="TIMELINE.json",
                    help="a timeline file (autotm plan --timeline FILE)")
     p.add_argument("-o", "--output", metavar="OUT.png",
-                   help="the image to write, and OUT.pdf beside it (default: "
-                        "the timeline's path with .png and .pdf)")
+                   help="the image to write, ending in .png or .pdf, and the other format "
+                        "beside it (default: the timeline's path with .png and .pdf)")
     args = p.parse_args()
-    folder, name = output_paths(args)
+    image, what = args.output, "-o"
+    if image is None:
+        image, what = os.path.splitext(args.timeline)[0] + ".png", "the image beside the timeline,"
     c.draw_and_save("plan", f"{args.timeline}: malformed timeline",
-                    lambda: [(name, draw(load(args.timeline)))], folder)
+                    lambda: [("plan", draw(load(args.timeline)))], image=image, what=what)
 
 
 if __name__ == "__main__":

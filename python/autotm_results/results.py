@@ -69,6 +69,34 @@ def results_files(folder):
                   if f.endswith(".json") and os.path.isfile(os.path.join(folder, f)))
 
 
+def warning(msg):
+    """warning -- MSG on stderr as a warning: how a run (or a row) left out of a table or a
+    figure is reported, one line each"""
+    print(f"warning: {msg}", file=sys.stderr)
+
+
+def network_mismatch(path, workload):
+    """network_mismatch -- why the file name of PATH and its WORKLOAD name two networks (the
+    drivers name a file NETWORK-PRESET.json, or NETWORK-PRESET-bBATCH.json, NETWORK-PRESET-GPU.json:
+    the network then the preset), naming both; None when they agree or the workload names no
+    network"""
+    name = workload.get("name") if isinstance(workload, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == name or stem.startswith(name + "-"):
+        return None
+    preset = workload.get("preset")
+    said = stem.split("-")[0]
+    if isinstance(preset, str) and preset:
+        for i in range(len(stem)):  # the network is what comes before "-PRESET" ("-" or the end)
+            if stem.startswith("-" + preset, i) and stem[i + 1 + len(preset):][:1] in ("", "-"):
+                said = stem[:i]
+                break
+    return (f"the file name says network '{said}' but its workload is '{name}' (the drivers "
+            "name a file NETWORK-PRESET.json): tabulated as its workload's")
+
+
 def run_ratio(run):
     """run_ratio -- the run's ratio in lowest terms, None when its limit was not a ratio"""
     return norm_ratio(run.get("ratio_slow"), run.get("ratio_fast"))
@@ -157,7 +185,7 @@ class Results:
         and the other runs of their comparisons, saying so through WARN (default: on stderr)
         once per run left out; the figures then draw without them and the drivers measure
         their comparisons again"""
-        warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+        warn = warn or warning
         runs = self.runs
         bad, ids = {}, set()
         for i, r in enumerate(runs):

@@ -9,6 +9,10 @@ of the per-turn ratios, with the predicted ratio beside it.
     recompute/  per network and ratio, each placement's step over all fast's
     gpu/        per network and ratio, each placement's step over the first baseline's
 
+A run whose measured step cannot be used is left out with a warning (Results.drop_unusable), and
+a file whose name says another network than its workload (the drivers name it
+NETWORK-PRESET.json) is tabulated as its workload's, with a warning naming both.
+
 As a command:
     python3 -m autotm_results.tables DATA/MACHINE [--folder cpu|large|recompute|gpu]
                                      [--ratios 8:1,4:1,1:1] [--networks a,b]
@@ -20,7 +24,7 @@ import sys
 
 from .comparisons import comparisons
 from .ratios import parse_ratios, ratio_str
-from .results import ResultsError, read, results_files
+from .results import ResultsError, network_mismatch, read, results_files, warning
 from .values import is_positive
 
 # per folder: the baseline each placement is divided by, the placements in column order
@@ -56,6 +60,9 @@ def rows(machine_dir, folder, ratios=None, networks=None):
     path = os.path.join(machine_dir, folder)
     for f in results_files(path) if os.path.isdir(path) else []:
         res = read(f).check()
+        mismatch = network_mismatch(f, res.workload)
+        if mismatch:
+            warning(f"{f}: {mismatch}")
         name = res.workload.get("name") or os.path.basename(f).split("-")[0]
         if networks and name not in networks:
             continue

@@ -107,7 +107,7 @@ def _output_shape(model, input_shape, tokens):
             example = torch.zeros(tuple(input_shape),
                                   dtype=torch.int64 if tokens else torch.float32)
             return model(example).shape
-    except Exception as e:  # noqa: BLE001 -- the model's own code
+    except (Exception, SystemExit) as e:  # noqa: BLE001 -- the model's own code
         raise ImportError_(f"the forward on zeros of {list(input_shape)} failed: "
                            f"{type(e).__name__}: {e}{where(e)}") from None
     finally:
@@ -347,7 +347,7 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
                         p.copy_(before[k])
         try:
             loss_t, after_t, noise, exact = torch_step(model, data, lr, device)
-        except Exception as e:  # noqa: BLE001 -- the model's own code
+        except (Exception, SystemExit) as e:  # noqa: BLE001 -- the model's own code
             raise ImportError_(f"PyTorch's training step failed: {type(e).__name__}: {e}"
                                f"{where(e)}") from None
         with torch.no_grad():  # the model as it was, for anyone who runs it again
@@ -399,7 +399,7 @@ def _check_steps(model, data, params, tmp, graph, data_file, weights, placements
         for step in range(steps):
             try:
                 loss_t, after_t, noise = torch_update(model, data, optimizer, start, device)
-            except Exception as e:  # noqa: BLE001 -- the model's own code
+            except (Exception, SystemExit) as e:  # noqa: BLE001 -- the model's own code
                 raise ImportError_(f"PyTorch's training step failed: {type(e).__name__}: {e}"
                                    f"{where(e)}") from None
             w_out = os.path.join(tmp, f"w{step + 1}-{pl}.safetensors")

@@ -155,6 +155,7 @@ class _Tracer(torch.fx.Tracer):
         self.running = 0  # > 0 while a value is computed: modules and attributes are plain
         self.module_paths = []  # the modules being traced through (torch.fx has a self.scope)
         self.scopes = {}  # node -> the path of the module whose forward made it
+        self.failed_in = None  # the path of the innermost module whose call raised, once one did
 
     def proxy(self, node):
         return _ValueProxy(node, self)
@@ -179,6 +180,10 @@ class _Tracer(torch.fx.Tracer):
         self.module_paths.append(self.path_of_module(m))
         try:
             return super().call_module(m, forward, args, kwargs)
+        except BaseException:
+            if self.failed_in is None:
+                self.failed_in = self.module_paths[-1]
+            raise
         finally:
             self.module_paths.pop()
 
@@ -225,9 +230,16 @@ def trace(model, example):
     try:
         with torch.no_grad():
             graph = tracer.trace(model)
-    except ImportError_:
+    except (ImportError_, KeyboardInterrupt):
         raise
-    except Exception as e:  # torch.fx raises TraceError, TypeError, ... for dynamic code
+    except SystemExit as e:  # sys.exit() in the model's code: a failure of the model, not an exit
+        module = f" in module '{tracer.failed_in}'" if tracer.failed_in else ""
+        raise ImportError_(
+            f"tracing {type(model).__name__}.forward on an input of {list(example.shape)} "
+            f"failed: SystemExit: the forward called sys.exit({e.code!r}){module}"
+            f"{_raised_at(e)}; a forward that ends the program cannot be imported") from None
+    except BaseException as e:  # noqa: BLE001 -- torch.fx raises TraceError, TypeError, ...
+        # for dynamic code; the model's own code may raise anything
         hint, kind = "", type(e).__name__
         if isinstance(e, torch.fx.proxy.TraceError):
             kind = "TraceError"
@@ -1592,6 +1604,13 @@ def to_forward(model, input_shape, name=None, lr=0.01, tokens=False):
     if not tokens and len(input_shape) != 4:
         raise ImportError_(f"input {list(input_shape)}: autotm's forward graphs take one image "
                            f"[batch, channels, height, width] or token ids [batch, sequence]")
+    frozen = [k for k, p in model.named_parameters() if not p.requires_grad]
+    if frozen:
+        raise ImportError_(f"{len(frozen)} frozen parameter(s) (requires_grad False): "
+                           f"{', '.join(frozen[:5])}{', ...' if len(frozen) > 5 else ''}: autotm's "
+                           f"step updates every parameter of a forward graph and would train "
+                           f"them; make them trainable (requires_grad_(True)) to train them "
+                           f"all, or make the model without them")
     example = torch.zeros(tuple(input_shape), dtype=torch.int64 if tokens else torch.float32)
     gm, values, scopes = trace(model, example)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]

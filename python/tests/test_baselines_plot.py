@@ -1,5 +1,6 @@
 """test_baselines_plot -- plots/baselines.py draws Figure 12 against memory from
-bench/torch_baselines.py's JSON, and refuses what it cannot draw with one line (exit 1)."""
+bench/torch_baselines.py's JSON, leaves out a row it cannot draw with a warning naming it (file,
+row, network, way, plan), and refuses a file it cannot draw with one line (exit 1)."""
 
 import json
 import os
@@ -58,6 +59,46 @@ class BaselinesPlotTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         for ext in ("png", "pdf"):
             self.assertGreater(os.path.getsize(os.path.join(self.dir, f"fig.{ext}")), 1000)
+
+    def test_leaves_out_rows_it_cannot_draw_with_a_warning_naming_each(self):
+        path = self.write("bad-rows.json", {"rows": [
+            row("vgg19", "plain", float("nan"), 6 << 30, {"synchronous": 0.12}),
+            row("vgg19", "checkpoint", float("inf"), 3 << 30),
+            row("vgg19", "save_on_cpu", None, 2 << 30),
+            row("resnet200", "plain", "fast", 6 << 30),
+            row("resnet200", "checkpoint", 0.2, -1),
+            row("resnet200", "save_on_cpu", 0.3, 2 << 30,
+                {"synchronous": float("nan"), "asynchronous": 0.25},
+                autotm_all_device_s="quick"),
+            row("densenet264", "plain", None, None, error="out of memory"),
+        ]})
+        p = self.draw(path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, "fig.png")))
+        lines = p.stderr.strip().splitlines()
+        want = [f"warning: {path}: rows[0] (vgg19, plain) left out: step_s nan is not a positive "
+                "number",
+                f"warning: {path}: rows[1] (vgg19, checkpoint) left out: step_s inf is not a "
+                "positive number",
+                f"warning: {path}: rows[2] (vgg19, save_on_cpu) left out: step_s None is not a "
+                "positive number",
+                f"warning: {path}: rows[3] (resnet200, plain) left out: step_s 'fast' is not a "
+                "positive number",
+                f"warning: {path}: rows[4] (resnet200, checkpoint) left out: peak_bytes -1 is not "
+                "a number of at least 0",
+                f"warning: {path}: rows[5] (resnet200, save_on_cpu): autotm's synchronous step "
+                "left out: nan is not a positive number",
+                f"warning: {path}: rows[5] (resnet200, save_on_cpu): autotm's all-device step "
+                "left out: autotm_all_device_s 'quick' is not a positive number"]
+        self.assertEqual(lines, want)
+        # every row of a file left out: nothing to draw, refused after the warnings
+        path = self.write("all-bad.json", {"rows": [row("vgg19", "plain", float("nan"), 1 << 30)]})
+        p = self.draw(path, out="none.png")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("rows[0] (vgg19, plain) left out: step_s nan", p.stderr)
+        self.assertIn(f"baselines: {path}: no row left to draw (each is left out above)",
+                      p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "none.png")))
 
     def test_refuses_what_it_cannot_draw(self):
         cpu = self.write("cpu.json", {"rows": [row("resnet50", m, 0.5, None)

@@ -27,12 +27,32 @@ class TablesTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def write(self, folder, name, runs):
+    def write(self, folder, name, runs, file=None):
         os.makedirs(os.path.join(self.mdir, folder), exist_ok=True)
         doc = {"format": FORMAT, "version": VERSION,
                "workload": {"name": name, "batch": 8, "preset": "small"}, "runs": runs}
-        with open(os.path.join(self.mdir, folder, f"{name}-small.json"), "w") as fh:
+        path = os.path.join(self.mdir, folder, file or f"{name}-small.json")
+        with open(path, "w") as fh:
             json.dump(doc, fh)
+        return path
+
+    def test_tables_warns_when_the_file_name_says_another_network(self):
+        runs = [crun("all-fast", [1.0], "a", 4, 1), crun("synchronous", [2.0], "a", 4, 1)]
+        # the drivers' names, networks with a "-" among them: no word
+        self.write("cpu", "bert-base", runs)
+        self.write("gpu", "gpt2-medium", runs, file="gpt2-medium-small-b8.json")
+        bad = self.write("cpu", "resnet200", runs, file="vgg19-small.json")
+        odd = self.write("large", "gpt2", runs, file="bert-base-small.json")
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            self.assertEqual(tables.main([self.mdir]), 0)
+        tail = "(the drivers name a file NETWORK-PRESET.json): tabulated as its workload's"
+        self.assertEqual(err.getvalue().splitlines(), [
+            f"warning: {bad}: the file name says network 'vgg19' but its workload is "
+            f"'resnet200' {tail}",
+            f"warning: {odd}: the file name says network 'bert-base' but its workload is "
+            f"'gpt2' {tail}"])
+        self.assertIn("| resnet200 | 4:1 |", out.getvalue())
 
     def test_tables_cpu_rows(self):
         # 4:1 measured twice: the last comparison is the one drawn

@@ -66,6 +66,32 @@ MODELS = textwrap.dedent("""\
             return self.fc(x.flatten(1))
 
 
+    class Quits(nn.Module):
+        def forward(self, x):
+            import sys
+            sys.exit(0)
+
+
+    class Exits(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.head = nn.Linear(48, 4), Quits()
+
+        def forward(self, x):
+            return self.head(self.fc(x.flatten(1)))
+
+
+    def exits():
+        return Exits()
+
+
+    def frozen():
+        m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 4))
+        m[0].weight.requires_grad_(False)
+        m[3].bias.requires_grad_(False)
+        return m
+
+
     def raises():
         raise ValueError("no such configuration")
 
@@ -285,6 +311,42 @@ class TestCommand(unittest.TestCase):
             self.assertEqual(rc, code, f"check {argv}: {err}")
             self.one_line(err)
             self.assertIn(says, err)
+
+    def test_cli_sys_exit_in_forward_is_named(self):
+        # row 10: SystemExit raised in a forward during the trace is the model's failure (exit
+        # 3, naming it, the module and the line), not the importer's exit, in a real process
+        g = self.path("g.json")
+        p = spawn(f"{self.models}:exits", "--input", "2,3,4,4", "-o", g)
+        _, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 3, err)
+        self.one_line(err)
+        self.assertIn(f"{self.models}:exits: tracing Exits.forward on an input of [2, 3, 4, 4] "
+                      f"failed: SystemExit: the forward called sys.exit(0) in module 'head' "
+                      f"(at {self.models}:", err)
+        self.assertIn(" in forward); a forward that ends the program cannot be imported", err)
+        self.assertFalse(os.path.exists(g))
+        rc, err = checker(f"{self.models}:exits", "--input", "2,3,4,4", "--autotm", sys.executable)
+        self.assertEqual(rc, 3, err)
+        self.one_line(err)
+        self.assertIn("SystemExit", err)
+
+    def test_cli_frozen_parameters_are_refused_by_name(self):
+        # row 9: autotm's forward graphs update every parameter, so a frozen one would be
+        # trained: refused (exit 3) naming each, by the importer and by the check
+        g = self.path("g.json")
+        want = ("2 frozen parameter(s) (requires_grad False): 0.weight, 3.bias: autotm's step "
+                "updates every parameter of a forward graph and would train them")
+        rc, err = importer(f"{self.models}:frozen", "--input", "2,3,4,4", "-o", g,
+                           "--weights-out", self.path("w.safetensors"))
+        self.assertEqual(rc, 3, err)
+        self.one_line(err)
+        self.assertIn(want, err)
+        self.assertFalse(os.path.exists(g) or os.path.exists(self.path("w.safetensors")))
+        rc, err = checker(f"{self.models}:frozen", "--input", "2,3,4,4", "--autotm",
+                          sys.executable)
+        self.assertEqual(rc, 3, err)
+        self.one_line(err)
+        self.assertIn(want, err)
 
     def test_cli_buffer_read_as_data_is_refused_by_name(self):
         # row 7: a registered buffer added to an activation
