@@ -149,6 +149,9 @@ static const struct entry catalogue[] = {
 	{{"llama-3.2-1b", "llama", "Llama 3.2 1B: 16 layers, 2048 wide, 32 heads, 8 key/value heads, "
 	  "MLP 8192, tied embeddings", 0, 128256, 1, 1235814400, 64},
 	 zb_net_llama, 2, {[P_PAPER] = SEQ(4, 2048), [P_SMALL] = SEQ(1, 64)}},
+	{{"llama-3-8b", "llama", "Llama 3 8B: 32 layers, 4096 wide, 32 heads, 8 key/value heads, "
+	  "MLP 14336, untied, RoPE 500000", 0, 128256, 1, 8030261248, 64},
+	 zb_net_llama, 3, {[P_PAPER] = SEQ(1, 8192), [P_SMALL] = SEQ(1, 64)}},
 	{{"tiny_gpt", "tiny", "a 2-layer, 64-wide GPT-2 (causal, tied embeddings) on 512 tokens", 0,
 	  512, 2, TINY_GPT_PARAMS, 32},
 	 zb_net_gpt2, 2, {[P_SMALL] = SEQ(2, 32)}},

@@ -302,12 +302,14 @@ static int32_t llama_mlp(zb *b, const struct llama *t, const char *p, int32_t x)
  * (model.embed_tokens, model.layers.N.{input_layernorm, self_attn, post_attention_layernorm,
  * mlp}, model.norm, lm_head): pre-norm RMSNorm blocks, grouped-query attention with rotary
  * embeddings, a SwiGLU MLP, the output projection tied to the embedding or not; variant 1:
- * TinyLlama-1.1B, 2: Llama 3.2 1B, 0: the suite's tiny one; a token loss at every position */
+ * TinyLlama-1.1B, 2: Llama 3.2 1B, 3: Llama 3 8B, 0: the suite's tiny one; a token loss at
+ * every position */
 atm_status zb_net_llama(atm_graph **g, const zb_spec *s)
 {
 	static const struct llama sizes[] = {
 		{1, 22, 2048, 32, 4, 5632, 10000.0f, false},
 		{2, 16, 2048, 32, 8, 8192, 500000.0f, true},
+		{3, 32, 4096, 32, 8, 14336, 500000.0f, false},
 		{0, 2, 64, 4, 2, 96, 10000.0f, false},
 	};
 	struct llama t = sizes[2];
