@@ -113,6 +113,13 @@ static void test_limits_infeasible_names_least_limit(void **state)
 		    !strstr(msg, "at node 1 ('n1')") || !strstr(msg, "'a'") || !strstr(msg, "'b'") ||
 		    !strstr(msg, atm_opt_formulation_name((atm_opt_formulation)f)))
 			fail_msg("%s: '%s'", atm_opt_formulation_name((atm_opt_formulation)f), msg);
+		/* 2LM's cache is of whole lines: 512 bytes hold none, which it says */
+		if (f == ATM_OPT_2LM) {
+			assert_int_equal(atm_opt_plan(&p, g, prof, need, ATM_OPT_2LM, &o, NULL), ATM_E_USAGE);
+			assert_non_null(strstr(atm_errmsg(), "a 2LM cache of 512 bytes holds no 4096-byte "
+			                                     "line"));
+			continue;
+		}
 		if (atm_opt_plan(&p, g, prof, need, (atm_opt_formulation)f, &o, NULL) < 0)
 			fail_msg("%s at %lld: %s", atm_opt_formulation_name((atm_opt_formulation)f),
 			         (long long)need, atm_errmsg());
