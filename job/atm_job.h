@@ -276,6 +276,10 @@ const atm_job *atm_job_compare_job(const atm_job_compare *c, int i);
 const char *atm_job_compare_id(const atm_job_compare *c);
 /* atm_job_compare_interleave -- how the turns were taken: "step" or "turn" (after run) */
 const char *atm_job_compare_interleave(const atm_job_compare *c);
+/* atm_job_compare_ratio -- after run: placement i's step over placement ref's, turn by turn,
+ * their median and range; false when either was left out (or memory ran out) */
+bool atm_job_compare_ratio(const atm_job_compare *c, int i, int ref, double *median, double *lo,
+                           double *hi);
 /* atm_job_compare_all_fast -- the index of all-fast among the compared placements; -1: none */
 int atm_job_compare_all_fast(const atm_job_compare *c);
 

@@ -317,7 +317,8 @@ double atm_opt_search_predicted(const atm_opt_search *s, int i);
  * runtime) and named by how it was found (solver_status "search: hill-slow") */
 atm_status atm_opt_search_plan(const atm_opt_search *s, int i, atm_plan **p);
 /* atm_opt_search_diff -- where candidates a and b differ, tensor by tensor (its bytes, where
- * each starts and its moves), at most max_lines lines to f; how many tensors differ */
+ * each starts and its moves), at most max_lines of them to f (NULL: none); how many tensors
+ * differ (-1: no such candidates) */
 int atm_opt_search_diff(const atm_opt_search *s, int a, int b, const char *name_a,
                         const char *name_b, int max_lines, FILE *f);
 

@@ -786,7 +786,7 @@ int atm_opt_search_diff(const atm_opt_search *S, int a, int b, const char *name_
 		    (S->cand[a].pinned[x] || !memcmp(S->cand[a].st + t->ph_off, S->cand[b].st + t->ph_off,
 		                                     (size_t)t->n_gates)))
 			continue;
-		if (n++ >= max_lines)
+		if (n++ >= max_lines || !out)
 			continue;
 		describe(pa, x, da, sizeof da);
 		describe(pb, x, db, sizeof db);
@@ -795,7 +795,7 @@ int atm_opt_search_diff(const atm_opt_search *S, int a, int b, const char *name_
 		        S->cand[a].pinned[x] ? " (pinned)" : "", name_b, db,
 		        S->cand[b].pinned[x] ? " (pinned)" : "");
 	}
-	if (n > max_lines)
+	if (n > max_lines && out)
 		fprintf(out, "  ... and %d more tensors\n", n - max_lines);
 	atm_plan_destroy(pa);
 	atm_plan_destroy(pb);
