@@ -15,6 +15,7 @@
 #include "atm_core.h"
 #include "atm_zoo.h"
 #include "common/cli_harness.h"
+#include "common/test_parts.h"
 
 /* a plan of every method, as autotm run reads it */
 static void plans_load(const char *dir)
@@ -160,5 +161,6 @@ int main(void)
 		cmocka_unit_test(test_search_cmd_usage),
 		cmocka_unit_test(test_search_cmd_interrupt),
 	};
+	test_parts_select();
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }
