@@ -53,19 +53,11 @@ atm_status atm_opt_search_method_from_name(const char *s, atm_opt_search_method 
 	               "hill-slow, hill-random, genetic", s ? s : "");
 }
 
-/* rnd -- splitmix64: the search's one source of chance, so that a seed repeats a search */
-static uint64_t rnd(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* below -- a number from 0 to n - 1 (n > 0) */
+/* below -- a number from 0 to n - 1 (n > 0) from the search's one source of chance, so that
+ * a seed repeats a search */
 static int32_t below(uint64_t *x, int32_t n)
 {
-	return (int32_t)(rnd(x) % (uint64_t)n);
+	return (int32_t)(atm_splitmix64(x) % (uint64_t)n);
 }
 
 /* chain_ok -- tensor x's states under s are a path its gates allow */
@@ -579,7 +571,7 @@ static bool breed(const atm_opt_search *S, struct population *P, uint64_t *rs)
 	opt_solution_copy(m, &P->child, a);
 	for (int32_t j = 0; j < S->n_movable; j++) {
 		int32_t x = S->movable[j];
-		if (rnd(rs) & 1u)
+		if (atm_splitmix64(rs) & 1u)
 			continue;
 		const struct tmodel *t = &m->t[x];
 		memcpy(P->child.st + t->ph_off, b->st + t->ph_off, (size_t)t->n_gates);

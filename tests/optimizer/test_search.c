@@ -12,38 +12,7 @@
 #include <cmocka.h>
 
 #include "atm_optimizer.h"
-#include "atm_zoo.h"
-#include "optimizer/synth.h"
-
-struct net {
-	atm_graph *g;
-	atm_profile *prof;
-};
-
-static struct net nets[2]; /* tiny_mlp, tiny_cnn */
-
-static int setup(void **state)
-{
-	const char *names[2] = {"tiny_mlp", "tiny_cnn"};
-	for (int i = 0; i < 2; i++) {
-		atm_zoo_opts o = {.batch = 4};
-		if (atm_zoo_build(&nets[i].g, names[i], &o) < 0 ||
-		    synth_profile(nets[i].g, &nets[i].prof) < 0)
-			return -1;
-	}
-	*state = nets;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	for (int i = 0; i < 2; i++) {
-		atm_profile_destroy(nets[i].prof);
-		atm_graph_destroy(nets[i].g);
-	}
-	return 0;
-}
+#include "optimizer/tiny_nets.h"
 
 /* exact -- the ILP solved to optimality (the models are small), a limit only against a hang */
 static atm_opt_options exact(void)
@@ -298,5 +267,5 @@ int main(void)
 		cmocka_unit_test(test_search_deterministic),
 		cmocka_unit_test(test_search_refusals),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tiny_nets_setup, tiny_nets_teardown);
 }
