@@ -39,7 +39,8 @@ static const char search_help_tail[] =
 	"                    (default 1; the weights and data keep their own seed)\n"
 	"  --measured-steps N  training steps the measured search may take (default 0: scored\n"
 	"                    by the model alone); each comparison of P plans takes\n"
-	"                    P x (warmup + turns x iters); the final comparison is extra\n"
+	"                    P x (warmup + turns x iters), and a step more of each for every\n"
+	"                    round measured again (disturbed); the final comparison is extra\n"
 	"  --batch N         new candidates per measured comparison (default 3, 1 to 32)\n"
 	"  --turns N         turns of each measured comparison (default 3)\n"
 	"  --final-turns N   turns of the final comparison (default 5)\n"
@@ -414,6 +415,24 @@ static atm_status add_measured(struct state *st, int cand, int row, bool *added)
 	return rc;
 }
 
+/* steps_taken -- the steps comparison c took (run with o), rounds measured again included: by
+ * step a round is a step of every placement, by turn a turn is warm-up and iters steps */
+static int64_t steps_taken(const atm_job_compare *c, const atm_job_opts *o)
+{
+	bool by_step = !strcmp(atm_job_compare_interleave(c), "step");
+	int64_t n = 0;
+	for (int i = 0; i < atm_job_compare_n(c); i++) {
+		const atm_job_compared *m = atm_job_compare_get(c, i);
+		if (m->left_out)
+			continue;
+		n += by_step ? o->warmup : 0;
+		for (int t = 0; t < m->n_turns; t++)
+			n += by_step ? o->iters + m->turn_reruns[t]
+			             : (int64_t)(1 + m->turn_reruns[t]) * (o->warmup + o->iters);
+	}
+	return n;
+}
+
 /* compare -- the ILP's plan and the plans of the measured candidates ms[0 .. n) compared in
  * turns (results into results when given): each one's per-turn ratio to the ILP's */
 static atm_status compare(struct state *st, const int *ms, int n, int turns, const char *results,
@@ -451,7 +470,7 @@ static atm_status compare(struct state *st, const int *ms, int n, int turns, con
 		if (r->best_pred_s < 0 || pred < r->best_pred_s)
 			r->best_pred_s = pred;
 	}
-	st->steps += round_steps(&o, 1 + n, turns);
+	st->steps += steps_taken(c, &o);
 	*out = c;
 	return ATM_OK;
 }
