@@ -314,7 +314,8 @@ atm_status atm_opt_search_neighbours(atm_opt_search *s, int from, int n, int tri
 int atm_opt_search_n(const atm_opt_search *s);
 double atm_opt_search_predicted(const atm_opt_search *s, int i);
 /* atm_opt_search_plan -- a new plan of candidate i, priced by the checker (its predicted
- * runtime) and named by how it was found (solver_status "search: hill-slow") */
+ * runtime), its formulation the ILP's (a placement of the same program) and its solver_status
+ * how it was found ("search: hill-slow", "search: a neighbour", "search: the ILP's") */
 atm_status atm_opt_search_plan(const atm_opt_search *s, int i, atm_plan **p);
 /* atm_opt_search_diff -- where candidates a and b differ, tensor by tensor (its bytes, where
  * each starts and its moves), at most max_lines of them to f (NULL: none); how many tensors

@@ -11,6 +11,9 @@
 /* evaluations per run when none are given, and the genetic population */
 #define SEARCH_EVALUATIONS 2000
 #define SEARCH_POPULATION 12
+/* the method of a candidate atm_opt_search_neighbours found */
+#define NEIGHBOUR ATM_OPT_SEARCH_N_METHODS
+
 /* flips a random start is made of at most (each is priced: a large model's cost) */
 #define RANDOM_FLIPS 256
 /* phases one flip changes at most */
@@ -31,7 +34,7 @@ struct atm_opt_search {
 	int n_cand, cap;
 	struct solution *cand;
 	double *cand_s;
-	int8_t *cand_method;     /* -1: the ILP */
+	int8_t *cand_method;     /* -1: the ILP; NEIGHBOUR: atm_opt_search_neighbours' */
 };
 
 static const char *const method_names[ATM_OPT_SEARCH_N_METHODS] = {
@@ -260,9 +263,9 @@ atm_status atm_opt_search_plan(const atm_opt_search *S, int i, atm_plan **out)
 	if ((rc = plan_of(S, &S->cand[i], out)) < 0)
 		return rc;
 	atm_plan_info *info = atm_plan_info_of(*out);
-	snprintf(info->solver_status, sizeof info->solver_status, "%s%s",
-	         S->cand_method[i] < 0 ? "search: the ILP's" : "search: ",
-	         S->cand_method[i] < 0 ? "" : method_names[S->cand_method[i]]);
+	int m = S->cand_method[i];
+	snprintf(info->solver_status, sizeof info->solver_status, "search: %s",
+	         m < 0 ? "the ILP's" : m == NEIGHBOUR ? "a neighbour" : method_names[m]);
 	info->mip_gap = -1;
 	if ((rc = atm_opt_check(*out, S->prof, &S->o, &chk)) < 0) {
 		atm_plan_destroy(*out);
@@ -735,7 +738,7 @@ atm_status atm_opt_search_neighbours(atm_opt_search *S, int from, int n, int tri
 	rc = ATM_OK;
 	for (int j = 0; j < n_f && *n_out < n && rc == ATM_OK; j++)
 		if (lays_out(S, &f[j].s))
-			rc = keep(S, &f[j].s, f[j].cost, S->cand_method[from], &idx[(*n_out)++]);
+			rc = keep(S, &f[j].s, f[j].cost, NEIGHBOUR, &idx[(*n_out)++]);
 done:
 	for (int j = 0; j < n_f; j++)
 		opt_solution_free(&f[j].s);

@@ -71,6 +71,16 @@ static void checked(const struct net *n, atm_opt_search *s, int i, int64_t limit
 	atm_plan_destroy(p);
 }
 
+/* status_is -- candidate i's plan says how it was found */
+static void status_is(atm_opt_search *s, int i, const char *status)
+{
+	atm_plan *p = NULL;
+	assert_int_equal(atm_opt_search_plan(s, i, &p), ATM_OK);
+	assert_string_equal(atm_plan_info_get(p)->solver_status, status);
+	assert_string_equal(atm_plan_info_get(p)->formulation, "synchronous");
+	atm_plan_destroy(p);
+}
+
 /* test_search_climb_from_slow -- from all slow, hill climbing ends no worse than its start,
  * and better here (the limit leaves room to place tensors fast), feasible and laid out */
 static void test_search_climb_from_slow(void **state)
@@ -144,12 +154,15 @@ static void test_search_genetic_within_limit(void **state)
 		assert_int_equal(r.evaluations, 800);
 		assert_true(r.best_s <= r.start_s);
 		checked(&ns[i], s, r.candidate, limit);
+		status_is(s, r.candidate, "search: genetic");
+		status_is(s, 0, "search: the ILP's");
 		/* neighbours of it too, each new, feasible and laid out, the best first */
 		int idx[3], n = 0;
 		assert_int_equal(atm_opt_search_neighbours(s, r.candidate, 3, 300, 9, idx, &n), ATM_OK);
 		assert_true(n > 0);
 		for (int j = 0; j < n; j++) {
 			checked(&ns[i], s, idx[j], limit);
+			status_is(s, idx[j], "search: a neighbour");
 			if (j)
 				assert_true(atm_opt_search_predicted(s, idx[j]) >=
 				            atm_opt_search_predicted(s, idx[j - 1]));
