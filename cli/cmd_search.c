@@ -341,6 +341,11 @@ static void print_model_table(const struct state *st)
 	for (int k = 0; k < a->n_methods; k++) {
 		atm_opt_search_method m = a->methods[k];
 		const atm_opt_search_outcome *r = &st->rows[m].r;
+		if (!st->rows[m].ran) {
+			printf("  %-12s %12s  left out: its start is no placement here\n",
+			       atm_opt_search_method_name(m), "-");
+			continue;
+		}
 		printf("  %-12s %10.6f s %10.6f s %7.4f %8d %8d %7d  %s/%s.json\n",
 		       atm_opt_search_method_name(m), r->start_s, r->best_s, r->best_s / ilp_s,
 		       r->evaluations, r->refused, r->improvements, a->dir,
@@ -357,6 +362,8 @@ static void model_verdict(const struct state *st)
 	int best = -1;
 	for (int k = 0; k < a->n_methods; k++) {
 		const atm_opt_search_outcome *r = &st->rows[a->methods[k]].r;
+		if (!st->rows[a->methods[k]].ran)
+			continue;
 		if (best < 0 || r->best_s < atm_opt_search_predicted(st->S, best))
 			best = r->candidate;
 	}
@@ -383,7 +390,15 @@ static atm_status run_methods(struct state *st)
 		if (!a->jo.quiet)
 			fprintf(stderr, "autotm search: %s, %d candidates...\n", atm_opt_search_method_name(m),
 			        a->sp.evaluations ? a->sp.evaluations : 2000);
-		if ((rc = atm_opt_search_run(st->S, m, &a->sp, &r->r)) < 0)
+		rc = atm_opt_search_run(st->S, m, &a->sp, &r->r);
+		if (rc == ATM_E_INFEASIBLE) {
+			/* all slow on a GPU: the other methods go on */
+			fprintf(stderr, "autotm search: %s left out: %s\n", atm_opt_search_method_name(m),
+			        atm_errmsg());
+			atm_err_clear();
+			continue;
+		}
+		if (rc < 0)
 			return rc;
 		r->ran = true;
 		r->best_pred_s = r->r.best_s;
@@ -496,6 +511,8 @@ static atm_status measured_rounds(struct state *st)
 	atm_status rc;
 	for (int k = 0; k < a->n_methods && n < 32; k++) {
 		atm_opt_search_method m = a->methods[k];
+		if (!st->rows[m].ran)
+			continue;
 		if ((rc = add_measured(st, st->rows[m].r.candidate, m, &added)) < 0)
 			return rc;
 		if (added)

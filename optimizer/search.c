@@ -77,9 +77,28 @@ static bool chain_ok(const struct model *m, const struct solution *s, int32_t x)
 	return true;
 }
 
-/* within -- every slot of s within the model's limit there */
+/* forced_ok -- every place a node forces on a movable tensor (its group's partner fixed fast
+ * or slow; on a GPU, every operand fast) kept under s, as the ILP's rows keep it */
+static bool forced_ok(const struct model *m, const struct solution *s)
+{
+	for (int32_t k = 0; k < m->n_nodes; k++)
+		for (int j = 0; j < m->n[k].n_forced; j++) {
+			const struct forced *fc = &m->n[k].forced[j];
+			const struct tmodel *t = &m->t[fc->tensor];
+			if (t->cls != TC_MOVABLE || fc->phase < 0)
+				continue;
+			bool slow = !s->pinned[fc->tensor] && s->st[t->ph_off + fc->phase] == ST_S;
+			if (slow != fc->slow)
+				return false;
+		}
+	return true;
+}
+
+/* within -- every place s's nodes force kept, and every slot within the model's limit there */
 static bool within(const atm_opt_search *S, const struct solution *s)
 {
+	if (!forced_ok(S->m, s))
+		return false;
 	opt_solution_bytes(S->m, s, S->bytes);
 	for (int32_t sl = 0; sl < S->m->n_slots; sl++)
 		if (S->bytes[sl] > S->m->limit[sl])
@@ -430,19 +449,29 @@ static atm_status climb(const atm_opt_search *S, struct solution *cur, struct so
 }
 
 /* random_start -- a random feasible placement that lays out: from all slow, tensors made fast
- * by random flips kept while within the limits, fewer flips when the result does not lay out */
+ * by random flips kept while within the limits (where all slow is no placement, as on a GPU
+ * whose kernels read device memory only: from the ILP's, random moves kept while feasible),
+ * fewer of them when the result does not lay out */
 static atm_status random_start(const atm_opt_search *S, struct solution *s, struct solution *back,
                                uint64_t *rs)
 {
 	struct touched tc;
+	double cost;
 	int32_t most = S->n_movable * 2 < RANDOM_FLIPS ? S->n_movable * 2 : RANDOM_FLIPS;
+	opt_solution_all_slow(S->m, s);
+	memcpy(s->algo, S->cand[0].algo, (size_t)S->m->n_nodes * sizeof *s->algo);
+	bool from_slow = feasible(S, s, &cost);
 	for (int32_t n_flips = most; ; n_flips /= 2) {
-		opt_solution_all_slow(S->m, s);
+		if (from_slow)
+			opt_solution_all_slow(S->m, s);
+		else
+			opt_solution_copy(S->m, s, &S->cand[0]);
+		memcpy(s->algo, S->cand[0].algo, (size_t)S->m->n_nodes * sizeof *s->algo);
 		opt_solution_copy(S->m, back, s);
 		for (int32_t f = 0; f < n_flips; f++) {
 			tc.n = 0;
-			if (flip_some(S, s, 1, rs, &tc) && within(S, s) &&
-			    isfinite(opt_solution_cost(S->m, s)))
+			bool moved = from_slow ? flip_some(S, s, 1, rs, &tc) : propose(S, s, rs, &tc);
+			if (moved && within(S, s) && isfinite(opt_solution_cost(S->m, s)))
 				restore(S->m, back, s, &tc);
 			else
 				restore(S->m, s, back, &tc);
@@ -466,8 +495,10 @@ static atm_status start_of(const atm_opt_search *S, atm_opt_search_method m, str
 	if (m != ATM_OPT_SEARCH_HILL_ILP)
 		memcpy(s->algo, S->cand[0].algo, (size_t)S->m->n_nodes * sizeof *s->algo);
 	if (!feasible(S, s, cost) || !lays_out(S, s))
-		return atm_err(ATM_E_INFEASIBLE, "the %s search's start does not fit the fast limit "
-		               "(the tensors that must be fast take it)", method_names[m]);
+		return atm_err(ATM_E_INFEASIBLE, "the %s search's start is no placement here (%s)",
+		               method_names[m], m == ATM_OPT_SEARCH_HILL_SLOW
+		               ? "some tensor may not be slow at a use, or the tensors that must be fast "
+		                 "leave no room" : "it does not lay out in the fast arena");
 	return ATM_OK;
 }
 
@@ -557,7 +588,13 @@ static atm_status population_new(const atm_opt_search *S, struct population *P, 
 		atm_opt_search_method how = P->n == 0   ? ATM_OPT_SEARCH_HILL_ILP
 		                          : P->n == 1 ? ATM_OPT_SEARCH_HILL_SLOW
 		                                      : ATM_OPT_SEARCH_HILL_RANDOM;
-		if ((rc = start_of(S, how, s, &P->back, rs, &P->cost[P->n])) < 0)
+		rc = start_of(S, how, s, &P->back, rs, &P->cost[P->n]);
+		/* where all slow is no placement (a GPU's), a random one takes its place */
+		if (rc == ATM_E_INFEASIBLE && how == ATM_OPT_SEARCH_HILL_SLOW) {
+			atm_err_clear();
+			rc = start_of(S, ATM_OPT_SEARCH_HILL_RANDOM, s, &P->back, rs, &P->cost[P->n]);
+		}
+		if (rc < 0)
 			return rc;
 	}
 	return ATM_OK;

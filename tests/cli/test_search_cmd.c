@@ -108,6 +108,26 @@ static void test_search_cmd_measured(void **state)
 	free(best);
 }
 
+/* test_search_cmd_gpu -- on a GPU (an H100 from its datasheet) every operand must be fast at
+ * its use: all slow is no start there and is left out, the other methods' plans keep every
+ * operand fast (their check finds every kernel in the profile) */
+static void test_search_cmd_gpu(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("search --model tiny_cnn --batch 8 --gpu-model h100 --estimate "
+	                              "--dram-limit 2300K --evaluations 300 --cache %s/gpu.json "
+	                              "--plans %s/g", cli_tmpdir, cli_tmpdir);
+	if (r.code != 0)
+		fail_msg("exit %d: %s", r.code, r.err);
+	assert_non_null(strstr(r.err, "hill-slow left out: the hill-slow search's start is no "
+	                              "placement here"));
+	assert_non_null(strstr(r.out, "hill-random "));
+	assert_non_null(strstr(r.out, "genetic "));
+	cli_release(&r);
+	char *p = file_text("g/hill-random.json");
+	free(p);
+}
+
 /* test_search_cmd_usage -- bad methods, budgets and combinations: exit 2 naming what is valid */
 static void test_search_cmd_usage(void **state)
 {
@@ -158,6 +178,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_search_cmd_model_mode),
 		cmocka_unit_test(test_search_cmd_measured),
+		cmocka_unit_test(test_search_cmd_gpu),
 		cmocka_unit_test(test_search_cmd_usage),
 		cmocka_unit_test(test_search_cmd_interrupt),
 	};
