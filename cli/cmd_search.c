@@ -53,6 +53,7 @@ static const char search_help_tail[] =
 	"  --quiet           no progress on stderr\n"
 	"  -h, --help        this help\n";
 
+/* print_help -- autotm search --help */
 static void print_help(void)
 {
 	fputs(search_help_head, stdout);

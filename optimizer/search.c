@@ -191,6 +191,7 @@ static bool kept_already(const atm_opt_search *S, const struct solution *s)
 	return false;
 }
 
+/* atm_opt_search_destroy -- the candidates, the model and s (NULL is fine) */
 void atm_opt_search_destroy(atm_opt_search *S)
 {
 	if (!S)
@@ -207,6 +208,7 @@ void atm_opt_search_destroy(atm_opt_search *S)
 	free(S);
 }
 
+/* atm_opt_search_new -- the ILP's plan and its final model kept, the ILP's placement candidate 0 */
 atm_status atm_opt_search_new(atm_opt_search **out, atm_plan **ilp, const atm_graph *g,
                               const atm_profile *prof, int64_t limit, atm_opt_formulation f,
                               const atm_opt_options *o, atm_opt_report *rep)
@@ -559,6 +561,7 @@ struct population {
 	struct solution child, back;
 };
 
+/* population_free -- what population_new made (P may be partly made) */
 static void population_free(const atm_opt_search *S, struct population *P)
 {
 	(void)S;
@@ -731,6 +734,7 @@ struct found {
 	double cost;
 };
 
+/* found_cmp -- cheapest first */
 static int found_cmp(const void *a, const void *b)
 {
 	const struct found *x = a, *y = b;
