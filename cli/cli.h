@@ -242,5 +242,6 @@ int cmd_run(int argc, char **argv);
 int cmd_tiers(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_search(int argc, char **argv);
 
 #endif /* ATM_CLI_H */

@@ -14,6 +14,8 @@ static const cli_command commands[] = {
 	 cmd_plan, true},
 	{"run", "run a network's training step for real with a placement, write results", cmd_run,
 	 true},
+	{"search", "check the ILP's plan against a search of its placements, by the model and "
+	 "by measuring", cmd_search, true},
 	{"tiers", "show this machine's memories and the fast and slow tiers autotm uses", cmd_tiers,
 	 false},
 };

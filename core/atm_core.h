@@ -1359,6 +1359,9 @@ double atm_sort_median(double *v, int64_t n);
 #define ATM_FNV1A_INIT 1469598103934665603ull
 /* atm_fnv1a -- h extended by len bytes of data */
 uint64_t atm_fnv1a(uint64_t h, const void *data, size_t len);
+/* atm_splitmix64 -- the next number of the splitmix64 stream whose state is *s: the same on
+ * every libc, for whatever must repeat from a seed (random plans, the searching baseline) */
+uint64_t atm_splitmix64(uint64_t *s);
 
 /* atm_now_s -- seconds on the monotonic clock, for intervals: timings, deadlines, progress */
 double atm_now_s(void);

@@ -277,8 +277,8 @@ atm_status atm_plan_uniform(atm_plan **out, const atm_graph *g, unsigned loc)
 
 /* ---------------------------------------------------------------- random plans */
 
-/* splitmix64 -- a small, well-mixed generator; plans must not depend on libc's rand */
-static uint64_t next_rand(uint64_t *s)
+/* atm_splitmix64 -- a small, well-mixed generator; plans must not depend on libc's rand */
+uint64_t atm_splitmix64(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -288,7 +288,7 @@ static uint64_t next_rand(uint64_t *s)
 
 static uint32_t rand_below(uint64_t *s, uint32_t n)
 {
-	return n ? (uint32_t)(next_rand(s) % n) : 0;
+	return n ? (uint32_t)(atm_splitmix64(s) % n) : 0;
 }
 
 /* What the random generator tracks per tensor, mirroring the schedule's rules. */

@@ -68,6 +68,9 @@ typedef struct {
 	bool estimate;             /* plan from an estimated (roofline) profile; nothing runs */
 	bool isolated;             /* price kernels by their isolated times: no in-step
 	                            * calibration is measured or used (atm_profile_in_step) */
+	bool keep_search;          /* with optimize and an ILP formulation under a limit: plan
+	                            * through atm_opt_search_new, the search over the ILP's model
+	                            * kept for atm_job_search */
 	/* the run */
 	int iters, warmup;         /* as atm_exec_opts */
 	uint64_t seed;             /* weights and data */
@@ -151,6 +154,8 @@ const atm_opt_check_result *atm_job_check(const atm_job *j);
 /* atm_job_kernel_predictions -- per node, its kernel's predicted time in the plan (the
  * checker's); NULL when the optimizer did not plan the job */
 const double *atm_job_kernel_predictions(const atm_job *j);
+/* atm_job_search -- the search over the plan's model (keep_search); NULL without one */
+atm_opt_search *atm_job_search(const atm_job *j);
 /* the profile the plan was priced with; NULL unless the optimizer made it */
 const atm_profile *atm_job_profile(const atm_job *j);
 /* what the run measured; NULL before atm_job_execute */
@@ -289,6 +294,10 @@ const atm_job *atm_job_compare_job(const atm_job_compare *c, int i);
 const char *atm_job_compare_id(const atm_job_compare *c);
 /* atm_job_compare_interleave -- how the turns were taken: "step" or "turn" (after run) */
 const char *atm_job_compare_interleave(const atm_job_compare *c);
+/* atm_job_compare_ratio -- after run: placement i's step over placement ref's, turn by turn,
+ * their median and range; false when either was left out (or memory ran out) */
+bool atm_job_compare_ratio(const atm_job_compare *c, int i, int ref, double *median, double *lo,
+                           double *hi);
 /* atm_job_compare_all_fast -- the index of all-fast among the compared placements; -1: none */
 int atm_job_compare_all_fast(const atm_job_compare *c);
 

@@ -805,6 +805,18 @@ static double median_of(const double *v, int n, double *scratch)
 	return atm_sort_median(scratch, n);
 }
 
+/* turn_ratio -- the median of a's step over b's, turn by turn (T turns), and their range;
+ * scratch holds 2 T */
+static void turn_ratio(const double *a, const double *b, int T, double *scratch, double *median,
+                       double *lo, double *hi)
+{
+	for (int t = 0; t < T; t++)
+		scratch[T + t] = a[t] / b[t];
+	*median = median_of(scratch + T, T, scratch);
+	*lo = scratch[0];
+	*hi = scratch[T - 1];
+}
+
 /* emulated_wait_s -- of entry e's predicted step, the seconds its emulated slow tier waits
  * in the step's own line (atm_schedule_emulated_wait_s at the rates its run waited for): 0
  * without emulation, and for 2lm, whose misses the cache decides */
@@ -889,11 +901,8 @@ static void summarize(atm_job_compare *c, double *scratch)
 				o->predicted_slowdown = o->predicted_s / f->predicted_s;
 				o->predicted_slowdown_raw = o->predicted_raw_s / f->predicted_raw_s;
 			}
-			for (int t = 0; t < T; t++)
-				scratch[T + t] = e->turn_s[t] / fast->turn_s[t];
-			o->measured_slowdown = median_of(scratch + T, T, scratch);
-			o->slowdown_min = scratch[0];
-			o->slowdown_max = scratch[T - 1];
+			turn_ratio(e->turn_s, fast->turn_s, T, scratch, &o->measured_slowdown,
+			           &o->slowdown_min, &o->slowdown_max);
 		}
 		e->cmp = (atm_run_comparison){
 			.id = c->id,
@@ -1081,4 +1090,19 @@ const char *atm_job_compare_interleave(const atm_job_compare *c)
 int atm_job_compare_all_fast(const atm_job_compare *c)
 {
 	return c->all_fast;
+}
+
+bool atm_job_compare_ratio(const atm_job_compare *c, int i, int ref, double *median, double *lo,
+                           double *hi)
+{
+	if (i < 0 || ref < 0 || i >= c->n || ref >= c->n || !c->e[i].j || !c->e[ref].j ||
+	    c->e[i].out.n_turns < 1 || c->e[ref].out.n_turns != c->e[i].out.n_turns)
+		return false;
+	int T = c->e[i].out.n_turns;
+	double *scratch = malloc(2 * (size_t)T * sizeof *scratch);
+	if (!scratch)
+		return false;
+	turn_ratio(c->e[i].out.turn_s, c->e[ref].out.turn_s, T, scratch, median, lo, hi);
+	free(scratch);
+	return true;
 }

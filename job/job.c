@@ -325,6 +325,7 @@ void atm_job_destroy(atm_job *j)
 	atm_st_destroy(j->weights);
 	atm_st_destroy(j->data);
 	atm_plan_destroy(j->plan);
+	atm_opt_search_destroy(j->search);
 	atm_profile_destroy(j->prof);
 	free(j->kernel_pred_s);
 	free(j->kept_kernel_s);
@@ -474,8 +475,12 @@ static atm_status solve(atm_job *j, atm_opt_options *opts, bool least, int64_t l
 		return rc;
 	oo.starts = fit;
 	oo.n_starts = n_fit;
-	if ((rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep)) < 0 ||
-	    (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
+	if (o->keep_search)
+		rc = atm_opt_search_new(&j->search, &j->plan, j->g, j->prof, j->limit, o->formulation,
+		                        &oo, &j->rep);
+	else
+		rc = atm_opt_plan(&j->plan, j->g, j->prof, j->limit, o->formulation, &oo, &j->rep);
+	if (rc < 0 || (rc = atm_opt_check_nodes(j->plan, j->prof, &oo, &j->chk, j->kernel_pred_s)) < 0)
 		return rc;
 	job_starts_said(j, map);
 	/* a signal while the plan was finished and checked ends the job before it writes anything */
@@ -802,6 +807,11 @@ const atm_opt_check_result *atm_job_check(const atm_job *j)
 const double *atm_job_kernel_predictions(const atm_job *j)
 {
 	return j->planned ? j->kernel_pred_s : NULL;
+}
+
+atm_opt_search *atm_job_search(const atm_job *j)
+{
+	return j->planned ? j->search : NULL;
 }
 
 const atm_profile *atm_job_profile(const atm_job *j)

@@ -13,6 +13,7 @@ struct atm_job {
 	atm_plan *plan;
 	bool planned;          /* by the optimizer: rep and chk hold */
 	atm_opt_report rep;
+	atm_opt_search *search; /* keep_search: the search over the ILP's model */
 	atm_opt_check_result chk;
 	double *kernel_pred_s; /* per node: the kernel's predicted time (with chk) */
 	double oracle_s;       /* GPU: every kernel at its fastest, no moves; < 0 unknown */

@@ -287,6 +287,87 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
                            FILE *f);
 
+/* ---------------------------------------------------------------- searching */
+
+/* A searching baseline that checks the ILP (docs/optimizer.md, "A searching baseline"):
+ *
+ *     atm_opt_search *s = NULL;
+ *     atm_plan *ilp = NULL;
+ *     atm_opt_search_new(&s, &ilp, g, prof, limit, ATM_OPT_ASYNCHRONOUS, &o, &rep);
+ *     atm_opt_search_params sp = {.evaluations = 2000, .seed = 1};
+ *     atm_opt_search_outcome r;
+ *     atm_opt_search_run(s, ATM_OPT_SEARCH_HILL_SLOW, &sp, &r);   // r.best_s, r.candidate
+ *     atm_plan *p = NULL;
+ *     atm_opt_search_plan(s, r.candidate, &p);                     // a plan like the ILP's
+ *
+ * The search space is the ILP's own: a state for every phase of every movable tensor (moves
+ * where the formulation's gates allow them), persistent tensors pinned or not, under the final
+ * round's per-slot limits. Every candidate it keeps is feasible there, priced by the model
+ * (the ILP's objective) and laid out by first fit in the fast arena (atm_schedule_new). The
+ * candidates kept are numbered; 0 is the ILP's own placement. Deterministic for a seed. */
+typedef enum {
+	ATM_OPT_SEARCH_HILL_ILP = 0, /* hill climbing from the ILP's placement */
+	ATM_OPT_SEARCH_HILL_SLOW,    /* ... from every movable tensor slow */
+	ATM_OPT_SEARCH_HILL_RANDOM,  /* ... from a random feasible placement */
+	ATM_OPT_SEARCH_GENETIC,      /* a population (the ILP's, all-slow, random ones): crossover by
+	                              * tensor, mutation, repair of what exceeds the limit */
+	ATM_OPT_SEARCH_N_METHODS
+} atm_opt_search_method;
+
+/* atm_opt_search_method_name -- "hill-ilp", "hill-slow", "hill-random", "genetic" */
+const char *atm_opt_search_method_name(atm_opt_search_method m);
+/* atm_opt_search_method_from_name -- ATM_E_USAGE listing the valid names when unknown */
+atm_status atm_opt_search_method_from_name(const char *s, atm_opt_search_method *out);
+
+typedef struct atm_opt_search atm_opt_search;
+
+typedef struct {
+	int evaluations;  /* candidates proposed (each one priced or refused) per run; 0: 2000 */
+	uint64_t seed;    /* of every random choice */
+	int population;   /* genetic: placements kept (0: 12; at least 4) */
+} atm_opt_search_params;
+
+/* What one run of a method did. */
+typedef struct {
+	double start_s;        /* the start's predicted step (genetic: its first population's best) */
+	double best_s;         /* the best candidate's, feasible and laid out */
+	int evaluations;       /* candidates proposed */
+	int refused;           /* of them, over a slot's limit, invalid, or not laid out */
+	int improvements;      /* times the best improved */
+	int candidate;         /* the best's number (atm_opt_search_plan) */
+} atm_opt_search_outcome;
+
+/* atm_opt_search_new -- the ILP's plan of g under limit > 0 with formulation f (static,
+ * synchronous or asynchronous; atm_opt_plan without recomputation, handed over in *ilp) and a
+ * search over its final model. g and prof are borrowed: they outlive s. ATM_E_USAGE for a
+ * baseline formulation, no limit or recomputation; atm_opt_plan's errors otherwise. */
+atm_status atm_opt_search_new(atm_opt_search **s, atm_plan **ilp, const atm_graph *g,
+                              const atm_profile *prof, int64_t limit, atm_opt_formulation f,
+                              const atm_opt_options *o, atm_opt_report *rep);
+void atm_opt_search_destroy(atm_opt_search *s);
+/* atm_opt_search_run -- one run of method m within p->evaluations; its best into r (kept as a
+ * candidate). ATM_E_USAGE for bad parameters, ATM_E_INTERRUPTED when o->stop was set. */
+atm_status atm_opt_search_run(atm_opt_search *s, atm_opt_search_method m,
+                              const atm_opt_search_params *p, atm_opt_search_outcome *r);
+/* atm_opt_search_neighbours -- up to n new candidates next to candidate from (one move away:
+ * a phase's state, a persistent tensor pinned or not, or a swap), each feasible, laid out and
+ * unlike every kept one, the best predicted first, from tries proposals; their numbers into
+ * idx, how many into *n_out (0 when none is left) */
+atm_status atm_opt_search_neighbours(atm_opt_search *s, int from, int n, int tries, uint64_t seed,
+                                     int *idx, int *n_out);
+/* atm_opt_search_n -- candidates kept; atm_opt_search_predicted -- candidate i's predicted step */
+int atm_opt_search_n(const atm_opt_search *s);
+double atm_opt_search_predicted(const atm_opt_search *s, int i);
+/* atm_opt_search_plan -- a new plan of candidate i, priced by the checker (its predicted
+ * runtime), its formulation the ILP's (a placement of the same program) and its solver_status
+ * how it was found ("search: hill-slow", "search: a neighbour", "search: the ILP's") */
+atm_status atm_opt_search_plan(const atm_opt_search *s, int i, atm_plan **p);
+/* atm_opt_search_diff -- where candidates a and b differ, tensor by tensor (its bytes, where
+ * each starts and its moves), at most max_lines of them to f (NULL: none); how many tensors
+ * differ (-1: no such candidates) */
+int atm_opt_search_diff(const atm_opt_search *s, int a, int b, const char *name_a,
+                        const char *name_b, int max_lines, FILE *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -224,6 +224,18 @@ bool opt_present_in_gate(int edge);
  * needs (evictions before fetches, blocking before overlapped, at each node) */
 atm_status opt_solution_to_plan(const struct model *m, const struct solution *s, atm_plan *p);
 
+/* optimizer.c */
+/* opt_solution_plan -- a new plan of placement s of m under limit, as the ILP's solutions are
+ * made into plans (the formulation named, the limit recorded; not laid out or priced) */
+atm_status opt_solution_plan(const struct model *m, const struct solution *s, int64_t limit,
+                             atm_plan **out);
+/* opt_plan_keep -- atm_opt_plan of an ILP formulation f under limit > 0 without
+ * recomputation, the final round's model (its slot limits as tightened) and placement handed
+ * over in *m and *s (the caller's to destroy and free) */
+atm_status opt_plan_keep(atm_plan **out, struct model **m, struct solution *s,
+                         const atm_graph *g, const atm_profile *prof, int64_t limit,
+                         atm_opt_formulation f, const atm_opt_options *o, atm_opt_report *rep);
+
 /* phases.c */
 /* opt_phase_at -- the phase of t covering slot s (-1: none) */
 int32_t opt_phase_at(const struct tmodel *t, int32_t s);

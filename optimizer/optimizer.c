@@ -400,19 +400,30 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
  * optimum is then the untightened model's (the formulations' tests compare those) */
 #define SEED_FIT_MIN_NODES 500
 
+atm_status opt_solution_plan(const struct model *m, const struct solution *s, int64_t limit,
+                             atm_plan **out)
+{
+	atm_plan *p = NULL;
+	atm_status rc;
+	*out = NULL;
+	if ((rc = atm_plan_new(&p, m->g)) < 0 || (rc = opt_solution_to_plan(m, s, p)) < 0) {
+		atm_plan_destroy(p);
+		return rc;
+	}
+	atm_plan_info *info = atm_plan_info_of(p);
+	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(m->f),
+	         m->o.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
+	info->fast_limit_bytes = limit;
+	*out = p;
+	return ATM_OK;
+}
+
 /* round_plan -- d->p from this round's solution */
 static atm_status round_plan(struct defrag *d)
 {
-	atm_status rc;
 	atm_plan_destroy(d->p);
 	d->p = NULL;
-	if ((rc = atm_plan_new(&d->p, d->g)) < 0 || (rc = opt_solution_to_plan(d->m, &d->sol, d->p)) < 0)
-		return rc;
-	atm_plan_info *info = atm_plan_info_of(d->p);
-	snprintf(info->formulation, sizeof info->formulation, "%s%s", atm_opt_formulation_name(d->f),
-	         d->o.recompute ? ATM_OPT_RECOMPUTE_SUFFIX : "");
-	info->fast_limit_bytes = d->limit;
-	return ATM_OK;
+	return opt_solution_plan(d->m, &d->sol, d->limit, &d->p);
 }
 
 /* seed_fit -- the heuristic's plan (polished, as every plan is before it is laid out) laid out
@@ -677,10 +688,12 @@ static atm_status defrag(struct defrag *d)
 }
 
 /* plan_formulation -- atm_opt_plan for one program: the formulation with or without
- * recomputation, as o_in says */
+ * recomputation, as o_in says; with keep_m (an ILP under a limit), the final round's model and
+ * placement are handed over in *keep_m and *keep_s (NULL and empty otherwise) */
 static atm_status plan_formulation(atm_plan **out, const atm_graph *g, const atm_profile *prof,
                                    int64_t limit, atm_opt_formulation f,
-                                   const atm_opt_options *o_in, atm_opt_report *rep)
+                                   const atm_opt_options *o_in, atm_opt_report *rep,
+                                   struct model **keep_m, struct solution *keep_s)
 {
 	atm_opt_report local;
 	struct defrag d = {.g = g, .prof = prof, .f = f, .limit = limit, .rep = rep ? rep : &local};
@@ -721,6 +734,12 @@ static atm_status plan_formulation(atm_plan **out, const atm_graph *g, const atm
 	if ((rc = defrag(&d)) == ATM_OK) {
 		*out = d.p;
 		d.p = NULL;
+		if (keep_m) {
+			*keep_m = d.m;
+			*keep_s = d.sol;
+			d.m = NULL;
+			d.sol = (struct solution){0};
+		}
 	}
 	opt_model_destroy(d.m);
 	opt_solution_free(&d.sol);
@@ -751,7 +770,7 @@ static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_p
 {
 	if (!o_in || !o_in->recompute || f < 0 || f >= ATM_OPT_N_FORMULATIONS ||
 	    !atm_opt_is_ilp(f) || limit <= 0 || !g || !prof)
-		return plan_formulation(out, g, prof, limit, f, o_in, rep);
+		return plan_formulation(out, g, prof, limit, f, o_in, rep, NULL, NULL);
 	atm_opt_options without = *o_in, with = *o_in;
 	atm_opt_report base_rep;
 	atm_plan *base = NULL;
@@ -759,11 +778,12 @@ static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_p
 	without.write_model = NULL;
 	without.time_limit_s = o_in->time_limit_s * RECOMPUTE_BASE_SHARE;
 	with.time_limit_s = o_in->time_limit_s - without.time_limit_s;
-	atm_status rc = plan_formulation(&base, g, prof, limit, f, &without, &base_rep);
+	atm_status rc = plan_formulation(&base, g, prof, limit, f, &without, &base_rep, NULL,
+	                                 NULL);
 	if (rc == ATM_E_INTERRUPTED || rc == ATM_E_NOMEM || rc == ATM_E_USAGE)
 		return rc;
 	atm_err_clear(); /* infeasible without recomputation: it may fit with it */
-	rc = plan_formulation(out, g, prof, limit, f, &with, rep);
+	rc = plan_formulation(out, g, prof, limit, f, &with, rep, NULL, NULL);
 	if (rc == ATM_E_INTERRUPTED || (rc < 0 && !base) ||
 	    (rc >= 0 && (!base || predicted(*out) <= predicted(base)))) {
 		atm_plan_destroy(base);
@@ -828,4 +848,30 @@ atm_status atm_opt_least_limit(const atm_graph *g, const atm_profile *prof,
 	if (need > *bytes)
 		*bytes = need;
 	return ATM_OK;
+}
+
+atm_status opt_plan_keep(atm_plan **out, struct model **m, struct solution *s,
+                         const atm_graph *g, const atm_profile *prof, int64_t limit,
+                         atm_opt_formulation f, const atm_opt_options *o, atm_opt_report *rep)
+{
+	*m = NULL;
+	*s = (struct solution){0};
+	if (f < 0 || f >= ATM_OPT_N_FORMULATIONS || !atm_opt_is_ilp(f))
+		return atm_err(ATM_E_USAGE, "a search starts from an integer program's plan: give "
+		               "static, synchronous or asynchronous, not '%s'",
+		               f >= 0 && f < ATM_OPT_N_FORMULATIONS ? atm_opt_formulation_name(f) : "?");
+	if (limit <= 0)
+		return atm_err(ATM_E_USAGE, "a search needs a fast limit (a ratio S:F with S > 0 or a "
+		               "byte count): with no limit every tensor is fast and there is nothing "
+		               "to search");
+	if (o && o->recompute)
+		return atm_err(ATM_E_USAGE, "a search places tensors and moves; it does not choose "
+		               "recomputations (leave out --recompute)");
+	atm_status rc = plan_formulation(out, g, prof, limit, f, o, rep, m, s);
+	if (rc == ATM_OK && !*m) {
+		atm_plan_destroy(*out);
+		*out = NULL;
+		rc = atm_err(ATM_E_INTERNAL, "the integer program kept no model");
+	}
+	return rc;
 }

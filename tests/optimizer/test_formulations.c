@@ -18,17 +18,9 @@
 #include <unistd.h>
 
 #include "atm_optimizer.h"
-#include "atm_zoo.h"
 #include "../optimizer/milp.h"
 #include "optimizer/per_solver.h"
-#include "optimizer/synth.h"
-
-struct net {
-	atm_graph *g;
-	atm_profile *prof;
-};
-
-static struct net nets[2]; /* tiny_mlp, tiny_cnn */
+#include "optimizer/tiny_nets.h"
 
 /* the solver every test of the group runs with: the suite runs once per solver built in */
 static atm_opt_solver solver;
@@ -43,28 +35,6 @@ static void options(atm_opt_options *o)
 	atm_opt_options_default(o);
 	o->solver = solver;
 	o->time_limit_s = TEST_GUARD_S;
-}
-
-static int setup(void **state)
-{
-	const char *names[2] = {"tiny_mlp", "tiny_cnn"};
-	for (int i = 0; i < 2; i++) {
-		atm_zoo_opts o = {.batch = 4};
-		if (atm_zoo_build(&nets[i].g, names[i], &o) < 0 || synth_profile(nets[i].g, &nets[i].prof) < 0)
-			return -1;
-	}
-	*state = nets;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	for (int i = 0; i < 2; i++) {
-		atm_profile_destroy(nets[i].prof);
-		atm_graph_destroy(nets[i].g);
-	}
-	return 0;
 }
 
 static int64_t ratio_limit(const atm_graph *g, double slow, double fast)
@@ -658,5 +628,5 @@ cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_model_constant),
 		cmocka_unit_test(test_formulations_solver_names),
 	};
-	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, setup, teardown);
+	return per_solver_run(tests, sizeof tests / sizeof tests[0], &solver, tiny_nets_setup, tiny_nets_teardown);
 }
