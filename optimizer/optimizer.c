@@ -868,6 +868,8 @@ atm_status opt_plan_keep(atm_plan **out, struct model **m, struct solution *s,
 		return atm_err(ATM_E_USAGE, "a search places tensors and moves; it does not choose "
 		               "recomputations (leave out --recompute)");
 	atm_status rc = plan_formulation(out, g, prof, limit, f, o, rep, m, s);
+	if (rep)
+		rep->start_used = -1; /* no start plan is compared here (atm_opt_plan's) */
 	if (rc == ATM_OK && !*m) {
 		atm_plan_destroy(*out);
 		*out = NULL;
