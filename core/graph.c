@@ -462,7 +462,7 @@ atm_status atm_node_work(const atm_graph *g, int32_t node, atm_work *w)
 
 /* ---------------------------------------------------------------- validation */
 
-/* produced_by_kernel -- kinds that exist before the step starts are never kernel outputs */
+/* exists_before_step -- kinds that exist before the step starts are never kernel outputs */
 static bool exists_before_step(const atm_tensor *t)
 {
 	return atm_tensor_is_persistent(t) && t->kind != ATM_KIND_OUTPUT;

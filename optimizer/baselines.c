@@ -139,7 +139,7 @@ static atm_status fit(const atm_graph *g, struct policy *pl, int64_t limit, cons
 	}
 }
 
-/* is_other_layer -- a convolution's backward-data node of a layer other than the one of w */
+/* bwd_data_of_other -- a convolution's backward-data node of a layer other than the one of w */
 static bool bwd_data_of_other(const atm_node *n, int32_t w)
 {
 	return n->op == ATM_OP_CONV_BWD_DATA && n->n_in > 1 && n->in[1] != w;

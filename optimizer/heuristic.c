@@ -461,8 +461,6 @@ static int rank_cmp(const void *a, const void *b)
 	return p->x - q->x;
 }
 
-/* satisfy_forced -- a tensor whose group partner is fixed fast must be fast at that node: the
- * all-slow start breaks this, so such tensors are placed first, cheapest path */
 /* least_room -- on a GPU every tensor is forced fast at each use: give each tensor in xs (all
  * movable ones when xs is NULL) the path that holds the fewest byte-slots of fast memory
  * (fetched for its uses, dropped after) within the room the others leave, a price so high

@@ -68,7 +68,7 @@ typedef struct atm_cuda_kernel atm_cuda_kernel;
 atm_status atm_cuda_ctx_new(atm_cuda_ctx **c, int device);
 void atm_cuda_ctx_destroy(atm_cuda_ctx *c); /* NULL is fine */
 cudaStream_t atm_cuda_ctx_stream(const atm_cuda_ctx *c);
-/* atm_cuda_versions -- "cudnn-9.19.0 cublas-13.0.0 cuda-13.0 driver-13.0" into buf */
+/* atm_cuda_ctx_versions -- "cudnn-9.19.0 cublas-13.0.0 cuda-13.0 driver-13.0" into buf */
 void atm_cuda_ctx_versions(const atm_cuda_ctx *c, char *buf, size_t len);
 
 /* atm_cuda_supports -- op has a GPU kernel (an entry in cuda_kernels.c's op table) */

@@ -1,7 +1,7 @@
 /* test_parts.h -- one test executable run as several ctest tests, each a part of its cases
  *
  * A long executable holds ctest -j back: its cases run one after another while the other
- * cores wait for it. atm_test_part (cmake/atm.cmake) registers a part as a ctest test of its own
+ * cores wait for it. atm_test_split (cmake/atm.cmake) registers a part as a ctest test of its own
  * with ATM_TEST_FILTER (a cmocka pattern, '*' and '?') naming its cases; the whole test then
  * gets ATM_TEST_SKIP with the same pattern, so every case runs exactly once.
  *
