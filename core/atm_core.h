@@ -777,6 +777,11 @@ int64_t atm_schedule_fast_bytes_at(const atm_schedule *s, int32_t node);
  * machine's speed. 0 when a rate is not positive. */
 double atm_schedule_emulated_wait_s(const atm_schedule *s, double read_gbps, double write_gbps,
                                     double fast_gbps);
+/* atm_emulated_extra_s -- what an emulated slow tier waits for these slow bytes: their time at
+ * its rates less their time at the fast rate, at least 0 (latency is not added: kernels and
+ * moves stream megabytes, where the prefetchers hide it and bandwidth sets the time) */
+double atm_emulated_extra_s(double read_bytes, double written_bytes, double read_gbps,
+                            double write_gbps, double fast_gbps);
 
 /* Plan JSON (docs/formats.md). Loading checks the plan belongs to g: same
  * graph name and tensor names, and a digest of the graph's structure. */

@@ -1009,11 +1009,10 @@ const atm_event *atm_schedule_event(const atm_schedule *s, int32_t i)
 	return i >= 0 && i < s->n_ev ? &s->ev[i] : NULL;
 }
 
-/* emulated_extra_s -- the emulation's wait for these slow bytes (runtime/cpu/emulate.c's
- * atm_emu_extra_s, whose rates the caller passes) */
-static double emulated_extra_s(double r, double w, double read_gbps, double write_gbps,
-                               double fast_gbps)
+double atm_emulated_extra_s(double read_bytes, double written_bytes, double read_gbps,
+                            double write_gbps, double fast_gbps)
 {
+	double r = read_bytes > 0 ? read_bytes : 0, w = written_bytes > 0 ? written_bytes : 0;
 	double slow = r / (read_gbps * 1e9) + w / (write_gbps * 1e9);
 	double fast = (r + w) / (fast_gbps * 1e9);
 	return slow > fast ? slow - fast : 0;
@@ -1047,7 +1046,7 @@ double atm_schedule_emulated_wait_s(const atm_schedule *s, double read_gbps, dou
 			w += to_slow ? b : 0;
 		}
 		if (r > 0 || w > 0)
-			total += emulated_extra_s(r, w, read_gbps, write_gbps, fast_gbps);
+			total += atm_emulated_extra_s(r, w, read_gbps, write_gbps, fast_gbps);
 	}
 	return total;
 }

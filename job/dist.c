@@ -101,39 +101,30 @@ static bool first_line_apart(const char *a, const char *b, char *opt, char *va, 
  * both values ("rank 1 has --ratio 8:1, rank 0 has --ratio 4:1") */
 static atm_status options_apart(atm_comm *c, const char *mine)
 {
-	int n = atm_comm_size(c);
+	int n = atm_comm_size(c), apart = -1;
 	char *zero = NULL, opt[128], va[256], vb[256];
 	atm_status rc = ATM_OK;
+	/* every rank takes part in every broadcast; the first rank apart from rank 0 is named */
 	for (int r = 0; r < n && rc == ATM_OK; r++) {
 		char *text = atm_comm_rank(c) == r ? strdup(mine) : NULL;
-		if ((rc = atm_comm_bcast_text(c, &text, r)) < 0) {
-			free(text);
-			break;
-		}
-		if (r == 0) {
+		rc = atm_comm_bcast_text(c, &text, r);
+		if (rc == ATM_OK && r == 0) {
 			zero = text;
 			continue;
 		}
-		if (zero && text && first_line_apart(text, zero, opt, va, vb, sizeof opt)) {
-			rc = atm_err(ATM_E_INPUT, "ranks disagree on the options: rank %d has %s %s, rank 0 "
-			             "has %s %s", r, opt, va, opt, vb);
-			/* the others' texts are still broadcast: every rank takes part in each */
-			for (int s = r + 1; s < n; s++) {
-				char *t = atm_comm_rank(c) == s ? strdup(mine) : NULL;
-				char msg[1024];
-				snprintf(msg, sizeof msg, "%s", atm_errmsg());
-				atm_comm_bcast_text(c, &t, s);
-				free(t);
-				atm_err(ATM_E_INPUT, "%s", msg);
-			}
-		}
+		if (rc == ATM_OK && apart < 0 && zero && text &&
+		    first_line_apart(text, zero, opt, va, vb, sizeof opt))
+			apart = r;
 		free(text);
 	}
 	free(zero);
-	if (rc == ATM_OK)
-		rc = atm_err(ATM_E_INPUT, "ranks disagree on the options (their digests differ, their "
-		             "texts do not: a bug)");
-	return rc;
+	if (rc < 0)
+		return rc;
+	if (apart < 0)
+		return atm_err(ATM_E_INPUT, "ranks disagree on the options (their digests differ, "
+		               "their texts do not: a bug)");
+	return atm_err(ATM_E_INPUT, "ranks disagree on the options: rank %d has %s %s, rank 0 has "
+	               "%s %s", apart, opt, va, opt, vb);
 }
 
 atm_status atm_job_ranks_agree(atm_comm *c, const char *what, uint64_t digest)

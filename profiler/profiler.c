@@ -235,12 +235,13 @@ static atm_status calibrated(atm_prof *pr, const atm_kbench_opts *ko, char *note
 {
 	char path[PATH_MAX] = "";
 	atm_status rc;
-	if (pr->o.machine_file)
+	if (pr->o.machine_file) {
 		snprintf(path, sizeof path, "%s", pr->o.machine_file);
-	else if ((rc = atm_machine_file_path(path, sizeof path)) < 0)
+		if ((rc = atm_machine_file_check(path)) < 0)
+			return rc;
+	} else if ((rc = atm_machine_file_path(path, sizeof path)) < 0) { /* checks it too */
 		return rc;
-	if ((rc = atm_machine_file_check(path)) < 0)
-		return rc;
+	}
 	if (path[0]) {
 		rc = atm_prof_calibration_load(path, &pr->m, &pr->rf);
 		if (rc == ATM_OK) {

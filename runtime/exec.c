@@ -300,9 +300,10 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 	int64_t own = again ? atm_plan_workspace(e->plan, ev->node) : ev->workspace_bytes;
 	int64_t extra = ev->workspace_bytes - own;
 	int64_t block_bytes = extra > 0 ? atm_arena_align_up(own) + extra : ev->workspace_bytes;
+	if (ev->workspace_bytes > 0 && (rc = fast_claim(e, ev, ev->offset, block_bytes)) < 0)
+		return rc; /* its message names the workspace */
 	if (ev->workspace_bytes > 0 &&
-	    ((rc = fast_claim(e, ev, ev->offset, block_bytes)) < 0 ||
-	     (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, block_bytes, &block)) < 0))
+	    (rc = bi->alloc(e->b, ATM_LOC_FAST, ev->offset, block_bytes, &block)) < 0)
 		return atm_err_prefix(rc, "the workspace of node '%s': ", n->name);
 	if (own > 0)
 		ws = block;
@@ -483,7 +484,6 @@ static atm_status open_memory(atm_exec *e)
 	return ATM_OK;
 }
 
-/* build_kernel -- node k's own kernel, its algorithm set and its scratch counted */
 /* build_kernel -- node k's own kernel, with the plan's algorithm */
 static atm_status build_kernel(atm_exec *e, int32_t k)
 {
@@ -521,10 +521,11 @@ static atm_status kernel_scratch(atm_exec *e, int32_t k)
 /* Nodes of one signature and algorithm share a kernel where the backend allows: a graph of a
  * million identical layers builds one kernel for them, not a million (oneDNN's primitives take
  * kilobytes each). An open-addressed table of the signatures' hashes finds the first node of
- * each; the signatures themselves are compared on a match. */
+ * each, whose key it keeps (a graph has few distinct ones) to compare on a match. */
 struct kernel_table {
 	int32_t *slot; /* node + 1 of each signature's first node, 0 empty */
 	uint64_t *hash;
+	char **key;    /* that node's key (kernel_key) */
 	size_t mask;
 };
 
@@ -545,23 +546,21 @@ static atm_status kernel_key(const atm_exec *e, int32_t k, char *buf, size_t len
 static atm_status shared_kernel(const atm_exec *e, struct kernel_table *t, int32_t k,
                                 int32_t *owner)
 {
-	char key[ATM_SIGNATURE_MAX + 16], other[ATM_SIGNATURE_MAX + 16];
-	uint64_t h, h2;
+	char key[ATM_SIGNATURE_MAX + 16];
+	uint64_t h;
 	atm_status rc = kernel_key(e, k, key, sizeof key, &h);
 	if (rc < 0)
 		return rc;
 	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
 		if (!t->slot[i]) {
+			if (!(t->key[i] = strdup(key)))
+				return atm_err(ATM_E_NOMEM, "out of memory building kernels");
 			t->slot[i] = k + 1;
 			t->hash[i] = h;
 			*owner = k;
 			return ATM_OK;
 		}
-		if (t->hash[i] != h)
-			continue;
-		if ((rc = kernel_key(e, t->slot[i] - 1, other, sizeof other, &h2)) < 0)
-			return rc;
-		if (!strcmp(key, other)) {
+		if (t->hash[i] == h && !strcmp(key, t->key[i])) {
 			*owner = t->slot[i] - 1;
 			return ATM_OK;
 		}
@@ -586,12 +585,13 @@ static atm_status build_kernels(atm_exec *e)
 			cap *= 2;
 		t.slot = calloc(cap, sizeof *t.slot);
 		t.hash = calloc(cap, sizeof *t.hash);
+		t.key = calloc(cap, sizeof *t.key);
 		t.mask = cap - 1;
 	}
-	if (!e->kernels || !e->kernel_owner || (caps.shared_kernels && (!t.slot || !t.hash))) {
-		free(t.slot);
-		free(t.hash);
-		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
+	if (!e->kernels || !e->kernel_owner ||
+	    (caps.shared_kernels && (!t.slot || !t.hash || !t.key))) {
+		rc = atm_err(ATM_E_NOMEM, "out of memory building kernels");
+		goto done;
 	}
 	for (int32_t k = 0; k < nn; k++) {
 		const atm_node *n = atm_graph_node(e->g, k);
@@ -615,8 +615,12 @@ static atm_status build_kernels(atm_exec *e)
 		if (n->n_out > max_args)
 			max_args = n->n_out;
 	}
+done:
+	for (size_t i = 0; t.key && i <= t.mask; i++)
+		free(t.key[i]);
 	free(t.slot);
 	free(t.hash);
+	free(t.key);
 	if (rc < 0)
 		return rc;
 	e->in_ptrs = calloc((size_t)max_args, sizeof *e->in_ptrs);
@@ -625,7 +629,6 @@ static atm_status build_kernels(atm_exec *e)
 		return atm_err(ATM_E_NOMEM, "out of memory building kernels");
 	return e->b->iface->scratch(e->b, e->result.scratch_bytes, &e->scratch);
 }
-
 
 /* setup_persistent -- allocate inputs, parameters and outputs where the plan
  * starts them, and give them their first values */

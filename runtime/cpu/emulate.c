@@ -657,16 +657,12 @@ const char *atm_emu_fast_source(const atm_emu *e)
 	return e->fast_source;
 }
 
-/* atm_emu_extra_s -- slow time minus fast time for these bytes, at least 0.
- * Latency is not added: kernels and moves stream megabytes, where the
- * prefetchers hide it and bandwidth sets the time. */
+/* atm_emu_extra_s -- slow time minus fast time for these bytes (atm_emulated_extra_s, which
+ * the schedule's prediction of the waits shares), at most ATM_EMU_MAX_WAIT_S */
 double atm_emu_extra_s(const atm_emu *e, int64_t read_bytes, int64_t written_bytes)
 {
-	double r = read_bytes > 0 ? (double)read_bytes : 0;
-	double w = written_bytes > 0 ? (double)written_bytes : 0;
-	double slow = r / (e->spec.read_gbps * 1e9) + w / (e->spec.write_gbps * 1e9);
-	double fast = (r + w) / (e->fast_gbps * 1e9);
-	double extra = slow > fast ? slow - fast : 0;
+	double extra = atm_emulated_extra_s((double)read_bytes, (double)written_bytes,
+	                                    e->spec.read_gbps, e->spec.write_gbps, e->fast_gbps);
 	return extra < ATM_EMU_MAX_WAIT_S ? extra : ATM_EMU_MAX_WAIT_S;
 }
 
