@@ -137,7 +137,9 @@ def main(argv=None):
             pl, la, lt, dl, k, dw, *rest = row
             results.append({"model": name, "placement": pl, "loss_autotm": la, "loss_torch": lt,
                             "loss_rel_diff": dl, "worst_weight": k, "weight_rel_diff": dw,
-                            "from_float64": ({"autotm": rest[0][0], "torch": rest[0][1]}
+                            "from_float64": (dict(zip(("autotm", "torch", "autotm_kinks",
+                                                       "torch_kinks", "autotm_kinks_taken",
+                                                       "torch_kinks_taken"), rest[0]))
                                              if rest else None),
                             "within": icheck.within(row)})
     if a.json:
