@@ -304,7 +304,7 @@ int cli_memory_option(cli_memory *mem, int opt, const char *arg)
 		}
 		return 1;
 	case CLI_OPT_EMULATE:
-		/* none: the slow tier as it is (the README's word for a machine with real slow memory) */
+		/* none: the slow tier as it is (the docs' word for a machine with real slow memory) */
 		mem->emulate = strcmp(arg, "none") ? arg : NULL;
 		return 1;
 	case CLI_OPT_GPU: {

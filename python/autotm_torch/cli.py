@@ -13,7 +13,7 @@ import traceback
 
 from .files import FileError
 
-# autotm's exit codes (README.md): 1 a bug, 2 bad usage, 3 an input it cannot take (here: the
+# autotm's exit codes (docs/cli.md): 1 a bug, 2 bad usage, 3 an input it cannot take (here: the
 # model), 6 a file system error, 8 not found, 130 interrupted
 EXIT_INTERNAL, EXIT_USAGE, EXIT_IMPORT, EXIT_IO, EXIT_NOT_FOUND = 1, 2, 3, 6, 8
 EXIT_INTERRUPTED = 130
