@@ -1166,13 +1166,195 @@ static void mul_grads(zb *b, const char *layer, const int32_t *in, int32_t dy)
 	}
 }
 
-/* backward -- the gradient nodes of forward node id, whose output gradient is complete */
+/* The forward node whose gradient nodes a rule adds: copies of its operands (adding nodes may
+ * move the graph's node array), and its output's complete gradient dy. */
+struct fwd {
+	const char *layer;
+	atm_op op;
+	atm_attrs a;
+	const int32_t *in, *out;
+	int n_in, n_out;
+	int32_t y, dy;
+};
+
+/* What a unary rule's backward node reads beside the gradient: */
+enum grad_from {
+	FROM_DY,         /* dy alone */
+	FROM_Y_DY,       /* the forward output, dy */
+	FROM_X_DY,       /* the forward input, dy */
+	FROM_DY_OUT1,    /* dy, the forward's second output (max pooling's argmax) */
+};
+
+/* A forward op's gradient rule: the function that adds its gradient nodes (one per op or per
+ * family of ops), the backward op it adds, and for unary rules what that op reads and whether
+ * it takes the forward node's attributes. */
+struct grad_rule {
+	void (*add)(zb *b, const struct fwd *f, const struct grad_rule *r);
+	atm_op bwd, bwd2;
+	enum grad_from from;
+	bool attrs;
+};
+
+/* grad_unary -- dx from one backward node over dy and what r names */
+static void grad_unary(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	int32_t in[2] = {f->dy, -1};
+	int n = 2;
+	switch (r->from) {
+	case FROM_DY: n = 1; break;
+	case FROM_Y_DY: in[0] = f->y; in[1] = f->dy; break;
+	case FROM_X_DY: in[0] = f->in[0]; in[1] = f->dy; break;
+	case FROM_DY_OUT1: in[1] = f->out[1]; break;
+	}
+	unary_grad(b, r->bwd, r->attrs ? &f->a : NULL, f->layer, f->in[0], n, in);
+}
+
+/* grad_weighted -- a convolution or linear layer: dx (r->bwd), then dw and db (r->bwd2) */
+static void grad_weighted(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	data_grad(b, r->bwd, &f->a, f->layer, f->in[0], f->dy, f->in[1]);
+	param_grads(b, r->bwd2, &f->a, f->layer, f->in[0], f->dy, f->in[1],
+	            f->n_in == 3 ? f->in[2] : -1);
+}
+
+/* grad_norm -- a batch, layer or RMS norm: one backward node from x, dy, the scale and the
+ * saved statistics, out dx and the parameters' gradients (scale; and shift but for RMS norm) */
+static void grad_norm(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	int32_t x = f->in[0];
+	int n_par = f->op == ATM_OP_RMS_NORM_FWD ? 1 : 2;
+	int32_t bin[5] = {x, f->dy, f->in[1], f->out[1], n_par == 2 ? f->out[2] : -1}, bout[3];
+	bool want = b->info[x].needs_grad;
+	bout[0] = want ? new_grad(b, x) : unused_grad(b, x, f->layer, 0);
+	for (int i = 1; i <= n_par; i++)
+		bout[i] = new_grad(b, f->in[i]);
+	if (node(b, r->bwd, &f->a, 3 + n_par, bin, 1 + n_par, bout, "%s.bwd", f->layer) < 0)
+		return;
+	for (int i = 1; i <= n_par; i++)
+		param_contrib(b, f->in[i], bout[i]);
+	if (want)
+		accumulate(b, x, bout[0]);
+}
+
+/* grad_concat -- a concatenation's gradient is dy split back into its parts */
+static void grad_concat(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	int32_t *parts = malloc((size_t)f->n_in * sizeof *parts);
+	if (!parts) {
+		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", f->layer);
+		return;
+	}
+	for (int i = 0; i < f->n_in; i++)
+		parts[i] = b->info[f->in[i]].needs_grad ? new_grad(b, f->in[i])
+		                                        : unused_grad(b, f->in[i], f->layer, i);
+	if (node(b, ATM_OP_SPLIT, &f->a, 1, &f->dy, f->n_in, parts, "%s.bwd", f->layer) >= 0)
+		for (int i = 0; i < f->n_in; i++)
+			if (b->info[f->in[i]].needs_grad)
+				accumulate(b, f->in[i], parts[i]);
+	free(parts);
+}
+
+/* grad_split -- a forward split (q, k, v): its backward joins the parts' gradients */
+static void grad_split(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	int32_t *parts = malloc((size_t)f->n_out * sizeof *parts);
+	if (!parts) {
+		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", f->layer);
+		return;
+	}
+	for (int i = 0; i < f->n_out && b->status == ATM_OK; i++) {
+		parts[i] = b->info[f->out[i]].grad;
+		if (parts[i] < 0 || b->info[f->out[i]].n_seen != b->info[f->out[i]].n_uses)
+			failf(b, ATM_E_USAGE, "layer '%s': part %d '%s' does not reach the loss; "
+			      "every part of a split must", f->layer, i,
+			      atm_graph_tensor(b->g, f->out[i])->name);
+	}
+	if (b->status == ATM_OK)
+		unary_grad(b, ATM_OP_CONCAT, &f->a, f->layer, f->in[0], f->n_out, parts);
+	free(parts);
+}
+
+/* grad_add -- d(a + b) is dy for both: no kernel, the same tensor feeds both sums */
+static void grad_add(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	for (int i = 0; i < 2; i++)
+		if (b->info[f->in[i]].needs_grad)
+			accumulate(b, f->in[i], f->dy);
+}
+
+/* grad_matmul, grad_mul -- matmul_grads and mul_grads as rules */
+static void grad_matmul(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	matmul_grads(b, &f->a, f->layer, f->in, f->n_in, f->dy);
+}
+
+static void grad_mul(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	mul_grads(b, f->layer, f->in, f->dy);
+}
+
+/* grad_permute -- dy permuted back by the inverse permutation */
+static void grad_permute(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	atm_attrs inv = f->a;
+	for (int i = 0; i < f->a.n_perm; i++)
+		inv.perm[f->a.perm[i]] = i;
+	unary_grad(b, ATM_OP_PERMUTE, &inv, f->layer, f->in[0], 1, &f->dy);
+}
+
+/* grad_embedding -- the table's gradient, scattered from dy by the ids */
+static void grad_embedding(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	int32_t g = new_grad(b, f->in[0]);
+	int32_t bin[2] = {f->dy, f->n_in == 2 ? f->in[1] : -1};
+	if (node(b, r->bwd, &f->a, f->n_in, bin, 1, &g, "%s.bwd", f->layer) < 0)
+		return;
+	param_contrib(b, f->in[0], g);
+}
+
+#define UNARY(BWD, FROM, ATTRS) {grad_unary, BWD, 0, FROM, ATTRS}
+
+/* The gradient rule of every forward op, indexed by op: adding a forward op adds its row. */
+static const struct grad_rule grad_rules[ATM_N_OPS] = {
+	[ATM_OP_CONV_FWD] = {grad_weighted, ATM_OP_CONV_BWD_DATA, ATM_OP_CONV_BWD_WEIGHTS},
+	[ATM_OP_IP_FWD] = {grad_weighted, ATM_OP_IP_BWD_DATA, ATM_OP_IP_BWD_WEIGHTS},
+	[ATM_OP_RELU_FWD] = UNARY(ATM_OP_RELU_BWD, FROM_Y_DY, true),
+	[ATM_OP_MAXPOOL_FWD] = UNARY(ATM_OP_MAXPOOL_BWD, FROM_DY_OUT1, true),
+	[ATM_OP_AVGPOOL_FWD] = UNARY(ATM_OP_AVGPOOL_BWD, FROM_DY, true),
+	[ATM_OP_BN_FWD] = {grad_norm, ATM_OP_BN_BWD},
+	[ATM_OP_LAYER_NORM_FWD] = {grad_norm, ATM_OP_LAYER_NORM_BWD},
+	[ATM_OP_RMS_NORM_FWD] = {grad_norm, ATM_OP_RMS_NORM_BWD},
+	[ATM_OP_CONCAT] = {grad_concat},
+	[ATM_OP_SPLIT] = {grad_split},
+	[ATM_OP_ADD] = {grad_add},
+	[ATM_OP_MATMUL] = {grad_matmul},
+	[ATM_OP_MUL] = {grad_mul},
+	[ATM_OP_SILU_FWD] = UNARY(ATM_OP_SILU_BWD, FROM_X_DY, false),
+	[ATM_OP_SIGMOID_FWD] = UNARY(ATM_OP_SIGMOID_BWD, FROM_Y_DY, false),
+	[ATM_OP_HARDSWISH_FWD] = UNARY(ATM_OP_HARDSWISH_BWD, FROM_X_DY, false),
+	[ATM_OP_HARDSIGMOID_FWD] = UNARY(ATM_OP_HARDSIGMOID_BWD, FROM_X_DY, false),
+	[ATM_OP_RELU6_FWD] = UNARY(ATM_OP_RELU6_BWD, FROM_Y_DY, false),
+	[ATM_OP_ROPE_FWD] = UNARY(ATM_OP_ROPE_BWD, FROM_DY, true),
+	[ATM_OP_GELU_FWD] = UNARY(ATM_OP_GELU_BWD, FROM_X_DY, true),
+	[ATM_OP_TANH_FWD] = UNARY(ATM_OP_TANH_BWD, FROM_Y_DY, false),
+	[ATM_OP_SOFTMAX_FWD] = UNARY(ATM_OP_SOFTMAX_BWD, FROM_Y_DY, false),
+	[ATM_OP_NARROW_FWD] = UNARY(ATM_OP_NARROW_BWD, FROM_DY, true),
+	[ATM_OP_PERMUTE] = {grad_permute},
+	[ATM_OP_EMBEDDING_FWD] = {grad_embedding, ATM_OP_EMBEDDING_BWD},
+};
+
+/* backward -- the gradient nodes of forward node id, whose output gradient is complete: its
+ * op's rule */
 static void backward(zb *b, int32_t id)
 {
 	const atm_node *n = atm_graph_node(b->g, id);
 	char layer[ZB_NAME_MAX];
-	atm_op op = n->op;
-	atm_attrs a = n->attrs;
 	int n_in = n->n_in, n_out = n->n_out;
 
 	/* Adding nodes may move the graph's node array: keep copies. */
@@ -1185,170 +1367,29 @@ static void backward(zb *b, int32_t id)
 	b->scratch = scratch;
 	memcpy(b->scratch, n->in, (size_t)n_in * sizeof *n->in);
 	memcpy(b->scratch + n_in, n->out, (size_t)n_out * sizeof *n->out);
-	const int32_t *in = b->scratch, *out = b->scratch + n_in;
+	struct fwd f = {layer, n->op, n->attrs, b->scratch, b->scratch + n_in, n_in, n_out,
+	                b->scratch[n_in], -1};
 
-	int32_t y = out[0];
-	if (!b->info[y].needs_grad)
+	if (!b->info[f.y].needs_grad)
 		return; /* depends on no parameter */
-	int32_t dy = b->info[y].grad;
-	if (dy < 0) {
+	f.dy = b->info[f.y].grad;
+	if (f.dy < 0) {
 		failf(b, ATM_E_USAGE, "layer '%s': its output '%s' does not reach the loss", layer,
-		      atm_graph_tensor(b->g, y)->name);
+		      atm_graph_tensor(b->g, f.y)->name);
 		return;
 	}
-	if (b->info[y].n_seen != b->info[y].n_uses) {
+	if (b->info[f.y].n_seen != b->info[f.y].n_uses) {
 		failf(b, ATM_E_INTERNAL, "layer '%s': the gradient of '%s' has %d of %d parts", layer,
-		      atm_graph_tensor(b->g, y)->name, b->info[y].n_seen, b->info[y].n_uses);
+		      atm_graph_tensor(b->g, f.y)->name, b->info[f.y].n_seen, b->info[f.y].n_uses);
 		return;
 	}
-
-	switch (op) {
-	case ATM_OP_CONV_FWD:
-		data_grad(b, ATM_OP_CONV_BWD_DATA, &a, layer, in[0], dy, in[1]);
-		param_grads(b, ATM_OP_CONV_BWD_WEIGHTS, &a, layer, in[0], dy, in[1],
-		            n_in == 3 ? in[2] : -1);
-		break;
-	case ATM_OP_IP_FWD:
-		data_grad(b, ATM_OP_IP_BWD_DATA, &a, layer, in[0], dy, in[1]);
-		param_grads(b, ATM_OP_IP_BWD_WEIGHTS, &a, layer, in[0], dy, in[1], in[2]);
-		break;
-	case ATM_OP_RELU_FWD:
-		unary_grad(b, ATM_OP_RELU_BWD, &a, layer, in[0], 2, (int32_t[]){y, dy});
-		break;
-	case ATM_OP_MAXPOOL_FWD:
-		unary_grad(b, ATM_OP_MAXPOOL_BWD, &a, layer, in[0], 2, (int32_t[]){dy, out[1]});
-		break;
-	case ATM_OP_AVGPOOL_FWD:
-		unary_grad(b, ATM_OP_AVGPOOL_BWD, &a, layer, in[0], 1, &dy);
-		break;
-	case ATM_OP_BN_FWD:
-	case ATM_OP_LAYER_NORM_FWD: {
-		/* x, its gradient; gamma and beta, theirs; the saved statistics */
-		int32_t x = in[0];
-		int32_t bin[5] = {x, dy, in[1], out[1], out[2]}, bout[3];
-		bool want = b->info[x].needs_grad;
-		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
-		bout[1] = new_grad(b, in[1]);
-		bout[2] = new_grad(b, in[2]);
-		atm_op bwd = op == ATM_OP_BN_FWD ? ATM_OP_BN_BWD : ATM_OP_LAYER_NORM_BWD;
-		if (node(b, bwd, &a, 5, bin, 3, bout, "%s.bwd", layer) < 0)
-			return;
-		param_contrib(b, in[1], bout[1]);
-		param_contrib(b, in[2], bout[2]);
-		if (want)
-			accumulate(b, x, bout[0]);
-		break;
+	const struct grad_rule *r = (unsigned)f.op < ATM_N_OPS ? &grad_rules[f.op] : NULL;
+	if (!r || !r->add) {
+		failf(b, ATM_E_INTERNAL, "layer '%s': no backward rule for %s", layer,
+		      atm_op_name(f.op));
+		return;
 	}
-	case ATM_OP_CONCAT: {
-		int32_t *parts = malloc((size_t)n_in * sizeof *parts);
-		if (!parts) {
-			failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", layer);
-			return;
-		}
-		for (int i = 0; i < n_in; i++)
-			parts[i] = b->info[in[i]].needs_grad ? new_grad(b, in[i])
-			                                     : unused_grad(b, in[i], layer, i);
-		if (node(b, ATM_OP_SPLIT, &a, 1, &dy, n_in, parts, "%s.bwd", layer) >= 0)
-			for (int i = 0; i < n_in; i++)
-				if (b->info[in[i]].needs_grad)
-					accumulate(b, in[i], parts[i]);
-		free(parts);
-		break;
-	}
-	case ATM_OP_ADD:
-		/* d(a + b) is dy for both: no kernel, the same tensor feeds both sums */
-		for (int i = 0; i < 2; i++)
-			if (b->info[in[i]].needs_grad)
-				accumulate(b, in[i], dy);
-		break;
-	case ATM_OP_MATMUL:
-		matmul_grads(b, &a, layer, in, n_in, dy);
-		break;
-	case ATM_OP_MUL:
-		mul_grads(b, layer, in, dy);
-		break;
-	case ATM_OP_SILU_FWD:
-		unary_grad(b, ATM_OP_SILU_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
-		break;
-	case ATM_OP_SIGMOID_FWD:
-		unary_grad(b, ATM_OP_SIGMOID_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
-		break;
-	case ATM_OP_HARDSWISH_FWD:
-		unary_grad(b, ATM_OP_HARDSWISH_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
-		break;
-	case ATM_OP_HARDSIGMOID_FWD:
-		unary_grad(b, ATM_OP_HARDSIGMOID_BWD, NULL, layer, in[0], 2, (int32_t[]){in[0], dy});
-		break;
-	case ATM_OP_RELU6_FWD:
-		unary_grad(b, ATM_OP_RELU6_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
-		break;
-	case ATM_OP_ROPE_FWD:
-		unary_grad(b, ATM_OP_ROPE_BWD, &a, layer, in[0], 1, &dy);
-		break;
-	case ATM_OP_RMS_NORM_FWD: {
-		/* x, its gradient; the scale, its; the saved reciprocal RMS */
-		int32_t x = in[0];
-		int32_t bin[4] = {x, dy, in[1], out[1]}, bout[2];
-		bool want = b->info[x].needs_grad;
-		bout[0] = want ? new_grad(b, x) : unused_grad(b, x, layer, 0);
-		bout[1] = new_grad(b, in[1]);
-		if (node(b, ATM_OP_RMS_NORM_BWD, &a, 4, bin, 2, bout, "%s.bwd", layer) < 0)
-			return;
-		param_contrib(b, in[1], bout[1]);
-		if (want)
-			accumulate(b, x, bout[0]);
-		break;
-	}
-	case ATM_OP_GELU_FWD:
-		unary_grad(b, ATM_OP_GELU_BWD, &a, layer, in[0], 2, (int32_t[]){in[0], dy});
-		break;
-	case ATM_OP_TANH_FWD:
-		unary_grad(b, ATM_OP_TANH_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
-		break;
-	case ATM_OP_SOFTMAX_FWD:
-		unary_grad(b, ATM_OP_SOFTMAX_BWD, NULL, layer, in[0], 2, (int32_t[]){y, dy});
-		break;
-	case ATM_OP_NARROW_FWD:
-		unary_grad(b, ATM_OP_NARROW_BWD, &a, layer, in[0], 1, &dy);
-		break;
-	case ATM_OP_PERMUTE: {
-		atm_attrs inv = a;
-		for (int i = 0; i < a.n_perm; i++)
-			inv.perm[a.perm[i]] = i;
-		unary_grad(b, ATM_OP_PERMUTE, &inv, layer, in[0], 1, &dy);
-		break;
-	}
-	case ATM_OP_EMBEDDING_FWD: {
-		int32_t g = new_grad(b, in[0]);
-		int32_t bin[2] = {dy, n_in == 2 ? in[1] : -1};
-		if (node(b, ATM_OP_EMBEDDING_BWD, &a, n_in, bin, 1, &g, "%s.bwd", layer) < 0)
-			return;
-		param_contrib(b, in[0], g);
-		break;
-	}
-	case ATM_OP_SPLIT: {
-		/* forward split (q, k, v): its backward joins the parts' gradients */
-		int32_t *parts = malloc((size_t)n_out * sizeof *parts);
-		if (!parts) {
-			failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", layer);
-			return;
-		}
-		for (int i = 0; i < n_out && b->status == ATM_OK; i++) {
-			parts[i] = b->info[out[i]].grad;
-			if (parts[i] < 0 || b->info[out[i]].n_seen != b->info[out[i]].n_uses)
-				failf(b, ATM_E_USAGE, "layer '%s': part %d '%s' does not reach the loss; "
-				      "every part of a split must", layer, i,
-				      atm_graph_tensor(b->g, out[i])->name);
-		}
-		if (b->status == ATM_OK)
-			unary_grad(b, ATM_OP_CONCAT, &a, layer, in[0], n_out, parts);
-		free(parts);
-		break;
-	}
-	default:
-		failf(b, ATM_E_INTERNAL, "layer '%s': no backward rule for %s", layer, atm_op_name(op));
-		break;
-	}
+	r->add(b, &f, r);
 }
 
 /* walk_back -- the backward pass of the first n_forward nodes in reverse, then the graph is

@@ -29,52 +29,78 @@
 #define FW_MAX_SIZE ((int64_t)1 << 24)  /* channels, features, image sides */
 #define FW_MAX_WINDOW (1 << 16)
 
-/* What a layer's op reads and which fields it takes beside name, op, its input(s). */
-static const struct fw_op {
-	const char *name;
-	int n_params;          /* names in "params" (with a bias, where it may have none) */
-	int n_inputs;          /* 0: none, 1: "input", 2: "inputs" of two, -1: of two or more */
-	const char *fields[8]; /* the op's own fields */
-} fw_ops[] = {
-	{"conv", 2, 1, {"out_channels", "kernel", "stride", "pad", "bias", "groups", NULL}},
-	{"batch_norm", 2, 1, {"epsilon", NULL}},
-	{"relu", 0, 1, {NULL}},
-	{"max_pool", 0, 1, {"kernel", "stride", "pad", "ceil_mode", NULL}},
-	{"avg_pool", 0, 1, {"kernel", "stride", "pad", "count_include_pad", "ceil_mode", NULL}},
-	{"global_avg_pool", 0, 1, {NULL}},
-	{"flatten", 0, 1, {NULL}},
-	{"linear", 2, 1, {"out_features", "bias", "flatten", NULL}},
-	{"add", 0, 2, {NULL}},
-	{"concat", 0, -1, {"axis", NULL}},
-	{"embedding", 1, 1, {"num_embeddings", "embedding_dim", NULL}},
-	{"positions", 1, 0, {"table", "length", NULL}},
-	{"layer_norm", 2, 1, {"epsilon", NULL}},
-	{"rms_norm", 1, 1, {"epsilon", NULL}},
-	{"gelu", 0, 1, {"approximate", NULL}},
-	{"tanh", 0, 1, {NULL}},
-	{"silu", 0, 1, {NULL}},
-	{"sigmoid", 0, 1, {NULL}},
-	{"hardswish", 0, 1, {NULL}},
-	{"hardsigmoid", 0, 1, {NULL}},
-	{"relu6", 0, 1, {NULL}},
-	{"mul", 0, 2, {NULL}},
-	{"scale", 1, 1, {"shape", NULL}},
-	{"softmax", 0, 1, {"causal", NULL}},
-	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}},
-	{"permute", 0, 1, {"perm", "view", "shape", NULL}},
-	{"reshape", 0, 1, {"shape", NULL}},
-	{"narrow", 0, 1, {"axis", "length", NULL}},
-	{"split", 0, 1, {"axis", "parts", NULL}},
-	{"rope", 0, 1, {"theta", NULL}},
-};
-#define FW_N_OPS ((int)(sizeof fw_ops / sizeof fw_ops[0]))
-
 struct fw {
 	const char *origin;
 	char at[320];   /* the element being read, for messages */
 	json_t *ids;    /* layer (and input) name -> tensor id */
 	zb *b;
 };
+
+/* A layer as its op's parser gets it: its name and op, its input (x) or inputs (xs, n), and
+ * where its output tensors go (ys, how many in *n_ys: one unless the op says). */
+struct fw_op;
+struct layer_args {
+	const struct fw_op *d;
+	const char *name, *op;
+	int32_t x;
+	const int32_t *xs;
+	int n;
+	int32_t *ys;
+	int *n_ys;
+};
+
+/* fw_parse -- read layer o's own fields (a) and add its nodes */
+typedef atm_status fw_parse(struct fw *w, json_t *o, const struct layer_args *a);
+static fw_parse p_conv, p_norm, p_unary, p_pool, p_flatten, p_linear, p_binary, p_concat,
+	p_embedding, p_positions, p_gelu, p_scale, p_softmax, p_matmul, p_permute, p_reshape,
+	p_narrow, p_split, p_rope;
+
+/* What a layer's op reads, which fields it takes beside name, op, its input(s), and its parser
+ * (for one-input ops with no fields, the builder call; for two-input ones, likewise). */
+static const struct fw_op {
+	const char *name;
+	int n_params;          /* names in "params" (with a bias, where it may have none) */
+	int n_inputs;          /* 0: none, 1: "input", 2: "inputs" of two, -1: of two or more */
+	const char *fields[8]; /* the op's own fields */
+	fw_parse *parse;
+	int32_t (*unary)(zb *b, const char *name, int32_t x);
+	int32_t (*binary)(zb *b, const char *name, int32_t x0, int32_t x1);
+} fw_ops[] = {
+	{"conv", 2, 1, {"out_channels", "kernel", "stride", "pad", "bias", "groups", NULL},
+	 .parse = p_conv},
+	{"batch_norm", 2, 1, {"epsilon", NULL}, .parse = p_norm},
+	{"relu", 0, 1, {NULL}, .parse = p_unary, .unary = zb_relu},
+	{"max_pool", 0, 1, {"kernel", "stride", "pad", "ceil_mode", NULL}, .parse = p_pool},
+	{"avg_pool", 0, 1, {"kernel", "stride", "pad", "count_include_pad", "ceil_mode", NULL},
+	 .parse = p_pool},
+	{"global_avg_pool", 0, 1, {NULL}, .parse = p_unary, .unary = zb_global_avgpool},
+	{"flatten", 0, 1, {NULL}, .parse = p_flatten},
+	{"linear", 2, 1, {"out_features", "bias", "flatten", NULL}, .parse = p_linear},
+	{"add", 0, 2, {NULL}, .parse = p_binary, .binary = zb_add},
+	{"concat", 0, -1, {"axis", NULL}, .parse = p_concat},
+	{"embedding", 1, 1, {"num_embeddings", "embedding_dim", NULL}, .parse = p_embedding},
+	{"positions", 1, 0, {"table", "length", NULL}, .parse = p_positions},
+	{"layer_norm", 2, 1, {"epsilon", NULL}, .parse = p_norm},
+	{"rms_norm", 1, 1, {"epsilon", NULL}, .parse = p_norm},
+	{"gelu", 0, 1, {"approximate", NULL}, .parse = p_gelu},
+	{"tanh", 0, 1, {NULL}, .parse = p_unary, .unary = zb_tanh},
+	{"silu", 0, 1, {NULL}, .parse = p_unary, .unary = zb_silu},
+	{"sigmoid", 0, 1, {NULL}, .parse = p_unary, .unary = zb_sigmoid},
+	{"hardswish", 0, 1, {NULL}, .parse = p_unary, .unary = zb_hardswish},
+	{"hardsigmoid", 0, 1, {NULL}, .parse = p_unary, .unary = zb_hardsigmoid},
+	{"relu6", 0, 1, {NULL}, .parse = p_unary, .unary = zb_relu6},
+	{"mul", 0, 2, {NULL}, .parse = p_binary, .binary = zb_mul},
+	{"scale", 1, 1, {"shape", NULL}, .parse = p_scale},
+	{"softmax", 0, 1, {"causal", NULL}, .parse = p_softmax},
+	{"matmul", 0, 2, {"trans_a", "trans_b", "scale", NULL}, .parse = p_matmul},
+	{"permute", 0, 1, {"perm", "view", "shape", NULL}, .parse = p_permute},
+	{"reshape", 0, 1, {"shape", NULL}, .parse = p_reshape},
+	{"narrow", 0, 1, {"axis", "length", NULL}, .parse = p_narrow},
+	{"split", 0, 1, {"axis", "parts", NULL}, .parse = p_split},
+	{"rope", 0, 1, {"theta", NULL}, .parse = p_rope},
+};
+#define FW_N_OPS ((int)(sizeof fw_ops / sizeof fw_ops[0]))
+
 
 static atm_status bad(const struct fw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static atm_status bad(const struct fw *w, const char *fmt, ...)
@@ -292,7 +318,271 @@ static atm_status permute(struct fw *w, json_t *o, const char *name, int32_t x, 
 	return ATM_OK;
 }
 
-/* layer -- one layer added by the builder; its outputs in ys (a split's parts), *n_ys of them */
+/* p_conv -- a convolution: out_channels, kernel, stride (one for both sides), pad, bias,
+ * groups */
+static atm_status p_conv(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t v = 0, groups = 1;
+	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0};
+	bool bias = true;
+	atm_status rc;
+	if ((rc = get_int(w, o, "out_channels", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
+	    (rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
+	    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, 1, s)) < 0 ||
+	    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
+	    (rc = get_bool(w, o, "bias", true, &bias)) < 0 ||
+	    (rc = get_int(w, o, "groups", 1, FW_MAX_SIZE, 1, &groups)) < 0)
+		return rc;
+	if (s[0] != s[1])
+		return bad(w, "a stride of [%d, %d]: autotm's convolutions take one stride for "
+		           "both sides", s[0], s[1]);
+	if ((rc = params(w, o, bias ? 2 : 1)) < 0)
+		return rc;
+	a->ys[0] = zb_conv_groups(w->b, a->name, a->x, v, k[0], k[1], s[0], p[0], p[1], groups,
+	                          bias);
+	return ATM_OK;
+}
+
+/* p_norm -- a batch, layer or RMS norm: epsilon */
+static atm_status p_norm(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	float eps = ZB_EPSILON;
+	bool rms = !strcmp(a->op, "rms_norm");
+	atm_status rc;
+	if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, rms ? 1 : 2)) < 0)
+		return rc;
+	a->ys[0] = rms ? zb_rms_norm(w->b, a->name, a->x, eps)
+	           : a->op[0] == 'b' ? zb_bn_eps(w->b, a->name, a->x, eps)
+	                             : zb_layer_norm(w->b, a->name, a->x, eps);
+	return ATM_OK;
+}
+
+/* p_unary, p_binary -- an op of no fields over one input or two: its builder call */
+static atm_status p_unary(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	(void)o;
+	a->ys[0] = a->d->unary(w->b, a->name, a->x);
+	return ATM_OK;
+}
+
+static atm_status p_binary(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	(void)o;
+	a->ys[0] = a->d->binary(w->b, a->name, a->xs[0], a->xs[1]);
+	return ATM_OK;
+}
+
+/* p_pool -- max or average pooling: a square kernel, stride (default the kernel), pad,
+ * ceil_mode, and for averages count_include_pad */
+static atm_status p_pool(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	bool avg = a->op[0] == 'a', include = true, ceil = false;
+	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0};
+	atm_status rc;
+	if ((rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
+	    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, k[0], s)) < 0 ||
+	    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
+	    (rc = get_bool(w, o, "ceil_mode", false, &ceil)) < 0 ||
+	    (avg && (rc = get_bool(w, o, "count_include_pad", true, &include)) < 0))
+		return rc;
+	if (k[0] != k[1] || s[0] != s[1] || p[0] != p[1])
+		return bad(w, "a %dx%d window, stride [%d, %d], pad [%d, %d]: autotm's pooling "
+		           "takes square windows, one stride and one padding", k[0], k[1], s[0],
+		           s[1], p[0], p[1]);
+	a->ys[0] = ceil  ? zb_pool_ceil(w->b, a->name, a->x, k[0], s[0], p[0], !avg, !include)
+	           : avg ? zb_avgpool(w->b, a->name, a->x, k[0], s[0], p[0], !include)
+	                 : zb_maxpool(w->b, a->name, a->x, k[0], s[0], p[0]);
+	return ATM_OK;
+}
+
+/* p_flatten -- no node: the next linear layer reads every dimension past the batch */
+static atm_status p_flatten(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	(void)w, (void)o;
+	a->ys[0] = a->x;
+	return ATM_OK;
+}
+
+/* p_linear -- out_features, bias, flatten (over every dimension past the batch, or the last) */
+static atm_status p_linear(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t v = 0;
+	bool bias = true, flatten = true;
+	atm_status rc;
+	if ((rc = get_int(w, o, "out_features", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
+	    (rc = get_bool(w, o, "bias", true, &bias)) < 0 ||
+	    (rc = get_bool(w, o, "flatten", true, &flatten)) < 0 ||
+	    (rc = params(w, o, bias ? 2 : 1)) < 0)
+		return rc;
+	if (flatten && !bias)
+		return bad(w, "a flattening linear layer has a bias; give \"flatten\": false for "
+		           "one over the last dimension without it");
+	a->ys[0] = flatten ? zb_fc(w->b, a->name, a->x, v) : zb_linear(w->b, a->name, a->x, v, bias);
+	return ATM_OK;
+}
+
+/* p_concat -- the inputs joined along axis (default 1, the channels) */
+static atm_status p_concat(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t axis = 1;
+	atm_status rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, 1, &axis);
+	if (rc < 0)
+		return rc;
+	a->ys[0] = zb_concat_axis(w->b, a->name, a->n, a->xs, (int)axis);
+	return ATM_OK;
+}
+
+/* p_embedding -- num_embeddings, embedding_dim */
+static atm_status p_embedding(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t rows = 0, dim = 0;
+	atm_status rc;
+	if ((rc = get_int(w, o, "num_embeddings", 1, FW_MAX_SIZE, -1, &rows)) < 0 ||
+	    (rc = get_int(w, o, "embedding_dim", 1, FW_MAX_SIZE, -1, &dim)) < 0 ||
+	    (rc = params(w, o, 1)) < 0)
+		return rc;
+	a->ys[0] = zb_embedding(w->b, a->name, a->x, rows, dim);
+	return ATM_OK;
+}
+
+/* p_positions -- a learned position table: table [rows, dim] or [1, rows, dim], length */
+static atm_status p_positions(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	json_t *pn = json_object_get(o, "params");
+	char pname[ZB_NAME_MAX];
+	int64_t dims[ATM_MAX_DIMS], v = 0;
+	int nd = 0;
+	atm_status rc;
+	if ((rc = get_dims(w, o, "table", 2, 3, 1, false, dims, &nd)) < 0)
+		return rc;
+	if (nd == 3 && dims[0] != 1)
+		return bad(w, "'table' must be [rows, dim] or [1, rows, dim]");
+	if ((rc = get_int(w, o, "length", 1, dims[nd - 2], dims[nd - 2], &v)) < 0)
+		return rc;
+	if (pn && (!json_is_array(pn) || json_array_size(pn) != 1 ||
+	           !json_is_string(json_array_get(pn, 0)) ||
+	           !json_string_value(json_array_get(pn, 0))[0]))
+		return bad(w, "'params' must name the layer's 1 parameter (its table)");
+	if (pn)
+		zb_namef(pname, "%s", json_string_value(json_array_get(pn, 0)));
+	else
+		zb_namef(pname, "%s.weight", a->name);
+	a->ys[0] = zb_positions(w->b, a->name, pname, v, dims[nd - 2], dims[nd - 1], nd == 3);
+	return ATM_OK;
+}
+
+/* p_gelu -- approximate: "none" (the erf form) or "tanh" */
+static atm_status p_gelu(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	json_t *ap = json_object_get(o, "approximate");
+	const char *form = ap ? json_string_value(ap) : "none";
+	if (!form || (strcmp(form, "none") && strcmp(form, "tanh")))
+		return bad(w, "'approximate' must be \"none\" (the erf form) or \"tanh\"");
+	a->ys[0] = zb_gelu(w->b, a->name, a->x, !strcmp(form, "tanh"));
+	return ATM_OK;
+}
+
+/* p_scale -- a learned product of the given shape, broadcast */
+static atm_status p_scale(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t dims[ATM_MAX_DIMS];
+	int nd = 0;
+	atm_status rc;
+	if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0 ||
+	    (rc = params(w, o, 1)) < 0)
+		return rc;
+	a->ys[0] = zb_scale(w->b, a->name, a->x, nd, dims);
+	return ATM_OK;
+}
+
+/* p_softmax -- causal or not */
+static atm_status p_softmax(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	bool causal = false;
+	atm_status rc = get_bool(w, o, "causal", false, &causal);
+	if (rc < 0)
+		return rc;
+	a->ys[0] = zb_softmax(w->b, a->name, a->x, causal);
+	return ATM_OK;
+}
+
+/* p_matmul -- trans_a, trans_b, scale (finite, not 0) */
+static atm_status p_matmul(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	json_t *sc = json_object_get(o, "scale");
+	bool ta = false, tb = false;
+	atm_status rc;
+	if ((rc = get_bool(w, o, "trans_a", false, &ta)) < 0 ||
+	    (rc = get_bool(w, o, "trans_b", false, &tb)) < 0)
+		return rc;
+	if (sc && (!json_is_number(sc) || !isfinite(json_number_value(sc)) ||
+	           json_number_value(sc) == 0 || fabs(json_number_value(sc)) > 1e30))
+		return bad(w, "'scale' must be a finite number other than 0");
+	a->ys[0] = zb_matmul(w->b, a->name, a->xs[0], a->xs[1], ta, tb,
+	                     sc ? (float)json_number_value(sc) : 1.0f);
+	return ATM_OK;
+}
+
+/* p_permute -- permute's own reader */
+static atm_status p_permute(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	return permute(w, o, a->name, a->x, &a->ys[0]);
+}
+
+/* p_reshape -- a view of another shape past the batch */
+static atm_status p_reshape(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int32_t same[ATM_MAX_DIMS] = {0, 1, 2, 3, 4, 5};
+	int64_t dims[ATM_MAX_DIMS], full[ATM_MAX_DIMS];
+	int n_in = 0, nd = 0;
+	atm_status rc;
+	while (n_in < ATM_MAX_DIMS && zb_dim(w->b, a->x, n_in))
+		n_in++;
+	if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0)
+		return rc;
+	a->ys[0] = zb_permute(w->b, a->name, a->x, n_in, same,
+	                      with_batch(w->b, a->x, dims, nd, full), full);
+	return ATM_OK;
+}
+
+/* p_narrow -- the first length entries along axis */
+static atm_status p_narrow(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t axis = 0, len = 0;
+	atm_status rc;
+	if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &axis)) < 0 ||
+	    (rc = get_int(w, o, "length", 1, FW_MAX_SIZE, -1, &len)) < 0)
+		return rc;
+	a->ys[0] = zb_narrow(w->b, a->name, a->x, (int)axis, len);
+	return ATM_OK;
+}
+
+/* p_split -- parts equal parts along axis: parts outputs */
+static atm_status p_split(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	int64_t axis = 0, parts = 0;
+	atm_status rc;
+	if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &axis)) < 0 ||
+	    (rc = get_int(w, o, "parts", 2, 64, -1, &parts)) < 0)
+		return rc;
+	zb_split(w->b, a->name, a->x, (int)axis, (int)parts, a->ys);
+	*a->n_ys = (int)parts;
+	return ATM_OK;
+}
+
+/* p_rope -- rotary embeddings, theta (the graph's rule, core/shape.c, checked here to name the
+ * layer) */
+static atm_status p_rope(struct fw *w, json_t *o, const struct layer_args *a)
+{
+	json_t *th = json_object_get(o, "theta");
+	if (th && (!json_is_number(th) || !isfinite(json_number_value(th)) ||
+	           !(json_number_value(th) > 1) || json_number_value(th) > 1e30))
+		return bad(w, "'theta' must be a finite number above 1");
+	a->ys[0] = zb_rope(w->b, a->name, a->x, th ? (float)json_number_value(th) : 10000.0f);
+	return ATM_OK;
+}
+
+/* layer -- one layer of the "layers" array: its op, its inputs, then its op's parser */
 static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 {
 	static const char *const common[] = {"name", "op", "input", "inputs", "params", NULL};
@@ -335,165 +625,11 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 		if ((rc = ref(w, json_object_get(o, "input"), "'input'", &x)) < 0)
 			return rc;
 	}
-	int64_t v = 0, v2 = 0, dims[ATM_MAX_DIMS], full[ATM_MAX_DIMS];
-	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0}, nd = 0;
-	bool flag = false, flag2 = false;
-	float eps = ZB_EPSILON;
-	int32_t *y = &ys[0];
-	const char *op = d->name;
-	if (!strcmp(op, "conv")) {
-		if ((rc = get_int(w, o, "out_channels", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
-		    (rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
-		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, 1, s)) < 0 ||
-		    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
-		    (rc = get_bool(w, o, "bias", true, &flag)) < 0 ||
-		    (rc = get_int(w, o, "groups", 1, FW_MAX_SIZE, 1, &v2)) < 0)
-			return rc;
-		if (s[0] != s[1])
-			return bad(w, "a stride of [%d, %d]: autotm's convolutions take one stride for "
-			           "both sides", s[0], s[1]);
-		if ((rc = params(w, o, flag ? 2 : 1)) < 0)
-			return rc;
-		*y = zb_conv_groups(w->b, name, x, v, k[0], k[1], s[0], p[0], p[1], v2, flag);
-	} else if (!strcmp(op, "batch_norm") || !strcmp(op, "layer_norm")) {
-		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 2)) < 0)
-			return rc;
-		*y = op[0] == 'b' ? zb_bn_eps(w->b, name, x, eps) : zb_layer_norm(w->b, name, x, eps);
-	} else if (!strcmp(op, "rms_norm")) {
-		if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, 1)) < 0)
-			return rc;
-		*y = zb_rms_norm(w->b, name, x, eps);
-	} else if (!strcmp(op, "relu")) {
-		*y = zb_relu(w->b, name, x);
-	} else if (!strcmp(op, "max_pool") || !strcmp(op, "avg_pool")) {
-		bool avg = op[0] == 'a', include = true;
-		if ((rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
-		    (rc = get_pair(w, o, "stride", 1, FW_MAX_WINDOW, k[0], s)) < 0 ||
-		    (rc = get_pair(w, o, "pad", 0, FW_MAX_WINDOW, 0, p)) < 0 ||
-		    (rc = get_bool(w, o, "ceil_mode", false, &flag)) < 0 ||
-		    (avg && (rc = get_bool(w, o, "count_include_pad", true, &include)) < 0))
-			return rc;
-		if (k[0] != k[1] || s[0] != s[1] || p[0] != p[1])
-			return bad(w, "a %dx%d window, stride [%d, %d], pad [%d, %d]: autotm's pooling "
-			           "takes square windows, one stride and one padding", k[0], k[1], s[0],
-			           s[1], p[0], p[1]);
-		*y = flag  ? zb_pool_ceil(w->b, name, x, k[0], s[0], p[0], !avg, !include)
-		     : avg ? zb_avgpool(w->b, name, x, k[0], s[0], p[0], !include)
-		           : zb_maxpool(w->b, name, x, k[0], s[0], p[0]);
-	} else if (!strcmp(op, "global_avg_pool")) {
-		*y = zb_global_avgpool(w->b, name, x);
-	} else if (!strcmp(op, "flatten")) {
-		*y = x; /* the next linear layer reads every dimension past the batch */
-	} else if (!strcmp(op, "linear")) {
-		if ((rc = get_int(w, o, "out_features", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
-		    (rc = get_bool(w, o, "bias", true, &flag)) < 0 ||
-		    (rc = get_bool(w, o, "flatten", true, &flag2)) < 0 ||
-		    (rc = params(w, o, flag ? 2 : 1)) < 0)
-			return rc;
-		if (flag2 && !flag)
-			return bad(w, "a flattening linear layer has a bias; give \"flatten\": false for "
-			           "one over the last dimension without it");
-		*y = flag2 ? zb_fc(w->b, name, x, v) : zb_linear(w->b, name, x, v, flag);
-	} else if (!strcmp(op, "add")) {
-		*y = zb_add(w->b, name, xs[0], xs[1]);
-	} else if (!strcmp(op, "concat")) {
-		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, 1, &v)) < 0)
-			return rc;
-		*y = zb_concat_axis(w->b, name, n, xs, (int)v);
-	} else if (!strcmp(op, "embedding")) {
-		if ((rc = get_int(w, o, "num_embeddings", 1, FW_MAX_SIZE, -1, &v)) < 0 ||
-		    (rc = get_int(w, o, "embedding_dim", 1, FW_MAX_SIZE, -1, &v2)) < 0 ||
-		    (rc = params(w, o, 1)) < 0)
-			return rc;
-		*y = zb_embedding(w->b, name, x, v, v2);
-	} else if (!strcmp(op, "positions")) {
-		json_t *pn = json_object_get(o, "params");
-		char pname[ZB_NAME_MAX];
-		if ((rc = get_dims(w, o, "table", 2, 3, 1, false, dims, &nd)) < 0)
-			return rc;
-		if (nd == 3 && dims[0] != 1)
-			return bad(w, "'table' must be [rows, dim] or [1, rows, dim]");
-		if ((rc = get_int(w, o, "length", 1, dims[nd - 2], dims[nd - 2], &v)) < 0)
-			return rc;
-		if (pn && (!json_is_array(pn) || json_array_size(pn) != 1 ||
-		           !json_is_string(json_array_get(pn, 0)) ||
-		           !json_string_value(json_array_get(pn, 0))[0]))
-			return bad(w, "'params' must name the layer's 1 parameter (its table)");
-		if (pn)
-			zb_namef(pname, "%s", json_string_value(json_array_get(pn, 0)));
-		else
-			zb_namef(pname, "%s.weight", name);
-		*y = zb_positions(w->b, name, pname, v, dims[nd - 2], dims[nd - 1], nd == 3);
-	} else if (!strcmp(op, "gelu")) {
-		json_t *ap = json_object_get(o, "approximate");
-		const char *form = ap ? json_string_value(ap) : "none";
-		if (!form || (strcmp(form, "none") && strcmp(form, "tanh")))
-			return bad(w, "'approximate' must be \"none\" (the erf form) or \"tanh\"");
-		*y = zb_gelu(w->b, name, x, !strcmp(form, "tanh"));
-	} else if (!strcmp(op, "tanh")) {
-		*y = zb_tanh(w->b, name, x);
-	} else if (!strcmp(op, "silu")) {
-		*y = zb_silu(w->b, name, x);
-	} else if (!strcmp(op, "sigmoid")) {
-		*y = zb_sigmoid(w->b, name, x);
-	} else if (!strcmp(op, "hardswish")) {
-		*y = zb_hardswish(w->b, name, x);
-	} else if (!strcmp(op, "hardsigmoid")) {
-		*y = zb_hardsigmoid(w->b, name, x);
-	} else if (!strcmp(op, "relu6")) {
-		*y = zb_relu6(w->b, name, x);
-	} else if (!strcmp(op, "mul")) {
-		*y = zb_mul(w->b, name, xs[0], xs[1]);
-	} else if (!strcmp(op, "scale")) {
-		if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0 ||
-		    (rc = params(w, o, 1)) < 0)
-			return rc;
-		*y = zb_scale(w->b, name, x, nd, dims);
-	} else if (!strcmp(op, "softmax")) {
-		if ((rc = get_bool(w, o, "causal", false, &flag)) < 0)
-			return rc;
-		*y = zb_softmax(w->b, name, x, flag);
-	} else if (!strcmp(op, "matmul")) {
-		json_t *sc = json_object_get(o, "scale");
-		if ((rc = get_bool(w, o, "trans_a", false, &flag)) < 0 ||
-		    (rc = get_bool(w, o, "trans_b", false, &flag2)) < 0)
-			return rc;
-		if (sc && (!json_is_number(sc) || !isfinite(json_number_value(sc)) ||
-		           json_number_value(sc) == 0 || fabs(json_number_value(sc)) > 1e30))
-			return bad(w, "'scale' must be a finite number other than 0");
-		*y = zb_matmul(w->b, name, xs[0], xs[1], flag, flag2,
-		               sc ? (float)json_number_value(sc) : 1.0f);
-	} else if (!strcmp(op, "permute")) {
-		if ((rc = permute(w, o, name, x, y)) < 0)
-			return rc;
-	} else if (!strcmp(op, "reshape")) {
-		int32_t same[ATM_MAX_DIMS] = {0, 1, 2, 3, 4, 5};
-		int n_in = 0;
-		while (n_in < ATM_MAX_DIMS && zb_dim(w->b, x, n_in))
-			n_in++;
-		if ((rc = get_dims(w, o, "shape", 1, ATM_MAX_DIMS - 1, 1, false, dims, &nd)) < 0)
-			return rc;
-		*y = zb_permute(w->b, name, x, n_in, same, with_batch(w->b, x, dims, nd, full), full);
-	} else if (!strcmp(op, "narrow")) {
-		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &v)) < 0 ||
-		    (rc = get_int(w, o, "length", 1, FW_MAX_SIZE, -1, &v2)) < 0)
-			return rc;
-		*y = zb_narrow(w->b, name, x, (int)v, v2);
-	} else if (!strcmp(op, "rope")) {
-		json_t *th = json_object_get(o, "theta");
-		/* the graph's rule for theta (core/shape.c), checked here to name the layer */
-		if (th && (!json_is_number(th) || !isfinite(json_number_value(th)) ||
-		           !(json_number_value(th) > 1) || json_number_value(th) > 1e30))
-			return bad(w, "'theta' must be a finite number above 1");
-		*y = zb_rope(w->b, name, x, th ? (float)json_number_value(th) : 10000.0f);
-	} else {
-		if ((rc = get_int(w, o, "axis", 1, ATM_MAX_DIMS - 1, -1, &v)) < 0 ||
-		    (rc = get_int(w, o, "parts", 2, 64, -1, &v2)) < 0)
-			return rc;
-		zb_split(w->b, name, x, (int)v, (int)v2, ys);
-		*n_ys = (int)v2;
-	}
-	if (*y < 0)
+	ys[0] = -1;
+	const struct layer_args a = {d, name, d->name, x, xs, n, ys, n_ys};
+	if ((rc = d->parse(w, o, &a)) < 0)
+		return rc;
+	if (ys[0] < 0)
 		return bad(w, "%s", atm_errmsg());
 	return ATM_OK;
 }
