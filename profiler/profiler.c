@@ -564,6 +564,108 @@ static int cmp_task(const void *a, const void *b)
 	return x->config < y->config ? -1 : x->config > y->config;
 }
 
+/* find_todo -- the configurations of st's work the profile lacks, into todo (a node's one after
+ * another: its kernel is built once), counted in st */
+static atm_status find_todo(atm_prof *pr, const atm_profile *p, struct run *st, struct task *todo)
+{
+	for (int64_t i = 0; i < st->w->n_tasks; i++) {
+		const struct task *t = &st->w->tasks[i];
+		/* a large graph's look-up takes seconds: Ctrl-C ends it too */
+		if (i % 1024 == 0 && pr->o.stop && *pr->o.stop) {
+			return atm_err(ATM_E_INTERRUPTED, "interrupted after 0 of %lld configurations "
+			               "(looking them up in the cache)", (long long)st->w->n_tasks);
+		}
+		if (atm_profile_has(p, pr->g, t->node, t->config)) {
+			st->n_cached++;
+			continue;
+		}
+		st->left[t->uniq]++;
+		st->weight_todo += t->weight;
+		todo[st->n_todo++] = *t;
+	}
+	for (int32_t u = 0; u < st->w->n_unique; u++)
+		st->n_unique_done += st->left[u] == 0;
+	/* a node's configurations one after another: its kernel is built once */
+	qsort(todo, (size_t)st->n_todo, sizeof *todo, cmp_task);
+	return ATM_OK;
+}
+
+/* measure_todo -- time (or estimate) every configuration of todo into the profile, saving as
+ * it goes; stops at the first failure or an interrupt */
+static atm_status measure_todo(atm_prof *pr, atm_profile *p, struct run *st,
+                               const struct task *todo)
+{
+	atm_status rc = ATM_OK;
+	for (int64_t i = 0; i < st->n_todo; i++) {
+		const struct task *t = &todo[i];
+		atm_profile_entry e;
+		if (pr->o.stop && *pr->o.stop) {
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
+			             (long long)st->n_done, (long long)st->n_todo);
+			break;
+		}
+		rc = pr->o.estimate ? atm_prof_estimate(&pr->rf, pr->g, t->node, t->config, &e)
+		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
+		/* a kernel of more than a day: no step of it is worth planning (and a profile keeps
+		 * none) */
+		if (rc >= 0 && !(e.min_s <= ATM_PROFILE_MAX_S && e.median_s <= ATM_PROFILE_MAX_S)) {
+			rc = atm_err(ATM_E_INFEASIBLE, "the step is too large to plan on this machine: "
+			             "kernel '%s' would take %.3g s%s, over a day (give a smaller batch or "
+			             "image)", atm_graph_node(pr->g, t->node)->name, e.min_s,
+			             pr->o.estimate ? " by the roofline estimate" : "");
+			break;
+		}
+		if (rc >= 0)
+			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
+		if (rc >= 0 && pr->caps.kernel_algos && !pr->o.estimate)
+			rc = time_algos(pr, p, t->node, t->config);
+		if (rc == ATM_E_INTERRUPTED) { /* between a kernel's repetitions */
+			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
+			             (long long)st->n_done, (long long)st->n_todo);
+			break;
+		}
+		if (rc < 0) {
+			char name[32];
+			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",
+			               atm_graph_node(pr->g, t->node)->name,
+			               atm_node_config_name(pr->g, t->node, t->config, name, sizeof name));
+			break;
+		}
+		st->n_done++;
+		st->since_save++;
+		st->weight_done += t->weight;
+		if (--st->left[t->uniq] == 0)
+			st->n_unique_done++;
+		draw(pr, st, false);
+		/* estimates are made again in seconds: saved once, at the end */
+		if (!pr->o.estimate && (rc = maybe_save(pr, p, st)) < 0)
+			break;
+	}
+	return rc;
+}
+
+/* keep_measured -- the profile saved whatever stopped the run (rc): an error's message then
+ * says where what was measured before it went; an interrupted estimate is not kept */
+static atm_status keep_measured(const atm_prof *pr, atm_profile *p, const struct run *st,
+                                atm_status rc)
+{
+	char msg[2048];
+	snprintf(msg, sizeof msg, "%s", atm_errmsg());
+	/* say "saved" only when something was measured (and saved, in a batch before or
+	 * now); an interrupted estimate is not kept: writing a large network's takes longer
+	 * than a Ctrl-C may, and making it again takes seconds */
+	bool keep = !(rc == ATM_E_INTERRUPTED && pr->o.estimate);
+	atm_status src = keep ? atm_prof_cache_save(p) : ATM_OK;
+	if (rc >= 0)
+		rc = src;
+	else if (keep && src >= 0 && atm_profile_path(p) && st->n_done > 0)
+		atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
+		        (long long)st->n_done, atm_profile_path(p));
+	else
+		atm_err(rc, "%s", msg);
+	return rc;
+}
+
 /* atm_prof_run -- measure or estimate what p lacks, saving in batches and at the end */
 atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 {
@@ -597,26 +699,8 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 		rc = atm_err(ATM_E_NOMEM, "out of memory profiling '%s'", atm_graph_name(pr->g));
 		goto done;
 	}
-	for (int64_t i = 0; i < w.n_tasks; i++) {
-		const struct task *t = &w.tasks[i];
-		/* a large graph's look-up takes seconds: Ctrl-C ends it too */
-		if (i % 1024 == 0 && pr->o.stop && *pr->o.stop) {
-			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after 0 of %lld configurations "
-			             "(looking them up in the cache)", (long long)w.n_tasks);
-			goto done;
-		}
-		if (atm_profile_has(p, pr->g, t->node, t->config)) {
-			st.n_cached++;
-			continue;
-		}
-		st.left[t->uniq]++;
-		st.weight_todo += t->weight;
-		todo[st.n_todo++] = *t;
-	}
-	for (int32_t u = 0; u < w.n_unique; u++)
-		st.n_unique_done += st.left[u] == 0;
-	/* a node's configurations one after another: its kernel is built once */
-	qsort(todo, (size_t)st.n_todo, sizeof *todo, cmp_task);
+	if ((rc = find_todo(pr, p, &st, todo)) < 0)
+		goto done;
 	/* what is measured must have somewhere to go: find out before measuring for hours */
 	bool need_step = !pr->o.estimate && !pr->o.isolated && in_step_missing(pr->g, p);
 	bool need_write = st.n_todo || need_moves || atm_profile_unsaved(p);
@@ -634,51 +718,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	    (rc = roofline_for(pr, r->calibration_note, sizeof r->calibration_note)) < 0)
 		goto done;
 	st.t_measure = st.last_save = st.last_draw = atm_now_s();
-	for (int64_t i = 0; i < st.n_todo; i++) {
-		const struct task *t = &todo[i];
-		atm_profile_entry e;
-		if (pr->o.stop && *pr->o.stop) {
-			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
-			             (long long)st.n_done, (long long)st.n_todo);
-			break;
-		}
-		rc = pr->o.estimate ? atm_prof_estimate(&pr->rf, pr->g, t->node, t->config, &e)
-		                    : atm_kbench_time(pr->kb, t->node, t->config, &e);
-		/* a kernel of more than a day: no step of it is worth planning (and a profile keeps
-		 * none) */
-		if (rc >= 0 && !(e.min_s <= ATM_PROFILE_MAX_S && e.median_s <= ATM_PROFILE_MAX_S)) {
-			rc = atm_err(ATM_E_INFEASIBLE, "the step is too large to plan on this machine: "
-			             "kernel '%s' would take %.3g s%s, over a day (give a smaller batch or "
-			             "image)", atm_graph_node(pr->g, t->node)->name, e.min_s,
-			             pr->o.estimate ? " by the roofline estimate" : "");
-			break;
-		}
-		if (rc >= 0)
-			rc = atm_profile_put(p, pr->g, t->node, t->config, &e);
-		if (rc >= 0 && pr->caps.kernel_algos && !pr->o.estimate)
-			rc = time_algos(pr, p, t->node, t->config);
-		if (rc == ATM_E_INTERRUPTED) { /* between a kernel's repetitions */
-			rc = atm_err(ATM_E_INTERRUPTED, "interrupted after %lld of %lld configurations",
-			             (long long)st.n_done, (long long)st.n_todo);
-			break;
-		}
-		if (rc < 0) {
-			char name[32];
-			atm_err_prefix(rc, "kernel '%s' in configuration %s: ",
-			               atm_graph_node(pr->g, t->node)->name,
-			               atm_node_config_name(pr->g, t->node, t->config, name, sizeof name));
-			break;
-		}
-		st.n_done++;
-		st.since_save++;
-		st.weight_done += t->weight;
-		if (--st.left[t->uniq] == 0)
-			st.n_unique_done++;
-		draw(pr, &st, false);
-		/* estimates are made again in seconds: saved once, at the end */
-		if (!pr->o.estimate && (rc = maybe_save(pr, p, &st)) < 0)
-			break;
-	}
+	rc = measure_todo(pr, p, &st, todo);
 	if (rc >= 0 && need_overlap) {
 		if ((rc = measure_overlap(pr, p, &mv)) >= 0)
 			rc = atm_profile_set_moves(p, &mv);
@@ -694,23 +734,7 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	}
 	if (rc >= 0 && need_step)
 		rc = measure_in_step(pr, p, r);
-	/* what was measured is kept whatever stopped the run */
-	{
-		char msg[2048];
-		snprintf(msg, sizeof msg, "%s", atm_errmsg());
-		/* say "saved" only when something was measured (and saved, in a batch before or
-		 * now); an interrupted estimate is not kept: writing a large network's takes longer
-		 * than a Ctrl-C may, and making it again takes seconds */
-		bool keep = !(rc == ATM_E_INTERRUPTED && pr->o.estimate);
-		atm_status src = keep ? atm_prof_cache_save(p) : ATM_OK;
-		if (rc >= 0)
-			rc = src;
-		else if (keep && src >= 0 && atm_profile_path(p) && st.n_done > 0)
-			atm_err(rc, "%s; the %lld configurations measured before are saved in %s", msg,
-			        (long long)st.n_done, atm_profile_path(p));
-		else
-			atm_err(rc, "%s", msg);
-	}
+	rc = keep_measured(pr, p, &st, rc);
 	draw(pr, &st, true);
 	r->n_kernels = atm_graph_n_nodes(pr->g);
 	r->n_unique_kernels = w.n_unique;
