@@ -503,47 +503,14 @@ static atm_status gj_float(const json_t *v, const char *where, double lo, bool o
 	return ATM_OK;
 }
 
-/* gj_read_attrs -- "attrs" of a node: only the ones its op takes, with defaults */
-static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label, atm_attrs *a)
+/* gj_attr_values -- the values of attrs object obj (its keys already checked), over a's
+ * defaults */
+static atm_status gj_attr_values(const json_t *obj, const char *where, atm_attrs *a)
 {
-	const char *valid[ATM_N_ATTRS + 1];
-	const atm_op_desc *d = atm_op_describe(op);
-	char where[GJ_PATH], w[GJ_PATH + 32];
+	char w[GJ_PATH + 32];
 	const json_t *v;
 	atm_status rc;
 
-	memset(a, 0, sizeof *a);
-	a->stride[0] = a->stride[1] = 1;
-	a->axis = GJ_DEFAULT_AXIS;
-	a->epsilon = GJ_DEFAULT_EPSILON;
-	a->lr = GJ_DEFAULT_LR;
-	a->theta = GJ_DEFAULT_THETA;
-	a->beta1 = GJ_DEFAULT_BETA1;
-	a->beta2 = GJ_DEFAULT_BETA2;
-	a->scale = 1.0f;
-	a->ranks = d && (d->attrs & ATM_ATTR_RANKS) ? 1 : 0; /* 0 elsewhere: digests stay as they were */
-	gj_sub(where, sizeof where, label, "attrs");
-	if (obj && !json_is_object(obj))
-		return gj_expected(where, "an object", obj);
-	gj_op_attrs(op, valid);
-	if (obj && !valid[0] && json_object_size(obj)) {
-		char clip[80];
-		return gj_fail(where, "op %s takes no attrs, got \"%s\"", atm_op_name(op),
-		               gj_clip(json_object_iter_key(json_object_iter((json_t *)obj)), 60, clip,
-		                       sizeof clip));
-	}
-	if (obj) {
-		char context[64];
-		snprintf(context, sizeof context, " for op %s", atm_op_name(op));
-		if ((rc = gj_keys(obj, where, "attr", context, valid)) < 0)
-			return rc;
-	}
-	if (d && (d->attrs & ATM_ATTR_KERNEL) && !(obj && json_object_get(obj, "kernel")))
-		return gj_fail(where, "op %s needs \"kernel\": [h, w]", atm_op_name(op));
-	if (d && (d->attrs & ATM_ATTR_PERM) && !(obj && json_object_get(obj, "perm")))
-		return gj_fail(where, "op %s needs \"perm\": [axes]", atm_op_name(op));
-	if (!obj)
-		return ATM_OK;
 	if ((v = json_object_get(obj, "kernel")) &&
 	    (rc = gj_pair(v, gj_sub(w, sizeof w, where, "kernel"), a->kernel)) < 0)
 		return rc;
@@ -629,6 +596,48 @@ static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label,
 		a->groups = (int32_t)x;
 	}
 	return ATM_OK;
+}
+
+
+/* gj_read_attrs -- "attrs" of a node: only the ones its op takes, with defaults */
+static atm_status gj_read_attrs(const json_t *obj, atm_op op, const char *label, atm_attrs *a)
+{
+	const char *valid[ATM_N_ATTRS + 1];
+	const atm_op_desc *d = atm_op_describe(op);
+	char where[GJ_PATH];
+	atm_status rc;
+
+	memset(a, 0, sizeof *a);
+	a->stride[0] = a->stride[1] = 1;
+	a->axis = GJ_DEFAULT_AXIS;
+	a->epsilon = GJ_DEFAULT_EPSILON;
+	a->lr = GJ_DEFAULT_LR;
+	a->theta = GJ_DEFAULT_THETA;
+	a->beta1 = GJ_DEFAULT_BETA1;
+	a->beta2 = GJ_DEFAULT_BETA2;
+	a->scale = 1.0f;
+	a->ranks = d && (d->attrs & ATM_ATTR_RANKS) ? 1 : 0; /* 0 elsewhere: digests stay as they were */
+	gj_sub(where, sizeof where, label, "attrs");
+	if (obj && !json_is_object(obj))
+		return gj_expected(where, "an object", obj);
+	gj_op_attrs(op, valid);
+	if (obj && !valid[0] && json_object_size(obj)) {
+		char clip[80];
+		return gj_fail(where, "op %s takes no attrs, got \"%s\"", atm_op_name(op),
+		               gj_clip(json_object_iter_key(json_object_iter((json_t *)obj)), 60, clip,
+		                       sizeof clip));
+	}
+	if (obj) {
+		char context[64];
+		snprintf(context, sizeof context, " for op %s", atm_op_name(op));
+		if ((rc = gj_keys(obj, where, "attr", context, valid)) < 0)
+			return rc;
+	}
+	if (d && (d->attrs & ATM_ATTR_KERNEL) && !(obj && json_object_get(obj, "kernel")))
+		return gj_fail(where, "op %s needs \"kernel\": [h, w]", atm_op_name(op));
+	if (d && (d->attrs & ATM_ATTR_PERM) && !(obj && json_object_get(obj, "perm")))
+		return gj_fail(where, "op %s needs \"perm\": [axes]", atm_op_name(op));
+	return obj ? gj_attr_values(obj, where, a) : ATM_OK;
 }
 
 /* gj_read_refs -- an "inputs" or "outputs" array of tensor ids, as graph positions */

@@ -66,6 +66,78 @@ static const char *loc_name(unsigned loc)
 	return loc == ATM_LOC_FAST ? "fast" : "slow";
 }
 
+/* dump_places -- the plan's tensors, moves and recomputations, into t */
+static void dump_places(const atm_plan *p, atm_text *t, bool *ok)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	int32_t nt = atm_graph_n_tensors(g);
+	atm_text_str(t, ",\n  \"tensors\": [");
+	for (int32_t i = 0; i < nt; i++) {
+		json_t *o = json_object();
+		atm_json_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name), ok);
+		atm_json_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))), ok);
+		atm_text_str(t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(t, o, PJ_DUMP);
+	}
+	atm_text_str(t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
+	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
+		const atm_move *m = atm_plan_move(p, i);
+		json_t *o = json_object();
+		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name), ok);
+		atm_json_set_new(o, "to", json_string(loc_name(m->to)), ok);
+		atm_json_set_new(o, "after", json_integer(m->after), ok);
+		atm_json_set_new(o, "after_node", m->after < 0 ? json_null()
+		                                                : json_string(atm_graph_node(g, m->after)->name),
+		                 ok);
+		atm_json_set_new(o, "mode", json_string(m->async ? "async" : "sync"), ok);
+		if (m->async)
+			atm_json_set_new(o, "until", json_integer(m->until), ok);
+		atm_text_str(t, i ? ",\n    " : "\n    ");
+		atm_text_json_new(t, o, PJ_DUMP);
+	}
+	atm_text_str(t, atm_plan_n_moves(p) ? "\n  ]" : "]");
+	/* recomputations, when there are any: a plan without them reads as before they existed */
+	for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++) {
+		const atm_recompute *r = atm_plan_recompute(p, i);
+		json_t *o = json_object();
+		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, r->tensor)->name), ok);
+		atm_json_set_new(o, "drop_after", json_integer(r->drop_after), ok);
+		atm_json_set_new(o, "before", json_integer(r->before), ok);
+		atm_text_str(t, i ? ",\n    " : ",\n  \"recomputes\": [\n    ");
+		atm_text_json_new(t, o, PJ_DUMP);
+	}
+	if (atm_plan_n_recomputes(p))
+		atm_text_str(t, "\n  ]");
+}
+
+/* dump_by_node -- ",\n  KEY": {node name: value} for the nodes whose of(p, node) is not 0;
+ * nothing when none is */
+static void dump_by_node(const atm_plan *p, atm_text *t, const char *key,
+                         int64_t (*of)(const atm_plan *p, int32_t node), bool *ok)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	json_t *by = json_object();
+	for (int32_t k = 0; by && k < atm_graph_n_nodes(g); k++)
+		if (of(p, k))
+			atm_json_set_new(by, atm_graph_node(g, k)->name, json_integer(of(p, k)), ok);
+	if (!by) {
+		t->failed = true;
+	} else if (json_object_size(by)) {
+		atm_text_str(t, ",\n  \"");
+		atm_text_str(t, key);
+		atm_text_str(t, "\": ");
+		atm_text_json_new(t, by, PJ_DUMP); /* takes by */
+	} else {
+		json_decref(by);
+	}
+}
+
+/* plan_algo -- atm_plan_algo as dump_by_node takes it */
+static int64_t plan_algo(const atm_plan *p, int32_t node)
+{
+	return atm_plan_algo(p, node);
+}
+
 atm_status atm_plan_dump(const atm_plan *p, char **out)
 {
 	const atm_graph *g = atm_plan_graph(p);
@@ -120,71 +192,11 @@ atm_status atm_plan_dump(const atm_plan *p, char **out)
 	atm_text_json_new(&t, json_boolean(info->estimated), PJ_DUMP);
 	atm_text_str(&t, ",\n  \"solver\": ");
 	atm_text_json_new(&t, solver, PJ_DUMP);
-	atm_text_str(&t, ",\n  \"tensors\": [");
-	for (int32_t i = 0; i < nt; i++) {
-		json_t *o = json_object();
-		atm_json_set_new(o, "name", json_string(atm_graph_tensor(g, i)->name), &ok);
-		atm_json_set_new(o, "location", json_string(loc_name(atm_plan_location(p, i))), &ok);
-		atm_text_str(&t, i ? ",\n    " : "\n    ");
-		atm_text_json_new(&t, o, PJ_DUMP);
-	}
-	atm_text_str(&t, nt ? "\n  ],\n  \"moves\": [" : "],\n  \"moves\": [");
-	for (int32_t i = 0; i < atm_plan_n_moves(p); i++) {
-		const atm_move *m = atm_plan_move(p, i);
-		json_t *o = json_object();
-		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, m->tensor)->name), &ok);
-		atm_json_set_new(o, "to", json_string(loc_name(m->to)), &ok);
-		atm_json_set_new(o, "after", json_integer(m->after), &ok);
-		atm_json_set_new(o, "after_node", m->after < 0 ? json_null()
-		                                                : json_string(atm_graph_node(g, m->after)->name),
-		                 &ok);
-		atm_json_set_new(o, "mode", json_string(m->async ? "async" : "sync"), &ok);
-		if (m->async)
-			atm_json_set_new(o, "until", json_integer(m->until), &ok);
-		atm_text_str(&t, i ? ",\n    " : "\n    ");
-		atm_text_json_new(&t, o, PJ_DUMP);
-	}
-	atm_text_str(&t, atm_plan_n_moves(p) ? "\n  ]" : "]");
-	/* recomputations, when there are any: a plan without them reads as before they existed */
-	for (int32_t i = 0; i < atm_plan_n_recomputes(p); i++) {
-		const atm_recompute *r = atm_plan_recompute(p, i);
-		json_t *o = json_object();
-		atm_json_set_new(o, "tensor", json_string(atm_graph_tensor(g, r->tensor)->name), &ok);
-		atm_json_set_new(o, "drop_after", json_integer(r->drop_after), &ok);
-		atm_json_set_new(o, "before", json_integer(r->before), &ok);
-		atm_text_str(&t, i ? ",\n    " : ",\n  \"recomputes\": [\n    ");
-		atm_text_json_new(&t, o, PJ_DUMP);
-	}
-	if (atm_plan_n_recomputes(p))
-		atm_text_str(&t, "\n  ]");
-	/* algorithms other than the default, by node name (GPU plans) */
-	json_t *algos = json_object();
-	for (int32_t k = 0; algos && k < atm_graph_n_nodes(g); k++)
-		if (atm_plan_algo(p, k))
-			atm_json_set_new(algos, atm_graph_node(g, k)->name, json_integer(atm_plan_algo(p, k)),
-			                 &ok);
-	if (!algos) {
-		t.failed = true;
-	} else if (json_object_size(algos)) {
-		atm_text_str(&t, ",\n  \"algorithms\": ");
-		atm_text_json_new(&t, algos, PJ_DUMP); /* takes algos */
-	} else {
-		json_decref(algos);
-	}
-	/* workspaces inside the fast arena, by node name (GPU plans that count them in the limit) */
-	json_t *ws = json_object();
-	for (int32_t k = 0; ws && k < atm_graph_n_nodes(g); k++)
-		if (atm_plan_workspace(p, k))
-			atm_json_set_new(ws, atm_graph_node(g, k)->name,
-			                 json_integer(atm_plan_workspace(p, k)), &ok);
-	if (!ws) {
-		t.failed = true;
-	} else if (json_object_size(ws)) {
-		atm_text_str(&t, ",\n  \"workspace_bytes\": ");
-		atm_text_json_new(&t, ws, PJ_DUMP); /* takes ws */
-	} else {
-		json_decref(ws);
-	}
+	dump_places(p, &t, &ok);
+	/* algorithms other than the default (GPU plans); workspaces inside the fast arena (GPU
+	 * plans that count them in the limit): by node name */
+	dump_by_node(p, &t, "algorithms", plan_algo, &ok);
+	dump_by_node(p, &t, "workspace_bytes", atm_plan_workspace, &ok);
 	atm_text_str(&t, "\n}\n");
 	if (!ok)
 		t.failed = true;

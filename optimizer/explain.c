@@ -37,28 +37,20 @@ static void slow_operands(const atm_graph *g, const atm_node *n, const unsigned 
 	}
 }
 
-atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
-                           FILE *f)
+/* explain_summary -- the lines above the table: limit, predicted step, solver, fast memory,
+ * moves */
+static void explain_summary(FILE *f, const atm_plan *p, const atm_opt_check_result *chk,
+                            const atm_schedule_stats *st)
 {
 	const atm_graph *g = atm_plan_graph(p);
 	const atm_plan_info *info = atm_plan_info_get(p);
-	atm_opt_check_result chk;
-	atm_schedule *s = NULL;
-	atm_profile_moves mv = {0};
-	char a[32], b[32], c[32], d[32], list[512];
-	atm_status rc = atm_opt_check(p, prof, o, &chk);
-	if (rc < 0)
-		return rc;
-	if ((rc = atm_schedule_new(&s, p)) < 0)
-		return rc;
-	bool have_mv = atm_profile_get_moves(prof, &mv) == ATM_OK;
-	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	char a[32], b[32], c[32], d[32], list[32];
 	fprintf(f, "plan of '%s': %s, fast limit %s\n", atm_graph_name(g), info->formulation,
 	        info->fast_limit_bytes ? mib(info->fast_limit_bytes, a, sizeof a) : "none");
 	fprintf(f, "predicted step %s: kernels %s (all fast: %s), blocking moves %s, waits for "
-	        "overlapped moves %s%s\n", ms(chk.predicted_s, a, sizeof a), ms(chk.kernel_s, b, sizeof b),
-	        ms(chk.all_fast_kernel_s, c, sizeof c), ms(chk.sync_move_s, d, sizeof d),
-	        ms(chk.async_wait_s, list, sizeof list),
+	        "overlapped moves %s%s\n", ms(chk->predicted_s, a, sizeof a), ms(chk->kernel_s, b, sizeof b),
+	        ms(chk->all_fast_kernel_s, c, sizeof c), ms(chk->sync_move_s, d, sizeof d),
+	        ms(chk->async_wait_s, list, sizeof list),
 	        strcmp(info->formulation, "2lm") ? "" : " (2LM: all slow behind a cache of the limit's size)");
 	if (info->solve_s >= 0)
 		fprintf(f, "solver: %s, gap %.2f%%, %d round(s), model %.2f s, solve %.2f s\n",
@@ -70,6 +62,76 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 	        mib(st->persistent_slow_bytes, d, sizeof d));
 	fprintf(f, "moves per step: %d to fast (%d overlapped), %d to slow (%d overlapped)\n\n",
 	        st->n_moves_to_fast, st->n_async_to_fast, st->n_moves_to_slow, st->n_async_to_slow);
+}
+
+/* explain_move -- a move's line (its cost from mv, where the profile has the copy rates) */
+static void explain_move(FILE *f, const atm_plan *p, const atm_event *ev,
+                         const atm_profile_moves *mv)
+{
+	const atm_tensor *x = atm_graph_tensor(atm_plan_graph(p), ev->tensor);
+	bool have_mv = mv != NULL;
+	char a[32];
+	const atm_move *m = atm_plan_move(p, ev->move);
+	double bw = !have_mv ? 0 : m->to == ATM_LOC_FAST ? mv->to_fast_gbps : mv->to_slow_gbps;
+	char cost[32] = "?";
+	if (have_mv && bw > 0)
+		ms((double)x->bytes / (bw * 1e9), cost, sizeof cost);
+	if (m->async)
+		fprintf(f, "%6s  %s '%s' to %s memory, overlapped, done before node %d (%s, %s)\n",
+		        "", m->to == ATM_LOC_FAST ? "=> fetch" : "=> evict", x->name,
+		        m->to == ATM_LOC_FAST ? "fast" : "slow", m->until,
+		        mib(x->bytes, a, sizeof a), cost);
+	else
+		fprintf(f, "%6s  %s '%s' to %s memory, blocking (%s, %s)\n", "",
+		        m->to == ATM_LOC_FAST ? "-> fetch" : "-> write", x->name,
+		        m->to == ATM_LOC_FAST ? "fast" : "slow", mib(x->bytes, a, sizeof a), cost);
+}
+
+/* explain_recompute -- a recomputation's line; the kernel's time run again (0 unknown) */
+static double explain_recompute(FILE *f, const atm_plan *p, const atm_profile *prof,
+                                const atm_event *ev)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	const atm_tensor *x = atm_graph_tensor(g, ev->tensor);
+	char a[32];
+	double t = -1, t0 = -1;
+	char tt[32] = "?";
+	if (opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t,
+	                    &t0) == ATM_OK)
+		ms(t, tt, sizeof tt);
+	const atm_recompute *r = atm_plan_recompute(p, ev->recompute);
+	/* a link was freed at its last use and feeds only the recomputations after it */
+	if (atm_recompute_is_link(g, r))
+		fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; a "
+		        "link, freed after node %d, made again for the recomputations before "
+		        "node %d that read it\n", "", x->name, mib(x->bytes, a, sizeof a),
+		        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after,
+		        r->before);
+	else
+		fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; "
+		        "dropped after node %d\n", "", x->name, mib(x->bytes, a, sizeof a),
+		        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after);
+	return t > 0 ? t : 0;
+}
+
+/* atm_opt_explain -- the plan as a table of its step: every kernel with its time, slowdown,
+ * live tensors and slow operands, every move and recomputation, after a summary */
+atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm_opt_options *o,
+                           FILE *f)
+{
+	const atm_graph *g = atm_plan_graph(p);
+	atm_opt_check_result chk;
+	atm_schedule *s = NULL;
+	atm_profile_moves mv = {0};
+	char a[32], b[32], list[512];
+	atm_status rc = atm_opt_check(p, prof, o, &chk);
+	if (rc < 0)
+		return rc;
+	if ((rc = atm_schedule_new(&s, p)) < 0)
+		return rc;
+	bool have_mv = atm_profile_get_moves(prof, &mv) == ATM_OK;
+	const atm_schedule_stats *st = atm_schedule_stats_get(s);
+	explain_summary(f, p, &chk, st);
 	fprintf(f, "%6s  %-36s %10s %10s  %-20s %s\n", "node", "kernel", "time", "slowdown",
 	        "fast / slow live", "slow operands");
 	int32_t n_setup = atm_schedule_n_setup(s), nf = 0, ns = 0;
@@ -121,50 +183,18 @@ atm_status atm_opt_explain(const atm_plan *p, const atm_profile *prof, const atm
 			fprintf(f, "%6d  %-36.36s %10s %10s  %-20s %s\n", ev->node, n->name, tt, dd, live, list);
 			break;
 		}
-		case ATM_EV_MOVE_START: {
-			const atm_move *m = atm_plan_move(p, ev->move);
-			double bw = m->to == ATM_LOC_FAST ? mv.to_fast_gbps : mv.to_slow_gbps;
-			char cost[32] = "?";
-			if (have_mv && bw > 0)
-				ms((double)x->bytes / (bw * 1e9), cost, sizeof cost);
-			if (m->async)
-				fprintf(f, "%6s  %s '%s' to %s memory, overlapped, done before node %d (%s, %s)\n",
-				        "", m->to == ATM_LOC_FAST ? "=> fetch" : "=> evict", x->name,
-				        m->to == ATM_LOC_FAST ? "fast" : "slow", m->until,
-				        mib(x->bytes, a, sizeof a), cost);
-			else
-				fprintf(f, "%6s  %s '%s' to %s memory, blocking (%s, %s)\n", "",
-				        m->to == ATM_LOC_FAST ? "-> fetch" : "-> write", x->name,
-				        m->to == ATM_LOC_FAST ? "fast" : "slow", mib(x->bytes, a, sizeof a), cost);
+		case ATM_EV_MOVE_START:
+			explain_move(f, p, ev, have_mv ? &mv : NULL);
 			break;
-		}
 		case ATM_EV_MOVE_WAIT:
 			if (atm_plan_move(p, ev->move)->async)
 				fprintf(f, "%6s  .. '%s' arrives in %s memory\n", "", x->name,
 				        ev->loc == ATM_LOC_FAST ? "fast" : "slow");
 			break;
-		case ATM_EV_RECOMPUTE: {
-			double t = -1, t0 = -1;
-			char tt[32] = "?";
-			if (opt_kernel_time(prof, g, ev->node, ev->cfg, atm_plan_algo(p, ev->node), &t,
-			                    &t0) == ATM_OK)
-				ms(t, tt, sizeof tt);
-			const atm_recompute *r = atm_plan_recompute(p, ev->recompute);
-			/* a link was freed at its last use and feeds only the recomputations after it */
-			if (atm_recompute_is_link(g, r))
-				fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; a "
-				        "link, freed after node %d, made again for the recomputations before "
-				        "node %d that read it\n", "", x->name, mib(x->bytes, a, sizeof a),
-				        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after,
-				        r->before);
-			else
-				fprintf(f, "%6s  <> recompute '%s' (%s) by running node %d ('%s') again: %s; "
-				        "dropped after node %d\n", "", x->name, mib(x->bytes, a, sizeof a),
-				        ev->node, atm_graph_node(g, ev->node)->name, tt, r->drop_after);
+		case ATM_EV_RECOMPUTE:
+			again_s += explain_recompute(f, p, prof, ev);
 			n_again++;
-			again_s += t > 0 ? t : 0;
 			break;
-		}
 		}
 	}
 	fprintf(f, "\n%d kernel(s) slowed by slow operands, %s in all; predicted step %s\n", n_slowed,

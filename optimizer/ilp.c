@@ -637,6 +637,37 @@ static void rc_slow(struct build *b, struct row *r, int32_t x, int32_t ph, doubl
 		state_terms(b, r, &b->m->t[x], ph, ST_S, sign);
 }
 
+/* recompute_cfg_rows -- where recomputation i (column r) is not priced alone: its kernel's
+ * configuration columns y_c, one chosen when r is (sum y_c = r), each unit u slow in the
+ * chosen one exactly when w_u (columns from w0) is */
+static void recompute_cfg_rows(struct build *b, int32_t i, int32_t r, int32_t w0)
+{
+	const struct model *m = b->m;
+	const struct rcand *rc = &m->rc[i];
+	const struct nmodel *nm = &m->n[rc->k];
+	int32_t y0 = -1;
+	for (int c = 0; c < nm->n_cfg; c++) {
+		bool allowed = rc->t_unit < 0 || !(c >> rc->t_unit & 1);
+		int32_t y = add_col(b, false, 0, allowed ? 1 : 0, allowed ? nm->time[c] * US : 0);
+		if (!c)
+			y0 = y;
+	}
+	b->c->ry[i] = y0;
+	for (int c = 0; c < nm->n_cfg; c++)
+		row_add(b, y0 + c, 1);
+	row_add(b, r, -1);
+	row_flush(b, 0, 0);
+	for (int u = 0; u < nm->n_free; u++) {
+		if (u == rc->t_unit)
+			continue;
+		for (int c = 0; c < nm->n_cfg; c++)
+			if (c >> u & 1)
+				row_add(b, y0 + c, 1);
+		row_add(b, w0 + u, -1);
+		row_flush(b, 0, 0);
+	}
+}
+
 /* recompute_rows -- candidate i: its column r, with r at most the tensor's fast state (no
  * valid slow copy) at d and its stay in that state at every gate to u; the memory it gives
  * back from M(d) to M(u - 1); its kernel's price in the configuration of its operands at K(u):
@@ -749,27 +780,7 @@ static void recompute_rows(struct build *b, int32_t i)
 	free(first);
 	if (priced_alone)
 		return;
-	int32_t y0 = -1;
-	for (int c = 0; c < nm->n_cfg; c++) {
-		bool allowed = rc->t_unit < 0 || !(c >> rc->t_unit & 1);
-		int32_t y = add_col(b, false, 0, allowed ? 1 : 0, allowed ? nm->time[c] * US : 0);
-		if (!c)
-			y0 = y;
-	}
-	b->c->ry[i] = y0;
-	for (int c = 0; c < nm->n_cfg; c++)
-		row_add(b, y0 + c, 1);
-	row_add(b, r, -1);
-	row_flush(b, 0, 0);
-	for (int u = 0; u < nm->n_free; u++) {
-		if (u == rc->t_unit)
-			continue;
-		for (int c = 0; c < nm->n_cfg; c++)
-			if (c >> u & 1)
-				row_add(b, y0 + c, 1);
-		row_add(b, w0 + u, -1);
-		row_flush(b, 0, 0);
-	}
+	recompute_cfg_rows(b, i, r, w0);
 }
 
 /* mark_kept -- the phases of the reduced program with columns of their own: each tensor's
