@@ -15,11 +15,18 @@ folder of experiments/large.py).
                  and the widest
     all fast     any planned placement (static, synchronous, asynchronous) measured faster than
                  all fast in its comparison by more than 3% (median of the per-turn ratios)
+    async/sync   the asynchronous plan's step over the synchronous plan's, turn by turn, per
+                 Figure 7 network and ratio (target: none above 1.03 by its median)
     Figure 8     the synchronous plan's speedup over 2LM per network (target: 1.5x on two)
-    Figure 10a   the static and synchronous slowdowns at the all-fast limit (0:1), against 1.0
+    Figure 10a   the static and synchronous slowdowns at the all-fast limit (0:1), against 1.0;
+                 and over the sweep, each curve's predicted step never rising with the limit
+                 and its measured slowdown rising only within the two points' per-turn ranges
     Figure 11    how many planned placements have a predicted slowdown against all fast within
                  5% of the measured one, and the mean and largest |error| of the step time and
-                 of the slowdown, per formulation
+                 of the slowdown, per formulation; all-slow's and NUMA's too
+    peak         the fast memory each run held at its high-water mark against its limit
+                 (target: never above) and against its plan's layout (target: within 5%; the
+                 distribution)
 
 Figure 7's networks are the paper's four CNNs where the data has them (else every network).
 Each value is taken as the figures take it: of the last comparison at a ratio that has what it
@@ -37,8 +44,9 @@ import os
 import sys
 
 from .comparisons import (absolute_error, comparisons, error_stats, latest, slowdown_error)
+from .values import is_positive
 from .ratios import ALL_FAST, norm_ratio, ratio_str
-from .results import ResultsError, read, results_files
+from .results import ResultsError, read, results_files, split_recompute
 
 FOLDER = "cpu"
 LARGE_FOLDER = "large"
@@ -51,7 +59,10 @@ FIG10_CURVES = ("static", "synchronous")
 TIGHT, LOOSE, FASTER = 1.10, 1.20, 0.97
 ALL_SLOW_AT_LEAST = 1.5
 LOSS_RATIOS = ((4, 1), (1, 1))
-AUTOTM_LOSS, NUMA_PAPER_LOSS = 27.7, 71.9
+AUTOTM_LOSS, NUMA_PAPER_LOSS, LOSS_GOAL = 27.7, 71.9, 20.0
+ASYNC_OVER_SYNC = 1.03
+PEAK_WITHIN = 5.0
+BASELINES = ("all-slow", "numa")
 FIG8_SPEEDUP, FIG8_NETWORKS = 1.5, 2
 SLOWDOWN_WITHIN = 5.0
 PICTURE_RATIO = (4, 1)
@@ -197,6 +208,87 @@ def slowdowns_within(wls):
     return (sum(1 for e in errs if abs(e.median) <= SLOWDOWN_WITHIN), len(errs))
 
 
+def async_over_sync(wls):
+    """async_over_sync -- [(label, Spread)] of the asynchronous plan's step over the synchronous
+    plan's, turn by turn, per Figure 7 network and ratio"""
+    out = []
+    for name, _, comps, _ in fig7_workloads(wls):
+        for k in FIG7_RATIOS:
+            c = latest(comps, k, "synchronous", "asynchronous")
+            if c is not None:
+                out.append((f"{name} {ratio_str(k)}", c.ratio_of("asynchronous", "synchronous")))
+    return out
+
+
+def fast_fraction(k):
+    """fast_fraction -- the share of the peak a ratio (slow, fast) gives fast memory"""
+    return k[1] / (k[0] + k[1])
+
+
+def fig10_monotone(wls):
+    """fig10_monotone -- (network, {curve: (limits, [predicted rises], [measured rises])}) over
+    Figure 10's sweep (its network's comparisons with all fast, by fast memory): a predicted
+    rise is a limit whose plan's predicted step is above the smaller limit's before it, a
+    measured one a limit whose slowdown's per-turn range lies wholly above the smaller limit's
+    (label, before, after); None without the network"""
+    mine = [w for w in wls if w[0] == FIG10_NETWORK]
+    if not mine:
+        return None
+    name, _, comps, _ = mine[0]
+    out = {}
+    for f in FIG10_CURVES:
+        pts = []
+        for k in sorted({c.ratio for c in comps if c.ratio is not None}, key=fast_fraction):
+            c = latest(comps, k, "all-fast", f)
+            if c is not None:
+                pts.append((k, c.runs[f].get("predicted_runtime"), c.ratio_of(f, "all-fast")))
+        pred, meas = [], []
+        for (k0, p0, s0), (k1, p1, s1) in zip(pts, pts[1:]):
+            label = f"{ratio_str(k0)} to {ratio_str(k1)}"
+            if is_positive(p0) and is_positive(p1) and p1 > p0 * (1 + 1e-9):
+                pred.append((label, p0, p1))
+            if s1.low > s0.high:
+                meas.append((label, s0, s1))
+        if pts:
+            out[f] = (len(pts), pred, meas)
+    return (name, out) if out else None
+
+
+def baseline_errors(wls):
+    """baseline_errors -- {all-slow, numa: [slowdown error Spread]} at Figure 7's ratios, each
+    ratio's last comparison"""
+    out = {f: [] for f in BASELINES}
+    for _, _, comps, _ in wls:
+        for k in {c.ratio for c in comps if c.ratio in FIG7_RATIOS}:
+            for f in BASELINES:
+                c = latest(comps, k, f)
+                e = slowdown_error(c.runs[f]) if c is not None else None
+                if e is not None:
+                    out[f].append(e)
+    return out
+
+
+def peaks(machine_dir):
+    """peaks -- (runs over their limit [label], [high-water over the plan's layout, in %, of the
+    planned runs]) of every measured run with a fast_memory record, in the machine's cpu/ and
+    large/ folders"""
+    over, dev = [], []
+    for folder in (FOLDER, LARGE_FOLDER):
+        if not os.path.isdir(os.path.join(machine_dir, folder)):
+            continue
+        for name, _, _, runs in workloads(machine_dir, folder):
+            for r in runs:
+                fm = r.get("fast_memory") if isinstance(r, dict) else None
+                if not isinstance(fm, dict) or not is_positive(fm.get("high_water_bytes")):
+                    continue
+                f = r.get("formulation")
+                if fm.get("within_limit") is False:
+                    over.append(f"{name} {f} {fm.get('high_water_at')}")
+                if split_recompute(f or "")[0] in PLANNED and is_positive(fm.get("predicted_bytes")):
+                    dev.append(100.0 * (fm["high_water_bytes"] / fm["predicted_bytes"] - 1.0))
+    return over, dev
+
+
 def fmt_wall(s):
     """fmt_wall -- seconds as 12.3 s, 4 min 5 s or 1 h 20 min"""
     if s < 60:
@@ -235,6 +327,9 @@ def summary(machine_dir, wall_s=None):
             verdict.append(f"synchronous and asynchronous within {AUTOTM_LOSS}%: "
                            f"{met(sync[0] <= AUTOTM_LOSS and asyn[0] <= AUTOTM_LOSS)}")
             verdict.append(f"asynchronous no slower than synchronous: {met(asyn[0] <= sync[0])}")
+            if k == PICTURE_RATIO:
+                verdict.append(f"both within {LOSS_GOAL:.0f}%: "
+                               f"{met(sync[0] <= LOSS_GOAL and asyn[0] <= LOSS_GOAL)}")
         if "numa" in have:
             verdict.append(f"NUMA {have['numa'][0]:.1f}% against the paper's {NUMA_PAPER_LOSS}%")
         lines.append(f"  geomean loss against all fast at {ratio_str(k)} ({n} networks): "
@@ -258,6 +353,14 @@ def summary(machine_dir, wall_s=None):
     else:
         lines.append(f"  no planned placement measured faster than all fast by more than "
                      f"{100 * (1 - FASTER):.0f}% (median; target: none): met")
+    aos = async_over_sync(wls)
+    if aos:
+        worst = max(aos, key=lambda x: x[1].median)
+        above = [f"{n} {sp.median:.3f}" for n, sp in aos if sp.median > ASYNC_OVER_SYNC]
+        lines.append(f"  asynchronous over synchronous (median of the turns), target none above "
+                     f"{ASYNC_OVER_SYNC:.2f}: {len(above)} of {len(aos)} above"
+                     + (f" ({', '.join(above)})" if above else "")
+                     + f"; largest {worst[1].median:.3f} ({worst[0]}): {met(not above)}")
     f8 = fig8_speedups(machine_dir)
     if f8:
         nets = {label.split()[0] for label, s in f8 if s.median >= FIG8_SPEEDUP}
@@ -272,6 +375,20 @@ def summary(machine_dir, wall_s=None):
                      + ", ".join(f"{f} {v:.3f} ({100 * (v - 1):+.1f}%)" for f, v in curves.items()))
     else:
         lines.append("  Figure 10a: no comparison at the all-fast limit (0:1)")
+    mono = fig10_monotone(wls)
+    if mono:
+        name, curves = mono
+        parts, ok = [], True
+        for f, (n, pred, meas) in curves.items():
+            ok = ok and not pred and not meas
+            parts.append(f"{f} over {n} limits: predicted rises {len(pred)}"
+                         + (" (" + ", ".join(f"{lb} {a:.4g} to {b:.4g} s" for lb, a, b in pred) + ")"
+                            if pred else "")
+                         + f", measured rises beyond the ranges {len(meas)}"
+                         + (" (" + ", ".join(f"{lb} {a.median:.3f} to {b.median:.3f}"
+                                             for lb, a, b in meas) + ")" if meas else ""))
+        lines.append(f"  Figure 10 ({name}), target never rising with the limit: "
+                     + "; ".join(parts) + f": {met(ok)}")
     errs = fig11_errors(wls)
     parts = []
     for f, d in errs.items():
@@ -285,6 +402,27 @@ def summary(machine_dir, wall_s=None):
         lines.append(f"  Figure 11, predicted slowdown against all fast within {SLOWDOWN_WITHIN:.0f}% "
                      f"of the measured one (target: every plan): {within} of {total}: "
                      f"{met(within == total)}")
+    base = baseline_errors(wls)
+    if any(base.values()):
+        parts, ok = [], True
+        for f, es in base.items():
+            if es:
+                n_in = sum(1 for e in es if abs(e.median) <= SLOWDOWN_WITHIN)
+                ok = ok and n_in == len(es)
+                parts.append(f"{f} {n_in} of {len(es)} (largest {max(abs(e.median) for e in es):.1f}%)")
+        lines.append(f"  Figure 11, all slow and NUMA predicted within {SLOWDOWN_WITHIN:.0f}% of the "
+                     "measured slowdown: " + ", ".join(parts) + f": {met(ok)}")
+    over, dev = peaks(machine_dir)
+    if dev or over:
+        line = (f"  peak fast memory: {len(over)} runs above their limit"
+                + (f" ({', '.join(over[:5])})" if over else "") + " (target: none)")
+        if dev:
+            xs = sorted(dev)
+            n_in = sum(1 for d in xs if abs(d) <= PEAK_WITHIN)
+            line += (f"; high-water over the plan's layout, {len(xs)} planned runs: median "
+                     f"{xs[len(xs) // 2]:+.1f}%, from {xs[0]:+.1f}% to {xs[-1]:+.1f}%, {n_in} within "
+                     f"{PEAK_WITHIN:.0f}%")
+        lines.append(line + f": {met(not over and all(abs(d) <= PEAK_WITHIN for d in dev))}")
     if wall_s is not None:
         lines.append(f"  figures.sh took {fmt_wall(wall_s)}")
     return lines

@@ -87,7 +87,8 @@ class TargetsTest(unittest.TestCase):
         # at 4:1 over all fast: synchronous 1.0 (0%), asynchronous 0.9 (-10%)
         self.assertIn("geomean loss against all fast at 4:1 (1 networks): static 0.0%, "
                       "synchronous 0.0%, asynchronous -10.0%", text)
-        self.assertIn("within 27.7%: met; asynchronous no slower than synchronous: met", text)
+        self.assertIn("within 27.7%: met; asynchronous no slower than synchronous: met; both "
+                      "within 20%: met", text)
         self.assertIn("within 5% of the measured one (target: every plan): 2 of 2: met", text)
         self.assertIn("vgg19 4:1 asynchronous 0.900", text)
         self.assertIn("static 1.020 (+2.0%)", text)
@@ -127,6 +128,66 @@ class TargetsTest(unittest.TestCase):
         text = "\n".join(targets.summary(self.mdir))
         self.assertIn("Figure 8, synchronous over 2LM, target at least 1.5x on 2 networks: "
                       "resnet200 3:1 1.80x [1.60-2.00]: NOT met", text)
+
+    def test_targets_async_over_sync(self):
+        # 4:1: asynchronous 0.9, 0.9, 1.0 over synchronous 1.0: median 0.9, below 1.03
+        self.fixture()
+        (label, s), = targets.async_over_sync(targets.workloads(self.mdir))
+        self.assertEqual(label, "vgg19 4:1")
+        self.assertAlmostEqual(s.median, 0.9)
+        self.write("resnet200", [crun("synchronous", [1.0, 1.0, 1.0], "r", 1, 1),
+                                 crun("asynchronous", [1.05, 1.06, 1.04], "r", 1, 1)])
+        text = "\n".join(targets.summary(self.mdir))
+        self.assertIn("asynchronous over synchronous (median of the turns), target none above "
+                      "1.03: 1 of 2 above (resnet200 1:1 1.050); largest 1.050 (resnet200 1:1): "
+                      "NOT met", text)
+
+    def test_targets_figure10_monotone(self):
+        # synchronous: 3:1 predicted 1.5 s, 1:1 predicted 1.6 s (a rise); measured slowdowns
+        # 1.40 [1.38-1.42] at 3:1 and 1.50 [1.48-1.52] at 1:1: a rise beyond both ranges;
+        # 1:3 falls again
+        runs = []
+        for cid, (sl, fa), pred, t in (("x", (3, 1), 1.5, [1.40, 1.38, 1.42]),
+                                        ("y", (1, 1), 1.6, [1.50, 1.48, 1.52]),
+                                        ("z", (1, 3), 1.2, [1.10, 1.09, 1.11])):
+            runs += [crun("all-fast", [1.0, 1.0, 1.0], cid, sl, fa, 1.0),
+                     crun("synchronous", t, cid, sl, fa, pred)]
+        self.write("inception_v4", runs)
+        name, curves = targets.fig10_monotone(targets.workloads(self.mdir))
+        self.assertEqual(name, "inception_v4")
+        n, pred, meas = curves["synchronous"]
+        self.assertEqual(n, 3)
+        self.assertEqual([p[0] for p in pred], ["3:1 to 1:1"])
+        self.assertEqual([m[0] for m in meas], ["3:1 to 1:1"])
+        self.assertNotIn("static", curves)
+        text = "\n".join(targets.summary(self.mdir))
+        self.assertIn("Figure 10 (inception_v4), target never rising with the limit: synchronous "
+                      "over 3 limits: predicted rises 1 (3:1 to 1:1 1.5 to 1.6 s), measured rises "
+                      "beyond the ranges 1 (3:1 to 1:1 1.400 to 1.500): NOT met", text)
+
+    def test_targets_baselines_and_peaks(self):
+        fm = {"limit_bytes": 100, "predicted_bytes": 90, "high_water_bytes": 93,
+              "within_limit": True, "high_water_at": "tensor 'x' after node 'n'"}
+        over = dict(fm, high_water_bytes=120, within_limit=False)
+        self.write("vgg19", [
+            crun("all-fast", [1.0, 1.0], "a", 4, 1, 1.0),
+            crun("all-slow", [1.5, 1.5], "a", 4, 1, 1.5, slowdown_error=-0.08),
+            crun("numa", [1.4, 1.4], "a", 4, 1, 1.4, slowdown_error=0.01),
+            crun("synchronous", [1.1, 1.1], "a", 4, 1, 1.1, fast_memory=fm),
+            crun("synchronous+recompute", [1.1, 1.1], "a", 4, 1, 1.1, fast_memory=over),
+        ])
+        base = targets.baseline_errors(targets.workloads(self.mdir))
+        self.assertAlmostEqual(base["all-slow"][0].median, -8.0)
+        over_runs, dev = targets.peaks(self.mdir)
+        self.assertEqual(over_runs, ["vgg19 synchronous+recompute tensor 'x' after node 'n'"])
+        self.assertEqual([round(d, 1) for d in dev], [3.3, 33.3])
+        text = "\n".join(targets.summary(self.mdir))
+        self.assertIn("all slow and NUMA predicted within 5% of the measured slowdown: all-slow 0 "
+                      "of 1 (largest 8.0%), numa 1 of 1 (largest 1.0%): NOT met", text)
+        self.assertIn("peak fast memory: 1 runs above their limit (vgg19 synchronous+recompute "
+                      "tensor 'x' after node 'n') (target: none); high-water over the plan's "
+                      "layout, 2 planned runs: median +33.3%, from +3.3% to +33.3%, 1 within 5%: "
+                      "NOT met", text)
 
     def test_targets_pictures(self):
         self.fixture()
