@@ -1091,15 +1091,12 @@ static void test_plan_cmd_start_checked(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	static const struct CMUnitTest main_cases[] = {
 		cmocka_unit_test(test_plan_cmd_writes_a_plan_that_loads),
 		cmocka_unit_test(test_plan_cmd_refuses_outputs_before_solving),
 		cmocka_unit_test(test_plan_cmd_extreme_times),
 		cmocka_unit_test(test_plan_cmd_step_too_large),
 		cmocka_unit_test(test_plan_cmd_fragmentation_stuck),
-		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
-		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
-		cmocka_unit_test(test_plan_cmd_interrupt_while_comparing),
 		cmocka_unit_test(test_plan_cmd_json_summary),
 		cmocka_unit_test(test_plan_cmd_gpu_model),
 		cmocka_unit_test(test_plan_cmd_solver_choice),
@@ -1113,6 +1110,12 @@ int main(void)
 		cmocka_unit_test(test_plan_cmd_sweep_monotone),
 		cmocka_unit_test(test_plan_cmd_start_checked),
 	};
-	test_parts_select();
-	return cmocka_run_group_tests(tests, setup, cli_teardown);
+	static const struct CMUnitTest interrupt_cases[] = {
+		cmocka_unit_test(test_plan_cmd_interrupt_while_solving),
+		cmocka_unit_test(test_plan_cmd_interrupt_while_estimating),
+		cmocka_unit_test(test_plan_cmd_interrupt_while_comparing),
+	};
+	const struct test_part parts[] = {TEST_PART("main", main_cases),
+	                                  TEST_PART("interrupt", interrupt_cases)};
+	return test_parts_run(parts, 2, setup, cli_teardown);
 }

@@ -1455,33 +1455,36 @@ static void test_run_cmd_machine_file_kinds(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_run_cmd_results_have_autotm_fields),
+	static const struct CMUnitTest main_cases[] = {
 		cmocka_unit_test(test_run_cmd_placements_give_same_weights),
-		cmocka_unit_test(test_run_cmd_ratio_does_the_whole_job),
 		cmocka_unit_test(test_run_cmd_append_adds_runs),
 		cmocka_unit_test(test_run_cmd_placement_seed),
-		cmocka_unit_test(test_run_cmd_results_workload_and_ratio),
 		cmocka_unit_test(test_run_cmd_faults),
+		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
+		cmocka_unit_test(test_run_cmd_drift),
+		cmocka_unit_test(test_run_cmd_weights_and_data),
+		cmocka_unit_test(test_run_cmd_tiers),
+		cmocka_unit_test(test_run_cmd_machine_file_kinds),
+	};
+	static const struct CMUnitTest half_cases[] = {
+		cmocka_unit_test(test_run_cmd_results_have_autotm_fields),
+		cmocka_unit_test(test_run_cmd_ratio_does_the_whole_job),
+		cmocka_unit_test(test_run_cmd_results_workload_and_ratio),
 		cmocka_unit_test(test_run_cmd_device_outputs),
 		cmocka_unit_test(test_run_cmd_refuses_results_before_training),
 		cmocka_unit_test(test_run_cmd_interrupt_writes_nothing),
-		cmocka_unit_test(test_run_cmd_signal_ends_emulated_wait),
 		cmocka_unit_test(test_run_cmd_fifo_inputs),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_lock),
 		cmocka_unit_test(test_run_cmd_interrupt_while_waiting_for_reader),
 		cmocka_unit_test(test_run_cmd_comparison),
-		cmocka_unit_test(test_run_cmd_drift),
 		cmocka_unit_test(test_run_cmd_comparison_bad_input),
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
-		cmocka_unit_test(test_run_cmd_weights_and_data),
 		cmocka_unit_test(test_run_cmd_optimizers),
 		cmocka_unit_test(test_run_cmd_token_data),
-		cmocka_unit_test(test_run_cmd_tiers),
 		cmocka_unit_test(test_run_cmd_slow_tier_file),
-		cmocka_unit_test(test_run_cmd_machine_file_kinds),
 	};
-	test_parts_select();
-	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
+	const struct test_part parts[] = {TEST_PART("main", main_cases),
+	                                  TEST_PART("half", half_cases)};
+	return test_parts_run(parts, 2, cli_setup, cli_teardown);
 }

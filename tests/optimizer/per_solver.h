@@ -11,15 +11,15 @@
 
 /* per_solver_run -- tests[0..n) as group "glpk" with *solver set to GLPK, then as "cbc" with
  * it set to CBC when the build has CBC (else says so); ATM_TEST_FILTER and ATM_TEST_SKIP pick
- * tests by name (tests/common/test_parts.h), ATM_TEST_SOLVER (glpk or cbc) runs one group only,
- * so that ctest can run the two side by side (atm_test_split). The failures. */
+ * tests by name (tests/common/test_parts.h), ATM_TEST_PART (glpk or cbc) runs one group only,
+ * so that ctest can run the two side by side (atm_add_test's PARTS). The failures. */
 static inline int per_solver_run(const struct CMUnitTest *tests, size_t n, atm_opt_solver *solver,
                                  CMFixtureFunction setup, CMFixtureFunction teardown)
 {
 	atm_opt_solver s;
-	const char *only = getenv("ATM_TEST_SOLVER");
+	const char *only = getenv("ATM_TEST_PART");
 	if (only && strcmp(only, "glpk") && strcmp(only, "cbc")) {
-		fprintf(stderr, "ATM_TEST_SOLVER '%s' is not valid; expected glpk or cbc (unset: both)\n",
+		fprintf(stderr, "ATM_TEST_PART '%s' is not valid; expected glpk or cbc (unset: both)\n",
 		        only);
 		return 1;
 	}
