@@ -69,12 +69,11 @@ static void explain_move(FILE *f, const atm_plan *p, const atm_event *ev,
                          const atm_profile_moves *mv)
 {
 	const atm_tensor *x = atm_graph_tensor(atm_plan_graph(p), ev->tensor);
-	bool have_mv = mv != NULL;
 	char a[32];
 	const atm_move *m = atm_plan_move(p, ev->move);
-	double bw = !have_mv ? 0 : m->to == ATM_LOC_FAST ? mv->to_fast_gbps : mv->to_slow_gbps;
+	double bw = !mv ? 0 : m->to == ATM_LOC_FAST ? mv->to_fast_gbps : mv->to_slow_gbps;
 	char cost[32] = "?";
-	if (have_mv && bw > 0)
+	if (bw > 0)
 		ms((double)x->bytes / (bw * 1e9), cost, sizeof cost);
 	if (m->async)
 		fprintf(f, "%6s  %s '%s' to %s memory, overlapped, done before node %d (%s, %s)\n",

@@ -41,7 +41,7 @@ struct fw {
 struct fw_op;
 struct layer_args {
 	const struct fw_op *d;
-	const char *name, *op;
+	const char *name;
 	int32_t x;
 	const int32_t *xs;
 	int n;
@@ -347,12 +347,12 @@ static atm_status p_conv(struct fw *w, json_t *o, const struct layer_args *a)
 static atm_status p_norm(struct fw *w, json_t *o, const struct layer_args *a)
 {
 	float eps = ZB_EPSILON;
-	bool rms = !strcmp(a->op, "rms_norm");
+	bool rms = !strcmp(a->d->name, "rms_norm");
 	atm_status rc;
 	if ((rc = get_epsilon(w, o, ZB_EPSILON, &eps)) < 0 || (rc = params(w, o, rms ? 1 : 2)) < 0)
 		return rc;
 	a->ys[0] = rms ? zb_rms_norm(w->b, a->name, a->x, eps)
-	           : a->op[0] == 'b' ? zb_bn_eps(w->b, a->name, a->x, eps)
+	           : a->d->name[0] == 'b' ? zb_bn_eps(w->b, a->name, a->x, eps)
 	                             : zb_layer_norm(w->b, a->name, a->x, eps);
 	return ATM_OK;
 }
@@ -376,7 +376,7 @@ static atm_status p_binary(struct fw *w, json_t *o, const struct layer_args *a)
  * ceil_mode, and for averages count_include_pad */
 static atm_status p_pool(struct fw *w, json_t *o, const struct layer_args *a)
 {
-	bool avg = a->op[0] == 'a', include = true, ceil = false;
+	bool avg = a->d->name[0] == 'a', include = true, ceil = false;
 	int k[2] = {0, 0}, s[2] = {0, 0}, p[2] = {0, 0};
 	atm_status rc;
 	if ((rc = get_pair(w, o, "kernel", 1, FW_MAX_WINDOW, -1, k)) < 0 ||
@@ -626,7 +626,7 @@ static atm_status layer(struct fw *w, json_t *o, int32_t *ys, int *n_ys)
 			return rc;
 	}
 	ys[0] = -1;
-	const struct layer_args a = {d, name, d->name, x, xs, n, ys, n_ys};
+	const struct layer_args a = {d, name, x, xs, n, ys, n_ys};
 	if ((rc = d->parse(w, o, &a)) < 0)
 		return rc;
 	if (ys[0] < 0)

@@ -158,16 +158,22 @@ def fig8_speedups(machine_dir):
     return out
 
 
-def fig10_at_all_fast(wls):
-    """fig10_at_all_fast -- (network, {curve: median slowdown}) at the all-fast limit for
-    Figure 10's network (inception_v4, else the one compared at the most limits); None when
-    there is no comparison at 0:1"""
+def fig10_workload(wls):
+    """fig10_workload -- Figure 10's workload: inception_v4, else the one compared at the most
+    limits; None without any"""
     def limits(w):
         return len({c.ratio for c in w[2] if any(f in c.runs for f in FIG10_CURVES)})
     mine = [w for w in wls if w[0] == FIG10_NETWORK] or wls
-    if not mine:
+    return max(mine, key=limits) if mine else None
+
+
+def fig10_at_all_fast(wls):
+    """fig10_at_all_fast -- (network, {curve: median slowdown}) at the all-fast limit for
+    Figure 10's workload (fig10_workload); None when there is no comparison at 0:1"""
+    w = fig10_workload(wls)
+    if w is None:
         return None
-    name, _, comps, _ = max(mine, key=limits)
+    name, _, comps, _ = w
     out = {}
     for f in FIG10_CURVES:
         c = latest(comps, ALL_FAST, "all-fast", f)
@@ -230,11 +236,11 @@ def fig10_monotone(wls):
     Figure 10's sweep (its network's comparisons with all fast, by fast memory): a predicted
     rise is a limit whose plan's predicted step is above the smaller limit's before it, a
     measured one a limit whose slowdown's per-turn range lies wholly above the smaller limit's
-    (label, before, after); None without the network"""
-    mine = [w for w in wls if w[0] == FIG10_NETWORK]
-    if not mine:
+    (label, before, after), over Figure 10's workload (fig10_workload); None without one"""
+    w = fig10_workload(wls)
+    if w is None:
         return None
-    name, _, comps, _ = mine[0]
+    name, _, comps, _ = w
     out = {}
     for f in FIG10_CURVES:
         pts = []

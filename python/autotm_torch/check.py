@@ -317,7 +317,6 @@ class Float64Step:
 
     def __init__(self, model, data, lr, device, relus32=None):
         import copy
-        import torch
         self.twin = copy.deepcopy(model).double()
         self.batch = {k: (v.double() if v.is_floating_point() else v) for k, v in data.items()}
         self.lr, self.device, self.relus32, self.kinks, self.flipped = lr, device, relus32, None, {}
@@ -353,6 +352,8 @@ class Float64Step:
                 for call, (a, b) in enumerate(zip(r32, r64)):
                     b = b.reshape(-1)
                     tau = KINK_MARGIN * float((b - a.reshape(-1).double()).abs().max())
+                    if tau == 0:
+                        continue  # float32 computed this input exactly: no kink to take
                     near = (b.abs() <= tau).nonzero().reshape(-1)
                     near = near[b[near].abs().argsort()[:KINKS]]
                     found += [(float(b[i].abs()) / tau, call, int(i)) for i in near]
