@@ -915,6 +915,11 @@ typedef struct {
 	bool by_direction;
 	int overlap_threads;          /* threads the kernel ran on when measured (0: unknown) */
 	char overlap_wait_policy[16]; /* OMP_WAIT_POLICY then ("passive"; "": unset or unknown) */
+	/* The slow tier's own rates, what a kernel's slow accesses are charged (an emulated tier's
+	 * spec, a real one's as surveyed), and the fast bandwidth the kernels' times were measured
+	 * at (an emulation's waits count from it): what a 2LM cache's misses cost
+	 * (atm_2lm_wait_s). 0: unknown (older caches; a tier whose speed nobody knows). */
+	double slow_read_gbps, slow_write_gbps, fast_gbps;
 } atm_profile_moves;
 
 typedef struct atm_profile atm_profile;
@@ -1065,6 +1070,7 @@ typedef struct atm_cache_model atm_cache_model;
 /* Slow-memory traffic accesses caused. */
 typedef struct {
 	int64_t read_bytes;    /* lines filled from slow memory (every miss, reads and writes) */
+	int64_t fill_bytes;    /* of those, lines filled for a write that missed */
 	int64_t written_bytes; /* dirty lines written back to slow memory when evicted or flushed */
 	int64_t n_misses;      /* lines that missed */
 } atm_cache_traffic;
@@ -1083,6 +1089,15 @@ void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool writ
                       atm_cache_traffic *t);
 /* atm_cache_flush -- write back every dirty line (the end of a measurement) */
 void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
+/* atm_2lm_wait_s -- what traffic t adds to a kernel whose operands, timed in fast memory (at
+ * fast_gbps), live behind the 2LM cache of a slow tier (read_gbps, write_gbps; 1e9 bytes/s):
+ * a read miss serves a read the kernel makes anyway, from slow memory instead of fast, and
+ * costs its slow time less its fast time (atm_emulated_extra_s); a write miss's fill and a
+ * write-back are traffic the kernel never asked for and cost their whole slow time. The
+ * executor's 2LM emulation waits this, and the optimizer's 2LM prediction adds it. fast_gbps
+ * <= 0 (unknown) counts every miss whole. */
+double atm_2lm_wait_s(const atm_cache_traffic *t, double read_gbps, double write_gbps,
+                      double fast_gbps);
 
 /* ---------------------------------------------------------------- results */
 

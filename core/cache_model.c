@@ -89,6 +89,7 @@ void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool writ
 			set = 0;
 	}
 	t->read_bytes += misses * c->line_bytes;
+	t->fill_bytes += write ? misses * c->line_bytes : 0;
 	t->written_bytes += evicted_dirty * c->line_bytes;
 	t->n_misses += misses;
 }
@@ -100,4 +101,17 @@ void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t)
 			c->sets[s] &= ~(uint64_t)ENTRY_DIRTY;
 			t->written_bytes += c->line_bytes;
 		}
+}
+
+double atm_2lm_wait_s(const atm_cache_traffic *t, double read_gbps, double write_gbps,
+                      double fast_gbps)
+{
+	if (!(read_gbps > 0) || !(write_gbps > 0))
+		return 0;
+	double demand = (double)(t->read_bytes - t->fill_bytes);
+	double whole = (double)t->fill_bytes / (read_gbps * 1e9) +
+	               (double)t->written_bytes / (write_gbps * 1e9);
+	if (!(fast_gbps > 0))
+		return whole + demand / (read_gbps * 1e9);
+	return whole + atm_emulated_extra_s(demand, 0, read_gbps, write_gbps, fast_gbps);
 }

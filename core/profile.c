@@ -380,6 +380,13 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 			               "be from 0 to 1 and copy_stretch from 1 to %g (got %g, %g)",
 			               d ? "slow" : "fast", ATM_PROFILE_MAX_STRETCH, m->kernel_loss[d],
 			               m->copy_stretch[d]);
+	const double rates[3] = {m->slow_read_gbps, m->slow_write_gbps, m->fast_gbps};
+	for (int i = 0; i < 3; i++)
+		if (rates[i] != 0 && !(rates[i] >= ATM_PROFILE_MIN_GBPS && rates[i] <= ATM_PROFILE_MAX_GBPS))
+			return atm_err(ATM_E_USAGE, "atm_profile_set_moves: the slow tier's rates and the "
+			               "fast bandwidth must be 0 (unknown) or from %g to %g GB/s (got %g, "
+			               "%g, %g)", ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS, rates[0],
+			               rates[1], rates[2]);
 	if (m->estimated != p->m.estimated)
 		return atm_err(ATM_E_USAGE, "atm_profile_set_moves: %s bandwidths in a %s profile",
 		               m->estimated ? "estimated" : "measured",
@@ -388,6 +395,9 @@ atm_status atm_profile_set_moves(atm_profile *p, const atm_profile_moves *m)
 	p->moves.to_fast_gbps = rounded(m->to_fast_gbps);
 	p->moves.to_slow_gbps = rounded(m->to_slow_gbps);
 	p->moves.overlap_loss = rounded(m->overlap_loss);
+	p->moves.slow_read_gbps = rounded(m->slow_read_gbps);
+	p->moves.slow_write_gbps = rounded(m->slow_write_gbps);
+	p->moves.fast_gbps = rounded(m->fast_gbps);
 	for (int d = 0; d < 2; d++) {
 		p->moves.kernel_loss[d] = m->by_direction ? rounded(m->kernel_loss[d]) : 0;
 		p->moves.copy_stretch[d] = m->by_direction ? rounded(m->copy_stretch[d]) : 1;

@@ -206,12 +206,29 @@ static atm_status parse_directions(const struct where *w, json_t *o, atm_profile
 	return ATM_OK;
 }
 
+/* The slow tier's rates and the fast bandwidth (absent from older caches: unknown). */
+#define RATE_FIELDS "slow_read_gbps", "slow_write_gbps", "fast_gbps"
+
+/* parse_rates -- the moves object's rates, where it has them */
+static atm_status parse_rates(const struct where *w, json_t *o, atm_profile_moves *mv)
+{
+	static const char *const names[] = {RATE_FIELDS};
+	double *to[] = {&mv->slow_read_gbps, &mv->slow_write_gbps, &mv->fast_gbps};
+	atm_status rc;
+	for (int i = 0; i < 3; i++)
+		if (json_object_get(o, names[i]) &&
+		    (rc = get_number(w, o, names[i], ATM_PROFILE_MIN_GBPS, ATM_PROFILE_MAX_GBPS,
+		                     to[i])) < 0)
+			return rc;
+	return ATM_OK;
+}
+
 /* parse_moves -- a moves object, bandwidths above 0 */
 static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_moves *mv)
 {
 	static const char *const fields[] = {"to_fast_gbps", "to_slow_gbps", "overlap_loss",
 	                                     "estimated", DIRECTION_FIELDS, "overlap_threads",
-	                                     "overlap_wait_policy", NULL};
+	                                     "overlap_wait_policy", RATE_FIELDS, NULL};
 	atm_status rc;
 	memset(mv, 0, sizeof *mv);
 	if (!json_is_object(o))
@@ -229,6 +246,8 @@ static atm_status parse_moves(const struct where *w, json_t *o, atm_profile_move
 			return rc;
 		mv->overlap_measured = true;
 	}
+	if ((rc = parse_rates(w, o, mv)) < 0)
+		return rc;
 	return parse_directions(w, o, mv);
 }
 
@@ -662,6 +681,11 @@ static json_t *moves_json(const atm_profile_moves *m)
 		atm_json_set_new(o, "overlap_threads", json_integer(m->overlap_threads), &ok);
 	if (o && m->overlap_measured && m->overlap_wait_policy[0])
 		atm_json_set_new(o, "overlap_wait_policy", json_string(m->overlap_wait_policy), &ok);
+	static const char *const rates[] = {RATE_FIELDS};
+	const double rate[] = {m->slow_read_gbps, m->slow_write_gbps, m->fast_gbps};
+	for (int i = 0; o && i < 3; i++)
+		if (rate[i] > 0)
+			atm_json_set_new(o, rates[i], json_real(rate[i]), &ok);
 	if (!ok) {
 		json_decref(o);
 		return NULL;

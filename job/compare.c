@@ -819,13 +819,21 @@ static void turn_ratio(const double *a, const double *b, int T, double *scratch,
 
 /* emulated_wait_s -- of entry e's predicted step, the seconds its emulated slow tier waits
  * in the step's own line (atm_schedule_emulated_wait_s at the rates its run waited for): 0
- * without emulation, and for 2lm, whose misses the cache decides */
+ * without emulation; for 2lm what the cache's misses wait (atm_2lm_wait_s, at the profile's
+ * rates, which are the emulation's) */
 static double emulated_wait_s(const struct entry *e)
 {
 	const atm_exec_result *r = atm_job_exec_result(e->j);
 	atm_schedule *s = NULL;
-	if (!r || !r->emulated || !strcmp(atm_plan_info_get(e->j->plan)->formulation, "2lm") ||
-	    atm_schedule_new(&s, e->j->plan) < 0) {
+	atm_opt_check_result chk;
+	if (r && r->emulated && !strcmp(atm_plan_info_get(e->j->plan)->formulation, "2lm")) {
+		if (!e->j->prof || atm_opt_check(e->j->plan, e->j->prof, NULL, &chk) < 0) {
+			atm_err_clear();
+			return 0;
+		}
+		return chk.cache_miss_s;
+	}
+	if (!r || !r->emulated || atm_schedule_new(&s, e->j->plan) < 0) {
 		atm_err_clear();
 		return 0;
 	}

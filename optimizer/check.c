@@ -472,6 +472,14 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 		return atm_err_prefix(rc, "2LM prediction: ");
 	if (!(mv.to_fast_gbps > 0) || !(mv.to_slow_gbps > 0))
 		return atm_err(ATM_E_INPUT, "2LM prediction: the profile's copy bandwidths must be positive");
+	/* the slow tier's own rates, as the executor's emulation charges a miss; a profile from
+	 * before they were kept has the copies' (a copy reads one tier and writes the other), and
+	 * every miss counts whole */
+	bool rates = mv.slow_read_gbps > 0 && mv.slow_write_gbps > 0;
+	double read_gbps = rates ? mv.slow_read_gbps : mv.to_fast_gbps;
+	double write_gbps = rates ? mv.slow_write_gbps : mv.to_slow_gbps;
+	if (!rates)
+		mv.fast_gbps = 0;
 	if ((rc = atm_plan_uniform(&p, g, ATM_LOC_SLOW)) < 0 || (rc = atm_schedule_new(&s, p)) < 0 ||
 	    (rc = atm_cache_model_new(&cm, cache_bytes, ATM_2LM_LINE_BYTES)) < 0 ||
 	    (rc = opt_heap_new(&heap, atm_graph_n_tensors(g))) < 0)
@@ -486,6 +494,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	 * a warm-up do; a freed tensor's lines stay in the cache */
 	for (int step = 0; step < 2; step++) {
 		double t = 0, kernel = 0, miss = 0;
+		atm_cache_traffic all = {0};
 		for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
 			const atm_event *ev = atm_schedule_event(s, i);
 			if ((ev->kind == ATM_EV_ALLOC || ev->kind == ATM_EV_FREE) && ev->loc == ATM_LOC_SLOW) {
@@ -516,8 +525,11 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 			for (int j = 0; j < n->n_out; j++)
 				if (ev->cfg[n->n_in + j] != ATM_LOC_FAST)
 					twolm_access(cm, heap, atm_graph_tensor(g, n->out[j]), true, &tr);
-			double extra = (double)tr.read_bytes / (mv.to_fast_gbps * 1e9) +
-			               (double)tr.written_bytes / (mv.to_slow_gbps * 1e9);
+			double extra = atm_2lm_wait_s(&tr, read_gbps, write_gbps, mv.fast_gbps);
+			all.read_bytes += tr.read_bytes;
+			all.fill_bytes += tr.fill_bytes;
+			all.written_bytes += tr.written_bytes;
+			all.n_misses += tr.n_misses;
 			kernel += e.min_s;
 			miss += extra;
 			t += e.min_s + extra;
@@ -527,6 +539,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 		out->predicted_s = t;
 		out->kernel_s = out->all_fast_kernel_s = kernel;
 		out->cache_miss_s = miss;
+		out->cache_traffic = all;
 	}
 	const atm_schedule_stats *st = atm_schedule_stats_get(s);
 	out->fast_peak_bytes = st->fast_peak_bytes;

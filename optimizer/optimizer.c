@@ -556,6 +556,23 @@ static atm_status start_seed(struct defrag *d, int round)
 	return rc;
 }
 
+/* too_short -- ATM_E_USAGE when the plan's time limit ran out before the first round's
+ * heuristic had a plan (built in create_s, found in heur_s, predicted cost): a limit so short
+ * gives no plan it can stand by, so none is given */
+static atm_status too_short(const struct defrag *d, double create_s, double heur_s, double cost)
+{
+	double spent = atm_now_s() - d->t_plan;
+	if (spent <= d->o.time_limit_s)
+		return ATM_OK;
+	return atm_err(ATM_E_USAGE, "a time limit of %g s is too short to plan %s %s%s at this "
+	               "limit: building the program took %.2f s and its heuristic's first plan "
+	               "(predicted %.6f s a step) %.2f s more, %.2f s in all, before the solver "
+	               "started; give --time-limit %.0f or more", d->o.time_limit_s,
+	               atm_graph_name(d->g), atm_opt_formulation_name(d->f),
+	               d->o.recompute ? "+recompute" : "", create_s, cost, heur_s, spent,
+	               ceil(2 * spent + 1));
+}
+
 /* defrag_round -- one round: model, heuristic, solve, plan, first fit; *fits when the plan
  * fits the arena, else the limits are tightened where it overflowed */
 static atm_status defrag_round(struct defrag *d, int round, bool *fits)
@@ -585,6 +602,8 @@ static atm_status defrag_round(struct defrag *d, int round, bool *fits)
 	if (d->o.verbosity)
 		fprintf(stderr, "optimizer: round %d: heuristic %.6f s predicted, found in %.2f s%s\n",
 		        round + 1, heur_cost, heur_s, warm ? " (from the last round's plan)" : "");
+	if (round == 0 && (rc = too_short(d, create_s, heur_s, heur_cost)) < 0)
+		return rc;
 	if ((rc = nest_seed(d, round)) < 0 || (rc = start_seed(d, round)) < 0)
 		return rc;
 	struct ilp_result ir = {0};

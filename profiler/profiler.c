@@ -327,6 +327,9 @@ static void estimate_moves(const atm_prof_roofline *rf, atm_profile_moves *m)
 	}
 	m->to_slow_gbps = 1.0 / to_slow / 1e9;
 	m->to_fast_gbps = 1.0 / to_fast / 1e9;
+	m->slow_read_gbps = rf->slow_read_gbps;
+	m->slow_write_gbps = rf->slow_write_gbps;
+	m->fast_gbps = rf->emulated ? rf->ref_fast_gbps : rf->fast_gbps;
 	m->estimated = true;
 }
 
@@ -690,6 +693,12 @@ atm_status atm_prof_run(atm_prof *pr, atm_profile *p, atm_prof_report *r)
 	atm_err_clear();
 	if ((rc = open_bench(pr)) < 0)
 		return rc;
+	/* a cache from before the slow tier's rates were kept gets them: nothing to measure */
+	if (!need_moves && !pr->o.estimate && !(mv.slow_read_gbps > 0)) {
+		atm_kbench_tier_rates(pr->kb, &mv);
+		if (mv.slow_read_gbps > 0 && (rc = atm_profile_set_moves(p, &mv)) < 0)
+			return rc;
+	}
 	if ((rc = build_work(pr->g, pr->caps.device_only, &w)) < 0)
 		return rc;
 	st.w = &w;

@@ -511,8 +511,13 @@ atm_status atm_kbench_algo_workspace(atm_kbench *kb, int32_t node, int algo, int
  * workspace */
 atm_status atm_kbench_time_algo(atm_kbench *kb, int32_t node, uint32_t config, int algo,
                                 atm_profile_entry *e);
-/* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included */
+/* atm_kbench_moves -- bandwidth of synchronous copies each way, emulation included, with
+ * atm_kbench_tier_rates */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m);
+/* atm_kbench_tier_rates -- m's slow tier rates and fast bandwidth (atm_profile_moves) from the
+ * tiers in use: an emulated tier's spec and the bandwidth its waits count from, a real one's
+ * surveyed speeds; 0 where unknown */
+void atm_kbench_tier_rates(const atm_kbench *kb, atm_profile_moves *m);
 /* atm_kbench_overlap -- what asynchronous copies and node's all-fast kernel beside them cost
  * each other, fetches and evictions apart: m's kernel_loss (the fraction of the copies' time
  * the kernel loses: 0, the copy is free; 1, the kernel waits as long as the copy takes),

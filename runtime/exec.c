@@ -241,8 +241,8 @@ static int64_t twolm_addr(const atm_exec *e, int32_t t)
 }
 
 /* twolm_traffic -- in Memory Mode slow bytes cost only the lines that miss the DRAM cache, and
- * the dirty lines those misses evict */
-static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64_t *written)
+ * the dirty lines those misses evict: tr gets them */
+static void twolm_traffic(atm_exec *e, const atm_event *ev, atm_cache_traffic *out)
 {
 	const atm_node *n = atm_graph_node(e->g, ev->node);
 	atm_cache_traffic tr = {0};
@@ -259,9 +259,9 @@ static void twolm_traffic(atm_exec *e, const atm_event *ev, int64_t *read, int64
 			const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
 			atm_cache_access(e->twolm, twolm_addr(e, x->id), x->bytes, true, &tr);
 		}
-	*read = tr.read_bytes;
-	*written = tr.written_bytes;
+	*out = tr;
 	e->step_twolm.read_bytes += tr.read_bytes;
+	e->step_twolm.fill_bytes += tr.fill_bytes;
 	e->step_twolm.written_bytes += tr.written_bytes;
 	e->step_twolm.n_misses += tr.n_misses;
 }
@@ -326,11 +326,13 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 	}
 	if (rc < 0)
 		return rc;
+	atm_cache_traffic tr;
 	if (e->twolm)
-		twolm_traffic(e, ev, &slow_read, &slow_written);
-	if (bi->emulate && (slow_read || slow_written)) {
+		twolm_traffic(e, ev, &tr);
+	if (bi->emulate && (e->twolm || slow_read || slow_written)) {
 		double waited = 0;
-		if ((rc = bi->emulate(e->b, slow_read, slow_written, &waited)) < 0)
+		if ((rc = bi->emulate(e->b, slow_read, slow_written, e->twolm ? &tr : NULL,
+		                      &waited)) < 0)
 			return rc;
 	}
 	return bi->mark(e->b, mark + 1);

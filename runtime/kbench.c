@@ -350,7 +350,7 @@ static atm_status run_once(atm_kbench *kb, int64_t slow_read, int64_t slow_writt
 	    (rc = bi->kernel_run(kb->b, kb->k, kb->in, kb->out, kb->scratch)) < 0)
 		return rc;
 	if (bi->emulate && (slow_read || slow_written) &&
-	    (rc = bi->emulate(kb->b, slow_read, slow_written, &waited)) < 0)
+	    (rc = bi->emulate(kb->b, slow_read, slow_written, NULL, &waited)) < 0)
 		return rc;
 	if ((rc = bi->mark(kb->b, 1)) < 0 || (rc = bi->sync(kb->b)) < 0)
 		return rc;
@@ -473,6 +473,16 @@ static atm_status copy_s(atm_kbench *kb, unsigned to, void *dst, const void *src
 	return ATM_OK;
 }
 
+void atm_kbench_tier_rates(const atm_kbench *kb, atm_profile_moves *m)
+{
+	const atm_tier_desc *fast = &kb->desc.fast, *slow = &kb->desc.slow;
+	m->slow_read_gbps = slow->read_gbps > 0 ? slow->read_gbps : 0;
+	m->slow_write_gbps = slow->write_gbps > 0 ? slow->write_gbps : 0;
+	m->fast_gbps = slow->emulated         ? slow->emulation_fast_gbps
+	               : fast->read_gbps > 0 ? fast->read_gbps
+	                                     : 0;
+}
+
 /* atm_kbench_moves -- best of three synchronous copies each way after a warm-up */
 atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m)
 {
@@ -508,6 +518,7 @@ atm_status atm_kbench_moves(atm_kbench *kb, atm_profile_moves *m)
 	}
 	m->to_slow_gbps = (double)MOVE_BYTES / best_to_slow / 1e9;
 	m->to_fast_gbps = (double)MOVE_BYTES / best_to_fast / 1e9;
+	atm_kbench_tier_rates(kb, m);
 done:
 	if (s)
 		bi->free(kb->b, ATM_LOC_SLOW, s);

@@ -290,11 +290,15 @@ atm_status atm_cpu_bk_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *
 }
 
 atm_status atm_cpu_bk_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
-                              double *waited_s)
+                              const atm_cache_traffic *twolm, double *waited_s)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	*waited_s = 0;
-	if (!c->emu || (!read_bytes && !written_bytes))
+	if (!c->emu)
+		return ATM_OK;
+	if (twolm)
+		return atm_emu_wait_2lm(c->emu, twolm, waited_s);
+	if (!read_bytes && !written_bytes)
 		return ATM_OK;
 	return atm_emu_wait(c->emu, read_bytes, written_bytes, waited_s);
 }

@@ -672,17 +672,15 @@ static bool stopped(const atm_emu *e)
 	return e->stop && *e->stop;
 }
 
-/* atm_emu_wait -- block for the extra time: sleep most of it, spin the end */
-atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, double *waited_s)
+/* wait_for -- block for extra seconds (at most ATM_EMU_MAX_WAIT_S): sleep most of it, spin
+ * the end */
+static atm_status wait_for(atm_emu *e, double extra, double *waited_s)
 {
 	if (waited_s)
 		*waited_s = 0;
-	if (read_bytes < 0 || written_bytes < 0)
-		return atm_err(ATM_E_USAGE, "emulation wait for %lld read and %lld written bytes",
-		               (long long)read_bytes, (long long)written_bytes);
-	double extra = atm_emu_extra_s(e, read_bytes, written_bytes);
-	if (extra <= 0)
+	if (!(extra > 0))
 		return ATM_OK;
+	extra = extra < ATM_EMU_MAX_WAIT_S ? extra : ATM_EMU_MAX_WAIT_S;
 	/* whole nanoseconds, rounded up, so the wait is never shorter than asked; extra is at
 	 * most ATM_EMU_MAX_WAIT_S, which a 64-bit count of nanoseconds holds */
 	const int64_t slice = (int64_t)(ATM_EMU_WAIT_SLICE_S * 1e9);
@@ -703,6 +701,29 @@ atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, d
 		return atm_err(ATM_E_INTERRUPTED, "interrupted in an emulated wait (%.3f s of %.3f s)",
 		               (double)(t - start) * 1e-9, extra);
 	return ATM_OK;
+}
+
+atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, double *waited_s)
+{
+	if (waited_s)
+		*waited_s = 0;
+	if (read_bytes < 0 || written_bytes < 0)
+		return atm_err(ATM_E_USAGE, "emulation wait for %lld read and %lld written bytes",
+		               (long long)read_bytes, (long long)written_bytes);
+	return wait_for(e, atm_emu_extra_s(e, read_bytes, written_bytes), waited_s);
+}
+
+atm_status atm_emu_wait_2lm(atm_emu *e, const atm_cache_traffic *t, double *waited_s)
+{
+	if (waited_s)
+		*waited_s = 0;
+	if (t->read_bytes < 0 || t->fill_bytes < 0 || t->fill_bytes > t->read_bytes ||
+	    t->written_bytes < 0)
+		return atm_err(ATM_E_USAGE, "2LM emulation wait for %lld read (%lld filled) and %lld "
+		               "written bytes", (long long)t->read_bytes, (long long)t->fill_bytes,
+		               (long long)t->written_bytes);
+	return wait_for(e, atm_2lm_wait_s(t, e->spec.read_gbps, e->spec.write_gbps, e->fast_gbps),
+	                waited_s);
 }
 
 /* atm_emu_total_waited_s -- all waiting so far */

@@ -112,16 +112,44 @@ static void test_cache_model_write_miss_fills(void **state)
 	atm_cache_traffic t = {0};
 	atm_cache_access(c, 0, LINE, true, &t);
 	assert_int_equal(t.read_bytes, LINE);
+	assert_int_equal(t.fill_bytes, LINE);
 	assert_int_equal(t.written_bytes, 0);
 	assert_int_equal(t.n_misses, 1);
 	atm_cache_access(c, 0, LINE, true, &t); /* a write hit costs nothing more */
 	assert_int_equal(t.read_bytes, LINE);
 	atm_cache_access(c, 1024, LINE, true, &t); /* evicts the dirty line, fills its own */
 	assert_int_equal(t.read_bytes, 2 * LINE);
+	assert_int_equal(t.fill_bytes, 2 * LINE);
 	assert_int_equal(t.written_bytes, LINE);
+	atm_cache_access(c, 2048, LINE, false, &t); /* a read miss is no fill */
+	assert_int_equal(t.read_bytes, 3 * LINE);
+	assert_int_equal(t.fill_bytes, 2 * LINE);
+	assert_int_equal(t.written_bytes, 2 * LINE);
 	atm_cache_flush(c, &t);
 	assert_int_equal(t.written_bytes, 2 * LINE);
 	atm_cache_model_destroy(c);
+}
+
+/* test_cache_model_wait -- a read miss costs its slow time less the fast time the kernel spent
+ * on the same read; a fill and a write-back, traffic the kernel never made, cost all of it */
+static void test_cache_model_wait(void **state)
+{
+	(void)state;
+	/* 1 GB read and written at 2 and 1 GB/s, 10 GB/s fast */
+	atm_cache_traffic demand = {.read_bytes = 1000000000};
+	assert_float_equal(atm_2lm_wait_s(&demand, 2, 1, 10), 0.5 - 0.1, 1e-12);
+	atm_cache_traffic fill = {.read_bytes = 1000000000, .fill_bytes = 1000000000};
+	assert_float_equal(atm_2lm_wait_s(&fill, 2, 1, 10), 0.5, 1e-12);
+	atm_cache_traffic back = {.written_bytes = 1000000000};
+	assert_float_equal(atm_2lm_wait_s(&back, 2, 1, 10), 1.0, 1e-12);
+	atm_cache_traffic all = {.read_bytes = 3000000000, .fill_bytes = 1000000000,
+	                         .written_bytes = 1000000000};
+	assert_float_equal(atm_2lm_wait_s(&all, 2, 1, 10), 2 * 0.4 + 0.5 + 1.0, 1e-12);
+	/* fast bandwidth unknown: every miss whole; a slow tier as fast as fast memory: fills and
+	 * write-backs still cost */
+	assert_float_equal(atm_2lm_wait_s(&all, 2, 1, 0), 1.0 + 0.5 + 1.0, 1e-12);
+	assert_float_equal(atm_2lm_wait_s(&all, 10, 10, 10), 0.1 + 0.1, 1e-12);
+	assert_float_equal(atm_2lm_wait_s(&all, 0, 1, 10), 0, 0);
 }
 
 /* test_cache_model_partial_lines -- a tensor off the line boundary touches every line it
@@ -234,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_cache_model_dead_dirty_written_back),
 		cmocka_unit_test(test_cache_model_freed_address_reused),
 		cmocka_unit_test(test_cache_model_write_miss_fills),
+		cmocka_unit_test(test_cache_model_wait),
 		cmocka_unit_test(test_cache_model_partial_lines),
 		cmocka_unit_test(test_cache_model_larger_than_cache),
 		cmocka_unit_test(test_cache_model_negative_addresses),

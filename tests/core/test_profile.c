@@ -368,6 +368,46 @@ static void test_profile_overlap_by_direction(void **state)
 	}
 }
 
+/* test_profile_tier_rates -- the slow tier's own rates and the fast bandwidth (what a 2LM
+ * miss costs) are kept and read back; a cache without them reads them as 0 (unknown); a rate
+ * out of range is refused by name, in the file and from the caller */
+static void test_profile_tier_rates(void **state)
+{
+	(void)state;
+	atm_profile_machine m = machine(2);
+	atm_profile *p = NULL;
+	atm_profile_moves mv = {.to_fast_gbps = 2, .to_slow_gbps = 1, .slow_read_gbps = 7.76,
+	                        .slow_write_gbps = 3.21, .fast_gbps = 26.8}, back;
+	char *out = NULL;
+	size_t len = 0;
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_OK);
+	assert_int_equal(atm_profile_merge_cache(p, NULL, 0, &out, &len), ATM_OK);
+	atm_profile_destroy(p);
+	assert_non_null(strstr(out, "\"slow_read_gbps\""));
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(p, out, len, false), ATM_OK);
+	assert_int_equal(atm_profile_get_moves(p, &back), ATM_OK);
+	assert_true(back.slow_read_gbps == 7.76 && back.slow_write_gbps == 3.21 &&
+	            back.fast_gbps == 26.8);
+	atm_profile_destroy(p);
+	free(out);
+	static const char old[] = MOVES("");
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(p, old, strlen(old), false), ATM_OK);
+	assert_int_equal(atm_profile_get_moves(p, &back), ATM_OK);
+	assert_true(back.slow_read_gbps == 0 && back.slow_write_gbps == 0 && back.fast_gbps == 0);
+	atm_profile_destroy(p);
+	static const char bad[] = MOVES(", \"fast_gbps\": 0");
+	assert_int_equal(atm_profile_new(&p, &m, "c.json"), ATM_OK);
+	assert_int_equal(atm_profile_read_cache(p, bad, strlen(bad), false), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "moves.fast_gbps"));
+	mv.slow_write_gbps = -1;
+	assert_int_equal(atm_profile_set_moves(p, &mv), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "the slow tier's rates"));
+	atm_profile_destroy(p);
+}
+
 /* in_step_without_statistic -- the cache text with its in-step objects as an earlier autotm
  * wrote them (no "statistic": each kernel's own fastest over the steps) reads, but the times are
  * not used and count as missing, so that the next profile measures them again */
@@ -614,6 +654,7 @@ int main(void)
 		T(test_profile_merge_and_read),
 		T(test_profile_broken_text_refused),
 		cmocka_unit_test(test_profile_overlap_by_direction),
+		cmocka_unit_test(test_profile_tier_rates),
 		T(test_profile_in_step),
 		T(test_profile_calibration),
 		T(test_profile_bounds),

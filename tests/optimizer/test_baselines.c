@@ -156,6 +156,26 @@ static void test_baselines_2lm_cache_model(void **state)
 	p = baseline(fx, ATM_OPT_2LM, fx->limit / 4, &small);
 	assert_true(small.cache_miss_s > 0);
 	assert_true(fabs(small.predicted_s - small.kernel_s - small.cache_miss_s) < 1e-12);
+	/* the misses cost what the executor's emulation waits for the same traffic: without the
+	 * slow tier's rates in the profile, every miss whole at the copies' rates; with them, a
+	 * read miss less the fast time the kernel spent reading, fills and write-backs whole */
+	const atm_cache_traffic *tr = &small.cache_traffic;
+	assert_true(tr->fill_bytes > 0 && tr->read_bytes > tr->fill_bytes && tr->written_bytes > 0);
+	assert_float_equal(small.cache_miss_s,
+	                   atm_2lm_wait_s(tr, mv.to_fast_gbps, mv.to_slow_gbps, 0), 1e-12);
+	atm_profile_moves rated = mv;
+	rated.slow_read_gbps = 2 * mv.to_fast_gbps;
+	rated.slow_write_gbps = 2 * mv.to_slow_gbps;
+	rated.fast_gbps = 10 * mv.to_fast_gbps;
+	assert_int_equal(atm_profile_set_moves(fx->prof, &rated), ATM_OK);
+	atm_opt_check_result fair;
+	assert_int_equal(atm_opt_check(p, fx->prof, NULL, &fair), ATM_OK);
+	assert_int_equal(fair.cache_traffic.read_bytes, tr->read_bytes);
+	assert_float_equal(fair.cache_miss_s, atm_2lm_wait_s(tr, rated.slow_read_gbps,
+	                   rated.slow_write_gbps, rated.fast_gbps), 1e-12);
+	assert_true(fair.cache_miss_s < atm_2lm_wait_s(tr, rated.slow_read_gbps,
+	                                               rated.slow_write_gbps, 0));
+	assert_int_equal(atm_profile_set_moves(fx->prof, &mv), ATM_OK);
 	atm_plan_destroy(p);
 	atm_opt_check_result direct;
 	assert_int_equal(atm_opt_predict_2lm(fx->g, fx->prof, fx->limit / 4, &direct), ATM_OK);

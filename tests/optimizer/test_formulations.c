@@ -353,17 +353,29 @@ static void test_formulations_no_limit_is_all_fast(void **state)
 	atm_plan_destroy(p);
 }
 
-/* test_formulations_time_limit_still_plans -- a solve cut short returns the best plan it has
- * (the heuristic's at worst) and says so */
+/* test_formulations_time_limit_still_plans -- a time limit that runs out before the heuristic
+ * has a plan is refused, naming the limit and what was reached; a solve cut short after it
+ * returns the best plan it has (the heuristic's at worst) and says so */
 static void test_formulations_time_limit_still_plans(void **state)
 {
 	struct net *n = &((struct net *)*state)[1];
 	atm_opt_options o;
 	options(&o);
-	o.time_limit_s = 0.001;
+	o.time_limit_s = 1e-6;
 	o.mip_gap = 0;
 	atm_opt_report rep;
-	atm_plan *p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep);
+	atm_plan *p = NULL;
+	double t0 = atm_now_s();
+	assert_int_equal(atm_opt_plan(&p, n->g, n->prof, ratio_limit(n->g, 4, 1),
+	                              ATM_OPT_ASYNCHRONOUS, &o, &rep), ATM_E_USAGE);
+	double reached_s = atm_now_s() - t0;
+	assert_null(p);
+	if (!strstr(atm_errmsg(), "a time limit of 1e-06 s is too short to plan") ||
+	    !strstr(atm_errmsg(), "asynchronous") || !strstr(atm_errmsg(), "give --time-limit"))
+		fail_msg("message '%s'", atm_errmsg());
+	/* a limit the heuristic meets with room to spare, and the solver not */
+	o.time_limit_s = 20 * reached_s > 0.05 ? 20 * reached_s : 0.05;
+	p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_ASYNCHRONOUS, &o, &rep);
 	const char *st = atm_plan_info_get(p)->solver_status;
 	if (!strstr(st, "heuristic") && !strstr(st, "time-limit") && strcmp(st, "optimal"))
 		fail_msg("status '%s'", st);

@@ -242,6 +242,13 @@ static void test_kbench_moves(void **state)
 	/* and the tier's writes are half as fast as its reads */
 	assert_true(m.to_slow_gbps < m.to_fast_gbps);
 	assert_false(m.estimated);
+	/* the tier's own rates, what a 2LM miss is charged, are the spec's, beside the fast
+	 * bandwidth the emulation's waits count from */
+	atm_tier_desc fast, slow;
+	atm_kbench_tiers(kb, &fast, &slow);
+	assert_true(m.slow_read_gbps == slow.read_gbps && m.slow_write_gbps == slow.write_gbps);
+	assert_true(m.slow_read_gbps == 2 * m.slow_write_gbps);
+	assert_true(m.fast_gbps == slow.emulation_fast_gbps && m.fast_gbps > 0);
 	atm_kbench_destroy(kb);
 	atm_graph_destroy(g);
 	unlink(spec);
