@@ -1215,6 +1215,9 @@ static atm_status outcome(struct solve *v, struct milp_out *out, struct solution
 	return ATM_OK;
 }
 
+/* A solver that fails with at least this many seconds left hands the round to GLPK. */
+#define GLPK_AFTER_FAILURE_S 1.0
+
 /* search -- from the seed to the solve's result: nothing to do, the seed proved within the gap
  * of the kernels' floor, or the solver's search */
 static atm_status search(struct solve *v, struct solution *s)
@@ -1260,7 +1263,19 @@ static atm_status search(struct solve *v, struct solution *s)
 		fprintf(stderr, "optimizer: model %d columns (%d binary), %d rows, %lld nonzeros built "
 		        "in %.2f s; solving with %s\n", r->n_columns, r->n_binaries, r->n_rows,
 		        (long long)r->n_nonzeros, r->creation_s, v->solver->name);
-	if ((rc = v->solver->solve(&v->p, &par, &out)) == ATM_OK)
+	if ((rc = v->solver->solve(&v->p, &par, &out)) == ATM_OK && out.status == MILP_FAILED &&
+	    v->solver != &milp_glpk && par.deadline - atm_now_s() > GLPK_AFTER_FAILURE_S) {
+		/* CBC 2.10 crashes in Clp's presolve on some models (gpt2's asynchronous AdamW
+		 * program at 8:1, after its search had improved the start): GLPK solves the round in
+		 * the time left rather than the heuristic's plan standing */
+		if (m->o.verbosity)
+			fprintf(stderr, "optimizer: %s failed; GLPK solves the round in the %.1f s left\n",
+			        v->solver->name, par.deadline - atm_now_s());
+		out = (struct milp_out){.x = out.x, .bound = -INFINITY, .gap = -1, .root_s = -1};
+		r->glpk_after_failure = true;
+		rc = milp_glpk.solve(&v->p, &par, &out);
+	}
+	if (rc == ATM_OK)
 		rc = outcome(v, &out, s);
 	free(out.x);
 	return rc;

@@ -300,6 +300,8 @@ struct ilp_result {
 	enum ilp_status st;     /* its text: opt_ilp_status_text */
 	char solver[16];        /* the backend that ran */
 	bool improved;          /* the solver's solution replaced the seed */
+	bool glpk_after_failure; /* the solver failed (CBC crashes on some models) and GLPK solved
+	                          * the round in the time left */
 };
 /* opt_ilp_solve -- build the program of m (written to o.write_model when set), seed the solver
  * (o.solver) with s, solve within the time left since t_start; s becomes the better of the

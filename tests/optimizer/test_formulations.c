@@ -389,6 +389,28 @@ static void test_formulations_time_limit_still_plans(void **state)
 	atm_plan_destroy(p);
 }
 
+/* test_formulations_failed_solver -- a solver that dies (CBC does, in Clp's presolve, on some
+ * models) hands the round to GLPK, and the plan's status says so; GLPK's group has nothing to
+ * hand over */
+static void test_formulations_failed_solver(void **state)
+{
+	struct net *n = &((struct net *)*state)[1];
+	if (solver != ATM_OPT_SOLVER_CBC)
+		return;
+	atm_opt_options o;
+	options(&o);
+	o.mip_gap = 0;
+	atm_opt_report rep;
+	setenv("ATM_TEST_CBC_CRASH", "1", 1);
+	atm_plan *p = checked_plan(n, ratio_limit(n->g, 4, 1), ATM_OPT_SYNCHRONOUS, &o, &rep);
+	unsetenv("ATM_TEST_CBC_CRASH");
+	const char *st = atm_plan_info_get(p)->solver_status;
+	if (!strstr(st, "(glpk; cbc failed)") || strncmp(st, "heuristic", 9) == 0)
+		fail_msg("status '%s'", st);
+	assert_true(rep.rounds[rep.n_rounds - 1].mip_gap >= 0);
+	atm_plan_destroy(p);
+}
+
 /* test_formulations_stop -- a stop flag set (Ctrl-C) ends every ILP formulation with
  * ATM_E_INTERRUPTED and no plan; a clear one changes nothing */
 static void test_formulations_stop(void **state)
@@ -632,6 +654,7 @@ cmocka_unit_test(test_formulations_overlap_loss),
 		cmocka_unit_test(test_formulations_copy_stretch),
 		cmocka_unit_test(test_formulations_no_limit_is_all_fast),
 		cmocka_unit_test(test_formulations_time_limit_still_plans),
+		cmocka_unit_test(test_formulations_failed_solver),
 		cmocka_unit_test(test_formulations_stop),
 		cmocka_unit_test(test_formulations_plan_json_round_trip),
 		cmocka_unit_test(test_formulations_bad_options),
