@@ -220,6 +220,8 @@ struct defrag {
 	struct ilp_result last_ir;
 	bool nested;                 /* this round starts from the synchronous program's plan */
 	bool started;                /* this round starts from one of the options' start plans */
+	double whole_limit_s;        /* the caller's time limit (o.time_limit_s may be a share of
+	                              * it): the first round's heuristic must have a plan within it */
 	atm_opt_report *rep;
 };
 
@@ -573,12 +575,12 @@ static atm_status start_seed(struct defrag *d, int round)
 static atm_status too_short(const struct defrag *d, double create_s, double heur_s, double cost)
 {
 	double spent = atm_now_s() - d->t_plan;
-	if (spent <= d->o.time_limit_s)
+	if (spent <= d->whole_limit_s)
 		return ATM_OK;
 	return atm_err(ATM_E_USAGE, "a time limit of %g s is too short to plan %s %s%s at this "
 	               "limit: building the program took %.2f s and its heuristic's first plan "
 	               "(predicted %.6f s a step) %.2f s more, %.2f s in all, before the solver "
-	               "started; give --time-limit %.0f or more", d->o.time_limit_s,
+	               "started; give --time-limit %.0f or more", d->whole_limit_s,
 	               atm_graph_name(d->g), atm_opt_formulation_name(d->f),
 	               d->o.recompute ? "+recompute" : "", create_s, cost, heur_s, spent,
 	               ceil(2 * spent + 1));
@@ -718,12 +720,14 @@ static atm_status defrag(struct defrag *d)
 }
 
 /* plan_formulation -- atm_opt_plan for one program: the formulation with or without
- * recomputation, as o_in says; with keep_m (an ILP under a limit), the final round's model and
- * placement are handed over in *keep_m and *keep_s (NULL and empty otherwise) */
+ * recomputation, as o_in says, whose time limit is a share of whole_s (0: all of it); with
+ * keep_m (an ILP under a limit), the final round's model and placement are handed over in
+ * *keep_m and *keep_s (NULL and empty otherwise) */
 static atm_status plan_formulation(atm_plan **out, const atm_graph *g, const atm_profile *prof,
                                    int64_t limit, atm_opt_formulation f,
-                                   const atm_opt_options *o_in, atm_opt_report *rep,
-                                   struct model **keep_m, struct solution *keep_s)
+                                   const atm_opt_options *o_in, double whole_s,
+                                   atm_opt_report *rep, struct model **keep_m,
+                                   struct solution *keep_s)
 {
 	atm_opt_report local;
 	struct defrag d = {.g = g, .prof = prof, .f = f, .limit = limit, .rep = rep ? rep : &local};
@@ -738,6 +742,7 @@ static atm_status plan_formulation(atm_plan **out, const atm_graph *g, const atm
 		d.o = *o_in;
 	else
 		atm_opt_options_default(&d.o);
+	d.whole_limit_s = whole_s > 0 ? whole_s : d.o.time_limit_s;
 	if (!g || !prof)
 		return atm_err(ATM_E_USAGE, "atm_opt_plan needs a graph and a profile");
 	if (f < 0 || f >= ATM_OPT_N_FORMULATIONS)
@@ -800,7 +805,7 @@ static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_p
 {
 	if (!o_in || !o_in->recompute || f < 0 || f >= ATM_OPT_N_FORMULATIONS ||
 	    !atm_opt_is_ilp(f) || limit <= 0 || !g || !prof)
-		return plan_formulation(out, g, prof, limit, f, o_in, rep, NULL, NULL);
+		return plan_formulation(out, g, prof, limit, f, o_in, 0, rep, NULL, NULL);
 	atm_opt_options without = *o_in, with = *o_in;
 	atm_opt_report base_rep;
 	atm_plan *base = NULL;
@@ -808,12 +813,12 @@ static atm_status plan_recompute(atm_plan **out, const atm_graph *g, const atm_p
 	without.write_model = NULL;
 	without.time_limit_s = o_in->time_limit_s * RECOMPUTE_BASE_SHARE;
 	with.time_limit_s = o_in->time_limit_s - without.time_limit_s;
-	atm_status rc = plan_formulation(&base, g, prof, limit, f, &without, &base_rep, NULL,
-	                                 NULL);
+	atm_status rc = plan_formulation(&base, g, prof, limit, f, &without, o_in->time_limit_s,
+	                                 &base_rep, NULL, NULL);
 	if (rc == ATM_E_INTERRUPTED || rc == ATM_E_NOMEM || rc == ATM_E_USAGE)
 		return rc;
 	atm_err_clear(); /* infeasible without recomputation: it may fit with it */
-	rc = plan_formulation(out, g, prof, limit, f, &with, rep, NULL, NULL);
+	rc = plan_formulation(out, g, prof, limit, f, &with, o_in->time_limit_s, rep, NULL, NULL);
 	if (rc == ATM_E_INTERRUPTED || (rc < 0 && !base) ||
 	    (rc >= 0 && (!base || predicted(*out) <= predicted(base)))) {
 		atm_plan_destroy(base);
@@ -897,7 +902,7 @@ atm_status opt_plan_keep(atm_plan **out, struct model **m, struct solution *s,
 	if (o && o->recompute)
 		return atm_err(ATM_E_USAGE, "a search places tensors and moves; it does not choose "
 		               "recomputations (leave out --recompute)");
-	atm_status rc = plan_formulation(out, g, prof, limit, f, o, rep, m, s);
+	atm_status rc = plan_formulation(out, g, prof, limit, f, o, 0, rep, m, s);
 	if (rep)
 		rep->start_used = -1; /* no start plan is compared here (atm_opt_plan's) */
 	if (rc == ATM_OK && !*m) {
