@@ -1296,7 +1296,8 @@ atm_status atm_st_dump(const atm_st_tensor *t, int64_t n, const char *format, ch
 /* atm_st_write -- the same written to path atomically (temporary file + rename) */
 atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, const char *format);
 /* atm_st_check -- f holds g's tensors of kind (ATM_KIND_PARAM: weights; ATM_KIND_INPUT: a
- * step's data) and nothing else: each by its graph name, F32 of the graph's shape. An input
+ * step's data) and nothing else: each by its graph name, F32 of the graph's shape (or BF16 or
+ * F16, which float32 holds exactly: widened on filling; F64 is refused). An input
  * may also go by "input" (the graph's one data input) or "labels" (its one labels input), and
  * labels may be integer class indices, one per row (the labels' elements over their last
  * dimension), each within the classes. With the weights, the optimizer's states (kind

@@ -501,6 +501,50 @@ static bool class_indices(const atm_st_tensor *s, const atm_tensor *x)
 	       s->n_elems == rows;
 }
 
+/* exact_float -- s's values are floats that float32 holds exactly: F32, and the half-width
+ * BF16 (what LLaMA's checkpoints and torch.autocast's bf16 are) and F16, widened on reading;
+ * F64 would be rounded, and is refused */
+static bool exact_float(const atm_st_tensor *s)
+{
+	return s->dtype == ATM_ST_F32 || s->dtype == ATM_ST_BF16 || s->dtype == ATM_ST_F16;
+}
+
+/* half_to_float -- IEEE binary16 h as a float (exact: subnormals, infinities and NaNs too) */
+static float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = h >> 10 & 0x1f, man = h & 0x3ff;
+	uint32_t bits;
+	if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | man << 13;
+	} else if (exp) {
+		bits = sign | (exp + 112) << 23 | man << 13;
+	} else {
+		float f = ldexpf((float)man, -24); /* subnormal (or zero) */
+		memcpy(&bits, &f, sizeof bits);
+		bits |= sign;
+	}
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
+/* float_at -- element i of an exact_float tensor as a float */
+static float float_at(const atm_st_tensor *s, int64_t i)
+{
+	const uint8_t *p = (const uint8_t *)s->data + i * st_dtypes[s->dtype].size;
+	float f;
+	if (s->dtype == ATM_ST_F32) {
+		memcpy(&f, p, sizeof f);
+		return f;
+	}
+	uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+	if (s->dtype == ATM_ST_F16)
+		return half_to_float(h);
+	uint32_t bits = (uint32_t)h << 16; /* BF16: float32's upper half */
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
 static int64_t index_at(const atm_st_tensor *s, int64_t i)
 {
 	const uint8_t *p = (const uint8_t *)s->data + i * st_dtypes[s->dtype].size;
@@ -526,11 +570,10 @@ static atm_status check_state(const atm_st_file *f, const atm_tensor *x, const a
 {
 	const char *dot = strrchr(x->name, '.');
 	bool step = dot && !strcmp(dot, ".step");
-	if (s->dtype != ATM_ST_F32)
+	if (!exact_float(s))
 		return ATM_OK;
 	for (int64_t i = 0; i < s->n_elems; i++) {
-		float v;
-		memcpy(&v, (const char *)s->data + i * (int64_t)sizeof v, sizeof v);
+		float v = float_at(s, i);
 		if (!isfinite(v))
 			return bad(f, "optimizer state '%s' holds %s at element %lld: a run resumes only "
 			           "from finite states", as, isnan(v) ? "NaN" : "an infinity", (long long)i);
@@ -575,11 +618,11 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 		}
 		return ATM_OK;
 	}
-	bool same = s->dtype == ATM_ST_F32 && s->ndim == x->ndim;
+	bool same = exact_float(s) && s->ndim == x->ndim;
 	for (int i = 0; same && i < x->ndim; i++)
 		same = s->dims[i] == x->dims[i];
 	/* torch.optim's step is a scalar, autotm's one element */
-	if (same || (s->dtype == ATM_ST_F32 && s->ndim == 0 && x->n_elems == 1))
+	if (same || (exact_float(s) && s->ndim == 0 && x->n_elems == 1))
 		return ATM_OK;
 	atm_format_dims(x->ndim, x->dims, a, sizeof a);
 	atm_format_dims(s->ndim, s->dims, b, sizeof b);
@@ -587,8 +630,9 @@ static atm_status check_one(const atm_st_file *f, const atm_graph *g, int32_t t,
 		return bad(f, "tensor '%s' is %s %s; labels '%s' must be F32 %s (one-hot rows) or "
 		           "integer class indices, %lld of them", as, atm_st_dtype_name(s->dtype), b,
 		           x->name, a, (long long)(x->n_elems / (x->dims[x->ndim - 1] ? x->dims[x->ndim - 1] : 1)));
-	return bad(f, "tensor '%s' is %s %s; the graph's '%s' is F32 %s", as,
-	           atm_st_dtype_name(s->dtype), b, x->name, a);
+	return bad(f, "tensor '%s' is %s %s; the graph's '%s' is F32 %s (BF16 and F16 are read "
+	           "too, widened exactly; F64 would be rounded)", as, atm_st_dtype_name(s->dtype), b,
+	           x->name, a);
 }
 
 /* names_of -- the first few names of g's tensors of kind, for a message */
@@ -691,6 +735,11 @@ bool atm_st_fill(const atm_st_file *f, const atm_graph *g, int32_t t, float *dat
 	}
 	if (s->dtype == ATM_ST_F32) {
 		memcpy(data, s->data, (size_t)x->bytes);
+		return true;
+	}
+	if (exact_float(s) && s->n_elems == x->n_elems) { /* BF16 or F16, widened */
+		for (int64_t i = 0; i < x->n_elems; i++)
+			data[i] = float_at(s, i);
 		return true;
 	}
 	/* class indices made one-hot rows (atm_st_check took them) */

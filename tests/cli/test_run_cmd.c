@@ -1104,6 +1104,83 @@ static void expect_refused(const char *args, int code, const char *want)
 	free(err);
 }
 
+/* half_of -- v (a multiple of 2^-10 within [-1, 1], or any value BF16 holds with bf) as the
+ * 16 bits of BF16 (bf) or of IEEE binary16 */
+static uint16_t half_of(float v, bool bf)
+{
+	uint32_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	if (bf)
+		return (uint16_t)(bits >> 16);
+	uint16_t sign = (uint16_t)(bits >> 31 << 15);
+	if (v == 0)
+		return sign;
+	int e;
+	float m = frexpf(fabsf(v), &e); /* |v| = m 2^e, m in [0.5, 1) */
+	if (e + 14 <= 0) /* subnormal: a count of 2^-24 */
+		return (uint16_t)(sign | (uint16_t)(fabsf(v) * 16777216.0f));
+	return (uint16_t)(sign | (uint16_t)(e + 14) << 10 | (uint16_t)((2 * m - 1) * 1024));
+}
+
+/* test_run_cmd_half_weights -- weights given as BF16 or F16 (a checkpoint in half precision)
+ * train exactly as the same values in F32; F64, which float32 would round, is refused naming
+ * what is read */
+static void test_run_cmd_half_weights(void **state)
+{
+	(void)state;
+	const char *m = "--model tiny_mlp --batch 2 --quiet";
+	char args[1024];
+	snprintf(args, sizeof args, "%s --iters 1 --weights-out %s", m, st_path("h0.safetensors"));
+	free(checksum_of(args));
+	atm_st_file *w = NULL;
+	assert_int_equal(atm_st_read(&w, st_path("h0.safetensors")), ATM_OK);
+	int64_t n = atm_st_count(w);
+	atm_st_tensor f32[8], half[8];
+	assert_true(n <= 8);
+	for (int bf = 0; bf < 2; bf++) {
+		for (int64_t i = 0; i < n; i++) {
+			const atm_st_tensor *t = atm_st_at(w, i);
+			float *v = malloc((size_t)t->bytes);
+			uint16_t *h = malloc((size_t)t->n_elems * sizeof *h);
+			assert_true(v && h);
+			memcpy(v, t->data, (size_t)t->bytes);
+			for (int64_t j = 0; j < t->n_elems; j++) {
+				/* values the half format holds: BF16's upper half, or k / 1024 */
+				float x = bf ? v[j] : fminf(fmaxf(roundf(v[j] * 1024) / 1024, -1), 1);
+				h[j] = half_of(x, bf);
+				if (bf) {
+					uint32_t u = (uint32_t)h[j] << 16;
+					memcpy(&x, &u, sizeof x);
+				}
+				v[j] = x;
+			}
+			f32[i] = *t;
+			f32[i].data = v;
+			half[i] = *t;
+			half[i].dtype = bf ? ATM_ST_BF16 : ATM_ST_F16;
+			half[i].data = h;
+			half[i].bytes = t->n_elems * 2;
+		}
+		assert_int_equal(atm_st_write(st_path("h32.safetensors"), f32, n, NULL), ATM_OK);
+		assert_int_equal(atm_st_write(st_path("h16.safetensors"), half, n, NULL), ATM_OK);
+		snprintf(args, sizeof args, "%s --iters 2 --weights-in %s", m, st_path("h32.safetensors"));
+		char *want = checksum_of(args);
+		snprintf(args, sizeof args, "%s --iters 2 --weights-in %s", m, st_path("h16.safetensors"));
+		char *got = checksum_of(args);
+		assert_string_equal(want, got);
+		free(want), free(got);
+		for (int64_t i = 0; i < n; i++) {
+			free((void *)f32[i].data);
+			free((void *)half[i].data);
+		}
+	}
+	atm_st_destroy(w);
+	st_raw("h64.safetensors",
+	       "{\"fc1.w\": {\"dtype\": \"F64\", \"shape\": [1], \"data_offsets\": [0, 8]}}", 8);
+	snprintf(args, sizeof args, "--weights-in %s", st_path("h64.safetensors"));
+	expect_refused(args, 3, "BF16 and F16 are read too, widened exactly; F64 would be rounded");
+}
+
 /* test_run_cmd_token_data -- a language model's --data: integer token ids and labels, the same
  * step under two placements; an id past the vocabulary, or a float id, refused naming it */
 static void test_run_cmd_token_data(void **state)
@@ -1482,6 +1559,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
 		cmocka_unit_test(test_run_cmd_optimizers),
 		cmocka_unit_test(test_run_cmd_token_data),
+		cmocka_unit_test(test_run_cmd_half_weights),
 		cmocka_unit_test(test_run_cmd_slow_tier_file),
 	};
 	const struct test_part parts[] = {TEST_PART("main", main_cases),
