@@ -918,7 +918,7 @@ typedef struct {
 	/* The slow tier's own rates, what a kernel's slow accesses are charged (an emulated tier's
 	 * spec, a real one's as surveyed), and the fast bandwidth the kernels' times were measured
 	 * at (an emulation's waits count from it): what a 2LM cache's misses cost
-	 * (atm_2lm_wait_s). 0: unknown (older caches; a tier whose speed nobody knows). */
+	 * (atm_twolm_wait_s). 0: unknown (older caches; a tier whose speed nobody knows). */
 	double slow_read_gbps, slow_write_gbps, fast_gbps;
 } atm_profile_moves;
 
@@ -1057,7 +1057,7 @@ void atm_profile_saved(atm_profile *p);
  * write miss). The runtime uses the model to emulate 2LM on machines without Memory Mode, the
  * optimizer to predict it (docs/tiers.md, "2LM emulation"). */
 
-typedef struct atm_cache_model atm_cache_model;
+typedef struct atm_twolm atm_twolm;
 
 /* Memory Mode's line. */
 #define ATM_CACHE_LINE_BYTES 64
@@ -1073,30 +1073,30 @@ typedef struct {
 	int64_t fill_bytes;    /* of those, lines filled for a write that missed */
 	int64_t written_bytes; /* dirty lines written back to slow memory when evicted or flushed */
 	int64_t n_misses;      /* lines that missed */
-} atm_cache_traffic;
+} atm_twolm_traffic;
 
-/* atm_cache_model_new -- an empty direct-mapped cache of capacity_bytes (rounded down to whole
+/* atm_twolm_new -- an empty direct-mapped cache of capacity_bytes (rounded down to whole
  * lines) in lines of line_bytes (a power of two); ATM_E_USAGE naming the value when the line is
  * not a power of two or the cache holds no whole line (a capacity of 0 among them) */
-atm_status atm_cache_model_new(atm_cache_model **c, int64_t capacity_bytes, int64_t line_bytes);
-void atm_cache_model_destroy(atm_cache_model *c);
-/* atm_cache_line_bytes -- c's line */
-int64_t atm_cache_line_bytes(const atm_cache_model *c);
-/* atm_cache_access -- the bytes at addr (any integer; the set of a line is its number modulo the
+atm_status atm_twolm_new(atm_twolm **c, int64_t capacity_bytes, int64_t line_bytes);
+void atm_twolm_destroy(atm_twolm *c);
+/* atm_twolm_line_bytes -- c's line */
+int64_t atm_twolm_line_bytes(const atm_twolm *c);
+/* atm_twolm_access -- the bytes at addr (any integer; the set of a line is its number modulo the
  * cache's lines) are read or written; every line the range touches, partly or whole, is looked
  * up in turn; adds the traffic to t */
-void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool write,
-                      atm_cache_traffic *t);
-/* atm_cache_flush -- write back every dirty line (the end of a measurement) */
-void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t);
-/* atm_2lm_wait_s -- what traffic t adds to a kernel whose operands, timed in fast memory (at
+void atm_twolm_access(atm_twolm *c, int64_t addr, int64_t bytes, bool write,
+                      atm_twolm_traffic *t);
+/* atm_twolm_flush -- write back every dirty line (the end of a measurement) */
+void atm_twolm_flush(atm_twolm *c, atm_twolm_traffic *t);
+/* atm_twolm_wait_s -- what traffic t adds to a kernel whose operands, timed in fast memory (at
  * fast_gbps), live behind the 2LM cache of a slow tier (read_gbps, write_gbps; 1e9 bytes/s):
  * a read miss serves a read the kernel makes anyway, from slow memory instead of fast, and
  * costs its slow time less its fast time (atm_emulated_extra_s); a write miss's fill and a
  * write-back are traffic the kernel never asked for and cost their whole slow time. The
  * executor's 2LM emulation waits this, and the optimizer's 2LM prediction adds it. fast_gbps
  * <= 0 (unknown) counts every miss whole. */
-double atm_2lm_wait_s(const atm_cache_traffic *t, double read_gbps, double write_gbps,
+double atm_twolm_wait_s(const atm_twolm_traffic *t, double read_gbps, double write_gbps,
                       double fast_gbps);
 
 /* ---------------------------------------------------------------- results */

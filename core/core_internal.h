@@ -148,7 +148,7 @@ int atm_profile_set_entry(struct json_t *kernels, const char *sig, const char *c
 #define ATM_PROFILE_STEPS_KEY "all_fast_steps"
 
 /* atm_graph_copy_tensors -- a new graph of g's name holding g's tensors (and batched marks),
- * no nodes yet: where a rewrite of g's nodes starts (update.c, allreduce.c) */
+ * no nodes yet: where a rewrite of g's nodes starts (update.c, data_parallel.c) */
 atm_status atm_graph_copy_tensors(const atm_graph *g, atm_graph **out);
 /* atm_graph_copy_node -- node n of a graph whose tensors c copied into c, as it is, reading in
  * instead of its own inputs where in is not NULL (n->n_in of them) */

@@ -819,7 +819,7 @@ static void turn_ratio(const double *a, const double *b, int T, double *scratch,
 
 /* emulated_wait_s -- of entry e's predicted step, the seconds its emulated slow tier waits
  * in the step's own line (atm_schedule_emulated_wait_s at the rates its run waited for): 0
- * without emulation; for 2lm what the cache's misses wait (atm_2lm_wait_s, at the profile's
+ * without emulation; for 2lm what the cache's misses wait (atm_twolm_wait_s, at the profile's
  * rates, which are the emulation's) */
 static double emulated_wait_s(const struct entry *e)
 {

@@ -247,7 +247,7 @@ typedef struct {
 	double overlap_loss_s;    /* time kernels lost to the asynchronous copies beside them
 	                           * (the profile's overlap_loss of each copy's time) */
 	double cache_miss_s;      /* 2lm plans: time added by cache misses and write-backs */
-	atm_cache_traffic cache_traffic; /* 2lm plans: the slow traffic behind it (atm_2lm_wait_s) */
+	atm_twolm_traffic cache_traffic; /* 2lm plans: the slow traffic behind it (atm_twolm_wait_s) */
 	int64_t fast_peak_bytes;  /* most bytes of fast copies at once (+ workspace when counted) */
 	int32_t fast_peak_node;
 	int64_t fast_arena_bytes; /* arena extent the offsets use */

@@ -447,10 +447,10 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 }
 
 /* twolm_access -- tensor x (read or written) through the cache at its place in the heap */
-static void twolm_access(atm_cache_model *cm, const struct opt_heap *h, const atm_tensor *x,
-                         bool write, atm_cache_traffic *tr)
+static void twolm_access(atm_twolm *cm, const struct opt_heap *h, const atm_tensor *x,
+                         bool write, atm_twolm_traffic *tr)
 {
-	atm_cache_access(cm, opt_heap_addr(h, x->id), x->bytes, write, tr);
+	atm_twolm_access(cm, opt_heap_addr(h, x->id), x->bytes, write, tr);
 }
 
 /* predict_2lm -- atm_opt_predict_2lm, and each node's kernel with its misses in node_s */
@@ -459,7 +459,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 {
 	atm_plan *p = NULL;
 	atm_schedule *s = NULL;
-	atm_cache_model *cm = NULL;
+	atm_twolm *cm = NULL;
 	struct opt_heap *heap = NULL;
 	atm_profile_moves mv;
 	atm_status rc;
@@ -481,7 +481,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	if (!rates)
 		mv.fast_gbps = 0;
 	if ((rc = atm_plan_uniform(&p, g, ATM_LOC_SLOW)) < 0 || (rc = atm_schedule_new(&s, p)) < 0 ||
-	    (rc = atm_cache_model_new(&cm, cache_bytes, ATM_2LM_LINE_BYTES)) < 0 ||
+	    (rc = atm_twolm_new(&cm, cache_bytes, ATM_2LM_LINE_BYTES)) < 0 ||
 	    (rc = opt_heap_new(&heap, atm_graph_n_tensors(g))) < 0)
 		goto done;
 	/* the cache's addresses are the heap's, as the executor's are: persistent tensors first */
@@ -494,7 +494,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 	 * a warm-up do; a freed tensor's lines stay in the cache */
 	for (int step = 0; step < 2; step++) {
 		double t = 0, kernel = 0, miss = 0;
-		atm_cache_traffic all = {0};
+		atm_twolm_traffic all = {0};
 		for (int32_t i = 0; i < atm_schedule_n_events(s); i++) {
 			const atm_event *ev = atm_schedule_event(s, i);
 			if ((ev->kind == ATM_EV_ALLOC || ev->kind == ATM_EV_FREE) && ev->loc == ATM_LOC_SLOW) {
@@ -514,7 +514,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 				goto done;
 			}
 			/* the accesses the executor's emulation makes */
-			atm_cache_traffic tr = {0};
+			atm_twolm_traffic tr = {0};
 			for (int j = 0; j < n->n_in; j++)
 				if (ev->cfg[j] != ATM_LOC_FAST) {
 					const atm_tensor *x = atm_graph_tensor(g, n->in[j]);
@@ -525,7 +525,7 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 			for (int j = 0; j < n->n_out; j++)
 				if (ev->cfg[n->n_in + j] != ATM_LOC_FAST)
 					twolm_access(cm, heap, atm_graph_tensor(g, n->out[j]), true, &tr);
-			double extra = atm_2lm_wait_s(&tr, read_gbps, write_gbps, mv.fast_gbps);
+			double extra = atm_twolm_wait_s(&tr, read_gbps, write_gbps, mv.fast_gbps);
 			all.read_bytes += tr.read_bytes;
 			all.fill_bytes += tr.fill_bytes;
 			all.written_bytes += tr.written_bytes;
@@ -552,7 +552,7 @@ done:
 		out->fast_peak_node = -1;
 	}
 	opt_heap_destroy(heap);
-	atm_cache_model_destroy(cm);
+	atm_twolm_destroy(cm);
 	atm_schedule_destroy(s);
 	atm_plan_destroy(p);
 	return rc;

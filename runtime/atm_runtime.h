@@ -406,7 +406,7 @@ typedef struct {
 	char emulation[48];         /* the preset, "+2lm" when 2LM is emulated too (its rates:
 	                             * slow_tier's) */
 	int64_t twolm_bytes;        /* emulated 2LM cache size, 0 when not */
-	atm_cache_traffic twolm_step; /* the last measured step's 2LM lines filled from and written
+	atm_twolm_traffic twolm_step; /* the last measured step's 2LM lines filled from and written
 	                               * back to slow memory (zero when 2LM is not emulated) */
 	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
 	char backend[16];           /* "cpu", "cuda", "gpu-sim" */

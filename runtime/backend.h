@@ -96,9 +96,9 @@ typedef struct {
 	/* emulate -- after a kernel read and wrote these slow bytes: make the slow
 	 * tier as slow as the emulated memory (NULL: nothing is emulated); with twolm the slow
 	 * tier sits behind an emulated 2LM cache, and the traffic the kernel's accesses caused
-	 * there (atm_2lm_wait_s) is waited for instead of the bytes */
+	 * there (atm_twolm_wait_s) is waited for instead of the bytes */
 	atm_status (*emulate)(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
-	                      const atm_cache_traffic *twolm, double *waited_s);
+	                      const atm_twolm_traffic *twolm, double *waited_s);
 
 	/* copies between the tiers; to is the destination's ATM_LOC_* */
 	atm_status (*copy)(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes);

@@ -13,7 +13,7 @@ struct atm_exec {
 	atm_schedule *sched;
 	atm_backend *b;
 	atm_backend_desc desc;
-	atm_cache_model *twolm;      /* emulated Memory Mode, NULL when off */
+	atm_twolm *twolm;      /* emulated Memory Mode, NULL when off */
 	uintptr_t twolm_base;        /* its addresses are the slow copies' places past this: the
 	                              * first slow copy's, so that sets do not move with the mapping */
 	atm_bk_kernel **kernels;
@@ -34,7 +34,7 @@ struct atm_exec {
 	int32_t step_n_recomputes;   /* this step: recomputations run */
 	int64_t hw_end;              /* the fast arena's highest end held so far (every step) */
 	const atm_event *hw_event;   /* the claim that set it (NULL: none yet) */
-	atm_cache_traffic step_twolm; /* this step: the 2LM cache's slow-memory traffic */
+	atm_twolm_traffic step_twolm; /* this step: the 2LM cache's slow-memory traffic */
 	double step_recompute_s;     /* this step: their kernels' time */
 	atm_exec_result result;
 };
@@ -242,22 +242,22 @@ static int64_t twolm_addr(const atm_exec *e, int32_t t)
 
 /* twolm_traffic -- in Memory Mode slow bytes cost only the lines that miss the DRAM cache, and
  * the dirty lines those misses evict: tr gets them */
-static void twolm_traffic(atm_exec *e, const atm_event *ev, atm_cache_traffic *out)
+static void twolm_traffic(atm_exec *e, const atm_event *ev, atm_twolm_traffic *out)
 {
 	const atm_node *n = atm_graph_node(e->g, ev->node);
-	atm_cache_traffic tr = {0};
+	atm_twolm_traffic tr = {0};
 	for (int i = 0; i < n->n_in; i++)
 		if (ev->cfg[i] != ATM_LOC_FAST) {
 			const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
 			int64_t at = twolm_addr(e, x->id);
-			atm_cache_access(e->twolm, at, x->bytes, false, &tr);
+			atm_twolm_access(e->twolm, at, x->bytes, false, &tr);
 			if (atm_op_writes_input(n->op, i))
-				atm_cache_access(e->twolm, at, x->bytes, true, &tr);
+				atm_twolm_access(e->twolm, at, x->bytes, true, &tr);
 		}
 	for (int i = 0; i < n->n_out; i++)
 		if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
 			const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
-			atm_cache_access(e->twolm, twolm_addr(e, x->id), x->bytes, true, &tr);
+			atm_twolm_access(e->twolm, twolm_addr(e, x->id), x->bytes, true, &tr);
 		}
 	*out = tr;
 	e->step_twolm.read_bytes += tr.read_bytes;
@@ -326,7 +326,7 @@ static atm_status run_node(atm_exec *e, const atm_event *ev, int32_t mark)
 	}
 	if (rc < 0)
 		return rc;
-	atm_cache_traffic tr;
+	atm_twolm_traffic tr;
 	if (e->twolm)
 		twolm_traffic(e, ev, &tr);
 	if (bi->emulate && (e->twolm || slow_read || slow_written)) {
@@ -403,7 +403,7 @@ static atm_status step(atm_exec *e)
 	atm_status rc = ATM_OK;
 	e->move_wait_s = 0;
 	e->step_n_recomputes = 0;
-	e->step_twolm = (atm_cache_traffic){0};
+	e->step_twolm = (atm_twolm_traffic){0};
 	for (int32_t i = 0; i < atm_schedule_n_events(e->sched) && rc >= 0; i++) {
 		const atm_event *ev = atm_schedule_event(e->sched, i);
 		if (e->opts.stop && *e->opts.stop) {
@@ -480,7 +480,7 @@ static atm_status open_memory(atm_exec *e)
 			               "in fast memory), but plan '%s' puts %lld bytes in fast memory",
 			               atm_plan_info_get(e->plan)->formulation,
 			               (long long)st->fast_peak_bytes);
-		if ((rc = atm_cache_model_new(&e->twolm, e->opts.twolm_bytes, ATM_2LM_LINE_BYTES)) < 0)
+		if ((rc = atm_twolm_new(&e->twolm, e->opts.twolm_bytes, ATM_2LM_LINE_BYTES)) < 0)
 			return rc;
 	}
 	return ATM_OK;
@@ -931,7 +931,7 @@ void atm_exec_destroy(atm_exec *e)
 	free(e->out_ptrs);
 	/* the backend releases every live allocation */
 	atm_backend_destroy(e->b);
-	atm_cache_model_destroy(e->twolm);
+	atm_twolm_destroy(e->twolm);
 	atm_schedule_destroy(e->sched);
 	free(e->host);
 	free(e->fast_ptr);

@@ -290,7 +290,7 @@ atm_status atm_cpu_bk_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *
 }
 
 atm_status atm_cpu_bk_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
-                              const atm_cache_traffic *twolm, double *waited_s)
+                              const atm_twolm_traffic *twolm, double *waited_s)
 {
 	struct cpu_ctx *c = ctx_of(b);
 	*waited_s = 0;

@@ -84,7 +84,7 @@ atm_status atm_cpu_bk_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo
 atm_status atm_cpu_bk_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
                                  void *const *out, void *scratch);
 atm_status atm_cpu_bk_emulate(atm_backend *b, int64_t read_bytes, int64_t written_bytes,
-                              const atm_cache_traffic *twolm, double *waited_s);
+                              const atm_twolm_traffic *twolm, double *waited_s);
 atm_status atm_cpu_bk_copy(atm_backend *b, unsigned to, void *dst, const void *src, int64_t bytes);
 atm_status atm_cpu_bk_reserve(atm_backend *b, int32_t n_copies, int32_t n_marks);
 atm_status atm_cpu_bk_copy_start(atm_backend *b, int32_t id, unsigned to, void *dst,

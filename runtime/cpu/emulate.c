@@ -713,7 +713,7 @@ atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, d
 	return wait_for(e, atm_emu_extra_s(e, read_bytes, written_bytes), waited_s);
 }
 
-atm_status atm_emu_wait_2lm(atm_emu *e, const atm_cache_traffic *t, double *waited_s)
+atm_status atm_emu_wait_2lm(atm_emu *e, const atm_twolm_traffic *t, double *waited_s)
 {
 	if (waited_s)
 		*waited_s = 0;
@@ -722,7 +722,7 @@ atm_status atm_emu_wait_2lm(atm_emu *e, const atm_cache_traffic *t, double *wait
 		return atm_err(ATM_E_USAGE, "2LM emulation wait for %lld read (%lld filled) and %lld "
 		               "written bytes", (long long)t->read_bytes, (long long)t->fill_bytes,
 		               (long long)t->written_bytes);
-	return wait_for(e, atm_2lm_wait_s(t, e->spec.read_gbps, e->spec.write_gbps, e->fast_gbps),
+	return wait_for(e, atm_twolm_wait_s(t, e->spec.read_gbps, e->spec.write_gbps, e->fast_gbps),
 	                waited_s);
 }
 

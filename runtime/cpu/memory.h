@@ -221,8 +221,8 @@ double atm_emu_extra_s(const atm_emu *e, int64_t read_bytes, int64_t written_byt
  * the stop flag is set; waited_s (may be NULL) gets the time really waited */
 atm_status atm_emu_wait(atm_emu *e, int64_t read_bytes, int64_t written_bytes, double *waited_s);
 /* atm_emu_wait_2lm -- the same for the slow traffic of a 2LM cache in front of the emulated
- * tier: atm_2lm_wait_s at its rates */
-atm_status atm_emu_wait_2lm(atm_emu *e, const atm_cache_traffic *t, double *waited_s);
+ * tier: atm_twolm_wait_s at its rates */
+atm_status atm_emu_wait_2lm(atm_emu *e, const atm_twolm_traffic *t, double *waited_s);
 /* A wait checks its stop flag this often (seconds), and lasts at most ATM_EMU_MAX_WAIT_S (a
  * year: what any byte count at the slowest spec takes fits a 64-bit count of nanoseconds). */
 #define ATM_EMU_WAIT_SLICE_S 0.05

@@ -128,12 +128,12 @@ static void test_baselines_vdnn_offloads_conv_inputs(void **state)
 	atm_plan_destroy(p);
 }
 
-/* test_baselines_2lm_cache_model -- a cache holding the whole slow heap misses in the measured
+/* test_baselines_2lm_cache -- a cache holding the whole slow heap misses in the measured
  * (second) step only lines no tensor touched before: the heap hands a freed block to a tensor
  * of the same rounded size, which may reach past where the block's earlier tensors ended (the
  * tail of a block, 256-byte alignment, never more than its padding); a small one pays for
  * misses; no limit, or one under a line, is a usage error */
-static void test_baselines_2lm_cache_model(void **state)
+static void test_baselines_2lm_cache(void **state)
 {
 	struct fix *fx = *state;
 	atm_opt_check_result big, small;
@@ -159,10 +159,10 @@ static void test_baselines_2lm_cache_model(void **state)
 	/* the misses cost what the executor's emulation waits for the same traffic: without the
 	 * slow tier's rates in the profile, every miss whole at the copies' rates; with them, a
 	 * read miss less the fast time the kernel spent reading, fills and write-backs whole */
-	const atm_cache_traffic *tr = &small.cache_traffic;
+	const atm_twolm_traffic *tr = &small.cache_traffic;
 	assert_true(tr->fill_bytes > 0 && tr->read_bytes > tr->fill_bytes && tr->written_bytes > 0);
 	assert_float_equal(small.cache_miss_s,
-	                   atm_2lm_wait_s(tr, mv.to_fast_gbps, mv.to_slow_gbps, 0), 1e-12);
+	                   atm_twolm_wait_s(tr, mv.to_fast_gbps, mv.to_slow_gbps, 0), 1e-12);
 	atm_profile_moves rated = mv;
 	rated.slow_read_gbps = 2 * mv.to_fast_gbps;
 	rated.slow_write_gbps = 2 * mv.to_slow_gbps;
@@ -171,9 +171,9 @@ static void test_baselines_2lm_cache_model(void **state)
 	atm_opt_check_result fair;
 	assert_int_equal(atm_opt_check(p, fx->prof, NULL, &fair), ATM_OK);
 	assert_int_equal(fair.cache_traffic.read_bytes, tr->read_bytes);
-	assert_float_equal(fair.cache_miss_s, atm_2lm_wait_s(tr, rated.slow_read_gbps,
+	assert_float_equal(fair.cache_miss_s, atm_twolm_wait_s(tr, rated.slow_read_gbps,
 	                   rated.slow_write_gbps, rated.fast_gbps), 1e-12);
-	assert_true(fair.cache_miss_s < atm_2lm_wait_s(tr, rated.slow_read_gbps,
+	assert_true(fair.cache_miss_s < atm_twolm_wait_s(tr, rated.slow_read_gbps,
 	                                               rated.slow_write_gbps, 0));
 	assert_int_equal(atm_profile_set_moves(fx->prof, &mv), ATM_OK);
 	atm_plan_destroy(p);
@@ -195,7 +195,7 @@ int main(void)
 		cmocka_unit_test(test_baselines_all_fast_and_all_slow),
 		cmocka_unit_test(test_baselines_numa_first_touch),
 		cmocka_unit_test(test_baselines_vdnn_offloads_conv_inputs),
-		cmocka_unit_test(test_baselines_2lm_cache_model),
+		cmocka_unit_test(test_baselines_2lm_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

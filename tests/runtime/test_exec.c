@@ -137,16 +137,16 @@ static void test_exec_emulated_2lm_caches_slow_memory(void **state)
 	assert_int_equal(r->twolm_bytes, 64 << 20);
 	atm_exec_destroy(e);
 	/* a cache smaller than the footprint: reads miss, writes fill, dirty lines go back, and the
-	 * step waits what atm_2lm_wait_s (which the optimizer's prediction adds) says for that
+	 * step waits what atm_twolm_wait_s (which the optimizer's prediction adds) says for that
 	 * traffic at the emulated tier's rates (a wait ends late only when its thread is preempted) */
 	o.iters = 1;
 	o.twolm_bytes = 64 << 10;
 	assert_int_equal(atm_exec_new(&e, p, &o), ATM_OK);
 	assert_int_equal(atm_exec_run(e), ATM_OK);
 	r = atm_exec_result_get(e);
-	const atm_cache_traffic *tr = &r->twolm_step;
+	const atm_twolm_traffic *tr = &r->twolm_step;
 	assert_true(tr->fill_bytes > 0 && tr->read_bytes > tr->fill_bytes && tr->written_bytes > 0);
-	double want = atm_2lm_wait_s(tr, r->slow_tier.read_gbps, r->slow_tier.write_gbps,
+	double want = atm_twolm_wait_s(tr, r->slow_tier.read_gbps, r->slow_tier.write_gbps,
 	                             r->slow_tier.emulation_fast_gbps);
 	assert_true(want > 0);
 	assert_true(r->emulation_wait_s >= want * (1 - 1e-9));

@@ -1,4 +1,4 @@
-/* allreduce.c -- the data-parallel ranks' mean the allreduce kernels call, set once by a process that runs under mpirun */
+/* rank_mean.c -- the data-parallel ranks' mean the allreduce kernels call, set once by a process that runs under mpirun */
 #include "backend.h"
 
 /* The data-parallel ranks' mean, set once by a process under mpirun (job/). */

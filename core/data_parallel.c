@@ -1,4 +1,4 @@
-/* allreduce.c -- a training step made data-parallel: its updates' gradients averaged over the
+/* data_parallel.c -- a training step made data-parallel: its updates' gradients averaged over the
  * ranks in buckets, each bucket one allreduce node placed and priced like any kernel */
 #include "core_internal.h"
 

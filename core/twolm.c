@@ -1,4 +1,4 @@
-/* cache_model.c -- fast memory as Memory Mode's direct-mapped, address-indexed cache (2LM) */
+/* twolm.c -- fast memory as Memory Mode's direct-mapped, address-indexed cache (2LM) */
 #include <stdlib.h>
 
 #include "atm_core.h"
@@ -9,7 +9,7 @@
 #define ENTRY_VALID 2u
 #define ENTRY_DIRTY 1u
 
-struct atm_cache_model {
+struct atm_twolm {
 	int64_t line_bytes;
 	int64_t n_sets;
 	uint64_t *sets;
@@ -22,7 +22,7 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-atm_status atm_cache_model_new(atm_cache_model **out, int64_t capacity_bytes, int64_t line_bytes)
+atm_status atm_twolm_new(atm_twolm **out, int64_t capacity_bytes, int64_t line_bytes)
 {
 	*out = NULL;
 	if (line_bytes <= 0 || (line_bytes & (line_bytes - 1)))
@@ -36,7 +36,7 @@ atm_status atm_cache_model_new(atm_cache_model **out, int64_t capacity_bytes, in
 	if ((uint64_t)n_sets > SIZE_MAX / sizeof(uint64_t))
 		return atm_err(ATM_E_NOMEM, "a 2LM cache of %lld bytes has too many lines to model",
 		               (long long)capacity_bytes);
-	atm_cache_model *c = calloc(1, sizeof *c);
+	atm_twolm *c = calloc(1, sizeof *c);
 	if (!c || !(c->sets = calloc((size_t)n_sets, sizeof *c->sets))) {
 		free(c);
 		return atm_err(ATM_E_NOMEM, "out of memory creating the 2LM cache model (%lld lines)",
@@ -48,7 +48,7 @@ atm_status atm_cache_model_new(atm_cache_model **out, int64_t capacity_bytes, in
 	return ATM_OK;
 }
 
-void atm_cache_model_destroy(atm_cache_model *c)
+void atm_twolm_destroy(atm_twolm *c)
 {
 	if (!c)
 		return;
@@ -56,13 +56,13 @@ void atm_cache_model_destroy(atm_cache_model *c)
 	free(c);
 }
 
-int64_t atm_cache_line_bytes(const atm_cache_model *c)
+int64_t atm_twolm_line_bytes(const atm_twolm *c)
 {
 	return c->line_bytes;
 }
 
-void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool write,
-                      atm_cache_traffic *t)
+void atm_twolm_access(atm_twolm *c, int64_t addr, int64_t bytes, bool write,
+                      atm_twolm_traffic *t)
 {
 	if (bytes <= 0)
 		return;
@@ -94,7 +94,7 @@ void atm_cache_access(atm_cache_model *c, int64_t addr, int64_t bytes, bool writ
 	t->n_misses += misses;
 }
 
-void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t)
+void atm_twolm_flush(atm_twolm *c, atm_twolm_traffic *t)
 {
 	for (int64_t s = 0; s < c->n_sets; s++)
 		if (c->sets[s] & ENTRY_DIRTY) {
@@ -103,7 +103,7 @@ void atm_cache_flush(atm_cache_model *c, atm_cache_traffic *t)
 		}
 }
 
-double atm_2lm_wait_s(const atm_cache_traffic *t, double read_gbps, double write_gbps,
+double atm_twolm_wait_s(const atm_twolm_traffic *t, double read_gbps, double write_gbps,
                       double fast_gbps)
 {
 	if (!(read_gbps > 0) || !(write_gbps > 0))

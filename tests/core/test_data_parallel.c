@@ -1,4 +1,4 @@
-/* test_allreduce.c -- a training step made data-parallel: gradients averaged in buckets before
+/* test_data_parallel.c -- a training step made data-parallel: gradients averaged in buckets before
  * their updates, the means named and placed as tensors, a graph file's round trip, refusals */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,9 +75,9 @@ static int check_buckets(const atm_graph *g, const atm_graph *c, int ranks, int6
 	return buckets;
 }
 
-/* test_allreduce_buckets -- one bucket for a small network under the default size, one per
+/* test_data_parallel_buckets -- one bucket for a small network under the default size, one per
  * gradient or so with small buckets; the nodes, tensors and order as documented */
-static void test_allreduce_buckets(void **state)
+static void test_data_parallel_buckets(void **state)
 {
 	(void)state;
 	atm_graph *g = built("tiny_cnn");
@@ -96,9 +96,9 @@ static void test_allreduce_buckets(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_allreduce_many_inputs -- a node of more inputs than an update has (DenseNet's concats
+/* test_data_parallel_many_inputs -- a node of more inputs than an update has (DenseNet's concats
  * of dozens of layers) is copied as it is */
-static void test_allreduce_many_inputs(void **state)
+static void test_data_parallel_many_inputs(void **state)
 {
 	(void)state;
 	atm_graph *g = built("densenet264"); /* block 3: a concat of 65 */
@@ -112,8 +112,8 @@ static void test_allreduce_many_inputs(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_allreduce_with_adamw -- an AdamW step's gradients are averaged as SGD's are */
-static void test_allreduce_with_adamw(void **state)
+/* test_data_parallel_with_adamw -- an AdamW step's gradients are averaged as SGD's are */
+static void test_data_parallel_with_adamw(void **state)
 {
 	(void)state;
 	atm_graph *g = built("tiny_mlp"), *a = NULL;
@@ -130,8 +130,8 @@ static void test_allreduce_with_adamw(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_allreduce_graph_file -- a graph file keeps the allreduce and its ranks */
-static void test_allreduce_graph_file(void **state)
+/* test_data_parallel_graph_file -- a graph file keeps the allreduce and its ranks */
+static void test_data_parallel_graph_file(void **state)
 {
 	(void)state;
 	atm_graph *g = built("tiny_mlp"), *c = data_parallel(g, 2, 0), *back = NULL;
@@ -156,8 +156,8 @@ static void test_allreduce_graph_file(void **state)
 	atm_graph_destroy(g);
 }
 
-/* test_allreduce_refusals -- one rank, no update, an allreduce already: usage errors */
-static void test_allreduce_refusals(void **state)
+/* test_data_parallel_refusals -- one rank, no update, an allreduce already: usage errors */
+static void test_data_parallel_refusals(void **state)
 {
 	(void)state;
 	atm_graph *g = built("tiny_mlp"), *c = NULL, *twice = NULL;
@@ -189,11 +189,11 @@ static void test_allreduce_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_allreduce_buckets),
-		cmocka_unit_test(test_allreduce_many_inputs),
-		cmocka_unit_test(test_allreduce_with_adamw),
-		cmocka_unit_test(test_allreduce_graph_file),
-		cmocka_unit_test(test_allreduce_refusals),
+		cmocka_unit_test(test_data_parallel_buckets),
+		cmocka_unit_test(test_data_parallel_many_inputs),
+		cmocka_unit_test(test_data_parallel_with_adamw),
+		cmocka_unit_test(test_data_parallel_graph_file),
+		cmocka_unit_test(test_data_parallel_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
