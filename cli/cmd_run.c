@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -57,6 +58,9 @@ static const char run_help_tail[] =
 	"                    indices) instead of --seed's; every step trains on this batch\n"
 	"  --weights-out FILE  write the weights after the last step (safetensors, atomically; in\n"
 	"                    a comparison, the first placement to finish: all train alike)\n"
+	"  --weights-dtype T the parameters' dtype in --weights-out: f32 (default), bf16 or f16,\n"
+	"                    rounded to nearest even as PyTorch's .to() does; the optimizer's\n"
+	"                    states stay f32\n"
 	"  --placement-seed N  seed of the random placement (default: --seed)\n"
 	"  --iters N         measured steps (default 5)\n"
 	"  --warmup N        steps run first and not measured (default 1)\n"
@@ -401,6 +405,9 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 {
 	if (jo->append && !jo->results_path)
 		return cli_usage_error("run", "--append needs -o FILE");
+	if (jo->weights_dtype != ATM_ST_F32 && !jo->weights_out)
+		return cli_usage_error("run", "--weights-dtype is the dtype of --weights-out FILE, "
+		                       "which is not given");
 	jo->optimize = given->ratio || given->limit || given->formulation;
 	if (jo->optimize && jo->placement)
 		return cli_usage_error("run", "give either --placement or the optimizer's options "
@@ -443,7 +450,8 @@ static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_expl
 /* The options of run alone (the graph, memory and planning options are common.c's). */
 enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
        OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_DATA, OPT_BUCKET, OPT_PLANS_OUT };
+       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_WEIGHTS_DTYPE, OPT_DATA, OPT_BUCKET,
+       OPT_PLANS_OUT };
 
 /* run_option -- one of run's own options into a (the seeds into seeds[0] and [1]); -1 to go
  * on, else the exit code */
@@ -529,6 +537,15 @@ static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
 			return cli_usage_error("run", "--plans-out needs a folder name");
 		jo->plans_out = arg;
 		return -1;
+	case OPT_WEIGHTS_DTYPE:
+		if (!strcasecmp(arg, "f32") || !strcasecmp(arg, "bf16") || !strcasecmp(arg, "f16")) {
+			jo->weights_dtype = !strcasecmp(arg, "f32")    ? ATM_ST_F32
+			                    : !strcasecmp(arg, "bf16") ? ATM_ST_BF16
+			                                               : ATM_ST_F16;
+			return -1;
+		}
+		return cli_usage_error("run", "--weights-dtype '%s': valid are f32 (the default), bf16 "
+		                       "and f16", arg);
 	case OPT_WEIGHTS_IN:
 	case OPT_WEIGHTS_OUT:
 	case OPT_DATA:
@@ -564,6 +581,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"reruns", required_argument, NULL, OPT_RERUNS},
 		{"weights-in", required_argument, NULL, OPT_WEIGHTS_IN},
 		{"weights-out", required_argument, NULL, OPT_WEIGHTS_OUT},
+		{"weights-dtype", required_argument, NULL, OPT_WEIGHTS_DTYPE},
 		{"data", required_argument, NULL, OPT_DATA},
 		{"bucket-size", required_argument, NULL, OPT_BUCKET},
 		{"plans-out", required_argument, NULL, OPT_PLANS_OUT},

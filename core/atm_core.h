@@ -1293,6 +1293,11 @@ int atm_st_dtype_size(atm_st_dtype d);
  * so that the tensors start 8-byte aligned, {"format": format} as metadata (NULL: "pt") */
 atm_status atm_st_dump(const atm_st_tensor *t, int64_t n, const char *format, char **out,
                        size_t *len);
+/* atm_st_narrow -- n floats as BF16 or F16 (to; F32 copies), each rounded to the nearest
+ * value of the format, ties to even, as PyTorch's .to(torch.bfloat16) and .half() do: F16
+ * overflows to an infinity and keeps subnormals; NaNs stay NaNs. dst holds n values of to and
+ * does not overlap src. */
+void atm_st_narrow(const float *src, int64_t n, atm_st_dtype to, void *dst);
 /* atm_st_write -- the same written to path atomically (temporary file + rename) */
 atm_status atm_st_write(const char *path, const atm_st_tensor *t, int64_t n, const char *format);
 /* atm_st_check -- f holds g's tensors of kind (ATM_KIND_PARAM: weights; ATM_KIND_INPUT: a

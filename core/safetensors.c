@@ -545,6 +545,49 @@ static float float_at(const atm_st_tensor *s, int64_t i)
 	return f;
 }
 
+/* bf16_of -- f's nearest BF16, ties to even; a NaN stays a (quiet) NaN */
+static uint16_t bf16_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if (isnan(f))
+		return (uint16_t)(u >> 16 | 0x40);
+	u += 0x7fffu + (u >> 16 & 1);
+	return (uint16_t)(u >> 16);
+}
+
+/* f16_of -- f's nearest IEEE binary16, ties to even: past 65504 an infinity, below 2^-14 a
+ * subnormal; a NaN stays a (quiet) NaN */
+static uint16_t f16_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+	float a = fabsf(f);
+	if (isnan(f))
+		return (uint16_t)(sign | 0x7e00);
+	if (a >= 65520.0f) /* rounds past the largest finite half */
+		return (uint16_t)(sign | 0x7c00);
+	if (a < 6.103515625e-05f) /* subnormal: a count of 2^-24, rounded to even */
+		return (uint16_t)(sign | (uint16_t)lrintf(a * 16777216.0f));
+	uint32_t exp = (u >> 23 & 0xff) - 112, man = u & 0x7fffff;
+	uint32_t h = exp << 10 | man >> 13, rest = man & 0x1fff;
+	if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+		h++; /* a carry into the exponent is right: the next binade, or 65504's neighbour */
+	return (uint16_t)(sign | h);
+}
+
+void atm_st_narrow(const float *src, int64_t n, atm_st_dtype to, void *dst)
+{
+	uint16_t *h = dst;
+	if (to == ATM_ST_F32) {
+		memcpy(dst, src, (size_t)n * sizeof *src);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		h[i] = to == ATM_ST_BF16 ? bf16_of(src[i]) : f16_of(src[i]);
+}
+
 static int64_t index_at(const atm_st_tensor *s, int64_t i)
 {
 	const uint8_t *p = (const uint8_t *)s->data + i * st_dtypes[s->dtype].size;

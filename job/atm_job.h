@@ -81,6 +81,9 @@ typedef struct {
 	const char *data_in;       /* the step's inputs and labels; NULL: the seed's */
 	const char *weights_out;   /* the parameters after the last step, written atomically by
 	                            * atm_job_execute; NULL: none */
+	atm_st_dtype weights_dtype; /* the parameters' dtype there: ATM_ST_F32 (the default, 0),
+	                             * ATM_ST_BF16 or ATM_ST_F16, rounded to nearest even
+	                             * (atm_st_narrow); the optimizer's states stay F32 */
 	/* the results */
 	const char *results_path;  /* NULL: none */
 	bool append;

@@ -278,6 +278,7 @@ static atm_status entry_new(atm_job_compare *c, int i)
 	jo.results_path = NULL;
 	jo.append = false;
 	jo.weights_out = NULL; /* the comparison writes it once (write_weights) */
+	jo.weights_dtype = ATM_ST_F32;
 	jo.quiet = c->o.quiet || i > 0; /* what a GPU probe says is said once */
 	atm_status rc = atm_job_new(&e->j, c->g, &jo);
 	if (rc < 0)
@@ -575,7 +576,7 @@ static atm_status write_weights(atm_job_compare *c, const struct entry *e)
 	if (!c->o.weights_out || c->weights_out)
 		return ATM_OK;
 	c->weights_out = true;
-	return job_write_weights(e->j, c->o.weights_out);
+	return job_write_weights(e->j, c->o.weights_out, c->o.weights_dtype);
 }
 
 /* by_step -- every executor alive; a turn is iters rounds of one step of each, in the turn's

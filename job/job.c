@@ -221,10 +221,15 @@ static atm_status open_tensors(atm_job *j)
 		return atm_err_prefix(rc, "--data: ");
 	if (o->weights_out && (rc = atm_check_writable(o->weights_out)) < 0)
 		return atm_err_prefix(rc, "--weights-out: ");
+	if (o->weights_dtype != ATM_ST_F32 && (!o->weights_out || (o->weights_dtype != ATM_ST_BF16 &&
+	                                                           o->weights_dtype != ATM_ST_F16)))
+		return atm_err(ATM_E_USAGE, "--weights-dtype %s: %s", atm_st_dtype_name(o->weights_dtype),
+		               o->weights_out ? "valid are F32, BF16 and F16"
+		                              : "the dtype of --weights-out, which is not given");
 	return ATM_OK;
 }
 
-atm_status job_write_weights(const atm_job *j, const char *path)
+atm_status job_write_weights(const atm_job *j, const char *path, atm_st_dtype dtype)
 {
 	int32_t nt = atm_graph_n_tensors(j->g), n = 0;
 	int64_t bytes = 0;
@@ -237,6 +242,7 @@ atm_status job_write_weights(const atm_job *j, const char *path)
 	}
 	atm_st_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
 	char *buf = malloc((size_t)bytes + 1);
+	atm_st_dtype narrow = dtype;
 	atm_status rc = ATM_OK;
 	if (!ts || !buf) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory gathering the weights for %s", path);
@@ -257,6 +263,18 @@ atm_status job_write_weights(const atm_job *j, const char *path)
 		s->bytes = x->bytes;
 		s->data = buf + off;
 		rc = atm_exec_read_tensor(j->exec, t, buf + off);
+		if (rc == ATM_OK && narrow != ATM_ST_F32 && x->kind == ATM_KIND_PARAM) {
+			uint16_t *half = malloc((size_t)x->n_elems * sizeof *half + 1);
+			if (!half) {
+				rc = atm_err(ATM_E_NOMEM, "out of memory narrowing '%s' for %s", x->name, path);
+				break;
+			}
+			atm_st_narrow((const float *)(buf + off), x->n_elems, narrow, half);
+			memcpy(buf + off, half, (size_t)x->n_elems * sizeof *half);
+			free(half);
+			s->dtype = narrow;
+			s->bytes = x->n_elems * (int64_t)sizeof *half;
+		}
 		off += x->bytes;
 	}
 	if (rc == ATM_OK)
@@ -569,7 +587,7 @@ atm_status atm_job_execute(atm_job *j)
 		rc = job_dist_gather(j, atm_exec_result_get(j->exec),
 		                     atm_exec_result_get(j->exec)->actual_runtime_s);
 	if (rc == ATM_OK && j->o.weights_out)
-		rc = job_write_weights(j, j->o.weights_out);
+		rc = job_write_weights(j, j->o.weights_out, j->o.weights_dtype);
 	/* the optimizer's all-fast measures what the calibration measured */
 	if (rc == ATM_OK && j->has_cal && j->o.optimize && j->o.formulation == ATM_OPT_ALL_FAST) {
 		j->drift = atm_exec_result_get(j->exec)->actual_runtime_s / j->cal.step_s;

@@ -69,7 +69,7 @@ void job_dist_measured(const atm_job *j, const atm_exec_result *r, atm_run_measu
 
 /* job_write_weights -- the parameters j->exec holds now into path (safetensors, named as the
  * graph names them), atomically */
-atm_status job_write_weights(const atm_job *j, const char *path);
+atm_status job_write_weights(const atm_job *j, const char *path, atm_st_dtype dtype);
 
 /* job_say_drift -- the drift note on stderr unless quiet, when it is worth saying */
 void job_say_drift(const char *who, bool quiet, double drift, const atm_profile_calibration *cal);

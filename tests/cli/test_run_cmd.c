@@ -1181,6 +1181,73 @@ static void test_run_cmd_half_weights(void **state)
 	expect_refused(args, 3, "BF16 and F16 are read too, widened exactly; F64 would be rounded");
 }
 
+/* half_value -- the 16 bits h of BF16 (bf) or IEEE binary16 as a float */
+static float half_value(uint16_t h, bool bf)
+{
+	float f;
+	if (bf) {
+		uint32_t u = (uint32_t)h << 16;
+		memcpy(&f, &u, sizeof f);
+		return f;
+	}
+	int e = h >> 10 & 0x1f, m = h & 0x3ff;
+	f = e ? ldexpf(1.0f + (float)m / 1024, e - 15) : ldexpf((float)m, -24);
+	return h >> 15 ? -f : f;
+}
+
+/* test_run_cmd_weights_dtype -- --weights-dtype bf16 and f16 write the parameters rounded to
+ * the nearest value of the format (BF16 ties to even, bit for bit), the optimizer's states in
+ * F32, and the file reads back; without --weights-out, or a dtype not offered, usage errors */
+static void test_run_cmd_weights_dtype(void **state)
+{
+	(void)state;
+	const char *m = "--model tiny_mlp --batch 2 --quiet --optimizer momentum --iters 1";
+	char args[1024];
+	snprintf(args, sizeof args, "%s --weights-out %s", m, st_path("d32.safetensors"));
+	free(checksum_of(args));
+	atm_st_file *w = NULL, *h = NULL;
+	assert_int_equal(atm_st_read(&w, st_path("d32.safetensors")), ATM_OK);
+	for (int bf = 0; bf < 2; bf++) {
+		snprintf(args, sizeof args, "%s --weights-out %s --weights-dtype %s", m,
+		         st_path("d16.safetensors"), bf ? "bf16" : "F16");
+		free(checksum_of(args));
+		assert_int_equal(atm_st_read(&h, st_path("d16.safetensors")), ATM_OK);
+		assert_int_equal(atm_st_count(h), atm_st_count(w));
+		for (int64_t i = 0; i < atm_st_count(w); i++) {
+			const atm_st_tensor *a = atm_st_at(w, i), *b = atm_st_find(h, a->name);
+			assert_non_null(b);
+			bool kept = strstr(a->name, ".momentum_buffer") != NULL;
+			assert_int_equal(b->dtype, kept ? ATM_ST_F32 : bf ? ATM_ST_BF16 : ATM_ST_F16);
+			for (int64_t j = 0; j < a->n_elems; j++) {
+				float v;
+				memcpy(&v, (const char *)a->data + 4 * j, sizeof v);
+				if (kept) {
+					assert_memory_equal((const char *)b->data + 4 * j, &v, sizeof v);
+					continue;
+				}
+				uint16_t got;
+				memcpy(&got, (const char *)b->data + 2 * j, sizeof got);
+				uint32_t u;
+				memcpy(&u, &v, sizeof u);
+				if (bf)
+					assert_int_equal(got, (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16));
+				else if (fabsf(half_value(got, false) - v) > fabsf(v) * 0x1p-11f + 0x1p-25f)
+					fail_msg("'%s'[%lld] %.9g as F16 %#x (%.9g)", a->name, (long long)j,
+					         (double)v, got, (double)half_value(got, false));
+			}
+		}
+		atm_st_destroy(h);
+		h = NULL;
+		/* and it starts a run */
+		snprintf(args, sizeof args, "%s --weights-in %s", m, st_path("d16.safetensors"));
+		free(checksum_of(args));
+	}
+	atm_st_destroy(w);
+	expect_refused("--weights-dtype bf16", 2, "--weights-dtype is the dtype of --weights-out");
+	snprintf(args, sizeof args, "--weights-out %s --weights-dtype f64", st_path("d64.safetensors"));
+	expect_refused(args, 2, "valid are f32 (the default), bf16 and f16");
+}
+
 /* test_run_cmd_token_data -- a language model's --data: integer token ids and labels, the same
  * step under two placements; an id past the vocabulary, or a float id, refused naming it */
 static void test_run_cmd_token_data(void **state)
@@ -1560,6 +1627,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_optimizers),
 		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_half_weights),
+		cmocka_unit_test(test_run_cmd_weights_dtype),
 		cmocka_unit_test(test_run_cmd_slow_tier_file),
 	};
 	const struct test_part parts[] = {TEST_PART("main", main_cases),
