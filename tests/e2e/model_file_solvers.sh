@@ -69,7 +69,19 @@ print(repr(d['predicted_runtime_s'] * 1e6))" "$1"
     else
       FAIL+=("$net $form $ext: glpsol failed: $(tail -2 "$T/glpsol.out" | tr '\n' ' ')")
     fi
-    if timeout 120 cbc "$T/$net.$ext" -solve -quit > "$T/cbc.out" 2>&1; then
+    # CBC 2.10.8's feasibility pump trips an assertion of Clp's on some coefficient sets, and the
+    # coefficients follow this run's calibration (seen once in many suite runs: 'ClpNonLinearCost
+    # ... lowerValue <= upperValue', after reading the file whole); autotm runs CBC with the pump
+    # off, and so does this, then once more with its heuristics and preprocessing off too
+    local cbc_ok=0
+    for opts in "-feas off" "-feas off -heur off -preprocess off"; do
+      # shellcheck disable=SC2086
+      if timeout 120 cbc "$T/$net.$ext" $opts -solve -quit > "$T/cbc.out" 2>&1; then
+        cbc_ok=1
+        break
+      fi
+    done
+    if [ "$cbc_ok" = 1 ]; then
       got=$(awk '/^Objective value:/ { print $3 }' "$T/cbc.out")
       grep -q "Optimal solution found" "$T/cbc.out" || FAIL+=("$net $form $ext: cbc found no optimum")
       near "${got:-nan}" "$want" || FAIL+=("$net $form $ext: cbc's optimum is ${got:-none}, the plan's $want")
