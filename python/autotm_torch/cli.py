@@ -179,6 +179,16 @@ def make_model(spec, kwargs, seed):
                                    f"{where(e)}") from None
     if not isinstance(model, torch.nn.Module):
         raise Failure(EXIT_USAGE, f"{spec} returned {type(model).__name__}, not an nn.Module")
+    # a module in half precision (model.to(torch.bfloat16), .half()) is taken in float32, the
+    # master copy autotm trains: bfloat16 and float16 widen exactly
+    other = sorted({str(t.dtype).replace("torch.", "")
+                    for t in [*model.parameters(), *model.buffers()]
+                    if t.is_floating_point() and t.dtype != torch.float32})
+    if other:
+        model.float()
+        print(f"autotm_torch: warning: {spec}'s parameters are {', '.join(other)}: taken as "
+              f"float32, the master copy autotm trains (autotm's tensors are float32)",
+              file=sys.stderr)
     return model, source
 
 

@@ -110,6 +110,10 @@ MODELS = textwrap.dedent("""\
 
     def slow(marker):
         return Slow(marker)
+
+
+    def half():
+        return nn.Sequential(nn.Flatten(), nn.Linear(48, 4)).to(torch.bfloat16)
     """)
 
 
@@ -347,6 +351,24 @@ class TestCommand(unittest.TestCase):
         self.assertEqual(rc, 3, err)
         self.one_line(err)
         self.assertIn(want, err)
+
+    def test_cli_half_precision_module_is_taken_in_float32(self):
+        # a module in bfloat16 imports, its weights written as float32 (the master copy autotm
+        # trains), each the bfloat16 value widened exactly, and a warning says so
+        from autotm_torch import safetensors
+        torch.manual_seed(1)
+        want = {k: v.float() for k, v in
+                nn.Sequential(nn.Flatten(), nn.Linear(48, 4)).to(torch.bfloat16).state_dict().items()}
+        w = self.path("w.safetensors")
+        rc, err = importer(f"{self.models}:half", "--input", "2,3,4,4", "-o", self.path("g.json"),
+                           "--weights-out", w, "--seed", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("parameters are bfloat16: taken as float32", err)
+        got = safetensors.read(w)
+        self.assertEqual(sorted(got), sorted(want))
+        for k, v in want.items():
+            self.assertEqual(got[k].dtype, torch.float32)
+            self.assertTrue(torch.equal(got[k], v), k)
 
     def test_cli_buffer_read_as_data_is_refused_by_name(self):
         # row 7: a registered buffer added to an activation
