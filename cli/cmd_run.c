@@ -537,15 +537,16 @@ static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
 			return cli_usage_error("run", "--plans-out needs a folder name");
 		jo->plans_out = arg;
 		return -1;
-	case OPT_WEIGHTS_DTYPE:
-		if (!strcasecmp(arg, "f32") || !strcasecmp(arg, "bf16") || !strcasecmp(arg, "f16")) {
-			jo->weights_dtype = !strcasecmp(arg, "f32")    ? ATM_ST_F32
-			                    : !strcasecmp(arg, "bf16") ? ATM_ST_BF16
-			                                               : ATM_ST_F16;
-			return -1;
-		}
+	case OPT_WEIGHTS_DTYPE: {
+		static const atm_st_dtype offered[] = {ATM_ST_F32, ATM_ST_BF16, ATM_ST_F16};
+		for (size_t i = 0; i < sizeof offered / sizeof offered[0]; i++)
+			if (!strcasecmp(arg, atm_st_dtype_name(offered[i]))) {
+				jo->weights_dtype = offered[i];
+				return -1;
+			}
 		return cli_usage_error("run", "--weights-dtype '%s': valid are f32 (the default), bf16 "
 		                       "and f16", arg);
+	}
 	case OPT_WEIGHTS_IN:
 	case OPT_WEIGHTS_OUT:
 	case OPT_DATA:

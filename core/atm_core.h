@@ -1089,6 +1089,15 @@ void atm_twolm_access(atm_twolm *c, int64_t addr, int64_t bytes, bool write,
                       atm_twolm_traffic *t);
 /* atm_twolm_flush -- write back every dirty line (the end of a measurement) */
 void atm_twolm_flush(atm_twolm *c, atm_twolm_traffic *t);
+/* atm_twolm_node -- the accesses kernel event ev of g makes through the cache, in order: each
+ * operand ev's cfg leaves slow, inputs read (and written again where the op writes one),
+ * outputs written, at the address addr(ctx, tensor) gives; adds the traffic to t. The executor's
+ * emulation and the optimizer's prediction both walk a kernel through this. */
+void atm_twolm_node(atm_twolm *c, const atm_graph *g, const atm_event *ev,
+                    int64_t (*addr)(const void *ctx, int32_t tensor), const void *ctx,
+                    atm_twolm_traffic *t);
+/* atm_twolm_traffic_add -- sum += t */
+void atm_twolm_traffic_add(atm_twolm_traffic *sum, const atm_twolm_traffic *t);
 /* atm_twolm_wait_s -- what traffic t adds to a kernel whose operands, timed in fast memory (at
  * fast_gbps), live behind the 2LM cache of a slow tier (read_gbps, write_gbps; 1e9 bytes/s):
  * a read miss serves a read the kernel makes anyway, from slow memory instead of fast, and

@@ -103,6 +103,34 @@ void atm_twolm_flush(atm_twolm *c, atm_twolm_traffic *t)
 		}
 }
 
+void atm_twolm_node(atm_twolm *c, const atm_graph *g, const atm_event *ev,
+                    int64_t (*addr)(const void *ctx, int32_t tensor), const void *ctx,
+                    atm_twolm_traffic *t)
+{
+	const atm_node *n = atm_graph_node(g, ev->node);
+	for (int i = 0; i < n->n_in; i++)
+		if (ev->cfg[i] != ATM_LOC_FAST) {
+			const atm_tensor *x = atm_graph_tensor(g, n->in[i]);
+			int64_t at = addr(ctx, x->id);
+			atm_twolm_access(c, at, x->bytes, false, t);
+			if (atm_op_writes_input(n->op, i))
+				atm_twolm_access(c, at, x->bytes, true, t);
+		}
+	for (int i = 0; i < n->n_out; i++)
+		if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
+			const atm_tensor *x = atm_graph_tensor(g, n->out[i]);
+			atm_twolm_access(c, addr(ctx, x->id), x->bytes, true, t);
+		}
+}
+
+void atm_twolm_traffic_add(atm_twolm_traffic *sum, const atm_twolm_traffic *t)
+{
+	sum->read_bytes += t->read_bytes;
+	sum->fill_bytes += t->fill_bytes;
+	sum->written_bytes += t->written_bytes;
+	sum->n_misses += t->n_misses;
+}
+
 double atm_twolm_wait_s(const atm_twolm_traffic *t, double read_gbps, double write_gbps,
                       double fast_gbps)
 {

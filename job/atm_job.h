@@ -83,7 +83,8 @@ typedef struct {
 	                            * atm_job_execute; NULL: none */
 	atm_st_dtype weights_dtype; /* the parameters' dtype there: ATM_ST_F32 (the default, 0),
 	                             * ATM_ST_BF16 or ATM_ST_F16, rounded to nearest even
-	                             * (atm_st_narrow); the optimizer's states stay F32 */
+	                             * (atm_st_narrow); the optimizer's states stay F32. Without
+	                             * weights_out it changes nothing */
 	/* the results */
 	const char *results_path;  /* NULL: none */
 	bool append;

@@ -278,7 +278,6 @@ static atm_status entry_new(atm_job_compare *c, int i)
 	jo.results_path = NULL;
 	jo.append = false;
 	jo.weights_out = NULL; /* the comparison writes it once (write_weights) */
-	jo.weights_dtype = ATM_ST_F32;
 	jo.quiet = c->o.quiet || i > 0; /* what a GPU probe says is said once */
 	atm_status rc = atm_job_new(&e->j, c->g, &jo);
 	if (rc < 0)

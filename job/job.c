@@ -221,11 +221,10 @@ static atm_status open_tensors(atm_job *j)
 		return atm_err_prefix(rc, "--data: ");
 	if (o->weights_out && (rc = atm_check_writable(o->weights_out)) < 0)
 		return atm_err_prefix(rc, "--weights-out: ");
-	if (o->weights_dtype != ATM_ST_F32 && (!o->weights_out || (o->weights_dtype != ATM_ST_BF16 &&
-	                                                           o->weights_dtype != ATM_ST_F16)))
-		return atm_err(ATM_E_USAGE, "--weights-dtype %s: %s", atm_st_dtype_name(o->weights_dtype),
-		               o->weights_out ? "valid are F32, BF16 and F16"
-		                              : "the dtype of --weights-out, which is not given");
+	if (o->weights_dtype != ATM_ST_F32 && o->weights_dtype != ATM_ST_BF16 &&
+	    o->weights_dtype != ATM_ST_F16)
+		return atm_err(ATM_E_USAGE, "--weights-dtype %s: valid are F32, BF16 and F16",
+		               atm_st_dtype_name(o->weights_dtype));
 	return ATM_OK;
 }
 
@@ -242,7 +241,6 @@ atm_status job_write_weights(const atm_job *j, const char *path, atm_st_dtype dt
 	}
 	atm_st_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
 	char *buf = malloc((size_t)bytes + 1);
-	atm_st_dtype narrow = dtype;
 	atm_status rc = ATM_OK;
 	if (!ts || !buf) {
 		rc = atm_err(ATM_E_NOMEM, "out of memory gathering the weights for %s", path);
@@ -263,16 +261,16 @@ atm_status job_write_weights(const atm_job *j, const char *path, atm_st_dtype dt
 		s->bytes = x->bytes;
 		s->data = buf + off;
 		rc = atm_exec_read_tensor(j->exec, t, buf + off);
-		if (rc == ATM_OK && narrow != ATM_ST_F32 && x->kind == ATM_KIND_PARAM) {
+		if (rc == ATM_OK && dtype != ATM_ST_F32 && x->kind == ATM_KIND_PARAM) {
 			uint16_t *half = malloc((size_t)x->n_elems * sizeof *half + 1);
 			if (!half) {
 				rc = atm_err(ATM_E_NOMEM, "out of memory narrowing '%s' for %s", x->name, path);
 				break;
 			}
-			atm_st_narrow((const float *)(buf + off), x->n_elems, narrow, half);
+			atm_st_narrow((const float *)(buf + off), x->n_elems, dtype, half);
 			memcpy(buf + off, half, (size_t)x->n_elems * sizeof *half);
 			free(half);
-			s->dtype = narrow;
+			s->dtype = dtype;
 			s->bytes = x->n_elems * (int64_t)sizeof *half;
 		}
 		off += x->bytes;

@@ -446,11 +446,10 @@ atm_status atm_opt_predict_2lm(const atm_graph *g, const atm_profile *prof, int6
 	return predict_2lm(g, prof, cache_bytes, out, NULL);
 }
 
-/* twolm_access -- tensor x (read or written) through the cache at its place in the heap */
-static void twolm_access(atm_twolm *cm, const struct opt_heap *h, const atm_tensor *x,
-                         bool write, atm_twolm_traffic *tr)
+/* heap_addr -- tensor's place in the heap (ctx), as the 2LM cache's address */
+static int64_t heap_addr(const void *ctx, int32_t tensor)
 {
-	atm_twolm_access(cm, opt_heap_addr(h, x->id), x->bytes, write, tr);
+	return opt_heap_addr(ctx, tensor);
 }
 
 /* predict_2lm -- atm_opt_predict_2lm, and each node's kernel with its misses in node_s */
@@ -507,7 +506,6 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 			}
 			if (ev->kind != ATM_EV_KERNEL)
 				continue;
-			const atm_node *n = atm_graph_node(g, ev->node);
 			atm_profile_entry e;
 			if ((rc = atm_profile_get(prof, g, ev->node, 0, &e)) < 0) {
 				atm_err_prefix(rc, "2LM prediction: ");
@@ -515,21 +513,9 @@ static atm_status predict_2lm(const atm_graph *g, const atm_profile *prof, int64
 			}
 			/* the accesses the executor's emulation makes */
 			atm_twolm_traffic tr = {0};
-			for (int j = 0; j < n->n_in; j++)
-				if (ev->cfg[j] != ATM_LOC_FAST) {
-					const atm_tensor *x = atm_graph_tensor(g, n->in[j]);
-					twolm_access(cm, heap, x, false, &tr);
-					if (atm_op_writes_input(n->op, j))
-						twolm_access(cm, heap, x, true, &tr);
-				}
-			for (int j = 0; j < n->n_out; j++)
-				if (ev->cfg[n->n_in + j] != ATM_LOC_FAST)
-					twolm_access(cm, heap, atm_graph_tensor(g, n->out[j]), true, &tr);
+			atm_twolm_node(cm, g, ev, heap_addr, heap, &tr);
 			double extra = atm_twolm_wait_s(&tr, read_gbps, write_gbps, mv.fast_gbps);
-			all.read_bytes += tr.read_bytes;
-			all.fill_bytes += tr.fill_bytes;
-			all.written_bytes += tr.written_bytes;
-			all.n_misses += tr.n_misses;
+			atm_twolm_traffic_add(&all, &tr);
 			kernel += e.min_s;
 			miss += extra;
 			t += e.min_s + extra;

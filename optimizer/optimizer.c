@@ -379,16 +379,10 @@ static atm_opt_round *round_record(struct defrag *d, const struct ilp_result *ir
 		snprintf(r->status, sizeof r->status, "start plan%s", st + strlen(heur));
 	else
 		snprintf(r->status, sizeof r->status, "%s", st);
-	if (ir->glpk_after_failure) { /* "within gap (glpk; cbc failed)" */
-		char was[sizeof r->status];
-		memcpy(was, r->status, sizeof was);
-		const char *why = strstr(was, " (");
-		char text[sizeof was + sizeof ir->solver + 16]; /* the longest fits r->status */
-		snprintf(text, sizeof text, "%.*s (glpk; %s failed)",
-		         why ? (int)(why - was) : (int)strlen(was), was, ir->solver);
-		size_t n = strlen(text) < sizeof r->status ? strlen(text) : sizeof r->status - 1;
-		memcpy(r->status, text, n);
-		r->status[n] = '\0';
+	if (ir->glpk_after_failure) { /* "within gap (glpk; cbc failed)": the reason replaced */
+		char *why = strstr(r->status, " (");
+		size_t n = why ? (size_t)(why - r->status) : strlen(r->status);
+		snprintf(r->status + n, sizeof r->status - n, " (glpk; %s failed)", ir->solver);
 	}
 	d->total_create += r->creation_s;
 	d->total_solve += r->solve_s;

@@ -234,9 +234,11 @@ static atm_status do_free(atm_exec *e, const atm_event *ev)
 	return rc;
 }
 
-/* twolm_addr -- tensor t's slow copy as an address of the emulated 2LM cache */
-static int64_t twolm_addr(const atm_exec *e, int32_t t)
+/* twolm_addr -- tensor t's slow copy as an address of the emulated 2LM cache (ctx: the
+ * executor) */
+static int64_t twolm_addr(const void *ctx, int32_t t)
 {
+	const atm_exec *e = ctx;
 	return (int64_t)((uintptr_t)e->slow_ptr[t] - e->twolm_base);
 }
 
@@ -244,26 +246,9 @@ static int64_t twolm_addr(const atm_exec *e, int32_t t)
  * the dirty lines those misses evict: tr gets them */
 static void twolm_traffic(atm_exec *e, const atm_event *ev, atm_twolm_traffic *out)
 {
-	const atm_node *n = atm_graph_node(e->g, ev->node);
-	atm_twolm_traffic tr = {0};
-	for (int i = 0; i < n->n_in; i++)
-		if (ev->cfg[i] != ATM_LOC_FAST) {
-			const atm_tensor *x = atm_graph_tensor(e->g, n->in[i]);
-			int64_t at = twolm_addr(e, x->id);
-			atm_twolm_access(e->twolm, at, x->bytes, false, &tr);
-			if (atm_op_writes_input(n->op, i))
-				atm_twolm_access(e->twolm, at, x->bytes, true, &tr);
-		}
-	for (int i = 0; i < n->n_out; i++)
-		if (ev->cfg[n->n_in + i] != ATM_LOC_FAST) {
-			const atm_tensor *x = atm_graph_tensor(e->g, n->out[i]);
-			atm_twolm_access(e->twolm, twolm_addr(e, x->id), x->bytes, true, &tr);
-		}
-	*out = tr;
-	e->step_twolm.read_bytes += tr.read_bytes;
-	e->step_twolm.fill_bytes += tr.fill_bytes;
-	e->step_twolm.written_bytes += tr.written_bytes;
-	e->step_twolm.n_misses += tr.n_misses;
+	*out = (atm_twolm_traffic){0};
+	atm_twolm_node(e->twolm, e->g, ev, twolm_addr, e, out);
+	atm_twolm_traffic_add(&e->step_twolm, out);
 }
 
 /* run_node -- ev's node on the operands its cfg places, between timing marks mark and
