@@ -386,20 +386,11 @@ int32_t zb_bn_eps(zb *b, const char *name, int32_t x, float epsilon)
 	return out[0];
 }
 
+static int32_t unary(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a);
+
 int32_t zb_relu(zb *b, const char *name, int32_t x)
 {
-	if (!usable(b, name, x, 0))
-		return -1;
-	const atm_tensor *t = atm_graph_tensor(b->g, x);
-	int64_t xd[ATM_MAX_DIMS];
-	int nd = t->ndim;
-	memcpy(xd, t->dims, sizeof xd);
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
-	if (node(b, ATM_OP_RELU_FWD, NULL, 1, &x, 1, &y, "%s", name) < 0)
-		return -1;
-	use(b, x);
-	b->info[y].needs_grad = b->info[x].needs_grad;
-	return y;
+	return unary(b, name, x, ATM_OP_RELU_FWD, NULL);
 }
 
 /* ceil_extra -- the padding past the input's far side that PyTorch's ceil_mode adds along
@@ -1236,15 +1227,22 @@ static void grad_norm(zb *b, const struct fwd *f, const struct grad_rule *r)
 		accumulate(b, x, bout[0]);
 }
 
+/* grad_parts -- room for the n gradient parts of f's backward, or NULL (failed: no memory) */
+static int32_t *grad_parts(zb *b, const struct fwd *f, int n)
+{
+	int32_t *parts = malloc((size_t)n * sizeof *parts);
+	if (!parts)
+		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", f->layer);
+	return parts;
+}
+
 /* grad_concat -- a concatenation's gradient is dy split back into its parts */
 static void grad_concat(zb *b, const struct fwd *f, const struct grad_rule *r)
 {
 	(void)r;
-	int32_t *parts = malloc((size_t)f->n_in * sizeof *parts);
-	if (!parts) {
-		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", f->layer);
+	int32_t *parts = grad_parts(b, f, f->n_in);
+	if (!parts)
 		return;
-	}
 	for (int i = 0; i < f->n_in; i++)
 		parts[i] = b->info[f->in[i]].needs_grad ? new_grad(b, f->in[i])
 		                                        : unused_grad(b, f->in[i], f->layer, i);
@@ -1259,11 +1257,9 @@ static void grad_concat(zb *b, const struct fwd *f, const struct grad_rule *r)
 static void grad_split(zb *b, const struct fwd *f, const struct grad_rule *r)
 {
 	(void)r;
-	int32_t *parts = malloc((size_t)f->n_out * sizeof *parts);
-	if (!parts) {
-		failf(b, ATM_E_NOMEM, "out of memory adding the backward pass of '%s'", f->layer);
+	int32_t *parts = grad_parts(b, f, f->n_out);
+	if (!parts)
 		return;
-	}
 	for (int i = 0; i < f->n_out && b->status == ATM_OK; i++) {
 		parts[i] = b->info[f->out[i]].grad;
 		if (parts[i] < 0 || b->info[f->out[i]].n_seen != b->info[f->out[i]].n_uses)
@@ -1444,6 +1440,21 @@ atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
 		return b->status;
 	accumulate(b, logits, dl);
 	return walk_back(b, n_forward, out);
+}
+
+atm_status zb_build_image(atm_graph **g, const zb_spec *spec, int64_t channels,
+                          zb_forward forward, const void *arg)
+{
+	zb *b = NULL;
+	atm_status rc;
+	*g = NULL;
+	rc = zb_new(&b, spec);
+	if (rc < 0)
+		return rc;
+	int32_t x = zb_image(b, channels, spec->image, spec->image);
+	rc = zb_finish(b, forward(b, x, spec, arg), g);
+	zb_destroy(b);
+	return rc;
 }
 
 /* token_loss -- the token cross-entropy of logits [..., V] against i32 labels named

@@ -163,6 +163,16 @@ atm_status zb_finish(zb *b, int32_t logits, atm_graph **g);
 atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *const *labels,
                             const char *const *losses, atm_graph **g);
 
+/* zb_forward -- an image network's layers from its input x to its logits; arg is the
+ * network's own (a variant's table), as zb_build_image was given it */
+typedef int32_t (*zb_forward)(zb *b, int32_t x, const zb_spec *spec, const void *arg);
+
+/* zb_build_image -- an image classifier's whole training step: a builder over spec, the input
+ * "image" [batch, channels, spec->image, spec->image], forward's layers, zb_finish into *g
+ * (NULL on failure) */
+atm_status zb_build_image(atm_graph **g, const zb_spec *spec, int64_t channels,
+                          zb_forward forward, const void *arg);
+
 /* zb_namef -- snprintf into buf of ZB_NAME_MAX bytes, for layer names; returns buf.
  * It truncates, but a layer name that long leaves no room for the tensor names
  * derived from it, so the layer call fails with a message instead. */
@@ -170,13 +180,12 @@ atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *con
 const char *zb_namef(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Networks (one file each); spec is complete (defaults applied). */
+enum { ZB_TINY_CNN, ZB_TINY_MLP, ZB_TINY_SE }; /* zb_net_tiny's networks */
 atm_status zb_net_vgg(atm_graph **g, const zb_spec *spec);        /* variant: 16, 19, 416 */
 atm_status zb_net_resnet(atm_graph **g, const zb_spec *spec);     /* variant: 50, 101, 152, 200 */
 atm_status zb_net_inception(atm_graph **g, const zb_spec *spec);  /* variant: 4 */
 atm_status zb_net_densenet(atm_graph **g, const zb_spec *spec);   /* variant: 121, 169, 201, 264 */
-atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *spec);   /* variant unused */
-atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *spec);   /* variant unused */
-atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *spec);    /* variant unused */
+atm_status zb_net_tiny(atm_graph **g, const zb_spec *spec);       /* variant: ZB_TINY_* */
 atm_status zb_net_gpt2(atm_graph **g, const zb_spec *spec);       /* variant: 12, 24, 36, 48 layers */
 atm_status zb_net_bert(atm_graph **g, const zb_spec *spec);       /* variant unused */
 atm_status zb_net_vit(atm_graph **g, const zb_spec *spec);        /* variant unused */

@@ -105,12 +105,12 @@ static const struct entry catalogue[] = {
 	{{"test_vgg", "vgg", "AutoTM's check network: VGG-19 at batch 16", 224, 1000, 16, 143667240, 0},
 	 zb_net_vgg, 19, {[P_SMALL] = AT(16, 32)}},
 	{{"tiny_cnn", "tiny", "a 4,178-parameter CNN on 32x32x3 that uses every CNN op", 32, 10, 8, 4178, 0},
-	 zb_net_tiny_cnn, 0, {[P_SMALL] = ONE(8)}},
+	 zb_net_tiny, ZB_TINY_CNN, {[P_SMALL] = ONE(8)}},
 	{{"tiny_mlp", "tiny", "a 3-layer MLP on 8x8x1 inputs, 3,466 parameters", 8, 10, 8, 3466, 0},
-	 zb_net_tiny_mlp, 0, {[P_SMALL] = ONE(8)}},
+	 zb_net_tiny, ZB_TINY_MLP, {[P_SMALL] = ONE(8)}},
 	{{"tiny_se", "tiny", "a 518-parameter CNN on 32x32x3 with SiLU, depthwise and grouped "
 	  "convolutions, a squeeze-and-excitation, a layer scale, a gate and an RMS norm", 32, 10, 8, 518, 0},
-	 zb_net_tiny_se, 0, {[P_SMALL] = ONE(8)}},
+	 zb_net_tiny, ZB_TINY_SE, {[P_SMALL] = ONE(8)}},
 	/* Transformers: classes are the vocabulary of the language models. Small: a step of
 	 * seconds to tens of seconds here; paper: sequence 1024 (BERT 512) at batches whose
 	 * step needs tens of GB; gpu: batches past an 80 GB card for the larger ones. */
@@ -208,6 +208,20 @@ atm_status atm_zoo_find(const char *name, const atm_zoo_model **model)
 	return e ? ATM_OK : ATM_E_NOTFOUND;
 }
 
+/* size_opt -- an option's size v into *out (0: the default, dflt, stays); a usage error naming
+ * it as "PRE<v>POST" when it is below 0 or above max */
+static atm_status size_opt(const char *name, const char *pre, int64_t v, const char *post,
+                           int64_t max, int64_t dflt, int64_t *out)
+{
+	if (v < 0 || v > max)
+		return atm_err(ATM_E_USAGE, "%s: %s%lld%s is out of range; valid: 1 to %lld (0: the "
+		               "default, %lld)", name, pre, (long long)v, post, (long long)max,
+		               (long long)dflt);
+	if (v)
+		*out = v;
+	return ATM_OK;
+}
+
 /* spec_of -- the build spec of e at opts, defaults applied, or a usage error */
 static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_spec *s)
 {
@@ -227,18 +241,12 @@ static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_sp
 		return atm_err(ATM_E_USAGE, "%s: batch %lld is out of range; valid: 1 to %d", name,
 		               (long long)opts->batch, MAX_BATCH);
 	s->batch = opts->batch;
-	if (opts->n_classes < 0 || opts->n_classes > MAX_CLASSES)
-		return atm_err(ATM_E_USAGE, "%s: %lld classes is out of range; valid: 1 to %d (0: the "
-		               "default, %lld)", name, (long long)opts->n_classes, MAX_CLASSES,
-		               (long long)e->m.default_classes);
-	if (opts->n_classes)
-		s->n_classes = opts->n_classes;
-	if (opts->image < 0 || opts->image > MAX_IMAGE)
-		return atm_err(ATM_E_USAGE, "%s: image size %lld is out of range; valid: 1 to %d (0: the "
-		               "default, %lld)", name, (long long)opts->image, MAX_IMAGE,
-		               (long long)e->m.default_image);
-	if (opts->image)
-		s->image = opts->image;
+	atm_status rc;
+	if ((rc = size_opt(name, "", opts->n_classes, " classes", MAX_CLASSES,
+	                   e->m.default_classes, &s->n_classes)) < 0 ||
+	    (rc = size_opt(name, "image size ", opts->image, "", MAX_IMAGE, e->m.default_image,
+	                   &s->image)) < 0)
+		return rc;
 	if (!isfinite(opts->lr) || opts->lr < 0)
 		return atm_err(ATM_E_USAGE, "%s: learning rate %g is invalid; valid: a finite number > 0 "
 		               "(0: the default, %g)", name, (double)opts->lr, (double)DEFAULT_LR);

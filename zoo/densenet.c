@@ -39,29 +39,13 @@ static int32_t transition(zb *b, int t, int32_t x, int64_t out_c)
 	return zb_avgpool(b, zb_namef(nm, "transition%d.pool", t), x, 2, 2, 0, false);
 }
 
-/* zb_net_densenet -- stem (7x7/2 conv, BN, ReLU, 3x3/2 max pool) to 64 channels,
- * four dense blocks with transitions between them, final BN and ReLU, global
- * average pool, classifier */
-atm_status zb_net_densenet(atm_graph **g, const zb_spec *s)
+/* densenet -- stem (7x7/2 conv, BN, ReLU, 3x3/2 max pool) to 64 channels, four dense blocks
+ * (arg: the variant's layers per block) with transitions between them, final BN and ReLU,
+ * global average pool, classifier */
+static int32_t densenet(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
-	static const int d121[4] = {6, 12, 24, 16}, d169[4] = {6, 12, 32, 32},
-	                 d201[4] = {6, 12, 48, 32}, d264[4] = {6, 12, 64, 48};
-	const int *blocks;
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	switch (s->variant) {
-	case 121: blocks = d121; break;
-	case 169: blocks = d169; break;
-	case 201: blocks = d201; break;
-	case 264: blocks = d264; break;
-	default: return atm_err(ATM_E_INTERNAL, "densenet: no variant %d", s->variant);
-	}
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
+	const int *blocks = arg;
 	int64_t c = 64;
-	int32_t x = zb_image(b, 3, s->image, s->image);
 	x = zb_conv(b, "conv0", x, c, 7, 7, 2, 3, 3, false);
 	x = zb_bn(b, "norm0", x);
 	x = zb_relu(b, "relu0", x);
@@ -77,8 +61,20 @@ atm_status zb_net_densenet(atm_graph **g, const zb_spec *s)
 	x = zb_bn(b, "norm5", x);
 	x = zb_relu(b, "relu5", x);
 	x = zb_global_avgpool(b, "avgpool", x);
-	x = zb_fc(b, "classifier", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "classifier", x, s->n_classes);
+}
+
+atm_status zb_net_densenet(atm_graph **g, const zb_spec *s)
+{
+	static const int d121[4] = {6, 12, 24, 16}, d169[4] = {6, 12, 32, 32},
+	                 d201[4] = {6, 12, 48, 32}, d264[4] = {6, 12, 64, 48};
+	const int *blocks;
+	switch (s->variant) {
+	case 121: blocks = d121; break;
+	case 169: blocks = d169; break;
+	case 201: blocks = d201; break;
+	case 264: blocks = d264; break;
+	default: *g = NULL; return atm_err(ATM_E_INTERNAL, "densenet: no variant %d", s->variant);
+	}
+	return zb_build_image(g, s, 3, densenet, blocks);
 }

@@ -24,88 +24,116 @@ static int32_t cat(zb *b, const char *prefix, int n, const int32_t *xs)
 	return zb_concat(b, zb_namef(nm, "%s.cat", prefix), n, xs);
 }
 
+/* One branch of a block: the block's input, pooled first when pool says so, through a chain of
+ * BasicConvs (bc); the block concatenates its branches' outputs in order. */
+enum pool { NO_POOL, AVG3, MAX3 };
+struct conv {
+	const char *suffix;
+	int64_t out_c;
+	int kh, kw, stride, ph, pw;
+};
+struct branch {
+	enum pool pool;
+	int n_convs;
+	struct conv convs[5];
+};
+
+/* block -- n branches of x, named PREFIX.*, joined along channels; an average pool is
+ * PREFIX.b3_pool (avg3), a max pool (3x3/2) PREFIX.pool */
+static int32_t block(zb *b, const char *p, int32_t x, int n, const struct branch *brs)
+{
+	char nm[ZB_NAME_MAX];
+	int32_t out[4];
+	for (int i = 0; i < n; i++) {
+		const struct branch *br = &brs[i];
+		int32_t t = x;
+		if (br->pool == AVG3)
+			t = avg3(b, p, x);
+		else if (br->pool == MAX3)
+			t = zb_maxpool(b, zb_namef(nm, "%s.pool", p), x, 3, 2, 0);
+		for (int k = 0; k < br->n_convs; k++) {
+			const struct conv *c = &br->convs[k];
+			t = bc(b, p, c->suffix, t, c->out_c, c->kh, c->kw, c->stride, c->ph, c->pw);
+		}
+		out[i] = t;
+	}
+	return cat(b, p, n, out);
+}
+
 /* stem -- 299x299x3 to 35x35x384 */
 static int32_t stem(zb *b, int32_t x)
 {
-	int32_t br[2], t;
+	static const struct branch mixed_3a[2] = {
+		{MAX3, 0, {{0}}},
+		{NO_POOL, 1, {{"conv", 96, 3, 3, 2, 0, 0}}},
+	};
+	static const struct branch mixed_4a[2] = {
+		{NO_POOL, 2, {{"b0_0", 64, 1, 1, 1, 0, 0}, {"b0_1", 96, 3, 3, 1, 0, 0}}},
+		{NO_POOL, 4, {{"b1_0", 64, 1, 1, 1, 0, 0}, {"b1_1", 64, 1, 7, 1, 0, 3},
+		              {"b1_2", 64, 7, 1, 1, 3, 0}, {"b1_3", 96, 3, 3, 1, 0, 0}}},
+	};
+	static const struct branch mixed_5a[2] = {
+		{NO_POOL, 1, {{"conv", 192, 3, 3, 2, 0, 0}}},
+		{MAX3, 0, {{0}}},
+	};
 	x = bc(b, "stem", "conv1", x, 32, 3, 3, 2, 0, 0);
 	x = bc(b, "stem", "conv2", x, 32, 3, 3, 1, 0, 0);
 	x = bc(b, "stem", "conv3", x, 64, 3, 3, 1, 1, 1);
-
-	br[0] = zb_maxpool(b, "mixed_3a.pool", x, 3, 2, 0);
-	br[1] = bc(b, "mixed_3a", "conv", x, 96, 3, 3, 2, 0, 0);
-	x = cat(b, "mixed_3a", 2, br);
-
-	t = bc(b, "mixed_4a", "b0_0", x, 64, 1, 1, 1, 0, 0);
-	br[0] = bc(b, "mixed_4a", "b0_1", t, 96, 3, 3, 1, 0, 0);
-	t = bc(b, "mixed_4a", "b1_0", x, 64, 1, 1, 1, 0, 0);
-	t = bc(b, "mixed_4a", "b1_1", t, 64, 1, 7, 1, 0, 3);
-	t = bc(b, "mixed_4a", "b1_2", t, 64, 7, 1, 1, 3, 0);
-	br[1] = bc(b, "mixed_4a", "b1_3", t, 96, 3, 3, 1, 0, 0);
-	x = cat(b, "mixed_4a", 2, br);
-
-	br[0] = bc(b, "mixed_5a", "conv", x, 192, 3, 3, 2, 0, 0);
-	br[1] = zb_maxpool(b, "mixed_5a.pool", x, 3, 2, 0);
-	return cat(b, "mixed_5a", 2, br);
+	x = block(b, "mixed_3a", x, 2, mixed_3a);
+	x = block(b, "mixed_4a", x, 2, mixed_4a);
+	return block(b, "mixed_5a", x, 2, mixed_5a);
 }
 
 /* block_a -- 35x35x384 to 35x35x384 */
 static int32_t block_a(zb *b, const char *p, int32_t x)
 {
-	int32_t br[4], t;
-	br[0] = bc(b, p, "b0", x, 96, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b1_0", x, 64, 1, 1, 1, 0, 0);
-	br[1] = bc(b, p, "b1_1", t, 96, 3, 3, 1, 1, 1);
-	t = bc(b, p, "b2_0", x, 64, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b2_1", t, 96, 3, 3, 1, 1, 1);
-	br[2] = bc(b, p, "b2_2", t, 96, 3, 3, 1, 1, 1);
-	br[3] = bc(b, p, "b3_1", avg3(b, p, x), 96, 1, 1, 1, 0, 0);
-	return cat(b, p, 4, br);
+	static const struct branch a[4] = {
+		{NO_POOL, 1, {{"b0", 96, 1, 1, 1, 0, 0}}},
+		{NO_POOL, 2, {{"b1_0", 64, 1, 1, 1, 0, 0}, {"b1_1", 96, 3, 3, 1, 1, 1}}},
+		{NO_POOL, 3, {{"b2_0", 64, 1, 1, 1, 0, 0}, {"b2_1", 96, 3, 3, 1, 1, 1},
+		              {"b2_2", 96, 3, 3, 1, 1, 1}}},
+		{AVG3, 1, {{"b3_1", 96, 1, 1, 1, 0, 0}}},
+	};
+	return block(b, p, x, 4, a);
 }
 
 /* reduction_a -- 35x35x384 to 17x17x1024 */
 static int32_t reduction_a(zb *b, int32_t x)
 {
-	const char *p = "reduction_a";
-	int32_t br[3], t;
-	br[0] = bc(b, p, "b0", x, 384, 3, 3, 2, 0, 0);
-	t = bc(b, p, "b1_0", x, 192, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b1_1", t, 224, 3, 3, 1, 1, 1);
-	br[1] = bc(b, p, "b1_2", t, 256, 3, 3, 2, 0, 0);
-	br[2] = zb_maxpool(b, "reduction_a.pool", x, 3, 2, 0);
-	return cat(b, p, 3, br);
+	static const struct branch r[3] = {
+		{NO_POOL, 1, {{"b0", 384, 3, 3, 2, 0, 0}}},
+		{NO_POOL, 3, {{"b1_0", 192, 1, 1, 1, 0, 0}, {"b1_1", 224, 3, 3, 1, 1, 1},
+		              {"b1_2", 256, 3, 3, 2, 0, 0}}},
+		{MAX3, 0, {{0}}},
+	};
+	return block(b, "reduction_a", x, 3, r);
 }
 
 /* block_b -- 17x17x1024 to 17x17x1024, factorized 7x7 convolutions */
 static int32_t block_b(zb *b, const char *p, int32_t x)
 {
-	int32_t br[4], t;
-	br[0] = bc(b, p, "b0", x, 384, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b1_0", x, 192, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b1_1", t, 224, 1, 7, 1, 0, 3);
-	br[1] = bc(b, p, "b1_2", t, 256, 7, 1, 1, 3, 0);
-	t = bc(b, p, "b2_0", x, 192, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b2_1", t, 192, 7, 1, 1, 3, 0);
-	t = bc(b, p, "b2_2", t, 224, 1, 7, 1, 0, 3);
-	t = bc(b, p, "b2_3", t, 224, 7, 1, 1, 3, 0);
-	br[2] = bc(b, p, "b2_4", t, 256, 1, 7, 1, 0, 3);
-	br[3] = bc(b, p, "b3_1", avg3(b, p, x), 128, 1, 1, 1, 0, 0);
-	return cat(b, p, 4, br);
+	static const struct branch bb[4] = {
+		{NO_POOL, 1, {{"b0", 384, 1, 1, 1, 0, 0}}},
+		{NO_POOL, 3, {{"b1_0", 192, 1, 1, 1, 0, 0}, {"b1_1", 224, 1, 7, 1, 0, 3},
+		              {"b1_2", 256, 7, 1, 1, 3, 0}}},
+		{NO_POOL, 5, {{"b2_0", 192, 1, 1, 1, 0, 0}, {"b2_1", 192, 7, 1, 1, 3, 0},
+		              {"b2_2", 224, 1, 7, 1, 0, 3}, {"b2_3", 224, 7, 1, 1, 3, 0},
+		              {"b2_4", 256, 1, 7, 1, 0, 3}}},
+		{AVG3, 1, {{"b3_1", 128, 1, 1, 1, 0, 0}}},
+	};
+	return block(b, p, x, 4, bb);
 }
 
 /* reduction_b -- 17x17x1024 to 8x8x1536 */
 static int32_t reduction_b(zb *b, int32_t x)
 {
-	const char *p = "reduction_b";
-	int32_t br[3], t;
-	t = bc(b, p, "b0_0", x, 192, 1, 1, 1, 0, 0);
-	br[0] = bc(b, p, "b0_1", t, 192, 3, 3, 2, 0, 0);
-	t = bc(b, p, "b1_0", x, 256, 1, 1, 1, 0, 0);
-	t = bc(b, p, "b1_1", t, 256, 1, 7, 1, 0, 3);
-	t = bc(b, p, "b1_2", t, 320, 7, 1, 1, 3, 0);
-	br[1] = bc(b, p, "b1_3", t, 320, 3, 3, 2, 0, 0);
-	br[2] = zb_maxpool(b, "reduction_b.pool", x, 3, 2, 0);
-	return cat(b, p, 3, br);
+	static const struct branch r[3] = {
+		{NO_POOL, 2, {{"b0_0", 192, 1, 1, 1, 0, 0}, {"b0_1", 192, 3, 3, 2, 0, 0}}},
+		{NO_POOL, 4, {{"b1_0", 256, 1, 1, 1, 0, 0}, {"b1_1", 256, 1, 7, 1, 0, 3},
+		              {"b1_2", 320, 7, 1, 1, 3, 0}, {"b1_3", 320, 3, 3, 2, 0, 0}}},
+		{MAX3, 0, {{0}}},
+	};
+	return block(b, "reduction_b", x, 3, r);
 }
 
 /* block_c -- 8x8x1536 to 8x8x1536; two branches fork into 1x3 and 3x1 halves.
@@ -126,20 +154,12 @@ static int32_t block_c(zb *b, const char *p, int32_t x)
 	return cat(b, p, 6, br);
 }
 
-/* zb_net_inception -- stem, 4 x A, reduction A, 7 x B, reduction B, 3 x C,
- * global average pool (8x8 at 299), fc 1536 -> classes */
-atm_status zb_net_inception(atm_graph **g, const zb_spec *s)
+/* inception -- stem, 4 x A, reduction A, 7 x B, reduction B, 3 x C, global average pool
+ * (8x8 at 299), fc 1536 -> classes */
+static int32_t inception(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
 	char nm[ZB_NAME_MAX];
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	if (s->variant != 4)
-		return atm_err(ATM_E_INTERNAL, "inception: no variant %d", s->variant);
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
-	int32_t x = zb_image(b, 3, s->image, s->image);
+	(void)arg;
 	x = stem(b, x);
 	for (int i = 1; i <= 4; i++)
 		x = block_a(b, zb_namef(nm, "inception_a%d", i), x);
@@ -150,8 +170,14 @@ atm_status zb_net_inception(atm_graph **g, const zb_spec *s)
 	for (int i = 1; i <= 3; i++)
 		x = block_c(b, zb_namef(nm, "inception_c%d", i), x);
 	x = zb_global_avgpool(b, "avgpool", x);
-	x = zb_fc(b, "fc", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "fc", x, s->n_classes);
+}
+
+atm_status zb_net_inception(atm_graph **g, const zb_spec *s)
+{
+	if (s->variant != 4) {
+		*g = NULL;
+		return atm_err(ATM_E_INTERNAL, "inception: no variant %d", s->variant);
+	}
+	return zb_build_image(g, s, 3, inception, NULL);
 }

@@ -23,28 +23,12 @@ static int32_t bottleneck(zb *b, int stage, int block, int32_t x, int64_t planes
 	return zb_relu(b, zb_namef(nm, "%s.relu", p), y);
 }
 
-/* zb_net_resnet -- stem (7x7/2 conv, BN, ReLU, 3x3/2 max pool), four stages of
- * bottlenecks at 64, 128, 256, 512 planes, global average pool, fc */
-atm_status zb_net_resnet(atm_graph **g, const zb_spec *s)
+/* resnet -- stem (7x7/2 conv, BN, ReLU, 3x3/2 max pool), four stages of bottlenecks at 64,
+ * 128, 256, 512 planes (arg: the variant's blocks per stage), global average pool, fc */
+static int32_t resnet(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
 	static const int64_t planes[4] = {64, 128, 256, 512};
-	const int *blocks;
-	static const int r50[4] = {3, 4, 6, 3}, r101[4] = {3, 4, 23, 3}, r152[4] = {3, 8, 36, 3},
-	                 r200[4] = {3, 24, 36, 3};
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	switch (s->variant) {
-	case 50: blocks = r50; break;
-	case 101: blocks = r101; break;
-	case 152: blocks = r152; break;
-	case 200: blocks = r200; break;
-	default: return atm_err(ATM_E_INTERNAL, "resnet: no variant %d", s->variant);
-	}
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
-	int32_t x = zb_image(b, 3, s->image, s->image);
+	const int *blocks = arg;
 	x = zb_conv(b, "conv1", x, 64, 7, 7, 2, 3, 3, false);
 	x = zb_bn(b, "bn1", x);
 	x = zb_relu(b, "relu", x);
@@ -53,8 +37,20 @@ atm_status zb_net_resnet(atm_graph **g, const zb_spec *s)
 		for (int i = 0; i < blocks[stage]; i++)
 			x = bottleneck(b, stage + 1, i, x, planes[stage], i == 0 && stage > 0 ? 2 : 1);
 	x = zb_global_avgpool(b, "avgpool", x);
-	x = zb_fc(b, "fc", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "fc", x, s->n_classes);
+}
+
+atm_status zb_net_resnet(atm_graph **g, const zb_spec *s)
+{
+	static const int r50[4] = {3, 4, 6, 3}, r101[4] = {3, 4, 23, 3}, r152[4] = {3, 8, 36, 3},
+	                 r200[4] = {3, 24, 36, 3};
+	const int *blocks;
+	switch (s->variant) {
+	case 50: blocks = r50; break;
+	case 101: blocks = r101; break;
+	case 152: blocks = r152; break;
+	case 200: blocks = r200; break;
+	default: *g = NULL; return atm_err(ATM_E_INTERNAL, "resnet: no variant %d", s->variant);
+	}
+	return zb_build_image(g, s, 3, resnet, blocks);
 }

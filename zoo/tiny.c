@@ -1,7 +1,7 @@
 /* tiny.c -- three small networks for tests and quick runs: a CNN that reaches every CNN op, a CNN with a squeeze-and-excitation and a SiLU gate, and an MLP */
 #include "builder.h"
 
-/* zb_net_tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every CNN op of
+/* tiny_cnn -- 32x32x3 in, 10 classes out, 4,178 parameters; every CNN op of
  * atm_op appears in its training step:
  *
  *   conv1 3->8 3x3 (bias), relu1                                   32x32x8
@@ -11,15 +11,9 @@
  *   cat(a, b), pool3 avg 2x2/2, global avg pool                    1x1x16
  *   fc 16->10, softmax cross-entropy
  */
-atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *s)
+static int32_t tiny_cnn(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
-	int32_t x = zb_image(b, 3, s->image, s->image);
+	(void)arg;
 	x = zb_conv(b, "conv1", x, 8, 3, 3, 1, 1, 1, true);
 	x = zb_relu(b, "relu1", x);
 	x = zb_conv(b, "conv2", x, 16, 3, 3, 1, 1, 1, false);
@@ -41,34 +35,22 @@ atm_status zb_net_tiny_cnn(atm_graph **g, const zb_spec *s)
 
 	x = zb_avgpool(b, "pool3", x, 2, 2, 0, false);
 	x = zb_global_avgpool(b, "gap", x);
-	x = zb_fc(b, "fc", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "fc", x, s->n_classes);
 }
 
-/* zb_net_tiny_mlp -- a 1 x image x image input (8x8: 64 features) through fc
+/* tiny_mlp -- a 1 x image x image input (8x8: 64 features) through fc
  * 64->32, ReLU, fc 32->32, ReLU, fc 32->10; 3,466 parameters at the default size */
-atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
+static int32_t tiny_mlp(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
-	int32_t x = zb_image(b, 1, s->image, s->image);
+	(void)arg;
 	x = zb_fc(b, "fc1", x, 32);
 	x = zb_relu(b, "relu1", x);
 	x = zb_fc(b, "fc2", x, 32);
 	x = zb_relu(b, "relu2", x);
-	x = zb_fc(b, "fc3", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "fc3", x, s->n_classes);
 }
 
-/* zb_net_tiny_se -- 32x32x3 in, 10 classes out, 518 parameters: the ops of EfficientNet's,
+/* tiny_se -- 32x32x3 in, 10 classes out, 518 parameters: the ops of EfficientNet's,
  * MobileNet's, ConvNeXt's and LLaMA's blocks (SiLU, depthwise and grouped convolutions, a
  * ceil-mode pooling, a squeeze-and-excitation's sigmoid gate and per-channel scale, hardswish,
  * relu6, hardsigmoid, a learned layer scale, a gate of one shape, an RMS norm):
@@ -81,15 +63,9 @@ atm_status zb_net_tiny_mlp(atm_graph **g, const zb_spec *s)
  *   norm: RMS norm over the last dim (16, its scale [16])          16x16x8
  *   global avg pool, fc 8->10, softmax cross-entropy
  */
-atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
+static int32_t tiny_se(zb *b, int32_t x, const zb_spec *s, const void *arg)
 {
-	zb *b = NULL;
-	atm_status rc;
-	*g = NULL;
-	rc = zb_new(&b, s);
-	if (rc < 0)
-		return rc;
-	int32_t x = zb_image(b, 3, s->image, s->image);
+	(void)arg;
 	x = zb_conv(b, "conv1", x, 8, 3, 3, 1, 1, 1, true);
 	x = zb_silu(b, "silu1", x);
 	x = zb_pool_ceil(b, "pool1", x, 3, 2, 0, true, false);
@@ -110,8 +86,22 @@ atm_status zb_net_tiny_se(atm_graph **g, const zb_spec *s)
 	x = zb_rms_norm(b, "norm", x, 1e-6f);
 
 	x = zb_global_avgpool(b, "gap", x);
-	x = zb_fc(b, "fc", x, s->n_classes);
-	rc = zb_finish(b, x, g);
-	zb_destroy(b);
-	return rc;
+	return zb_fc(b, "fc", x, s->n_classes);
+}
+
+atm_status zb_net_tiny(atm_graph **g, const zb_spec *s)
+{
+	static const struct {
+		zb_forward forward;
+		int64_t channels;
+	} nets[] = {
+		[ZB_TINY_CNN] = {tiny_cnn, 3},
+		[ZB_TINY_MLP] = {tiny_mlp, 1},
+		[ZB_TINY_SE] = {tiny_se, 3},
+	};
+	if (s->variant < 0 || s->variant >= (int)(sizeof nets / sizeof nets[0])) {
+		*g = NULL;
+		return atm_err(ATM_E_INTERNAL, "tiny: no variant %d", s->variant);
+	}
+	return zb_build_image(g, s, nets[s->variant].channels, nets[s->variant].forward, NULL);
 }
