@@ -120,7 +120,6 @@ atm_status cpu_run_hardsigmoid(const atm_kernel *k, void *const *in, void *const
 atm_status cpu_run_rope(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_causal_softmax(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_embedding(const atm_kernel *k, void *const *in, void *const *out);
-atm_status cpu_run_embedding_bwd(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_narrow(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_token_xent(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *const *out);

@@ -541,43 +541,32 @@ static int64_t embedding_row(const atm_kernel *k, const int32_t *ids, int64_t r,
 	return ids[r];
 }
 
-/* cpu_run_embedding -- y's rows copied from the table, by id or by position */
+/* cpu_run_embedding -- forward: y's rows copied from the table, by id or by position;
+ * backward: dtable = 0, then each position's dy row added to its table row in position order
+ * (a fixed order of sums, so the gradient is the same on every run) */
 atm_status cpu_run_embedding(const atm_kernel *k, void *const *in, void *const *out)
 {
 	const atm_node *n = knode(k);
-	const atm_tensor *tab = cpu_tensor_of(k, SLOT_IN, 0), *y = cpu_tensor_of(k, SLOT_OUT, 0);
-	const float *table = in[0];
+	bool fwd = n->op == ATM_OP_EMBEDDING_FWD;
+	const atm_tensor *tab = cpu_tensor_of(k, fwd ? SLOT_IN : SLOT_OUT, 0);
+	const atm_tensor *pos = cpu_tensor_of(k, fwd ? SLOT_OUT : SLOT_IN, 0); /* y or dy */
+	const float *src = in[0]; /* the table, or dy */
 	const int32_t *ids = n->n_in == 2 ? in[1] : NULL;
-	float *dst = out[0];
-	int64_t c = y->dims[y->ndim - 1], rows = tab->dims[tab->ndim - 2];
-	int64_t seq = y->dims[y->ndim - 2];
-	for (int64_t r = 0; r < y->n_elems / c; r++) {
+	float *dst = out[0]; /* y, or dtable */
+	int64_t c = pos->dims[pos->ndim - 1], rows = tab->dims[tab->ndim - 2];
+	int64_t seq = pos->dims[pos->ndim - 2];
+	if (!fwd)
+		memset(dst, 0, (size_t)tab->bytes);
+	for (int64_t r = 0; r < pos->n_elems / c; r++) {
 		int64_t row = embedding_row(k, ids, r, seq, rows);
 		if (row < 0)
 			return ATM_E_INPUT;
-		memcpy(dst + r * c, table + row * c, (size_t)c * sizeof *dst);
-	}
-	return ATM_OK;
-}
-
-/* cpu_run_embedding_bwd -- dtable = 0, then each position's dy row added to its table row in
- * position order: a fixed order of sums, so the gradient is the same on every run */
-atm_status cpu_run_embedding_bwd(const atm_kernel *k, void *const *in, void *const *out)
-{
-	const atm_node *n = knode(k);
-	const atm_tensor *dy = cpu_tensor_of(k, SLOT_IN, 0), *tab = cpu_tensor_of(k, SLOT_OUT, 0);
-	const float *g = in[0];
-	const int32_t *ids = n->n_in == 2 ? in[1] : NULL;
-	float *dtable = out[0];
-	int64_t c = dy->dims[dy->ndim - 1], rows = tab->dims[tab->ndim - 2];
-	int64_t seq = dy->dims[dy->ndim - 2];
-	memset(dtable, 0, (size_t)tab->bytes);
-	for (int64_t r = 0; r < dy->n_elems / c; r++) {
-		int64_t row = embedding_row(k, ids, r, seq, rows);
-		if (row < 0)
-			return ATM_E_INPUT;
-		float *d = dtable + row * c;
-		const float *s = g + r * c;
+		if (fwd) {
+			memcpy(dst + r * c, src + row * c, (size_t)c * sizeof *dst);
+			continue;
+		}
+		float *d = dst + row * c;
+		const float *s = src + r * c;
 		for (int64_t j = 0; j < c; j++)
 			d[j] += s[j];
 	}

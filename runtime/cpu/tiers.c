@@ -483,16 +483,24 @@ atm_status atm_tier_choose(const atm_tier_topo *topo, const atm_tier_opts *o, at
 
 /* ---------------------------------------------------------------- opening */
 
-/* tier_new -- an empty tier of topo */
-static atm_tier *tier_new(atm_tier_topo *topo)
+/* tier_new -- an empty tier of topo into *out, to be opened on this machine (which: "fast" or
+ * "slow", for the message); ATM_E_UNSUPPORTED when topo describes another one */
+static atm_status tier_new(atm_tier **out, atm_tier_topo *topo, const char *which)
 {
-	atm_tier *t = calloc(1, sizeof *t);
+	atm_tier *t;
+	*out = NULL;
+	if (!topo->thissystem)
+		return atm_err(ATM_E_UNSUPPORTED,
+		               "the topology was loaded from XML: it describes another machine, tiers are "
+		               "opened on this one");
+	t = calloc(1, sizeof *t);
 	if (!t)
-		return NULL;
+		return atm_err(ATM_E_NOMEM, "out of memory opening the %s tier", which);
 	t->topo = topo;
 	t->fd = -1;
 	t->align = ATM_ARENA_ALIGN;
-	return t;
+	*out = t;
+	return ATM_OK;
 }
 
 /* set_name -- desc.name and the name kept for emulation labels */
@@ -544,13 +552,8 @@ atm_status atm_tier_open_fast(atm_tier **out, atm_tier_topo *topo, const atm_tie
 	if (!o)
 		o = &none;
 	const char *s = o->fast ? o->fast : "auto";
-	if (!topo->thissystem)
-		return atm_err(ATM_E_UNSUPPORTED,
-		               "the topology was loaded from XML: it describes another machine, tiers are "
-		               "opened on this one");
-	t = tier_new(topo);
-	if (!t)
-		return atm_err(ATM_E_NOMEM, "out of memory opening the fast tier");
+	if ((rc = tier_new(&t, topo, "fast")) < 0)
+		return rc;
 	if (strcmp(s, "auto") == 0) {
 		int with_memory = 0;
 		for (int i = 0; i < topo->n_nodes; i++)
@@ -798,15 +801,8 @@ atm_status atm_tier_open_slow(atm_tier **out, atm_tier_topo *topo, const atm_tie
 	*out = NULL;
 	if (!o)
 		o = &none;
-	if ((rc = atm_tier_choose(topo, o, &c)) < 0)
+	if ((rc = atm_tier_choose(topo, o, &c)) < 0 || (rc = tier_new(&t, topo, "slow")) < 0)
 		return rc;
-	if (!topo->thissystem)
-		return atm_err(ATM_E_UNSUPPORTED,
-		               "the topology was loaded from XML: it describes another machine, tiers are "
-		               "opened on this one");
-	t = tier_new(topo);
-	if (!t)
-		return atm_err(ATM_E_NOMEM, "out of memory opening the slow tier");
 	switch (c.kind) {
 	case ATM_TIER_PMEM_DIR: rc = open_pmem_dir(t, o); break;
 	case ATM_TIER_FSDAX_FILE: rc = open_fsdax(t, o); break;

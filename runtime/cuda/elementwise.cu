@@ -82,32 +82,60 @@ __global__ void k_sum_rows(const float *dy, float *db, int64_t rows, int64_t col
 	}
 }
 
-__global__ void k_maxpool_fwd(atm_cu_pool p, const float *x, float *y, int32_t *argmax)
+/* window -- the part inside x of an output's window: rows y0 to y1 - 1, columns x0 to x1 - 1 */
+struct window {
+	int32_t y0, y1, x0, x1;
+};
+
+/* window_at -- the window of output (oy, ox) */
+__device__ window window_at(const atm_cu_pool &p, int32_t oy, int32_t ox)
+{
+	int32_t y0 = oy * p.sh - p.pt, x0 = ox * p.sw - p.pl;
+	int32_t y1 = y0 + p.kh, x1 = x0 + p.kw;
+	window w;
+	w.y0 = y0 < 0 ? 0 : y0;
+	w.x0 = x0 < 0 ? 0 : x0;
+	w.y1 = y1 > p.h ? p.h : y1;
+	w.x1 = x1 > p.w ? p.w : x1;
+	return w;
+}
+
+/* divisor -- the whole window, or the part of it inside x */
+__device__ float divisor(const atm_cu_pool &p, int32_t oy, int32_t ox)
+{
+	if (!p.exclude_pad)
+		return (float)(p.kh * p.kw);
+	window w = window_at(p, oy, ox);
+	return (float)((w.y1 - w.y0) * (w.x1 - w.x0));
+}
+
+/* k_pool_fwd -- max pooling, its argmax the first of equal values, or (argmax NULL) average
+ * pooling: over each output's window inside x, in row-major order */
+__global__ void k_pool_fwd(atm_cu_pool p, const float *x, float *y, int32_t *argmax)
 {
 	int64_t per = (int64_t)p.oh * p.ow;
 	FOR_EACH(i, p.planes * per) {
-		int64_t plane = i / per;
 		int32_t oy = (int32_t)(i % per / p.ow), ox = (int32_t)(i % p.ow);
-		const float *xp = x + plane * p.h * p.w;
-		float best = 0;
+		const float *xp = x + i / per * p.h * p.w;
+		window w = window_at(p, oy, ox);
+		float best = 0, s = 0;
 		int32_t at = -1;
-		for (int32_t ky = 0; ky < p.kh; ky++) {
-			int32_t iy = oy * p.sh - p.pt + ky;
-			if (iy < 0 || iy >= p.h)
-				continue;
-			for (int32_t kx = 0; kx < p.kw; kx++) {
-				int32_t ix = ox * p.sw - p.pl + kx;
-				if (ix < 0 || ix >= p.w)
-					continue;
+		for (int32_t iy = w.y0; iy < w.y1; iy++)
+			for (int32_t ix = w.x0; ix < w.x1; ix++) {
 				float v = xp[iy * p.w + ix];
-				if (at < 0 || v > best) {
+				if (!argmax) {
+					s += v;
+				} else if (at < 0 || v > best) {
 					best = v;
 					at = iy * p.w + ix;
 				}
 			}
+		if (argmax) {
+			y[i] = best;
+			argmax[i] = at;
+		} else {
+			y[i] = s / divisor(p, oy, ox);
 		}
-		y[i] = best;
-		argmax[i] = at;
 	}
 }
 
@@ -139,42 +167,6 @@ __global__ void k_maxpool_bwd(atm_cu_pool p, const float *dy, const int32_t *arg
 				if (a[oy * p.ow + ox] == me)
 					s += d[oy * p.ow + ox];
 		dx[i] = s;
-	}
-}
-
-/* divisor -- the whole window, or the part of it inside x */
-__device__ float divisor(const atm_cu_pool &p, int32_t oy, int32_t ox)
-{
-	if (!p.exclude_pad)
-		return (float)(p.kh * p.kw);
-	int32_t y0 = oy * p.sh - p.pt, x0 = ox * p.sw - p.pl;
-	int32_t y1 = y0 + p.kh, x1 = x0 + p.kw;
-	y0 = y0 < 0 ? 0 : y0;
-	x0 = x0 < 0 ? 0 : x0;
-	y1 = y1 > p.h ? p.h : y1;
-	x1 = x1 > p.w ? p.w : x1;
-	return (float)((y1 - y0) * (x1 - x0));
-}
-
-__global__ void k_avgpool_fwd(atm_cu_pool p, const float *x, float *y)
-{
-	int64_t per = (int64_t)p.oh * p.ow;
-	FOR_EACH(i, p.planes * per) {
-		int64_t plane = i / per;
-		int32_t oy = (int32_t)(i % per / p.ow), ox = (int32_t)(i % p.ow);
-		const float *xp = x + plane * p.h * p.w;
-		float s = 0;
-		for (int32_t ky = 0; ky < p.kh; ky++) {
-			int32_t iy = oy * p.sh - p.pt + ky;
-			if (iy < 0 || iy >= p.h)
-				continue;
-			for (int32_t kx = 0; kx < p.kw; kx++) {
-				int32_t ix = ox * p.sw - p.pl + kx;
-				if (ix >= 0 && ix < p.w)
-					s += xp[iy * p.w + ix];
-			}
-		}
-		y[i] = s / divisor(p, oy, ox);
 	}
 }
 
@@ -767,7 +759,7 @@ cudaError_t atm_cu_sum_rows(cudaStream_t s, const float *dy, float *db, int64_t 
 cudaError_t atm_cu_maxpool_fwd(cudaStream_t s, const atm_cu_pool *p, const float *x, float *y,
                                int32_t *argmax)
 {
-	k_maxpool_fwd<<<blocks(p->planes * p->oh * p->ow), THREADS, 0, s>>>(*p, x, y, argmax);
+	k_pool_fwd<<<blocks(p->planes * p->oh * p->ow), THREADS, 0, s>>>(*p, x, y, argmax);
 	return cudaGetLastError();
 }
 
@@ -780,7 +772,7 @@ cudaError_t atm_cu_maxpool_bwd(cudaStream_t s, const atm_cu_pool *p, const float
 
 cudaError_t atm_cu_avgpool_fwd(cudaStream_t s, const atm_cu_pool *p, const float *x, float *y)
 {
-	k_avgpool_fwd<<<blocks(p->planes * p->oh * p->ow), THREADS, 0, s>>>(*p, x, y);
+	k_pool_fwd<<<blocks(p->planes * p->oh * p->ow), THREADS, 0, s>>>(*p, x, y, NULL);
 	return cudaGetLastError();
 }
 
