@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,35 +37,7 @@ static const char plan_help_head[] =
 	"FOLDER/FORMULATION-S_F.json (-o FOLDER/, made when missing). A ratio whose limit\n"
 	"is infeasible is said and skipped (exit 4 at the end).\n"
 	"\n"
-	"options:\n" CLI_GRAPH_HELP;
-
-static const char plan_help_tail[] =
-	"  -o FILE           write the plan JSON to FILE (atomically; 'autotm run --placement\n"
-	"                    FILE' runs it); with a list of ratios, a folder\n"
-	"  --timeline FILE   write what a picture of the plan needs (plots/plan.py draws it): fast\n"
-	"                    memory by tensor kind at every kernel, the moves, the kernels with\n"
-	"                    slow operands (docs/plan-timeline.md)\n"
-	"  --write-model FILE  write the ILP (the final round's) to FILE, MPS when it ends in\n"
-	"                    .mps, CPLEX LP when in .lp, for any solver to read\n"
-	"  --results FILE    also write the plan's prediction as a results record (actual\n"
-	"                    times null; docs/formats.md), e.g. for a network\n"
-	"                    planned with --estimate that this machine cannot run\n"
-	"  --append          add that record to FILE's runs (FILE of the same workload)\n"
-	"  --explain         print the plan as a timeline: where tensors live, what moves when,\n"
-	"                    which kernels slow down and by how much\n"
-	"  --json            print a summary as one JSON object\n"
-	"  --estimate        use (and make) estimated kernel times instead of measured ones\n"
-	CLI_MEMORY_HELP
-	"  --quiet           no progress on stderr\n"
-	"  -h, --help        this help\n";
-
-/* print_help -- autotm plan --help */
-static void print_help(void)
-{
-	fputs(plan_help_head, stdout);
-	cli_plan_help(stdout);
-	fputs(plan_help_tail, stdout);
-}
+	"options:\n";
 
 /* round_json -- one solve of the defragmentation loop */
 static json_t *round_json(const atm_opt_round *r)
@@ -225,140 +198,107 @@ struct plan_args {
 	const char *ratio_list; /* --ratio S:F,S:F,...: a sweep into the folder out */
 };
 
+#define PLAN(field) .at = offsetof(struct plan_args, field)
+#define JOB(field) .at = offsetof(struct plan_args, jo.field)
+
+static const cli_option plan_own[] = {
+	{"output", 'o', "FILE", .help = "write the plan JSON to FILE (atomically; 'autotm run "
+	 "--placement FILE' runs it); with a list of ratios, a folder", .set = cli_set_text,
+	 PLAN(out)},
+	{"timeline", .value = "FILE", .help = "write what a picture of the plan needs "
+	 "(plots/plan.py draws it): fast memory by tensor kind at every kernel, the moves, the "
+	 "kernels with slow operands (docs/plan-timeline.md)", .set = cli_set_text, PLAN(timeline)},
+	{"write-model", .value = "FILE", .help = "(ILP formulations) write the integer program to "
+	 "FILE, free MPS when it ends in .mps, CPLEX LP when in .lp, for any solver to read; with "
+	 "several defragmentation rounds the final round's. Written atomically",
+	 .set = cli_set_text, JOB(opt.write_model)},
+	{"results", .value = "FILE", .help = "also write the plan's prediction as a results run "
+	 "whose actual times are null (docs/formats.md): how --estimate plans of networks too large "
+	 "to run become predicted points of a figure", .set = cli_set_text, JOB(results_path)},
+	{"append", .help = "add that run to FILE's runs (FILE of the same workload)",
+	 .set = cli_set_true, JOB(append)},
+	{"explain", .help = "print the plan as a timeline: where tensors live, what moves when, "
+	 "which kernels slow down and by how much", .set = cli_set_true, PLAN(explain)},
+	CLI_JSON_ROW(struct plan_args, json),
+	{"estimate", .help = "plan from estimated kernel times (made by the roofline where the cache "
+	 "lacks them) instead of measured ones: for networks this machine cannot run",
+	 .set = cli_set_true, JOB(estimate)},
+	CLI_QUIET_ROW(struct plan_args, jo.quiet),
+	{NULL},
+};
+
+const cli_command_options cmd_plan_options = {
+	"plan", (const cli_option *const[]){cli_graph_options, cli_plan_options, plan_own,
+	                                    cli_memory_options, NULL}};
+
 /* model_file_ok -- --write-model FILE: a suffix that names the format, an ILP to write and a
- * folder that takes the file; -1 to go on, else the exit code */
-static int model_file_ok(const char *path, const atm_job_opts *jo)
+ * folder that takes the file */
+static atm_status model_file_ok(const char *path, const atm_job_opts *jo)
 {
 	size_t n = strlen(path);
-	atm_status rc;
 	bool mps = n > 4 && !strcmp(path + n - 4, ".mps"), lp = n > 3 && !strcmp(path + n - 3, ".lp");
 	if (!mps && !lp)
-		return cli_usage_error("plan", "--write-model '%s' names no model format; give a file "
-		                       "ending in .mps (MPS) or .lp (CPLEX LP)", path);
+		return atm_err(ATM_E_USAGE, "--write-model '%s' names no model format; give a file "
+		               "ending in .mps (MPS) or .lp (CPLEX LP)", path);
 	if (!atm_opt_is_ilp(jo->formulation))
-		return cli_usage_error("plan", "--write-model writes an integer program; the %s "
-		                       "formulation has none (give static, synchronous or asynchronous)",
-		                       atm_opt_formulation_name(jo->formulation));
+		return atm_err(ATM_E_USAGE, "--write-model writes an integer program; the %s "
+		               "formulation has none (give static, synchronous or asynchronous)",
+		               atm_opt_formulation_name(jo->formulation));
 	/* like -o: a model built after minutes must have somewhere to go */
-	if ((rc = atm_check_writable(path)) < 0)
-		return cli_fail("plan", rc);
-	return -1;
+	return atm_check_writable(path);
 }
 
 /* sweep_args_ok -- a sweep (--ratio with a list) writes its plans into the folder -o names
- * (made now) and prints each; what writes one file per plan is refused; -1 to go on, else the
- * exit code */
-static int sweep_args_ok(const struct plan_args *a)
+ * (made now) and prints each; what writes one file per plan is refused */
+static atm_status sweep_args_ok(const struct plan_args *a)
 {
 	char probe[PATH_MAX];
 	atm_status rc;
 	if (!a->out)
-		return cli_usage_error("plan", "--ratio '%s' plans a sweep, a plan per ratio: give -o "
-		                       "FOLDER/ for them", a->ratio_list);
+		return atm_err(ATM_E_USAGE, "--ratio '%s' plans a sweep, a plan per ratio: give -o "
+		               "FOLDER/ for them", a->ratio_list);
 	if (a->json || a->timeline || a->jo.opt.write_model)
-		return cli_usage_error("plan", "--ratio '%s' plans a sweep: %s is for one plan (give "
-		                       "one ratio)", a->ratio_list, a->json ? "--json" : a->timeline
-		                       ? "--timeline" : "--write-model");
+		return atm_err(ATM_E_USAGE, "--ratio '%s' plans a sweep: %s is for one plan (give "
+		               "one ratio)", a->ratio_list, a->json ? "--json" : a->timeline
+		               ? "--timeline" : "--write-model");
 	if ((rc = atm_make_dirs(a->out, 0777)) < 0)
-		return cli_fail("plan", atm_err_prefix(rc, "-o: "));
+		return atm_err_prefix(rc, "-o: ");
 	/* plans found after minutes must have somewhere to go */
 	if (snprintf(probe, sizeof probe, "%s/plan.json", a->out) >= (int)sizeof probe)
-		return cli_usage_error("plan", "-o %s: the folder's name is too long", a->out);
-	if ((rc = atm_check_writable(probe)) < 0)
-		return cli_fail("plan", rc);
-	return -1;
+		return atm_err(ATM_E_USAGE, "-o %s: the folder's name is too long", a->out);
+	return atm_check_writable(probe);
 }
 
-/* parse_args -- the command line into a; -1 to go on, else the exit code */
-static int parse_args(int argc, char **argv, struct plan_args *a)
+/* parse_args -- the command line into a, checked */
+static atm_status parse_args(int argc, char **argv, struct plan_args *a, cli_given *given)
 {
-	enum { OPT_EXPLAIN = CLI_OPT_FIRST_FREE, OPT_JSON, OPT_ESTIMATE, OPT_QUIET, OPT_RESULTS,
-	       OPT_APPEND, OPT_WRITE_MODEL, OPT_TIMELINE };
-	static const struct option longopts[] = {
-		CLI_GRAPH_OPTIONS,
-		CLI_MEMORY_OPTIONS,
-		CLI_PLAN_OPTIONS,
-		{"explain", no_argument, NULL, OPT_EXPLAIN},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"estimate", no_argument, NULL, OPT_ESTIMATE},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"results", required_argument, NULL, OPT_RESULTS},
-		{"append", no_argument, NULL, OPT_APPEND},
-		{"write-model", required_argument, NULL, OPT_WRITE_MODEL},
-		{"timeline", required_argument, NULL, OPT_TIMELINE},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	atm_job_opts *jo = &a->jo;
-	cli_plan_given given = {0};
 	atm_status rc;
-	int opt;
 
 	cli_job_begin(jo, "plan");
 	jo->optimize = true;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
-		if (used < 0)
-			return cli_fail("plan", ATM_E_USAGE);
-		if (used)
-			continue;
-		switch (opt) {
-		case OPT_EXPLAIN:
-			a->explain = true;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case OPT_ESTIMATE:
-			jo->estimate = true;
-			break;
-		case OPT_QUIET:
-			jo->quiet = true;
-			break;
-		case OPT_RESULTS:
-			if (!optarg[0])
-				return cli_usage_error("plan", "--results needs a file name");
-			jo->results_path = optarg;
-			break;
-		case OPT_APPEND:
-			jo->append = true;
-			break;
-		case OPT_WRITE_MODEL:
-			jo->opt.write_model = optarg;
-			break;
-		case OPT_TIMELINE:
-			a->timeline = optarg;
-			break;
-		case 'o':
-			a->out = optarg;
-			break;
-		default:
-			return cli_other_option("plan", opt, argv, print_help);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
-	if (cli_plan_check(jo, &given) < 0)
-		return cli_usage_error("plan", "%s", atm_errmsg());
+	if ((rc = cli_parse(&cmd_plan_options, (void *const[]){&a->src, jo, a, &jo->mem}, argc,
+	                    argv, given)) < 0 || given->help)
+		return rc;
+	if ((rc = cli_plan_check(jo, given)) < 0)
+		return rc;
 	if (jo->append && !jo->results_path)
-		return cli_usage_error("plan", "--append needs --results FILE");
-	if ((a->ratio_list = given.ratio_list))
+		return atm_err(ATM_E_USAGE, "--append needs --results FILE");
+	if ((a->ratio_list = cli_ratio_list(given)))
 		return sweep_args_ok(a);
 	char cache[PATH_MAX];
-	cli_file in[4], out[] = {{"-o", given.ratio_list ? NULL : a->out}, {"--results", jo->results_path},
+	cli_file in[4], out[] = {{"-o", a->out}, {"--results", jo->results_path},
 	                         {"--timeline", a->timeline}, {"--write-model", jo->opt.write_model}};
 	int n_in = cli_job_inputs(&a->src, jo, in, cache, sizeof cache);
-	int code = cli_check_files("plan", out, sizeof out / sizeof *out, in, n_in);
-	if (code >= 0)
-		return code;
+	if ((rc = cli_check_files(out, sizeof out / sizeof *out, in, n_in)) < 0)
+		return rc;
 	/* a plan found after minutes must have somewhere to go */
-	if (a->out && !given.ratio_list && (rc = atm_check_writable(a->out)) < 0)
-		return cli_fail("plan", rc);
-	if (a->timeline && (rc = atm_check_writable(a->timeline)) < 0)
-		return cli_fail("plan", rc);
+	if ((a->out && (rc = atm_check_writable(a->out)) < 0) ||
+	    (a->timeline && (rc = atm_check_writable(a->timeline)) < 0))
+		return rc;
 	if (jo->opt.write_model)
 		return model_file_ok(jo->opt.write_model, jo);
-	return -1;
+	return ATM_OK;
 }
 
 /* report -- write and print what the job planned (arg: the plan_args) */
@@ -422,7 +362,7 @@ static int sweep_items(const char *list, const char *folder, const atm_job_opts 
 		end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		if (n == MAX_SWEEP) {
-			cli_usage_error("plan", "--ratio: at most %d ratios in a sweep", MAX_SWEEP);
+			atm_err(ATM_E_USAGE, "--ratio: at most %d ratios in a sweep", MAX_SWEEP);
 			return -1;
 		}
 		snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), p);
@@ -453,7 +393,7 @@ static int sweep(struct plan_args *a)
 	const atm_job_opts base = a->jo;
 	int n = sweep_items(a->ratio_list, a->out, &base, it), worst = 0, last = -1;
 	if (n < 0)
-		return atm_exit_code(ATM_E_USAGE);
+		return cli_fail("plan", ATM_E_USAGE);
 	for (int i = 0; i < base.n_starts; i++)
 		starts[i] = base.starts[i];
 	for (int i = 0; i < n; i++) {
@@ -483,9 +423,12 @@ static int sweep(struct plan_args *a)
 int cmd_plan(int argc, char **argv)
 {
 	struct plan_args a = {0};
-	int code = parse_args(argc, argv, &a);
-	if (code >= 0)
-		return code;
+	cli_given given;
+	atm_status rc = parse_args(argc, argv, &a, &given);
+	if (rc < 0)
+		return cli_fail("plan", rc);
+	if (given.help)
+		return cli_help(plan_help_head, &cmd_plan_options, NULL);
 	if (a.ratio_list)
 		return sweep(&a);
 	return cli_job_main("plan", &a.src, &a.jo, report, &a);

@@ -32,25 +32,7 @@ static const char profile_help[] =
 	"plans are priced with that difference (docs/profile.md). A step too large for\n"
 	"the memory here is skipped, with the reason.\n"
 	"\n"
-	"options:\n" CLI_GRAPH_HELP CLI_MEMORY_HELP
-	"  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
-	"                    else ~/.cache/autotm/profiles.json)\n"
-	"  --estimate        estimate the times from each kernel's FLOPs and bytes (a roofline\n"
-	"                    calibrated on this machine) without running the network: for\n"
-	"                    networks too large to run here. Kept apart from measured times,\n"
-	"                    and compared with them when the cache has both\n"
-	"  --isolated        time kernels alone only; run no all-fast steps\n"
-	"  --rebuild         drop this machine's entries (or a corrupt cache) and start over\n"
-	"  --reps N          timed runs per configuration after one warm-up (default 5)\n"
-	"  --json            print one JSON object\n"
-	"  --quiet           no progress on stderr\n"
-	"  -h, --help        this help\n";
-
-/* print_help -- autotm profile --help */
-static void print_help(void)
-{
-	fputs(profile_help, stdout);
-}
+	"options:\n";
 
 /* compare -- the estimated profile p against the measured one of the same
  * machine in the same cache; false when there is none to compare with */
@@ -220,76 +202,46 @@ struct profile_args {
 	bool estimate, isolated, rebuild, json, quiet;
 };
 
-/* parse_args -- the command line into a; -1 to go on, else the exit code */
-static int parse_args(int argc, char **argv, struct profile_args *a)
-{
-	enum { OPT_ESTIMATE = CLI_OPT_FIRST_FREE, OPT_ISOLATED, OPT_REBUILD, OPT_REPS, OPT_JSON, OPT_QUIET };
-	static const struct option longopts[] = {
-		CLI_GRAPH_OPTIONS,
-		CLI_MEMORY_OPTIONS,
-		{"cache", required_argument, NULL, CLI_OPT_CACHE},
-		{"estimate", no_argument, NULL, OPT_ESTIMATE},
-		{"isolated", no_argument, NULL, OPT_ISOLATED},
-		{"rebuild", no_argument, NULL, OPT_REBUILD},
-		{"reps", required_argument, NULL, OPT_REPS},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int opt;
+#define PROFILE(field) .at = offsetof(struct profile_args, field)
 
+static const cli_option profile_own[] = {
+	{"cache", .value = "FILE", .help = "the profile cache",
+	 .def = "$XDG_CACHE_HOME/autotm/profiles.json, else ~/.cache/autotm/profiles.json",
+	 .set = cli_set_text, PROFILE(cache)},
+	{"estimate", .help = "estimate kernel times from each kernel's FLOPs and bytes (a roofline "
+	 "calibrated on this machine) instead of measuring them: for networks too large to run here. "
+	 "Kept apart from measured times", .set = cli_set_true, PROFILE(estimate)},
+	{"isolated", .help = "time kernels alone only; run no all-fast steps", .set = cli_set_true,
+	 PROFILE(isolated)},
+	{"rebuild", .help = "drop this machine's entries of the cache (or a corrupt cache) and start "
+	 "over", .set = cli_set_true, PROFILE(rebuild)},
+	{"reps", .value = "N", .help = "timed runs per configuration after one warm-up", .def = "5",
+	 .set = cli_set_i64, PROFILE(reps), .lo = 1, .hi = 1000},
+	CLI_JSON_ROW(struct profile_args, json),
+	CLI_QUIET_ROW(struct profile_args, quiet),
+	{NULL},
+};
+
+const cli_command_options cmd_profile_options = {
+	"profile", (const cli_option *const[]){cli_graph_options, cli_memory_options, profile_own,
+	                                       NULL}};
+
+/* parse_args -- the command line into a, checked */
+static atm_status parse_args(int argc, char **argv, struct profile_args *a, cli_given *given)
+{
+	atm_status rc;
 	a->reps = 5;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&a->src, opt, optarg);
-		if (!used)
-			used = cli_memory_option(&a->mem, opt, optarg);
-		if (used < 0)
-			return cli_fail("profile", ATM_E_USAGE);
-		if (used)
-			continue;
-		switch (opt) {
-		case CLI_OPT_CACHE:
-			if (!optarg[0])
-				return cli_usage_error("profile", "--cache needs a file name");
-			a->cache = optarg;
-			break;
-		case OPT_ESTIMATE:
-			a->estimate = true;
-			break;
-		case OPT_ISOLATED:
-			a->isolated = true;
-			break;
-		case OPT_REBUILD:
-			a->rebuild = true;
-			break;
-		case OPT_REPS:
-			if (cli_parse_int("reps", optarg, 1, 1000, &a->reps) < 0)
-				return cli_fail("profile", ATM_E_USAGE);
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case OPT_QUIET:
-			a->quiet = true;
-			break;
-		default:
-			return cli_other_option("profile", opt, argv, print_help);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_parse(&cmd_profile_options, (void *const[]){&a->src, &a->mem, a}, argc, argv,
+	                    given)) < 0 || given->help)
+		return rc;
 	atm_backend_caps caps;
-	if (atm_backend_caps_get(a->mem.gpu.mode, &caps) < 0)
-		return cli_fail("profile", ATM_E_USAGE);
-	if (cli_gpu_model_check(&a->mem, a->estimate, "profile") < 0)
-		return cli_usage_error("profile", "%s", atm_errmsg());
+	if ((rc = atm_backend_caps_get(a->mem.gpu.mode, &caps)) < 0 ||
+	    (rc = cli_gpu_model_check(&a->mem, a->estimate, "profile")) < 0)
+		return rc;
 	if (a->estimate && !caps.host_tiers && !caps.modelled)
-		return cli_usage_error("profile", "--estimate models a CPU (a roofline of its cores and "
-		                       "memories); with --gpu, profile on the GPU itself");
-	return -1;
+		return atm_err(ATM_E_USAGE, "--estimate models a CPU (a roofline of its cores and "
+		               "memories); with --gpu, profile on the GPU itself");
+	return ATM_OK;
 }
 
 /* open_cache -- the cache opened before anything is measured; a corrupt one says how to start
@@ -318,10 +270,12 @@ int cmd_profile(int argc, char **argv)
 	atm_profile *p = NULL;
 	atm_prof_report r;
 	atm_prof_error err;
-	atm_status rc;
-	int code = parse_args(argc, argv, &a);
-	if (code >= 0)
-		return code;
+	cli_given given;
+	atm_status rc = parse_args(argc, argv, &a, &given);
+	if (rc < 0)
+		return cli_fail("profile", rc);
+	if (given.help)
+		return cli_help(profile_help, &cmd_profile_options, NULL);
 	if ((rc = atm_job_memory_resolve("profile", &a.mem, a.quiet)) < 0 ||
 	    (rc = cli_load_graph(&a.src, &g, &w)) < 0)
 		goto fail;

@@ -1,6 +1,7 @@
 /* cmd_run.c -- autotm run: execute one training step plan for real and write the results JSON */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,54 +30,9 @@ static const char run_help_head[] =
 	"its turns) and, with all-fast among them, its per-turn ratio to all-fast beside the\n"
 	"predicted one. The results hold one run per placement under one comparison id.\n"
 	"\n"
-	"options:\n" CLI_GRAPH_HELP
-	"  --placement P     all-fast (default), all-slow, random (with --placement-seed), or a plan\n"
-	"                    JSON file (docs/formats.md); with --gpu also managed:\n"
-	"                    every tensor in cudaMallocManaged memory (Figure 12's baseline),\n"
-	"                    refused when it exceeds the device's free memory\n"
-	"  --allow-oversubscribe  run managed past the free device memory (can hang a GPU)\n"
-	"  --placement P,Q,...  compare these placements (built-in ones, plan files)\n"
-	"  --formulation F,G,...  compare these formulations (planned under one limit); random,\n"
-	"                    managed and plan files may be listed beside them; an ILP\n"
-	"                    formulation with '+recompute' (synchronous+recompute) recomputes\n"
-	"  --turns N         compare in N turns (default 5; with one placement, its turns)\n"
-	"  --interleave step|turn  how a comparison takes turns: step (default on the CPU and a\n"
-	"                    simulated GPU) keeps every placement's executor alive and runs a step\n"
-	"                    of each in turn, --iters rounds a turn; turn (default on a GPU, or\n"
-	"                    when the executors would not fit the memory together) runs a fresh\n"
-	"                    executor per placement and turn, --warmup then --iters steps\n"
-	"  --reruns N        a round (a turn, by turn) that other processes disturbed, taking\n"
-	"                    more than a tenth of a core, is measured again, at most N times a\n"
-	"                    turn (default: --iters; 0: never)\n";
+	"options:\n";
 
 static const char run_help_tail[] =
-	"  --seed N          seed of the weights and data (default 1)\n"
-	"  --weights-in FILE start from these weights (safetensors, the graph's parameter names,\n"
-	"                    F32 of the graph's shapes; docs/formats.md) instead of --seed's\n"
-	"  --data FILE       the step's inputs and labels (safetensors: the graph's input names,\n"
-	"                    or 'input' and 'labels'; labels F32 one-hot rows or integer class\n"
-	"                    indices) instead of --seed's; every step trains on this batch\n"
-	"  --weights-out FILE  write the weights after the last step (safetensors, atomically; in\n"
-	"                    a comparison, the first placement to finish: all train alike)\n"
-	"  --weights-dtype T the parameters' dtype in --weights-out: f32 (default), bf16 or f16,\n"
-	"                    rounded to nearest even as PyTorch's .to() does; the optimizer's\n"
-	"                    states stay f32\n"
-	"  --placement-seed N  seed of the random placement (default: --seed)\n"
-	"  --iters N         measured steps (default 5)\n"
-	"  --warmup N        steps run first and not measured (default 1)\n"
-	CLI_MEMORY_HELP
-	"  --2lm SIZE        emulate Memory Mode (2LM): SIZE of fast memory caches the slow\n"
-	"                    tier; needs --placement all-slow and --emulate\n"
-	"  -o FILE           write the results JSON to FILE (atomically)\n"
-	"  --plans-out DIR   write each plan the optimizer makes to DIR/FORMULATION.json once\n"
-	"                    planned (DIR made when missing), for --start at a larger limit\n"
-	"  --append          add this run to FILE's runs when FILE holds the same workload\n"
-	"  --explain[=N]     with the planning options: where the step's time went against the\n"
-	"                    prediction: kernels and the rest (moves, waits, allocation, faults),\n"
-	"                    and the N kernels (default 10) the prediction missed most\n"
-	"  --quiet           no progress on stderr\n"
-	"  --bucket-size SIZE  under mpirun: the gradients averaged by one allreduce (default 25M)\n"
-	"  -h, --help        this help\n"
 	"\n"
 	"Under mpirun (mpirun -np N autotm run ...) each of the N ranks trains its shard of the\n"
 	"batch (--batch, or --data's rows: a multiple of N) and the gradients are averaged over\n"
@@ -84,14 +40,6 @@ static const char run_help_tail[] =
 	"the same weights. Rank 0 profiles (the others alongside it), plans, prints and writes\n"
 	"the results and --weights-out. A --formulation list (with --turns) compares the\n"
 	"placements with every rank in step; docs/many-machines.md.\n";
-
-/* print_help -- autotm run --help */
-static void print_help(void)
-{
-	fputs(run_help_head, stdout);
-	cli_plan_help(stdout);
-	fputs(run_help_tail, stdout);
-}
 
 /* print_emulation -- what an emulated slow tier waited for (with its waits per step, for one
  * run), and where this machine's bandwidth came from */
@@ -199,7 +147,8 @@ struct run_args {
 	atm_job_placement pl[MAX_PLACEMENTS];
 	int n_pl;
 	atm_job_compare_opts co;
-	bool turns_given, interleave_given, reruns_given;
+	const char *placement;        /* --placement: one, or a list */
+	int64_t seed, placement_seed; /* placement_seed < 0: --seed's */
 	int64_t bucket_bytes; /* under mpirun: an allreduce's gradients (0: the default) */
 	int rank;             /* under mpirun: this process's rank (0 prints) */
 };
@@ -288,17 +237,16 @@ static bool looks_like_file(const char *w)
 	return strpbrk(w, "/.") || access(w, F_OK) == 0;
 }
 
-/* add_item -- one item of a --formulation (formulations) or --placement list; -1 to go on, else
- * the exit code */
-static int add_item(struct run_args *a, const char *item, bool formulations)
+/* add_item -- one item of a --formulation (formulations) or --placement list */
+static atm_status add_item(struct run_args *a, const char *item, bool formulations)
 {
 	const char *opt = formulations ? "--formulation" : "--placement";
 	atm_job_placement *p = &a->pl[a->n_pl];
 	if (!item[0])
-		return cli_usage_error("run", "%s: an empty item in the list", opt);
+		return atm_err(ATM_E_USAGE, "%s: an empty item in the list", opt);
 	if (a->n_pl == MAX_PLACEMENTS)
-		return cli_usage_error("run", "%s: at most %d placements in one comparison", opt,
-		                       MAX_PLACEMENTS);
+		return atm_err(ATM_E_USAGE, "%s: at most %d placements in one comparison", opt,
+		               MAX_PLACEMENTS);
 	*p = (atm_job_placement){.placement = item};
 	/* "synchronous+recompute": an ILP formulation with recomputation */
 	size_t n = strlen(item), ns = strlen(ATM_OPT_RECOMPUTE_SUFFIX);
@@ -308,85 +256,83 @@ static int add_item(struct run_args *a, const char *item, bool formulations)
 		snprintf(name, sizeof name, "%.*s", (int)(n - ns), item);
 		if (atm_opt_formulation_from_name(name, &p->formulation) < 0 ||
 		    !atm_opt_is_ilp(p->formulation))
-			return cli_usage_error("run", "--formulation: '%s': only the ILP formulations "
-			                       "(static, synchronous, asynchronous) recompute", item);
+			return atm_err(ATM_E_USAGE, "--formulation: '%s': only the ILP formulations "
+			               "(static, synchronous, asynchronous) recompute", item);
 		p->optimize = p->recompute = true;
 	} else if (formulations && atm_opt_formulation_from_name(item, &p->formulation) == ATM_OK)
 		p->optimize = true;
 	else if (formulations && strcmp(item, "random") && strcmp(item, "managed") &&
 	         !looks_like_file(item))
-		return cli_usage_error("run", "--formulation: '%s' is neither a formulation (static, "
-		                       "synchronous, asynchronous, all-fast, all-slow, numa, 2lm, vdnn), "
-		                       "random, managed nor a plan file", item);
+		return atm_err(ATM_E_USAGE, "--formulation: '%s' is neither a formulation (static, "
+		               "synchronous, asynchronous, all-fast, all-slow, numa, 2lm, vdnn), "
+		               "random, managed nor a plan file", item);
+	atm_err_clear();
 	a->n_pl++;
-	return -1;
+	return ATM_OK;
 }
 
-/* split_list -- list's comma-separated items into a's placements; -1 to go on, else the exit
- * code */
-static int split_list(struct run_args *a, const char *list, bool formulations)
+/* split_list -- list's comma-separated items into a's placements */
+static atm_status split_list(struct run_args *a, const char *list, bool formulations)
 {
 	char *item = a->list;
 	if (strlen(list) >= sizeof a->list)
-		return cli_usage_error("run", "%s: the list is longer than %zu characters",
-		                       formulations ? "--formulation" : "--placement", sizeof a->list - 1);
+		return atm_err(ATM_E_USAGE, "%s: the list is longer than %zu characters",
+		               formulations ? "--formulation" : "--placement", sizeof a->list - 1);
 	strcpy(a->list, list);
 	for (;;) {
 		char *comma = strchr(item, ',');
 		if (comma)
 			*comma = '\0';
-		int code = add_item(a, item, formulations);
-		if (code >= 0 || !comma)
-			return code;
+		atm_status rc = add_item(a, item, formulations);
+		if (rc < 0 || !comma)
+			return rc;
 		item = comma + 1;
 	}
 }
 
 /* check_comparison -- the options of a comparison, and that every formulation listed has the
- * limit it needs; -1 to go on, else the exit code */
-static int check_comparison(struct run_args *a, const cli_plan_given *given)
+ * limit it needs */
+static atm_status check_comparison(struct run_args *a, const cli_given *given)
 {
 	atm_job_opts *jo = &a->jo;
-	if (a->n_pl < 2 && !a->turns_given) {
-		if (a->interleave_given || a->reruns_given)
-			return cli_usage_error("run", "--interleave and --reruns apply to a comparison: "
-			                       "list several placements, or give --turns");
-		return -1;
+	if (a->n_pl < 2 && !cli_was_given(given, "turns")) {
+		if (cli_was_given(given, "interleave") || cli_was_given(given, "reruns"))
+			return atm_err(ATM_E_USAGE, "--interleave and --reruns apply to a comparison: "
+			               "list several placements, or give --turns");
+		return ATM_OK;
 	}
 	if (a->explain)
-		return cli_usage_error("run", "--explain explains one run; it does not apply to a "
-		                       "comparison");
+		return atm_err(ATM_E_USAGE, "--explain explains one run; it does not apply to a "
+		               "comparison");
 	if (jo->twolm_bytes)
-		return cli_usage_error("run", "--2lm emulates Memory Mode for one all-slow run; in a "
-		                       "comparison list the 2lm formulation (with --ratio)");
-	bool asynchronous = false;
-	for (int i = 0; i < a->n_pl; i++)
+		return atm_err(ATM_E_USAGE, "--2lm emulates Memory Mode for one all-slow run; in a "
+		               "comparison list the 2lm formulation (with --ratio)");
+	bool asynchronous = false, ilp = false;
+	for (int i = 0; i < a->n_pl; i++) {
 		asynchronous |= a->pl[i].optimize && a->pl[i].formulation == ATM_OPT_ASYNCHRONOUS;
-	if (given->async_window && !asynchronous)
-		return cli_usage_error("run", "--async-window is the asynchronous formulation's, and "
-		                       "the list has none");
-	bool ilp = false;
-	for (int i = 0; i < a->n_pl; i++)
 		ilp |= a->pl[i].optimize && atm_opt_is_ilp(a->pl[i].formulation);
+	}
+	if (cli_was_given(given, "async-window") && !asynchronous)
+		return atm_err(ATM_E_USAGE, "--async-window is the asynchronous formulation's, and "
+		               "the list has none");
 	if (jo->opt.recompute && !ilp)
-		return cli_usage_error("run", "--recompute is a choice of the ILP formulations (static, "
-		                       "synchronous, asynchronous), and the list has none");
+		return atm_err(ATM_E_USAGE, "--recompute is a choice of the ILP formulations (static, "
+		               "synchronous, asynchronous), and the list has none");
 	/* a device's memory is the limit when none is given */
 	atm_backend_caps caps;
-	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
-		return cli_usage_error("run", "%s", atm_errmsg());
-	for (int i = 0; i < a->n_pl; i++)
-		if (a->pl[i].optimize && a->pl[i].formulation != ATM_OPT_ALL_FAST && !given->ratio &&
-		    !given->limit && !caps.device_memory)
-			return cli_usage_error("run", "%s needs the fast-memory limit: give --ratio S:F or "
-			                       "--dram-limit SIZE",
-			                       atm_opt_formulation_name(a->pl[i].formulation));
-	return -1;
+	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
+	bool limit = cli_was_given(given, "ratio") || cli_was_given(given, "dram-limit");
+	for (int i = 0; rc == ATM_OK && i < a->n_pl; i++)
+		if (a->pl[i].optimize && a->pl[i].formulation != ATM_OPT_ALL_FAST && !limit &&
+		    !caps.device_memory)
+			return atm_err(ATM_E_USAGE, "%s needs the fast-memory limit: give --ratio S:F or "
+			               "--dram-limit SIZE", atm_opt_formulation_name(a->pl[i].formulation));
+	return rc;
 }
 
 /* check_files -- -o names no file the run reads: the cache, the graph, a plan file (listed
- * too), a tier spec; -1 to go on, else the exit code */
-static int check_files(const struct run_args *a)
+ * too), a tier spec */
+static atm_status check_files(const struct run_args *a)
 {
 	char cache[PATH_MAX];
 	cli_file in[6 + MAX_PLACEMENTS], out[] = {{"-o", a->jo.results_path},
@@ -397,247 +343,207 @@ static int check_files(const struct run_args *a)
 	for (int i = 0; i < a->n_pl; i++)
 		if (!a->pl[i].optimize && a->pl[i].placement)
 			in[n_in++] = (cli_file){"--placement", a->pl[i].placement};
-	return cli_check_files("run", out, 2, in, n_in);
+	return cli_check_files(out, 2, in, n_in);
 }
 
-/* check_args -- the options that only make sense together; -1 to go on, else the exit code */
-static int check_args(atm_job_opts *jo, const cli_plan_given *given, bool a_explain, bool a_list)
+/* check_args -- the options that only make sense together (list: a comparison's) */
+static atm_status check_args(atm_job_opts *jo, const cli_given *given, bool explain, bool list)
 {
+	atm_status rc;
 	if (jo->append && !jo->results_path)
-		return cli_usage_error("run", "--append needs -o FILE");
+		return atm_err(ATM_E_USAGE, "--append needs -o FILE");
 	if (jo->weights_dtype != ATM_ST_F32 && !jo->weights_out)
-		return cli_usage_error("run", "--weights-dtype is the dtype of --weights-out FILE, "
-		                       "which is not given");
-	jo->optimize = given->ratio || given->limit || given->formulation;
+		return atm_err(ATM_E_USAGE, "--weights-dtype is the dtype of --weights-out FILE, "
+		               "which is not given");
+	jo->optimize = cli_was_given(given, "ratio") || cli_was_given(given, "dram-limit") ||
+	               cli_was_given(given, "formulation");
 	if (jo->optimize && jo->placement)
-		return cli_usage_error("run", "give either --placement or the optimizer's options "
-		                       "(--ratio, --dram-limit, --formulation), not both");
-	if (jo->optimize && !a_list && cli_plan_check(jo, given) < 0)
-		return cli_usage_error("run", "%s", atm_errmsg());
-	if (given->ratio_list)
-		return cli_usage_error("run", "--ratio '%s': a list of ratios is a sweep of 'autotm "
-		                       "plan' (-o FOLDER/); autotm run takes one ratio",
-		                       given->ratio_list);
+		return atm_err(ATM_E_USAGE, "give either --placement or the optimizer's options "
+		               "(--ratio, --dram-limit, --formulation), not both");
+	if (jo->optimize && !list && (rc = cli_plan_check(jo, given)) < 0)
+		return rc;
+	if (cli_ratio_list(given))
+		return atm_err(ATM_E_USAGE, "--ratio '%s': a list of ratios is a sweep of 'autotm "
+		               "plan' (-o FOLDER/); autotm run takes one ratio", cli_ratio_list(given));
 	if (!jo->optimize && (jo->n_starts || jo->plans_out))
-		return cli_usage_error("run", "%s is the optimizer's: give the planning options "
-		                       "(--ratio, --dram-limit, --formulation)",
-		                       jo->n_starts ? "--start" : "--plans-out");
+		return atm_err(ATM_E_USAGE, "%s is the optimizer's: give the planning options "
+		               "(--ratio, --dram-limit, --formulation)",
+		               jo->n_starts ? "--start" : "--plans-out");
 	/* in a list, the comparison checks the placements for one device */
-	bool managed = !a_list && jo->placement && !strcmp(jo->placement, "managed");
+	bool managed = !list && jo->placement && !strcmp(jo->placement, "managed");
 	atm_backend_caps caps;
-	if (atm_backend_caps_get(jo->mem.gpu.mode, &caps) < 0)
-		return cli_usage_error("run", "%s", atm_errmsg());
+	if ((rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps)) < 0)
+		return rc;
 	if (caps.modelled)
-		return cli_usage_error("run", "--gpu-model %s describes a GPU for plans (autotm plan "
-		                       "--gpu-model NAME --estimate): nothing runs on it; run on the GPU "
-		                       "itself with --gpu", jo->mem.gpu.model);
+		return atm_err(ATM_E_USAGE, "--gpu-model %s describes a GPU for plans (autotm plan "
+		               "--gpu-model NAME --estimate): nothing runs on it; run on the GPU "
+		               "itself with --gpu", jo->mem.gpu.model);
 	if (managed && !caps.device_memory)
-		return cli_usage_error("run", "--placement managed is the cudaMallocManaged baseline of "
-		                       "a GPU: give --gpu");
-	if (jo->mem.gpu.allow_oversubscribe && !managed && !a_list)
-		return cli_usage_error("run", "--allow-oversubscribe applies to --placement managed");
-	if (a_explain && !jo->optimize)
-		return cli_usage_error("run", "--explain compares the run with the optimizer's "
-		                       "prediction: give the planning options (--ratio, --dram-limit, "
-		                       "--formulation)");
+		return atm_err(ATM_E_USAGE, "--placement managed is the cudaMallocManaged baseline of "
+		               "a GPU: give --gpu");
+	if (jo->mem.gpu.allow_oversubscribe && !managed && !list)
+		return atm_err(ATM_E_USAGE, "--allow-oversubscribe applies to --placement managed");
+	if (explain && !jo->optimize)
+		return atm_err(ATM_E_USAGE, "--explain compares the run with the optimizer's "
+		               "prediction: give the planning options (--ratio, --dram-limit, "
+		               "--formulation)");
 	if (!caps.host_tiers && jo->twolm_bytes)
-		return cli_usage_error("run", "--2lm emulates a CPU's Memory Mode; it does not apply with "
-		                       "--gpu");
-	return -1;
+		return atm_err(ATM_E_USAGE, "--2lm emulates a CPU's Memory Mode; it does not apply "
+		               "with --gpu");
+	return ATM_OK;
 }
 
-/* parse_args -- the command line into a; -1 to go on, else the exit code */
-/* The options of run alone (the graph, memory and planning options are common.c's). */
-enum { OPT_PLACEMENT = CLI_OPT_FIRST_FREE, OPT_SEED, OPT_PLACEMENT_SEED, OPT_ITERS, OPT_WARMUP,
-       OPT_APPEND, OPT_QUIET, OPT_2LM, OPT_OVERSUB, OPT_EXPLAIN, OPT_TURNS, OPT_INTERLEAVE,
-       OPT_RERUNS, OPT_WEIGHTS_IN, OPT_WEIGHTS_OUT, OPT_WEIGHTS_DTYPE, OPT_DATA, OPT_BUCKET,
-       OPT_PLANS_OUT };
-
-/* run_option -- one of run's own options into a (the seeds into seeds[0] and [1]); -1 to go
- * on, else the exit code */
-static int run_option(struct run_args *a, int opt, const char *arg, char **argv,
-                      int64_t seeds[2])
+/* interleave -- --interleave step|turn */
+static atm_status interleave(const cli_option *o, const char *arg, void *base)
 {
-	atm_job_opts *jo = &a->jo;
-	int64_t v;
-	switch (opt) {
-	case OPT_PLACEMENT:
-		if (strchr(arg, ','))
-			a->placement_list = arg;
-		else
-			jo->placement = arg;
-		return -1;
-	case OPT_TURNS:
-		if (cli_parse_int("turns", arg, 1, 1000000, &v) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		a->co.turns = (int)v;
-		a->turns_given = true;
-		return -1;
-	case OPT_INTERLEAVE:
-		if (strcmp(arg, "step") && strcmp(arg, "turn"))
-			return cli_usage_error("run", "--interleave '%s' is not valid; expected step or "
-			                       "turn", arg);
-		a->co.interleave = arg[0] == 's' ? ATM_JOB_INTERLEAVE_STEP
-		                                    : ATM_JOB_INTERLEAVE_TURN;
-		a->interleave_given = true;
-		return -1;
-	case OPT_RERUNS:
-		if (cli_parse_int("reruns", arg, 0, 1000000, &v) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		a->co.max_reruns = v ? (int)v : -1;
-		a->reruns_given = true;
-		return -1;
-	case OPT_SEED:
-		if (cli_parse_int("seed", arg, 0, INT64_MAX, &seeds[0]) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		return -1;
-	case OPT_PLACEMENT_SEED:
-		if (cli_parse_int("placement-seed", arg, 0, INT64_MAX, &seeds[1]) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		return -1;
-	case OPT_ITERS:
-		if (cli_parse_int("iters", arg, 1, 1000000, &v) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		jo->iters = (int)v;
-		return -1;
-	case OPT_WARMUP:
-		if (cli_parse_int("warmup", arg, 0, 1000000, &v) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		jo->warmup = (int)v;
-		return -1;
-	case OPT_APPEND:
-		jo->append = true;
-		return -1;
-	case OPT_2LM:
-		if (atm_parse_bytes(arg, &jo->twolm_bytes) < 0)
-			return cli_fail("run", atm_err_prefix(ATM_E_USAGE, "--2lm: "));
-		return -1;
-	case OPT_QUIET:
-		jo->quiet = true;
-		return -1;
-	case OPT_OVERSUB:
-		jo->mem.gpu.allow_oversubscribe = true;
-		return -1;
-	case OPT_EXPLAIN:
-		v = 10;
-		if (arg && cli_parse_int("explain", arg, 1, 1000000, &v) < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		a->explain = (int)v;
-		return -1;
-	case 'o':
-		jo->results_path = arg;
-		return -1;
-	case OPT_BUCKET:
-		if (atm_parse_bytes(arg, &a->bucket_bytes) < 0 || a->bucket_bytes < 1)
-			return cli_usage_error("run", "--bucket-size '%s' is not valid; expected a size "
-			                       "such as 25M", arg);
-		return -1;
-	case OPT_PLANS_OUT:
-		if (!arg[0])
-			return cli_usage_error("run", "--plans-out needs a folder name");
-		jo->plans_out = arg;
-		return -1;
-	case OPT_WEIGHTS_DTYPE: {
-		static const atm_st_dtype offered[] = {ATM_ST_F32, ATM_ST_BF16, ATM_ST_F16};
-		for (size_t i = 0; i < sizeof offered / sizeof offered[0]; i++)
-			if (!strcasecmp(arg, atm_st_dtype_name(offered[i]))) {
-				jo->weights_dtype = offered[i];
-				return -1;
-			}
-		return cli_usage_error("run", "--weights-dtype '%s': valid are f32 (the default), bf16 "
-		                       "and f16", arg);
-	}
-	case OPT_WEIGHTS_IN:
-	case OPT_WEIGHTS_OUT:
-	case OPT_DATA:
-		if (!arg[0])
-			return cli_usage_error("run", "--%s needs a file name", opt == OPT_DATA ? "data"
-			                       : opt == OPT_WEIGHTS_IN ? "weights-in" : "weights-out");
-		*(opt == OPT_DATA ? &jo->data_in : opt == OPT_WEIGHTS_IN ? &jo->weights_in
-		                                                       : &jo->weights_out) = arg;
-		return -1;
-	default:
-		return cli_other_option("run", opt, argv, print_help);
-	}
+	(void)o;
+	if (strcmp(arg, "step") && strcmp(arg, "turn"))
+		return atm_err(ATM_E_USAGE, "--interleave '%s' is not valid; expected step or turn", arg);
+	((struct run_args *)base)->co.interleave = arg[0] == 's' ? ATM_JOB_INTERLEAVE_STEP
+	                                                         : ATM_JOB_INTERLEAVE_TURN;
+	return ATM_OK;
 }
 
-static int parse_args(int argc, char **argv, struct run_args *a)
+/* reruns -- --reruns N: 0 is never (the comparison's -1) */
+static atm_status reruns(const cli_option *o, const char *arg, void *base)
 {
-	static const struct option longopts[] = {
-		CLI_GRAPH_OPTIONS,
-		CLI_MEMORY_OPTIONS,
-		CLI_PLAN_OPTIONS,
-		{"placement", required_argument, NULL, OPT_PLACEMENT},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"placement-seed", required_argument, NULL, OPT_PLACEMENT_SEED},
-		{"iters", required_argument, NULL, OPT_ITERS},
-		{"warmup", required_argument, NULL, OPT_WARMUP},
-		{"append", no_argument, NULL, OPT_APPEND},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"2lm", required_argument, NULL, OPT_2LM},
-		{"allow-oversubscribe", no_argument, NULL, OPT_OVERSUB},
-		{"explain", optional_argument, NULL, OPT_EXPLAIN},
-		{"turns", required_argument, NULL, OPT_TURNS},
-		{"interleave", required_argument, NULL, OPT_INTERLEAVE},
-		{"reruns", required_argument, NULL, OPT_RERUNS},
-		{"weights-in", required_argument, NULL, OPT_WEIGHTS_IN},
-		{"weights-out", required_argument, NULL, OPT_WEIGHTS_OUT},
-		{"weights-dtype", required_argument, NULL, OPT_WEIGHTS_DTYPE},
-		{"data", required_argument, NULL, OPT_DATA},
-		{"bucket-size", required_argument, NULL, OPT_BUCKET},
-		{"plans-out", required_argument, NULL, OPT_PLANS_OUT},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	int *r = &((struct run_args *)base)->co.max_reruns;
+	atm_status rc = cli_set_int(o, arg, base);
+	if (rc == ATM_OK && *r == 0)
+		*r = -1;
+	return rc;
+}
+
+/* explain -- --explain[=N]: the N kernels missed most (10 when N is left out) */
+static atm_status explain(const cli_option *o, const char *arg, void *base)
+{
+	((struct run_args *)base)->explain = 10;
+	return arg ? cli_set_int(o, arg, base) : ATM_OK;
+}
+
+/* weights_dtype -- --weights-dtype f32|bf16|f16 */
+static atm_status weights_dtype(const cli_option *o, const char *arg, void *base)
+{
+	static const atm_st_dtype offered[] = {ATM_ST_F32, ATM_ST_BF16, ATM_ST_F16};
+	(void)o;
+	for (size_t i = 0; i < sizeof offered / sizeof offered[0]; i++)
+		if (!strcasecmp(arg, atm_st_dtype_name(offered[i]))) {
+			((struct run_args *)base)->jo.weights_dtype = offered[i];
+			return ATM_OK;
+		}
+	return atm_err(ATM_E_USAGE, "--weights-dtype '%s': valid are f32 (the default), bf16 and "
+	               "f16", arg);
+}
+
+#define RUN(field) .at = offsetof(struct run_args, field)
+
+static const cli_option run_own[] = {
+	{"placement", .value = "P", .help = "all-fast, all-slow, random (with --placement-seed), or "
+	 "a plan JSON file (docs/formats.md); with --gpu also managed: every tensor in "
+	 "cudaMallocManaged memory (Figure 12's baseline), refused when it exceeds the device's free "
+	 "memory. P,Q,...: compare these placements (docs/comparisons.md)", .def = "all-fast",
+	 .set = cli_set_text, RUN(placement)},
+	{"allow-oversubscribe", .help = "run --placement managed past the free device memory (can "
+	 "hang a GPU)", .set = cli_set_true, RUN(jo.mem.gpu.allow_oversubscribe)},
+	{"turns", .value = "N", .help = "compare in N turns, the order rotated from turn to turn; "
+	 "with one placement, its turns", .def = "5", .set = cli_set_int, RUN(co.turns), .lo = 1,
+	 .hi = 1000000},
+	{"interleave", .value = "step|turn", .help = "how a comparison takes turns: step (the "
+	 "default on the CPU and a simulated GPU) keeps every placement's executor alive and runs a "
+	 "step of each in turn, --iters rounds a turn; turn (the default on a GPU, or when the "
+	 "executors would not fit the memory together) runs a fresh executor per placement and "
+	 "turn, --warmup then --iters steps", .set = interleave},
+	{"reruns", .value = "N", .help = "a round (a turn, by turn) that other processes disturbed, "
+	 "taking more than a tenth of a core, is measured again, at most N times a turn (0: never)",
+	 .def = "--iters", .set = reruns, RUN(co.max_reruns), .lo = 0, .hi = 1000000},
+	{"seed", .value = "N", .help = "seed of the weights and data", .def = "1",
+	 .set = cli_set_i64, RUN(seed), .lo = 0, .hi = INT64_MAX},
+	{"weights-in", .value = "FILE", .help = "start from these weights (safetensors, the graph's "
+	 "parameter names and shapes; F32, or BF16 and F16 widened exactly; docs/formats.md) "
+	 "instead of --seed's", .set = cli_set_text, RUN(jo.weights_in)},
+	{"data", .value = "FILE", .help = "the step's inputs and labels (safetensors: the graph's "
+	 "input names, or 'input' and 'labels'; labels one-hot rows or integer class indices) "
+	 "instead of --seed's; every step trains on this batch", .set = cli_set_text,
+	 RUN(jo.data_in)},
+	{"weights-out", .value = "FILE", .help = "write the weights and the optimizer's states after "
+	 "the last step (safetensors, atomically; in a comparison, the first placement to finish: "
+	 "all train alike)", .set = cli_set_text, RUN(jo.weights_out)},
+	{"weights-dtype", .value = "T", .help = "the parameters' dtype in --weights-out: f32, bf16 "
+	 "or f16, rounded to nearest even as PyTorch's .to() does; the optimizer's states stay f32",
+	 .def = "f32", .set = weights_dtype},
+	{"placement-seed", .value = "N", .help = "seed of the random placement, so that many random "
+	 "placements of one step can be tried; each trains to the same weights", .def = "--seed",
+	 .set = cli_set_i64, RUN(placement_seed), .lo = 0, .hi = INT64_MAX},
+	{"iters", .value = "N", .help = "measured steps; in a comparison, the steps of each turn (a "
+	 "turn's step is their fastest)", .def = "5", .set = cli_set_int, RUN(jo.iters), .lo = 1,
+	 .hi = 1000000},
+	{"warmup", .value = "N", .help = "steps run first and not measured", .def = "1",
+	 .set = cli_set_int, RUN(jo.warmup), .lo = 0, .hi = 1000000},
+	{"2lm", .value = "SIZE", .help = "emulate Memory Mode (2LM): SIZE of fast memory caches the "
+	 "slow tier; needs --placement all-slow and --emulate", .set = cli_set_bytes,
+	 RUN(jo.twolm_bytes)},
+	{"output", 'o', "FILE", .help = "write the results JSON to FILE (atomically; nothing when "
+	 "the run fails or is interrupted)", .set = cli_set_text, RUN(jo.results_path)},
+	{"plans-out", .value = "DIR", .help = "(with the planning options) write each plan the "
+	 "optimizer makes to DIR/FORMULATION.json once planned (DIR made when missing), for --start "
+	 "at a larger limit", .set = cli_set_text, RUN(jo.plans_out)},
+	{"append", .help = "add this run to FILE's runs when FILE holds the same workload (under a "
+	 "lock: drivers may append at once)", .set = cli_set_true, RUN(jo.append)},
+	{"explain", .value = "N", .optional = true, .help = "with the planning options: where the "
+	 "step's time went against the prediction: kernels and the rest (moves, waits, allocation, "
+	 "faults), and the N kernels (default 10) the prediction missed most",
+	 .set = explain, RUN(explain), .lo = 1, .hi = 1000000},
+	CLI_QUIET_ROW(struct run_args, jo.quiet),
+	{"bucket-size", .value = "SIZE", .help = "under mpirun: the gradients one allreduce averages "
+	 "(docs/many-machines.md)", .def = "25M", .set = cli_set_bytes, RUN(bucket_bytes), .lo = 1},
+	{NULL},
+};
+
+const cli_command_options cmd_run_options = {
+	"run", (const cli_option *const[]){cli_graph_options, cli_plan_options, run_own,
+	                                   cli_memory_options, NULL}};
+
+/* parse_args -- the command line into a, checked */
+static atm_status parse_args(int argc, char **argv, struct run_args *a, cli_given *given)
+{
 	atm_job_opts *jo = &a->jo;
-	cli_plan_given given = {0};
-	int64_t seeds[2] = {1, -1}; /* --seed, --placement-seed */
-	int opt;
+	atm_status rc;
 
 	cli_job_begin(jo, "run");
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		/* a list compares its items; one item is read as ever */
-		if (opt == CLI_OPT_FORMULATION && strchr(optarg, ',')) {
-			a->form_list = optarg;
-			given.formulation = true;
-			continue;
-		}
-		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
-		if (used < 0)
-			return cli_fail("run", ATM_E_USAGE);
-		if (used)
-			continue;
-		int code = run_option(a, opt, optarg, argv, seeds);
-		if (code >= 0)
-			return code;
-	}
-	if (optind < argc)
-		return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-	jo->seed = (uint64_t)seeds[0];
-	jo->placement_seed = (uint64_t)(seeds[1] >= 0 ? seeds[1] : seeds[0]);
+	a->seed = 1;
+	a->placement_seed = -1;
+	if ((rc = cli_parse(&cmd_run_options, (void *const[]){&a->src, jo, a, &jo->mem}, argc, argv,
+	                    given)) < 0 || given->help)
+		return rc;
+	jo->seed = (uint64_t)a->seed;
+	jo->placement_seed = (uint64_t)(a->placement_seed >= 0 ? a->placement_seed : a->seed);
+	/* a list compares its items; one item is read as ever */
+	a->form_list = cli_formulation_list(given);
+	if (a->placement && strchr(a->placement, ','))
+		a->placement_list = a->placement;
+	else
+		jo->placement = a->placement;
 	bool list = a->form_list || a->placement_list;
 	if ((a->form_list && jo->placement) ||
-	    (a->placement_list && (given.ratio || given.limit || given.formulation)))
-		return cli_usage_error("run", "give either --placement or the optimizer's options "
-		                       "(--ratio, --dram-limit, --formulation), not both; a --formulation "
-		                       "list may name random, managed and plan files too");
-	int code = check_args(jo, &given, a->explain > 0, list);
-	if (code >= 0)
-		return code;
+	    (a->placement_list && (cli_was_given(given, "ratio") ||
+	                           cli_was_given(given, "dram-limit") ||
+	                           cli_was_given(given, "formulation"))))
+		return atm_err(ATM_E_USAGE, "give either --placement or the optimizer's options "
+		               "(--ratio, --dram-limit, --formulation), not both; a --formulation list "
+		               "may name random, managed and plan files too");
+	if ((rc = check_args(jo, given, a->explain > 0, list)) < 0)
+		return rc;
 	if (a->form_list)
-		code = split_list(a, a->form_list, true);
+		rc = split_list(a, a->form_list, true);
 	else if (a->placement_list)
-		code = split_list(a, a->placement_list, false);
-	else if (a->turns_given)
+		rc = split_list(a, a->placement_list, false);
+	else if (cli_was_given(given, "turns"))
 		a->pl[a->n_pl++] = jo->optimize ? (atm_job_placement){.optimize = true,
 		                                                      .formulation = jo->formulation}
 		                                : (atm_job_placement){.placement = jo->placement};
-	if (code >= 0)
-		return code;
-	if ((code = check_files(a)) >= 0)
-		return code;
-	return check_comparison(a, &given);
+	if (rc < 0 || (rc = check_files(a)) < 0)
+		return rc;
+	return check_comparison(a, given);
 }
 
 /* execute -- run the planned job for real, print what it measured and write the results
@@ -988,10 +894,14 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_args a = {0};
 	atm_comm *comm = NULL;
-	int code = parse_args(argc, argv, &a);
-	if (code >= 0)
-		return code;
-	atm_status rc = atm_comm_new(&comm, NULL, NULL);
+	cli_given given;
+	atm_status rc = parse_args(argc, argv, &a, &given);
+	int code;
+	if (rc < 0)
+		return cli_fail("run", rc);
+	if (given.help)
+		return cli_help(run_help_head, &cmd_run_options, run_help_tail);
+	rc = atm_comm_new(&comm, NULL, NULL);
 	if (rc < 0)
 		return cli_fail("run", rc);
 	if (atm_comm_active(comm))

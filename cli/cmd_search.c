@@ -1,6 +1,7 @@
 /* cmd_search.c -- autotm search: a searching baseline that checks the ILP, by the model and by measuring */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,50 +28,13 @@ static const char search_help_head[] =
 	"What a plan that measures faster than the ILP's does differently is printed.\n"
 	"Plans are written to --plans DIR (ilp.json, METHOD.json, cand-N.json, best.json).\n"
 	"\n"
-	"options:\n" CLI_GRAPH_HELP;
-
-static const char search_help_tail[] =
-	"  --methods LIST    the searches to run, in order (default all): hill-ilp,\n"
-	"                    hill-slow, hill-random, genetic\n"
-	"  --evaluations N   candidates each search proposes, each priced by the model or\n"
-	"                    refused (default 2000)\n"
-	"  --population N    the genetic search's placements (default 12, 4 to 1000)\n"
-	"  --seed N          of every random choice of the search: a seed repeats a search\n"
-	"                    (default 1; the weights and data keep their own seed)\n"
-	"  --measured-steps N  training steps the measured search may take (default 0: scored\n"
-	"                    by the model alone); each comparison of P plans takes\n"
-	"                    P x (warmup + turns x iters), and a step more of each for every\n"
-	"                    round measured again (disturbed); the final comparison is extra\n"
-	"  --batch N         new candidates per measured comparison (default 3, 1 to 32)\n"
-	"  --turns N         turns of each measured comparison (default 3)\n"
-	"  --final-turns N   turns of the final comparison (default 5)\n"
-	"  --iters N         steps per turn (default 3); --warmup N steps first (default 1)\n"
-	"  --plans DIR       where the plans go (default search-plans; made when missing)\n"
-	"  -o FILE           the final comparison's runs as results JSON ('autotm run -o')\n"
-	"  --append          add them to FILE's runs\n"
-	"  --estimate        plan from estimated kernel times (the model mode only)\n"
-	CLI_MEMORY_HELP
-	"  --quiet           no progress on stderr\n"
-	"  -h, --help        this help\n";
-
-/* print_help -- autotm search --help */
-static void print_help(void)
-{
-	fputs(search_help_head, stdout);
-	cli_plan_help(stdout);
-	fputs(search_help_tail, stdout);
-}
+	"options:\n";
 
 /* the rows of the table of what was tried: each method, then the measured climb */
 #define ROW_MEASURED ATM_OPT_SEARCH_N_METHODS
 #define N_ROWS (ATM_OPT_SEARCH_N_METHODS + 1)
 /* candidates measured at most */
 #define MAX_MEASURED 512
-
-/* search's own options */
-enum { OPT_METHODS = CLI_OPT_FIRST_FREE, OPT_EVALUATIONS, OPT_POPULATION, OPT_SEED, OPT_MEASURED,
-       OPT_BATCH, OPT_TURNS, OPT_FINAL_TURNS, OPT_ITERS, OPT_WARMUP, OPT_PLANS, OPT_APPEND,
-       OPT_ESTIMATE, OPT_QUIET };
 
 /* What autotm search was asked to do. */
 struct search_args {
@@ -79,7 +43,7 @@ struct search_args {
 	int n_methods;
 	atm_opt_search_method methods[ATM_OPT_SEARCH_N_METHODS];
 	atm_opt_search_params sp;
-	int64_t measured_steps;
+	int64_t measured_steps, seed;
 	int turns, final_turns, batch;
 	const char *dir;
 };
@@ -113,33 +77,73 @@ struct state {
 	int64_t steps;
 };
 
-/* parse_methods -- "hill-ilp,genetic" into a; -1 to go on, else the exit code */
-static int parse_methods(struct search_args *a, const char *list)
+/* methods -- --methods "hill-ilp,genetic" into the search's arguments */
+static atm_status methods(const cli_option *o, const char *list, void *base)
 {
+	struct search_args *a = base;
 	char buf[256], *save = NULL;
+	(void)o;
 	if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
-		return cli_usage_error("search", "--methods '%s' is too long", list);
+		return atm_err(ATM_E_USAGE, "--methods '%s' is too long", list);
 	a->n_methods = 0;
 	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
 		atm_opt_search_method m;
 		if (atm_opt_search_method_from_name(w, &m) < 0)
-			return cli_usage_error("search", "--methods: %s", atm_errmsg());
+			return atm_err_prefix(ATM_E_USAGE, "--methods: ");
 		for (int i = 0; i < a->n_methods; i++)
 			if (a->methods[i] == m)
-				return cli_usage_error("search", "--methods lists '%s' twice", w);
+				return atm_err(ATM_E_USAGE, "--methods lists '%s' twice", w);
 		a->methods[a->n_methods++] = m;
 	}
 	if (!a->n_methods)
-		return cli_usage_error("search", "--methods names no method; valid methods: hill-ilp, "
-		                       "hill-slow, hill-random, genetic");
-	return -1;
+		return atm_err(ATM_E_USAGE, "--methods names no method; valid methods: hill-ilp, "
+		               "hill-slow, hill-random, genetic");
+	return ATM_OK;
 }
 
-/* int_option -- an integer option from lo to hi into *out; -1 to go on, else the exit code */
-static int int_option(const char *name, const char *arg, int64_t lo, int64_t hi, int64_t *out)
-{
-	return cli_parse_int(name, arg, lo, hi, out) < 0 ? cli_fail("search", ATM_E_USAGE) : -1;
-}
+#define SEARCH(field) .at = offsetof(struct search_args, field)
+
+static const cli_option search_own[] = {
+	{"methods", .value = "LIST", .help = "the searches to run, in order: hill-ilp, hill-slow, "
+	 "hill-random, genetic", .def = "all", .set = methods},
+	{"evaluations", .value = "N", .help = "candidates each search proposes, each priced by the "
+	 "model or refused", .def = "2000", .set = cli_set_int, SEARCH(sp.evaluations), .lo = 1,
+	 .hi = 100000000},
+	{"population", .value = "N", .help = "the genetic search's placements (4 to 1000)",
+	 .def = "12", .set = cli_set_int, SEARCH(sp.population), .lo = 4, .hi = 1000},
+	{"seed", .value = "N", .help = "of every random choice of the search: a seed repeats a "
+	 "search (the weights and data keep their own seed)", .def = "1", .set = cli_set_i64,
+	 SEARCH(seed), .lo = 0, .hi = INT64_MAX},
+	{"measured-steps", .value = "N", .help = "training steps the measured search may take (0: "
+	 "scored by the model alone; docs/optimizer.md, \"A searching baseline\"); each comparison "
+	 "of P plans takes P x (warmup + turns x iters), and a step more of each for every round "
+	 "measured again (disturbed); the final comparison is extra", .def = "0",
+	 .set = cli_set_i64, SEARCH(measured_steps), .lo = 0, .hi = 1000000000},
+	{"candidates", .value = "N", .help = "new candidates per measured comparison (1 to 32)",
+	 .def = "3", .set = cli_set_int, SEARCH(batch), .lo = 1, .hi = 32},
+	{"turns", .value = "N", .help = "turns of each measured comparison", .def = "3",
+	 .set = cli_set_int, SEARCH(turns), .lo = 1, .hi = 1000},
+	{"final-turns", .value = "N", .help = "turns of the final comparison of the search's best "
+	 "measured plan beside the ILP's", .def = "5", .set = cli_set_int, SEARCH(final_turns),
+	 .lo = 1, .hi = 1000},
+	{"iters", .value = "N", .help = "steps per turn", .def = "3", .set = cli_set_int,
+	 SEARCH(jo.iters), .lo = 1, .hi = 1000000},
+	{"warmup", .value = "N", .help = "steps run first and not measured", .def = "1",
+	 .set = cli_set_int, SEARCH(jo.warmup), .lo = 0, .hi = 1000000},
+	{"plans", .value = "DIR", .help = "where the search's plans go (made when missing)",
+	 .def = "search-plans", .set = cli_set_text, SEARCH(dir)},
+	{"output", 'o', "FILE", .help = "the final comparison's runs as results JSON ('autotm run "
+	 "-o')", .set = cli_set_text, SEARCH(jo.results_path)},
+	{"append", .help = "add them to FILE's runs", .set = cli_set_true, SEARCH(jo.append)},
+	{"estimate", .help = "plan from estimated kernel times (the model mode only)",
+	 .set = cli_set_true, SEARCH(jo.estimate)},
+	CLI_QUIET_ROW(struct search_args, jo.quiet),
+	{NULL},
+};
+
+const cli_command_options cmd_search_options = {
+	"search", (const cli_option *const[]){cli_graph_options, cli_plan_options, search_own,
+	                                      cli_memory_options, NULL}};
 
 /* round_steps -- the steps one comparison of n placements over turns takes */
 static int64_t round_steps(const atm_job_opts *jo, int n, int turns)
@@ -147,141 +151,57 @@ static int64_t round_steps(const atm_job_opts *jo, int n, int turns)
 	return (int64_t)n * (jo->warmup + (int64_t)turns * jo->iters);
 }
 
-/* check_args -- what the options say together; -1 to go on, else the exit code */
-static int check_args(struct search_args *a, const cli_plan_given *given)
+/* check_args -- what the options say together */
+static atm_status check_args(struct search_args *a, const cli_given *given)
 {
 	atm_job_opts *jo = &a->jo;
 	atm_status rc;
-	if (cli_plan_check(jo, given) < 0)
-		return cli_usage_error("search", "%s", atm_errmsg());
+	if ((rc = cli_plan_check(jo, given)) < 0)
+		return rc;
 	if (!atm_opt_is_ilp(jo->formulation))
-		return cli_usage_error("search", "--formulation %s is a baseline; a search checks an "
-		                       "ILP's plan: give static, synchronous or asynchronous",
-		                       atm_opt_formulation_name(jo->formulation));
+		return atm_err(ATM_E_USAGE, "--formulation %s is a baseline; a search checks an "
+		               "ILP's plan: give static, synchronous or asynchronous",
+		               atm_opt_formulation_name(jo->formulation));
 	if (jo->opt.recompute)
-		return cli_usage_error("search", "--recompute: the search places tensors and moves; it "
-		                       "does not choose recomputations");
+		return atm_err(ATM_E_USAGE, "--recompute: the search places tensors and moves; it "
+		               "does not choose recomputations");
 	if (a->measured_steps && jo->estimate)
-		return cli_usage_error("search", "--measured-steps trains plans, --estimate only plans "
-		                       "them: give one");
+		return atm_err(ATM_E_USAGE, "--measured-steps trains plans, --estimate only plans "
+		               "them: give one");
 	int64_t least = round_steps(jo, 2, a->turns);
 	if (a->measured_steps && a->measured_steps < least)
-		return cli_usage_error("search", "--measured-steps %lld cannot pay for one comparison "
-		                       "of a candidate beside the ILP's plan: that takes 2 x (warmup %d "
-		                       "+ turns %d x iters %d) = %lld steps; give at least that",
-		                       (long long)a->measured_steps, jo->warmup, a->turns, jo->iters,
-		                       (long long)least);
+		return atm_err(ATM_E_USAGE, "--measured-steps %lld cannot pay for one comparison "
+		               "of a candidate beside the ILP's plan: that takes 2 x (warmup %d "
+		               "+ turns %d x iters %d) = %lld steps; give at least that",
+		               (long long)a->measured_steps, jo->warmup, a->turns, jo->iters,
+		               (long long)least);
 	if (jo->append && !jo->results_path)
-		return cli_usage_error("search", "--append needs -o FILE");
+		return atm_err(ATM_E_USAGE, "--append needs -o FILE");
 	if (jo->results_path && !a->measured_steps)
-		return cli_usage_error("search", "-o writes the final comparison's measurements: give "
-		                       "--measured-steps too");
+		return atm_err(ATM_E_USAGE, "-o writes the final comparison's measurements: give "
+		               "--measured-steps too");
 	if ((rc = atm_make_dirs(a->dir, 0777)) < 0)
-		return cli_fail("search", rc);
+		return rc;
 	char probe[PATH_MAX];
 	snprintf(probe, sizeof probe, "%s/ilp.json", a->dir);
 	if ((rc = atm_check_writable(probe)) < 0 ||
 	    (jo->results_path && (rc = atm_check_writable(jo->results_path)) < 0))
-		return cli_fail("search", rc);
-	return -1;
+		return rc;
+	return ATM_OK;
 }
 
-/* search_option -- one of search's own options; -1 to go on, else the exit code */
-static int search_option(struct search_args *a, int opt, const char *arg, char **argv)
+/* parse_args -- the command line into a, checked */
+static atm_status parse_args(int argc, char **argv, struct search_args *a, cli_given *given)
 {
 	atm_job_opts *jo = &a->jo;
-	int64_t v;
-	int code = -1;
-	switch (opt) {
-	case OPT_METHODS:
-		return parse_methods(a, arg);
-	case OPT_EVALUATIONS:
-		code = int_option("evaluations", arg, 1, 100000000, &v);
-		a->sp.evaluations = (int)v;
-		return code;
-	case OPT_POPULATION:
-		code = int_option("population", arg, 4, 1000, &v);
-		a->sp.population = (int)v;
-		return code;
-	case OPT_SEED:
-		code = int_option("seed", arg, 0, INT64_MAX, &v);
-		a->sp.seed = (uint64_t)v;
-		return code;
-	case OPT_MEASURED:
-		return int_option("measured-steps", arg, 0, 1000000000, &a->measured_steps);
-	case OPT_BATCH:
-		code = int_option("batch", arg, 1, 32, &v);
-		a->batch = (int)v;
-		return code;
-	case OPT_TURNS:
-	case OPT_FINAL_TURNS:
-		code = int_option(opt == OPT_TURNS ? "turns" : "final-turns", arg, 1, 1000, &v);
-		*(opt == OPT_TURNS ? &a->turns : &a->final_turns) = (int)v;
-		return code;
-	case OPT_ITERS:
-		code = int_option("iters", arg, 1, 1000000, &v);
-		jo->iters = (int)v;
-		return code;
-	case OPT_WARMUP:
-		code = int_option("warmup", arg, 0, 1000000, &v);
-		jo->warmup = (int)v;
-		return code;
-	case OPT_PLANS:
-		if (!arg[0])
-			return cli_usage_error("search", "--plans needs a folder name");
-		a->dir = arg;
-		return -1;
-	case 'o':
-		jo->results_path = arg;
-		return -1;
-	case OPT_APPEND:
-		jo->append = true;
-		return -1;
-	case OPT_ESTIMATE:
-		jo->estimate = true;
-		return -1;
-	case OPT_QUIET:
-		jo->quiet = true;
-		return -1;
-	default:
-		return cli_other_option("search", opt, argv, print_help);
-	}
-}
-
-/* parse_args -- the command line into a; -1 to go on, else the exit code */
-static int parse_args(int argc, char **argv, struct search_args *a)
-{
-	static const struct option longopts[] = {
-		CLI_GRAPH_OPTIONS,
-		CLI_MEMORY_OPTIONS,
-		CLI_PLAN_OPTIONS,
-		{"methods", required_argument, NULL, OPT_METHODS},
-		{"evaluations", required_argument, NULL, OPT_EVALUATIONS},
-		{"population", required_argument, NULL, OPT_POPULATION},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"measured-steps", required_argument, NULL, OPT_MEASURED},
-		{"batch", required_argument, NULL, OPT_BATCH},
-		{"turns", required_argument, NULL, OPT_TURNS},
-		{"final-turns", required_argument, NULL, OPT_FINAL_TURNS},
-		{"iters", required_argument, NULL, OPT_ITERS},
-		{"warmup", required_argument, NULL, OPT_WARMUP},
-		{"plans", required_argument, NULL, OPT_PLANS},
-		{"append", no_argument, NULL, OPT_APPEND},
-		{"estimate", no_argument, NULL, OPT_ESTIMATE},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	atm_job_opts *jo = &a->jo;
-	cli_plan_given given = {0};
-	int opt;
+	atm_status rc;
 	cli_job_begin(jo, "search");
 	jo->optimize = true;
 	jo->keep_search = true;
 	jo->formulation = ATM_OPT_ASYNCHRONOUS;
 	jo->iters = 3;
 	jo->warmup = 1;
-	a->sp.seed = 1;
+	a->seed = 1;
 	a->turns = 3;
 	a->final_turns = 5;
 	a->batch = 3;
@@ -289,19 +209,11 @@ static int parse_args(int argc, char **argv, struct search_args *a)
 	a->n_methods = ATM_OPT_SEARCH_N_METHODS;
 	for (int i = 0; i < ATM_OPT_SEARCH_N_METHODS; i++)
 		a->methods[i] = (atm_opt_search_method)i;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		int used = cli_job_option(&a->src, jo, &given, opt, optarg);
-		if (used < 0)
-			return cli_usage_error("search", "%s", atm_errmsg());
-		if (used)
-			continue;
-		int code = search_option(a, opt, optarg, argv);
-		if (code >= 0)
-			return code;
-	}
-	if (optind < argc)
-		return cli_usage_error("search", "unexpected argument '%s'", argv[optind]);
-	return check_args(a, &given);
+	if ((rc = cli_parse(&cmd_search_options, (void *const[]){&a->src, jo, a, &jo->mem}, argc,
+	                    argv, given)) < 0 || given->help)
+		return rc;
+	a->sp.seed = (uint64_t)a->seed;
+	return check_args(a, given);
 }
 
 /* ---------------------------------------------------------------- the search */
@@ -662,6 +574,11 @@ static atm_status search_job(atm_job *j, void *arg)
 int cmd_search(int argc, char **argv)
 {
 	struct search_args a = {0};
-	int code = parse_args(argc, argv, &a);
-	return code >= 0 ? code : cli_job_main("search", &a.src, &a.jo, search_job, &a);
+	cli_given given;
+	atm_status rc = parse_args(argc, argv, &a, &given);
+	if (rc < 0)
+		return cli_fail("search", rc);
+	if (given.help)
+		return cli_help(search_help_head, &cmd_search_options, NULL);
+	return cli_job_main("search", &a.src, &a.jo, search_job, &a);
 }

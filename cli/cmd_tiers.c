@@ -19,15 +19,20 @@ static const char tiers_help[] =
 	"with room, else " ATM_TIER_DEFAULT_PMEM_DIR "-UID\n"
 	"(a run checks for the room it needs; this survey for 1 GiB).\n"
 	"\n"
-	"options:\n" CLI_MEMORY_HELP
-	"  --json            print one JSON object\n"
-	"  -h, --help        this help\n";
+	"options:\n";
 
-/* print_help -- autotm tiers --help */
-static void print_help(void)
-{
-	fputs(tiers_help, stdout);
-}
+/* What autotm tiers was asked to do beside the memories. */
+struct tiers_args {
+	bool json;
+};
+
+static const cli_option tiers_own[] = {
+	CLI_JSON_ROW(struct tiers_args, json),
+	{NULL},
+};
+
+const cli_command_options cmd_tiers_options = {
+	"tiers", (const cli_option *const[]){cli_memory_options, tiers_own, NULL}};
 
 static json_t *desc_json(const atm_tier_desc *d)
 {
@@ -74,37 +79,17 @@ static void print_desc(const char *role, const atm_tier_desc *d)
 
 int cmd_tiers(int argc, char **argv)
 {
-	enum { OPT_JSON = CLI_OPT_FIRST_FREE };
-	static const struct option longopts[] = {
-		CLI_MEMORY_OPTIONS,
-		{"json", no_argument, NULL, OPT_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	cli_memory mem = {0};
-	bool json = false;
+	struct tiers_args a = {0};
 	atm_tiers *t = NULL;
-	atm_status rc;
-	int opt;
+	cli_given given;
+	atm_status rc = cli_parse(&cmd_tiers_options, (void *const[]){&mem, &a}, argc, argv, &given);
+	bool json = a.json;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int used = cli_memory_option(&mem, opt, optarg);
-		if (used < 0)
-			return cli_fail("tiers", ATM_E_USAGE);
-		if (used)
-			continue;
-		switch (opt) {
-		case OPT_JSON:
-			json = true;
-			break;
-		default:
-			return cli_other_option("tiers", opt, argv, print_help);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("tiers", "unexpected argument '%s'", argv[optind]);
+	if (rc < 0)
+		return cli_fail("tiers", rc);
+	if (given.help)
+		return cli_help(tiers_help, &cmd_tiers_options, NULL);
 	if ((rc = atm_tiers_survey(&t, &mem.tiers, mem.emulate)) < 0)
 		goto fail;
 	if (json) {

@@ -1,4 +1,5 @@
 /* cmd_zoo.c -- autotm zoo: the catalogue of networks and presets, one network's summary or export */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +19,23 @@ static const char zoo_help[] =
 	"footprint when every tensor is freed after its last use, and the bytes that\n"
 	"live for the whole step.\n"
 	"\n"
-	"options:\n" CLI_GRAPH_HELP
-	"  --json            print the summary as one JSON object\n"
-	"  --export FILE     write the graph JSON to FILE ('-' for standard output)\n"
-	"  -h, --help        this help\n";
+	"options:\n";
 
-/* print_help -- autotm zoo --help */
-static void print_help(void)
-{
-	fputs(zoo_help, stdout);
-}
+/* What autotm zoo was asked to do beside the network. */
+struct zoo_args {
+	bool json;
+	const char *export_path;
+};
+
+static const cli_option zoo_own[] = {
+	CLI_JSON_ROW(struct zoo_args, json),
+	{"export", .value = "FILE", .help = "write the graph JSON to FILE ('-' for standard output)",
+	 .set = cli_set_text, .at = offsetof(struct zoo_args, export_path)},
+	{NULL},
+};
+
+const cli_command_options cmd_zoo_options = {
+	"zoo", (const cli_option *const[]){cli_graph_options, zoo_own, NULL}};
 
 /* with_commas -- 143667240 -> "143,667,240" */
 static const char *with_commas(int64_t v, char *buf, size_t len)
@@ -194,56 +202,32 @@ static atm_status export_graph(const atm_graph *g, const char *path)
 
 int cmd_zoo(int argc, char **argv)
 {
-	enum { OPT_JSON = CLI_OPT_FIRST_FREE, OPT_EXPORT };
-	static const struct option longopts[] = {
-		CLI_GRAPH_OPTIONS,
-		{"json", no_argument, NULL, OPT_JSON},
-		{"export", required_argument, NULL, OPT_EXPORT},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	cli_graph_source src = {0};
-	bool json = false;
-	const char *export_path = NULL;
+	struct zoo_args a = {0};
+	cli_given given;
 	atm_graph *g = NULL;
 	atm_liveness *lv = NULL;
 	atm_graph_stats stats;
 	int64_t batch = 0;
 	atm_results_workload w;
-	atm_status rc;
-	int opt;
+	atm_status rc = cli_parse(&cmd_zoo_options, (void *const[]){&src, &a}, argc, argv, &given);
+	bool json = a.json;
+	const char *export_path = a.export_path;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int used = cli_graph_option(&src, opt, optarg);
-		if (used < 0)
-			return cli_fail("zoo", ATM_E_USAGE);
-		if (used)
-			continue;
-		switch (opt) {
-		case OPT_JSON:
-			json = true;
-			break;
-		case OPT_EXPORT:
-			export_path = optarg;
-			break;
-		default:
-			return cli_other_option("zoo", opt, argv, print_help);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("zoo", "unexpected argument '%s'", argv[optind]);
+	if (rc < 0)
+		return cli_fail("zoo", rc);
+	if (given.help)
+		return cli_help(zoo_help, &cmd_zoo_options, NULL);
 	if (!src.model && !src.graph_file) {
 		if (json || export_path || src.batch || src.preset || src.image || src.classes)
-			return cli_usage_error("zoo", "--json, --export and the size options need "
-			                       "--model NAME or --graph FILE");
+			return cli_fail("zoo", atm_err(ATM_E_USAGE, "--json, --export and the size options "
+			                               "need --model NAME or --graph FILE"));
 		list_catalogue();
 		return 0;
 	}
 	if (json && export_path && strcmp(export_path, "-") == 0)
-		return cli_usage_error("zoo", "--json and --export - both write to standard output; "
-		                       "export to a file instead");
+		return cli_fail("zoo", atm_err(ATM_E_USAGE, "--json and --export - both write to "
+		                               "standard output; export to a file instead"));
 	rc = cli_load_graph(&src, &g, &w);
 	batch = w.batch;
 	if (rc < 0)

@@ -1,4 +1,5 @@
-/* common.c -- option parsing, graph loading and error reporting shared by the subcommands */
+/* common.c -- the options the subcommands share (graph, memory, planning), graph loading, files
+ * and signals */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,115 +19,55 @@
 int cli_fail(const char *cmd, atm_status rc)
 {
 	fprintf(stderr, "autotm %s: %s\n", cmd, atm_errmsg());
+	if (rc == ATM_E_USAGE)
+		fprintf(stderr, "Try 'autotm %s --help'.\n", cmd);
 	return atm_exit_code(rc);
 }
 
-int cli_usage_error(const char *cmd, const char *fmt, ...)
+int cli_help(const char *head, const cli_command_options *c, const char *tail)
 {
-	va_list ap;
-	fprintf(stderr, "autotm %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'autotm %s --help'.\n", cmd);
-	return atm_exit_code(ATM_E_USAGE);
+	fputs(head, stdout);
+	atm_status rc = cli_print_options(stdout, c);
+	if (tail)
+		fputs(tail, stdout);
+	return rc < 0 ? cli_fail(c->cmd, rc) : 0;
 }
 
-atm_status cli_parse_int(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *end = NULL;
-	errno = 0;
-	long long v = strtoll(arg, &end, 10);
-	if (end == arg || *end || errno || v < lo || v > hi)
-		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected an integer from %lld to %lld",
-		               opt, arg, (long long)lo, (long long)hi);
-	*out = v;
-	return ATM_OK;
-}
+#define GRAPH(field) .at = offsetof(cli_graph_source, field)
 
-int cli_other_option(const char *cmd, int opt, char **argv, void (*help)(void))
-{
-	switch (opt) {
-	case 'h':
-		help();
-		return 0;
-	case ':':
-		return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	default:
-		return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	}
-}
-
-atm_status cli_parse_fraction(const char *opt, const char *arg, double *out)
-{
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (end != arg && *end == '%' && !end[1]) {
-		v /= 100;
-		end++;
-	}
-	if (end == arg || *end || errno || !isfinite(v) || v < 0 || v > 1)
-		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected a fraction from 0 to "
-		               "1 (0.01) or a percentage (1%%)", opt, arg);
-	*out = v;
-	return ATM_OK;
-}
-
-atm_status cli_parse_seconds(const char *opt, const char *arg, double max, double *out)
-{
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (end == arg || *end || errno || !isfinite(v) || v <= 0 || v > max)
-		return atm_err(ATM_E_USAGE, "--%s '%s' is not valid; expected seconds above 0 "
-		               "(at most %g)", opt, arg, max);
-	*out = v;
-	return ATM_OK;
-}
-
-int cli_graph_option(cli_graph_source *src, int opt, const char *arg)
-{
-	switch (opt) {
-	case CLI_OPT_MODEL:
-		src->model = arg;
-		return 1;
-	case CLI_OPT_GRAPH:
-		src->graph_file = arg;
-		return 1;
-	case CLI_OPT_PRESET:
-		src->preset = arg;
-		return 1;
-	case CLI_OPT_BATCH:
-		return cli_parse_int("batch", arg, 1, 1000000, &src->batch) < 0 ? -1 : 1;
-	case CLI_OPT_IMAGE:
-		return cli_parse_int("image", arg, 1, 65536, &src->image) < 0 ? -1 : 1;
-	case CLI_OPT_CLASSES:
-		return cli_parse_int("classes", arg, 1, 1000000, &src->classes) < 0 ? -1 : 1;
-	case CLI_OPT_SEQ:
-		return cli_parse_int("seq", arg, 1, 1000000, &src->seq) < 0 ? -1 : 1;
-	case CLI_OPT_OPTIMIZER:
-		src->optimizer = arg;
-		return 1;
-	case CLI_OPT_LR:
-		src->lr = arg;
-		return 1;
-	case CLI_OPT_MOMENTUM:
-		src->momentum = arg;
-		return 1;
-	case CLI_OPT_BETAS:
-		src->betas = arg;
-		return 1;
-	case CLI_OPT_EPS:
-		src->eps = arg;
-		return 1;
-	case CLI_OPT_WEIGHT_DECAY:
-		src->weight_decay = arg;
-		return 1;
-	default:
-		return 0;
-	}
-}
+const cli_option cli_graph_options[] = {
+	{"model", .value = "NAME", .help = "a network of the zoo (see 'autotm zoo')",
+	 .set = cli_set_text, GRAPH(model)},
+	{"graph", .value = "FILE", .help = "a graph JSON file of your own (docs/graph-format.md)",
+	 .set = cli_set_text, GRAPH(graph_file)},
+	{"batch", .value = "B", .help = "batch size; without --preset a zoo network keeps its own "
+	 "input size", .def = "the preset's, or the file's \"batch\"", .set = cli_set_i64,
+	 GRAPH(batch), .lo = 1, .hi = 1000000},
+	{"preset", .value = "P", .help = "a zoo network's named sizes: small, paper, large, gpu "
+	 "(see 'autotm zoo')", .def = "small", .set = cli_set_text, GRAPH(preset)},
+	{"image", .value = "N", .help = "input height and width of a zoo network",
+	 .def = "the preset's or the network's", .set = cli_set_i64, GRAPH(image), .lo = 1,
+	 .hi = 65536},
+	{"classes", .value = "N", .help = "output classes, a language model's vocabulary",
+	 .def = "the network's", .set = cli_set_i64, GRAPH(classes), .lo = 1, .hi = 1000000},
+	{"seq", .value = "T", .help = "sequence length of a language model",
+	 .def = "the preset's", .set = cli_set_i64, GRAPH(seq), .lo = 1, .hi = 1000000},
+	{"optimizer", .value = "O", .help = "the update each step ends in: sgd, momentum, adamw, "
+	 "PyTorch's formulas and defaults; its states are tensors the plan places "
+	 "(docs/graph-format.md, \"Optimizers\")", .def = "sgd", .set = cli_set_text,
+	 GRAPH(optimizer)},
+	{"lr", .value = "X", .help = "learning rate", .def = "sgd, momentum 0.01; adamw 0.001",
+	 .set = cli_set_text, GRAPH(lr)},
+	{"momentum", .value = "X", .help = "momentum's factor (--optimizer momentum)", .def = "0.9",
+	 .set = cli_set_text, GRAPH(momentum)},
+	{"betas", .value = "B1,B2", .help = "adamw's averages", .def = "0.9,0.999",
+	 .set = cli_set_text, GRAPH(betas)},
+	{"eps", .value = "X", .help = "adamw's epsilon", .def = "1e-8", .set = cli_set_text,
+	 GRAPH(eps)},
+	{"weight-decay", .value = "X", .help = "weight decay, adamw's decoupled",
+	 .def = "sgd, momentum 0; adamw 0.01", .set = cli_set_text, GRAPH(weight_decay)},
+	{NULL},
+};
 
 /* zoo_sizes -- batch and image of a zoo model. An explicit --batch means the
  * network at its own input size unless --preset or --image says otherwise;
@@ -270,94 +212,102 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	return ATM_OK;
 }
 
-/* gpu_model_beside_gpu -- the refusal of --gpu and --gpu-model together (-1) */
-static int gpu_model_beside_gpu(void)
+/* slow_size -- --slow-size: 0 (no cap on a pmem-dir tier, the fsdax file's own size) or a size */
+static atm_status slow_size(const cli_option *o, const char *arg, void *base)
 {
-	atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
-	return -1;
+	cli_memory *mem = base;
+	if (!strcmp(arg, "0")) {
+		mem->tiers.slow_bytes = 0;
+		return ATM_OK;
+	}
+	return cli_set_bytes(o, arg, base);
 }
 
-int cli_memory_option(cli_memory *mem, int opt, const char *arg)
+/* emulate -- --emulate: none is the slow tier as it is (a machine with real slow memory) */
+static atm_status emulate(const cli_option *o, const char *arg, void *base)
 {
-	switch (opt) {
-	case CLI_OPT_SLOW:
-		mem->tiers.slow = arg;
-		return 1;
-	case CLI_OPT_FAST:
-		mem->tiers.fast = arg;
-		return 1;
-	case CLI_OPT_PMEM_DIR:
-		mem->tiers.pmem_dir = arg;
-		return 1;
-	case CLI_OPT_FSDAX:
-		mem->tiers.fsdax_path = arg;
-		return 1;
-	case CLI_OPT_SLOW_SIZE:
-		/* 0: no cap on a pmem-dir tier, the file's own size for fsdax */
-		if (!strcmp(arg, "0")) {
-			mem->tiers.slow_bytes = 0;
-			return 1;
-		}
-		if (atm_parse_bytes(arg, &mem->tiers.slow_bytes) < 0) {
-			atm_err_prefix(ATM_E_USAGE, "--slow-size: ");
-			return -1;
-		}
-		return 1;
-	case CLI_OPT_EMULATE:
-		/* none: the slow tier as it is (the docs' word for a machine with real slow memory) */
-		mem->emulate = strcmp(arg, "none") ? arg : NULL;
-		return 1;
-	case CLI_OPT_GPU: {
-		atm_backend_caps caps;
-		if (arg && (atm_backend_caps_get(arg, &caps) < 0 || !caps.device_memory)) {
-			atm_err(ATM_E_USAGE, "--gpu=%s is not valid; expected --gpu (a CUDA GPU), --gpu=cuda "
-			        "or --gpu=sim (a simulated one)", arg);
-			return -1;
-		}
-		if (mem->gpu.model || (arg && caps.modelled))
-			return gpu_model_beside_gpu();
-		mem->gpu.mode = arg ? arg : "cuda";
-		return 1;
-	}
-	case CLI_OPT_GPU_MODEL: {
-		const atm_gpu_model *m;
-		atm_backend_caps given;
-		if (atm_backend_caps_get(mem->gpu.mode, &given) == ATM_OK && given.device_memory)
-			return gpu_model_beside_gpu();
-		if (atm_gpu_model_get(arg, &m) < 0) {
-			atm_err_prefix(ATM_E_USAGE, "--gpu-model: ");
-			return -1;
-		}
-		mem->gpu.mode = "model";
-		mem->gpu.model = m->name;
-		return 1;
-	}
-	case CLI_OPT_GPU_MEMORY:
-		if (atm_parse_bytes(arg, &mem->gpu.memory_bytes) < 0 || mem->gpu.memory_bytes <= 0) {
-			atm_err(ATM_E_USAGE, "--gpu-memory '%s' is not valid; expected a size such as 11G "
-			        "or 512M", arg);
-			return -1;
-		}
-		return 1;
-	case CLI_OPT_GPU_DEVICE: {
-		int64_t d = 0;
-		if (cli_parse_int("gpu-device", arg, 0, 1023, &d) < 0)
-			return -1;
-		mem->gpu.device = (int)d;
-		return 1;
-	}
-	case CLI_OPT_GPU_LINK:
-		if (strcmp(arg, "pcie4") && strcmp(arg, "pcie5") && strcmp(arg, "nvlink-c2c")) {
-			atm_err(ATM_E_USAGE, "--gpu-link '%s' is not valid; expected pcie4, pcie5 or "
-			        "nvlink-c2c", arg);
-			return -1;
-		}
-		mem->gpu.link = arg;
-		return 1;
-	default:
-		return 0;
-	}
+	(void)o;
+	((cli_memory *)base)->emulate = strcmp(arg, "none") ? arg : NULL;
+	return ATM_OK;
 }
+
+/* gpu_model_beside_gpu -- the refusal of --gpu and --gpu-model together */
+static atm_status gpu_model_beside_gpu(void)
+{
+	return atm_err(ATM_E_USAGE, "--gpu-model NAME plans for a GPU model; leave out --gpu");
+}
+
+/* gpu -- --gpu[=cuda|sim]: a backend with device memory */
+static atm_status gpu(const cli_option *o, const char *arg, void *base)
+{
+	cli_memory *mem = base;
+	atm_backend_caps caps;
+	(void)o;
+	if (arg && (atm_backend_caps_get(arg, &caps) < 0 || !caps.device_memory))
+		return atm_err(ATM_E_USAGE, "--gpu=%s is not valid; expected --gpu (a CUDA GPU), "
+		               "--gpu=cuda or --gpu=sim (a simulated one)", arg);
+	if (mem->gpu.model || (arg && caps.modelled))
+		return gpu_model_beside_gpu();
+	mem->gpu.mode = arg ? arg : "cuda";
+	return ATM_OK;
+}
+
+/* gpu_model -- --gpu-model NAME: a GPU of the datasheets, planned from estimates */
+static atm_status gpu_model(const cli_option *o, const char *arg, void *base)
+{
+	cli_memory *mem = base;
+	const atm_gpu_model *m;
+	atm_backend_caps given;
+	(void)o;
+	if (atm_backend_caps_get(mem->gpu.mode, &given) == ATM_OK && given.device_memory)
+		return gpu_model_beside_gpu();
+	if (atm_gpu_model_get(arg, &m) < 0)
+		return atm_err_prefix(ATM_E_USAGE, "--gpu-model: ");
+	mem->gpu.mode = "model";
+	mem->gpu.model = m->name;
+	return ATM_OK;
+}
+
+/* The host links a simulated GPU may have. */
+static const char *const links[] = {"pcie4", "pcie5", "nvlink-c2c", NULL};
+
+#define MEM(field) .at = offsetof(cli_memory, field)
+
+const cli_option cli_memory_options[] = {
+	{"slow", .value = "TIER", .help = "slow memory: auto, kmem-dax, numa:N, pmem-dir, fsdax",
+	 .def = "auto", .set = cli_set_text, MEM(tiers.slow)},
+	{"fast", .value = "TIER", .help = "fast memory: auto, memkind, numa:N", .def = "auto",
+	 .set = cli_set_text, MEM(tiers.fast)},
+	{"pmem-dir", .value = "DIR", .help = "folder of the pmem-dir slow tier's file, used as given "
+	 "(made when missing); with --emulate the default is " ATM_TIER_TMPFS_PMEM_DIR "-UID where "
+	 "/dev/shm is a tmpfs with room for the run (a disk's writeback would add to the emulated "
+	 "cost; a run that falls back says so)", .def = ATM_TIER_DEFAULT_PMEM_DIR "-UID",
+	 .set = cli_set_text, MEM(tiers.pmem_dir)},
+	{"fsdax", .value = "FILE", .help = "map FILE with libpmem2 as the slow tier (an fsdax "
+	 "mount's file)", .set = cli_set_text, MEM(tiers.fsdax_path)},
+	{"slow-size", .value = "SIZE", .help = "cap of the pmem-dir tier, or size of the fsdax file "
+	 "(8G); 0: no cap, the fsdax file's own size", .def = "0", .set = slow_size,
+	 MEM(tiers.slow_bytes)},
+	{"emulate", .value = "P", .help = "make the slow tier behave like optane, cxl or numa "
+	 "memory, or like a JSON tier spec file (docs/tiers.md), in proportion to this machine's "
+	 "bandwidth (P:absolute: the rates as published); a pmem-dir tier's file then goes to a tmpfs "
+	 "by default (--pmem-dir); none: the slow tier as it is, for a machine with real slow memory",
+	 .def = "none", .set = emulate},
+	{"gpu", .value = "cuda|sim", .optional = true, .help = "on a GPU: fast memory is its device "
+	 "memory, slow memory pinned host memory, kernels cuDNN/cuBLAS (docs/gpu.md); --gpu=sim "
+	 "simulates one on the CPU", .set = gpu},
+	{"gpu-memory", .value = "SIZE", .help = "device memory the plan may use",
+	 .def = "free memory less 1.5 GiB; simulated: 11 GB less 1.5 GiB, an RTX 2080 Ti's",
+	 .set = cli_set_bytes, MEM(gpu.memory_bytes), .lo = 1},
+	{"gpu-device", .value = "N", .help = "which GPU", .def = "0", .set = cli_set_int,
+	 MEM(gpu.device), .lo = 0, .hi = 1023},
+	{"gpu-link", .value = "L", .help = "a simulated GPU's host link: pcie4, pcie5, nvlink-c2c",
+	 .def = "pcie4", .set = cli_set_word, MEM(gpu.link), .words = links},
+	{"gpu-model", .value = "NAME", .help = "(plan, profile, with --estimate) plan for a GPU this "
+	 "machine need not have, from its datasheet: h100, h200, a100, rtx2080ti (docs/gpu.md, "
+	 "\"GPU models\")", .set = gpu_model},
+	{NULL},
+};
 
 /* The --start plan files of this process's command: each option's comma-separated names,
  * copied (the command's options live as long as the process) */
@@ -366,123 +316,192 @@ static const char *start_files[ATM_JOB_MAX_STARTS];
 static int n_start_files;
 static size_t start_used;
 
-/* add_starts -- --start's comma-separated plan files into jo's starts; -1 (ATM_E_USAGE) for an
- * empty name or too many */
-static int add_starts(atm_job_opts *jo, const char *arg)
+/* starts -- --start's comma-separated plan files into the job's starts; refused for an empty
+ * name or too many */
+static atm_status starts(const cli_option *o, const char *arg, void *base)
 {
+	atm_job_opts *jo = base;
 	size_t len = strlen(arg);
-	if (start_used + len + 1 > sizeof start_text) {
-		atm_err(ATM_E_USAGE, "--start: the plan files' names take more than %zu bytes",
-		        sizeof start_text);
-		return -1;
-	}
+	(void)o;
+	if (start_used + len + 1 > sizeof start_text)
+		return atm_err(ATM_E_USAGE, "--start: the plan files' names take more than %zu bytes",
+		               sizeof start_text);
 	char *text = start_text + start_used;
 	memcpy(text, arg, len + 1);
 	start_used += len + 1;
 	for (char *item = text, *next; item; item = next) {
 		if ((next = strchr(item, ',')))
 			*next++ = 0;
-		if (!item[0] || n_start_files == ATM_JOB_MAX_STARTS) {
-			if (item[0])
-				atm_err(ATM_E_USAGE, "--start: more than %d plan files", ATM_JOB_MAX_STARTS);
-			else
-				atm_err(ATM_E_USAGE, "--start '%s' has an empty plan file name; expected "
-				        "PLAN.json[,PLAN.json...]", arg);
-			return -1;
-		}
+		if (!item[0])
+			return atm_err(ATM_E_USAGE, "--start '%s' has an empty plan file name; expected "
+			               "PLAN.json[,PLAN.json...]", arg);
+		if (n_start_files == ATM_JOB_MAX_STARTS)
+			return atm_err(ATM_E_USAGE, "--start: more than %d plan files", ATM_JOB_MAX_STARTS);
 		start_files[n_start_files++] = item;
 	}
 	jo->starts = start_files;
 	jo->n_starts = n_start_files;
-	return 1;
+	return ATM_OK;
 }
 
-int cli_plan_option(atm_job_opts *jo, cli_plan_given *given, int opt, const char *arg)
+/* ratio -- --ratio S:F, or a list of them (each checked; a sweep, the command's to plan) */
+static atm_status ratio(const cli_option *o, const char *arg, void *base)
 {
-	atm_opt_options *o = &jo->opt;
-	int64_t v = 0;
-	switch (opt) {
-	case CLI_OPT_RATIO:
-		given->ratio = true;
-		given->ratio_list = NULL;
-		if (strchr(arg, ',')) {
-			/* a sweep: each ratio checked here, planned by the command */
-			double s, f;
-			char one[64];
-			for (const char *p = arg, *end; p; p = end ? end + 1 : NULL) {
-				end = strchr(p, ',');
-				size_t n = end ? (size_t)(end - p) : strlen(p);
-				snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
-				if (atm_opt_parse_ratio(one, &s, &f) < 0) {
-					atm_err_prefix(ATM_E_USAGE, "--ratio '%s': ", arg);
-					return -1;
-				}
-			}
-			given->ratio_list = arg;
-			return 1;
-		}
-		return atm_opt_parse_ratio(arg, &jo->ratio_slow, &jo->ratio_fast) < 0 ? -1 : 1;
-	case CLI_OPT_START:
-		return add_starts(jo, arg);
-	case CLI_OPT_DRAM_LIMIT:
-		given->limit = true;
-		if (atm_parse_bytes(arg, &jo->limit_bytes) < 0) {
-			atm_err_prefix(ATM_E_USAGE, "--dram-limit: ");
-			return -1;
-		}
-		return 1;
-	case CLI_OPT_FORMULATION:
-		given->formulation = true;
-		return atm_opt_formulation_from_name(arg, &jo->formulation) < 0 ? -1 : 1;
-	case CLI_OPT_CACHE:
-		if (!arg[0]) {
-			atm_err(ATM_E_USAGE, "--cache needs a file name");
-			return -1;
-		}
-		jo->cache = arg;
-		return 1;
-	case CLI_OPT_MIP_GAP:
-		return cli_parse_fraction("mip-gap", arg, &o->mip_gap) < 0 ? -1 : 1;
-	case CLI_OPT_TIME_LIMIT:
-		return cli_parse_seconds("time-limit", arg, 1e6, &o->time_limit_s) < 0 ? -1 : 1;
-	case CLI_OPT_ASYNC_WINDOW:
-		given->async_window = true;
-		if (cli_parse_int("async-window", arg, 1, 64, &v) < 0)
-			return -1;
-		o->async_window = (int)v;
-		return 1;
-	case CLI_OPT_ROUNDS:
-		if (cli_parse_int("rounds", arg, 1, ATM_PLAN_MAX_ROUNDS, &v) < 0)
-			return -1;
-		o->max_rounds = (int)v;
-		return 1;
-	case CLI_OPT_SOLVER:
-		/* the name alone here; whether this build has it is the job's first check */
-		if (atm_opt_solver_from_name(arg, &o->solver) < 0) {
-			atm_err_prefix(ATM_E_USAGE, "--solver: ");
-			return -1;
-		}
-		return 1;
-	case CLI_OPT_THREADS:
-		if (cli_parse_int("threads", arg, 0, 1024, &v) < 0)
-			return -1;
-		o->threads = (int)v;
-		return 1;
-	case CLI_OPT_VERBOSE:
-		o->verbosity = 1;
-		return 1;
-	case CLI_OPT_ISOLATED:
-		jo->isolated = true;
-		return 1;
-	case CLI_OPT_FULL_MODEL:
-		o->full_model = true;
-		return 1;
-	case CLI_OPT_RECOMPUTE:
-		o->recompute = true;
-		return 1;
-	default:
-		return 0;
+	atm_job_opts *jo = base;
+	double s, f;
+	char one[64];
+	(void)o;
+	if (!strchr(arg, ','))
+		return atm_opt_parse_ratio(arg, &jo->ratio_slow, &jo->ratio_fast);
+	for (const char *p = arg, *end; p; p = end ? end + 1 : NULL) {
+		end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+		if (atm_opt_parse_ratio(one, &s, &f) < 0)
+			return atm_err_prefix(ATM_E_USAGE, "--ratio '%s': ", arg);
 	}
+	return ATM_OK;
+}
+
+/* dram_limit -- --dram-limit SIZE */
+static atm_status dram_limit(const cli_option *o, const char *arg, void *base)
+{
+	(void)o;
+	if (atm_parse_bytes(arg, &((atm_job_opts *)base)->limit_bytes) < 0)
+		return atm_err_prefix(ATM_E_USAGE, "--dram-limit: ");
+	return ATM_OK;
+}
+
+/* formulation -- --formulation F; a list is the command's (a comparison of autotm run) */
+static atm_status formulation(const cli_option *o, const char *arg, void *base)
+{
+	(void)o;
+	if (strchr(arg, ','))
+		return ATM_OK;
+	return atm_opt_formulation_from_name(arg, &((atm_job_opts *)base)->formulation);
+}
+
+/* solver -- --solver S: the name alone here; whether this build has it is the job's first check */
+static atm_status solver(const cli_option *o, const char *arg, void *base)
+{
+	(void)o;
+	if (atm_opt_solver_from_name(arg, &((atm_job_opts *)base)->opt.solver) < 0)
+		return atm_err_prefix(ATM_E_USAGE, "--solver: ");
+	return ATM_OK;
+}
+
+/* verbose -- --verbose: the solver's progress */
+static atm_status verbose(const cli_option *o, const char *arg, void *base)
+{
+	(void)o;
+	(void)arg;
+	((atm_job_opts *)base)->opt.verbosity = 1;
+	return ATM_OK;
+}
+
+/* The optimizer's defaults, said in the help as the optimizer has them. */
+static atm_opt_options opt_defaults(void)
+{
+	atm_opt_options d;
+	atm_opt_options_default(&d);
+	return d;
+}
+
+static const char *default_gap(char *buf, size_t len)
+{
+	snprintf(buf, len, "%g; '%g%%' works too", opt_defaults().mip_gap, 100 * opt_defaults().mip_gap);
+	return buf;
+}
+
+static const char *default_time(char *buf, size_t len)
+{
+	snprintf(buf, len, "%g", opt_defaults().time_limit_s);
+	return buf;
+}
+
+static const char *default_window(char *buf, size_t len)
+{
+	snprintf(buf, len, "%d", opt_defaults().async_window);
+	return buf;
+}
+
+static const char *default_rounds(char *buf, size_t len)
+{
+	snprintf(buf, len, "%d, at most %d", opt_defaults().max_rounds, ATM_PLAN_MAX_ROUNDS);
+	return buf;
+}
+
+#define JOB(field) .at = offsetof(atm_job_opts, field)
+
+const cli_option cli_plan_options[] = {
+	{"ratio", .value = "S:F", .help = "slow:fast memory; fast = peak footprint * F / (S + F): "
+	 "4:1 is a fifth, 16:1 a seventeenth, 0:1 all fast (no limit), 1:0 the least any plan needs "
+	 "(the tensors that may only be fast). Plans keep the pair; results write it as AutoTM's "
+	 "ratio (S/F, null at 1:0) and exactly as ratio_slow, ratio_fast and fast_fraction. "
+	 "(plan) S:F,S:F,... with -o FOLDER/: a sweep in one process, a plan per ratio into "
+	 "FOLDER/FORMULATION-S_F.json, from the least fast memory up, each plan a start of the next, "
+	 "so that the predicted step never rises with the limit", .set = ratio},
+	{"dram-limit", .value = "SIZE", .help = "the fast-memory limit in bytes (K, M, G suffixes: "
+	 "12G)", .set = dram_limit},
+	{"formulation", .value = "F", .help = "static, synchronous, asynchronous: the ILPs, on the "
+	 "--solver; all-fast, all-slow, numa (first touch), 2lm (fast memory as a cache of slow "
+	 "memory), vdnn (offload convolution inputs): baselines. (run) F,G,...: compare these "
+	 "(docs/comparisons.md); random, managed and plan files may be listed beside them, and an "
+	 "ILP with '+recompute' (synchronous+recompute) recomputes",
+	 .def = "synchronous; search: asynchronous",
+	 .set = formulation},
+	{"mip-gap", .value = "G", .help = "stop when the plan is within G of the best possible, a "
+	 "fraction or a percentage; 0 asks for the optimum, 1 takes the first plan found",
+	 .default_of = default_gap, .set = cli_set_fraction, JOB(opt.mip_gap)},
+	{"time-limit", .value = "S", .help = "seconds the whole plan may take, every "
+	 "defragmentation round included (fractions too: 2.5); the best plan found by then is used. "
+	 "A limit that runs out before the first round's heuristic has a plan is refused (exit 2), "
+	 "naming the limit to give", .default_of = default_time, .set = cli_set_seconds,
+	 JOB(opt.time_limit_s), .hi = 1000000},
+	{"async-window", .value = "N", .help = "(asynchronous) kernels before a use where an "
+	 "overlapped fetch may run", .default_of = default_window, .set = cli_set_int,
+	 JOB(opt.async_window), .lo = 1, .hi = 64},
+	{"rounds", .value = "N", .help = "solves with the limit tightened where first fit overflows "
+	 "(fragmentation) before giving up", .default_of = default_rounds, .set = cli_set_int,
+	 JOB(opt.max_rounds), .lo = 1, .hi = ATM_PLAN_MAX_ROUNDS},
+	{"solver", .value = "S", .help = "the ILP solver: glpk, cbc (COIN-OR CBC, in builds made "
+	 "with coinor-libcbc-dev) or auto: CBC when the build has it, else GLPK ('autotm "
+	 "--version' names it). cbc in a build without it is refused before any work (exit 5). "
+	 "Plans and results record the solver that ran", .def = "auto", .set = solver},
+	{"threads", .value = "N", .help = "solver threads: CBC's branch and cut runs on N; GLPK has "
+	 "one. 0: one per core autotm may run on", .def = "0", .set = cli_set_int, JOB(opt.threads),
+	 .lo = 0, .hi = 1024},
+	{"cache", .value = "FILE", .help = "the profile cache",
+	 .def = "$XDG_CACHE_HOME/autotm/profiles.json, else ~/.cache/autotm/profiles.json",
+	 .set = cli_set_text, JOB(cache)},
+	{"isolated", .help = "price each kernel by its time alone, not by its time inside a step as "
+	 "the profile calibrates it (docs/profile.md)", .set = cli_set_true, JOB(isolated)},
+	{"recompute", .help = "(ILPs) a forward activation may also be dropped after a use and "
+	 "computed again before a later one, chosen in the same program as the placement "
+	 "(docs/optimizer.md)", .set = cli_set_true, JOB(opt.recompute)},
+	{"full-model", .help = "solve the full program (every tensor's states at every point of its "
+	 "life), not the reduced one: the same optimum, a larger model (docs/optimizer.md)",
+	 .set = cli_set_true, JOB(opt.full_model)},
+	{"start", .value = "PLAN[,PLAN...]", .help = "plan files of the same graph and formulation "
+	 "(autotm plan -o, run --plans-out), typically planned for less fast memory: each is checked "
+	 "under this limit, and the plan made is never predicted slower than one that fits (that one "
+	 "is kept, re-labelled with this limit). Repeatable. A file of another graph or formulation "
+	 "is refused (exit 3); one that does not fit is passed over, said on stderr (docs/optimizer.md, "
+	 "\"Monotone in the budget\")", .set = starts},
+	{"verbose", .help = "the solver's progress on stderr", .set = verbose},
+	{NULL},
+};
+
+const char *cli_ratio_list(const cli_given *given)
+{
+	const char *r = cli_given_arg(given, "ratio");
+	return r && strchr(r, ',') ? r : NULL;
+}
+
+const char *cli_formulation_list(const cli_given *given)
+{
+	const char *f = cli_given_arg(given, "formulation");
+	return f && strchr(f, ',') ? f : NULL;
 }
 
 void cli_job_begin(atm_job_opts *jo, const char *who)
@@ -491,19 +510,6 @@ void cli_job_begin(atm_job_opts *jo, const char *who)
 	jo->who = who;
 	n_start_files = 0;
 	start_used = 0;
-	optind = 1;
-	opterr = 0;
-}
-
-int cli_job_option(cli_graph_source *src, atm_job_opts *jo, cli_plan_given *given, int opt,
-                   const char *arg)
-{
-	int used = cli_graph_option(src, opt, arg);
-	if (!used)
-		used = cli_memory_option(&jo->mem, opt, arg);
-	if (!used)
-		used = cli_plan_option(jo, given, opt, arg);
-	return used;
 }
 
 atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate, const char *who)
@@ -521,25 +527,29 @@ atm_status cli_gpu_model_check(const cli_memory *mem, bool estimate, const char 
 	return rc;
 }
 
-atm_status cli_plan_check(const atm_job_opts *jo, const cli_plan_given *given)
+atm_status cli_plan_check(const atm_job_opts *jo, const cli_given *given)
 {
 	atm_backend_caps caps;
+	bool ratio = cli_was_given(given, "ratio"), limit = cli_was_given(given, "dram-limit");
 	atm_status rc = atm_backend_caps_get(jo->mem.gpu.mode, &caps);
 	if (rc < 0)
 		return rc;
 	if ((rc = cli_gpu_model_check(&jo->mem, jo->estimate, jo->who)) < 0)
 		return rc;
-	if (given->ratio && given->limit)
+	if (ratio && limit)
 		return atm_err(ATM_E_USAGE, "give only one of --ratio and --dram-limit");
-	if (given->ratio_list && jo->who && strcmp(jo->who, "plan"))
+	if (cli_ratio_list(given) && jo->who && strcmp(jo->who, "plan"))
 		return atm_err(ATM_E_USAGE, "--ratio '%s': a list of ratios is a sweep of 'autotm plan' "
-		               "(-o FOLDER/); autotm %s takes one ratio", given->ratio_list, jo->who);
+		               "(-o FOLDER/); autotm %s takes one ratio", cli_ratio_list(given), jo->who);
+	if (cli_formulation_list(given))
+		return atm_err(ATM_E_USAGE, "--formulation '%s': a list of formulations is a "
+		               "comparison of 'autotm run'; autotm %s takes one formulation",
+		               cli_formulation_list(given), jo->who ? jo->who : "plan");
 	/* a device's memory is a limit of its own */
-	if (!given->ratio && !given->limit && jo->formulation != ATM_OPT_ALL_FAST &&
-	    !caps.device_memory)
+	if (!ratio && !limit && jo->formulation != ATM_OPT_ALL_FAST && !caps.device_memory)
 		return atm_err(ATM_E_USAGE, "give the fast-memory limit with --ratio S:F or "
 		               "--dram-limit SIZE");
-	if (given->async_window && jo->formulation != ATM_OPT_ASYNCHRONOUS)
+	if (cli_was_given(given, "async-window") && jo->formulation != ATM_OPT_ASYNCHRONOUS)
 		return atm_err(ATM_E_USAGE, "--async-window is the asynchronous formulation's; the %s "
 		               "one moves nothing ahead of a use (give --formulation asynchronous)",
 		               atm_opt_formulation_name(jo->formulation));
@@ -560,52 +570,6 @@ const char *cli_solver_version(const char *name)
 			return v ? v : "";
 		}
 	return "";
-}
-
-void cli_plan_help(FILE *f)
-{
-	atm_opt_options d;
-	atm_opt_solver best = ATM_OPT_SOLVER_GLPK;
-	atm_opt_options_default(&d);
-	/* what auto stands for in this build; a failure leaves GLPK, which is always built */
-	(void)atm_opt_solver_resolve(ATM_OPT_SOLVER_AUTO, &best);
-	fprintf(f,
-	        "  --ratio S:F       slow:fast memory; fast = peak footprint * F / (S + F): 4:1 is a\n"
-	        "                    fifth, 0:1 all fast (no limit), 1:0 the least any plan needs\n"
-	        "  --dram-limit SIZE the fast-memory limit in bytes (K, M, G suffixes: 12G)\n"
-	        "  --formulation F   static, synchronous (default), asynchronous: the ILPs; all-fast,\n"
-	        "                    all-slow, numa (first touch), 2lm (fast memory as a cache of slow\n"
-	        "                    memory), vdnn (offload convolution inputs): baselines\n"
-	        "  --mip-gap G       stop when the plan is within G of the best possible (default\n"
-	        "                    %g; '%g%%' works too; 0 asks for the optimum, 1 takes the\n"
-	        "                    first plan found)\n"
-	        "  --time-limit S    seconds the whole plan may take, all rounds (default %g); the\n"
-	        "                    best plan found by then is used (a limit that ends before\n"
-	        "                    the heuristic's first plan is refused, exit 2)\n"
-	        "  --async-window N  kernels before a use where an overlapped fetch may run (default %d)\n"
-	        "  --rounds N        solves for fragmentation before giving up (default %d, at most %d)\n"
-	        "  --solver S        the ILP solver: glpk, cbc (COIN-OR CBC, when built with it) or\n"
-	        "                    auto (default: the best this build has, here %s)\n"
-	        "  --threads N       solver threads (CBC's; GLPK uses one); 0, the default, is one\n"
-	        "                    per core autotm may run on\n"
-	        "  --cache FILE      the profile cache (default $XDG_CACHE_HOME/autotm/profiles.json,\n"
-	        "                    else ~/.cache/autotm/profiles.json)\n"
-	        "  --isolated        price each kernel by its time alone, not by its time inside\n"
-	        "                    a step as the profile calibrates it (docs/profile.md)\n"
-	        "  --recompute       the ILPs may also drop a tensor after a use and compute it\n"
-	        "                    again before a later one (docs/optimizer.md)\n"
-	        "  --full-model      solve the full program (every tensor's states at every\n"
-	        "                    point of its life), not the reduced one: the same optimum,\n"
-	        "                    a larger model (docs/optimizer.md)\n"
-	        "  --start PLAN[,PLAN...]  plan files of the same graph and formulation (autotm plan\n"
-	        "                    -o, run --plans-out), typically planned for less fast memory:\n"
-	        "                    the plan made is never predicted slower than one that fits\n"
-	        "                    this limit (that one is kept, re-labelled with this limit).\n"
-	        "                    Repeatable. A file of another graph or formulation is refused\n"
-	        "                    (exit 3); one that does not fit is passed over, said on stderr\n"
-	        "  --verbose         the solver's progress on stderr\n",
-	        d.mip_gap, 100 * d.mip_gap, d.time_limit_s, d.async_window, d.max_rounds,
-	        ATM_PLAN_MAX_ROUNDS, atm_opt_solver_name(best));
 }
 
 static volatile sig_atomic_t interrupted;
@@ -805,23 +769,23 @@ static bool same_file(const char *a, const char *b)
 	return !strcmp(ia, ib);
 }
 
-int cli_check_files(const char *cmd, const cli_file *out, int n_out, const cli_file *in, int n_in)
+atm_status cli_check_files(const cli_file *out, int n_out, const cli_file *in, int n_in)
 {
 	for (int i = 0; i < n_out; i++) {
 		if (!out[i].path)
 			continue;
 		for (int k = 0; k < n_in; k++)
 			if (in[k].path && same_file(out[i].path, in[k].path))
-				return cli_usage_error(cmd, "%s %s is the file %s %s reads: writing it would "
-				                       "replace the input; write the output elsewhere",
-				                       out[i].opt, out[i].path, in[k].opt, in[k].path);
+				return atm_err(ATM_E_USAGE, "%s %s is the file %s %s reads: writing it would "
+				               "replace the input; write the output elsewhere", out[i].opt,
+				               out[i].path, in[k].opt, in[k].path);
 		for (int k = 0; k < i; k++)
 			if (out[k].path && same_file(out[i].path, out[k].path))
-				return cli_usage_error(cmd, "%s %s and %s %s are the same file: give each "
-				                       "output its own", out[k].opt, out[k].path, out[i].opt,
-				                       out[i].path);
+				return atm_err(ATM_E_USAGE, "%s %s and %s %s are the same file: give each "
+				               "output its own", out[k].opt, out[k].path, out[i].opt,
+				               out[i].path);
 	}
-	return -1;
+	return ATM_OK;
 }
 
 const char *cli_emulation_rates(const atm_tier_desc *slow, char *buf, size_t len)

@@ -34,7 +34,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
 	        "\n"
-	        "'autotm COMMAND --help' describes a command. Exit codes: 0 ok, 1 internal error,\n"
+	        "'autotm COMMAND --help' describes a command; 'autotm help --markdown' prints every\n"
+	        "command's options as a table (docs/cli.md). Exit codes: 0 ok, 1 internal error,\n"
 	        "2 bad usage, 3 bad input file, 4 infeasible, 5 hardware unavailable, 6 file\n"
 	        "system error, 7 out of memory, 8 not found, 9 a run held more fast memory than\n"
 	        "its limit, 130 interrupted.\n");
@@ -58,6 +59,18 @@ static void print_version(void)
 	printf(" (--solver auto: %s)\n", atm_opt_solver_name(best));
 	printf("data parallelism: %s\n", atm_comm_has_mpi() ? "MPI (run under mpirun)"
 	                                                    : "none (built without MPI)");
+}
+
+/* markdown -- autotm help --markdown: the option table of docs/cli.md, made from the commands'
+ * tables (the test cli.docs_options checks that the docs hold it); the exit code */
+static int markdown(void)
+{
+	static const cli_command_options *const all[] = {
+		&cmd_zoo_options, &cmd_profile_options, &cmd_plan_options, &cmd_run_options,
+		&cmd_search_options, &cmd_tiers_options,
+	};
+	atm_status rc = cli_print_markdown(stdout, all, (int)(sizeof all / sizeof *all));
+	return rc < 0 ? cli_fail("help", rc) : 0;
 }
 
 /* finish -- the command's exit code, unless what it printed could not all be written (a full
@@ -104,6 +117,8 @@ int main(int argc, char **argv)
 		return atm_exit_code(ATM_E_USAGE);
 	}
 	const char *cmd = argv[1];
+	if (!strcmp(cmd, "help") && argc == 3 && !strcmp(argv[2], "--markdown"))
+		return finish(NULL, markdown());
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
 		if (argc > 2 && strcmp(cmd, "help") == 0) {
 			for (int i = 0; i < N_COMMANDS; i++)

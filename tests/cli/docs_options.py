@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""docs_options.py -- every option a command's --help lists has its row in docs/cli.md, and every
-option docs/cli.md names is one some command takes (the docs describe the command as it is)
+"""docs_options.py -- docs/cli.md holds the option table the commands print (autotm help --markdown,
+made from the same rows as every --help), and every option a --help lists is in it
 
 usage: tests/cli/docs_options.py AUTOTM SOURCE_DIR        exit 0 when they match, 1 not
 """
@@ -9,39 +9,50 @@ import subprocess
 import sys
 
 COMMANDS = ("zoo", "tiers", "profile", "plan", "run", "search")
-ALWAYS = {"--help", "--version"}
+BEGIN = "<!-- options: printed by 'autotm help --markdown'; cli.docs_options checks it -->\n"
+END = "<!-- end of options -->\n"
 
 
-def help_options(autotm):
-    """{option: [commands whose --help lists it]}"""
-    out = {}
-    for c in COMMANDS:
-        p = subprocess.run([autotm, c, "--help"], capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit(f"docs_options.py: autotm {c} --help exited {p.returncode}: {p.stderr}")
-        for opt in re.findall(r"^\s+(?:-\w, )?(--[a-z0-9-]+)", p.stdout, re.M):
-            out.setdefault(opt, []).append(c)
-    return out
+def run(autotm, *args):
+    p = subprocess.run([autotm, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"docs_options.py: autotm {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p.stdout
 
 
 def main(argv):
     if len(argv) != 3:
         sys.exit(__doc__)
-    have = help_options(argv[1])
+    table = run(argv[1], "help", "--markdown")
     with open(f"{argv[2]}/docs/cli.md") as f:
-        documented = set(re.findall(r"`(--[a-z0-9-]+)", f.read()))
-    missing = sorted(set(have) - documented - ALWAYS)
-    stale = sorted(documented - set(have) - ALWAYS)
-    for o in missing:
-        print(f"{o} ({', '.join(have[o])}): in --help, not in docs/cli.md")
-    for o in stale:
-        print(f"{o}: in docs/cli.md, no command takes it")
-    if not have:
-        print("no option found in any --help")
+        docs = f.read()
+    if BEGIN not in docs or END not in docs:
+        print("docs/cli.md has no option table between its markers")
         return 1
-    print(f"{len(have)} options of {len(COMMANDS)} commands, every one in docs/cli.md"
-          if not missing and not stale else "docs/cli.md does not match the commands")
-    return 1 if missing or stale else 0
+    held = docs.split(BEGIN, 1)[1].split(END, 1)[0]
+    bad = 0
+    if held != table:
+        bad = 1
+        new, old = table.splitlines(), held.splitlines()
+        for line in sorted(set(new) - set(old)):
+            print(f"printed, not in docs/cli.md: {line}")
+        for line in sorted(set(old) - set(new)):
+            print(f"in docs/cli.md, not printed: {line}")
+        print("docs/cli.md's option table is not what the commands print; replace it with "
+              "the output of 'autotm help --markdown'")
+    documented = set(re.findall(r"^\| `(?:-\w, )?(--[a-z0-9-]+)", table, re.M))
+    for c in COMMANDS:
+        for opt in re.findall(r"^  (?:-\w, )?(--[a-z0-9-]+)", run(argv[1], c, "--help"), re.M):
+            if opt != "--help" and opt not in documented:
+                bad = 1
+                print(f"{opt} ({c}): in --help, not in the table")
+    if not documented:
+        print("no option in the table")
+        return 1
+    if not bad:
+        print(f"{len(documented)} options of {len(COMMANDS)} commands, the table in docs/cli.md "
+              "as printed")
+    return bad
 
 
 if __name__ == "__main__":

@@ -819,7 +819,7 @@ static void test_plan_cmd_bad_usage(void **state)
 	cli_expect(2, "unknown formulation 'best'", "plan --model tiny_mlp --ratio 4:1 --formulation best");
 	cli_expect(2, "--mip-gap '2' is not valid", "plan --model tiny_mlp --ratio 4:1 --mip-gap 2");
 	cli_expect(2, "expected a fraction from 0 to 1", "plan --model tiny_mlp --ratio 4:1 --mip-gap 101%%");
-	cli_expect(2, "--results needs a file name", "plan --model tiny_mlp --ratio 4:1 --results ''");
+	cli_expect(2, "--results needs a FILE, not an empty name", "plan --model tiny_mlp --ratio 4:1 --results ''");
 	/* options that would be silently ignored are refused */
 	cli_expect(2, "--async-window is the asynchronous formulation's", "plan --model tiny_mlp "
 	           "--ratio 4:1 --formulation static --async-window 3");

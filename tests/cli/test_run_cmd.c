@@ -210,7 +210,7 @@ static void test_run_cmd_ratio_does_the_whole_job(void **state)
 	char want[64];
 	atm_opt_options d;
 	atm_opt_options_default(&d);
-	snprintf(want, sizeof want, "(default %g)", d.time_limit_s);
+	snprintf(want, sizeof want, "(default: %g)", d.time_limit_s);
 	assert_non_null(strstr(h.out, want));
 	assert_non_null(strstr(h.out, "--async-window N"));
 	assert_non_null(strstr(h.out, "--solver S"));

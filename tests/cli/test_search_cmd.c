@@ -140,6 +140,11 @@ static void test_search_cmd_usage(void **state)
 	           base);
 	cli_expect(2, "--population '2' is not valid; expected an integer from 4 to 1000",
 	           "%s --population 2", base);
+	/* new candidates per comparison: --batch is the graph's, as in every command */
+	cli_expect(2, "--candidates '33' is not valid; expected an integer from 1 to 32",
+	           "%s --candidates 33", base);
+	cli_expect(2, "--formulation 'synchronous,asynchronous': a list of formulations is a "
+	           "comparison of 'autotm run'", "%s --formulation synchronous,asynchronous", base);
 	cli_expect(2, "--measured-steps trains plans, --estimate only plans them",
 	           "%s --measured-steps 100", base);
 	cli_expect(2, "--measured-steps 3 cannot pay for one comparison", "search --model tiny_mlp "
