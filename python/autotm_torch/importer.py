@@ -19,8 +19,8 @@ table, _MAPPINGS (a module class, function or method name to its handler), and a
 training step from them (loss, backward, SGD), as it builds its zoo.
 Views, transposes and matmuls are mapped lazily, when something reads them, so that a view and
 the transpose after it become one permute, a transpose read by a matmul becomes its trans_b,
-a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax becomes
-a causal softmax. So are the parts of rotary embeddings as LLaMA writes them, x * cos +
+a matmul scaled by a number takes the scale, and a -inf causal mask read by a softmax (filled,
+or added as Hugging Face's models add it) becomes a causal softmax. So are the parts of rotary embeddings as LLaMA writes them, x * cos +
 rotate_half(x) * sin, which become one rope layer once their constant cos and sin tables are
 checked to be the rotate-half form of one base theta (recovered from them), and the key/value
 heads of grouped-query attention repeated in place (x[:, :, None].expand(...).reshape(...),
@@ -292,6 +292,12 @@ class _Perm(_Expr):
 class _Matmul(_Expr):
     def __init__(self, a, b, shape, scale=1.0):
         self.a, self.b, self.shape, self.scale = a, b, tuple(shape), scale
+
+
+# The largest value an additive mask may hold where it masks: a score this far below the others
+# has exp() of exactly 0 in float32 and float64 alike (float64 underflows below -745), so the
+# softmax's weight there is 0 exactly, as with -inf.
+MASKED = -1e4
 
 
 class _Masked(_Expr):
@@ -1129,6 +1135,9 @@ class _Builder:
             if isinstance(x, _ConstProduct) and isinstance(r, _ConstProduct) and \
                     isinstance(r.src, _Rotated) and r.src.src is x.src:
                 return self.rope(x.src, x.const, r.const)
+        for x, m in ((es[0], es[1]), (es[1], es[0])):  # scores + an additive attention mask
+            if isinstance(m, _Const) and not isinstance(x, (_Const, _Param)):
+                return self.additive_mask(x, m)
         for i, e in enumerate(es):
             if isinstance(e, _Const):
                 self.get(e)  # refused, named
@@ -1308,6 +1317,25 @@ class _Builder:
                              f"one (True above the diagonal)")
         return _Masked(e)
 
+    def additive_mask(self, e, mask):
+        """scores + a constant mask, as Hugging Face's models write it: 0 on and below the
+        diagonal, -inf or at most MASKED above is the causal mask of the softmax that reads it;
+        0 everywhere is no mask"""
+        m, t = mask.value, e.shape[-1]
+        form = (f"adding {mask.what} {list(m.shape)} to {list(e.shape)}: a constant is added only "
+                f"as an attention mask, [T, T] (leading axes of 1), 0 on and below the diagonal "
+                f"and -inf or at most {MASKED:g} above, before a softmax")
+        if not m.is_floating_point() or len(e.shape) < 2 or e.shape[-2] != t or \
+                tuple(m.shape[-2:]) != (t, t) or m.numel() != t * t or m.dim() > len(e.shape):
+            self.unsupported(form)
+        m = m.reshape(t, t).double()
+        if bool(torch.all(m == 0)):
+            return e
+        above = torch.ones(t, t, dtype=torch.bool).triu(1)
+        if not bool(torch.all(m[~above] == 0)) or not bool(torch.all(m[above] <= MASKED)):
+            self.unsupported(form + " (a padding mask, or another pattern, is not the causal one)")
+        return _Masked(e)
+
     def expand(self, a, out):
         e = self.expr(a[0])
         if isinstance(e, _Param) and len(out) == 3 and out[0] == self.batch \
@@ -1481,7 +1509,9 @@ _MAPPINGS = (
              "`x[:, :, None]`", "`narrow`; `narrow` (on the last axis), nothing (a view)",
              B.map_getitem, operator.getitem),
     _Mapping("`Softmax(dim=-1)`, `F.softmax(x, dim=-1)`",
-             "`softmax`; `causal` after a causal `-inf` `masked_fill`",
+             "`softmax`; `causal` after a causal `-inf` `masked_fill`, or after adding a causal "
+             "mask (0 on and below the diagonal, `-inf` or at most -1e4 above, as Hugging Face's "
+             "models add it; a mask of zeros is none)",
              parts=((B.map_softmax, (nn.Softmax, F.softmax, torch.softmax, "softmax")),
                     (B.map_masked_fill, ("masked_fill", "masked_fill_")))),
     _Mapping("`Embedding` of the token ids (no `padding_idx`, `max_norm`)", "`embedding`",

@@ -687,6 +687,44 @@ LLAMA = os.path.join(REPO, "examples", "llama.py")
 LLAMA_SMALL = {"layers": 2, "width": 64, "heads": 4, "kv_heads": 2, "mlp": 96, "vocab": 512}
 
 
+def masked_attention(mask):
+    """a one-head attention language model whose causal mask is mask: "fill" (masked_fill with
+    -inf), "inf", "min" or "buffer" (added: -inf, float32's least, -1e9 from a registered buffer
+    sliced, as Hugging Face's models add it), "zeros" (added, no mask), "ones" or "padding"
+    (added, not a causal mask)"""
+
+    class Attention(nn.Module):
+        def __init__(self, vocab=32, width=16, most=16):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, width)
+            self.qkv = nn.Linear(width, 3 * width)
+            self.out = nn.Linear(width, vocab)
+            self.register_buffer("bias", torch.full((1, most, most), -1e9).triu(1))
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            t = ids.size(1)
+            q, k, v = self.qkv(x).split(x.size(-1), dim=-1)
+            att = q @ k.transpose(-2, -1) / 4.0
+            if mask == "fill":
+                att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+            elif mask == "buffer":
+                att = att + self.bias[:, :t, :t]
+            else:
+                value = {"inf": float("-inf"), "min": torch.finfo(torch.float32).min,
+                         "ones": 1.0, "zeros": 0.0, "padding": -1e9}[mask]
+                m = torch.full((t, t), value)
+                if mask == "padding":  # the last key masked for every query
+                    m = torch.zeros(t, t)
+                    m[:, -1] = value
+                elif mask != "zeros":
+                    m = m.triu(1)
+                att = att + m
+            return self.out(torch.softmax(att, dim=-1) @ v)
+
+    return Attention()
+
+
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 class TestImportTransformers(unittest.TestCase):
     """transformers written in plain PyTorch (sizes read into Python values, split, view and
@@ -721,6 +759,24 @@ class TestImportTransformers(unittest.TestCase):
         self.assertEqual(head["params"], ["wte.weight"])  # tied: one tensor
         self.assertFalse(head.get("bias", True))
         self.assertEqual(left, [])  # dropout at 0 is no loss
+
+    def test_additive_mask_is_the_causal_one(self):
+        # scores + a constant causal mask (-inf, float32's least, a -1e9 buffer sliced) is the
+        # causal softmax masked_fill makes; zeros are no mask; another pattern is refused
+        from autotm_torch.importer import ImportError_, to_forward
+        layers = {}
+        for mask in ("fill", "inf", "min", "buffer", "zeros"):
+            torch.manual_seed(0)
+            g, params, _ = to_forward(masked_attention(mask), (2, 8), tokens=True)
+            layers[mask] = g["layers"]
+            soft = next(l for l in g["layers"] if l["op"] == "softmax")
+            self.assertEqual(soft.get("causal", False), mask != "zeros", mask)
+        for mask in ("inf", "min", "buffer"):
+            self.assertEqual(layers[mask], layers["fill"], mask)
+        for mask, why in (("ones", "0 on and below the diagonal"), ("padding", "padding mask")):
+            with self.assertRaises(ImportError_) as e:
+                to_forward(masked_attention(mask), (2, 8), tokens=True)
+            self.assertIn(why, str(e.exception))
 
     def test_llama_maps_rope_and_repeated_heads(self):
         # examples/llama.py: rotary tables computed in the forward, x[:, :, None].expand(...)
@@ -965,6 +1021,10 @@ class TestStepEqualsPyTorch(unittest.TestCase):
         from autotm_torch.cli import load_callable
         torch.manual_seed(0)
         self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True)
+
+    def test_additive_causal_mask(self):
+        torch.manual_seed(0)
+        self.check(masked_attention("min"), (2, 8), tokens=True)
 
     def test_vit(self):
         from autotm_torch.cli import load_callable
