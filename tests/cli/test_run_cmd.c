@@ -1284,8 +1284,7 @@ static void test_run_cmd_token_data(void **state)
 /* test_run_cmd_optimizers -- --optimizer adamw keeps two averages and a step per parameter: the
  * results give its factors and state bytes; --weights-out writes the states beside the
  * weights and --weights-in resumes them, bitwise as if the run had gone on, in any placement;
- * weights alone start the optimizer afresh, some of its states are refused; bad factors are
- * usage errors (exit 2) */
+ * weights alone start the optimizer afresh; momentum's buffers resume alike */
 static void test_run_cmd_optimizers(void **state)
 {
 	(void)state;
@@ -1347,12 +1346,26 @@ static void test_run_cmd_optimizers(void **state)
 	char *mcont = checksum_of(args);
 	assert_string_equal(mtwo, mcont);
 	free(two), free(fresh), free(mtwo), free(mcont);
-	/* a file with some of the states, a state of the wrong shape or dtype, another
-	 * optimizer's states, and bad factors */
-	char bad[1024];
-	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("m1.safetensors"));
+}
+
+/* test_run_cmd_optimizer_states_refused -- a file with some of the states, a state of the wrong
+ * shape or dtype, not finite or no count of steps, another optimizer's states: refused by name
+ * (exit 3); bad factors are usage errors (exit 2) */
+static void test_run_cmd_optimizer_states_refused(void **state)
+{
+	(void)state;
+	const char *m = "--model tiny_mlp --batch 2 --warmup 0 --iters 1";
+	char args[2048], bad[1024];
+	atm_st_file *w = NULL;
+	snprintf(args, sizeof args, "%s --optimizer adamw --weights-out %s", m,
+	         st_path("ra.safetensors"));
+	json_decref(results(args, "ra.json"));
+	snprintf(args, sizeof args, "%s --optimizer momentum --weights-out %s", m,
+	         st_path("rm.safetensors"));
+	json_decref(results(args, "rm.json"));
+	snprintf(bad, sizeof bad, "--optimizer adamw --weights-in %s", st_path("rm.safetensors"));
 	expect_refused(bad, 3, "is not a parameter");
-	assert_int_equal(atm_st_read(&w, st_path("a1.safetensors")), ATM_OK);
+	assert_int_equal(atm_st_read(&w, st_path("ra.safetensors")), ATM_OK);
 	int64_t n = atm_st_count(w), k = 0;
 	atm_st_tensor *ts = calloc((size_t)n, sizeof *ts);
 	for (int64_t i = 0; i < n; i++)
@@ -1625,6 +1638,7 @@ int main(void)
 		cmocka_unit_test(test_run_cmd_comparison_infeasible),
 		cmocka_unit_test(test_run_cmd_comparison_interrupt),
 		cmocka_unit_test(test_run_cmd_optimizers),
+		cmocka_unit_test(test_run_cmd_optimizer_states_refused),
 		cmocka_unit_test(test_run_cmd_token_data),
 		cmocka_unit_test(test_run_cmd_half_weights),
 		cmocka_unit_test(test_run_cmd_weights_dtype),
