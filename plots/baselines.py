@@ -9,7 +9,6 @@ through them, and autotm's step with every tensor on the device a dashed line.  
 several files are drawn together, a network's rows from the last file that
 has it."""
 
-import argparse
 import json
 
 import common as c  # first: it puts python/ on the module path
@@ -204,17 +203,11 @@ def draw(nets, devices, torches):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        prog="baselines.py", description=__doc__,
-        epilog="Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or missing data, "
-               "2 bad usage (an OUT that is not a regular file or a new file in an existing "
-               "folder: a folder, a device). A row that cannot be drawn (a step that is not a "
-               "positive number, a negative peak) is left out with a warning naming it.")
+    p = c.image_parser("baselines.py", __doc__, "data", "fig12-memory.png", "fig12-memory.png",
+                       "A row that cannot be drawn (a step that is not a positive number, a "
+                       "negative peak) is left out with a warning naming it.")
     p.add_argument("data", nargs="+", metavar="BASELINES.json",
                    help="bench/torch_baselines.py's --json output (one or more)")
-    p.add_argument("-o", "--output", metavar="OUT.png", default="fig12-memory.png",
-                   help="the image to write, ending in .png or .pdf, and the other format "
-                        "beside it (default: fig12-memory.png)")
     args = p.parse_args()
     c.draw_and_save("baselines", f"{', '.join(args.data)}: malformed rows",
                     lambda: [("fig12-memory", draw(*load(args.data)))], image=args.output)

@@ -95,8 +95,9 @@ class OutputError(PlotError):
 # Command line
 
 
-def parser(fig, description):
-    """The argument parser every figure script shares."""
+def parser(fig, description, ratios=None):
+    """The argument parser every figure script shares; with RATIOS, a figure drawn at a few
+    ratios, also --ratios (ratios_option) with RATIOS its default."""
     driver = registry.driver_of(fig)
     p = argparse.ArgumentParser(
         prog=f"{fig}.py",
@@ -115,6 +116,23 @@ def parser(fig, description):
                         "(default: the only one with data for this figure)")
     p.add_argument("--preset", metavar="NAME",
                    help="only workloads of this size preset (default: all)")
+    if ratios is not None:
+        ratios_option(p, ratios)
+    return p
+
+
+def image_parser(prog, description, bad, default, default_words, note=""):
+    """The argument parser of a script that draws one image from the files it is given: its
+    epilog (exit status 1 for BAD or missing input, then NOTE) and -o/--output (DEFAULT, said
+    in the help as DEFAULT_WORDS)."""
+    p = argparse.ArgumentParser(
+        prog=prog, description=description,
+        epilog=f"Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or missing {bad}, 2 bad "
+               "usage (an OUT that is not a regular file or a new file in an existing folder: a "
+               "folder, a device)." + (f" {note}" if note else ""))
+    p.add_argument("-o", "--output", metavar="OUT.png", default=default,
+                   help="the image to write, ending in .png or .pdf, and the other format "
+                        f"beside it (default: {default_words})")
     return p
 
 
@@ -316,6 +334,31 @@ def err_kw(spreads):
             "error_kw": {"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"}}
 
 
+def bar_kw(spreads, predicted):
+    """bar() keywords for bars of SPREADS: their error bars (err_kw), and the hatch and edge of
+    bars drawn from predicted times (PREDICTED)."""
+    return {**err_kw(spreads), "hatch": PREDICTED_HATCH if predicted else None,
+            "edgecolor": "#333333" if predicted else "white", "linewidth": 0.6}
+
+
+def formulation_bars(ax, w, ratios, bars, f, offset, width):
+    """Formulation F's bars of workload W at RATIOS (x: a ratio's place plus OFFSET), from
+    BARS[(F, ratio)] (None: no bar there): (the bars drawn, their Spreads, their ratios), or
+    None when F has none."""
+    xs, vals, ks = [], [], []
+    for x, k in enumerate(ratios):
+        v = bars[(f, k)]
+        if v is not None:
+            xs.append(x + offset)
+            vals.append(v)
+            ks.append(k)
+    if not xs:
+        return None
+    drawn = ax.bar(xs, [v.median for v in vals], width, color=COLORS[f],
+                   **bar_kw(vals, w.predicted))
+    return drawn, vals, ks
+
+
 def turns_note(runs, bars=True):
     """Subtitle words for values that are medians of per-turn ratios: over how many turns (with
     error bars from the least to the largest when the figure draws them)."""
@@ -366,6 +409,13 @@ def needs_preset(wls):
     for w in wls:
         presets.setdefault(w.name, set()).add(w.preset)
     return any(len(p) > 1 for p in presets.values())
+
+
+def load_workloads(fig, args):
+    """The workloads of the figure's folder (load_dir), the driver that measures them (for the
+    messages) and whether a title must name the preset (needs_preset)."""
+    _, wls = load_dir(fig, args)
+    return wls, registry.driver_of(fig), needs_preset(wls)
 
 
 # --------------------------------------------------------------------------

@@ -42,8 +42,7 @@ def limit_bytes(w, run, add_io):
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
+    wls, driver, _ = c.load_workloads(FIG, args)
     w = pick(wls, args.network)
     if not is_num(w.default_alloc_size):
         raise c.PlotError(f"{w.path}: no default_alloc_size (the all-fast "

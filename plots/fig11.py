@@ -10,7 +10,6 @@ per-turn slowdowns).  The caption gives the mean and largest |error| of each.
 Data: DATA/<machine>/cpu/ (experiments/conventional.py)."""
 
 import common as c  # first: it puts python/ on the module path
-from autotm_results import registry
 from autotm_results.ratios import ratio_label
 from autotm_results.comparisons import (absolute_error, error_stats,
                                         slowdown_error)
@@ -31,9 +30,7 @@ def errors(run):
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
     wanted = set(args.ratios) if args.ratios else None
     nets, skipped, used = [], [], []
     for w in wls:

@@ -11,7 +11,6 @@ the oracle's against each turn's all-device step.  Data: DATA/<machine>/gpu/
 (experiments/gpu.py)."""
 
 import common as c  # first: it puts python/ on the module path
-from autotm_results import registry
 from autotm_results.comparisons import spread, turn_times
 from autotm_results.values import is_num
 
@@ -23,9 +22,7 @@ REQUIRED = ["synchronous", "asynchronous"]
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
     groups, used, unfinished = [], [], []
     for w in wls:
         label = f"{c.NETWORK_NAMES.get(w.name, w.name)}"

@@ -8,7 +8,6 @@ process), its error bar their range.  Data: DATA/<machine>/cpu/
 (experiments/conventional.py)."""
 
 import common as c  # first: it puts python/ on the module path
-from autotm_results import registry
 from autotm_results.ratios import ratio_label
 
 FIG = "fig7"
@@ -17,9 +16,7 @@ DEFAULT_RATIOS = "8:1,4:1,1:1"
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
 
     # Check every network first: at least one bar against all slow.
     rows = []
@@ -44,19 +41,9 @@ def draw(args):
     for i, (ax, (w, ratios, bars, fast)) in enumerate(zip(axes, rows)):
         top = 1.0
         for j, f in enumerate(FORMULATIONS):
-            xs, vals = [], []
-            for x, k in enumerate(ratios):
-                v = bars[(f, k)]
-                if v is None:
-                    continue
-                xs.append(x + (j - (n - 1) / 2) * width)
-                vals.append(v)
-            if not xs:
-                continue
-            ax.bar(xs, [v.median for v in vals], width, color=c.COLORS[f], **c.err_kw(vals),
-                   hatch=c.PREDICTED_HATCH if w.predicted else None,
-                   edgecolor="#333333" if w.predicted else "white", linewidth=0.6)
-            top = max(top, max(v.high for v in vals))
+            drawn = c.formulation_bars(ax, w, ratios, bars, f, (j - (n - 1) / 2) * width, width)
+            if drawn is not None:
+                top = max(top, max(v.high for v in drawn[1]))
         for x, k in enumerate(ratios):
             used += w.runs_at(k, FORMULATIONS + ["all-slow", "all-fast"])
             v = fast[k]
@@ -84,9 +71,7 @@ def draw(args):
 
 
 def main():
-    p = c.parser(FIG, __doc__)
-    c.ratios_option(p, DEFAULT_RATIOS)
-    c.run_main(FIG, p, draw)
+    c.run_main(FIG, c.parser(FIG, __doc__, DEFAULT_RATIOS), draw)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ comparison (static, synchronous and 2LM trained in turns in one process),
 its error bar their range.  Data: DATA/<machine>/large/ (experiments/large.py)."""
 
 import common as c  # first: it puts python/ on the module path
-from autotm_results import registry
 from autotm_results.ratios import ratio_label
 
 FIG = "fig8"
@@ -25,9 +24,7 @@ def two_lm_name(runs):
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
 
     # One group per network and ratio that has static/synchronous runs beside 2LM.
     groups = []
@@ -57,10 +54,7 @@ def draw(args):
                 continue
             top = max(top, v.high)
             b = ax.bar(x + (j - (n - 1) / 2) * width, v.median, width,
-                       color=c.COLORS[FORMULATIONS[j]], **c.err_kw([v]),
-                       hatch=c.PREDICTED_HATCH if w.predicted else None,
-                       edgecolor="#333333" if w.predicted else "white",
-                       linewidth=0.6)
+                       color=c.COLORS[FORMULATIONS[j]], **c.bar_kw([v], w.predicted))
             c.bar_labels(ax, b, [v.median])
         label = c.NETWORK_NAMES.get(w.name, w.name)
         if w.batch is not None:

@@ -9,7 +9,6 @@ turns in one process), its error bar their range.  Data: DATA/<machine>/cpu/
 (experiments/conventional.py)."""
 
 import common as c  # first: it puts python/ on the module path
-from autotm_results import registry
 from autotm_results.ratios import ratio_label
 
 FIG = "fig9"
@@ -23,9 +22,7 @@ def cost(key, price):
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
     rows = []
     for w in wls:
         # performance relative to all fast: all fast's step over synchronous's, turn by turn
@@ -48,10 +45,8 @@ def draw(args):
         for k in keys:
             used += w.runs_at(k, ["all-fast", FORMULATION])
         xs = range(len(keys))
-        bars = ax.bar(xs, perf, 0.6, color=c.COLORS[FORMULATION], **c.err_kw(vals),
-                      hatch=c.PREDICTED_HATCH if w.predicted else None,
-                      edgecolor="#333333" if w.predicted else "white",
-                      linewidth=0.6, zorder=2)
+        bars = ax.bar(xs, perf, 0.6, color=c.COLORS[FORMULATION],
+                      **c.bar_kw(vals, w.predicted), zorder=2)
         for b, v in zip(bars, perf):  # inside, at the foot: clear of the
             ax.annotate(f"{v:.2f}",  # cost markers, which stay above 1/price
                         (b.get_x() + b.get_width() / 2, 0),

@@ -4,7 +4,6 @@ tensor kind, with the fast-memory limit, every move and the kernels that run
 with operands in slow memory.  Data: the timeline file that
 'autotm plan ... --timeline FILE.json' writes (docs/plan-timeline.md)."""
 
-import argparse
 import json
 import os
 
@@ -420,16 +419,10 @@ def draw(doc):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        prog="plan.py", description=__doc__,
-        epilog="Writes OUT.png and OUT.pdf. Exit status: 0 drawn, 1 bad or "
-               "missing timeline, 2 bad usage (an OUT that is not a regular file or a new "
-               "file in an existing folder: a folder, a device).")
+    p = c.image_parser("plan.py", __doc__, "timeline", None,
+                       "the timeline's path with .png and .pdf")
     p.add_argument("timeline", metavar="TIMELINE.json",
                    help="a timeline file (autotm plan --timeline FILE)")
-    p.add_argument("-o", "--output", metavar="OUT.png",
-                   help="the image to write, ending in .png or .pdf, and the other format "
-                        "beside it (default: the timeline's path with .png and .pdf)")
     args = p.parse_args()
     image, what = args.output, "-o"
     if image is None:

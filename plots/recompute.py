@@ -38,9 +38,7 @@ def n_recomputed(w, f, k, ratio_text):
 
 
 def draw(args):
-    machine, wls = c.load_dir(FIG, args)
-    driver = registry.driver_of(FIG)
-    show_preset = c.needs_preset(wls)
+    wls, driver, show_preset = c.load_workloads(FIG, args)
 
     # Check every network first: at least one bar against all fast.
     rows = []
@@ -71,18 +69,10 @@ def draw(args):
     for i, (ax, (w, ratios, bars, counts)) in enumerate(zip(axes, rows)):
         top = 1.0
         for f in FORMULATIONS:
-            xs, vals, ks = [], [], []
-            for x, k in enumerate(ratios):
-                v = bars[(f, k)]
-                if v is not None:
-                    xs.append(x + offsets[f])
-                    vals.append(v)
-                    ks.append(k)
-            if not xs:
+            got = c.formulation_bars(ax, w, ratios, bars, f, offsets[f], WIDTH)
+            if got is None:
                 continue
-            drawn = ax.bar(xs, [v.median for v in vals], WIDTH, color=c.COLORS[f],
-                           **c.err_kw(vals), hatch=c.PREDICTED_HATCH if w.predicted else None,
-                           edgecolor="#333333" if w.predicted else "white", linewidth=0.6)
+            drawn, vals, ks = got
             top = max(top, max(v.high for v in vals))
             if f.endswith(RECOMPUTE):
                 for b, v, k in zip(drawn, vals, ks):
@@ -110,9 +100,7 @@ def draw(args):
 
 
 def main():
-    p = c.parser(FIG, __doc__)
-    c.ratios_option(p, DEFAULT_RATIOS)
-    c.run_main(FIG, p, draw)
+    c.run_main(FIG, c.parser(FIG, __doc__, DEFAULT_RATIOS), draw)
 
 
 if __name__ == "__main__":
