@@ -151,7 +151,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    from autotm_torch.cli import exit_main
+    exit_main(main)

@@ -33,6 +33,18 @@ class ResultsError(Exception):
     """A results file that cannot be used; the message names the file and what is wrong."""
 
 
+def print_lines(who, lines):
+    """print_lines -- every string of LINES() printed, as the command WHO answers: exit status 0,
+    or 1 with a ResultsError's message on stderr (what was printed before it stays)"""
+    try:
+        for line in lines():
+            print(line)
+    except ResultsError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def read(path, missing_ok=False):
     """read -- the results file at PATH, checked to be one (format, 'runs' a list) but of any
     version; None when it does not exist and MISSING_OK"""

@@ -24,7 +24,7 @@ import sys
 
 from .comparisons import comparisons
 from .ratios import parse_ratios, ratio_str
-from .results import ResultsError, network_mismatch, read, results_files, warning
+from .results import network_mismatch, print_lines, read, results_files, warning
 from .values import is_positive
 
 # per folder: the baseline each placement is divided by, the placements in column order
@@ -118,17 +118,16 @@ def main(argv=None):
         print(f"tables: {args.machine_dir}: no experiment folder ({', '.join(sorted(LAYOUT))})",
               file=sys.stderr)
         return 1
-    try:
+
+    def tables():
         for f in folders:
             header, body = rows(args.machine_dir, f, ratios, networks)
             base = LAYOUT[f][0] or "the first placement"
-            print(f"{f}/: step over {base}'s, median [least-largest] of the per-turn ratios "
-                  f"(predicted)\n")
-            print("\n".join(markdown(header, body)) + "\n")
-    except ResultsError as e:
-        print(f"tables: {e}", file=sys.stderr)
-        return 1
-    return 0
+            yield (f"{f}/: step over {base}'s, median [least-largest] of the per-turn ratios "
+                   f"(predicted)\n")
+            yield "\n".join(markdown(header, body)) + "\n"
+
+    return print_lines("tables", tables)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ import sys
 from .comparisons import (absolute_error, comparisons, error_stats, latest, slowdown_error)
 from .values import is_positive
 from .ratios import ALL_FAST, norm_ratio, ratio_str
-from .results import ResultsError, read, results_files, split_recompute
+from .results import print_lines, read, results_files, split_recompute
 
 FOLDER = "cpu"
 LARGE_FOLDER = "large"
@@ -455,16 +455,10 @@ def main(argv=None):
     p.add_argument("--pictures", action="store_true",
                    help="list Figure 7's workloads compared at 4:1 (network, preset), nothing else")
     args = p.parse_args(argv)
-    try:
-        if args.pictures:
-            for name, preset in pictures(args.machine_dir):
-                print(f"{name}\t{preset}")
-        else:
-            print("\n".join(summary(args.machine_dir, args.wall_s)))
-    except ResultsError as e:
-        print(f"targets: {e}", file=sys.stderr)
-        return 1
-    return 0
+    if args.pictures:
+        return print_lines("targets", lambda: (f"{name}\t{preset}"
+                                               for name, preset in pictures(args.machine_dir)))
+    return print_lines("targets", lambda: ["\n".join(summary(args.machine_dir, args.wall_s))])
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ def run(main, argv=None):
                                    f"in autotm_torch)")
 
 
+def exit_main(main):
+    """exit_main -- exit with main()'s status, a script's whose failures main reports itself;
+    Ctrl-C exits 130 without a traceback"""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
 def where(e):
     """' (at file.py:12 in make)': the innermost frame of e's traceback in the user's code (not
     PyTorch's, not this package's), or ''"""

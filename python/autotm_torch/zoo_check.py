@@ -20,11 +20,10 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
 from .check import REPO, compare, deterministic, find_autotm, report
-from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, fail, load_callable
+from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, exit_main, fail, load_callable
 
 # (family, PyTorch sizes, default batch, default sequence) of each zoo transformer
 MODELS = {
@@ -193,7 +192,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    exit_main(main)
