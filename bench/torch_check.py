@@ -93,11 +93,9 @@ def main(argv=None):
         print(f"torch_check.py: --optimizer checks the imported models; {', '.join(zoo)} "
               "take SGD only (leave them out)", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("torch_check.py: install python3-torch and python3-torchvision (Debian), run with "
-              "/usr/bin/python3", file=sys.stderr)
+    from autotm_torch.cli import torch_or_none
+    torch = torch_or_none("torch_check.py")
+    if torch is None:
         return 8
     from autotm_torch import check as icheck, zoo_check
     from autotm_torch.files import write_atomic

@@ -133,18 +133,13 @@ def time_fn(step, iters, sync=lambda: None):
 
 def time_autotm(autotm, graph, weights, data, iters, out, env, device="cpu"):
     """graph: a graph file, or ["--model", NAME, ...] for a zoo network"""
+    from autotm_torch.check import autotm_run
     src = graph if isinstance(graph, list) else ["--graph", graph]
     cmd = [autotm, "run", *src, "--weights-in", weights, "--data", data,
            "--placement", "all-fast", "--warmup", "1", "--iters", str(iters), "--quiet", "-o", out]
     if OPTIMIZER["name"] != "sgd":
         cmd += ["--optimizer", OPTIMIZER["name"]]
-    if device == "cuda":
-        cmd.append("--gpu=cuda")
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"autotm run exited {p.returncode}: {p.stderr.strip()}")
-    with open(out) as f:
-        return json.load(f)["runs"][0]
+    return autotm_run(cmd, out, env, device)
 
 
 def breakdown_autotm(autotm, graph, run, top):
@@ -217,11 +212,9 @@ def main():
         print("torch_step.py: no autotm binary: build build-release (scripts/test.sh) or give "
               "--autotm", file=sys.stderr)
         return 1
-    try:
-        import torch
-    except ImportError:
-        print("torch_step.py: install python3-torch and python3-torchvision (Debian), run with "
-              "/usr/bin/python3", file=sys.stderr)
+    from autotm_torch.cli import torch_or_none
+    torch = torch_or_none("torch_step.py")
+    if torch is None:
         return 1
     from autotm_torch import safetensors
     from autotm_torch.importer import to_forward

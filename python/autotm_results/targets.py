@@ -167,19 +167,26 @@ def fig10_workload(wls):
     return max(mine, key=limits) if mine else None
 
 
-def fig10_at_all_fast(wls):
-    """fig10_at_all_fast -- (network, {curve: median slowdown}) at the all-fast limit for
-    Figure 10's workload (fig10_workload); None when there is no comparison at 0:1"""
+def fig10_curves(wls, of_curve):
+    """fig10_curves -- (network, {curve: of_curve(its comparisons, curve)}) for Figure 10's
+    workload (fig10_workload), a curve left out where of_curve gives None; None without a
+    workload or any curve"""
     w = fig10_workload(wls)
     if w is None:
         return None
     name, _, comps, _ = w
-    out = {}
-    for f in FIG10_CURVES:
-        c = latest(comps, ALL_FAST, "all-fast", f)
-        if c is not None:
-            out[f] = c.ratio_of(f, "all-fast").median
+    out = {f: of_curve(comps, f) for f in FIG10_CURVES}
+    out = {f: v for f, v in out.items() if v is not None}
     return (name, out) if out else None
+
+
+def fig10_at_all_fast(wls):
+    """fig10_at_all_fast -- (network, {curve: median slowdown}) at the all-fast limit for
+    Figure 10's workload (fig10_workload); None when there is no comparison at 0:1"""
+    def at_all_fast(comps, f):
+        c = latest(comps, ALL_FAST, "all-fast", f)
+        return c.ratio_of(f, "all-fast").median if c is not None else None
+    return fig10_curves(wls, at_all_fast)
 
 
 def fig11_raw(wls, ratios=None):
@@ -237,12 +244,7 @@ def fig10_monotone(wls):
     rise is a limit whose plan's predicted step is above the smaller limit's before it, a
     measured one a limit whose slowdown's per-turn range lies wholly above the smaller limit's
     (label, before, after), over Figure 10's workload (fig10_workload); None without one"""
-    w = fig10_workload(wls)
-    if w is None:
-        return None
-    name, _, comps, _ = w
-    out = {}
-    for f in FIG10_CURVES:
+    def rises(comps, f):
         pts = []
         for k in sorted({c.ratio for c in comps if c.ratio is not None}, key=fast_fraction):
             c = latest(comps, k, "all-fast", f)
@@ -255,9 +257,8 @@ def fig10_monotone(wls):
                 pred.append((label, p0, p1))
             if s1.low > s0.high:
                 meas.append((label, s0, s1))
-        if pts:
-            out[f] = (len(pts), pred, meas)
-    return (name, out) if out else None
+        return (len(pts), pred, meas) if pts else None
+    return fig10_curves(wls, rises)
 
 
 def baseline_errors(wls):

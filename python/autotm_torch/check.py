@@ -524,6 +524,18 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
     return rows
 
 
+def autotm_run(cmd, results, env, device="cpu", what="autotm run"):
+    """autotm_run -- the first run of the results file RESULTS that the autotm run command CMD
+    writes (on a GPU, --gpu=cuda, with device "cuda"); RuntimeError naming WHAT when it fails"""
+    if device == "cuda":
+        cmd = [*cmd, "--gpu=cuda"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} exited {p.returncode}: {p.stderr.strip()}")
+    with open(results) as f:
+        return json.load(f)["runs"][0]
+
+
 def autotm_step(autotm, graph, placement, weights, data, weights_out, results, env, device,
                 extra=()):
     """the loss of one step of autotm run from the files given; RuntimeError when it fails"""

@@ -80,6 +80,17 @@ def exit_main(main):
         sys.exit(EXIT_INTERRUPTED)
 
 
+def torch_or_none(prog):
+    """torch_or_none -- torch, or None after saying on stderr what the script PROG needs installed"""
+    try:
+        import torch
+    except ImportError:
+        print(f"{prog}: install python3-torch and python3-torchvision (Debian), run with "
+              "/usr/bin/python3", file=sys.stderr)
+        return None
+    return torch
+
+
 def where(e):
     """' (at file.py:12 in make)': the innermost frame of e's traceback in the user's code (not
     PyTorch's, not this package's), or ''"""

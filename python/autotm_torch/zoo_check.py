@@ -17,12 +17,10 @@ Exit status: 0 every placement within the tolerances, 1 not, 2 bad usage, 3 auto
 """
 
 import argparse
-import json
 import os
-import subprocess
 import tempfile
 
-from .check import REPO, compare, deterministic, find_autotm, report
+from .check import REPO, autotm_run, compare, deterministic, find_autotm, report
 from .cli import EXIT_IMPORT, EXIT_NOT_FOUND, EXIT_USAGE, exit_main, fail, load_callable
 
 # (family, PyTorch sizes, default batch, default sequence) of each zoo transformer
@@ -146,13 +144,7 @@ def check(name, batch, seq, placements, autotm, lr=0.01, seed=0, threads=None, d
                    "--iters", "1", "--weights-out", w1, "--quiet", "-o", r]
             if seq:
                 cmd += ["--seq", str(seq)]
-            if device == "cuda":
-                cmd.append("--gpu=cuda")
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if p.returncode != 0:
-                raise RuntimeError(f"autotm run ({pl}) exited {p.returncode}: {p.stderr.strip()}")
-            with open(r) as f:
-                loss_a = json.load(f)["runs"][0]["losses"][0]
+            loss_a = autotm_run(cmd, r, env, device, f"autotm run ({pl})")["losses"][0]
             k, dw = compare(after_t, safetensors.read(w1))
             rows.append((pl, loss_a, loss_t, abs(loss_a - loss_t) / max(abs(loss_t), 1e-30), k, dw))
     return rows
