@@ -43,7 +43,7 @@ struct branch {
 static int32_t block(zb *b, const char *p, int32_t x, int n, const struct branch *brs)
 {
 	char nm[ZB_NAME_MAX];
-	int32_t out[4];
+	int32_t out[4]; /* the A and B blocks have the most branches (block_c's six are its own) */
 	for (int i = 0; i < n; i++) {
 		const struct branch *br = &brs[i];
 		int32_t t = x;
