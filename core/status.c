@@ -1,8 +1,6 @@
-/* status.c -- thread-local error messages, the mapping of status codes to exit codes, JSON type names */
+/* status.c -- thread-local error messages, the mapping of status codes to exit codes, the stop flag */
 #include <stdarg.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "atm_core.h"
 
@@ -83,20 +81,6 @@ int atm_exit_code(atm_status code)
 	case ATM_E_OVER_LIMIT: return 9;
 	case ATM_E_INTERRUPTED: return 130;
 	default: return 1;
-	}
-}
-
-const char *atm_json_type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
 	}
 }
 

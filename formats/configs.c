@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 /* How a node's operands map to mask bits: each unit is one free choice (a
  * tensor that may be slow, or a group of them) and sets the bits in unit[]. */

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 #define GJ_FORMAT "autotm-graph"
 #define GJ_VERSION 1

@@ -1,4 +1,4 @@
-/* json_text.c -- what core's JSON writers and readers share: a growing text for files written a line per element, and the unknown-key check */
+/* json_text.c -- what the JSON writers and readers share: a growing text for files written a line per element, the unknown-key check, JSON type names */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 /* atm_text_add -- append printf-style text */
 void atm_text_add(atm_text *t, const char *fmt, ...)
@@ -140,4 +140,18 @@ struct json_t *atm_json_float(float f)
 			break;
 	}
 	return json_real(strtod(buf, NULL));
+}
+
+const char *atm_json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
 }

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "atm_core.h"
+#include "atm_formats.h"
 
 #define FORMAT "autotm-machine"
 /* Raised when what is kept is measured differently: a file of another version is replaced

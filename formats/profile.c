@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 /* machine_check -- the strings are terminated and the thread count sane */
 static atm_status machine_check(const atm_profile_machine *m)

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 #define PF_FORMAT "autotm-profile"
 #define PF_VERSION 1

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 #define RJ_FORMAT "autotm-results"
 

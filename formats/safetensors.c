@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 #define ST_MAX_HEADER ((uint64_t)100 << 20) /* as the format's own reader allows */
 #define ST_MAX_NAME 4096

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 /* float_str -- the shortest decimal that reads back as f ("1e-05", not 9.99999975e-06) */
 static const char *float_str(float f, char *buf, size_t len)

@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "core_internal.h"
+#include "formats_internal.h"
 
 #define TL_FORMAT "autotm-timeline"
 #define TL_VERSION 1

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

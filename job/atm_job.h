@@ -28,6 +28,8 @@
 
 #include "atm_comm.h"
 #include "atm_core.h"
+#include "atm_formats.h"
+#include "atm_twolm.h"
 #include "atm_optimizer.h"
 #include "atm_profiler.h"
 #include "atm_runtime.h"

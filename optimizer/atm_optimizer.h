@@ -28,6 +28,8 @@
 #include <stdio.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
+#include "atm_twolm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -275,7 +277,7 @@ atm_status atm_opt_check_nodes(const atm_plan *p, const atm_profile *prof,
                                double *node_s);
 
 /* atm_opt_predict_2lm -- a step of g with every tensor that may be slow in slow memory behind
- * a cache of cache_bytes (core's direct-mapped model, as the executor emulates it, over the
+ * a cache of cache_bytes (twolm's direct-mapped model, as the executor emulates it, over the
  * addresses a model of the runtime's slow heap gives): kernels at their all-fast time plus
  * missed lines at the copy-to-fast bandwidth and written back lines at the copy-to-slow
  * bandwidth, measured in a second step (a warm cache). ATM_E_USAGE when cache_bytes is not

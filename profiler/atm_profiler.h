@@ -29,6 +29,7 @@
 #include <signal.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "atm_runtime.h"
 
 #ifdef __cplusplus

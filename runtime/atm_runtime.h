@@ -30,6 +30,8 @@
 #include <signal.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
+#include "atm_twolm.h"
 
 #ifdef __cplusplus
 extern "C" {

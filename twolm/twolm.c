@@ -1,7 +1,7 @@
 /* twolm.c -- fast memory as Memory Mode's direct-mapped, address-indexed cache (2LM) */
 #include <stdlib.h>
 
-#include "atm_core.h"
+#include "atm_twolm.h"
 
 /* One entry per set: the line it holds, shifted left by two, with bit 1 set when the entry is
  * valid and bit 0 when the line is dirty. Line numbers are signed (addresses are relative to a

@@ -18,6 +18,7 @@
 #define ATM_ZOO_H
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 #ifdef __cplusplus
 extern "C" {

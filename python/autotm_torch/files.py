@@ -1,4 +1,4 @@
-"""files -- outputs written whole or not at all, as autotm writes them (core/files.c)
+"""files -- outputs written whole or not at all, as autotm writes them (formats/files.c)
 
     check_writable(path)                   before any work: FileError when path cannot take a write
     check_files([("-o", g)], [("MODEL", m)])  FileError when an output is an input or another output

@@ -1,5 +1,5 @@
 """test_files -- the importer's one writer (autotm_torch.files) keeps autotm's promises
-(core/files.c): a file is replaced atomically and keeps its mode, a new one gets 0666 less the
+(formats/files.c): a file is replaced atomically and keeps its mode, a new one gets 0666 less the
 umask, a link stays a link, a device or pipe is written in place, a folder is refused, a set of
 outputs is written whole or not at all, and an output never names an input"""
 

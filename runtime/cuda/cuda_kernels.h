@@ -50,6 +50,7 @@
 #include <cuda_runtime_api.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 static char tmpdir[] = "/tmp/atm_bench_XXXXXX";
 

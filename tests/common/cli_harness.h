@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 static char cli_tmpdir[] = "/tmp/atm_cli_XXXXXX";
 static char cli_autotm[1024];

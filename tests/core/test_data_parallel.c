@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "atm_zoo.h"
 
 /* built -- the zoo's network (checked to build) */

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "atm_formats.h"
 #include "common/small_graph.h"
 #include "core_internal.h"
 

@@ -11,8 +11,9 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
-/* every allocation of the core (the test links with --wrap=malloc and the others) */
+/* every allocation of core and the formats (the test links with --wrap=malloc and the others) */
 #define ALLOC_FAIL_WRAP
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 static void test_status_message_and_prefix(void **state)
 {

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 #include "common/small_graph.h"
 

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 /* tensor -- a tensor of g with up to 4 dims (0 ends the list) */
 static int32_t tensor(atm_graph *g, const char *name, unsigned locs, int64_t d0, int64_t d1,

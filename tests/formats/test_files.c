@@ -1,4 +1,4 @@
-/* test_files.c -- the file and small helpers every module shares: writable paths, the clock, FNV-1a, the arena alignment */
+/* test_files.c -- the files beneath every format (writable paths, atomic writes, locks) and the small helpers every module shares: the clock, FNV-1a, the arena alignment */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 static char dir[] = "/tmp/atm-files-XXXXXX";
 

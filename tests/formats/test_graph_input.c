@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 /* ---------------------------------------------------------------- helpers */
 

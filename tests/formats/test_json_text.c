@@ -1,4 +1,4 @@
-/* test_json_text.c -- the JSON helpers core's readers and writers share: unknown keys, checked fields, whole texts */
+/* test_json_text.c -- the JSON helpers the formats' readers and writers share: unknown keys, checked fields, whole texts */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "common/alloc_fail.h"
 
 /* test_json_text_unknown_key -- the first key not listed, and the list for the message */

@@ -12,7 +12,8 @@
 #include <jansson.h>
 
 #include "atm_core.h"
-/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#include "atm_formats.h"
+/* every allocation of the formats and core (the test links with --wrap=malloc and the others) */
 #define ALLOC_FAIL_WRAP
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"

@@ -14,7 +14,8 @@
 #include <jansson.h>
 
 #include "atm_core.h"
-/* every allocation of the core (the test links with --wrap=malloc and the others) */
+#include "atm_formats.h"
+/* every allocation of the formats and core (the test links with --wrap=malloc and the others) */
 #define ALLOC_FAIL_WRAP
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"
@@ -457,7 +458,7 @@ static atm_status write_once(void *arg)
 }
 
 /* test_results_allocation_failures -- every allocation of a results write of three runs, two
- * of them a comparison's (jansson's and the core's), failed in turn: each is ATM_E_NOMEM, leaks nothing (ASan) and, when appending, leaves
+ * of them a comparison's (jansson's and autotm's), failed in turn: each is ATM_E_NOMEM, leaks nothing (ASan) and, when appending, leaves
  * the file as it was; the write that succeeds holds every field */
 static void test_results_allocation_failures(void **state)
 {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 /* bits -- f's bits */
 static uint32_t bits(float f)

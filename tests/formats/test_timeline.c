@@ -13,8 +13,9 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "atm_zoo.h"
-/* every allocation of the core (the test links with --wrap=malloc and the others) */
+/* every allocation of the formats and core (the test links with --wrap=malloc and the others) */
 #define ALLOC_FAIL_WRAP
 #include "common/alloc_fail.h"
 #include "common/small_graph.h"
@@ -380,8 +381,8 @@ static atm_status lay_out_once(void *arg)
 	return rc;
 }
 
-/* test_timeline_allocation_failures -- every allocation failed in turn (jansson's and the
- * core's): each is ATM_E_NOMEM with nothing handed out, and leaks nothing (ASan) */
+/* test_timeline_allocation_failures -- every allocation failed in turn (jansson's and
+ * autotm's): each is ATM_E_NOMEM with nothing handed out, and leaks nothing (ASan) */
 static void test_timeline_allocation_failures(void **state)
 {
 	(void)state;

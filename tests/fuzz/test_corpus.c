@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 
 /* The targets themselves, each entry point renamed: they abort on a broken promise (a crash
  * fails this test too). */

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "atm_profiler.h"
 #include "common/small_graph.h"
 

@@ -103,7 +103,7 @@ SELF_TEST_TREE = {
     "job/job.c": 'if (o->mem.gpu.mode && !strcmp(o->mem.gpu.mode, "cuda")) {}\n'
                  'bool d = mem->gpu.mode != NULL;\n'
                  'if (atm_backend_caps_get(mem->gpu.mode, &caps) < 0) {}\n',
-    "core/results.c": '/* strcmp(b, "cpu") in a comment */ if (m->backend &&\n'
+    "formats/results.c": '/* strcmp(b, "cpu") in a comment */ if (m->backend &&\n'
                       '    strcmp(m->backend, "cpu")) {}\n',
     "cli/common.c": 'mem->gpu.mode = arg ? arg : "cuda";\n'
                     'if (strcmp(arg, "pcie4")) {} // strcmp(arg, "sim")\n'
@@ -112,7 +112,7 @@ SELF_TEST_TREE = {
     "build-x/gen.c": 'if (!strcmp(mode, "sim")) {}\n',
 }
 SELF_TEST_EXPECT = [
-    "core/results.c:2: compares a backend name",
+    "formats/results.c:2: compares a backend name",
     "job/job.c:1: compares a backend name",
     "job/job.c:2: reads gpu.mode",
 ]

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "backend.h"
 #include "memory.h"
 

@@ -17,6 +17,7 @@
 #include <linux/magic.h>
 
 #include "atm_core.h"
+#include "atm_formats.h"
 #include "memory.h"
 
 static char tmp[128];

@@ -9,8 +9,9 @@
 #include <cmocka.h>
 
 #include "atm_core.h"
+#include "atm_twolm.h"
 
-/* every allocation of the core (the test links with --wrap=malloc and the others) */
+/* every allocation of the model (the test links with --wrap=malloc and the others) */
 #define ALLOC_FAIL_WRAP
 #include "common/alloc_fail.h"
 
