@@ -77,10 +77,12 @@ atm_status cli_set_word(const cli_option *o, const char *arg, void *base);     /
 	{"quiet", .help = "no progress on stderr", .set = cli_set_true, .at = offsetof(type, field)}
 
 /* A command's options: its tables, in the order --help lists them, each writing into the
- * arguments the parse is given for it. */
+ * arguments the parse is given for it, and the prose of its --help around them. */
 typedef struct {
 	const char *cmd;
 	const cli_option *const *tables; /* NULL-terminated */
+	const char *head;                /* usage and what the command does, up to "options:" */
+	const char *tail;                /* after the options; NULL: none */
 } cli_command_options;
 
 /* What a command line gave, in its order. */
@@ -93,16 +95,18 @@ typedef struct {
 } cli_given;
 
 /* cli_parse -- argv by c's tables, table t's values into bases[t]; what was given into given.
- * ATM_OK (given->help: print the help and stop), or ATM_E_USAGE naming the option at fault:
- * unknown, a value missing or not valid, an argument that is no option */
+ * ATM_OK (given->help: -h or --help, the help printed, nothing else read: the command is done),
+ * or ATM_E_USAGE naming the option at fault: unknown, a value missing or not valid, an argument
+ * that is no option */
 atm_status cli_parse(const cli_command_options *c, void *const *bases, int argc, char **argv,
                      cli_given *given);
 /* cli_given_arg -- the argument the last --name took ("" for one without), NULL when not given */
 const char *cli_given_arg(const cli_given *given, const char *name);
 /* cli_was_given -- --name was given */
 bool cli_was_given(const cli_given *given, const char *name);
-/* cli_print_options -- c's options as --help lists them, wrapped, with their defaults */
-atm_status cli_print_options(FILE *out, const cli_command_options *c);
+/* cli_print_help -- autotm CMD --help: c's head, its options wrapped with their defaults, its
+ * tail */
+atm_status cli_print_help(FILE *out, const cli_command_options *c);
 /* cli_print_markdown -- the option table of docs/cli.md: a row per option, shared rows once
  * with the commands that take them */
 atm_status cli_print_markdown(FILE *out, const cli_command_options *const *cmds, int n);
@@ -159,13 +163,9 @@ const char *cli_emulation_rates(const atm_tier_desc *slow, char *buf, size_t len
  * kept in the machine file since when), "" when this process has not needed it */
 const char *cli_bandwidth_note(char *buf, size_t len);
 
-/* cli_fail -- print "autotm CMD: message" to stderr, and for a usage error where to read
- * on; the exit code of rc */
+/* cli_fail -- the exit code of rc: for a failure after "autotm CMD: message" on stderr, and for
+ * a usage error where to read on; 0 for ATM_OK */
 int cli_fail(const char *cmd, atm_status rc);
-
-/* cli_help -- autotm CMD --help: head (usage and what the command does), c's options, then
- * tail (NULL: none); exit code 0 */
-int cli_help(const char *head, const cli_command_options *c, const char *tail);
 
 /* cli_print_json_new -- o on standard output, indented; steals o (released, NULL too: the
  * ATM_E_NOMEM of an allocation that failed while it was built) */

@@ -229,7 +229,7 @@ static const cli_option plan_own[] = {
 
 const cli_command_options cmd_plan_options = {
 	"plan", (const cli_option *const[]){cli_graph_options, cli_plan_options, plan_own,
-	                                    cli_memory_options, NULL}};
+	                                    cli_memory_options, NULL}, plan_help_head, NULL};
 
 /* model_file_ok -- --write-model FILE: a suffix that names the format, an ILP to write and a
  * folder that takes the file */
@@ -425,10 +425,8 @@ int cmd_plan(int argc, char **argv)
 	struct plan_args a = {0};
 	cli_given given;
 	atm_status rc = parse_args(argc, argv, &a, &given);
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("plan", rc);
-	if (given.help)
-		return cli_help(plan_help_head, &cmd_plan_options, NULL);
 	if (a.ratio_list)
 		return sweep(&a);
 	return cli_job_main("plan", &a.src, &a.jo, report, &a);

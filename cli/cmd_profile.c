@@ -224,7 +224,7 @@ static const cli_option profile_own[] = {
 
 const cli_command_options cmd_profile_options = {
 	"profile", (const cli_option *const[]){cli_graph_options, cli_memory_options, profile_own,
-	                                       NULL}};
+	                                       NULL}, profile_help, NULL};
 
 /* parse_args -- the command line into a, checked */
 static atm_status parse_args(int argc, char **argv, struct profile_args *a, cli_given *given)
@@ -272,10 +272,8 @@ int cmd_profile(int argc, char **argv)
 	atm_prof_error err;
 	cli_given given;
 	atm_status rc = parse_args(argc, argv, &a, &given);
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("profile", rc);
-	if (given.help)
-		return cli_help(profile_help, &cmd_profile_options, NULL);
 	if ((rc = atm_job_memory_resolve("profile", &a.mem, a.quiet)) < 0 ||
 	    (rc = cli_load_graph(&a.src, &g, &w)) < 0)
 		goto fail;

@@ -501,7 +501,7 @@ static const cli_option run_own[] = {
 
 const cli_command_options cmd_run_options = {
 	"run", (const cli_option *const[]){cli_graph_options, cli_plan_options, run_own,
-	                                   cli_memory_options, NULL}};
+	                                   cli_memory_options, NULL}, run_help_head, run_help_tail};
 
 /* parse_args -- the command line into a, checked */
 static atm_status parse_args(int argc, char **argv, struct run_args *a, cli_given *given)
@@ -897,10 +897,8 @@ int cmd_run(int argc, char **argv)
 	cli_given given;
 	atm_status rc = parse_args(argc, argv, &a, &given);
 	int code;
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("run", rc);
-	if (given.help)
-		return cli_help(run_help_head, &cmd_run_options, run_help_tail);
 	rc = atm_comm_new(&comm, NULL, NULL);
 	if (rc < 0)
 		return cli_fail("run", rc);

@@ -143,7 +143,7 @@ static const cli_option search_own[] = {
 
 const cli_command_options cmd_search_options = {
 	"search", (const cli_option *const[]){cli_graph_options, cli_plan_options, search_own,
-	                                      cli_memory_options, NULL}};
+	                                      cli_memory_options, NULL}, search_help_head, NULL};
 
 /* round_steps -- the steps one comparison of n placements over turns takes */
 static int64_t round_steps(const atm_job_opts *jo, int n, int turns)
@@ -576,9 +576,7 @@ int cmd_search(int argc, char **argv)
 	struct search_args a = {0};
 	cli_given given;
 	atm_status rc = parse_args(argc, argv, &a, &given);
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("search", rc);
-	if (given.help)
-		return cli_help(search_help_head, &cmd_search_options, NULL);
 	return cli_job_main("search", &a.src, &a.jo, search_job, &a);
 }

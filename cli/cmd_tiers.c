@@ -32,7 +32,7 @@ static const cli_option tiers_own[] = {
 };
 
 const cli_command_options cmd_tiers_options = {
-	"tiers", (const cli_option *const[]){cli_memory_options, tiers_own, NULL}};
+	"tiers", (const cli_option *const[]){cli_memory_options, tiers_own, NULL}, tiers_help, NULL};
 
 static json_t *desc_json(const atm_tier_desc *d)
 {
@@ -86,10 +86,8 @@ int cmd_tiers(int argc, char **argv)
 	atm_status rc = cli_parse(&cmd_tiers_options, (void *const[]){&mem, &a}, argc, argv, &given);
 	bool json = a.json;
 
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("tiers", rc);
-	if (given.help)
-		return cli_help(tiers_help, &cmd_tiers_options, NULL);
 	if ((rc = atm_tiers_survey(&t, &mem.tiers, mem.emulate)) < 0)
 		goto fail;
 	if (json) {

@@ -35,7 +35,7 @@ static const cli_option zoo_own[] = {
 };
 
 const cli_command_options cmd_zoo_options = {
-	"zoo", (const cli_option *const[]){cli_graph_options, zoo_own, NULL}};
+	"zoo", (const cli_option *const[]){cli_graph_options, zoo_own, NULL}, zoo_help, NULL};
 
 /* with_commas -- 143667240 -> "143,667,240" */
 static const char *with_commas(int64_t v, char *buf, size_t len)
@@ -214,10 +214,8 @@ int cmd_zoo(int argc, char **argv)
 	bool json = a.json;
 	const char *export_path = a.export_path;
 
-	if (rc < 0)
+	if (rc < 0 || given.help)
 		return cli_fail("zoo", rc);
-	if (given.help)
-		return cli_help(zoo_help, &cmd_zoo_options, NULL);
 	if (!src.model && !src.graph_file) {
 		if (json || export_path || src.batch || src.preset || src.image || src.classes)
 			return cli_fail("zoo", atm_err(ATM_E_USAGE, "--json, --export and the size options "

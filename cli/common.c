@@ -18,19 +18,12 @@
 
 int cli_fail(const char *cmd, atm_status rc)
 {
+	if (rc >= 0)
+		return 0;
 	fprintf(stderr, "autotm %s: %s\n", cmd, atm_errmsg());
 	if (rc == ATM_E_USAGE)
 		fprintf(stderr, "Try 'autotm %s --help'.\n", cmd);
 	return atm_exit_code(rc);
-}
-
-int cli_help(const char *head, const cli_command_options *c, const char *tail)
-{
-	fputs(head, stdout);
-	atm_status rc = cli_print_options(stdout, c);
-	if (tail)
-		fputs(tail, stdout);
-	return rc < 0 ? cli_fail(c->cmd, rc) : 0;
 }
 
 #define GRAPH(field) .at = offsetof(cli_graph_source, field)

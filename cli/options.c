@@ -200,7 +200,7 @@ atm_status cli_parse(const cli_command_options *c, void *const *bases, int argc,
 		const cli_option *o = f.row[i];
 		if (o == &help_row) {
 			given->help = true;
-			return ATM_OK;
+			return cli_print_help(stdout, c);
 		}
 		if (given->n == MAX_OPTIONS)
 			return atm_err(ATM_E_USAGE, "more than %d options", MAX_OPTIONS);
@@ -274,13 +274,14 @@ static void print_wrapped(FILE *f, const char *text, int col)
 	}
 }
 
-atm_status cli_print_options(FILE *out, const cli_command_options *c)
+atm_status cli_print_help(FILE *out, const cli_command_options *c)
 {
 	struct flat f;
 	char name[96], text[2048];
 	atm_status rc = flatten(c, NULL, &f);
 	if (rc < 0)
 		return rc;
+	fputs(c->head, out);
 	for (int i = 0; i < f.n; i++) {
 		spelling(f.row[i], name, sizeof name);
 		int col = fprintf(out, "  %s", name);
@@ -288,6 +289,8 @@ atm_status cli_print_options(FILE *out, const cli_command_options *c)
 		col += fprintf(out, "%*s", col + 2 <= HELP_INDENT ? HELP_INDENT - col : 2, "");
 		print_wrapped(out, text_of(f.row[i], text, sizeof text), col);
 	}
+	if (c->tail)
+		fputs(c->tail, out);
 	return ATM_OK;
 }
 
