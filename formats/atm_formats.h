@@ -37,9 +37,8 @@ const char *atm_json_type_name(const struct json_t *v);
  * rather than ignored. */
 const char *atm_json_unknown_key(const struct json_t *o, const char *const *keys, char *valid,
                                  size_t len);
-/* atm_json_text -- v as text (malloc'd; flags as json_dumps's), or ATM_E_NOMEM. Unlike
- * json_dumps, which (jansson 2.14) can return an object with a key's text missing when an
- * allocation fails, it gives the whole text or none. */
+/* atm_json_text -- v as text (malloc'd; flags as json_dumps's), or ATM_E_NOMEM: the whole text
+ * or none, where json_dumps (jansson 2.14) may drop a key when an allocation fails */
 atm_status atm_json_text(const struct json_t *v, size_t flags, char **text);
 /* atm_json_set_new -- obj[key] = v, stealing v as json_object_set_new does; a failure (obj or
  * v NULL: an allocation that failed; or a failed set) clears *ok, so that a writer checks once
@@ -79,16 +78,12 @@ atm_status atm_plan_save(const atm_plan *p, const char *path);
 /* Identical kernels (same op, attributes, shapes and dtypes) share a signature, and each
  * kernel has IO configurations: where its operands are. A profile keys kernel times by both.
  *
- * An IO configuration is a mask over a node's operand groups: bit i set means
- * group i is in slow memory. A node has one group per operand (inputs, then
- * outputs: bit i is the i-th of them) unless it has more than
- * ATM_CONFIG_MAX_OPERANDS operands (a DenseNet concatenation of 64 inputs would
- * have 2^65 configurations); then it has two groups, bit 0 for all its inputs
- * and bit 1 for all its outputs, which move together. A group holding a tensor
- * that may only live in fast memory never has its bit set, and operands that
- * are the same tensor share one location. atm_node_config_loc and
- * atm_node_config_of translate between masks and per-operand locations, so
- * that callers need not know the grouping. */
+ * An IO configuration is a mask over a node's operand groups: bit i set means group i is in
+ * slow memory. A node has one group per operand (inputs, then outputs) unless it has more than
+ * ATM_CONFIG_MAX_OPERANDS (a DenseNet concatenation of 64 inputs would have 2^65
+ * configurations); then bit 0 is all its inputs and bit 1 all its outputs. A group holding a
+ * fast-only tensor never has its bit set; operands that are one tensor share one location.
+ * atm_node_config_loc and atm_node_config_of translate between masks and operands' places. */
 
 #define ATM_CONFIG_MAX_OPERANDS 8
 /* A buffer this long holds the signature of any node of up to about 200 operands. */
@@ -119,24 +114,19 @@ const char *atm_node_config_name(const atm_graph *g, int32_t node, uint32_t conf
 
 /* ---------------------------------------------------------------- profiles */
 
-/* A profile holds measured (or estimated) kernel times, keyed by the kernel's
- * signature and its IO configuration, for one machine: timings from another CPU,
- * thread count, tier pair, emulation preset or backend are never mixed in. The
- * optimizer reads it; the profiler fills it and keeps it in its on-disk cache
- * (atm_prof_cache_open, atm_prof_cache_save: profiler/atm_profiler.h), whose file
- * format is read and written here. The format: docs/profile.md.
+/* A profile holds measured (or estimated) kernel times, keyed by the kernel's signature and
+ * its IO configuration, for one machine: timings from another CPU, thread count, tier pair,
+ * emulation or backend are never mixed in. The optimizer reads it; the profiler fills it and
+ * keeps it in its on-disk cache (profiler/atm_profiler.h), whose format (docs/profile.md) is
+ * read and written here.
  *
  *     atm_profile_machine m = {...};                  // atm_kbench_machine fills it
  *     atm_profile *p = NULL;
  *     atm_profile_new(&p, &m, NULL);                   // in memory; or atm_prof_cache_open
  *     atm_profile_put(p, g, node, 0, &(atm_profile_entry){.min_s = 1e-3, .median_s = 1e-3,
  *                                                         .count = 1});
- *     for (int i = 0; i < atm_node_n_configs(g, node); i++) {
- *             uint32_t c = atm_node_config_at(g, node, i);
- *             atm_profile_entry e;
- *             if (atm_profile_get(p, g, node, c, &e) < 0)  // names the kernel
- *                     fprintf(stderr, "%s\n", atm_errmsg());
- *     }
+ *     atm_profile_entry e;                              // a configuration it lacks: an
+ *     atm_profile_get(p, g, node, atm_node_config_at(g, node, 1), &e); // error naming the kernel
  *     atm_profile_destroy(p);
  */
 
@@ -152,10 +142,8 @@ typedef struct {
 	bool estimated;      /* a roofline estimate, nothing measured */
 } atm_profile_machine;
 
-/* What a profile may hold, so that any sum of its times and move times stays finite: a
- * kernel time above ATM_PROFILE_MAX_S (a day)
- * is no measurement, a move bandwidth below ATM_PROFILE_MIN_GBPS (1 kB/s) or above
- * ATM_PROFILE_MAX_GBPS (100 TB/s) no memory's. */
+/* What a profile may hold, so that any sum of its times stays finite: a kernel time above a day
+ * is no measurement, a move bandwidth below 1 kB/s or above 100 TB/s no memory's. */
 #define ATM_PROFILE_MAX_S 86400.0
 #define ATM_PROFILE_MIN_GBPS 1e-6
 #define ATM_PROFILE_MAX_GBPS 1e5
@@ -544,9 +532,8 @@ atm_status atm_write_file_atomic(const char *path, const char *data, size_t len)
 /* atm_make_dirs -- dir and every folder above it that is missing (mkdir -p; the folders made
  * get mode, less the umask); ATM_E_IO naming dir and the folder where it stopped */
 atm_status atm_make_dirs(const char *dir, unsigned mode);
-/* atm_check_writable -- can path be written atomically (its folder takes a new
- * file)? Checked before long work so that its results are not lost at the end;
- * path itself is left as it is. */
+/* atm_check_writable -- can path be written atomically (its folder takes a new file)? Checked
+ * before long work, so that its results are not lost at the end; path is left as it is */
 atm_status atm_check_writable(const char *path);
 /* atm_file_lock -- an exclusive lock for path's read-change-write (a flock on "path.lock",
  * waited for); *fd is -1 on failure. atm_file_unlock(fd) releases it (-1: nothing). */
@@ -589,12 +576,13 @@ atm_status atm_machine_file_section(const char *path, const char *text, size_t l
                                     struct json_t **sec);
 /* atm_machine_file_put -- SECTION[key] = entry (its reference is taken, also on failure) in the
  * file at path: folders made, the other entries kept, an unusable file replaced, written
- * atomically under the file's lock */
+ * atomically under the file's lock. With had, an entry already there (another process's, kept
+ * since this one looked) stays: nothing is written and *had is a new reference to it (else
+ * NULL), so that every process of a machine uses the first measurement kept */
 atm_status atm_machine_file_put(const char *path, const char *section, const char *key,
-                                struct json_t *entry);
+                                struct json_t *entry, struct json_t **had);
 
 /* ---------------------------------------------------------------- dates and the machine */
-
 /* atm_utc_now -- the wall clock in UTC as "2025-01-31T12:00:00Z" (ATM_UTC_TEXT_MAX bytes with
  * its NUL), as results and profiles date what they hold */
 void atm_utc_now(char out[ATM_UTC_TEXT_MAX]);
@@ -604,6 +592,7 @@ bool atm_utc_valid(const char *text);
 /* atm_cpu_model -- the CPU's model from /proc/cpuinfo ("model name", or "Model" / "cpu model"
  * on other architectures), "unknown" when there is none */
 void atm_cpu_model(char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,7 +76,7 @@ atm_status atm_machine_file_section(const char *path, const char *text, size_t l
 }
 
 atm_status atm_machine_file_put(const char *path, const char *section, const char *key,
-                                struct json_t *entry)
+                                struct json_t *entry, struct json_t **had)
 {
 	char *text = NULL, *out = NULL, dir[4096];
 	size_t len = 0;
@@ -119,6 +119,16 @@ atm_status atm_machine_file_put(const char *path, const char *section, const cha
 		atm_json_set_new(root, "format", json_string(FORMAT), &ok);
 		atm_json_set_new(root, "version", json_integer(VERSION), &ok);
 		atm_json_set_new(root, section, sec, &ok);
+	}
+	json_t *there = had ? json_object_get(sec, key) : NULL;
+	if (had)
+		*had = there ? json_incref(there) : NULL;
+	if (there) { /* another process kept its measurement first: that one stays */
+		json_decref(entry);
+		json_decref(root);
+		free(text);
+		atm_file_unlock(fd);
+		return ATM_OK;
 	}
 	if (!ok || !entry || json_object_set_new(sec, key, entry) < 0)
 		rc = atm_err(ATM_E_NOMEM, "out of memory keeping %s", section);

@@ -155,5 +155,5 @@ atm_status atm_prof_calibration_save(const char *path, const atm_profile_machine
 	json_t *e = entry_of(rf);
 	if (!e)
 		return atm_err(ATM_E_NOMEM, "out of memory keeping the calibration");
-	return atm_machine_file_put(path, "machines", key, e);
+	return atm_machine_file_put(path, "machines", key, e, NULL);
 }

@@ -468,6 +468,20 @@ static void bandwidth_key(char *key, size_t len)
 	snprintf(key, len, "%s|%d", cpu, omp_get_max_threads());
 }
 
+/* entry_gbps -- a kept bandwidth's copy_gbps and measured_at (when "?" without one); false when
+ * it is no usable bandwidth */
+static bool entry_gbps(const json_t *e, double *gbps, char *when, size_t when_len)
+{
+	const json_t *g = json_object_get(e, "copy_gbps"), *at = json_object_get(e, "measured_at");
+	double x = json_is_number(g) ? json_number_value(g) : NAN;
+	if (!json_is_object(e) || !(x >= ATM_EMU_MIN_GBPS && x <= ATM_EMU_MAX_GBPS))
+		return false;
+	*gbps = x;
+	if (when_len)
+		snprintf(when, when_len, "%s", json_is_string(at) ? json_string_value(at) : "?");
+	return true;
+}
+
 atm_status atm_emu_bandwidth_parse(const char *path, const char *text, size_t len,
                                    const char *key, double *gbps, char *when, size_t when_len)
 {
@@ -476,20 +490,13 @@ atm_status atm_emu_bandwidth_parse(const char *path, const char *text, size_t le
 	if (when_len)
 		when[0] = '\0';
 	if (rc >= 0) {
-		const json_t *e = json_object_get(sec, key), *g = json_object_get(e, "copy_gbps"),
-		             *at = json_object_get(e, "measured_at");
-		double x = json_is_number(g) ? json_number_value(g) : NAN;
+		const json_t *e = json_object_get(sec, key);
 		if (!e)
 			rc = atm_err(ATM_E_NOTFOUND, "%s holds no bandwidth of this machine", path);
-		else if (!json_is_object(e) || !(x >= ATM_EMU_MIN_GBPS && x <= ATM_EMU_MAX_GBPS))
+		else if (!entry_gbps(e, gbps, when, when_len))
 			rc = atm_err(ATM_E_INPUT, "%s: its bandwidth of this machine is unusable "
 			             "('copy_gbps' must be a number from %g to %g)", path, ATM_EMU_MIN_GBPS,
 			             ATM_EMU_MAX_GBPS);
-		else {
-			*gbps = x;
-			if (when_len)
-				snprintf(when, when_len, "%s", json_is_string(at) ? json_string_value(at) : "?");
-		}
 	}
 	json_decref(root);
 	return rc;
@@ -538,20 +545,28 @@ atm_status atm_emu_machine_gbps(const char *machine_file, volatile sig_atomic_t 
 		char now[ATM_UTC_TEXT_MAX];
 		atm_utc_now(now);
 		bool kept = false;
+		json_t *had = NULL;
 		if (path[0]) {
 			bool ok = true;
 			json_t *e = json_object();
 			atm_json_set_new(e, "copy_gbps", json_real(x), &ok);
 			atm_json_set_new(e, "measured_at", json_string(now), &ok);
+			/* takes e; another process's, kept since this one looked, stays and is this
+			 * one's too (an unusable entry, why, is replaced) */
 			if (ok)
-				kept = atm_machine_file_put(path, "bandwidth", key, e) >= 0; /* takes e */
+				kept = atm_machine_file_put(path, "bandwidth", key, e, why[0] ? NULL : &had) >= 0;
 			else
 				json_decref(e);
 		}
-		snprintf(known_note, sizeof known_note, "%.1f GB/s, measured now%s%s%s%s%s", x,
-		         kept ? ", kept in " : path[0] ? " (not kept: " : " (nowhere to keep it)",
-		         kept ? path : path[0] ? atm_errmsg() : "", kept || !path[0] ? "" : ")",
-		         why[0] && path[0] ? "; " : "", why[0] && path[0] ? why : "");
+		if (had && entry_gbps(had, &known_gbps, when, sizeof when))
+			snprintf(known_note, sizeof known_note, "%.1f GB/s, measured %s by another process "
+			         "(this one measured %.1f beside it), kept in %s", known_gbps, when, x, path);
+		else
+			snprintf(known_note, sizeof known_note, "%.1f GB/s, measured now%s%s%s%s%s", x,
+			         kept ? ", kept in " : path[0] ? " (not kept: " : " (nowhere to keep it)",
+			         kept ? path : path[0] ? atm_errmsg() : "", kept || !path[0] ? "" : ")",
+			         why[0] && path[0] ? "; " : "", why[0] && path[0] ? why : "");
+		json_decref(had);
 		atm_err_clear();
 	}
 	*gbps = known_gbps;

@@ -1,4 +1,5 @@
 /* test_emulate.c -- emulation presets and their sources, tier spec files and every nonsense in them, the waits */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -513,6 +514,46 @@ static void test_emulate_unmeasurable_bandwidth(void **state)
 	atm_emu_set_measure(NULL);
 }
 
+/* racing_measure -- the streaming copy, while another process keeps its own measurement of
+ * this machine (30 GB/s) in the machine file: this one measures 40 */
+static double racing_measure(void)
+{
+	char cpu[256], text[1024];
+	atm_cpu_model(cpu, sizeof cpu);
+	snprintf(text, sizeof text, "{\"format\": \"autotm-machine\", \"version\": 1, "
+	         "\"bandwidth\": {\"%s|%d\": {\"copy_gbps\": 30, \"measured_at\": "
+	         "\"2026-01-02T03:04:05Z\"}}}", cpu, atm_emu_test_threads());
+	assert_int_equal(atm_write_file_atomic(machine_file(), text, strlen(text)), ATM_OK);
+	stub_calls++;
+	return 40;
+}
+
+/* test_emulate_first_kept_bandwidth_wins -- two processes that measure the machine at once
+ * both use the measurement kept first, so that their emulations scale alike and their profiles
+ * key to one machine */
+static void test_emulate_first_kept_bandwidth_wins(void **state)
+{
+	(void)state;
+	atm_emu_spec s;
+	char note[1024];
+	stub(0);
+	atm_emu_set_measure(racing_measure);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, note,
+	                                             sizeof note), ATM_OK);
+	assert_int_equal(stub_calls, 1);
+	assert_float_equal(s.machine_gbps, 30, 1e-12);
+	assert_float_equal(s.scale, 0.3, 1e-12);
+	assert_non_null(strstr(note, "measured 2026-01-02T03:04:05Z by another process"));
+	assert_non_null(strstr(note, "this one measured 40.0"));
+	/* the file keeps the first one */
+	stub(50);
+	assert_int_equal(atm_emu_spec_resolve_scaled("optane", machine_file(), NULL, &s, NULL, 0),
+	                 ATM_OK);
+	assert_int_equal(stub_calls, 0);
+	assert_float_equal(s.machine_gbps, 30, 1e-12);
+	atm_emu_set_measure(NULL);
+}
+
 static void test_emulate_measured_bandwidth_is_real(void **state)
 {
 	(void)state;
@@ -732,6 +773,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_emulate_scale_follows_bandwidth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_absolute_form, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_unmeasurable_bandwidth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emulate_first_kept_bandwidth_wins, setup, teardown),
 		cmocka_unit_test(test_emulate_measured_bandwidth_is_real),
 		cmocka_unit_test_setup_teardown(test_emulate_profiles_never_mix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulate_spec_file_parses, setup, teardown),
