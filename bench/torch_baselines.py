@@ -32,6 +32,10 @@ autotm binary autotm's all-device step (--placement all-fast, every tensor in de
 on the CPU the simulated GPU's) is measured too, in as many turns, and kept in the plain row
 as autotm_all_device_s: the reference Figure 12 against memory draws as a line.
 
+On a GPU each row also has the device's energy per step (joules_per_step; autotm's in
+autotm_joules_per_step), from NVML's total-energy counter, which autotm reads too; null where
+NVML or the counter is absent.
+
 Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
 """
 
@@ -97,23 +101,27 @@ def out_of_memory(e):
 
 
 def measure(mode, model, x, y, device, iters):
-    """(the fastest step's seconds, the peak device bytes or None); running out of memory is
-    raised through (out_of_memory tells it)"""
+    """(the fastest step's seconds, the peak device bytes or None, joules per step or None: the
+    GPU's NVML energy counter, as autotm reads it, over the warm-up and the timed steps); running
+    out of memory is raised through (out_of_memory tells it)"""
     import torch
     import torch_step
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if device == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+    e0 = torch_step.gpu_energy_j() if device == "cuda" else None
     best = torch_step.time_fn(step_fn(mode, model, x, y, device), iters, sync)
+    e1 = torch_step.gpu_energy_j() if e0 is not None else None
     peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-    return best, peak
+    return best, peak, (e1 - e0) / (iters + 1) if e1 is not None else None
 
 
 def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, device,
               time_limit=None):
     """autotm's placements at peak bytes of device memory (None: every tensor on the device,
-    all-fast), compared in turns: {formulation: median step} and what was wrong, if anything"""
+    all-fast), compared in turns: {formulation: median step}, what was wrong, if anything, and
+    {formulation: joules per step (None where not measured)}"""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [autotm, "run", "--model", name, "--batch", str(batch), "--image", str(image),
@@ -126,10 +134,12 @@ def autotm_at(autotm, name, batch, image, peak, formulations, turns, iters, devi
         p = subprocess.run(cmd, capture_output=True, text=True,
                            env=dict(os.environ, OMP_WAIT_POLICY="passive"))
         if p.returncode != 0:
-            return {}, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
+            return {}, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else \
+                f"exit {p.returncode}", {}
         with open(out) as f:
             runs = json.load(f)["runs"]
-        return {r["formulation"]: r["actual_runtime"] for r in runs}, None
+        return {r["formulation"]: r["actual_runtime"] for r in runs}, None, \
+            {r["formulation"]: r.get("energy_per_step_j") for r in runs}
 
 
 def main():
@@ -185,7 +195,7 @@ def main():
             x = torch.randn(batch, 3, image, image, device=a.device)
             y = torch.randint(0, 1000, (batch,), device=a.device)
             times = {m: [] for m in MODES}
-            peaks, why = {}, {}
+            peaks, why, joules = {}, {}, {}
             models = {}
             for m in MODES:
                 torch.manual_seed(1)
@@ -196,8 +206,10 @@ def main():
                     if m in why:
                         continue
                     try:
-                        s, peak = measure(m, models[m], x, y, a.device, a.iters)
+                        s, peak, j = measure(m, models[m], x, y, a.device, a.iters)
                         times[m].append(s)
+                        if j is not None:
+                            joules.setdefault(m, []).append(j)
                         if peak is not None:
                             peaks[m] = max(peaks.get(m, 0), peak)
                     except RuntimeError as e:
@@ -215,13 +227,15 @@ def main():
                     rows.append(row)
                     continue
                 med = statistics.median(times[m])
-                row.update(step_s=med, turns_s=times[m], peak_bytes=peaks.get(m))
+                row.update(step_s=med, turns_s=times[m], peak_bytes=peaks.get(m),
+                           joules_per_step=statistics.median(joules[m]) if m in joules else None)
                 rng = f"[{min(times[m]):.4f}, {max(times[m]):.4f}]"
                 peak = f"{peaks[m] / 2**30:.2f} GiB" if m in peaks else "n/a (CPU)"
                 extra = ""
                 if a.autotm and m in peaks:
-                    got, err = autotm_at(a.autotm, name, batch, image, peaks[m], a.formulations,
-                                         a.turns, a.iters, a.device, a.time_limit)
+                    got, err, row["autotm_joules_per_step"] = autotm_at(
+                        a.autotm, name, batch, image, peaks[m], a.formulations, a.turns, a.iters,
+                        a.device, a.time_limit)
                     row["autotm"] = got
                     if err:
                         row["autotm_error"] = err
@@ -230,8 +244,8 @@ def main():
                         best = min(got, key=got.get)
                         extra = f"{best} {got[best]:.4f} s ({got[best] / med:.2f}x)"
                 if a.autotm and m == "plain":
-                    got, err = autotm_at(a.autotm, name, batch, image, None, None, a.turns,
-                                         a.iters, a.device)
+                    got, err, _ = autotm_at(a.autotm, name, batch, image, None, None, a.turns,
+                                            a.iters, a.device)
                     if got:
                         row["autotm_all_device_s"] = next(iter(got.values()))
                         extra += f"{'; ' if extra else ''}autotm all on the device " \

@@ -118,6 +118,36 @@ def transformer_step(family, model, data):
     update(model)
 
 
+def gpu_energy_j(index=None, lib="libnvidia-ml.so.1"):
+    """the GPU's total-energy counter in joules, through NVML as autotm reads it (the device
+    PyTorch uses, by its PCI bus id; index: NVML's own numbering), or None where NVML, the GPU or
+    its counter is absent"""
+    import ctypes
+    try:
+        nv = ctypes.CDLL(lib)
+        if nv.nvmlInit_v2() != 0:
+            return None
+        dev, mj = ctypes.c_void_p(), ctypes.c_ulonglong()
+        if index is None:
+            import torch
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            bus = getattr(props, "pci_bus_id", None)
+            dom = getattr(props, "pci_domain_id", 0)
+            devn = getattr(props, "pci_device_id", 0)
+            if bus is None:
+                return None
+            busid = f"{dom:08x}:{bus:02x}:{devn:02x}.0".encode()
+            if nv.nvmlDeviceGetHandleByPciBusId_v2(busid, ctypes.byref(dev)) != 0:
+                return None
+        elif nv.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(dev)) != 0:
+            return None
+        if nv.nvmlDeviceGetTotalEnergyConsumption(dev, ctypes.byref(mj)) != 0:
+            return None
+        return mj.value * 1e-3
+    except (OSError, AttributeError, ImportError, RuntimeError):
+        return None
+
+
 def time_fn(step, iters, sync=lambda: None):
     """the fastest of iters calls of step after one, each timed until sync() returns"""
     step()

@@ -96,6 +96,10 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	       atm_format_bytes(r->scratch_bytes, b, sizeof b));
 	printf("  slow memory      %s high-water mark\n",
 	       atm_format_bytes(r->slow_high_water_bytes, a, sizeof a));
+	if (r->energy_per_step_j >= 0)
+		printf("  energy           %.3f J per step (NVML's counter; SM %d MHz, memory %d MHz, "
+		       "power limit %.0f W)\n", r->energy_per_step_j, r->gpu_state.sm_mhz,
+		       r->gpu_state.mem_mhz, r->gpu_state.power_limit_w);
 	atm_update u;
 	int64_t state = 0;
 	if (atm_graph_update_of(g, &u, &state) && state > 0)

@@ -371,19 +371,16 @@ typedef struct {
 	int64_t pmem_alloc_bytes; /* slow memory high-water mark */
 	double emulation_wait_s;  /* per step */
 	double move_wait_s;       /* per step */
-	double recompute_s;       /* per step: kernels run again for the plan's recomputations
-	                           * (in the fastest step; 0 with none) */
+	double recompute_s;       /* per step: kernels run again for recomputation (fastest step) */
 	bool emulated;
 	const char *emulation;    /* preset or spec name */
 	bool emulation_absolute;  /* emulated: the spec's rates as they are, not scaled */
 	double emulation_scale;   /* emulated: its rates over the spec's (1: absolute, <= 0: unknown) */
 	double emulation_fast_gbps; /* emulated: the fast bandwidth its waits count from */
 	double emulation_reference_gbps; /* emulated: the spec's own fast bandwidth */
-	const char *memory_mode;  /* 2LM runs: "hardware" (the machine is in Memory Mode) or
-	                           * "emulated"; NULL for other runs */
+	const char *memory_mode;  /* 2LM runs: "hardware" (Memory Mode) or "emulated"; else NULL */
 	const char *fast_tier, *slow_tier; /* descriptions */
-	const char *slow_path, *slow_fs; /* a file slow tier's folder (or fsdax file) and its file
-	                          * system ("tmpfs", "ext4"); NULL for memory tiers */
+	const char *slow_path, *slow_fs; /* a file slow tier's path and file system, else NULL */
 	double slow_read_gbps, slow_write_gbps; /* for move_time; 0 unknown */
 	uint64_t seed;
 	int n_threads;
@@ -395,8 +392,11 @@ typedef struct {
 	bool managed;             /* the cudaMallocManaged baseline: its step time becomes the
 	                           * results' gpu_managed_runtime */
 	double oracle_s;          /* GPU: every kernel at its fastest, no moves (< 0 or 0: unknown) */
-	bool has_oracle;          /* the backend has an oracle (a GPU's, where kernels take device
-	                           * operands only): oracle_time is written, null when unknown */
+	bool has_oracle;          /* the backend has one (a GPU's): oracle_time written, or null */
+	bool has_energy;          /* a GPU's energy was measured (NVML): else null, never 0 */
+	double energy_per_step_j; /* its energy per measured step, and its clocks and power limit */
+	int sm_mhz, mem_mhz;
+	double power_limit_w;
 	const atm_run_comparison *comparison; /* NULL: a run alone; else actual_runtime_s is the
 	                           * median of its turns */
 	/* the machine now against when its profile was calibrated (atm_profile_calibration) */

@@ -274,6 +274,14 @@ static void measured_fields(const atm_graph *g, const atm_run_measured *m, json_
 	if (m->has_oracle)
 		atm_json_set_new(run, "oracle_time", m->oracle_s > 0 ? json_real(m->oracle_s)
 		                                                     : json_null(), ok);
+	/* added later: a GPU's energy per measured step and its clocks; null where not measured */
+	atm_json_set_new(run, "energy_per_step_j", m->has_energy ? json_real(m->energy_per_step_j)
+	                                                         : json_null(), ok);
+	atm_json_set_new(run, "gpu_clocks", m->has_energy ? json_pack("{s:i, s:i, s:f}", "sm_mhz",
+	                                                              m->sm_mhz, "mem_mhz", m->mem_mhz,
+	                                                              "power_limit_w",
+	                                                              m->power_limit_w)
+	                                                  : json_null(), ok);
 	atm_json_set_new(run, "profile_calibration",
 	                 m->profile_calibrated_at && m->profile_step_s > 0
 	                         ? json_pack("{s:f, s:s}", "all_fast_step_s", m->profile_step_s,

@@ -319,6 +319,18 @@ const atm_gpu_model *atm_gpu_model_nth(int i);
  * exceeds what is free, or nothing is left after the reserve */
 atm_status atm_gpu_probe(const atm_gpu_opts *o, atm_gpu_info *info);
 
+/* A GPU's energy counter and clocks, as NVML reads them. */
+typedef struct {
+	double joules;          /* energy since the driver loaded */
+	int sm_mhz, mem_mhz;    /* clocks now (0: unknown) */
+	double power_limit_w;   /* the power limit in force (0: unknown) */
+} atm_gpu_energy;
+
+/* atm_nvml_read -- the GPU at pci_bus_id (NULL: of NVML's index)'s counter and clocks, from the
+ * NVML library lib (NULL: the driver's libnvidia-ml.so.1), opened at the first call;
+ * ATM_E_UNSUPPORTED saying why where NVML, the GPU or its counter is absent */
+atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, atm_gpu_energy *out);
+
 /* What a backend can do, known without opening one: callers ask this rather than compare
  * backend names. */
 typedef struct {
@@ -422,6 +434,10 @@ typedef struct {
 	                             * again; moves.n_recomputes is what the schedule laid out) */
 	double recompute_s;         /* their kernels' time in the fastest measured step, emulation
 	                             * waits included; not in kernel_s or step_kernel_s */
+	double energy_per_step_j;   /* a GPU's energy over the measured steps (NVML's counter around
+	                             * each), per step; < 0: not measured (no NVML, a simulated GPU,
+	                             * the CPU) */
+	atm_gpu_energy gpu_state;   /* its clocks and power limit at the last measured step */
 	double allreduce_wait_s;    /* under mpirun, in the fastest measured step: the time the
 	                             * allreduce kernels waited for the other ranks to arrive
 	                             * (atm_allreduce_fn's waited_s), which their kernel_s and

@@ -30,6 +30,7 @@ struct atm_exec {
 	int n_losses_cap;
 	int n_steps;                 /* run since the measurement began, the warm-up first */
 	double sum_s, emu_sum_s, wait_sum_s; /* over the measured steps */
+	double energy_sum_j;                 /* a GPU's energy over them; < 0: not measured */
 	double move_wait_s;          /* this step: the schedule waited on asynchronous moves */
 	int32_t step_n_recomputes;   /* this step: recomputations run */
 	int64_t hw_end;              /* the fast arena's highest end held so far (every step) */
@@ -783,6 +784,9 @@ static void begin_steps(atm_exec *e)
 	r->allreduce_wait_s = 0;
 	r->n_recomputes = 0;
 	e->sum_s = e->emu_sum_s = e->wait_sum_s = 0;
+	e->energy_sum_j = e->b->iface->energy ? 0 : -1;
+	r->energy_per_step_j = -1;
+	r->gpu_state = (atm_gpu_energy){0};
 	for (int32_t k = 0; k < atm_graph_n_nodes(e->g); k++)
 		e->kernel_s[k] = INFINITY;
 	e->b->iface->reset_high_water(e->b);
@@ -814,9 +818,17 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 	if (!e->n_steps)
 		begin_steps(e);
 	double w0 = e->b->iface->waited_s(e->b), a0 = atm_bk_allreduce_waited_s();
+	/* a GPU's energy counter around the step (a counter that cannot be read says nothing) */
+	atm_gpu_energy en0, en1;
+	bool energy = e->energy_sum_j >= 0 && e->b->iface->energy(e->b, &en0) == ATM_OK;
+	atm_err_clear();
 	double t0 = atm_now_s();
 	rc = step(e);
 	double dt = atm_now_s() - t0;
+	if (energy && rc == ATM_OK) {
+		energy = e->b->iface->energy(e->b, &en1) == ATM_OK;
+		atm_err_clear();
+	}
 	double ranks_wait_s = atm_bk_allreduce_waited_s() - a0;
 	if (rc < 0)
 		return rc;
@@ -828,6 +840,12 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 		return ATM_OK;
 	r->n_iters++;
 	e->sum_s += dt;
+	/* a step whose counter could not be read leaves the energy unmeasured, never short */
+	e->energy_sum_j = energy && e->energy_sum_j >= 0 ? e->energy_sum_j + en1.joules - en0.joules
+	                                                 : -1;
+	r->energy_per_step_j = e->energy_sum_j >= 0 ? e->energy_sum_j / r->n_iters : -1;
+	if (energy)
+		r->gpu_state = en1;
 	e->emu_sum_s += e->b->iface->waited_s(e->b) - w0;
 	e->wait_sum_s += e->move_wait_s;
 	if (dt < r->actual_runtime_s) {

@@ -485,6 +485,17 @@ static double cu_waited_s(const atm_backend *b)
 
 /* ---------------------------------------------------------------- description */
 
+/* cu_energy -- the device's energy counter and clocks, from NVML by the device's PCI bus id
+ * (NVML's indices need not be CUDA's) */
+static atm_status cu_energy(atm_backend *b, atm_gpu_energy *e)
+{
+	struct cuda_ctx *c = ctx_of(b);
+	char bus[32];
+	if (cudaDeviceGetPCIBusId(bus, sizeof bus, c->device) != cudaSuccess)
+		return atm_nvml_read(NULL, NULL, c->device, e);
+	return atm_nvml_read(NULL, bus, c->device, e);
+}
+
 static void cu_machine(const atm_backend *b, atm_profile_machine *m)
 {
 	struct cuda_ctx *c = ctx_of(b);
@@ -582,6 +593,7 @@ static const atm_backend_i cuda_iface = {
 	.elapsed = cu_elapsed,
 	.waited_s = cu_waited_s,
 	.machine = cu_machine,
+	.energy = cu_energy,
 };
 
 /* atm_backend_cuda_new -- device o->gpu.device: its kernels' context, copy

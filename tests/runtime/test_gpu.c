@@ -58,6 +58,12 @@ static void placements_agree(const char *model)
 	struct exec_run ref = expect_placements_agree(g, &o, 3, &moves, &async, &recomputes);
 	assert_string_equal(ref.r.backend, strcmp(mode, "sim") ? "cuda" : "gpu-sim");
 	assert_int_equal(ref.r.simulated, !strcmp(mode, "sim"));
+	/* energy: a simulated GPU has none (absent, never 0); a real one's counter climbs where the
+	 * driver's NVML reads it */
+	if (ref.r.simulated)
+		assert_true(ref.r.energy_per_step_j < 0);
+	else if (ref.r.energy_per_step_j >= 0)
+		assert_true(ref.r.energy_per_step_j > 0 && ref.r.gpu_state.sm_mhz > 0);
 	assert_true(ref.losses[0] > 0 && ref.losses[ref.n_losses - 1] < ref.losses[0]);
 	assert_true(moves > 10);
 	assert_true(async > 3);
