@@ -4,7 +4,7 @@ the memory it takes: the plain step, activation checkpointing per block, and sav
 offloaded to pinned host memory; then autotm's plans given each one's peak as their device
 memory (docs/gpu.md, "The baselines at equal memory")
 
-usage: bench/torch_baselines.py [--networks LIST] [--device cpu|cuda] [--batch N] [--turns N]
+usage: bench/torch_baselines.py [--networks LIST] [--device cpu|cuda] [--batch N] [--sizes FILE] [--turns N]
                                 [--iters N] [--autotm PATH] [--formulations LIST]
                                 [--time-limit S] [--json FILE]
 
@@ -35,6 +35,9 @@ as autotm_all_device_s: the reference Figure 12 against memory draws as a line.
 On a GPU each row also has the device's energy per step (joules_per_step; autotm's in
 autotm_joules_per_step), from NVML's total-energy counter, which autotm reads too; null where
 NVML or the counter is absent.
+
+--sizes FILE takes each network's batch and image from bench/gpu_sizes.py's JSON (the sizes at
+which the device model says a step is bound by the GPU), over --batch and the small preset.
 
 Exit status: 0 measured, 1 a run failed, 2 bad usage, 130 interrupted.
 """
@@ -148,6 +151,7 @@ def main():
     ap.add_argument("--networks", default="vgg19,resnet200,inception_v4,densenet264")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--batch", type=int, help="every network's batch (default: the small preset's)")
+    ap.add_argument("--sizes", help="each network's batch and image: bench/gpu_sizes.py's JSON")
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="PyTorch's CPU threads (default 2)")
@@ -166,6 +170,18 @@ def main():
         return 2
     except KeyboardInterrupt:
         return 130
+    sizes = {}
+    if a.sizes:
+        try:
+            with open(a.sizes) as f:
+                sizes = json.load(f)
+            if not isinstance(sizes, dict) or not all(
+                    isinstance(v, dict) and isinstance(v.get("batch", 1), int) and
+                    isinstance(v.get("image", 1), int) for v in sizes.values()):
+                raise ValueError("not {network: {\"batch\": N, \"image\": N}}")
+        except (OSError, ValueError) as e:
+            print(f"torch_baselines.py: --sizes {a.sizes}: {e}", file=sys.stderr)
+            return 2
     nets = a.networks.split(",")
     bad = [n for n in nets if n not in torch_step.SMALL]
     if bad or a.turns < 1 or a.iters < 1 or (a.batch is not None and a.batch < 1) or \
@@ -191,6 +207,8 @@ def main():
         for name in nets:
             batch, image = torch_step.SMALL[name]
             batch = a.batch or batch
+            if "batch" in sizes.get(name, {}):
+                batch, image = sizes[name]["batch"], sizes[name].get("image", image)
             torch.manual_seed(1)
             x = torch.randn(batch, 3, image, image, device=a.device)
             y = torch.randint(0, 1000, (batch,), device=a.device)

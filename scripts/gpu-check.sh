@@ -18,7 +18,8 @@
 #       bench/torch_step.py and bench/torch_baselines.py (PyTorch's
 #       checkpointing and save_on_cpu, and autotm at their memory) on the GPU,
 #       and Figure 12 (experiments/gpu.py with recomputation, CBC plans of
-#       --time-limit seconds each, default autotm's 60). Logs and results go to DIR (default
+#       --time-limit seconds each, default autotm's 60); on an H100 or H200 the baselines run at
+#       the sizes bench/gpu_sizes.py picks from autotm's device model. Logs and results go to DIR (default
 #       docs/data/GPU, GPU from nvidia-smi's name: h100, h200, ...), packed
 #       into DIR/gpu-check.tar.gz when DIR is $OUT. --sim runs the same steps
 #       on the simulated GPU (CPU kernels); --quick on tiny networks (the suite
@@ -198,6 +199,16 @@ run() {
     [ $quick = 1 ] && bnets=resnet18
     local bl=()
     [ -n "$ilp" ] && bl=(--time-limit "$ilp")
+    # on a GPU of autotm's device models, the sizes at which its step is bound by the GPU (at
+    # least 150 ms and 20 GiB as the model prices it): what the baselines measure
+    if [ $sim = 0 ] && [ $quick = 0 ] && wanted baselines &&
+        "$bin" plan --model tiny_mlp --gpu-model "$gpu" --estimate --formulation all-fast \
+            --quiet --cache "$dest/sizes-profile.json" >/dev/null 2>&1; then
+        step "gpu_sizes ($gpu model)" 5 gpu_sizes.txt "$py" bench/gpu_sizes.py --gpu-model "$gpu" \
+            --autotm "$bin" --json "$dest/gpu_sizes.json"
+        [ -s "$dest/gpu_sizes.json" ] && bl+=(--sizes "$dest/gpu_sizes.json")
+        rm -f "$dest/sizes-profile.json"
+    fi
     local bshare=30
     wanted fig12 || bshare=95
     wanted baselines && step "torch_baselines" $bshare torch_baselines.txt "$py" bench/torch_baselines.py --device $device \
