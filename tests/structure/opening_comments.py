@@ -7,8 +7,9 @@ usage: tests/structure/opening_comments.py SOURCE_DIR
 """
 
 import re
-import subprocess
 import sys
+
+from c_sources import c_sources
 
 COMMENT = re.compile(r"/\* ([a-z_][a-z0-9_]*) -- ")
 
@@ -25,22 +26,13 @@ def stale(path, text):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    root = sys.argv[1]
-    files = subprocess.run(["git", "-C", root, "ls-files", "*.c", "*.h", "*.cu"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    if not files:
-        print("opening_comments.py: no C sources under " + root, file=sys.stderr)
-        return 2
+    files = c_sources(sys.argv, "opening_comments.py", __doc__)
     bad = 0
-    for f in files:
-        with open(f"{root}/{f}", errors="replace") as fh:
-            for name in stale(f, fh.read()):
-                print(f"opening_comments.py: {f}: '/* {name} -- ...' names nothing the file "
-                      "defines or declares", file=sys.stderr)
-                bad += 1
+    for f, text in files.items():
+        for name in stale(f, text):
+            print(f"opening_comments.py: {f}: '/* {name} -- ...' names nothing the file "
+                  "defines or declares", file=sys.stderr)
+            bad += 1
     print(f"opening_comments.py: {len(files)} files, {bad} stale opening comments")
     return 1 if bad else 0
 

@@ -6,8 +6,9 @@ usage: tests/structure/sizes.py SOURCE_DIR        exit 0 when within, 1 not
 """
 
 import re
-import subprocess
 import sys
+
+from c_sources import c_sources
 
 MAX_FUNCTION = 120
 MAX_HEADER = 600
@@ -40,19 +41,8 @@ def functions(text):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    root = sys.argv[1]
-    files = subprocess.run(["git", "-C", root, "ls-files", "*.c", "*.h", "*.cu"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    if not files:
-        print("sizes.py: no C sources under " + root, file=sys.stderr)
-        return 2
     fns, headers = [], []
-    for f in files:
-        with open(f"{root}/{f}", errors="replace") as fh:
-            text = fh.read()
+    for f, text in c_sources(sys.argv, "sizes.py", __doc__).items():
         if f.endswith(".h"):
             headers.append((text.count("\n"), f))
         fns += [(n, f"{f}:{line}", name) for name, line, n in functions(text)]
