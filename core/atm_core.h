@@ -81,7 +81,7 @@ int atm_exit_code(atm_status code);
 /* A graph's tensors and workspaces together take at most this (2 EiB): every sum of sizes over
  * a step (live bytes, a plan's copies in both memories, an arena's offsets) stays in int64_t. */
 #define ATM_MAX_GRAPH_BYTES ((int64_t)1 << 61)
-typedef enum { ATM_F32 = 0, ATM_I32, ATM_U8, ATM_N_DTYPES } atm_dtype;
+typedef enum { ATM_F32 = 0, ATM_I32, ATM_U8, ATM_BF16, ATM_N_DTYPES } atm_dtype;
 typedef enum {
 	ATM_KIND_INPUT = 0,       /* graph input (data, labels): live all step */
 	ATM_KIND_PARAM,           /* trainable parameter: live all step, updated in place by SGD */
@@ -128,7 +128,7 @@ typedef enum {
 	ATM_OP_SIGMOID_FWD, ATM_OP_SIGMOID_BWD, ATM_OP_HARDSWISH_FWD, ATM_OP_HARDSWISH_BWD,
 	ATM_OP_HARDSIGMOID_FWD, ATM_OP_HARDSIGMOID_BWD, ATM_OP_RELU6_FWD, ATM_OP_RELU6_BWD,
 	ATM_OP_SGD_MOMENTUM, ATM_OP_ADAMW,      /* PyTorch's: they write w and its states */
-	ATM_OP_ALLREDUCE,                       /* the gradients' means over attrs.ranks ranks */
+	ATM_OP_ALLREDUCE, ATM_OP_CAST,          /* ranks' gradient means; f32 <-> bf16 copy */
 	ATM_N_OPS
 } atm_op;
 
@@ -227,6 +227,7 @@ typedef enum {
 	ATM_ROLE_SHIFT,    /* a parameter that starts at zero (biases, batch norm's beta) */
 	ATM_ROLE_INDEX,    /* i32 indices (max pooling's argmax), where every other operand is f32 */
 	ATM_ROLE_TOKENS,   /* i32 token ids or labels, each below the rows or classes it indexes */
+	ATM_ROLE_FLOAT,    /* f32 or bf16 (a cast's operands), where every other operand is f32 */
 } atm_op_role;
 /* Roles are given for an op's first operands; those past them are data. */
 #define ATM_OP_MAX_ROLES 8

@@ -49,7 +49,7 @@ atm_status atm_shape_permute_view(const atm_attrs *a, const atm_tensor *x, const
                                   int64_t *view, int64_t *permuted);
 
 /* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked by
- * the op's rule): the check every op has, before its rule */
+ * the op's rule) or as f32 or bf16 (a cast's): the check every op has, before its rule */
 atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
                             const atm_tensor *const *out);
 

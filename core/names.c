@@ -3,8 +3,8 @@
 
 #include "core_internal.h"
 
-static const char *const dtype_names[ATM_N_DTYPES] = {"f32", "i32", "u8"};
-static const int64_t dtype_sizes[ATM_N_DTYPES] = {4, 4, 1};
+static const char *const dtype_names[ATM_N_DTYPES] = {"f32", "i32", "u8", "bf16"};
+static const int64_t dtype_sizes[ATM_N_DTYPES] = {4, 4, 1, 2};
 
 static const char *const kind_names[ATM_N_KINDS] = {
 	"input", "param", "grad", "activation", "optimizer_state", "constant", "output",

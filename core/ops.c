@@ -344,6 +344,12 @@ static const struct atm_op_entry ops[] = {
 		      .min_out = 1, .max_out = ATM_ALLREDUCE_BUCKET_TENSORS, .attrs = ATM_ATTR_RANKS},
 		.digest_id = 55, .shape = atm_shape_allreduce, .work = atm_work_allreduce,
 	},
+	/* in: x out: y, x's values in y's dtype (f32 or bf16; to bf16 rounded to nearest even) */
+	[ATM_OP_CAST] = {
+		.d = {.name = "cast", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+		      .in_role = {ATM_ROLE_FLOAT}, .out_role = {ATM_ROLE_FLOAT}},
+		.digest_id = 56, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
+	},
 };
 
 /* An op added to the enum without an entry here stops the build when it is the last one,

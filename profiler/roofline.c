@@ -357,6 +357,8 @@ static void cal_seq(struct cal *c, int32_t *nd, const char *p, const struct cal_
 	                                (int32_t[]){ry, rr});
 	nd[ATM_OP_RMS_NORM_BWD] = cal_n(c, p, NULL, ATM_OP_RMS_NORM_BWD, &eps, 4,
 	                                (int32_t[]){x, dy, g, rr}, 2, (int32_t[]){rdx, rdw});
+	int32_t half = cal_t(c, p, "cast.y", ATM_BF16, 3, sq, ACT);
+	nd[ATM_OP_CAST] = cal_n(c, p, NULL, ATM_OP_CAST, NULL, 1, &x, 1, &half);
 }
 
 /* cal_set -- one node of every op (convolutions when z->convs) at sizes z */

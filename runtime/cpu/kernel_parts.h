@@ -121,6 +121,8 @@ atm_status cpu_run_rope(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_causal_softmax(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_embedding(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_narrow(const atm_kernel *k, void *const *in, void *const *out);
+/* cpu_run_cast -- f32 <-> bf16: narrowed to nearest even (NaN stays NaN), widened exactly */
+atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_token_xent(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *const *out);
 

@@ -133,6 +133,7 @@ const struct cpu_op cpu_ops[ATM_N_OPS] = {
 	[ATM_OP_SGD_MOMENTUM] = {cpu_build_flat, cpu_run_sgd_momentum},
 	[ATM_OP_ADAMW] = {cpu_build_flat, cpu_run_adamw},
 	[ATM_OP_ALLREDUCE] = {cpu_build_flat, cpu_run_allreduce},
+	[ATM_OP_CAST] = {cpu_build_flat, cpu_run_cast},
 };
 
 /* atm_cpu_supports -- op has a CPU kernel */

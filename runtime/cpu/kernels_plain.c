@@ -633,3 +633,30 @@ atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *co
 	return ATM_OK;
 }
 
+
+atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out)
+{
+	atm_dtype from = cpu_tensor_of(k, SLOT_IN, 0)->dtype, to = cpu_tensor_of(k, SLOT_OUT, 0)->dtype;
+	int64_t n = k->n_rows;
+	if (from == to) {
+		memcpy(out[0], in[0], (size_t)cpu_tensor_of(k, SLOT_IN, 0)->bytes);
+	} else if (to == ATM_BF16) {
+		const uint32_t *x = in[0];
+		uint16_t *y = out[0];
+#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t b = x[i];
+			if ((b & 0x7fffffffu) > 0x7f800000u) /* NaN: its sign and a quiet payload */
+				y[i] = (uint16_t)(b >> 16 | 0x40);
+			else /* to nearest, ties to even; infinities stay, the largest round to inf */
+				y[i] = (uint16_t)((b + 0x7fffu + (b >> 16 & 1)) >> 16);
+		}
+	} else {
+		const uint16_t *x = in[0];
+		uint32_t *y = out[0];
+#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (uint32_t)x[i] << 16;
+	}
+	return ATM_OK;
+}

@@ -1035,6 +1035,15 @@ static atm_status run_narrow(atm_cuda_kernel *k, void *const *in, void *const *o
 	return ATM_OK;
 }
 
+/* run_cast -- f32 <-> bf16, as the CPU casts (atm_cu_cast) */
+static atm_status run_cast(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
+{
+	(void)ws;
+	CUDA_TRY(atm_cu_cast(k->c->stream, in[0], out[0], (int)atm_dtype_bytes(tin(k, 0)->dtype),
+	                     (int)atm_dtype_bytes(tout(k, 0)->dtype), tin(k, 0)->n_elems), "cast");
+	return ATM_OK;
+}
+
 /* run_token_xent -- forward: log-probabilities and each row's loss, then their mean;
  * backward: dlogits = (exp(logp) - onehot(labels)) / rows */
 static atm_status run_token_xent(atm_cuda_kernel *k, void *const *in, void *const *out, void *ws)
@@ -1118,6 +1127,7 @@ static const struct cuda_op cuda_ops[ATM_N_OPS] = {
 	[ATM_OP_SGD_MOMENTUM] = {NULL, run_sgd_momentum},
 	[ATM_OP_ADAMW] = {NULL, run_adamw},
 	[ATM_OP_ALLREDUCE] = {NULL, run_allreduce},
+	[ATM_OP_CAST] = {NULL, run_cast},
 };
 
 /* atm_cuda_supports -- op has an entry with a run */

@@ -306,6 +306,28 @@ __global__ void k_gelu_bwd(const float *x, const float *dy, float *dx, int tanh_
 	}
 }
 
+/* k_to_bf16 -- y = x rounded to bf16, to nearest even (a NaN stays one): the CPU's bits */
+__global__ void k_to_bf16(const uint32_t *x, uint16_t *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		uint32_t b = x[i];
+		y[i] = (b & 0x7fffffffu) > 0x7f800000u ? (uint16_t)(b >> 16 | 0x40)
+		                                       : (uint16_t)((b + 0x7fffu + (b >> 16 & 1)) >> 16);
+	}
+}
+
+/* k_from_bf16 -- y = x widened to f32, exactly */
+__global__ void k_from_bf16(const uint16_t *x, uint32_t *y, int64_t n)
+{
+	FOR_EACH(i, n) y[i] = (uint32_t)x[i] << 16;
+}
+
+/* k_copy16 -- y = x, n 16-bit words (a kernel: cudaMemcpy may not reach mapped host memory) */
+__global__ void k_copy16(const uint16_t *x, uint16_t *y, int64_t n)
+{
+	FOR_EACH(i, n) y[i] = x[i];
+}
+
 /* k_tanh_fwd -- y = tanh(x) */
 __global__ void k_tanh_fwd(const float *x, float *y, int64_t n)
 {
@@ -826,6 +848,20 @@ cudaError_t atm_cu_gelu_bwd(cudaStream_t s, const float *x, const float *dy, flo
                             int tanh_form, int64_t n)
 {
 	k_gelu_bwd<<<blocks(n), THREADS, 0, s>>>(x, dy, dx, tanh_form, n);
+	return cudaGetLastError();
+}
+
+/* atm_cu_cast -- launch k_to_bf16, k_from_bf16 or, for one dtype, k_copy16 */
+cudaError_t atm_cu_cast(cudaStream_t s, const void *x, void *y, int from_bytes, int to_bytes,
+                        int64_t n)
+{
+	if (from_bytes == to_bytes)
+		k_copy16<<<blocks(n * from_bytes / 2), THREADS, 0, s>>>((const uint16_t *)x,
+		                                                      (uint16_t *)y, n * from_bytes / 2);
+	else if (to_bytes == 2)
+		k_to_bf16<<<blocks(n), THREADS, 0, s>>>((const uint32_t *)x, (uint16_t *)y, n);
+	else
+		k_from_bf16<<<blocks(n), THREADS, 0, s>>>((const uint16_t *)x, (uint32_t *)y, n);
 	return cudaGetLastError();
 }
 

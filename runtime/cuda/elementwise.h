@@ -131,6 +131,10 @@ cudaError_t atm_cu_embedding_bwd(cudaStream_t s, const float *dy, const int32_t 
  * zeros to it: narrow's forward and backward */
 cudaError_t atm_cu_narrow(cudaStream_t s, const float *src, float *dst, int64_t rows,
                           int64_t src_len, int64_t dst_len);
+/* y = x cast (f32 -> bf16 to nearest even, NaN kept; bf16 -> f32 exactly; the same dtype
+ * copied): from_bytes and to_bytes are 4 (f32) or 2 (bf16), the CPU's bits */
+cudaError_t atm_cu_cast(cudaStream_t s, const void *x, void *y, int from_bytes, int to_bytes,
+                        int64_t n);
 /* y = x with its axes reordered as p says */
 cudaError_t atm_cu_permute(cudaStream_t s, const atm_cu_perm *p, const float *x, float *y);
 /* logp = log-softmax of each row of x; row_loss[r] = -logp[r][labels[r]] (in double) */

@@ -54,7 +54,7 @@ static void test_ops_names_round_trip(void **state)
 	assert_int_equal(atm_op_from_name("sgd_nesterov", &x), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "unknown op 'sgd_nesterov' (valid: conv_fwd, "));
 	assert_non_null(strstr(atm_errmsg(), ", sgd, matmul, "));
-	assert_non_null(strstr(atm_errmsg(), ", sgd_momentum, adamw, allreduce)"));
+	assert_non_null(strstr(atm_errmsg(), ", sgd_momentum, adamw, allreduce, cast)"));
 }
 
 /* test_ops_out_of_range -- a value that is no op has no entry and no roles */
@@ -98,7 +98,7 @@ static void test_ops_digest_ids_stay_put(void **state)
 		{"rms_norm_bwd", 42}, {"rope_fwd", 43},     {"rope_bwd", 44},
 		{"sigmoid_fwd", 45}, {"sigmoid_bwd", 46},  {"hardswish_fwd", 47},
 		{"hardswish_bwd", 48}, {"hardsigmoid_fwd", 49}, {"hardsigmoid_bwd", 50},
-		{"relu6_fwd", 51},   {"relu6_bwd", 52},
+		{"relu6_fwd", 51},   {"relu6_bwd", 52},     {"cast", 56},
 	};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
 		atm_op op;
@@ -127,8 +127,10 @@ static void test_ops_roles_fit_arity(void **state)
 				            op == ATM_OP_TOKEN_XENT_FWD || op == ATM_OP_TOKEN_XENT_BWD);
 			if (d->out_role[i] != ATM_ROLE_DATA) {
 				assert_true(i < d->max_out);
-				assert_int_equal(d->out_role[i], ATM_ROLE_INDEX);
+				assert_true(d->out_role[i] == ATM_ROLE_INDEX || op == ATM_OP_CAST);
 			}
+			if (d->in_role[i] == ATM_ROLE_FLOAT || d->out_role[i] == ATM_ROLE_FLOAT)
+				assert_int_equal(op, ATM_OP_CAST); /* bf16 is read and made by a cast alone */
 		}
 	}
 	assert_int_equal(atm_op_in_role(ATM_OP_CONV_FWD, 1), ATM_ROLE_WEIGHT);

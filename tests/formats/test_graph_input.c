@@ -309,7 +309,7 @@ static void test_graph_input_unknown_dtype_and_kind(void **state)
 {
 	expect_bad(HEAD "'tensors': [{'id': 0, 'name': 'x', 'shape': [2, 4], 'kind': 'input', "
 	           "'dtype': 'f16'}, " TREST "], " NODES, "tensors[0] (\"x\").dtype: unknown dtype "
-	           "'f16'", "(valid: f32, i32, u8)");
+	           "'f16'", "(valid: f32, i32, u8, bf16)");
 	expect_bad(HEAD "'tensors': [{'id': 0, 'name': 'x', 'shape': [2, 4], 'kind': 'weight'}, "
 	           TREST "], " NODES, "tensors[0] (\"x\").kind: unknown tensor kind 'weight'",
 	           "input, param, grad, activation, optimizer_state, constant, output");

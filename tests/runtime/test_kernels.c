@@ -274,6 +274,71 @@ static void check_fd(struct net *n, int32_t fwd, int32_t y, const float *dy, int
 
 /* ---------------------------------------------------------------- fixtures */
 
+/* test_kernels_cast -- f32 to bf16 rounds to nearest, ties to even (PyTorch's .to(bfloat16)),
+ * keeps infinities and NaN (quiet), rounds past bf16's largest to infinity; bf16 to f32 is exact;
+ * one dtype to itself is a copy. A bf16 tensor is an activation or gradient made by a cast:
+ * read by another op, or as a parameter, it is refused naming it */
+static void test_kernels_cast(void **state)
+{
+	(void)state;
+	struct net n;
+	net_new(&n, "cast");
+	int32_t x = T_IN(&n, "x", 12);
+	int32_t h = ten(&n, "h", ATM_BF16, ATM_KIND_ACTIVATION, 1, (int64_t[]){12});
+	int32_t y = T_ACT(&n, "y", 12), z = T_ACT(&n, "z", 12);
+	int32_t down = nod(&n, "down", ATM_OP_CAST, NULL, IDS(x), IDS(h));
+	int32_t up = nod(&n, "up", ATM_OP_CAST, NULL, IDS(h), IDS(y));
+	int32_t same = nod(&n, "same", ATM_OP_CAST, NULL, IDS(y), IDS(z));
+	assert_int_equal(atm_graph_tensor(n.g, h)->bytes, 24); /* two bytes an element */
+	net_ready(&n);
+	/* bits in and the bf16 bits out */
+	static const uint32_t in[12] = {
+		0x3f800000, /* 1.0 */
+		0x3f808000, /* 1 + 2^-8: a tie, to even (down) */
+		0x3f818000, /* 1 + 3 * 2^-8: a tie, to even (up) */
+		0x3f808001, /* just above the tie: up */
+		0xbf807fff, /* -(just below the tie): down */
+		0x7f800000, 0xff800000, /* +-inf */
+		0x7fc00001, /* a NaN whose payload lies in the dropped bits: still a NaN */
+		0x7f7fffff, /* f32's largest: past bf16's, to inf */
+		0x00000001, /* the least subnormal: to 0 */
+		0x80000000, /* -0 */
+		0x42f6e979, /* 123.456 */
+	};
+	static const uint16_t want[12] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x7f80, 0xff80,
+	                                  0x7fc0, 0x7f80, 0x0000, 0x8000, 0x42f7};
+	memcpy(F(&n, x), in, sizeof in);
+	run(&n, down);
+	const uint16_t *got = n.buf[n.set][h];
+	for (int i = 0; i < 12; i++)
+		if (got[i] != want[i])
+			fail_msg("cast to bf16 of %08x: %04x, expected %04x", in[i], got[i], want[i]);
+	run(&n, up);
+	run(&n, same);
+	const uint32_t *wide = (const uint32_t *)F(&n, y), *copy = (const uint32_t *)F(&n, z);
+	for (int i = 0; i < 12; i++) {
+		assert_int_equal(wide[i], (uint32_t)want[i] << 16);
+		assert_int_equal(copy[i], wide[i]);
+	}
+	net_free(&n);
+	/* bf16 read by an op other than a cast, or as what the step starts from */
+	net_new(&n, "bf16 misuse");
+	x = T_IN(&n, "x", 4);
+	h = ten(&n, "h", ATM_BF16, ATM_KIND_ACTIVATION, 1, (int64_t[]){4});
+	y = T_ACT(&n, "y", 4);
+	nod(&n, "down", ATM_OP_CAST, NULL, IDS(x), IDS(h));
+	nod(&n, "relu", ATM_OP_RELU_FWD, NULL, IDS(h), IDS(y));
+	assert_int_equal(atm_graph_validate(n.g), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "tensor 'h' is bf16; relu_fwd works on f32 (a bf16 "
+	                                     "tensor is read through a cast)"));
+	int32_t id;
+	assert_int_equal(atm_graph_add_tensor(n.g, "w", ATM_BF16, 1, (int64_t[]){4}, ATM_KIND_PARAM,
+	                                      ATM_LOC_ANY, &id), ATM_E_INPUT);
+	assert_non_null(strstr(atm_errmsg(), "tensor 'w' is a bf16 param"));
+	assert_non_null(strstr(atm_errmsg(), "valid bf16 kinds: activation, grad"));
+	net_free(&n);
+}
+
 /* group_setup -- one engine for the whole suite */
 static int group_setup(void **state)
 {
@@ -1819,6 +1884,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_kernels_deterministic_across_addresses, reseed),
 		cmocka_unit_test_setup(test_kernels_unsupported_pool_padding, reseed),
 		cmocka_unit_test_setup(test_kernels_every_op_has_a_kernel, reseed),
+		cmocka_unit_test_setup(test_kernels_cast, reseed),
 		cmocka_unit_test_setup(test_kernels_bad_node, reseed),
 		cmocka_unit_test_setup(test_kernels_run_checks_buffers, reseed),
 		cmocka_unit_test_setup(test_kernels_destroy_null, reseed),

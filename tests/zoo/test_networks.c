@@ -468,8 +468,10 @@ static void test_networks_tiny_cnn_uses_every_op(void **state)
 		count[atm_graph_node(dp, i)->op]++;
 	atm_graph_destroy(dp);
 	atm_graph_destroy(g);
+	/* a cast comes from a graph file only until the builder trains in bf16 (tests/core,
+	 * tests/runtime) */
 	for (int op = 0; op < ATM_N_OPS; op++)
-		if (!count[op])
+		if (!count[op] && op != ATM_OP_CAST)
 			fail_msg("the tiny networks lack %s", atm_op_name((atm_op)op));
 	assert_true(conv_bias > 0 && conv_plain > 0);
 	assert_true(exclude_pad > 0);
