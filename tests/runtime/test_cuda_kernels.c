@@ -407,6 +407,59 @@ static void test_cuda_kernels_bad_token_is_nan(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_cuda_kernels_cast -- f32 -> bf16 -> f32 and a copy on the GPU give the CPU's bits: every
+ * f32 bit pattern's neighbourhood of ties, infinities and NaN among random values */
+static void test_cuda_kernels_cast(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	atm_graph *g = NULL;
+	int32_t x, h, y, z, nodes[3];
+	assert_int_equal(atm_graph_new(&g, "cast"), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "x", ATM_F32, 1, (int64_t[]){N}, ATM_KIND_INPUT,
+	                                      ATM_LOC_ANY, &x), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "h", ATM_BF16, 1, (int64_t[]){N},
+	                                      ATM_KIND_ACTIVATION, ATM_LOC_ANY, &h), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "y", ATM_F32, 1, (int64_t[]){N},
+	                                      ATM_KIND_ACTIVATION, ATM_LOC_ANY, &y), ATM_OK);
+	assert_int_equal(atm_graph_add_tensor(g, "z", ATM_F32, 1, (int64_t[]){N},
+	                                      ATM_KIND_ACTIVATION, ATM_LOC_ANY, &z), ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "down", ATM_OP_CAST, NULL, 1, &x, 1, &h, &nodes[0]),
+	                 ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "up", ATM_OP_CAST, NULL, 1, &h, 1, &y, &nodes[1]),
+	                 ATM_OK);
+	assert_int_equal(atm_graph_add_node(g, "same", ATM_OP_CAST, NULL, 1, &y, 1, &z, &nodes[2]),
+	                 ATM_OK);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	uint32_t *in = host_buf(N * 4);
+	uint64_t s = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		in[i] = (uint32_t)s;
+		if (i % 4 == 1) /* ties and their neighbours */
+			in[i] = (in[i] & 0xffff0000u) | (0x8000u + (uint32_t)(i % 3) - 1);
+	}
+	in[0] = 0x7f800000u, in[4] = 0xff800000u, in[8] = 0x7fc00001u, in[12] = 0x7f7fffffu;
+	void *cpu_in[3] = {in, host_buf(N * 2), host_buf(N * 4)}, *gpu_out[3];
+	for (int k = 0; k < 3; k++) {
+		atm_kernel *ck = NULL;
+		void *cpu_out = k == 0 ? cpu_in[1] : k == 1 ? cpu_in[2] : host_buf(N * 4);
+		gpu_out[k] = host_buf(k == 0 ? N * 2 : N * 4);
+		assert_int_equal(atm_kernel_new(&ck, cpu, g, nodes[k]), ATM_OK);
+		assert_int_equal(atm_kernel_run(ck, &cpu_in[k], &cpu_out, NULL), ATM_OK);
+		atm_kernel_destroy(ck);
+		gpu_run(g, nodes[k], &cpu_in[k], &gpu_out[k]);
+		if (memcmp(cpu_out, gpu_out[k], k == 0 ? N * 2 : N * 4))
+			fail_msg("cast node '%s': the GPU's bits differ from the CPU's",
+			         atm_graph_node(g, nodes[k])->name);
+		if (k == 2)
+			free(cpu_out);
+	}
+	for (int k = 0; k < 3; k++)
+		free(gpu_out[k]), free(cpu_in[k]);
+	atm_graph_destroy(g);
+}
+
 static void test_cuda_kernels_bad_device(void **state)
 {
 	(void)state;
@@ -453,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_llama),
 		cmocka_unit_test(test_cuda_kernels_optimizers),
 		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
+		cmocka_unit_test(test_cuda_kernels_cast),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	atm_cpu_destroy(cpu);
