@@ -634,6 +634,9 @@ atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *co
 }
 
 
+/* Elements a thread of the cast narrows at a time. */
+#define CAST_CHUNK ((int64_t)1 << 16)
+
 atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out)
 {
 	atm_dtype from = cpu_tensor_of(k, SLOT_IN, 0)->dtype, to = cpu_tensor_of(k, SLOT_OUT, 0)->dtype;
@@ -641,15 +644,14 @@ atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out)
 	if (from == to) {
 		memcpy(out[0], in[0], (size_t)cpu_tensor_of(k, SLOT_IN, 0)->bytes);
 	} else if (to == ATM_BF16) {
-		const uint32_t *x = in[0];
+		/* safetensors' rounding (as PyTorch's), in a chunk per thread */
+		const float *x = in[0];
 		uint16_t *y = out[0];
+		int64_t chunks = (n + CAST_CHUNK - 1) / CAST_CHUNK;
 #pragma omp parallel for schedule(static)
-		for (int64_t i = 0; i < n; i++) {
-			uint32_t b = x[i];
-			if ((b & 0x7fffffffu) > 0x7f800000u) /* NaN: its sign and a quiet payload */
-				y[i] = (uint16_t)(b >> 16 | 0x40);
-			else /* to nearest, ties to even; infinities stay, the largest round to inf */
-				y[i] = (uint16_t)((b + 0x7fffu + (b >> 16 & 1)) >> 16);
+		for (int64_t c = 0; c < chunks; c++) {
+			int64_t lo = c * CAST_CHUNK, len = n - lo < CAST_CHUNK ? n - lo : CAST_CHUNK;
+			atm_st_narrow(x + lo, len, ATM_ST_BF16, y + lo);
 		}
 	} else {
 		const uint16_t *x = in[0];
