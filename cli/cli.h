@@ -85,13 +85,16 @@ typedef struct {
 	const char *tail;                /* after the options; NULL: none */
 } cli_command_options;
 
+/* The most options one command takes, its tables together, and one command line gives. */
+#define CLI_MAX_OPTIONS 128
+
 /* What a command line gave, in its order. */
 typedef struct {
 	const char *cmd;
 	bool help; /* -h or --help: nothing else was read */
 	int n;
-	const cli_option *row[128];
-	const char *arg[128]; /* "" for an option without an argument */
+	const cli_option *row[CLI_MAX_OPTIONS];
+	const char *arg[CLI_MAX_OPTIONS]; /* "" for an option without an argument */
 } cli_given;
 
 /* cli_parse -- argv by c's tables, table t's values into bases[t]; what was given into given.

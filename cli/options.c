@@ -13,9 +13,6 @@
 #define HELP_WIDTH 92
 #define HELP_INDENT 20
 
-/* The most options one command takes, its tables together. */
-#define MAX_OPTIONS 128
-
 /* help_row -- -h, --help: every command's, read by the parser itself */
 static const cli_option help_row = {.name = "help", .key = 'h', .help = "this help"};
 
@@ -137,8 +134,8 @@ atm_status cli_parse_seconds(const char *opt, const char *arg, double max, doubl
 
 /* A command's rows, flattened: each with the arguments it writes into. */
 struct flat {
-	const cli_option *row[MAX_OPTIONS];
-	void *base[MAX_OPTIONS];
+	const cli_option *row[CLI_MAX_OPTIONS];
+	void *base[CLI_MAX_OPTIONS];
 	int n;
 };
 
@@ -149,9 +146,9 @@ static atm_status flatten(const cli_command_options *c, void *const *bases, stru
 	f->n = 0;
 	for (int t = 0; c->tables[t]; t++)
 		for (const cli_option *o = c->tables[t]; o->name; o++) {
-			if (f->n == MAX_OPTIONS - 1)
+			if (f->n == CLI_MAX_OPTIONS - 1)
 				return atm_err(ATM_E_INTERNAL, "autotm %s has more than %d options", c->cmd,
-				               MAX_OPTIONS - 1);
+				               CLI_MAX_OPTIONS - 1);
 			for (int k = 0; k < f->n; k++)
 				if (!strcmp(f->row[k]->name, o->name) || (o->key && f->row[k]->key == o->key))
 					return atm_err(ATM_E_INTERNAL, "autotm %s: two options named --%s", c->cmd,
@@ -167,8 +164,8 @@ static atm_status flatten(const cli_command_options *c, void *const *bases, stru
 atm_status cli_parse(const cli_command_options *c, void *const *bases, int argc, char **argv,
                      cli_given *given)
 {
-	static struct option longopts[MAX_OPTIONS + 1];
-	char shortopts[2 * MAX_OPTIONS + 2] = ":";
+	static struct option longopts[CLI_MAX_OPTIONS + 1];
+	char shortopts[2 * CLI_MAX_OPTIONS + 2] = ":";
 	struct flat f;
 	size_t ns = 1;
 	atm_status rc = flatten(c, bases, &f);
@@ -202,8 +199,8 @@ atm_status cli_parse(const cli_command_options *c, void *const *bases, int argc,
 			given->help = true;
 			return cli_print_help(stdout, c);
 		}
-		if (given->n == MAX_OPTIONS)
-			return atm_err(ATM_E_USAGE, "more than %d options", MAX_OPTIONS);
+		if (given->n == CLI_MAX_OPTIONS)
+			return atm_err(ATM_E_USAGE, "more than %d options", CLI_MAX_OPTIONS);
 		given->row[given->n] = o;
 		given->arg[given->n++] = optarg ? optarg : "";
 		if (o->set && (rc = o->set(o, optarg, f.base[i])) < 0)
