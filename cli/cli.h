@@ -58,15 +58,18 @@ struct cli_option {
 	const char *const *words; /* cli_set_word's valid words, NULL-terminated */
 };
 
-/* The generic setters: the value at offset at of the arguments. */
-atm_status cli_set_true(const cli_option *o, const char *arg, void *base);     /* bool */
-atm_status cli_set_text(const cli_option *o, const char *arg, void *base);     /* const char *, not "" */
-atm_status cli_set_int(const cli_option *o, const char *arg, void *base);      /* int, lo to hi */
-atm_status cli_set_i64(const cli_option *o, const char *arg, void *base);      /* int64_t, lo to hi */
-atm_status cli_set_bytes(const cli_option *o, const char *arg, void *base);    /* int64_t, 12G, >= lo */
-atm_status cli_set_fraction(const cli_option *o, const char *arg, void *base); /* double, 0.01 or 1% */
-atm_status cli_set_seconds(const cli_option *o, const char *arg, void *base);  /* double, (0, hi] */
-atm_status cli_set_word(const cli_option *o, const char *arg, void *base);     /* one of words */
+/* The generic setters: the value at offset at of the arguments, as a bool (true), a const
+ * char * not "" (text), an int or int64_t from lo to hi (int, i64), an int64_t size such as 12G
+ * of at least lo (bytes), a double fraction 0.01 or 1% (fraction), double seconds in (0, hi]
+ * (seconds), or one of words as a const char * (word). */
+atm_status cli_set_true(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_text(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_int(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_i64(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_bytes(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_fraction(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_seconds(const cli_option *o, const char *arg, void *base);
+atm_status cli_set_word(const cli_option *o, const char *arg, void *base);
 
 /* Rows several commands have, each into its own arguments: one text, so that docs/cli.md
  * lists each once with the commands that take it. */
