@@ -326,10 +326,12 @@ typedef struct {
 	double power_limit_w;   /* the power limit in force (0: unknown) */
 } atm_gpu_energy;
 
-/* atm_nvml_read -- the GPU at pci_bus_id (NULL: of NVML's index)'s counter and clocks, from the
- * NVML library lib (NULL: the driver's libnvidia-ml.so.1), opened at the first call;
- * ATM_E_UNSUPPORTED saying why where NVML, the GPU or its counter is absent */
-atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, atm_gpu_energy *out);
+/* atm_nvml_read -- the GPU at pci_bus_id (NULL: of NVML's index)'s counter, and with clocks its
+ * clocks and power limit (else 0), from the NVML library lib (NULL: the driver's
+ * libnvidia-ml.so.1), opened and the GPU looked up at the first call; ATM_E_UNSUPPORTED saying
+ * why where NVML, the GPU or its counter is absent */
+atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, bool clocks,
+                         atm_gpu_energy *out);
 
 /* What a backend can do, known without opening one: callers ask this rather than compare
  * backend names. */

@@ -119,9 +119,9 @@ typedef struct {
 	double (*waited_s)(const atm_backend *b);
 	/* machine -- fill the profile key: what makes kernel timings comparable */
 	void (*machine)(const atm_backend *b, atm_profile_machine *m);
-	/* energy -- the device's energy counter and clocks now (NULL: no such counter: the CPU, a
-	 * simulated GPU); ATM_E_UNSUPPORTED where the device has none */
-	atm_status (*energy)(atm_backend *b, atm_gpu_energy *e);
+	/* energy -- the device's energy counter now, and with clocks its clocks (NULL: no such
+	 * counter: the CPU, a simulated GPU); ATM_E_UNSUPPORTED where the device has none */
+	atm_status (*energy)(atm_backend *b, bool clocks, atm_gpu_energy *e);
 } atm_backend_i;
 
 struct atm_backend {

@@ -809,6 +809,16 @@ static atm_status keep_loss(atm_exec *e)
 	return ATM_OK;
 }
 
+/* read_energy -- the backend's energy counter (and clocks); false, the message dropped, where it
+ * cannot be read: the run goes on without energy */
+static bool read_energy(atm_exec *e, bool clocks, atm_gpu_energy *en)
+{
+	if (e->b->iface->energy(e->b, clocks, en) == ATM_OK)
+		return true;
+	atm_err_clear();
+	return false;
+}
+
 atm_status atm_exec_step(atm_exec *e, double *step_s)
 {
 	atm_exec_result *r = &e->result;
@@ -818,17 +828,13 @@ atm_status atm_exec_step(atm_exec *e, double *step_s)
 	if (!e->n_steps)
 		begin_steps(e);
 	double w0 = e->b->iface->waited_s(e->b), a0 = atm_bk_allreduce_waited_s();
-	/* a GPU's energy counter around the step (a counter that cannot be read says nothing) */
+	/* a GPU's energy counter around the step, its clocks after */
 	atm_gpu_energy en0, en1;
-	bool energy = e->energy_sum_j >= 0 && e->b->iface->energy(e->b, &en0) == ATM_OK;
-	atm_err_clear();
+	bool energy = e->energy_sum_j >= 0 && read_energy(e, false, &en0);
 	double t0 = atm_now_s();
 	rc = step(e);
 	double dt = atm_now_s() - t0;
-	if (energy && rc == ATM_OK) {
-		energy = e->b->iface->energy(e->b, &en1) == ATM_OK;
-		atm_err_clear();
-	}
+	energy = energy && rc == ATM_OK && read_energy(e, true, &en1);
 	double ranks_wait_s = atm_bk_allreduce_waited_s() - a0;
 	if (rc < 0)
 		return rc;

@@ -16,6 +16,8 @@ enum { NVML_SUCCESS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
 static struct {
 	char lib[256];
 	void *h;
+	char device_key[64]; /* the GPU whose handle dev is: its bus id, or "#index" */
+	nvml_device dev;
 	nvml_return (*init)(void);
 	nvml_return (*by_index)(unsigned index, nvml_device *d);
 	nvml_return (*by_pci)(const char *bus_id, nvml_device *d);
@@ -63,7 +65,30 @@ static atm_status open_lib(const char *lib)
 	return ATM_OK;
 }
 
-atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, atm_gpu_energy *out)
+/* device -- the GPU's handle, looked up once (a run reads its counter around every step) */
+static atm_status device(const char *pci_bus_id, int index, nvml_device *d)
+{
+	char key[64];
+	if (pci_bus_id && nv.by_pci)
+		snprintf(key, sizeof key, "%s", pci_bus_id);
+	else
+		snprintf(key, sizeof key, "#%d", index);
+	if (nv.dev && !strcmp(nv.device_key, key)) {
+		*d = nv.dev;
+		return ATM_OK;
+	}
+	nvml_return r = pci_bus_id && nv.by_pci ? nv.by_pci(pci_bus_id, d)
+	                                        : nv.by_index((unsigned)index, d);
+	if (r != NVML_SUCCESS)
+		return atm_err(ATM_E_UNSUPPORTED, "NVML finds no GPU %s: %s", pci_bus_id ? pci_bus_id
+		               : "of that index", why(r));
+	nv.dev = *d;
+	snprintf(nv.device_key, sizeof nv.device_key, "%s", key);
+	return ATM_OK;
+}
+
+atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, bool clocks,
+                         atm_gpu_energy *out)
 {
 	nvml_device d = NULL;
 	unsigned long long mj = 0;
@@ -71,15 +96,13 @@ atm_status atm_nvml_read(const char *lib, const char *pci_bus_id, int index, atm
 	nvml_return r;
 	atm_status rc = open_lib(lib ? lib : "libnvidia-ml.so.1");
 	*out = (atm_gpu_energy){0};
-	if (rc < 0)
+	if (rc < 0 || (rc = device(pci_bus_id, index, &d)) < 0)
 		return rc;
-	r = pci_bus_id && nv.by_pci ? nv.by_pci(pci_bus_id, &d) : nv.by_index((unsigned)index, &d);
-	if (r != NVML_SUCCESS)
-		return atm_err(ATM_E_UNSUPPORTED, "NVML finds no GPU %s: %s", pci_bus_id ? pci_bus_id
-		               : "of that index", why(r));
 	if ((r = nv.energy(d, &mj)) != NVML_SUCCESS)
 		return atm_err(ATM_E_UNSUPPORTED, "the GPU has no energy counter NVML reads: %s", why(r));
 	out->joules = (double)mj * 1e-3;
+	if (!clocks)
+		return ATM_OK;
 	if (nv.clock && nv.clock(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS)
 		out->sm_mhz = (int)v;
 	if (nv.clock && nv.clock(d, NVML_CLOCK_MEM, &v) == NVML_SUCCESS)

@@ -40,6 +40,7 @@ struct cuda_ctx {
 	atm_backend_opts o;
 	atm_cuda_ctx *kc;
 	int device;
+	char pci_bus[32]; /* its PCI bus id, for NVML ("" until asked; "-" when CUDA has none) */
 	char name[128];
 	char versions[128];
 	int64_t total_bytes;
@@ -487,13 +488,13 @@ static double cu_waited_s(const atm_backend *b)
 
 /* cu_energy -- the device's energy counter and clocks, from NVML by the device's PCI bus id
  * (NVML's indices need not be CUDA's) */
-static atm_status cu_energy(atm_backend *b, atm_gpu_energy *e)
+static atm_status cu_energy(atm_backend *b, bool clocks, atm_gpu_energy *e)
 {
 	struct cuda_ctx *c = ctx_of(b);
-	char bus[32];
-	if (cudaDeviceGetPCIBusId(bus, sizeof bus, c->device) != cudaSuccess)
-		return atm_nvml_read(NULL, NULL, c->device, e);
-	return atm_nvml_read(NULL, bus, c->device, e);
+	if (!c->pci_bus[0] &&
+	    cudaDeviceGetPCIBusId(c->pci_bus, sizeof c->pci_bus, c->device) != cudaSuccess)
+		snprintf(c->pci_bus, sizeof c->pci_bus, "-");
+	return atm_nvml_read(NULL, strcmp(c->pci_bus, "-") ? c->pci_bus : NULL, c->device, clocks, e);
 }
 
 static void cu_machine(const atm_backend *b, atm_profile_machine *m)
