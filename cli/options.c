@@ -259,7 +259,7 @@ static void print_wrapped(FILE *f, const char *text, int col)
 				cut = n;
 			n++;
 		}
-		if (!p[n] || n <= room || cut < 0)
+		if (!p[n] || cut < 0)
 			cut = n;
 		fprintf(f, "%.*s\n", cut, p);
 		p += cut;
