@@ -163,7 +163,9 @@ static void child(const struct milp *p, const struct milp_params *par, const str
 	Cbc_setParameter(cm, "timeMode", "elapsed");
 	set(cm, "seconds", left > 0.05 ? left : 0.05);
 	set(cm, "ratioGap", par->gap);
-	set(cm, "threads", par->threads > 1 ? par->threads : 0);
+	/* 100 + n: n threads whose search is repeatable, so that one model gives one plan
+	 * however the threads are scheduled (n < 100 lets the first thread to a tie win) */
+	set(cm, "threads", par->threads > 1 ? 100 + par->threads : 0);
 	set(cm, "log", par->verbosity >= 2 ? 3 : par->verbosity);
 	if (!par->presolve)
 		Cbc_setParameter(cm, "preprocess", "off");
