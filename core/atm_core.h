@@ -225,9 +225,8 @@ typedef enum {
 	ATM_ROLE_WEIGHT,   /* a parameter that starts at random, scaled by its fan-in */
 	ATM_ROLE_SCALE,    /* a parameter that starts at one (batch norm's gamma) */
 	ATM_ROLE_SHIFT,    /* a parameter that starts at zero (biases, batch norm's beta) */
-	ATM_ROLE_INDEX,    /* i32 indices (max pooling's argmax), where every other operand is f32 */
+	ATM_ROLE_INDEX,    /* i32 indices (max pooling's argmax), where other operands are f32 or bf16 */
 	ATM_ROLE_TOKENS,   /* i32 token ids or labels, each below the rows or classes it indexes */
-	ATM_ROLE_FLOAT,    /* f32 or bf16 (a cast's operands), where every other operand is f32 */
 } atm_op_role;
 /* Roles are given for an op's first operands; those past them are data. */
 #define ATM_OP_MAX_ROLES 8

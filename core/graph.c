@@ -220,12 +220,11 @@ atm_status atm_graph_add_tensor(atm_graph *g, const char *name, atm_dtype dtype,
 		return atm_err(ATM_E_INPUT, "tensor '%s': unknown dtype %d", name, (int)dtype);
 	if ((unsigned)kind >= ATM_N_KINDS)
 		return atm_err(ATM_E_INPUT, "tensor '%s': unknown kind %d", name, (int)kind);
-	/* what the step starts from is filled and saved as f32; bf16 copies are a cast's */
+	/* what the step starts from is filled and saved as f32; bf16 is what it computes between */
 	if (dtype == ATM_BF16 && kind != ATM_KIND_ACTIVATION && kind != ATM_KIND_GRAD)
 		return atm_err(ATM_E_INPUT, "tensor '%s' is a bf16 %s; what the step starts from and "
-		               "ends in is f32 (parameters are the master copy), and a bf16 tensor is "
-		               "made by a cast (valid bf16 kinds: activation, grad)", name,
-		               atm_kind_name(kind));
+		               "ends in is f32 (parameters are the master copy, cast to bf16 where "
+		               "used) (valid bf16 kinds: activation, grad)", name, atm_kind_name(kind));
 	if (!(locations & ATM_LOC_ANY) || (locations & ~ATM_LOC_ANY))
 		return atm_err(ATM_E_INPUT,
 		               "tensor '%s': locations must be a non-empty subset of {fast, slow}", name);

@@ -346,8 +346,7 @@ static const struct atm_op_entry ops[] = {
 	},
 	/* in: x out: y, x's values in y's dtype (f32 or bf16; to bf16 rounded to nearest even) */
 	[ATM_OP_CAST] = {
-		.d = {.name = "cast", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-		      .in_role = {ATM_ROLE_FLOAT}, .out_role = {ATM_ROLE_FLOAT}},
+		.d = {.name = "cast", .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1},
 		.digest_id = 56, .shape = atm_shape_relu, .work = atm_work_per_out_elem,
 	},
 };

@@ -694,8 +694,8 @@ static atm_op_role role(const atm_op_role *roles, int i)
 	return i < ATM_OP_MAX_ROLES ? roles[i] : ATM_ROLE_DATA;
 }
 
-/* atm_shape_dtypes -- every operand is f32 but those d's roles give as indices (i32, checked
- * by the op's rule) or as f32 or bf16 (a cast's) */
+/* atm_shape_dtypes -- every operand is f32 or bf16 (the graph keeps bf16 to activations and
+ * gradients) but those d's roles give as indices (i32, checked by the op's rule) */
 atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_tensor *const *in,
                             const atm_tensor *const *out)
 {
@@ -703,13 +703,9 @@ atm_status atm_shape_dtypes(const atm_op_desc *d, const atm_node *n, const atm_t
 		bool is_in = i < n->n_in;
 		const atm_tensor *t = is_in ? in[i] : out[i - n->n_in];
 		atm_op_role r = role(is_in ? d->in_role : d->out_role, is_in ? i : i - n->n_in);
-		if (r == ATM_ROLE_FLOAT)
+		if (r != ATM_ROLE_INDEX && r != ATM_ROLE_TOKENS)
 			CHECK(t->dtype == ATM_F32 || t->dtype == ATM_BF16, "tensor '%s' is %s; %s takes "
 			      "f32 or bf16", t->name, atm_dtype_name(t->dtype), d->name);
-		else if (r != ATM_ROLE_INDEX && r != ATM_ROLE_TOKENS)
-			CHECK(t->dtype == ATM_F32, "tensor '%s' is %s; %s works on f32%s", t->name,
-			      atm_dtype_name(t->dtype), d->name,
-			      t->dtype == ATM_BF16 ? " (a bf16 tensor is read through a cast)" : "");
 	}
 	return ATM_OK;
 }

@@ -247,10 +247,20 @@ static atm_status staging(atm_kbench *kb, int64_t bytes)
  * second or more to fill. */
 #define FILL_PIECE_BYTES ((int64_t)8 << 20)
 
-/* fill_set -- buf (bytes long, on the backend) zeroed, or filled with positive values from
- * stream seed, through the host buffer a piece at a time; ATM_E_INTERRUPTED once the stop flag
- * is set */
-static atm_status fill_set(atm_kbench *kb, void *buf, int64_t bytes, bool zero, uint64_t seed)
+/* fill_bf16 -- n bf16 values in [1, 2) from stream seed */
+static void fill_bf16(uint16_t *h, int64_t n, uint64_t *seed)
+{
+	for (int64_t i = 0; i < n; i++) {
+		*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+		h[i] = (uint16_t)(0x3f80u | (*seed >> 57));
+	}
+}
+
+/* fill_set -- buf (bytes long, on the backend) zeroed, or filled with positive values of dtype
+ * dt from stream seed, through the host buffer a piece at a time; ATM_E_INTERRUPTED once the
+ * stop flag is set */
+static atm_status fill_set(atm_kbench *kb, void *buf, int64_t bytes, bool zero, atm_dtype dt,
+                           uint64_t seed)
 {
 	int64_t piece = bytes < FILL_PIECE_BYTES ? bytes : FILL_PIECE_BYTES;
 	atm_status rc = staging(kb, piece);
@@ -262,7 +272,9 @@ static atm_status fill_set(atm_kbench *kb, void *buf, int64_t bytes, bool zero, 
 		int64_t n = bytes - off < piece ? bytes - off : piece;
 		if (kb->o.stop && *kb->o.stop)
 			return atm_err(ATM_E_INTERRUPTED, "interrupted");
-		if (!zero)
+		if (!zero && dt == ATM_BF16)
+			fill_bf16(kb->host, n / 2, &seed);
+		else if (!zero)
 			atm_bk_fill_positive_from(kb->host, n / (int64_t)sizeof(float), &seed);
 		if ((rc = kb->b->iface->set(kb->b, (char *)buf + off, kb->host, n)) < 0)
 			return rc;
@@ -285,14 +297,14 @@ static atm_status fill_argmax(atm_kbench *kb, int32_t t, void *buf, uint64_t see
 	void *xin = NULL, *y = NULL;
 	atm_status rc;
 	if (!p || p->op != ATM_OP_MAXPOOL_FWD)
-		return fill_set(kb, buf, x->bytes, true, 0);
+		return fill_set(kb, buf, x->bytes, true, x->dtype, 0);
 	const atm_tensor *px = atm_graph_tensor(kb->g, p->in[0]);
 	const atm_tensor *py = atm_graph_tensor(kb->g, p->out[0]);
 	if ((rc = bi->kernel_new(kb->b, kb->g, pk, &k)) < 0 ||
 	    (rc = grow_scratch(kb, bi->kernel_scratch_bytes(kb->b, k))) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, px->bytes, &xin)) < 0 ||
 	    (rc = bi->alloc(kb->b, ATM_LOC_SLOW, 0, py->bytes, &y)) < 0 ||
-	    (rc = fill_set(kb, xin, px->bytes, false, seed)) < 0)
+	    (rc = fill_set(kb, xin, px->bytes, false, px->dtype, seed)) < 0)
 		goto done;
 	void *in[1] = {xin}, *out[2] = {y, buf};
 	if ((rc = bi->kernel_run(kb->b, k, in, out, kb->scratch)) < 0)
@@ -326,10 +338,10 @@ static atm_status operand_copy(atm_kbench *kb, const atm_node *n, int i, bool sl
 		if (rc < 0)
 			return atm_err_prefix(rc, "timing node '%s', tensor '%s': ", n->name, x->name);
 		uint64_t seed = atm_bk_tensor_seed(kb->o.seed, t);
-		if (first < n->n_in && x->dtype != ATM_F32) {
+		if (first < n->n_in && x->dtype == ATM_I32) {
 			if ((rc = fill_argmax(kb, t, *slot, seed)) < 0)
 				return rc;
-		} else if ((rc = fill_set(kb, *slot, x->bytes, first >= n->n_in, seed)) < 0) {
+		} else if ((rc = fill_set(kb, *slot, x->bytes, first >= n->n_in, x->dtype, seed)) < 0) {
 			return rc;
 		}
 	}

@@ -57,6 +57,13 @@ struct atm_kernel {
 	/* offsets in scratch of the regions steps bind (0: the scratchpad; convolutions: the
 	 * blocked copies of their operands) */
 	int64_t region[5];
+	/* a node with bf16 operands that its op has no bf16 kernel for runs widened: its builder
+	 * and run see wide[i], operand i (inputs, then outputs) as f32, and each bf16 operand has
+	 * an f32 copy at wide_off[i] in scratch (-1: none), widened before the run and narrowed
+	 * to nearest even after it, as PyTorch's CPU kernels without bf16 units do */
+	atm_tensor *wide;
+	int64_t *wide_off;
+	void **wide_ptr; /* this run's buffers, the copies in place of the bf16 operands */
 };
 
 /* knode -- the kernel's node as the graph holds it now */
@@ -123,6 +130,10 @@ atm_status cpu_run_embedding(const atm_kernel *k, void *const *in, void *const *
 atm_status cpu_run_narrow(const atm_kernel *k, void *const *in, void *const *out);
 /* cpu_run_cast -- f32 <-> bf16: narrowed to nearest even (NaN stays NaN), widened exactly */
 atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out);
+/* cpu_bf16_narrow, cpu_bf16_widen -- n values between f32 and bf16, as cpu_run_cast casts them
+ * (the work shared among the threads) */
+void cpu_bf16_narrow(const float *x, uint16_t *y, int64_t n);
+void cpu_bf16_widen(const uint16_t *x, float *y, int64_t n);
 atm_status cpu_run_token_xent(const atm_kernel *k, void *const *in, void *const *out);
 atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *const *out);
 

@@ -144,13 +144,115 @@ bool atm_cpu_supports(atm_op op)
 
 /* ---------------------------------------------------------------- kernels */
 
-/* kernel_release -- destroy a kernel's steps and the kernel */
-static void kernel_release(atm_kernel *k)
+/* kernel_clear -- a kernel's steps and widened operands released, its sizes forgotten: as
+ * new, on the same node */
+static void kernel_clear(atm_kernel *k)
 {
 	for (int i = 0; i < k->n_steps; i++)
 		cpu_step_release(&k->steps[i]);
 	free(k->steps);
+	free(k->wide);
+	free(k->wide_off);
+	free(k->wide_ptr);
+	*k = (atm_kernel){.cpu = k->cpu, .g = k->g, .node_id = k->node_id};
+}
+
+/* kernel_release -- destroy a kernel's steps and the kernel */
+static void kernel_release(atm_kernel *k)
+{
+	kernel_clear(k);
 	free(k);
+}
+
+/* ---------------------------------------------------------------- bf16 */
+
+/* operand -- node n's operand i (inputs, then outputs) */
+static const atm_tensor *operand(const atm_graph *g, const atm_node *n, int i)
+{
+	return atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
+}
+
+/* has_bf16 -- n reads or writes a bf16 tensor */
+static bool has_bf16(const atm_graph *g, const atm_node *n)
+{
+	for (int i = 0; i < n->n_in + n->n_out; i++)
+		if (operand(g, n, i)->dtype == ATM_BF16)
+			return true;
+	return false;
+}
+
+/* native_bf16 -- op has oneDNN kernels that read and write bf16, accumulating in f32: the
+ * convolutions and inner products, which autocast runs in bf16 (where oneDNN has no kernel
+ * for a configuration on this CPU, the node runs widened) */
+static bool native_bf16(atm_op op)
+{
+	switch (op) {
+	case ATM_OP_CONV_FWD: case ATM_OP_CONV_BWD_DATA: case ATM_OP_CONV_BWD_WEIGHTS:
+	case ATM_OP_IP_FWD: case ATM_OP_IP_BWD_DATA: case ATM_OP_IP_BWD_WEIGHTS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* widen -- k's operands as f32 for its builder (wide), before it builds */
+static atm_status widen(atm_kernel *k)
+{
+	const atm_node *n = knode(k);
+	int ops = n->n_in + n->n_out;
+	k->wide = malloc((size_t)ops * sizeof *k->wide);
+	k->wide_off = malloc((size_t)ops * sizeof *k->wide_off);
+	k->wide_ptr = malloc((size_t)ops * sizeof *k->wide_ptr);
+	if (!k->wide || !k->wide_off || !k->wide_ptr)
+		return cpu_node_err(k, ATM_E_NOMEM, "out of memory widening its bf16 operands");
+	for (int i = 0; i < ops; i++) {
+		k->wide[i] = *operand(k->g, n, i);
+		k->wide_off[i] = -1;
+		if (k->wide[i].dtype == ATM_BF16) {
+			k->wide[i].dtype = ATM_F32;
+			k->wide[i].bytes = k->wide[i].n_elems * (int64_t)sizeof(float);
+		}
+	}
+	return ATM_OK;
+}
+
+/* place_copies -- after the build, the f32 copies of a widened kernel's bf16 operands in
+ * scratch past what its primitives use, 64-byte aligned */
+static void place_copies(atm_kernel *k)
+{
+	const atm_node *n = knode(k);
+	int64_t at = (k->scratch_bytes + 63) / 64 * 64;
+	for (int i = 0; i < n->n_in + n->n_out; i++)
+		if (operand(k->g, n, i)->dtype == ATM_BF16) {
+			k->wide_off[i] = at;
+			at += (k->wide[i].bytes + 63) / 64 * 64;
+		}
+	k->scratch_bytes = at;
+}
+
+/* build -- the node's kernel: as it is, or widened (a bf16 operand its op has no bf16 kernel
+ * for, or oneDNN none for this configuration) */
+static atm_status build(atm_kernel *k, const atm_node *n, const_dnnl_primitive_attr_t attr)
+{
+	bool bf16 = n->op != ATM_OP_CAST && has_bf16(k->g, n);
+	atm_status rc;
+	if (!bf16 || native_bf16(n->op)) {
+		rc = cpu_ops[n->op].build(k, attr);
+		if (!bf16 || rc != ATM_E_UNSUPPORTED)
+			return rc;
+		atm_err_clear();
+		kernel_clear(k);
+	}
+	if ((rc = widen(k)) < 0 || (rc = cpu_ops[n->op].build(k, attr)) < 0)
+		return rc;
+	place_copies(k);
+	return ATM_OK;
+}
+
+/* atm_kernel_widened -- k runs in f32 between copies of its bf16 operands */
+bool atm_kernel_widened(const atm_kernel *k)
+{
+	return k->wide != NULL;
 }
 
 /* atm_kernel_new -- build the primitives of one node with a user-owned scratchpad */
@@ -178,7 +280,7 @@ atm_status atm_kernel_new(atm_kernel **kp, atm_cpu *cpu, const atm_graph *g, int
 	DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
 	         "asking for a user scratchpad");
 	if (atm_cpu_supports(n->op))
-		rc = cpu_ops[n->op].build(k, attr);
+		rc = build(k, n, attr);
 	else
 		rc = cpu_node_err(k, ATM_E_UNSUPPORTED, "no CPU kernel for this op");
 	if (rc < 0)
@@ -243,6 +345,7 @@ static atm_status run_steps(atm_kernel *k, void *const *in, void *const *out, vo
 atm_status atm_kernel_run(atm_kernel *k, void *const *in, void *const *out, void *scratch)
 {
 	const atm_node *n = knode(k);
+	void *const *orig_out = out;
 	for (int i = 0; i < n->n_in + n->n_out; i++) {
 		void *p = i < n->n_in ? in[i] : out[i - n->n_in];
 		if (!p) {
@@ -254,8 +357,24 @@ atm_status atm_kernel_run(atm_kernel *k, void *const *in, void *const *out, void
 	}
 	if (k->scratch_bytes > 0 && !scratch)
 		return cpu_node_err(k, ATM_E_USAGE, "the kernel needs scratch memory but got none");
+	if (k->wide) {
+		/* the bf16 operands' f32 copies in their place: inputs widened first */
+		for (int i = 0; i < n->n_in + n->n_out; i++) {
+			void *p = i < n->n_in ? in[i] : out[i - n->n_in];
+			k->wide_ptr[i] = k->wide_off[i] < 0 ? p : (char *)scratch + k->wide_off[i];
+			if (k->wide_off[i] >= 0 && i < n->n_in)
+				cpu_bf16_widen(p, k->wide_ptr[i], k->wide[i].n_elems);
+		}
+		in = k->wide_ptr;
+		out = k->wide_ptr + n->n_in;
+	}
 	atm_status rc = k->n_steps > 0 ? run_steps(k, in, out, scratch) : ATM_OK;
 	if (rc == ATM_OK && cpu_ops[n->op].run)
 		rc = cpu_ops[n->op].run(k, in, out);
+	/* outputs narrowed back, to nearest even */
+	for (int i = n->n_in; rc == ATM_OK && k->wide && i < n->n_in + n->n_out; i++)
+		if (k->wide_off[i] >= 0)
+			cpu_bf16_narrow(k->wide_ptr[i], (uint16_t *)orig_out[i - n->n_in],
+			                k->wide[i].n_elems);
 	return rc;
 }

@@ -82,6 +82,10 @@ void atm_kernel_destroy(atm_kernel *k);
  * most kernels. Its content need not survive between runs. */
 int64_t atm_kernel_scratch_bytes(const atm_kernel *k);
 
+/* atm_kernel_widened -- k runs in f32 on copies of its bf16 operands (widened before, the
+ * outputs narrowed to nearest even after): its op has no bf16 kernel here */
+bool atm_kernel_widened(const atm_kernel *k);
+
 /* atm_kernel_run -- run once and wait for it: in[i] and out[i] point at the
  * node's i-th input and output tensor (SGD writes in[0]); scratch, 64-byte
  * aligned, has atm_kernel_scratch_bytes (may be NULL when that is 0). Every

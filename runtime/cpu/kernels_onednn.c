@@ -40,16 +40,26 @@ atm_status cpu_dnnl_fail(const atm_kernel *k, const char *what, dnnl_status_t s)
 
 /* ---------------------------------------------------------------- descriptors */
 
-/* cpu_tensor_of -- the graph tensor behind a slot */
+/* cpu_tensor_of -- the graph tensor behind a slot (in a widened kernel, its f32 view) */
 const atm_tensor *cpu_tensor_of(const atm_kernel *k, enum slot slot, int index)
 {
+	if (k->wide)
+		return &k->wide[slot == SLOT_IN ? index : knode(k)->n_in + index];
 	const int32_t *ids = slot == SLOT_IN ? knode(k)->in : knode(k)->out;
 	return atm_graph_tensor(k->g, ids[index]);
 }
 
-/* md_dense -- a plain row-major f32 descriptor (abcd...): no blocked layouts,
+/* dt_of -- oneDNN's name of t's element type (f32 or bf16: a kernel sees nothing else as
+ * data) */
+static dnnl_data_type_t dt_of(const atm_tensor *t)
+{
+	return t->dtype == ATM_BF16 ? dnnl_bf16 : dnnl_f32;
+}
+
+/* md_dense_dt -- a plain row-major descriptor (abcd...) of type dt: no blocked layouts,
  * so a buffer means the same thing to every kernel and to the move engine */
-static dnnl_status_t md_dense(dnnl_memory_desc_t *md, int ndim, const int64_t *dims)
+static dnnl_status_t md_dense_dt(dnnl_memory_desc_t *md, int ndim, const int64_t *dims,
+                                 dnnl_data_type_t dt)
 {
 	dnnl_dims_t d, strides;
 	int64_t stride = 1;
@@ -58,27 +68,33 @@ static dnnl_status_t md_dense(dnnl_memory_desc_t *md, int ndim, const int64_t *d
 		strides[i] = stride;
 		stride *= dims[i];
 	}
-	return dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, strides);
+	return dnnl_memory_desc_init_by_strides(md, ndim, d, dt, strides);
 }
 
-/* md_of -- the dense descriptor of a tensor in its own shape */
+/* md_dense -- md_dense_dt of f32 */
+static dnnl_status_t md_dense(dnnl_memory_desc_t *md, int ndim, const int64_t *dims)
+{
+	return md_dense_dt(md, ndim, dims, dnnl_f32);
+}
+
+/* md_of -- the dense descriptor of a tensor in its own shape and type */
 static dnnl_status_t md_of(dnnl_memory_desc_t *md, const atm_tensor *t)
 {
-	return md_dense(md, t->ndim, t->dims);
+	return md_dense_dt(md, t->ndim, t->dims, dt_of(t));
 }
 
 /* md_rows -- t seen as [N, rest]: inner product flattens its input that way */
 static dnnl_status_t md_rows(dnnl_memory_desc_t *md, const atm_tensor *t)
 {
 	int64_t dims[2] = {t->dims[0], t->n_elems / t->dims[0]};
-	return md_dense(md, 2, dims);
+	return md_dense_dt(md, 2, dims, dt_of(t));
 }
 
 /* md_flat -- t as one dimension: element-wise ops on same-shaped dense
  * tensors do not care about the shape, and rank 1 has no rank limits */
 static dnnl_status_t md_flat(dnnl_memory_desc_t *md, const atm_tensor *t)
 {
-	return md_dense(md, 1, &t->n_elems);
+	return md_dense_dt(md, 1, &t->n_elems, dt_of(t));
 }
 
 /* md_span_bytes -- bytes from the buffer start to the end of the last element
@@ -313,7 +329,7 @@ static dnnl_status_t md_any(dnnl_memory_desc_t *md, const atm_tensor *t)
 	dnnl_dims_t d;
 	for (int i = 0; i < t->ndim; i++)
 		d[i] = t->dims[i];
-	return dnnl_memory_desc_init_by_tag(md, t->ndim, d, dnnl_f32, dnnl_format_tag_any);
+	return dnnl_memory_desc_init_by_tag(md, t->ndim, d, dt_of(t), dnnl_format_tag_any);
 }
 
 /* md_weights -- a convolution's weights [O, C/g, KH, KW]: as they are when ungrouped, else as
@@ -325,7 +341,7 @@ static dnnl_status_t md_weights(dnnl_memory_desc_t *md, const atm_tensor *w, int
 	if (groups <= 1)
 		return any ? md_any(md, w) : md_of(md, w);
 	dnnl_dims_t d = {groups, w->dims[0] / groups, w->dims[1], w->dims[2], w->dims[3]};
-	return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32,
+	return dnnl_memory_desc_init_by_tag(md, 5, d, dt_of(w),
 	                                    any ? dnnl_format_tag_any : dnnl_goihw);
 }
 
@@ -445,7 +461,11 @@ atm_status cpu_build_ip(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	DNNL_TRY(md_of(&y_md, y), "describing the output");
 	/* the bias is [O] in every direction (input, gradient, or absent from bwd_data
 	 * where it only shapes the forward hint) */
-	DNNL_TRY(md_dense(&b_md, 1, &wt->dims[0]), "describing the bias");
+	const atm_tensor *bias = n->op == ATM_OP_IP_FWD       ? cpu_tensor_of(k, SLOT_IN, 2)
+	                       : n->op == ATM_OP_IP_BWD_WEIGHTS ? cpu_tensor_of(k, SLOT_OUT, 1)
+	                                                        : NULL;
+	DNNL_TRY(md_dense_dt(&b_md, 1, &wt->dims[0], bias ? dt_of(bias) : dnnl_f32),
+	         "describing the bias");
 	DNNL_TRY(dnnl_inner_product_forward_desc_init(&fwd_d, dnnl_forward_training, &x_md, &w_md,
 	                                              &b_md, &y_md),
 	         "describing the forward inner product");
@@ -707,7 +727,7 @@ atm_status cpu_build_mul(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		for (int i = 0; i < a->ndim; i++)
 			bd[i] = i < lead ? 1 : b->dims[i - lead];
 		DNNL_TRY(md_of(&a_md, a), "describing the data");
-		DNNL_TRY(md_dense(&b_md, a->ndim, bd), "describing the broadcast operand");
+		DNNL_TRY(md_dense_dt(&b_md, a->ndim, bd, dt_of(b)), "describing the broadcast operand");
 	}
 	DNNL_TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, &a_md, &b_md, &a_md),
 	         "describing the multiply");
@@ -748,7 +768,7 @@ static dnnl_status_t md_lead(dnnl_memory_desc_t *md, const atm_tensor *t)
 {
 	int64_t last = t->dims[t->ndim - 1];
 	int64_t dims[2] = {t->n_elems / last, last};
-	return md_dense(md, 2, dims);
+	return md_dense_dt(md, 2, dims, dt_of(t));
 }
 
 /* cpu_build_matmul -- one oneDNN matmul over [batch, m, k] x [batch or 1, k, n]; transposes are
@@ -946,7 +966,8 @@ atm_status cpu_build_permute(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	for (int i = 0; i < r; i++)
 		st[i] = vstride[n->attrs.perm[i]];
 	DNNL_TRY(md_strided(&x_md, r, permuted, st), "describing the input");
-	DNNL_TRY(md_dense(&y_md, r, permuted), "describing the output");
+	DNNL_TRY(md_dense_dt(&y_md, r, permuted, dt_of(cpu_tensor_of(k, SLOT_OUT, 0))),
+	         "describing the output");
 	DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &x_md, k->cpu->engine, &y_md,
 	                                            k->cpu->engine, attr),
 	         "creating the reorder");

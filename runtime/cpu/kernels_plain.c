@@ -637,28 +637,33 @@ atm_status cpu_run_token_xent_bwd(const atm_kernel *k, void *const *in, void *co
 /* Elements a thread of the cast narrows at a time. */
 #define CAST_CHUNK ((int64_t)1 << 16)
 
+void cpu_bf16_narrow(const float *x, uint16_t *y, int64_t n)
+{
+	/* safetensors' rounding (as PyTorch's), in a chunk per thread */
+	int64_t chunks = (n + CAST_CHUNK - 1) / CAST_CHUNK;
+#pragma omp parallel for schedule(static)
+	for (int64_t c = 0; c < chunks; c++) {
+		int64_t lo = c * CAST_CHUNK, len = n - lo < CAST_CHUNK ? n - lo : CAST_CHUNK;
+		atm_st_narrow(x + lo, len, ATM_ST_BF16, y + lo);
+	}
+}
+
+void cpu_bf16_widen(const uint16_t *x, float *y, int64_t n)
+{
+	uint32_t *w = (uint32_t *)y;
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < n; i++)
+		w[i] = (uint32_t)x[i] << 16;
+}
+
 atm_status cpu_run_cast(const atm_kernel *k, void *const *in, void *const *out)
 {
 	atm_dtype from = cpu_tensor_of(k, SLOT_IN, 0)->dtype, to = cpu_tensor_of(k, SLOT_OUT, 0)->dtype;
-	int64_t n = k->n_rows;
-	if (from == to) {
+	if (from == to)
 		memcpy(out[0], in[0], (size_t)cpu_tensor_of(k, SLOT_IN, 0)->bytes);
-	} else if (to == ATM_BF16) {
-		/* safetensors' rounding (as PyTorch's), in a chunk per thread */
-		const float *x = in[0];
-		uint16_t *y = out[0];
-		int64_t chunks = (n + CAST_CHUNK - 1) / CAST_CHUNK;
-#pragma omp parallel for schedule(static)
-		for (int64_t c = 0; c < chunks; c++) {
-			int64_t lo = c * CAST_CHUNK, len = n - lo < CAST_CHUNK ? n - lo : CAST_CHUNK;
-			atm_st_narrow(x + lo, len, ATM_ST_BF16, y + lo);
-		}
-	} else {
-		const uint16_t *x = in[0];
-		uint32_t *y = out[0];
-#pragma omp parallel for schedule(static)
-		for (int64_t i = 0; i < n; i++)
-			y[i] = (uint32_t)x[i] << 16;
-	}
+	else if (to == ATM_BF16)
+		cpu_bf16_narrow(in[0], out[0], k->n_rows);
+	else
+		cpu_bf16_widen(in[0], out[0], k->n_rows);
 	return ATM_OK;
 }

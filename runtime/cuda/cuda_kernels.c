@@ -1153,9 +1153,19 @@ atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm
 	k->node = node;
 	k->n_algos = 1;
 	atm_status rc = ATM_OK;
+	const atm_tensor *half = NULL;
+	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++) {
+		const atm_tensor *t = atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
+		if (t->dtype == ATM_BF16)
+			half = t;
+	}
 	if (!atm_cuda_supports(n->op))
 		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
 		             atm_op_name(n->op));
+	else if (half)
+		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s on bf16 tensor '%s': the GPU kernels "
+		             "take bf16 only in cast so far (the CPU backend runs every op on bf16)",
+		             n->name, atm_op_name(n->op), half->name);
 	else if (cuda_ops[n->op].build)
 		rc = cuda_ops[n->op].build(k);
 	if (rc < 0) {

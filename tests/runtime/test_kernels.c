@@ -276,8 +276,8 @@ static void check_fd(struct net *n, int32_t fwd, int32_t y, const float *dy, int
 
 /* test_kernels_cast -- f32 to bf16 rounds to nearest, ties to even (PyTorch's .to(bfloat16)),
  * keeps infinities and NaN (quiet), rounds past bf16's largest to infinity; bf16 to f32 is exact;
- * one dtype to itself is a copy. A bf16 tensor is an activation or gradient made by a cast:
- * read by another op, or as a parameter, it is refused naming it */
+ * one dtype to itself is a copy. A bf16 tensor is an activation or gradient: as a parameter it
+ * is refused naming it */
 static void test_kernels_cast(void **state)
 {
 	(void)state;
@@ -321,22 +321,114 @@ static void test_kernels_cast(void **state)
 		assert_int_equal(copy[i], wide[i]);
 	}
 	net_free(&n);
-	/* bf16 read by an op other than a cast, or as what the step starts from */
+	/* bf16 as what the step starts from */
 	net_new(&n, "bf16 misuse");
-	x = T_IN(&n, "x", 4);
-	h = ten(&n, "h", ATM_BF16, ATM_KIND_ACTIVATION, 1, (int64_t[]){4});
-	y = T_ACT(&n, "y", 4);
-	nod(&n, "down", ATM_OP_CAST, NULL, IDS(x), IDS(h));
-	nod(&n, "relu", ATM_OP_RELU_FWD, NULL, IDS(h), IDS(y));
-	assert_int_equal(atm_graph_validate(n.g), ATM_E_INPUT);
-	assert_non_null(strstr(atm_errmsg(), "tensor 'h' is bf16; relu_fwd works on f32 (a bf16 "
-	                                     "tensor is read through a cast)"));
 	int32_t id;
 	assert_int_equal(atm_graph_add_tensor(n.g, "w", ATM_BF16, 1, (int64_t[]){4}, ATM_KIND_PARAM,
 	                                      ATM_LOC_ANY, &id), ATM_E_INPUT);
 	assert_non_null(strstr(atm_errmsg(), "tensor 'w' is a bf16 param"));
 	assert_non_null(strstr(atm_errmsg(), "valid bf16 kinds: activation, grad"));
 	net_free(&n);
+}
+
+/* bf16r -- v rounded to bf16 (to nearest, ties to even; the test's values are finite) */
+static float bf16r(float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, sizeof u);
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
+/* A node of the bf16 test: its op and attributes over two inputs (the second a weight or -1)
+ * and one output; where the inputs go in the graph's own f32 twin the same way. */
+struct half_case {
+	const char *name;
+	atm_op op;
+	atm_attrs a;
+	int nd_x, nd_w, nd_y;
+	int64_t x[4], w[4], y[4];
+	bool native; /* oneDNN's bf16 kernel where this CPU has one: no bitwise twin */
+};
+
+/* half_case_run -- c's node on bf16 operands (cast from f32 inputs, its output cast back) and
+ * on f32 inputs holding the same rounded values: a widened kernel gives the f32 result rounded
+ * once, bit for bit; oneDNN's bf16 kernels accumulate in f32 in their own order, within a
+ * rounding of bf16 (2^-8 of the largest term) */
+static void half_case_run(const struct half_case *c)
+{
+	struct net n;
+	net_new(&n, c->name);
+	bool w = c->nd_w > 0;
+	int32_t x = ten(&n, "x", ATM_F32, ATM_KIND_INPUT, c->nd_x, c->x);
+	int32_t wx = w ? ten(&n, "w", ATM_F32, ATM_KIND_INPUT, c->nd_w, c->w) : -1;
+	int32_t xb = ten(&n, "x.bf16", ATM_BF16, ATM_KIND_ACTIVATION, c->nd_x, c->x);
+	int32_t wb = w ? ten(&n, "w.bf16", ATM_BF16, ATM_KIND_ACTIVATION, c->nd_w, c->w) : -1;
+	int32_t yb = ten(&n, "y.bf16", ATM_BF16, ATM_KIND_ACTIVATION, c->nd_y, c->y);
+	int32_t yw = ten(&n, "y.wide", ATM_F32, ATM_KIND_ACTIVATION, c->nd_y, c->y);
+	int32_t y = ten(&n, "y", ATM_F32, ATM_KIND_ACTIVATION, c->nd_y, c->y);
+	int32_t cx = nod(&n, "cast.x", ATM_OP_CAST, NULL, IDS(x), IDS(xb));
+	int32_t cw = w ? nod(&n, "cast.w", ATM_OP_CAST, NULL, IDS(wx), IDS(wb)) : -1;
+	int32_t half = nod(&n, "half", c->op, &c->a, w ? 2 : 1, (int32_t[]){xb, wb}, 1, &yb);
+	int32_t cy = nod(&n, "cast.y", ATM_OP_CAST, NULL, IDS(yb), IDS(yw));
+	int32_t full = nod(&n, "full", c->op, &c->a, w ? 2 : 1, (int32_t[]){x, wx}, 1, &y);
+	net_ready(&n);
+	assert_int_equal(atm_graph_tensor(n.g, yb)->bytes, 2 * NE(&n, y));
+	fill(F(&n, x), NE(&n, x), -2, 2);
+	if (w)
+		fill(F(&n, wx), NE(&n, wx), -1, 1);
+	run(&n, cx);
+	if (w)
+		run(&n, cw);
+	run(&n, half);
+	run(&n, cy);
+	/* the f32 twin reads the values the bf16 node read */
+	for (int64_t i = 0; i < NE(&n, x); i++)
+		F(&n, x)[i] = bf16r(F(&n, x)[i]);
+	for (int64_t i = 0; w && i < NE(&n, wx); i++)
+		F(&n, wx)[i] = bf16r(F(&n, wx)[i]);
+	run(&n, full);
+	bool widened = atm_kernel_widened(n.k[half]);
+	print_message("%s: %s\n", c->name, widened ? "widened to f32" : "oneDNN's bf16 kernel");
+	if (!c->native)
+		assert_true(widened);
+	double big = 0;
+	for (int64_t i = 0; i < NE(&n, y); i++)
+		big = fmax(big, fabs((double)F(&n, y)[i]));
+	for (int64_t i = 0; i < NE(&n, y); i++) {
+		float want = bf16r(F(&n, y)[i]), got = F(&n, yw)[i];
+		if (widened ? memcmp(&got, &want, sizeof got) != 0
+		            : !(fabs((double)got - F(&n, y)[i]) <= 0x1p-8 * big))
+			fail_msg("%s y[%lld]: bf16 %.9g, f32 %.9g (rounded %.9g)", c->name, (long long)i,
+			         (double)got, (double)F(&n, y)[i], (double)want);
+	}
+	net_free(&n);
+}
+
+/* test_kernels_bf16 -- every op runs on bf16: convolutions and inner products on oneDNN's bf16
+ * kernels (where the CPU has them), the rest widened to f32 and rounded once */
+static void test_kernels_bf16(void **state)
+{
+	(void)state;
+	const struct half_case cases[] = {
+		{"conv", ATM_OP_CONV_FWD, {.stride = {1, 1}, .pad = {1, 1, 1, 1}, .groups = 1}, 4, 4, 4,
+		 {2, 3, 6, 6}, {4, 3, 3, 3}, {2, 4, 6, 6}, true},
+		{"conv.bwd_data", ATM_OP_CONV_BWD_DATA, {.stride = {1, 1}, .pad = {1, 1, 1, 1}, .groups = 1},
+		 4, 4, 4, {2, 4, 6, 6}, {4, 3, 3, 3}, {2, 3, 6, 6}, true},
+		{"conv.bwd_weights", ATM_OP_CONV_BWD_WEIGHTS, {.stride = {1, 1}, .pad = {1, 1, 1, 1},
+		 .groups = 1}, 4, 4, 4, {2, 3, 6, 6}, {2, 4, 6, 6}, {4, 3, 3, 3}, true},
+		{"matmul", ATM_OP_MATMUL, {.trans_b = true, .scale = 1}, 3, 3, 3, {2, 5, 16},
+		 {2, 7, 16}, {2, 5, 7}, false},
+		{"relu", ATM_OP_RELU_FWD, {.axis = 0}, 2, 0, 2, {3, 17}, {0}, {3, 17}, false},
+		{"gelu", ATM_OP_GELU_FWD, {.tanh = true}, 2, 0, 2, {3, 17}, {0}, {3, 17}, false},
+		{"softmax", ATM_OP_SOFTMAX_FWD, {.axis = 0}, 2, 0, 2, {3, 17}, {0}, {3, 17}, false},
+		{"avgpool", ATM_OP_AVGPOOL_FWD, {.kernel = {2, 2}, .stride = {2, 2}}, 4, 0, 4,
+		 {2, 3, 6, 6}, {0}, {2, 3, 3, 3}, false},
+		{"add", ATM_OP_ADD, {.axis = 0}, 2, 2, 2, {3, 17}, {3, 17}, {3, 17}, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		half_case_run(&cases[i]);
 }
 
 /* group_setup -- one engine for the whole suite */
@@ -1851,6 +1943,7 @@ int main(int argc, char **argv)
 	atm_openmp_passive(argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_kernels_conv_fwd, reseed),
+		cmocka_unit_test_setup(test_kernels_bf16, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_bwd_data_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_bwd_weights_fd, reseed),
 		cmocka_unit_test_setup(test_kernels_conv_groups, reseed),
