@@ -31,6 +31,7 @@ typedef struct {
 	int64_t image;      /* 0: from the preset or the network */
 	int64_t classes;    /* 0: the network's default */
 	int64_t seq;        /* 0: from the preset or the network (language models) */
+	const char *precision; /* --precision: "f32" or "bf16" (NULL: f32) */
 	/* the optimizer the step ends in (NULL: not given; checked by cli_load_graph) */
 	const char *optimizer, *lr, *momentum, *betas, *eps, *weight_decay;
 } cli_graph_source;

@@ -28,6 +28,8 @@ int cli_fail(const char *cmd, atm_status rc)
 
 #define GRAPH(field) .at = offsetof(cli_graph_source, field)
 
+static const char *const precisions[] = {"f32", "bf16", NULL};
+
 const cli_option cli_graph_options[] = {
 	{"model", .value = "NAME", .help = "a network of the zoo (see 'autotm zoo')",
 	 .set = cli_set_text, GRAPH(model)},
@@ -45,6 +47,11 @@ const cli_option cli_graph_options[] = {
 	 .def = "the network's", .set = cli_set_i64, GRAPH(classes), .lo = 1, .hi = 1000000},
 	{"seq", .value = "T", .help = "sequence length of a language model",
 	 .def = "the preset's", .set = cli_set_i64, GRAPH(seq), .lo = 1, .hi = 1000000},
+	{"precision", .value = "P", .help = "f32, or bf16: mixed precision as torch.autocast runs "
+	 "it (convolutions, linear layers and matrix products on bf16 copies of their inputs and "
+	 "weights, softmax, norms and losses in f32, parameters and their updates f32), for a zoo "
+	 "network or a forward file (docs/graph-format.md, \"bf16\")", .def = "f32",
+	 .set = cli_set_word, GRAPH(precision), .words = precisions},
 	{"optimizer", .value = "O", .help = "the update each step ends in: sgd, momentum, adamw, "
 	 "PyTorch's formulas and defaults; its states are tensors the plan places "
 	 "(docs/graph-format.md, \"Optimizers\")", .def = "sgd", .set = cli_set_text,
@@ -172,11 +179,12 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 	if (!src->model && !src->graph_file)
 		return atm_err(ATM_E_USAGE, "which network? give --model NAME (see 'autotm zoo') or "
 		               "--graph FILE");
+	bool bf16 = src->precision && !strcmp(src->precision, "bf16");
 	if (src->graph_file) {
 		if (src->preset || src->image || src->classes || src->seq)
 			return atm_err(ATM_E_USAGE, "--preset, --image, --classes and --seq apply to zoo models; "
 			               "a --graph file fixes its own sizes (only --batch overrides)");
-		atm_graph_load_opts lo = {.batch = src->batch};
+		atm_graph_load_opts lo = {.batch = src->batch, .bf16 = bf16};
 		atm_status rc = atm_zoo_load(g, src->graph_file, &lo);
 		if (rc == ATM_OK)
 			rc = with_update(src, g);
@@ -185,7 +193,7 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 		w->batch = atm_graph_batch(*g);
 		return ATM_OK;
 	}
-	atm_zoo_opts o = {0};
+	atm_zoo_opts o = {.bf16 = bf16};
 	atm_status rc = zoo_sizes(src, &o);
 	if (rc == ATM_OK)
 		rc = atm_zoo_build(g, src->model, &o);

@@ -2,7 +2,6 @@
  * safetensors, the machine file, and the atomic writes, locks and whole-file reads beneath them.
  *
  * Usage:
- *
  *     atm_graph *g = NULL;
  *     atm_plan *p = NULL;
  *     if (atm_graph_load(&g, "mlp.json", NULL) < 0 ||    // the message names the file
@@ -47,9 +46,10 @@ void atm_json_set_new(struct json_t *obj, const char *key, struct json_t *v, boo
 
 /* ---------------------------------------------------------------- graph JSON */
 
-/* Loading options: values for symbolic dimensions ("batch"). */
+/* Loading options: values for symbolic dimensions ("batch"), and a forward file's precision. */
 typedef struct {
 	int64_t batch; /* > 0 overrides the file's "batch" parameter */
+	bool bf16;     /* a forward file built in bf16 mixed precision (a graph file refuses it) */
 } atm_graph_load_opts;
 
 /* atm_graph_load -- read and validate a graph JSON file (docs/graph-format.md).

@@ -66,22 +66,23 @@ static bool takes_params(atm_op op)
 	return false;
 }
 
-static enum init init_of(const atm_graph *g, int32_t t)
+/* param_init -- how parameter t starts: as the first op that reads it in a parameter role
+ * says, read through casts (a bf16 copy's reader decides); -1 when none does */
+static int param_init(const atm_graph *g, int32_t t)
 {
-	const atm_tensor *x = atm_graph_tensor(g, t);
-	if (x->kind == ATM_KIND_INPUT)
-		return atm_tensor_is_labels(g, t)         ? INIT_LABELS
-		       : atm_tensor_token_limit(g, t) > 0 ? INIT_TOKENS
-		                                          : INIT_DATA;
-	if (x->kind != ATM_KIND_PARAM)
-		return INIT_ZERO;
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
 		const atm_node *n = atm_graph_node(g, k);
-		if (!takes_params(n->op))
+		if (!takes_params(n->op) && n->op != ATM_OP_CAST)
 			continue;
 		for (int i = 0; i < n->n_in; i++) {
 			if (n->in[i] != t)
 				continue;
+			if (n->op == ATM_OP_CAST) {
+				int r = param_init(g, n->out[0]);
+				if (r >= 0)
+					return r;
+				continue;
+			}
 			switch (atm_op_in_role(n->op, i)) {
 			case ATM_ROLE_WEIGHT:
 				return INIT_WEIGHT;
@@ -92,7 +93,20 @@ static enum init init_of(const atm_graph *g, int32_t t)
 			}
 		}
 	}
-	return INIT_WEIGHT;
+	return -1;
+}
+
+static enum init init_of(const atm_graph *g, int32_t t)
+{
+	const atm_tensor *x = atm_graph_tensor(g, t);
+	if (x->kind == ATM_KIND_INPUT)
+		return atm_tensor_is_labels(g, t)         ? INIT_LABELS
+		       : atm_tensor_token_limit(g, t) > 0 ? INIT_TOKENS
+		                                          : INIT_DATA;
+	if (x->kind != ATM_KIND_PARAM)
+		return INIT_ZERO;
+	int r = param_init(g, t);
+	return r >= 0 ? (enum init)r : INIT_WEIGHT;
 }
 
 static void fill(const atm_graph *g, int32_t t, float *data, const atm_exec_opts *o);

@@ -35,6 +35,7 @@ typedef struct {
 	int64_t seq;       /* transformers' sequence length: 0: the model's default; else 1 to
 	                    * its position table (1024 for GPT-2, 512 for BERT); ViT's follows
 	                    * the image */
+	bool bf16;         /* bf16 mixed precision, as torch.autocast (zoo/builder.h) */
 } atm_zoo_opts;
 
 typedef struct {

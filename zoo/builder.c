@@ -12,6 +12,7 @@ struct zb_info {
 	int32_t n_named; /* gradient contributions created as tensors of their own */
 	int32_t n_seen;  /* gradient contributions received so far */
 	int32_t grad;    /* gradient summed so far; -1 before the first contribution */
+	int32_t copy;    /* its copy in the other dtype (a cast's output, made once); -1: none */
 	bool needs_grad; /* depends on a parameter, so its gradient is needed */
 };
 
@@ -20,6 +21,7 @@ struct zb {
 	atm_status status;
 	int64_t batch;
 	float lr;
+	bool autocast; /* bf16 mixed precision, as torch.autocast runs it (zb_spec) */
 	struct zb_info *info;
 	int32_t cap_info;
 	int32_t *scratch; /* a forward node's ids, copied while its backward is added */
@@ -111,8 +113,20 @@ __attribute__((format(printf, 6, 7))) static int32_t tensor(zb *b, atm_tensor_ki
 	if ((kind == ATM_KIND_INPUT || kind == ATM_KIND_ACTIVATION) && ndim >= 2 &&
 	    dims[0] == b->batch && (rc = atm_graph_mark_batched(b->g, id)) < 0)
 		return fail(b, rc);
-	b->info[id] = (struct zb_info){.grad = -1};
+	b->info[id] = (struct zb_info){.grad = -1, .copy = -1};
 	return id;
+}
+
+/* dt -- tensor x's dtype */
+static atm_dtype dt(zb *b, int32_t x)
+{
+	return atm_graph_tensor(b->g, x)->dtype;
+}
+
+/* promoted -- the dtype of an op over x0 and x1: f32 when either is, as PyTorch promotes */
+static atm_dtype promoted(zb *b, int32_t x0, int32_t x1)
+{
+	return dt(b, x0) == ATM_F32 || dt(b, x1) == ATM_F32 ? ATM_F32 : ATM_BF16;
 }
 
 /* first_reader -- the name of the first node that reads tensor t, or NULL */
@@ -201,9 +215,9 @@ static bool usable(zb *b, const char *layer, int32_t x, int ndim)
 		failf(b, ATM_E_USAGE, "layer '%s': input tensor %d does not exist", layer, x);
 		return false;
 	}
-	if (t->dtype != ATM_F32) {
-		failf(b, ATM_E_USAGE, "layer '%s': input '%s' is %s; layers take f32", layer, t->name,
-		      atm_dtype_name(t->dtype));
+	if (t->dtype != ATM_F32 && t->dtype != ATM_BF16) {
+		failf(b, ATM_E_USAGE, "layer '%s': input '%s' is %s; layers take f32 or bf16", layer,
+		      t->name, atm_dtype_name(t->dtype));
 		return false;
 	}
 	if (ndim && t->ndim != ndim) {
@@ -219,6 +233,62 @@ static void use(zb *b, int32_t x)
 {
 	if (b->info[x].needs_grad)
 		b->info[x].n_uses++;
+}
+
+/* cast_to -- x as dtype to: x itself, or its copy, made by a cast node the first time it is
+ * asked for and shared after (a weight several layers read is cast once, as autocast's cache
+ * does). The copy's gradient goes back through the cast. For a parameter, param's count of
+ * this use moves to the copy. */
+static int32_t cast_to(zb *b, int32_t x, atm_dtype to)
+{
+	if (x < 0 || b->status < 0 || dt(b, x) == to)
+		return x;
+	bool param = atm_graph_tensor(b->g, x)->kind == ATM_KIND_PARAM;
+	int32_t c = b->info[x].copy;
+	if (c >= 0) {
+		if (param)
+			b->info[x].n_uses--; /* the cast is its one use */
+		return c;
+	}
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t dims[ATM_MAX_DIMS];
+	int nd = t->ndim;
+	char name[ZB_NAME_MAX];
+	snprintf(name, sizeof name, "%s", t->name);
+	memcpy(dims, t->dims, sizeof dims);
+	c = tensor(b, ATM_KIND_ACTIVATION, to, nd, dims, "%s.%s", name, atm_dtype_name(to));
+	if (c < 0 || node(b, ATM_OP_CAST, NULL, 1, &x, 1, &c, "%s.to_%s", name,
+	                  atm_dtype_name(to)) < 0)
+		return -1;
+	if (!param)
+		use(b, x);
+	b->info[c].needs_grad = param || b->info[x].needs_grad;
+	b->info[x].copy = c;
+	return c;
+}
+
+/* lowered -- under autocast, what a convolution, linear layer or matrix product reads: x's
+ * bf16 copy (the caller counts its use) */
+static int32_t lowered(zb *b, int32_t x)
+{
+	return b->autocast ? cast_to(b, x, ATM_BF16) : x;
+}
+
+/* weight -- a layer's parameter w as it reads it: itself (param counted its use), or under
+ * autocast its bf16 copy, whose use is counted here */
+static int32_t weight(zb *b, int32_t w)
+{
+	int32_t c = lowered(b, w);
+	if (c >= 0 && c != w)
+		use(b, c);
+	return c;
+}
+
+/* widened -- under autocast, what an op autocast runs in f32 reads (softmax, the norms, the
+ * losses): x in f32 */
+static int32_t widened(zb *b, int32_t x)
+{
+	return b->autocast ? cast_to(b, x, ATM_F32) : x;
 }
 
 /* window -- output size of a kh x kw window over the H x W of x, or false */
@@ -261,6 +331,7 @@ atm_status zb_new(zb **out, const zb_spec *spec)
 		goto fail;
 	b->batch = spec->batch;
 	b->lr = spec->lr;
+	b->autocast = spec->autocast;
 	*out = b;
 	return ATM_OK;
 fail:
@@ -337,11 +408,11 @@ int32_t zb_conv_groups(zb *b, const char *name, int32_t x, int64_t out_c, int kh
 	int64_t wd[4] = {out_c, t->dims[1] / groups, kh, kw}, bd[1] = {out_c};
 	int64_t yd[4] = {t->dims[0], out_c, oh, ow};
 	int32_t in[3];
-	in[0] = x;
-	in[1] = param(b, 0, 4, wd, name, "w");
-	in[2] = bias ? param(b, 1, 1, bd, name, "b") : -1;
+	in[0] = x = lowered(b, x);
+	in[1] = weight(b, param(b, 0, 4, wd, name, "w"));
+	in[2] = bias ? weight(b, param(b, 1, 1, bd, name, "b")) : -1;
 	zb_param_names(b, NULL, NULL);
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, b->status ? ATM_F32 : dt(b, x), 4, yd, "%s.y", name);
 	atm_attrs a = {.stride = {stride, stride}, .pad = {ph, pw, ph, pw}, .groups = (int32_t)groups};
 	if (node(b, ATM_OP_CONV_FWD, &a, bias ? 3 : 2, in, 1, &y, "%s", name) < 0)
 		return -1;
@@ -372,7 +443,7 @@ int32_t zb_bn_eps(zb *b, const char *name, int32_t x, float epsilon)
 	in[1] = param(b, 0, 1, cd, name, "gamma");
 	in[2] = param(b, 1, 1, cd, name, "beta");
 	zb_param_names(b, NULL, NULL);
-	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, xd, "%s.y", name);
+	out[0] = tensor(b, ATM_KIND_ACTIVATION, dt(b, x), nd, xd, "%s.y", name);
 	out[1] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.mean", name);
 	out[2] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 1, cd, "%s.var", name);
 	if (!(epsilon > 0) || !(epsilon <= 1))
@@ -438,7 +509,7 @@ static int32_t pool(zb *b, const char *name, int32_t x, int kh, int kw, int stri
 		             "the padding (give count_include_pad false)", name, pad);
 	int64_t yd[4] = {t->dims[0], t->dims[1], oh, ow};
 	int32_t out[2];
-	out[0] = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 4, yd, "%s.y", name);
+	out[0] = tensor(b, ATM_KIND_ACTIVATION, dt(b, x), 4, yd, "%s.y", name);
 	out[1] = max ? tensor(b, ATM_KIND_ACTIVATION, ATM_I32, 4, yd, "%s.argmax", name) : -1;
 	atm_attrs a = {
 		.kernel = {kh, kw},
@@ -496,11 +567,11 @@ int32_t zb_fc(zb *b, const char *name, int32_t x, int64_t out)
 	int64_t n = t->dims[0], features = t->n_elems / t->dims[0];
 	int64_t wd[2] = {out, features}, bd[1] = {out}, yd[2] = {n, out};
 	int32_t in[3];
-	in[0] = x;
-	in[1] = param(b, 0, 2, wd, name, "w");
-	in[2] = param(b, 1, 1, bd, name, "b");
+	in[0] = x = lowered(b, x);
+	in[1] = weight(b, param(b, 0, 2, wd, name, "w"));
+	in[2] = weight(b, param(b, 1, 1, bd, name, "b"));
 	zb_param_names(b, NULL, NULL);
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, 2, yd, "%s.y", name);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, b->status ? ATM_F32 : dt(b, x), 2, yd, "%s.y", name);
 	if (node(b, ATM_OP_IP_FWD, NULL, 3, in, 1, &y, "%s", name) < 0)
 		return -1;
 	use(b, x);
@@ -517,7 +588,7 @@ static int32_t binary(zb *b, const char *name, atm_op op, int32_t x0, int32_t x1
 	int nd = t0->ndim;
 	memcpy(yd, t0->dims, sizeof yd);
 	int32_t in[2] = {x0, x1};
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, promoted(b, x0, x1), nd, yd, "%s.y", name);
 	if (node(b, op, NULL, 2, in, 1, &y, "%s", name) < 0)
 		return -1;
 	use(b, x0);
@@ -605,7 +676,10 @@ int32_t zb_concat_axis(zb *b, const char *name, int n, const int32_t *xs, int ax
 	}
 	if (n == 1)
 		return xs[0]; /* nothing to join: no copy */
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, nd, yd, "%s.y", name);
+	atm_dtype d = ATM_BF16;
+	for (int i = 0; i < n; i++)
+		d = dt(b, xs[i]) == ATM_F32 ? ATM_F32 : d;
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, d, nd, yd, "%s.y", name);
 	atm_attrs a = {.axis = axis};
 	if (node(b, ATM_OP_CONCAT, &a, n, xs, 1, &y, "%s", name) < 0)
 		return -1;
@@ -624,14 +698,22 @@ static int32_t tparam(zb *b, int slot, int ndim, const int64_t *dims, const char
 	return param(b, slot, ndim, dims, layer, slot ? "bias" : "weight");
 }
 
-/* act -- a new activation of layer: "LAYER.suffix" of dims, its gradient needed as said */
-static int32_t act(zb *b, const char *layer, const char *suffix, int ndim, const int64_t *dims,
-                   bool needs_grad)
+/* act_dt -- a new activation of layer: "LAYER.suffix" of dims and dtype d, its gradient needed
+ * as said */
+static int32_t act_dt(zb *b, const char *layer, const char *suffix, int ndim, const int64_t *dims,
+                      bool needs_grad, atm_dtype d)
 {
-	int32_t y = tensor(b, ATM_KIND_ACTIVATION, ATM_F32, ndim, dims, "%s.%s", layer, suffix);
+	int32_t y = tensor(b, ATM_KIND_ACTIVATION, d, ndim, dims, "%s.%s", layer, suffix);
 	if (y >= 0)
 		b->info[y].needs_grad = needs_grad;
 	return y;
+}
+
+/* act -- act_dt in f32 */
+static int32_t act(zb *b, const char *layer, const char *suffix, int ndim, const int64_t *dims,
+                   bool needs_grad)
+{
+	return act_dt(b, layer, suffix, ndim, dims, needs_grad, ATM_F32);
 }
 
 int64_t zb_dim(zb *b, int32_t x, int i)
@@ -704,6 +786,9 @@ static int32_t row_norm(zb *b, const char *name, int32_t x, float epsilon, atm_o
 	const char *what = op == ATM_OP_LAYER_NORM_FWD ? "layer norm" : "RMS norm";
 	if (!usable(b, name, x, 0))
 		return -1;
+	x = widened(b, x);
+	if (b->status < 0)
+		return -1;
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
 	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
 	int nd = t->ndim;
@@ -741,8 +826,13 @@ int32_t zb_rms_norm(zb *b, const char *name, int32_t x, float epsilon)
 static int32_t matmul(zb *b, const char *name, int32_t a, int32_t w, int32_t bias,
                       const atm_attrs *at, int nd, const int64_t *cd)
 {
+	a = lowered(b, a);
+	w = lowered(b, w);
+	bias = weight(b, bias);
 	int32_t in[3] = {a, w, bias};
-	int32_t c = act(b, name, "y", nd, cd, true);
+	if (b->status < 0)
+		return -1;
+	int32_t c = act_dt(b, name, "y", nd, cd, true, promoted(b, a, w));
 	if (node(b, ATM_OP_MATMUL, at, bias >= 0 ? 3 : 2, in, 1, &c, "%s", name) < 0)
 		return -1;
 	use(b, a);
@@ -792,7 +882,7 @@ int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, b
 static int32_t one_in(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a,
                       int ndim, const int64_t *dims)
 {
-	int32_t y = act(b, name, "y", ndim, dims, b->info[x].needs_grad);
+	int32_t y = act_dt(b, name, "y", ndim, dims, b->info[x].needs_grad, dt(b, x));
 	if (node(b, op, a, 1, &x, 1, &y, "%s", name) < 0)
 		return -1;
 	use(b, x);
@@ -862,7 +952,9 @@ int32_t zb_relu6(zb *b, const char *name, int32_t x)
 int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal)
 {
 	atm_attrs a = {.causal = causal};
-	return unary(b, name, x, ATM_OP_SOFTMAX_FWD, &a);
+	if (!usable(b, name, x, 0))
+		return -1;
+	return unary(b, name, widened(b, x), ATM_OP_SOFTMAX_FWD, &a);
 }
 
 int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t *perm, int ndim,
@@ -922,7 +1014,7 @@ void zb_split(zb *b, const char *name, int32_t x, int axis, int n, int32_t *ys)
 	for (int i = 0; i < n; i++) {
 		char suffix[32];
 		snprintf(suffix, sizeof suffix, "y%d", i);
-		ys[i] = act(b, name, suffix, nd, yd, needs);
+		ys[i] = act_dt(b, name, suffix, nd, yd, needs, dt(b, x));
 	}
 	atm_attrs a = {.axis = axis};
 	if (node(b, ATM_OP_SPLIT, &a, 1, &x, n, ys, "%s", name) < 0)
@@ -966,7 +1058,8 @@ static int32_t like(zb *b, int32_t x, const char *suffix)
 	int64_t dims[ATM_MAX_DIMS];
 	int nd = t->ndim;
 	memcpy(dims, t->dims, sizeof dims);
-	return batched_like(b, tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s%s", t->name, suffix), x);
+	return batched_like(b, tensor(b, ATM_KIND_GRAD, t->dtype, nd, dims, "%s%s", t->name, suffix),
+	                    x);
 }
 
 /* unused_grad -- the gradient a kernel must write for input slot of layer but
@@ -977,8 +1070,8 @@ static int32_t unused_grad(zb *b, int32_t x, const char *layer, int slot)
 	int64_t dims[ATM_MAX_DIMS];
 	int nd = t->ndim;
 	memcpy(dims, t->dims, sizeof dims);
-	return batched_like(b, tensor(b, ATM_KIND_GRAD, ATM_F32, nd, dims, "%s.d%d.unused", layer, slot),
-	                    x);
+	return batched_like(b, tensor(b, ATM_KIND_GRAD, t->dtype, nd, dims, "%s.d%d.unused", layer,
+	                              slot), x);
 }
 
 /* new_grad -- a fresh tensor for the next gradient contribution to x: "x.grad"
@@ -1043,8 +1136,11 @@ static void param_contrib(zb *b, int32_t w, int32_t g)
 		sgd(b, w, b->info[w].grad);
 }
 
+static void deliver(zb *b, int32_t x, int32_t g);
+
 /* param_grads -- the weights-gradient node of a conv or inner product (x, dy -> dw, db)
- * and the SGD of each parameter right after it */
+ * and the SGD of each parameter right after it (under autocast: the gradients of their bf16
+ * copies, which their casts' backward takes on) */
 static void param_grads(zb *b, atm_op op, const atm_attrs *a, const char *layer, int32_t x,
                         int32_t dy, int32_t w, int32_t bias)
 {
@@ -1053,9 +1149,9 @@ static void param_grads(zb *b, atm_op op, const atm_attrs *a, const char *layer,
 	out[1] = bias >= 0 ? new_grad(b, bias) : -1;
 	if (node(b, op, a, 2, in, bias >= 0 ? 2 : 1, out, "%s.bwd_weights", layer) < 0)
 		return;
-	param_contrib(b, w, out[0]);
+	deliver(b, w, out[0]);
 	if (bias >= 0)
-		param_contrib(b, bias, out[1]);
+		deliver(b, bias, out[1]);
 }
 
 /* data_grad -- op (dy, w) -> dx for x when x needs a gradient */
@@ -1132,7 +1228,7 @@ static void matmul_grads(zb *b, const atm_attrs *a, const char *layer, const int
 		int32_t db = new_grad(b, in[2]);
 		if (node(b, ATM_OP_REDUCE_SUM, NULL, 1, &dc, 1, &db, "%s.bwd_bias", layer) < 0)
 			return;
-		param_contrib(b, in[2], db);
+		deliver(b, in[2], db);
 	}
 }
 
@@ -1272,13 +1368,31 @@ static void grad_split(zb *b, const struct fwd *f, const struct grad_rule *r)
 	free(parts);
 }
 
-/* grad_add -- d(a + b) is dy for both: no kernel, the same tensor feeds both sums */
+/* grad_add -- d(a + b) is dy for both: no kernel, the same tensor feeds both sums; an input
+ * of another dtype than the sum's (a bf16 one promoted) gets dy cast to its own */
 static void grad_add(zb *b, const struct fwd *f, const struct grad_rule *r)
 {
 	(void)r;
-	for (int i = 0; i < 2; i++)
-		if (b->info[f->in[i]].needs_grad)
-			accumulate(b, f->in[i], f->dy);
+	for (int i = 0; i < 2; i++) {
+		int32_t x = f->in[i], g = f->dy;
+		if (!b->info[x].needs_grad)
+			continue;
+		if (dt(b, x) != dt(b, g) &&
+		    (g = new_grad(b, x), node(b, ATM_OP_CAST, NULL, 1, &f->dy, 1, &g, "%s.bwd%d",
+		                              f->layer, i) < 0))
+			return;
+		accumulate(b, x, g);
+	}
+}
+
+/* grad_cast -- dy cast back to the input's dtype (a parameter's: its gradient) */
+static void grad_cast(zb *b, const struct fwd *f, const struct grad_rule *r)
+{
+	(void)r;
+	int32_t x = f->in[0], dx = grad_of(b, x);
+	if (dx < 0 || node(b, ATM_OP_CAST, NULL, 1, &f->dy, 1, &dx, "%s.bwd", f->layer) < 0)
+		return;
+	deliver(b, x, dx);
 }
 
 /* grad_matmul, grad_mul -- matmul_grads and mul_grads as rules */
@@ -1343,6 +1457,7 @@ static const struct grad_rule grad_rules[ATM_N_OPS] = {
 	[ATM_OP_NARROW_FWD] = UNARY(ATM_OP_NARROW_BWD, FROM_DY, true),
 	[ATM_OP_PERMUTE] = {grad_permute},
 	[ATM_OP_EMBEDDING_FWD] = {grad_embedding, ATM_OP_EMBEDDING_BWD},
+	[ATM_OP_CAST] = {grad_cast},
 };
 
 /* backward -- the gradient nodes of forward node id, whose output gradient is complete: its
@@ -1424,6 +1539,8 @@ atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
 		      atm_graph_tensor(b->g, logits)->name);
 		return b->status;
 	}
+	if ((logits = cast_to(b, logits, ATM_F32)) < 0) /* the loss runs in f32 */
+		return b->status;
 	int32_t n_forward = atm_graph_n_nodes(b->g);
 	const atm_tensor *t = atm_graph_tensor(b->g, logits);
 	int64_t ld[2] = {t->dims[0], t->dims[1]}, one[1] = {1};
@@ -1483,18 +1600,26 @@ atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *con
                             const char *const *losses, atm_graph **out)
 {
 	*out = NULL;
-	for (int i = 0; i < n; i++) {
+	int32_t *lg = malloc((size_t)(n > 0 ? n : 1) * sizeof *lg);
+	if (!lg) {
+		failf(b, ATM_E_NOMEM, "out of memory adding the losses");
+		return b->status;
+	}
+	for (int i = 0; i < n && b->status == ATM_OK; i++) {
 		if (!usable(b, losses[i], logits[i], 0))
-			return b->status;
-		if (atm_graph_tensor(b->g, logits[i])->ndim < 2) {
+			break;
+		if (atm_graph_tensor(b->g, logits[i])->ndim < 2)
 			failf(b, ATM_E_USAGE, "loss '%s': logits '%s' need [..., classes]", losses[i],
 			      atm_graph_tensor(b->g, logits[i])->name);
-			return b->status;
-		}
+		else
+			lg[i] = cast_to(b, logits[i], ATM_F32); /* the losses run in f32 */
 	}
 	int32_t n_forward = atm_graph_n_nodes(b->g);
 	/* every loss is counted as a use of its logits before any gradient arrives */
-	for (int i = 0; i < n; i++)
-		token_loss(b, logits[i], labels[i], losses[i]);
+	for (int i = 0; i < n && b->status == ATM_OK; i++)
+		token_loss(b, lg[i], labels[i], losses[i]);
+	free(lg);
+	if (b->status < 0)
+		return b->status;
 	return walk_back(b, n_forward, out);
 }

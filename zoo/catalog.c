@@ -261,6 +261,7 @@ static atm_status spec_of(const struct entry *e, const atm_zoo_opts *opts, zb_sp
 		               (long long)e->m.default_seq);
 	if (opts->seq)
 		s->seq = opts->seq;
+	s->autocast = opts->bf16;
 	return ATM_OK;
 }
 

@@ -731,7 +731,7 @@ bool atm_zoo_is_forward(const char *text, size_t len)
 }
 
 static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin,
-                                   int64_t batch);
+                                   int64_t batch, bool bf16);
 
 atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t len,
                                        const char *origin, int64_t batch)
@@ -742,12 +742,14 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	if (!doc)
 		return atm_err(ATM_E_INPUT, "%s:%d:%d: JSON error: %s",
 		               origin ? origin : "forward graph", je.line, je.column, je.text);
-	return forward_load_doc(g, doc, origin, batch);
+	return forward_load_doc(g, doc, origin, batch, false);
 }
 
-/* forward_load_doc -- atm_zoo_forward_load_buffer of the parsed document doc, whose reference
- * it takes: released once the layers are read, before the backward pass is built beside them */
-static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin, int64_t batch)
+/* forward_load_doc -- atm_zoo_forward_load_buffer of the parsed document doc (bf16: in bf16
+ * mixed precision), whose reference it takes: released once the layers are read, before the
+ * backward pass is built beside them */
+static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin, int64_t batch,
+                                   bool bf16)
 {
 	static const char *const top[] = {"format", "version", "name", "batch", "lr", "input",
 	                                  "layers", "output", NULL};
@@ -786,7 +788,7 @@ static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origi
 	}
 	zb_spec spec = {.name = json_string_value(name), .batch = batch ? batch : file_batch,
 	                .n_classes = 1, .image = 1,
-	                .lr = lr ? (float)json_number_value(lr) : 0.01f};
+	                .lr = lr ? (float)json_number_value(lr) : 0.01f, .autocast = bf16};
 	if (!(w.ids = json_object()) || (rc = zb_new(&w.b, &spec)) < 0) {
 		rc = w.ids ? rc : atm_err(ATM_E_NOMEM, "out of memory reading %s", w.origin);
 		goto out;
@@ -830,11 +832,15 @@ atm_status atm_zoo_load(atm_graph **g, const char *path, const atm_graph_load_op
 	json_t *f = doc ? json_object_get(doc, "format") : NULL;
 	if (json_is_string(f) && !strcmp(json_string_value(f), FW_FORMAT)) {
 		free(text);
-		return forward_load_doc(g, doc, path, o ? o->batch : 0);
+		return forward_load_doc(g, doc, path, o ? o->batch : 0, o && o->bf16);
 	}
 	json_decref(doc);
 	if (atm_zoo_is_forward(text, len))
 		rc = atm_zoo_forward_load_buffer(g, text, len, path, o ? o->batch : 0);
+	else if (o && o->bf16)
+		rc = atm_err(ATM_E_USAGE, "%s is an autotm-graph, whose tensors have their dtypes: "
+		             "--precision bf16 builds zoo networks and forward files (the importer's) in "
+		             "mixed precision", path);
 	else
 		rc = atm_graph_load_buffer(g, text, len, path, o);
 	free(text);

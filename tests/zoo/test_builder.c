@@ -468,6 +468,101 @@ static void test_builder_allocation_failures(void **state)
 	assert_true(n > 10); /* the build allocates: the wrappers are in place */
 }
 
+/* is_param -- tensor t is a parameter */
+static bool is_param(const atm_graph *g, int32_t t)
+{
+	return atm_graph_tensor(g, t)->kind == ATM_KIND_PARAM;
+}
+
+/* mixed -- conv, relu, a linear layer whose weight a second one shares, an f32 residual added to
+ * a bf16 product, a layer norm, a softmax and an fc, in bf16 mixed precision or not */
+static atm_graph *mixed(bool autocast, int64_t *n_params)
+{
+	zb_spec sp = spec;
+	sp.autocast = autocast;
+	zb *b = NULL;
+	atm_graph *g = NULL;
+	assert_int_equal(zb_new(&b, &sp), ATM_OK);
+	int32_t x = zb_image(b, 3, 8, 8);
+	x = zb_conv(b, "conv", x, 4, 3, 3, 1, 1, 1, true);
+	x = zb_relu(b, "relu", x);
+	x = zb_fc(b, "fc0", x, 16);
+	int32_t r = zb_layer_norm(b, "ln", x, 1e-5f); /* f32 under autocast */
+	int32_t h = zb_linear(b, "lin1", r, 16, true);
+	zb_param_names(b, "lin1.weight", NULL); /* the same weight again */
+	h = zb_linear(b, "lin2", zb_relu(b, "act", h), 16, false);
+	int32_t s = zb_add(b, "res", r, h);      /* f32 + bf16 */
+	s = zb_softmax(b, "sm", s, false);
+	s = zb_fc(b, "fc", s, 10);
+	assert_int_equal(zb_finish(b, s, &g), ATM_OK);
+	zb_destroy(b);
+	assert_int_equal(atm_graph_validate(g), ATM_OK);
+	*n_params = 0;
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (is_param(g, t))
+			*n_params += atm_graph_tensor(g, t)->n_elems;
+	return g;
+}
+
+/* test_builder_autocast -- bf16 mixed precision as torch.autocast: the convolutions, linear
+ * layers and products on bf16 (inputs, weights, outputs and their gradients), each parameter
+ * cast once however often it is read, f32 parameters, updates, norms, softmax and loss, an f32
+ * sum of an f32 and a bf16 input handing each its gradient in its own dtype; the same
+ * parameters as in f32 */
+static void test_builder_autocast(void **state)
+{
+	(void)state;
+	int64_t n32, n16;
+	atm_graph *f = mixed(false, &n32), *g = mixed(true, &n16);
+	assert_int_equal(n32, n16);
+	assert_int_equal(count_op(f, ATM_OP_CAST), 0);
+	int casts_of[256] = {0};
+	assert_true(atm_graph_n_tensors(g) <= 256);
+	for (int32_t i = 0; i < atm_graph_n_nodes(g); i++) {
+		const atm_node *n = atm_graph_node(g, i);
+		bool low = n->op == ATM_OP_CONV_FWD || n->op == ATM_OP_CONV_BWD_DATA ||
+		           n->op == ATM_OP_CONV_BWD_WEIGHTS || n->op == ATM_OP_IP_FWD ||
+		           n->op == ATM_OP_IP_BWD_DATA || n->op == ATM_OP_IP_BWD_WEIGHTS ||
+		           n->op == ATM_OP_MATMUL;
+		bool high = n->op == ATM_OP_LAYER_NORM_FWD || n->op == ATM_OP_SOFTMAX_FWD ||
+		            n->op == ATM_OP_SOFTMAX_XENT_FWD || n->op == ATM_OP_SGD;
+		for (int k = 0; k < n->n_in + n->n_out; k++) {
+			int32_t t = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+			const atm_tensor *x = atm_graph_tensor(g, t);
+			if (low && x->dtype != ATM_BF16)
+				fail_msg("node '%s' (%s): '%s' is %s, not bf16", n->name,
+				         atm_op_name(n->op), x->name, atm_dtype_name(x->dtype));
+			if (high && k < n->n_in && x->dtype != ATM_F32)
+				fail_msg("node '%s' (%s): '%s' is %s, not f32", n->name,
+				         atm_op_name(n->op), x->name, atm_dtype_name(x->dtype));
+			if (k < n->n_in && is_param(g, t)) {
+				if (n->op == ATM_OP_CAST)
+					casts_of[t]++;
+				else if (low)
+					fail_msg("node '%s' reads parameter '%s' itself", n->name, x->name);
+			}
+		}
+	}
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		if (is_param(g, t) && strncmp(atm_graph_tensor(g, t)->name, "ln.", 3) != 0 &&
+		    casts_of[t] != 1)
+			fail_msg("parameter '%s' is cast %d times; expected once",
+			         atm_graph_tensor(g, t)->name, casts_of[t]);
+	/* lin1.weight, read twice, through one copy whose two gradient parts are summed in bf16 */
+	assert_int_equal(atm_graph_tensor(g, tensor_id(g, "lin1.weight.bf16"))->dtype, ATM_BF16);
+	assert_int_equal(atm_graph_tensor(g, tensor_id(g, "lin1.weight.bf16.grad"))->dtype, ATM_BF16);
+	assert_true(node_named(g, "lin1.weight.to_bf16.bwd") >= 0);
+	assert_int_equal(atm_graph_tensor(g, tensor_id(g, "lin1.weight.grad"))->dtype, ATM_F32);
+	/* the residual: an f32 sum; the bf16 input's gradient cast down */
+	assert_int_equal(atm_graph_tensor(g, tensor_id(g, "res.y"))->dtype, ATM_F32);
+	int32_t down = node_named(g, "res.bwd1");
+	assert_true(down >= 0);
+	assert_int_equal(atm_graph_node(g, down)->op, ATM_OP_CAST);
+	assert_int_equal(atm_graph_tensor(g, atm_graph_node(g, down)->out[0])->dtype, ATM_BF16);
+	atm_graph_destroy(f);
+	atm_graph_destroy(g);
+}
+
 /* main -- builder tests on a fresh builder each, then the self-contained ones */
 int main(void)
 {
@@ -483,6 +578,7 @@ int main(void)
 		T(test_builder_ceil_groups_scale),
 		T(test_builder_sticky_error),
 		T(test_builder_dead_branch),
+		cmocka_unit_test(test_builder_autocast),
 		cmocka_unit_test(test_builder_bad_layers),
 		cmocka_unit_test(test_builder_new_rejects_batch),
 		cmocka_unit_test(test_builder_allocation_failures),
