@@ -624,6 +624,9 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, help="the optimizer's (default: PyTorch's)")
     p.add_argument("--steps", type=int, default=1, help="steps on one batch (with --optimizer)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                   help="bf16: autotm run --precision bf16 against torch.autocast's bf16 step, "
+                        "both judged against the float64 step (one SGD step, on the CPU)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where both steps run: cpu, or cuda (PyTorch on the GPU, autotm run "
                         "--gpu=cuda)")
@@ -638,6 +641,9 @@ def main(argv=None):
                                 "--optimizer")
     if a.weight_decay is not None and not (a.optimizer and 0 <= a.weight_decay <= 1e6):
         return fail(EXIT_USAGE, "--weight-decay: expected 0 to 1e6, with --optimizer")
+    if a.precision == "bf16" and (a.optimizer or a.device != "cpu"):
+        return fail(EXIT_USAGE, "--precision bf16 checks one plain SGD step on the CPU; "
+                                "leave out --optimizer and --device")
     opt = None
     if a.optimizer:
         opt = {"name": a.optimizer, "lr": a.lr}
@@ -652,6 +658,18 @@ def main(argv=None):
         return fail(EXIT_NOT_FOUND, "no autotm binary: build it (scripts/demo.sh) or give --autotm")
     model, _ = make_model(a.model, kwargs, a.seed)
     name = a.model.rsplit(":", 1)[1]
+    if a.precision == "bf16":
+        from .check_bf16 import check_bf16, report as report_bf16
+        try:
+            rows = check_bf16(model, a.input or a.input_ids, a.placements.split(","), autotm,
+                              a.lr, a.seed, name, tokens=a.input_ids is not None)
+        except ImportError_ as e:
+            return fail(EXIT_IMPORT, f"{a.model}: {e}")
+        except RuntimeError as e:
+            return fail(EXIT_IMPORT, str(e))
+        print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}) in bf16 mixed "
+              f"precision, autotm against torch.autocast, PyTorch {torch.__version__}")
+        return 0 if report_bf16(rows) else 1
     try:
         rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
                      a.seed, name, tokens=a.input_ids is not None, device=a.device,

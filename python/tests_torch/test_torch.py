@@ -122,6 +122,32 @@ if torch is not None:
             x = F.hardsigmoid(F.relu6(self.gate(x))) * x
             return self.fc(torch.flatten(x, 1))
 
+    class TinySE(nn.Module):
+        """the zoo's tiny_se in PyTorch's ops that have a bf16 backward on the CPU: SiLU, a
+        depthwise and a grouped convolution, a squeeze-and-excitation, a layer scale, a gate
+        and an RMS norm"""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.grouped = nn.Conv2d(8, 8, 1, groups=2)
+            self.squeeze = nn.Conv2d(8, 4, 1)
+            self.excite = nn.Conv2d(4, 8, 1)
+            self.scale = nn.Parameter(torch.full((8, 1, 1), 0.5))
+            self.gate = nn.Conv2d(8, 8, 1)
+            self.norm = RMSNorm(8 * 8 * 8)
+            self.fc = nn.Linear(8 * 8 * 8, 10)
+
+        def forward(self, x):
+            F = torch.nn.functional
+            x = F.silu(self.conv(x))
+            x = self.grouped(F.silu(self.dw(x)))
+            x = x * torch.sigmoid(self.excite(F.silu(self.squeeze(F.adaptive_avg_pool2d(x, 1)))))
+            x = x * self.scale
+            x = x * torch.sigmoid(self.gate(x))
+            return self.fc(self.norm(torch.flatten(x, 1)))
+
     class CachedRotary(nn.Module):
         """Hugging Face's LlamaRotaryEmbedding: cos and sin tables of every position computed
         in float32 and registered as buffers [1, 1, positions, dim], cut to the sequence; form
@@ -1078,6 +1104,42 @@ class TestStepEqualsPyTorch(unittest.TestCase):
 
 @unittest.skipIf(torch is None, "python3-torch is not installed")
 @unittest.skipIf(autotm() is None, "no autotm binary in $ATM_BINARY_DIR (run through ctest)")
+class TestBf16StepAgainstAutocast(unittest.TestCase):
+    """one SGD step with --precision bf16 lands as near the float64 step as torch.autocast's
+    bf16 step does (autotm_torch.check_bf16), not as near as an f32 step would, and the graph
+    ran its convolutions, linear layers and products in bf16"""
+
+    def check(self, model, shape, tokens=False):
+        from autotm_torch.check_bf16 import check_bf16, within
+        rows = check_bf16(model, shape, ["all-fast", "random"], autotm(), tokens=tokens,
+                          threads=2)
+        for row in rows:
+            pl, la, lt, a, t, f, wrong = row
+            self.assertEqual(wrong, [], f"{pl}: operands not bf16")
+            self.assertTrue(within(row), f"{pl}: from the float64 step autotm {a:.2e}, "
+                            f"PyTorch bf16 {t:.2e}, PyTorch f32 {f:.2e}")
+        return rows
+
+    def test_small_cnn(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(EXAMPLE + ":make")(), (4, 3, 32, 32))
+
+    def test_gpt_block(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True)
+
+    def test_llama(self):
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(LLAMA + ":make")(**LLAMA_SMALL), (2, 16), tokens=True)
+
+    def test_tiny_se(self):
+        torch.manual_seed(0)
+        self.check(TinySE(), (2, 3, 8, 8))
+
+
 class TestZooTransformersEqualPyTorch(unittest.TestCase):
     """one SGD step of the zoo's tiny transformers equals their PyTorch twins' (examples/gpt2.py,
     examples/bert.py, torchvision's VisionTransformer, examples/llama.py): tied parameters, i32
