@@ -158,6 +158,9 @@ typedef struct atm_prof_roofline {
 	int n_threads;
 	bool calibrated;              /* measured by atm_prof_roofline_calibrate, else defaults */
 	bool gpu_model;               /* a GPU's datasheet (atm_prof_roofline_gpu) */
+	double bf16_speedup;          /* the convolutions, inner products and matmuls on bf16 run this
+	                               * much above gflops (a GPU model's tensor cores); 0 or 1: no
+	                               * faster (a CPU's, calibrated on f32 kernels) */
 } atm_prof_roofline;
 
 /* atm_prof_roofline_default -- round constants for this side of the model

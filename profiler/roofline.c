@@ -118,6 +118,7 @@ void atm_prof_roofline_gpu(atm_prof_roofline *rf, const atm_gpu_model *m)
 	rf->overhead_s[ATM_OP_CONV_BWD_DATA] = GPU_CONV_DATA_SETUP_S;
 	rf->overhead_s[ATM_OP_CONV_BWD_WEIGHTS] = GPU_CONV_WEIGHTS_SETUP_S;
 	rf->fast_gbps = m->memory_gbps * GPU_STREAM_SHARE;
+	rf->bf16_speedup = m->bf16_tflops > m->fp32_tflops ? m->bf16_tflops / m->fp32_tflops : 1;
 	rf->cache_bytes = m->l2_bytes;
 	/* the slow tier is host memory behind the link: what moves cross */
 	rf->slow_read_gbps = m->h2d_gbps;
@@ -161,7 +162,16 @@ double atm_prof_roofline_s(const atm_prof_roofline *rf, atm_op op, const atm_pro
 	               slow_written_bytes > 0 ? (double)slow_written_bytes : 0);
 }
 
-/* atm_prof_estimate -- the model for node in config, as an estimated entry */
+/* tensor_core_op -- op runs on a GPU's tensor cores when its operands are bf16 */
+static bool tensor_core_op(atm_op op)
+{
+	return op == ATM_OP_CONV_FWD || op == ATM_OP_CONV_BWD_DATA || op == ATM_OP_CONV_BWD_WEIGHTS ||
+	       op == ATM_OP_IP_FWD || op == ATM_OP_IP_BWD_DATA || op == ATM_OP_IP_BWD_WEIGHTS ||
+	       op == ATM_OP_MATMUL;
+}
+
+/* atm_prof_estimate -- the model for node in config, as an estimated entry (a bf16 convolution,
+ * inner product or matmul at the tensor cores' rate) */
 atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, int32_t node,
                              uint32_t config, atm_profile_entry *e)
 {
@@ -171,6 +181,9 @@ atm_status atm_prof_estimate(const atm_prof_roofline *rf, const atm_graph *g, in
 	memset(e, 0, sizeof *e);
 	if ((rc = atm_prof_kernel_work(g, node, &w)) < 0)
 		return rc;
+	if (rf->bf16_speedup > 1 && tensor_core_op(n->op) &&
+	    atm_graph_tensor(g, n->in[0])->dtype == ATM_BF16)
+		w.flops /= rf->bf16_speedup;
 	int64_t fast = 0, sr = 0, sw = 0;
 	/* the executor's accounting: slow inputs read, slow outputs written, an
 	 * in-place op's slow inputs it writes written too */

@@ -303,6 +303,7 @@ typedef struct {
 	int64_t memory_bytes;   /* device memory */
 	int64_t l2_bytes;       /* its last-level cache */
 	double fp32_tflops;     /* float32 peak without tensor cores (autotm runs TF32 off) */
+	double bf16_tflops;     /* bf16 dense tensor-core peak (f32 accumulation); 0: no bf16 units */
 	double memory_gbps;     /* device memory bandwidth */
 	double h2d_gbps;        /* pinned copies to the device over its host link */
 	double d2h_gbps;        /* and back */

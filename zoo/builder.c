@@ -284,12 +284,6 @@ static int32_t weight(zb *b, int32_t w)
 	return c;
 }
 
-/* widened -- under autocast, what an op autocast runs in f32 reads (softmax, the norms, the
- * losses): x in f32 */
-static int32_t widened(zb *b, int32_t x)
-{
-	return b->autocast ? cast_to(b, x, ATM_F32) : x;
-}
 
 /* window -- output size of a kh x kw window over the H x W of x, or false */
 static bool window(zb *b, const char *layer, int32_t x, int kh, int kw, int stride, int ph, int pw,
@@ -780,14 +774,12 @@ int32_t zb_positions(zb *b, const char *name, const char *param, int64_t seq, in
 }
 
 /* row_norm -- a normalisation over the last dim of x [..., C] (layer norm: a scale and a shift,
- * then y, mean, var; RMS norm: a scale, then y, rstd), each statistic one per row */
+ * then y, mean, var; RMS norm: a scale, then y, rstd), each statistic one per row, all f32 (a
+ * bf16 x is read widened, exactly as a cast to f32 would give it) */
 static int32_t row_norm(zb *b, const char *name, int32_t x, float epsilon, atm_op op)
 {
 	const char *what = op == ATM_OP_LAYER_NORM_FWD ? "layer norm" : "RMS norm";
 	if (!usable(b, name, x, 0))
-		return -1;
-	x = widened(b, x);
-	if (b->status < 0)
 		return -1;
 	const atm_tensor *t = atm_graph_tensor(b->g, x);
 	int64_t xd[ATM_MAX_DIMS], cd[1] = {t->dims[t->ndim - 1]};
@@ -878,15 +870,23 @@ int32_t zb_matmul(zb *b, const char *name, int32_t x, int32_t y, bool trans_a, b
 	return matmul(b, name, x, y, -1, &a, nd, cd);
 }
 
-/* one_in -- a parameterless op x -> y of ndim dims, y's gradient needed as x's is */
-static int32_t one_in(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a,
-                      int ndim, const int64_t *dims)
+/* one_in_as -- a parameterless op x -> y of ndim dims and dtype d, y's gradient needed as x's
+ * is */
+static int32_t one_in_as(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a,
+                         int ndim, const int64_t *dims, atm_dtype d)
 {
-	int32_t y = act_dt(b, name, "y", ndim, dims, b->info[x].needs_grad, dt(b, x));
+	int32_t y = act_dt(b, name, "y", ndim, dims, b->info[x].needs_grad, d);
 	if (node(b, op, a, 1, &x, 1, &y, "%s", name) < 0)
 		return -1;
 	use(b, x);
 	return y;
+}
+
+/* one_in -- one_in_as in x's dtype */
+static int32_t one_in(zb *b, const char *name, int32_t x, atm_op op, const atm_attrs *a,
+                      int ndim, const int64_t *dims)
+{
+	return one_in_as(b, name, x, op, a, ndim, dims, dt(b, x));
 }
 
 /* unary -- a parameterless op x -> y of x's shape */
@@ -954,7 +954,12 @@ int32_t zb_softmax(zb *b, const char *name, int32_t x, bool causal)
 	atm_attrs a = {.causal = causal};
 	if (!usable(b, name, x, 0))
 		return -1;
-	return unary(b, name, widened(b, x), ATM_OP_SOFTMAX_FWD, &a);
+	/* under autocast f32 out of bf16 in: read widened, as exactly as a cast would */
+	const atm_tensor *t = atm_graph_tensor(b->g, x);
+	int64_t xd[ATM_MAX_DIMS];
+	memcpy(xd, t->dims, sizeof xd);
+	return one_in_as(b, name, x, ATM_OP_SOFTMAX_FWD, &a, t->ndim, xd,
+	                 b->autocast ? ATM_F32 : t->dtype);
 }
 
 int32_t zb_permute(zb *b, const char *name, int32_t x, int n_perm, const int32_t *perm, int ndim,
@@ -1539,8 +1544,6 @@ atm_status zb_finish(zb *b, int32_t logits, atm_graph **out)
 		      atm_graph_tensor(b->g, logits)->name);
 		return b->status;
 	}
-	if ((logits = cast_to(b, logits, ATM_F32)) < 0) /* the loss runs in f32 */
-		return b->status;
 	int32_t n_forward = atm_graph_n_nodes(b->g);
 	const atm_tensor *t = atm_graph_tensor(b->g, logits);
 	int64_t ld[2] = {t->dims[0], t->dims[1]}, one[1] = {1};
@@ -1600,26 +1603,18 @@ atm_status zb_finish_tokens(zb *b, int n, const int32_t *logits, const char *con
                             const char *const *losses, atm_graph **out)
 {
 	*out = NULL;
-	int32_t *lg = malloc((size_t)(n > 0 ? n : 1) * sizeof *lg);
-	if (!lg) {
-		failf(b, ATM_E_NOMEM, "out of memory adding the losses");
-		return b->status;
-	}
-	for (int i = 0; i < n && b->status == ATM_OK; i++) {
+	for (int i = 0; i < n; i++) {
 		if (!usable(b, losses[i], logits[i], 0))
-			break;
-		if (atm_graph_tensor(b->g, logits[i])->ndim < 2)
+			return b->status;
+		if (atm_graph_tensor(b->g, logits[i])->ndim < 2) {
 			failf(b, ATM_E_USAGE, "loss '%s': logits '%s' need [..., classes]", losses[i],
 			      atm_graph_tensor(b->g, logits[i])->name);
-		else
-			lg[i] = cast_to(b, logits[i], ATM_F32); /* the losses run in f32 */
+			return b->status;
+		}
 	}
 	int32_t n_forward = atm_graph_n_nodes(b->g);
 	/* every loss is counted as a use of its logits before any gradient arrives */
-	for (int i = 0; i < n && b->status == ATM_OK; i++)
-		token_loss(b, lg[i], labels[i], losses[i]);
-	free(lg);
-	if (b->status < 0)
-		return b->status;
+	for (int i = 0; i < n; i++)
+		token_loss(b, logits[i], labels[i], losses[i]);
 	return walk_back(b, n_forward, out);
 }

@@ -37,8 +37,9 @@ typedef struct {
 	int64_t seq;       /* sequence length of the transformers, >= 1 */
 	bool autocast;     /* bf16 mixed precision as torch.autocast: convolutions, linear layers
 	                    * and matrix products read bf16 copies (of weights too, one per weight)
-	                    * and write bf16; softmax, the norms and the losses read f32; other ops
-	                    * run in their inputs' dtype, f32 where they mix; parameters stay f32 */
+	                    * and write bf16; softmax, the norms and the losses compute and write
+	                    * f32 (a bf16 input read widened, exactly); other ops run in their
+	                    * inputs' dtype, f32 where they mix; parameters stay f32 */
 } zb_spec;
 
 typedef struct zb zb;
