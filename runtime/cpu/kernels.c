@@ -181,18 +181,41 @@ static bool has_bf16(const atm_graph *g, const atm_node *n)
 	return false;
 }
 
-/* native_bf16 -- op has oneDNN kernels that read and write bf16, accumulating in f32: the
- * convolutions and inner products, which autocast runs in bf16 (where oneDNN has no kernel
- * for a configuration on this CPU, the node runs widened) */
-static bool native_bf16(atm_op op)
+/* How an op takes bf16 operands on oneDNN's own bf16 kernels (f32 inside, rounded once):
+ * NATIVE_MIXED with bf16 and f32 operands side by side (its builder describes each operand in
+ * its own dtype: a bf16 convolution's f32 bias), NATIVE_UNIFORM only where every float operand is
+ * bf16 (one descriptor serves them all), NATIVE_NONE not (its C code reads f32, or oneDNN's bf16
+ * kernel is slower here than f32 on widened copies: the convolutions' weight gradients took
+ * 3x their f32 time with AMX on ResNet-50). Where oneDNN has no bf16 kernel for a configuration
+ * on this CPU the node runs widened too. */
+enum native { NATIVE_NONE, NATIVE_MIXED, NATIVE_UNIFORM };
+
+static enum native native_bf16(atm_op op)
 {
 	switch (op) {
-	case ATM_OP_CONV_FWD: case ATM_OP_CONV_BWD_DATA: case ATM_OP_CONV_BWD_WEIGHTS:
-	case ATM_OP_IP_FWD: case ATM_OP_IP_BWD_DATA: case ATM_OP_IP_BWD_WEIGHTS:
-		return true;
+	case ATM_OP_CONV_FWD: case ATM_OP_CONV_BWD_DATA:
+	case ATM_OP_IP_FWD: case ATM_OP_IP_BWD_DATA: case ATM_OP_IP_BWD_WEIGHTS: case ATM_OP_MATMUL:
+	case ATM_OP_PERMUTE:
+		return NATIVE_MIXED;
+	case ATM_OP_RELU_FWD: case ATM_OP_RELU_BWD: case ATM_OP_GELU_FWD: case ATM_OP_GELU_BWD:
+	case ATM_OP_TANH_FWD: case ATM_OP_TANH_BWD: case ATM_OP_SILU_FWD: case ATM_OP_SILU_BWD:
+	case ATM_OP_SIGMOID_FWD: case ATM_OP_SIGMOID_BWD: case ATM_OP_HARDSWISH_FWD:
+	case ATM_OP_HARDSWISH_BWD: case ATM_OP_RELU6_FWD: case ATM_OP_RELU6_BWD: case ATM_OP_ADD:
+	case ATM_OP_MAXPOOL_FWD: case ATM_OP_MAXPOOL_BWD: case ATM_OP_AVGPOOL_FWD:
+	case ATM_OP_AVGPOOL_BWD: case ATM_OP_CONCAT:
+		return NATIVE_UNIFORM;
 	default:
-		return false;
+		return NATIVE_NONE;
 	}
+}
+
+/* all_bf16 -- every operand of n but its i32 ones is bf16 */
+static bool all_bf16(const atm_graph *g, const atm_node *n)
+{
+	for (int i = 0; i < n->n_in + n->n_out; i++)
+		if (operand(g, n, i)->dtype != ATM_BF16 && operand(g, n, i)->dtype != ATM_I32)
+			return false;
+	return true;
 }
 
 /* widen -- k's operands as f32 for its builder (wide), before it builds */
@@ -235,8 +258,9 @@ static void place_copies(atm_kernel *k)
 static atm_status build(atm_kernel *k, const atm_node *n, const_dnnl_primitive_attr_t attr)
 {
 	bool bf16 = n->op != ATM_OP_CAST && has_bf16(k->g, n);
+	enum native nat = native_bf16(n->op);
 	atm_status rc;
-	if (!bf16 || native_bf16(n->op)) {
+	if (!bf16 || nat == NATIVE_MIXED || (nat == NATIVE_UNIFORM && all_bf16(k->g, n))) {
 		rc = cpu_ops[n->op].build(k, attr);
 		if (!bf16 || rc != ATM_E_UNSUPPORTED)
 			return rc;

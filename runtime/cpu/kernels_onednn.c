@@ -742,25 +742,25 @@ fail:
 
 /* ---------------------------------------------------------------- transformer ops */
 
-/* md_strided -- an f32 descriptor of ndim dims with the given element strides */
+/* md_strided -- a descriptor of type dt and ndim dims with the given element strides */
 static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int ndim, const int64_t *dims,
-                                const int64_t *strides)
+                                const int64_t *strides, dnnl_data_type_t dt)
 {
 	dnnl_dims_t d, st;
 	for (int i = 0; i < ndim; i++)
 		d[i] = dims[i], st[i] = strides[i];
-	return dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, st);
+	return dnnl_memory_desc_init_by_strides(md, ndim, d, dt, st);
 }
 
 /* md_matrix -- a batch of rows x cols matrices stored row-major ([batch, r, c] when not
  * transposed, [batch, c, r] when it is), described as [batch, r, c] for the matmul; a batch
  * of 1 that every entry shares broadcasts */
 static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int64_t batch, int64_t rows, int64_t cols,
-                               bool trans)
+                               bool trans, dnnl_data_type_t dt)
 {
 	int64_t dims[3] = {batch, rows, cols};
 	int64_t strides[3] = {rows * cols, trans ? 1 : cols, trans ? rows : 1};
-	return md_strided(md, 3, dims, strides);
+	return md_strided(md, 3, dims, strides, dt);
 }
 
 /* md_lead -- t as [rows, last]: its leading dims folded */
@@ -788,11 +788,15 @@ atm_status cpu_build_matmul(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 		return rc;
 	float scale = n->attrs.scale ? n->attrs.scale : 1.0f;
 	bool bias = n->n_in == 3, bias_after = bias && scale != 1.0f;
-	DNNL_TRY(md_matrix(&a_md, d.batch, d.m, d.k, n->attrs.trans_a), "describing a");
-	DNNL_TRY(md_matrix(&b_md, d.b_batched ? d.batch : 1, d.k, d.n, n->attrs.trans_b),
-	         "describing b");
-	DNNL_TRY(md_matrix(&c_md, d.batch, d.m, d.n, false), "describing c");
-	DNNL_TRY(md_matrix(&bias_md, 1, 1, d.n, false), "describing the bias");
+	DNNL_TRY(md_matrix(&a_md, d.batch, d.m, d.k, n->attrs.trans_a,
+	                   dt_of(cpu_tensor_of(k, SLOT_IN, 0))), "describing a");
+	DNNL_TRY(md_matrix(&b_md, d.b_batched ? d.batch : 1, d.k, d.n, n->attrs.trans_b,
+	                   dt_of(cpu_tensor_of(k, SLOT_IN, 1))), "describing b");
+	DNNL_TRY(md_matrix(&c_md, d.batch, d.m, d.n, false, dt_of(cpu_tensor_of(k, SLOT_OUT, 0))),
+	         "describing c");
+	DNNL_TRY(md_matrix(&bias_md, 1, 1, d.n, false,
+	                   bias ? dt_of(cpu_tensor_of(k, SLOT_IN, 2)) : dnnl_f32),
+	         "describing the bias");
 	DNNL_TRY(dnnl_matmul_desc_init(&md_d, &a_md, &b_md, bias && !bias_after ? &bias_md : NULL,
 	                               &c_md),
 	         "describing the matmul");
@@ -965,7 +969,8 @@ atm_status cpu_build_permute(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	}
 	for (int i = 0; i < r; i++)
 		st[i] = vstride[n->attrs.perm[i]];
-	DNNL_TRY(md_strided(&x_md, r, permuted, st), "describing the input");
+	DNNL_TRY(md_strided(&x_md, r, permuted, st, dt_of(cpu_tensor_of(k, SLOT_IN, 0))),
+	         "describing the input");
 	DNNL_TRY(md_dense_dt(&y_md, r, permuted, dt_of(cpu_tensor_of(k, SLOT_OUT, 0))),
 	         "describing the output");
 	DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &x_md, k->cpu->engine, &y_md,

@@ -641,7 +641,8 @@ void cpu_bf16_narrow(const float *x, uint16_t *y, int64_t n)
 {
 	/* safetensors' rounding (as PyTorch's), in a chunk per thread */
 	int64_t chunks = (n + CAST_CHUNK - 1) / CAST_CHUNK;
-#pragma omp parallel for schedule(static)
+	/* one chunk on the calling thread: waking the team costs more than a small cast */
+#pragma omp parallel for schedule(static) if (chunks > 1)
 	for (int64_t c = 0; c < chunks; c++) {
 		int64_t lo = c * CAST_CHUNK, len = n - lo < CAST_CHUNK ? n - lo : CAST_CHUNK;
 		atm_st_narrow(x + lo, len, ATM_ST_BF16, y + lo);
@@ -651,7 +652,7 @@ void cpu_bf16_narrow(const float *x, uint16_t *y, int64_t n)
 void cpu_bf16_widen(const uint16_t *x, float *y, int64_t n)
 {
 	uint32_t *w = (uint32_t *)y;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > CAST_CHUNK)
 	for (int64_t i = 0; i < n; i++)
 		w[i] = (uint32_t)x[i] << 16;
 }
