@@ -21,17 +21,20 @@ import re
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_step import find_autotm  # noqa: E402 -- beside this script
+
 TARGETS = ("gpt2", "vit_b_16", "tinyllama-1.1b")
 TARGET_RATIO = 0.7
 
 
-def find_autotm(given):
-    for p in (given, os.environ.get("AUTOTM"), os.path.join(REPO, "build-release/cli/autotm"),
-              os.path.join(REPO, "build/cli/autotm")):
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
+def write_rows(path, rows):
+    """{"rows": rows} to path, atomically (none: nothing)"""
+    if not path:
+        return
+    with open(path + ".tmp", "w") as fh:
+        json.dump({"rows": rows}, fh, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def networks(autotm):
@@ -98,10 +101,7 @@ def main(argv=None):
     except RuntimeError as e:
         print(f"precision_peaks.py: {e}", file=sys.stderr)
         return 1
-    if a.json:
-        with open(a.json + ".tmp", "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
-        os.replace(a.json + ".tmp", a.json)
+    write_rows(a.json, rows)
     return 0
 
 

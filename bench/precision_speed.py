@@ -23,16 +23,11 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from precision_peaks import write_rows  # noqa: E402 -- beside this script
+from torch_step import find_autotm  # noqa: E402
+
 NETWORKS = "resnet50,densenet121,inception_v4,gpt2,vit_b_16,tiny_llama"
-
-
-def find_autotm(given):
-    for p in (given, os.environ.get("AUTOTM"), os.path.join(REPO, "build-release/cli/autotm"),
-              os.path.join(REPO, "build/cli/autotm")):
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
 
 
 def step_s(autotm, name, precision, iters, tmp):
@@ -82,10 +77,7 @@ def main(argv=None):
     except RuntimeError as e:
         print(f"precision_speed.py: {e}", file=sys.stderr)
         return 1
-    if a.json:
-        with open(a.json + ".tmp", "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
-        os.replace(a.json + ".tmp", a.json)
+    write_rows(a.json, rows)
     return 0
 
 

@@ -471,6 +471,18 @@ def compare(want, got, noise=None):
     return worst
 
 
+def write_step_files(folder, graph, params, data):
+    """the forward graph, its weights and the batch written into folder: their paths (graph,
+    weights, data) for autotm run --graph --weights-in --data"""
+    from . import safetensors
+    g, w, d = (os.path.join(folder, f) for f in ("g.json", "w.safetensors", "d.safetensors"))
+    with open(g, "w") as f:
+        json.dump(graph, f)
+    safetensors.write(w, params)
+    safetensors.write(d, data)
+    return g, w, d
+
+
 def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model", quiet=False,
           threads=None, tokens=False, device="cpu", optimizer=None, steps=1):
     """check -- [(placement, loss autotm, loss torch, loss rel. diff, worst weight, its diff)]
@@ -489,11 +501,7 @@ def check(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
     data = make_batch(model, graph, input_shape, tokens)
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotm-check-") as tmp:
-        g, w, d = (os.path.join(tmp, f) for f in ("g.json", "w.safetensors", "d.safetensors"))
-        with open(g, "w") as f:
-            json.dump(graph, f)
-        safetensors.write(w, params)
-        safetensors.write(d, data)
+        g, w, d = write_step_files(tmp, graph, params, data)
         before = {k: v.detach().clone() for k, v in params.items()}
         if optimizer:
             try:

@@ -94,7 +94,7 @@ def check_bf16(model, input_shape, placements, autotm, lr=0.01, seed=0, name="mo
     mixed precision; RuntimeError when autotm fails"""
     import torch
     from . import safetensors
-    from .check import autotm_step, make_batch
+    from .check import autotm_step, make_batch, write_step_files
     from .importer import check_graph, to_forward
     graph, params, _ = to_forward(model, input_shape, name=name, lr=lr, tokens=tokens)
     check_graph(graph)
@@ -109,11 +109,7 @@ def check_bf16(model, input_shape, placements, autotm, lr=0.01, seed=0, name="mo
         env["OMP_NUM_THREADS"] = str(threads)
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotm-check-") as tmp:
-        g, w, d = (os.path.join(tmp, x) for x in ("g.json", "w.safetensors", "d.safetensors"))
-        with open(g, "w") as fh:
-            json.dump(graph, fh)
-        safetensors.write(w, params)
-        safetensors.write(d, data)
+        g, w, d = write_step_files(tmp, graph, params, data)
         wrong = lowered_dtypes(autotm, g)
         for pl in placements:
             w1 = os.path.join(tmp, f"w1-{pl}.safetensors")
