@@ -570,6 +570,33 @@ static void test_profiler_gpu_model(void **state)
 	assert_true(rate > 0.2 * peak && rate < peak);
 	assert_true(fabs(e.min_s - rh.overhead_s[ATM_OP_CONV_FWD] - w.flops / (rate * 1e9)) <
 	            1e-9 * e.min_s);
+	/* in bf16 mixed precision the same convolution at the tensor cores' rate: 989.4 over 67
+	 * TFLOPS; on the RTX 2080 Ti, which has no bf16 units, at its f32 rate */
+	atm_graph *h = NULL;
+	atm_zoo_opts zo = {.batch = 64, .image = 224, .bf16 = true};
+	assert_int_equal(atm_zoo_build(&h, "vgg19", &zo), ATM_OK);
+	int32_t conv16 = -1;
+	for (int32_t k = 0; k < atm_graph_n_nodes(h) && conv16 < 0; k++)
+		if (!strcmp(atm_graph_node(h, k)->name, "conv1_2"))
+			conv16 = k;
+	assert_true(conv16 >= 0);
+	assert_int_equal(atm_graph_tensor(h, atm_graph_node(h, conv16)->in[0])->dtype, ATM_BF16);
+	atm_profile_entry e16;
+	assert_int_equal(atm_prof_estimate(&rh, h, conv16, 0, &e16), ATM_OK);
+	double tc = w.flops / (rate * 1e9) * h100->fp32_tflops / h100->bf16_tflops;
+	assert_true(fabs(e16.min_s - rh.overhead_s[ATM_OP_CONV_FWD] - tc) < 1e-9 * e16.min_s ||
+	            e16.min_s - rh.overhead_s[ATM_OP_CONV_FWD] > tc); /* or bound by memory */
+	assert_true(e16.min_s < 0.2 * e.min_s);
+	const atm_gpu_model *turing;
+	atm_prof_roofline rt;
+	assert_int_equal(atm_gpu_model_get("rtx2080ti", &turing), ATM_OK);
+	assert_true(turing->bf16_tflops == 0);
+	atm_prof_roofline_gpu(&rt, turing);
+	atm_profile_entry t32, t16;
+	assert_int_equal(atm_prof_estimate(&rt, g, conv, 0, &t32), ATM_OK);
+	assert_int_equal(atm_prof_estimate(&rt, h, conv16, 0, &t16), ATM_OK);
+	assert_true(t16.min_s <= t32.min_s && t16.min_s > 0.5 * t32.min_s);
+	atm_graph_destroy(h);
 	/* a run: its own machine key, every kernel estimated, the link's copies */
 	atm_prof_opts o = {.gpu = {.mode = "model", .model = "h100"}, .estimate = true};
 	atm_prof_report r;
