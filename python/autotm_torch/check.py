@@ -649,9 +649,8 @@ def main(argv=None):
                                 "--optimizer")
     if a.weight_decay is not None and not (a.optimizer and 0 <= a.weight_decay <= 1e6):
         return fail(EXIT_USAGE, "--weight-decay: expected 0 to 1e6, with --optimizer")
-    if a.precision == "bf16" and (a.optimizer or a.device != "cpu"):
-        return fail(EXIT_USAGE, "--precision bf16 checks one plain SGD step on the CPU; "
-                                "leave out --optimizer and --device")
+    if a.precision == "bf16" and a.device != "cpu":
+        return fail(EXIT_USAGE, "--precision bf16 checks steps on the CPU; leave out --device")
     opt = None
     if a.optimizer:
         opt = {"name": a.optimizer, "lr": a.lr}
@@ -670,13 +669,16 @@ def main(argv=None):
         from .check_bf16 import check_bf16, report as report_bf16
         try:
             rows = check_bf16(model, a.input or a.input_ids, a.placements.split(","), autotm,
-                              a.lr, a.seed, name, tokens=a.input_ids is not None)
+                              a.lr, a.seed, name, tokens=a.input_ids is not None,
+                              optimizer=opt, steps=a.steps)
         except ImportError_ as e:
             return fail(EXIT_IMPORT, f"{a.model}: {e}")
         except RuntimeError as e:
             return fail(EXIT_IMPORT, str(e))
-        print(f"{name} {a.input or a.input_ids}: one SGD step (lr {a.lr}) in bf16 mixed "
-              f"precision, autotm against torch.autocast, PyTorch {torch.__version__}")
+        what = (f"{a.steps} step{'s' if a.steps > 1 else ''} of torch.optim's {a.optimizer}"
+                if opt else "one SGD step")
+        print(f"{name} {a.input or a.input_ids}: {what} (lr {a.lr}) in bf16 mixed precision, "
+              f"autotm against torch.autocast, PyTorch {torch.__version__}")
         return 0 if report_bf16(rows) else 1
     try:
         rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,

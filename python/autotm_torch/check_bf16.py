@@ -1,5 +1,6 @@
-"""check_bf16.py -- one SGD step in bf16 mixed precision: autotm run --precision bf16 against
-PyTorch's torch.autocast(dtype=torch.bfloat16) step, both judged by the float64 step
+"""check_bf16.py -- steps in bf16 mixed precision (one SGD step, or steps of torch.optim's
+optimizer): autotm run --precision bf16 against PyTorch's under
+torch.autocast(dtype=torch.bfloat16), both judged by the float64 steps
 
 Bits cannot match in bf16: the two round different values (PyTorch's CPU autocast keeps other
 ops in f32 than autotm does, and its kernels sum in their own order). What can be compared is
@@ -33,23 +34,25 @@ LOWERED = ("conv_fwd", "conv_bwd_data", "conv_bwd_weights", "ip_fwd", "ip_bwd_da
            "ip_bwd_weights", "matmul")
 
 
-def _after(model, data, lr, dtype=None, autocast=False):
-    """{name: parameter after one plain SGD step} of model (a copy, in dtype when given) on
-    data, under CPU autocast to bf16 when asked"""
+def _after(model, data, opt, steps, dtype=None, autocast=False):
+    """(the last step's loss, {name: parameter after steps steps of torch.optim's opt}) of
+    model (a copy, in dtype when given) on data, under CPU autocast to bf16 when asked"""
     import torch
-    from .check import training_loss
+    from .check import make_optimizer, training_loss
     m = copy.deepcopy(model)
     d = dict(data)
     if dtype is not None:
         m = m.to(dtype)
         d = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in d.items()}
     params = dict(m.named_parameters())
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        loss = training_loss(m, d, "cpu")
-    grads = torch.autograd.grad(loss, list(params.values()))
-    with torch.no_grad():
-        return float(loss), {k: (p - lr * g).detach().double()
-                             for (k, p), g in zip(params.items(), grads)}
+    o = make_optimizer(list(params.values()), opt)
+    for _ in range(steps):
+        o.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = training_loss(m, d, "cpu")
+        loss.backward()
+        o.step()
+    return float(loss), {k: p.detach().double() for k, p in params.items()}
 
 
 def distance(got, exact):
@@ -88,34 +91,42 @@ def within(row):
 
 
 def check_bf16(model, input_shape, placements, autotm, lr=0.01, seed=0, name="model",
-               tokens=False, threads=None):
+               tokens=False, threads=None, optimizer=None, steps=1):
     """[(placement, loss autotm, loss PyTorch bf16, distance autotm, distance PyTorch bf16,
-    distance PyTorch f32, operands of lowered ops not bf16)] for one SGD step of model in bf16
-    mixed precision; RuntimeError when autotm fails"""
+    distance PyTorch f32, operands of lowered ops not bf16)] for steps steps of optimizer ({"name",
+    "lr", ...} as check's; None: plain SGD at lr) of model in bf16 mixed precision, each autotm
+    step resumed from the last one's weights and states; the losses are the last step's;
+    RuntimeError when autotm fails"""
     import torch
     from . import safetensors
-    from .check import autotm_step, make_batch, write_step_files
+    from .check import autotm_options, autotm_step, make_batch, write_step_files
     from .importer import check_graph, to_forward
     graph, params, _ = to_forward(model, input_shape, name=name, lr=lr, tokens=tokens)
     check_graph(graph)
     torch.manual_seed(seed + 1)
     data = make_batch(model, graph, input_shape, tokens)
-    loss_t, after_t = _after(model, data, lr, autocast=True)
-    _, after_f = _after(model, data, lr)
-    _, exact = _after(model, data, lr, dtype=torch.float64)
+    opt = optimizer or {"name": "sgd", "lr": lr}
+    loss_t, after_t = _after(model, data, opt, steps, autocast=True)
+    _, after_f = _after(model, data, opt, steps)
+    _, exact = _after(model, data, opt, steps, dtype=torch.float64)
     t, f = distance(after_t, exact), distance(after_f, exact)
     env = dict(os.environ)
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
+    extra = ["--precision", "bf16", *(autotm_options(optimizer) if optimizer else [])]
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotm-check-") as tmp:
         g, w, d = write_step_files(tmp, graph, params, data)
         wrong = lowered_dtypes(autotm, g)
         for pl in placements:
-            w1 = os.path.join(tmp, f"w1-{pl}.safetensors")
-            loss_a = autotm_step(autotm, g, pl, w, d, w1, os.path.join(tmp, f"r-{pl}.json"), env,
-                                 "cpu", ("--precision", "bf16"))
-            rows.append((pl, loss_a, loss_t, distance(safetensors.read(w1), exact), t, f, wrong))
+            w_in = w
+            for step in range(steps):
+                w_out = os.path.join(tmp, f"w{step + 1}-{pl}.safetensors")
+                loss_a = autotm_step(autotm, g, pl, w_in, d, w_out,
+                                     os.path.join(tmp, f"r{step + 1}-{pl}.json"), env, "cpu",
+                                     extra)
+                w_in = w_out
+            rows.append((pl, loss_a, loss_t, distance(safetensors.read(w_in), exact), t, f, wrong))
     return rows
 
 

@@ -1109,10 +1109,10 @@ class TestBf16StepAgainstAutocast(unittest.TestCase):
     bf16 step does (autotm_torch.check_bf16), not as near as an f32 step would, and the graph
     ran its convolutions, linear layers and products in bf16"""
 
-    def check(self, model, shape, tokens=False):
+    def check(self, model, shape, tokens=False, optimizer=None, steps=1):
         from autotm_torch.check_bf16 import check_bf16, within
         rows = check_bf16(model, shape, ["all-fast", "random"], autotm(), tokens=tokens,
-                          threads=2)
+                          threads=2, optimizer=optimizer, steps=steps)
         for row in rows:
             pl, la, lt, a, t, f, wrong = row
             self.assertEqual(wrong, [], f"{pl}: operands not bf16")
@@ -1138,6 +1138,13 @@ class TestBf16StepAgainstAutocast(unittest.TestCase):
     def test_tiny_se(self):
         torch.manual_seed(0)
         self.check(TinySE(), (2, 3, 8, 8))
+
+    def test_gpt_block_three_sgd_steps(self):
+        # each autotm step resumed from the last one's weights, as the f32 check's
+        from autotm_torch.cli import load_callable
+        torch.manual_seed(0)
+        self.check(load_callable(GPT_BLOCK + ":make")(), (2, 16), tokens=True,
+                   optimizer={"name": "sgd", "lr": 0.01}, steps=3)
 
 
 class TestZooTransformersEqualPyTorch(unittest.TestCase):
