@@ -50,7 +50,8 @@ const cli_option cli_graph_options[] = {
 	{"precision", .value = "P", .help = "f32, or bf16: mixed precision as torch.autocast runs "
 	 "it (convolutions, linear layers and matrix products on bf16 copies of their inputs and "
 	 "weights, softmax, norms and losses in f32, parameters and their updates f32), for a zoo "
-	 "network or a forward file (docs/graph-format.md, \"bf16\")", .def = "f32",
+	 "network or a forward file (docs/graph-format.md, \"bf16\")",
+	 .def = "f32, or a forward file's \"precision\"",
 	 .set = cli_set_word, GRAPH(precision), .words = precisions},
 	{"optimizer", .value = "O", .help = "the update each step ends in: sgd, momentum, adamw, "
 	 "PyTorch's formulas and defaults; its states are tensors the plan places "
@@ -184,7 +185,7 @@ atm_status cli_load_graph(const cli_graph_source *src, atm_graph **g, atm_result
 		if (src->preset || src->image || src->classes || src->seq)
 			return atm_err(ATM_E_USAGE, "--preset, --image, --classes and --seq apply to zoo models; "
 			               "a --graph file fixes its own sizes (only --batch overrides)");
-		atm_graph_load_opts lo = {.batch = src->batch, .bf16 = bf16};
+		atm_graph_load_opts lo = {.batch = src->batch, .precision = src->precision};
 		atm_status rc = atm_zoo_load(g, src->graph_file, &lo);
 		if (rc == ATM_OK)
 			rc = with_update(src, g);

@@ -49,7 +49,7 @@ void atm_json_set_new(struct json_t *obj, const char *key, struct json_t *v, boo
 /* Loading options: values for symbolic dimensions ("batch"), and a forward file's precision. */
 typedef struct {
 	int64_t batch; /* > 0 overrides the file's "batch" parameter */
-	bool bf16;     /* a forward file built in bf16 mixed precision (a graph file refuses it) */
+	const char *precision; /* a forward file's: "f32", "bf16" (NULL: its own; graphs: f32 only) */
 } atm_graph_load_opts;
 
 /* atm_graph_load -- read and validate a graph JSON file (docs/graph-format.md).

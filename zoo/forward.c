@@ -731,7 +731,7 @@ bool atm_zoo_is_forward(const char *text, size_t len)
 }
 
 static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin,
-                                   int64_t batch, bool bf16);
+                                   int64_t batch, const char *precision);
 
 atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t len,
                                        const char *origin, int64_t batch)
@@ -742,17 +742,17 @@ atm_status atm_zoo_forward_load_buffer(atm_graph **g, const char *text, size_t l
 	if (!doc)
 		return atm_err(ATM_E_INPUT, "%s:%d:%d: JSON error: %s",
 		               origin ? origin : "forward graph", je.line, je.column, je.text);
-	return forward_load_doc(g, doc, origin, batch, false);
+	return forward_load_doc(g, doc, origin, batch, NULL);
 }
 
-/* forward_load_doc -- atm_zoo_forward_load_buffer of the parsed document doc (bf16: in bf16
- * mixed precision), whose reference it takes: released once the layers are read, before the
- * backward pass is built beside them */
+/* forward_load_doc -- atm_zoo_forward_load_buffer of the parsed document doc (in precision,
+ * "f32" or "bf16"; NULL: the document's own, f32 without one), whose reference it takes:
+ * released once the layers are read, before the backward pass is built beside them */
 static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origin, int64_t batch,
-                                   bool bf16)
+                                   const char *precision)
 {
-	static const char *const top[] = {"format", "version", "name", "batch", "lr", "input",
-	                                  "layers", "output", NULL};
+	static const char *const top[] = {"format", "version", "name", "batch", "lr", "precision",
+	                                  "input", "layers", "output", NULL};
 	struct fw w = {.origin = origin ? origin : "forward graph"};
 	atm_status rc;
 	int64_t file_batch = 1;
@@ -762,7 +762,7 @@ static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origi
 		goto out;
 	}
 	json_t *f = json_object_get(doc, "format"), *name = json_object_get(doc, "name"),
-	       *lr = json_object_get(doc, "lr");
+	       *lr = json_object_get(doc, "lr"), *pr = json_object_get(doc, "precision");
 	int64_t version = 0;
 	if (!json_is_string(f) || strcmp(json_string_value(f), FW_FORMAT)) {
 		rc = bad(&w, "'format' must be \"%s\"", FW_FORMAT);
@@ -782,13 +782,22 @@ static atm_status forward_load_doc(atm_graph **g, json_t *doc, const char *origi
 		rc = bad(&w, "'lr' must be a learning rate above 0 and at most 1e6");
 		goto out;
 	}
+	if (pr && (!json_is_string(pr) || (strcmp(json_string_value(pr), "f32") &&
+	                                   strcmp(json_string_value(pr), "bf16")))) {
+		rc = bad(&w, "'precision' must be \"f32\" or \"bf16\" (bf16 mixed precision, as "
+		         "torch.autocast runs it)");
+		goto out;
+	}
 	if (batch < 0 || batch > 1000000) {
 		rc = atm_err(ATM_E_USAGE, "batch %lld: expected 1 to 1000000", (long long)batch);
 		goto out;
 	}
+	if (!precision)
+		precision = pr ? json_string_value(pr) : "f32";
 	zb_spec spec = {.name = json_string_value(name), .batch = batch ? batch : file_batch,
 	                .n_classes = 1, .image = 1,
-	                .lr = lr ? (float)json_number_value(lr) : 0.01f, .autocast = bf16};
+	                .lr = lr ? (float)json_number_value(lr) : 0.01f,
+	                .autocast = !strcmp(precision, "bf16")};
 	if (!(w.ids = json_object()) || (rc = zb_new(&w.b, &spec)) < 0) {
 		rc = w.ids ? rc : atm_err(ATM_E_NOMEM, "out of memory reading %s", w.origin);
 		goto out;
@@ -832,12 +841,12 @@ atm_status atm_zoo_load(atm_graph **g, const char *path, const atm_graph_load_op
 	json_t *f = doc ? json_object_get(doc, "format") : NULL;
 	if (json_is_string(f) && !strcmp(json_string_value(f), FW_FORMAT)) {
 		free(text);
-		return forward_load_doc(g, doc, path, o ? o->batch : 0, o && o->bf16);
+		return forward_load_doc(g, doc, path, o ? o->batch : 0, o ? o->precision : NULL);
 	}
 	json_decref(doc);
 	if (atm_zoo_is_forward(text, len))
 		rc = atm_zoo_forward_load_buffer(g, text, len, path, o ? o->batch : 0);
-	else if (o && o->bf16)
+	else if (o && o->precision && !strcmp(o->precision, "bf16"))
 		rc = atm_err(ATM_E_USAGE, "%s is an autotm-graph, whose tensors have their dtypes: "
 		             "--precision bf16 builds zoo networks and forward files (the importer's) in "
 		             "mixed precision", path);

@@ -43,6 +43,10 @@ def main(argv=None):
     p.add_argument("--name", help="the graph's name, 1 to 200 characters (default: the "
                    "callable's)")
     p.add_argument("--lr", type=float, default=0.01, help="SGD's learning rate (default 0.01)")
+    p.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                   help="the step autotm trains: f32, or bf16 mixed precision as torch.autocast "
+                        "runs it (the graph's \"precision\"; the weights stay f32, the master "
+                        "copy)")
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model is "
                    "made and the data drawn (default 0)")
     p.add_argument("--weights-out", metavar="FILE", help="the model's parameters, safetensors "
@@ -72,6 +76,8 @@ def main(argv=None):
     try:
         graph, params, left_out = to_forward(model, shape, name=name, lr=a.lr, tokens=tokens)
         check_graph(graph)
+        if a.precision == "bf16":
+            graph["precision"] = "bf16"
         data = make_batch(model, graph, shape, tokens) if a.data_out else None
     except ImportError_ as e:
         raise Failure(EXIT_IMPORT, f"{a.model}: {e}") from None

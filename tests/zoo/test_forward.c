@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -69,6 +70,61 @@ static void test_forward_example_is_tiny_se(void **state)
 {
 	(void)state;
 	same_as_zoo("tiny_se", 8);
+}
+
+/* same_dump -- a and b are one graph, node for node and tensor for tensor */
+static void same_dump(const atm_graph *a, const atm_graph *b)
+{
+	char *ta = NULL, *tb = NULL;
+	assert_int_equal(atm_graph_dump(a, &ta), ATM_OK);
+	assert_int_equal(atm_graph_dump(b, &tb), ATM_OK);
+	assert_string_equal(ta, tb);
+	free(ta);
+	free(tb);
+}
+
+/* test_forward_precision -- "precision": "bf16" builds the zoo's network in bf16 mixed
+ * precision; the loader's precision overrides the file's, and a graph file refuses bf16 */
+static void test_forward_precision(void **state)
+{
+	(void)state;
+	size_t len = 0;
+	char *text = example("tiny_cnn", &len), path[] = "/tmp/atm-fw-XXXXXX";
+	const char *at = strstr(text, "\"version\": 1,");
+	assert_non_null(at);
+	size_t head = (size_t)(at - text) + strlen("\"version\": 1,");
+	char *bf = malloc(len + 64);
+	assert_non_null(bf);
+	int n = snprintf(bf, len + 64, "%.*s \"precision\": \"bf16\",%s", (int)head, text,
+	                 text + head);
+	atm_graph *f = NULL, *z = NULL;
+	atm_zoo_opts o = {.batch = 8, .bf16 = true};
+	assert_int_equal(atm_zoo_forward_load_buffer(&f, bf, (size_t)n, "bf.json", 0), ATM_OK);
+	assert_int_equal(atm_zoo_build(&z, "tiny_cnn", &o), ATM_OK);
+	same_dump(f, z);
+	atm_graph_destroy(f);
+	atm_graph_destroy(z);
+	/* through a file: f32 asked for over the file's bf16 */
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, bf, (size_t)n), n);
+	close(fd);
+	atm_graph_load_opts lo = {.precision = "f32"};
+	assert_int_equal(atm_zoo_load(&f, path, &lo), ATM_OK);
+	o.bf16 = false;
+	assert_int_equal(atm_zoo_build(&z, "tiny_cnn", &o), ATM_OK);
+	same_dump(f, z);
+	atm_graph_destroy(f);
+	/* a graph file has its dtypes */
+	assert_int_equal(atm_graph_save(z, path), ATM_OK);
+	atm_graph_destroy(z);
+	lo.precision = "bf16";
+	assert_int_equal(atm_zoo_load(&f, path, &lo), ATM_E_USAGE);
+	assert_non_null(strstr(atm_errmsg(), "is an autotm-graph, whose tensors have their dtypes"));
+	assert_null(f);
+	unlink(path);
+	free(bf);
+	free(text);
 }
 
 /* find -- the id of g's tensor named name, or -1 */
@@ -222,6 +278,9 @@ static void test_forward_refusals(void **state)
 		 "'version' must be an integer from 1 to 1"},
 		{HEAD "{\"name\": \"x\", \"op\": \"dropout\", \"input\": \"input\"}], \"output\": \"x\"}",
 		 "layers[0] (\"x\"): 'op' must be one of conv, batch_norm, relu, max_pool"},
+		{"{\"format\": \"autotm-forward\", \"version\": 1, \"name\": \"n\", \"precision\": "
+		 "\"fp16\", \"input\": {\"shape\": [3, 8, 8]}, \"layers\": [" FC("input") "], "
+		 "\"output\": \"fc\"}", "'precision' must be \"f32\" or \"bf16\""},
 		{HEAD CONV("a", "b") ", " CONV("b", "input") "], \"output\": \"b\"}",
 		 "layers[0] (\"a\"): 'input' 'b' is neither the input nor an earlier layer"},
 		{HEAD CONV("a", "input") ", " CONV("a", "a") "], \"output\": \"a\"}",
@@ -317,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_forward_example_is_tiny_gpt),
 		cmocka_unit_test(test_forward_example_is_tiny_se),
 		cmocka_unit_test(test_forward_param_names),
+		cmocka_unit_test(test_forward_precision),
 		cmocka_unit_test(test_forward_refusals),
 		cmocka_unit_test(test_forward_shared_conv),
 		cmocka_unit_test(test_forward_shared_shapes_differ),
