@@ -52,6 +52,12 @@ struct atm_cuda_kernel {
 	atm_cu_bcast bcast; /* mul, mul_bwd: the broadcast operand's dims (n_kept -1: none) */
 	int64_t ws_extra; /* workspace of non-convolutions (batch norm, layer norm's backward, the
 	                   * losses) */
+	/* a node with bf16 operands runs widened: its build and run see wide[i], operand i
+	 * (inputs, then outputs) as f32, each bf16 one an f32 copy in the workspace past what the
+	 * op itself uses, at wide_off[i] from there (-1: none), wide_bytes in all */
+	atm_tensor *wide;
+	int64_t *wide_off, wide_bytes;
+	void **wide_ptr;
 };
 
 static const atm_node *knode(const atm_cuda_kernel *k)
@@ -61,12 +67,12 @@ static const atm_node *knode(const atm_cuda_kernel *k)
 
 static const atm_tensor *tin(const atm_cuda_kernel *k, int i)
 {
-	return atm_graph_tensor(k->g, knode(k)->in[i]);
+	return k->wide ? &k->wide[i] : atm_graph_tensor(k->g, knode(k)->in[i]);
 }
 
 static const atm_tensor *tout(const atm_cuda_kernel *k, int i)
 {
-	return atm_graph_tensor(k->g, knode(k)->out[i]);
+	return k->wide ? &k->wide[knode(k)->n_in + i] : atm_graph_tensor(k->g, knode(k)->out[i]);
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -493,6 +499,9 @@ void atm_cuda_kernel_destroy(atm_cuda_kernel *k)
 		cudnnDestroyFilterDescriptor(k->wd);
 	if (k->cd)
 		cudnnDestroyConvolutionDescriptor(k->cd);
+	free(k->wide);
+	free(k->wide_off);
+	free(k->wide_ptr);
 	if (k->act)
 		cudnnDestroyActivationDescriptor(k->act);
 	free(k);
@@ -510,11 +519,18 @@ const char *atm_cuda_kernel_algo_name(const atm_cuda_kernel *k, int algo)
 	return algo_name(knode(k)->op, k->algos[algo].id);
 }
 
+/* own_workspace -- what the op itself uses with algorithm algo, rounded up to 256 bytes */
+static int64_t own_workspace(const atm_cuda_kernel *k, int algo)
+{
+	return ((k->cd ? k->algos[algo].ws : k->ws_extra) + 255) / 256 * 256;
+}
+
 int64_t atm_cuda_kernel_algo_workspace(const atm_cuda_kernel *k, int algo)
 {
 	if (algo < 0 || algo >= k->n_algos)
 		return 0;
-	return k->cd ? k->algos[algo].ws : k->ws_extra;
+	return k->wide ? own_workspace(k, algo) + k->wide_bytes
+	               : (k->cd ? k->algos[algo].ws : k->ws_extra);
 }
 
 int atm_cuda_kernel_algo(const atm_cuda_kernel *k)
@@ -1136,6 +1152,32 @@ bool atm_cuda_supports(atm_op op)
 	return (unsigned)op < ATM_N_OPS && cuda_ops[op].run;
 }
 
+/* widen -- k's operands as f32 for its build and run, each bf16 one with a copy in the
+ * workspace: the GPU kernels other than cast read and write f32, so a bf16 node runs on
+ * widened copies and rounds its bf16 outputs once, as the CPU's widened kernels do */
+static atm_status widen(atm_cuda_kernel *k)
+{
+	const atm_node *n = knode(k);
+	int ops = n->n_in + n->n_out;
+	k->wide = malloc((size_t)ops * sizeof *k->wide);
+	k->wide_off = malloc((size_t)ops * sizeof *k->wide_off);
+	k->wide_ptr = malloc((size_t)ops * sizeof *k->wide_ptr);
+	if (!k->wide || !k->wide_off || !k->wide_ptr)
+		return atm_err(ATM_E_NOMEM, "node '%s': out of memory widening its bf16 operands",
+		               n->name);
+	for (int i = 0; i < ops; i++) {
+		k->wide[i] = *atm_graph_tensor(k->g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
+		k->wide_off[i] = -1;
+		if (k->wide[i].dtype != ATM_BF16)
+			continue;
+		k->wide[i].dtype = ATM_F32;
+		k->wide[i].bytes = k->wide[i].n_elems * (int64_t)sizeof(float);
+		k->wide_off[i] = k->wide_bytes;
+		k->wide_bytes += (k->wide[i].bytes + 255) / 256 * 256;
+	}
+	return ATM_OK;
+}
+
 /* atm_cuda_kernel_new -- the node's kernel, prepared by its op's build */
 atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm_graph *g,
                                int32_t node)
@@ -1153,20 +1195,16 @@ atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm
 	k->node = node;
 	k->n_algos = 1;
 	atm_status rc = ATM_OK;
-	const atm_tensor *half = NULL;
-	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++) {
-		const atm_tensor *t = atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
-		if (t->dtype == ATM_BF16)
-			half = t;
-	}
+	bool half = false; /* a bf16 operand: the node runs widened (a cast converts itself) */
+	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
+		half |= atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype ==
+		        ATM_BF16;
 	if (!atm_cuda_supports(n->op))
 		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
 		             atm_op_name(n->op));
 	else if (half)
-		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s on bf16 tensor '%s': the GPU kernels "
-		             "take bf16 only in cast so far (the CPU backend runs every op on bf16)",
-		             n->name, atm_op_name(n->op), half->name);
-	else if (cuda_ops[n->op].build)
+		rc = widen(k);
+	if (rc == ATM_OK && cuda_ops[n->op].build)
 		rc = cuda_ops[n->op].build(k);
 	if (rc < 0) {
 		atm_cuda_kernel_destroy(k);
@@ -1188,5 +1226,22 @@ atm_status atm_cuda_kernel_run(atm_cuda_kernel *k, void *const *in, void *const 
 			return node_err(k, ATM_E_USAGE, "running", "an output has no buffer");
 	if (atm_cuda_kernel_workspace_bytes(k) > 0 && !workspace)
 		return node_err(k, ATM_E_USAGE, "running", "the workspace is missing");
-	return cuda_ops[n->op].run(k, in, out, workspace);
+	if (!k->wide)
+		return cuda_ops[n->op].run(k, in, out, workspace);
+	/* the bf16 operands' f32 copies in their place, on the same stream: inputs widened before,
+	 * outputs narrowed after */
+	char *copies = (char *)workspace + own_workspace(k, k->algo);
+	for (int i = 0; i < n->n_in + n->n_out; i++) {
+		void *p = i < n->n_in ? in[i] : out[i - n->n_in];
+		k->wide_ptr[i] = k->wide_off[i] < 0 ? p : copies + k->wide_off[i];
+		if (k->wide_off[i] >= 0 && i < n->n_in)
+			CUDA_TRY(atm_cu_cast(k->c->stream, p, k->wide_ptr[i], 2, 4, k->wide[i].n_elems),
+			         "widening a bf16 input");
+	}
+	atm_status rc = cuda_ops[n->op].run(k, k->wide_ptr, k->wide_ptr + n->n_in, workspace);
+	for (int i = n->n_in; rc == ATM_OK && i < n->n_in + n->n_out; i++)
+		if (k->wide_off[i] >= 0)
+			CUDA_TRY(atm_cu_cast(k->c->stream, k->wide_ptr[i], out[i - n->n_in], 4, 2,
+			                     k->wide[i].n_elems), "narrowing a bf16 output");
+	return rc;
 }

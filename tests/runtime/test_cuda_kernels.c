@@ -18,6 +18,9 @@
 
 /* relative L2 error the GPU may have against the CPU: float32 sums in other orders */
 #define TOLERANCE 1e-4
+/* and on bf16 outputs: both round f32 results to bf16 (2^-8 apart), which other sums' orders,
+ * or oneDNN's bf16 kernels on the CPU, put on the other side of a rounding now and then */
+#define BF16_TOLERANCE 1e-2
 
 static atm_cuda_ctx *ctx;
 static atm_cpu *cpu;
@@ -97,8 +100,55 @@ static double rel_err(const float *a, const float *b, int64_t n)
 	return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* check_node -- node k on the CPU and the GPU (every algorithm), outputs compared, each GPU
- * run repeated bitwise; returns the algorithms checked */
+/* to_bf16, from_bf16 -- n values rounded to bf16 (nearest even; the fills are finite), and
+ * widened back */
+static void to_bf16(const float *x, uint16_t *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &x[i], sizeof u);
+		y[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	}
+}
+
+static float *from_bf16(const void *x, int64_t n)
+{
+	const uint16_t *h = x;
+	float *y = host_buf(n * 4);
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u = (uint32_t)h[i] << 16;
+		memcpy(&y[i], &u, sizeof u);
+	}
+	return y;
+}
+
+/* fill_input -- input t's values on the host and the device: an argmax its pooling made,
+ * token ids and labels below their table's rows or their classes, positive values else (bf16
+ * ones rounded) */
+static void fill_input(const atm_graph *g, int32_t t, void *host, void *devp)
+{
+	const atm_tensor *x = atm_graph_tensor(g, t);
+	uint64_t seed = 1000003u * (uint64_t)t + 7;
+	if (x->dtype == ATM_I32 && atm_tensor_token_limit(g, t) == 0) {
+		make_argmax(g, t, host, devp, seed);
+		return;
+	}
+	if (x->dtype == ATM_I32) {
+		fill_tokens(host, x->n_elems, atm_tensor_token_limit(g, t), seed);
+	} else if (x->dtype == ATM_BF16) {
+		float *f = host_buf(x->n_elems * 4);
+		atm_bk_fill_positive(f, x->n_elems, seed);
+		to_bf16(f, host, x->n_elems);
+		free(f);
+	} else {
+		atm_bk_fill_positive(host, x->n_elems, seed);
+	}
+	assert_int_equal(cudaMemcpy(devp, host, (size_t)x->bytes, cudaMemcpyHostToDevice),
+	                 cudaSuccess);
+}
+
+/* check_node -- node k on the CPU and the GPU (every algorithm), outputs compared (bf16 ones
+ * widened), each GPU run repeated bitwise; returns the algorithms checked */
 static int check_node(const atm_graph *g, int32_t k)
 {
 	const atm_node *n = atm_graph_node(g, k);
@@ -111,20 +161,8 @@ static int check_node(const atm_graph *g, int32_t k)
 		const atm_tensor *x = atm_graph_tensor(g, t);
 		host[i] = host_buf(x->bytes);
 		devp[i] = dev(x->bytes);
-		if (i >= n->n_in)
-			continue;
-		uint64_t seed = 1000003u * (uint64_t)t + 7;
-		if (x->dtype == ATM_I32 && atm_tensor_token_limit(g, t) == 0) {
-			make_argmax(g, t, host[i], devp[i], seed);
-		} else {
-			/* token ids and labels stay below their table's rows or their classes */
-			if (x->dtype == ATM_I32)
-				fill_tokens(host[i], x->n_elems, atm_tensor_token_limit(g, t), seed);
-			else
-				atm_bk_fill_positive(host[i], x->n_elems, seed);
-			assert_int_equal(cudaMemcpy(devp[i], host[i], (size_t)x->bytes, cudaMemcpyHostToDevice),
-			                 cudaSuccess);
-		}
+		if (i < n->n_in)
+			fill_input(g, t, host[i], devp[i]);
 	}
 	/* the CPU's answer; an update writes inputs in place (SGD its parameter, AdamW its states
 	 * too), so each side starts from a copy of them */
@@ -187,10 +225,17 @@ static int check_node(const atm_graph *g, int32_t k)
 				if (rep == 0) {
 					first[i - lo] = got;
 					/* argmax encodings differ by design; the backward's dx is compared */
-					if (x->dtype != ATM_F32)
+					if (x->dtype == ATM_I32)
 						continue;
-					double err = rel_err(got, host[i], x->n_elems);
-					if (!(err < TOLERANCE))
+					bool half = x->dtype == ATM_BF16;
+					float *wg = half ? from_bf16(got, x->n_elems) : got,
+					      *wc = half ? from_bf16(host[i], x->n_elems) : host[i];
+					double err = rel_err(wg, wc, x->n_elems);
+					if (half) {
+						free(wg);
+						free(wc);
+					}
+					if (!(err < (half ? BF16_TOLERANCE : TOLERANCE)))
 						fail_msg("node '%s' (%s), algorithm %s: '%s' differs from the CPU by %g",
 						         n->name, atm_op_name(n->op), atm_cuda_kernel_algo_name(gk, a),
 						         x->name, err);
@@ -221,10 +266,10 @@ static int check_node(const atm_graph *g, int32_t k)
 /* check_network -- every node of a zoo network, its step ending in update u (NULL: SGD); every
  * op it has is seen */
 static void check_network_with(const char *model, int64_t batch, int64_t image,
-                               const atm_update *u)
+                               const atm_update *u, bool bf16)
 {
 	atm_graph *g = NULL;
-	atm_zoo_opts o = {.batch = batch, .image = image};
+	atm_zoo_opts o = {.batch = batch, .image = image, .bf16 = bf16};
 	assert_int_equal(atm_zoo_build(&g, model, &o), ATM_OK);
 	if (u) {
 		atm_graph *c = NULL;
@@ -236,14 +281,15 @@ static void check_network_with(const char *model, int64_t batch, int64_t image,
 	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++)
 		algos += check_node(g, k);
 	assert_true(algos >= atm_graph_n_nodes(g));
-	printf("  %s%s%s: %d nodes, %d kernel/algorithm pairs agree with the CPU\n", model,
-	       u ? " with " : "", u ? atm_update_kind_name(u->kind) : "", atm_graph_n_nodes(g), algos);
+	printf("  %s%s%s%s: %d nodes, %d kernel/algorithm pairs agree with the CPU\n", model,
+	       bf16 ? " in bf16" : "", u ? " with " : "", u ? atm_update_kind_name(u->kind) : "",
+	       atm_graph_n_nodes(g), algos);
 	atm_graph_destroy(g);
 }
 
 static void check_network(const char *model, int64_t batch, int64_t image)
 {
-	check_network_with(model, batch, image, NULL);
+	check_network_with(model, batch, image, NULL, false);
 }
 
 static void test_cuda_kernels_tiny_cnn(void **state)
@@ -321,9 +367,9 @@ static void test_cuda_kernels_optimizers(void **state)
 	atm_update adamw = atm_update_defaults(ATM_UPDATE_ADAMW);
 	sgd.weight_decay = 1e-2f;
 	mom.weight_decay = 1e-4f;
-	check_network_with("tiny_mlp", 4, 0, &sgd);
-	check_network_with("tiny_mlp", 4, 0, &mom);
-	check_network_with("tiny_llama", 2, 0, &adamw);
+	check_network_with("tiny_mlp", 4, 0, &sgd, false);
+	check_network_with("tiny_mlp", 4, 0, &mom, false);
+	check_network_with("tiny_llama", 2, 0, &adamw, false);
 }
 
 /* gpu_run -- node k of g on the GPU from host inputs in; its outputs copied back into
@@ -460,6 +506,15 @@ static void test_cuda_kernels_cast(void **state)
 	atm_graph_destroy(g);
 }
 
+/* test_cuda_kernels_bf16 -- networks in bf16 mixed precision: every node on bf16 operands (the
+ * GPU's run widened to f32, rounded once) within bf16's rounding of the CPU's */
+static void test_cuda_kernels_bf16(void **state)
+{
+	(void)state;
+	check_network_with("tiny_cnn", 4, 0, NULL, true);
+	check_network_with("tiny_llama", 2, 0, NULL, true);
+}
+
 static void test_cuda_kernels_bad_device(void **state)
 {
 	(void)state;
@@ -506,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_kernels_tiny_llama),
 		cmocka_unit_test(test_cuda_kernels_optimizers),
 		cmocka_unit_test(test_cuda_kernels_bad_token_is_nan),
+		cmocka_unit_test(test_cuda_kernels_bf16),
 		cmocka_unit_test(test_cuda_kernels_cast),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
