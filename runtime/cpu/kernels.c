@@ -184,9 +184,8 @@ static bool has_bf16(const atm_graph *g, const atm_node *n)
 /* How an op takes bf16 operands on oneDNN's own bf16 kernels (f32 inside, rounded once):
  * NATIVE_MIXED with bf16 and f32 operands side by side (its builder describes each operand in
  * its own dtype: a bf16 convolution's f32 bias), NATIVE_UNIFORM only where every float operand is
- * bf16 (one descriptor serves them all), NATIVE_NONE not (its C code reads f32, or oneDNN's bf16
- * kernel is slower here than f32 on widened copies: the convolutions' weight gradients took
- * 3x their f32 time with AMX on ResNet-50). Where oneDNN has no bf16 kernel for a configuration
+ * bf16 (one descriptor serves them all), NATIVE_NONE not (its C code reads f32; a convolution's
+ * weight gradient reads bf16 but writes f32, see build). Where oneDNN has no bf16 kernel for a configuration
  * on this CPU the node runs widened too. */
 enum native { NATIVE_NONE, NATIVE_MIXED, NATIVE_UNIFORM };
 
@@ -218,8 +217,9 @@ static bool all_bf16(const atm_graph *g, const atm_node *n)
 	return true;
 }
 
-/* widen -- k's operands as f32 for its builder (wide), before it builds */
-static atm_status widen(atm_kernel *k)
+/* widen -- k's bf16 operands (outputs only: its outputs) as f32 for its builder (wide), before
+ * it builds */
+static atm_status widen(atm_kernel *k, bool outputs_only)
 {
 	const atm_node *n = knode(k);
 	int ops = n->n_in + n->n_out;
@@ -231,7 +231,7 @@ static atm_status widen(atm_kernel *k)
 	for (int i = 0; i < ops; i++) {
 		k->wide[i] = *operand(k->g, n, i);
 		k->wide_off[i] = -1;
-		if (k->wide[i].dtype == ATM_BF16) {
+		if (k->wide[i].dtype == ATM_BF16 && (!outputs_only || i >= n->n_in)) {
 			k->wide[i].dtype = ATM_F32;
 			k->wide[i].bytes = k->wide[i].n_elems * (int64_t)sizeof(float);
 		}
@@ -246,7 +246,7 @@ static void place_copies(atm_kernel *k)
 	const atm_node *n = knode(k);
 	int64_t at = (k->scratch_bytes + 63) / 64 * 64;
 	for (int i = 0; i < n->n_in + n->n_out; i++)
-		if (operand(k->g, n, i)->dtype == ATM_BF16) {
+		if (operand(k->g, n, i)->dtype == ATM_BF16 && k->wide[i].dtype == ATM_F32) {
 			k->wide_off[i] = at;
 			at += (k->wide[i].bytes + 63) / 64 * 64;
 		}
@@ -267,15 +267,32 @@ static atm_status build(atm_kernel *k, const atm_node *n, const_dnnl_primitive_a
 		atm_err_clear();
 		kernel_clear(k);
 	}
-	if ((rc = widen(k)) < 0 || (rc = cpu_ops[n->op].build(k, attr)) < 0)
+	/* a convolution's weight gradient reads bf16 but writes f32 (its AMX kernel writing bf16
+	 * took 3x f32's time on ResNet-50), then rounded; where that too fails, all of it widened */
+	if (n->op == ATM_OP_CONV_BWD_WEIGHTS) {
+		if ((rc = widen(k, true)) < 0)
+			return rc;
+		if ((rc = cpu_ops[n->op].build(k, attr)) != ATM_E_UNSUPPORTED) {
+			if (rc == ATM_OK)
+				place_copies(k);
+			return rc;
+		}
+		atm_err_clear();
+		kernel_clear(k);
+	}
+	if ((rc = widen(k, false)) < 0 || (rc = cpu_ops[n->op].build(k, attr)) < 0)
 		return rc;
 	place_copies(k);
 	return ATM_OK;
 }
 
-/* atm_kernel_widened -- k runs in f32 between copies of its bf16 operands */
+/* atm_kernel_widened -- k runs in f32 between copies of all its bf16 operands */
 bool atm_kernel_widened(const atm_kernel *k)
 {
+	const atm_node *n = knode(k);
+	for (int i = 0; k->wide && i < n->n_in + n->n_out; i++)
+		if (k->wide[i].dtype == ATM_BF16)
+			return false; /* read as bf16 by oneDNN's kernel */
 	return k->wide != NULL;
 }
 

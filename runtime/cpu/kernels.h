@@ -82,8 +82,9 @@ void atm_kernel_destroy(atm_kernel *k);
  * most kernels. Its content need not survive between runs. */
 int64_t atm_kernel_scratch_bytes(const atm_kernel *k);
 
-/* atm_kernel_widened -- k runs in f32 on copies of its bf16 operands (widened before, the
- * outputs narrowed to nearest even after): its op has no bf16 kernel here */
+/* atm_kernel_widened -- k runs in f32 on copies of all its bf16 operands (widened before, the
+ * outputs narrowed to nearest even after): its op has no bf16 kernel here (a convolution's
+ * weight gradient reads bf16 and has only its output widened: false) */
 bool atm_kernel_widened(const atm_kernel *k);
 
 /* atm_kernel_run -- run once and wait for it: in[i] and out[i] point at the

@@ -404,9 +404,14 @@ atm_status cpu_build_conv(atm_kernel *k, const_dnnl_primitive_attr_t attr)
 	DNNL_TRY(blocked ? md_any(&y_md, y) : md_of(&y_md, y), "describing the output");
 	if (b)
 		DNNL_TRY(md_of(&b_md, b), "describing the bias");
+	/* the forward hint of a bf16 weight gradient written in f32 describes bf16 weights: the
+	 * forward convolution it stands for has them */
+	dnnl_memory_desc_t wf_md = w_md;
+	wf_md.data_type = x_md.data_type;
 	/* direct, not auto: Winograd would change the numbers with the shape */
 	DNNL_TRY(dnnl_convolution_forward_desc_init(&fwd_d, dnnl_forward_training,
-	                                            dnnl_convolution_direct, &x_md, &w_md,
+	                                            dnnl_convolution_direct, &x_md,
+	                                            n->op == ATM_OP_CONV_BWD_WEIGHTS ? &wf_md : &w_md,
 	                                            b ? &b_md : NULL, &y_md, w.strides, w.pad_l,
 	                                            w.pad_r),
 	         "describing the forward convolution");

@@ -418,7 +418,7 @@ static void test_kernels_bf16(void **state)
 		{"conv.bwd_data", ATM_OP_CONV_BWD_DATA, {.stride = {1, 1}, .pad = {1, 1, 1, 1}, .groups = 1},
 		 4, 4, 4, {2, 4, 6, 6}, {4, 3, 3, 3}, {2, 3, 6, 6}, true},
 		{"conv.bwd_weights", ATM_OP_CONV_BWD_WEIGHTS, {.stride = {1, 1}, .pad = {1, 1, 1, 1},
-		 .groups = 1}, 4, 4, 4, {2, 3, 6, 6}, {2, 4, 6, 6}, {4, 3, 3, 3}, false},
+		 .groups = 1}, 4, 4, 4, {2, 3, 6, 6}, {2, 4, 6, 6}, {4, 3, 3, 3}, true},
 		{"matmul", ATM_OP_MATMUL, {.trans_b = true, .scale = 1}, 3, 3, 3, {2, 5, 16},
 		 {2, 7, 16}, {2, 5, 7}, true},
 		{"relu", ATM_OP_RELU_FWD, {.axis = 0}, 2, 0, 2, {3, 17}, {0}, {3, 17}, true},
