@@ -1382,10 +1382,11 @@ static void grad_add(zb *b, const struct fwd *f, const struct grad_rule *r)
 		int32_t x = f->in[i], g = f->dy;
 		if (!b->info[x].needs_grad)
 			continue;
-		if (dt(b, x) != dt(b, g) &&
-		    (g = new_grad(b, x), node(b, ATM_OP_CAST, NULL, 1, &f->dy, 1, &g, "%s.bwd%d",
-		                              f->layer, i) < 0))
-			return;
+		if (dt(b, x) != dt(b, g)) {
+			g = new_grad(b, x);
+			if (node(b, ATM_OP_CAST, NULL, 1, &f->dy, 1, &g, "%s.bwd%d", f->layer, i) < 0)
+				return;
+		}
 		accumulate(b, x, g);
 	}
 }
