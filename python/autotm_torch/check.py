@@ -665,35 +665,28 @@ def main(argv=None):
         return fail(EXIT_NOT_FOUND, "no autotm binary: build it (scripts/demo.sh) or give --autotm")
     model, _ = make_model(a.model, kwargs, a.seed)
     name = a.model.rsplit(":", 1)[1]
-    if a.precision == "bf16":
-        from .check_bf16 import check_bf16, report as report_bf16
-        try:
-            rows = check_bf16(model, a.input or a.input_ids, a.placements.split(","), autotm,
-                              a.lr, a.seed, name, tokens=a.input_ids is not None,
-                              optimizer=opt, steps=a.steps)
-        except ImportError_ as e:
-            return fail(EXIT_IMPORT, f"{a.model}: {e}")
-        except RuntimeError as e:
-            return fail(EXIT_IMPORT, str(e))
-        what = (f"{a.steps} step{'s' if a.steps > 1 else ''} of torch.optim's {a.optimizer}"
-                if opt else "one SGD step")
-        print(f"{name} {a.input or a.input_ids}: {what} (lr {a.lr}) in bf16 mixed precision, "
-              f"autotm against torch.autocast, PyTorch {torch.__version__}")
-        return 0 if report_bf16(rows) else 1
+    shape, tokens, bf16 = a.input or a.input_ids, a.input_ids is not None, a.precision == "bf16"
     try:
-        rows = check(model, a.input or a.input_ids, a.placements.split(","), autotm, a.lr,
-                     a.seed, name, tokens=a.input_ids is not None, device=a.device,
-                     optimizer=opt, steps=a.steps)
+        if bf16:
+            from .check_bf16 import check_bf16
+            rows = check_bf16(model, shape, a.placements.split(","), autotm, a.lr, a.seed, name,
+                              tokens=tokens, optimizer=opt, steps=a.steps)
+        else:
+            rows = check(model, shape, a.placements.split(","), autotm, a.lr, a.seed, name,
+                         tokens=tokens, device=a.device, optimizer=opt, steps=a.steps)
     except ImportError_ as e:
         return fail(EXIT_IMPORT, f"{a.model}: {e}")
     except RuntimeError as e:
         return fail(EXIT_IMPORT, str(e))
     what = (f"{a.steps} step{'s' if a.steps > 1 else ''} of torch.optim's {a.optimizer}"
             if opt else "one SGD step")
-    print(f"{name} {a.input or a.input_ids}: {what} (lr {a.lr}) on {a.device}, autotm "
-          f"against PyTorch {torch.__version__}")
-    ok = report(rows)
-    return 0 if ok else 1
+    where = "in bf16 mixed precision, autotm against torch.autocast, PyTorch" if bf16 else \
+        f"on {a.device}, autotm against PyTorch"
+    print(f"{name} {shape}: {what} (lr {a.lr}) {where} {torch.__version__}")
+    if bf16:
+        from .check_bf16 import report as report_bf16
+        return 0 if report_bf16(rows) else 1
+    return 0 if report(rows) else 1
 
 
 if __name__ == "__main__":
