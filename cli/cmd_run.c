@@ -96,6 +96,9 @@ static void print_summary(const atm_graph *g, int64_t batch, const atm_plan *p,
 	       atm_format_bytes(r->scratch_bytes, b, sizeof b));
 	printf("  slow memory      %s high-water mark\n",
 	       atm_format_bytes(r->slow_high_water_bytes, a, sizeof a));
+	if (r->n_bf16_native + r->n_bf16_widened)
+		printf("  bf16 nodes       %d on %s's bf16 kernels, %d in f32 on widened copies\n",
+		       r->n_bf16_native, r->backend, r->n_bf16_widened);
 	if (r->energy_per_step_j >= 0)
 		printf("  energy           %.3f J per step (NVML's counter; SM %d MHz, memory %d MHz, "
 		       "power limit %.0f W)\n", r->energy_per_step_j, r->gpu_state.sm_mhz,

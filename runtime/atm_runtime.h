@@ -426,6 +426,8 @@ typedef struct {
 	atm_twolm_traffic twolm_step; /* the last measured step's 2LM lines filled from and written
 	                               * back to slow memory (zero when 2LM is not emulated) */
 	int64_t scratch_bytes;      /* kernels' scratch, in fast memory outside the arena */
+	int32_t n_bf16_native;      /* nodes with bf16 operands (casts aside) on the backend's bf16 */
+	int32_t n_bf16_widened;     /* kernels, and those run in f32 on widened copies of them */
 	char backend[16];           /* "cpu", "cuda", "gpu-sim" */
 	char device[128];           /* the CPU model or the GPU's name */
 	char versions[128];         /* the kernel libraries' versions */

@@ -91,6 +91,9 @@ typedef struct {
 	/* implementations the kernel offers (a GPU's convolution algorithms; 1 elsewhere) */
 	int (*kernel_n_algos)(const atm_backend *b, const atm_bk_kernel *k);
 	atm_status (*kernel_set_algo)(atm_backend *b, atm_bk_kernel *k, int algo);
+	/* the kernel runs in f32 on widened copies of its bf16 operands (NULL: every kernel with
+	 * bf16 operands but a cast does) */
+	bool (*kernel_widened)(const atm_backend *b, const atm_bk_kernel *k);
 	atm_status (*kernel_run)(atm_backend *b, atm_bk_kernel *k, void *const *in, void *const *out,
 	                         void *scratch);
 	/* emulate -- after a kernel read and wrote these slow bytes: make the slow

@@ -486,6 +486,22 @@ static atm_status open_memory(atm_exec *e)
 	return ATM_OK;
 }
 
+/* count_bf16 -- node k, when it reads or writes bf16 (a cast aside), counted as its kernel runs
+ * it: on the backend's bf16 kernels or widened to f32 */
+static void count_bf16(atm_exec *e, int32_t k)
+{
+	const atm_node *n = atm_graph_node(e->g, k);
+	bool half = false;
+	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
+		half |= atm_graph_tensor(e->g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype ==
+		        ATM_BF16;
+	if (half && (!e->b->iface->kernel_widened ||
+	             e->b->iface->kernel_widened(e->b, e->kernels[k])))
+		e->result.n_bf16_widened++;
+	else if (half)
+		e->result.n_bf16_native++;
+}
+
 /* build_kernel -- node k's own kernel, with the plan's algorithm */
 static atm_status build_kernel(atm_exec *e, int32_t k)
 {
@@ -610,6 +626,7 @@ static atm_status build_kernels(atm_exec *e)
 			e->kernels[k] = e->kernels[owner];
 		else if ((rc = build_kernel(e, k)) < 0)
 			break;
+		count_bf16(e, k);
 		if ((rc = kernel_scratch(e, k)) < 0)
 			break;
 		if (n->n_in > max_args)

@@ -274,6 +274,12 @@ int atm_cpu_bk_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k)
 	return 1; /* oneDNN picks its implementation itself */
 }
 
+bool atm_cpu_bk_kernel_widened(const atm_backend *b, const atm_bk_kernel *k)
+{
+	(void)b;
+	return atm_kernel_widened((const atm_kernel *)k);
+}
+
 atm_status atm_cpu_bk_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo)
 {
 	(void)b;

@@ -80,6 +80,7 @@ atm_status atm_cpu_bk_kernel_new(atm_backend *b, const atm_graph *g, int32_t nod
 void atm_cpu_bk_kernel_destroy(atm_backend *b, atm_bk_kernel *k);
 int64_t atm_cpu_bk_kernel_scratch_bytes(const atm_backend *b, const atm_bk_kernel *k);
 int atm_cpu_bk_kernel_n_algos(const atm_backend *b, const atm_bk_kernel *k);
+bool atm_cpu_bk_kernel_widened(const atm_backend *b, const atm_bk_kernel *k);
 atm_status atm_cpu_bk_kernel_set_algo(atm_backend *b, atm_bk_kernel *k, int algo);
 atm_status atm_cpu_bk_kernel_run(atm_backend *b, atm_bk_kernel *k, void *const *in,
                                  void *const *out, void *scratch);
@@ -111,6 +112,7 @@ void atm_cpu_bk_describe(const atm_backend *b, atm_backend_desc *d);
 	.kernel_new = atm_cpu_bk_kernel_new, .kernel_destroy = atm_cpu_bk_kernel_destroy,           \
 	.kernel_scratch_bytes = atm_cpu_bk_kernel_scratch_bytes,                                    \
 	.kernel_n_algos = atm_cpu_bk_kernel_n_algos, .kernel_set_algo = atm_cpu_bk_kernel_set_algo, \
+	.kernel_widened = atm_cpu_bk_kernel_widened,                                                \
 	.kernel_run = atm_cpu_bk_kernel_run, .emulate = atm_cpu_bk_emulate,                         \
 	.copy = atm_cpu_bk_copy, .reserve = atm_cpu_bk_reserve,                                     \
 	.copy_start = atm_cpu_bk_copy_start, .copy_wait = atm_cpu_bk_copy_wait,                     \

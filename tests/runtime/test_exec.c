@@ -72,6 +72,40 @@ static void test_exec_placements_agree_tiny_mlp(void **state)
 	placements_agree("tiny_mlp");
 }
 
+/* test_exec_bf16_placements_agree -- tiny_cnn in bf16 mixed precision: all-fast, all-slow and
+ * random plans that move and recompute bf16 tensors give bitwise the same step, and the run
+ * counts every node with bf16 operands on the CPU's bf16 kernels or widened (batch norm) */
+static void test_exec_bf16_placements_agree(void **state)
+{
+	(void)state;
+	atm_graph *g = NULL;
+	atm_zoo_opts zo = {.batch = 4, .bf16 = true};
+	assert_int_equal(atm_zoo_build(&g, "tiny_cnn", &zo), ATM_OK);
+	atm_exec_opts o = {.iters = 2, .warmup = -1, .seed = 42, .quiet = true};
+	int32_t moves, async, recomputes, half = 0, bf16_moved = 0;
+	expect_placements_agree(g, &o, 5, &moves, &async, &recomputes);
+	assert_true(moves > 20 && async > 5 && recomputes > 0);
+	for (int32_t k = 0; k < atm_graph_n_nodes(g); k++) {
+		const atm_node *n = atm_graph_node(g, k);
+		bool b = false;
+		for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
+			b |= atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype ==
+			     ATM_BF16;
+		half += b;
+	}
+	atm_plan *p = NULL;
+	assert_int_equal(atm_plan_random(&p, g, 3), ATM_OK);
+	for (int32_t t = 0; t < atm_graph_n_tensors(g); t++)
+		bf16_moved += atm_graph_tensor(g, t)->dtype == ATM_BF16 &&
+		              atm_plan_location(p, t) == ATM_LOC_SLOW;
+	assert_true(bf16_moved > 0);
+	struct exec_run r = run_plan(p, 1, NULL);
+	assert_int_equal(r.r.n_bf16_native + r.r.n_bf16_widened, half);
+	assert_true(r.r.n_bf16_widened > 0); /* batch norm, plain C */
+	atm_plan_destroy(p);
+	atm_graph_destroy(g);
+}
+
 static void test_exec_loss_falls(void **state)
 {
 	(void)state;
@@ -460,6 +494,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exec_placements_agree_tiny_cnn),
 		cmocka_unit_test(test_exec_placements_agree_tiny_mlp),
+		cmocka_unit_test(test_exec_bf16_placements_agree),
 		cmocka_unit_test(test_exec_loss_falls),
 		cmocka_unit_test(test_exec_emulation_slows_slow_io),
 		cmocka_unit_test(test_exec_emulated_2lm_caches_slow_memory),
