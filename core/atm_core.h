@@ -282,6 +282,7 @@ int32_t atm_graph_n_nodes(const atm_graph *g);
  * (the arrays grow), so copy what you keep while building. */
 const atm_tensor *atm_graph_tensor(const atm_graph *g, int32_t id);
 const atm_node *atm_graph_node(const atm_graph *g, int32_t id);
+bool atm_node_runs_bf16(const atm_graph *g, int32_t node); /* has bf16 operands, not a cast */
 /* atm_tensor_is_labels -- some node of g reads tensor t as labels (ATM_ROLE_LABELS) */
 bool atm_tensor_is_labels(const atm_graph *g, int32_t t);
 /* atm_tensor_token_limit -- the bound t's i32 token ids or labels must stay below (the fewest

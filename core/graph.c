@@ -348,6 +348,17 @@ int32_t atm_graph_producer(const atm_graph *g, int32_t tensor)
 	return -1;
 }
 
+/* atm_node_runs_bf16 -- node reads or writes a bf16 tensor and is no cast: a backend runs it on
+ * bf16 kernels or widened */
+bool atm_node_runs_bf16(const atm_graph *g, int32_t node)
+{
+	const atm_node *n = &g->nodes[node];
+	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
+		if (g->tensors[i < n->n_in ? n->in[i] : n->out[i - n->n_in]].dtype == ATM_BF16)
+			return true;
+	return false;
+}
+
 int64_t atm_graph_batch(const atm_graph *g)
 {
 	for (int32_t t = 0; t < g->n_tensors; t++)

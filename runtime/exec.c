@@ -490,15 +490,11 @@ static atm_status open_memory(atm_exec *e)
  * it: on the backend's bf16 kernels or widened to f32 */
 static void count_bf16(atm_exec *e, int32_t k)
 {
-	const atm_node *n = atm_graph_node(e->g, k);
-	bool half = false;
-	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
-		half |= atm_graph_tensor(e->g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype ==
-		        ATM_BF16;
-	if (half && (!e->b->iface->kernel_widened ||
-	             e->b->iface->kernel_widened(e->b, e->kernels[k])))
+	if (!atm_node_runs_bf16(e->g, k))
+		return;
+	if (!e->b->iface->kernel_widened || e->b->iface->kernel_widened(e->b, e->kernels[k]))
 		e->result.n_bf16_widened++;
-	else if (half)
+	else
 		e->result.n_bf16_native++;
 }
 

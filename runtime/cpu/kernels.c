@@ -172,15 +172,6 @@ static const atm_tensor *operand(const atm_graph *g, const atm_node *n, int i)
 	return atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in]);
 }
 
-/* has_bf16 -- n reads or writes a bf16 tensor */
-static bool has_bf16(const atm_graph *g, const atm_node *n)
-{
-	for (int i = 0; i < n->n_in + n->n_out; i++)
-		if (operand(g, n, i)->dtype == ATM_BF16)
-			return true;
-	return false;
-}
-
 /* How an op takes bf16 operands on oneDNN's own bf16 kernels (f32 inside, rounded once):
  * NATIVE_MIXED with bf16 and f32 operands side by side (its builder describes each operand in
  * its own dtype: a bf16 convolution's f32 bias), NATIVE_UNIFORM only where every float operand is
@@ -257,7 +248,7 @@ static void place_copies(atm_kernel *k)
  * for, or oneDNN none for this configuration) */
 static atm_status build(atm_kernel *k, const atm_node *n, const_dnnl_primitive_attr_t attr)
 {
-	bool bf16 = n->op != ATM_OP_CAST && has_bf16(k->g, n);
+	bool bf16 = atm_node_runs_bf16(k->g, k->node_id);
 	enum native nat = native_bf16(n->op);
 	atm_status rc;
 	if (!bf16 || nat == NATIVE_MIXED || (nat == NATIVE_UNIFORM && all_bf16(k->g, n))) {

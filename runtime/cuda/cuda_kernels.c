@@ -1195,14 +1195,10 @@ atm_status atm_cuda_kernel_new(atm_cuda_kernel **out, atm_cuda_ctx *c, const atm
 	k->node = node;
 	k->n_algos = 1;
 	atm_status rc = ATM_OK;
-	bool half = false; /* a bf16 operand: the node runs widened (a cast converts itself) */
-	for (int i = 0; n->op != ATM_OP_CAST && i < n->n_in + n->n_out; i++)
-		half |= atm_graph_tensor(g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype ==
-		        ATM_BF16;
 	if (!atm_cuda_supports(n->op))
 		rc = atm_err(ATM_E_UNSUPPORTED, "node '%s': op %s has no GPU kernel", n->name,
 		             atm_op_name(n->op));
-	else if (half)
+	else if (atm_node_runs_bf16(g, node))
 		rc = widen(k);
 	if (rc == ATM_OK && cuda_ops[n->op].build)
 		rc = cuda_ops[n->op].build(k);
